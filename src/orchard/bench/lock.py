@@ -1,0 +1,108 @@
+"""The machine-wide measurement lock.
+
+Two measurements running at once on one machine corrupt each other, so every
+measured run holds one kernel file lock (flock: the kernel releases it when
+the holder dies, so a crash never leaves the machine locked). Builds do not
+take it. A waiter says whom it waits for, and the wait is recorded in the
+rows. `ORCHARD_BENCH_LOCK=off` disables it, loudly, for machines with no
+other measurement going on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TextIO
+
+from filelock import FileLock, Timeout
+
+ENV_PATH = "ORCHARD_LOCK_FILE"
+ENV_SWITCH = "ORCHARD_BENCH_LOCK"
+
+
+def default_lock_path() -> Path:
+    return Path(os.environ.get(ENV_PATH) or Path(tempfile.gettempdir()) / "orchard-bench.lock")
+
+
+def lock_disabled() -> bool:
+    return os.environ.get(ENV_SWITCH, "").lower() in {"off", "0", "false", "no"}
+
+
+def read_holder(path: Path) -> dict[str, Any] | None:
+    """Who holds (or last held) the lock, as written by that holder."""
+    try:
+        return json.loads(Path(f"{path}.holder").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+class MeasurementLock:
+    """Context manager around one measured unit; reusable, not reentrant."""
+
+    def __init__(
+        self,
+        label: str,
+        path: Path | None = None,
+        out: TextIO | None = None,
+    ) -> None:
+        self.label = label
+        self.path = path or default_lock_path()
+        self.out = out or sys.stderr
+        self._lock = FileLock(self.path, mode=0o666, thread_local=False, preserve_lock_file=True)
+        self.last_wait_ms: float = 0.0
+        self.total_wait_ms: float = 0.0
+        self.disabled = lock_disabled()
+        self._warned = False
+
+    def metadata(self) -> dict[str, Any]:
+        """Row fields describing the lock during the last measured unit."""
+        return {
+            "measurement_lock": "disabled" if self.disabled else "held",
+            "lock_wait_ms": round(self.last_wait_ms, 3),
+        }
+
+    def __enter__(self) -> MeasurementLock:
+        if self.disabled:
+            if not self._warned:
+                print(
+                    f"[runlock] WARNING: {ENV_SWITCH}=off: measurements are NOT serialized; "
+                    "any other benchmark on this machine will distort these numbers",
+                    file=self.out,
+                    flush=True,
+                )
+                self._warned = True
+            self.last_wait_ms = 0.0
+            return self
+        started = time.monotonic()
+        try:
+            self._lock.acquire(timeout=0)
+        except Timeout:
+            holder = read_holder(self.path) or {}
+            print(
+                f"[runlock] waiting for pid {holder.get('pid', '?')} "
+                f"({holder.get('label', 'unknown')}) ...",
+                file=self.out,
+                flush=True,
+            )
+            self._lock.acquire()
+        self.last_wait_ms = (time.monotonic() - started) * 1000.0
+        self.total_wait_ms += self.last_wait_ms
+        holder_file = Path(f"{self.path}.holder")
+        tmp = holder_file.with_name(f"{holder_file.name}.{os.getpid()}")
+        tmp.write_text(json.dumps({"pid": os.getpid(), "label": self.label, "since": time.time()}))
+        os.replace(tmp, holder_file)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if not self.disabled:
+            self._lock.release()

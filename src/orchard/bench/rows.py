@@ -1,0 +1,187 @@
+"""Rows: one JSON object per measured step.
+
+Field names follow the seed harness. `returncode` 0 is success, 77 is a skip
+row that carries `skip_reason`, anything else a failure. `None` (JSON null)
+means unmeasured, never zero. Every row carries the comparability keys; two
+rows may be compared only if all of them match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from orchard.bench import tokens
+from orchard.bench.environment import ENV_ISOLATION_VERSION, command_display
+from orchard.bench.machine import machine_fingerprint
+from orchard.bench.runner import Capture
+
+SCHEMA_VERSION = 1
+SKIP_RETURNCODE = 77
+
+COMPARABILITY_KEYS = (
+    "remote_transport",
+    "instruction_level",
+    "fixture_id",
+    "env_isolation_version",
+    "machine_fingerprint",
+)
+
+Row = dict[str, Any]
+
+
+def comparability(
+    *,
+    remote_transport: str | None = None,
+    instruction_level: str | None = None,
+    fixture_id: str | None = None,
+) -> dict[str, Any]:
+    """The comparability keys for rows taken here, now."""
+    return {
+        "remote_transport": remote_transport,
+        "instruction_level": instruction_level,
+        "fixture_id": fixture_id,
+        "env_isolation_version": ENV_ISOLATION_VERSION,
+        "machine_fingerprint": machine_fingerprint(),
+    }
+
+
+def comparability_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    return tuple(row.get(key) for key in COMPARABILITY_KEYS)
+
+
+def incomparable_keys(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """Names of the comparability keys on which two rows differ."""
+    return [key for key in COMPARABILITY_KEYS if a.get(key) != b.get(key)]
+
+
+def _subject_fields(subject: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "subject": subject["name"],
+        "subject_kind": subject.get("kind"),
+        "subject_label": subject.get("label", subject["name"]),
+    }
+
+
+def step_row(
+    capture: Capture,
+    *,
+    subject: Mapping[str, Any],
+    scenario: str,
+    operation: str,
+    run: int,
+    metadata: Mapping[str, Any],
+    step_kind: str = "vcs",
+    expected_returncodes: Sequence[int] = (0,),
+    tool_calls: int = 1,
+) -> Row:
+    """A row for one measured command (one tool call an agent would make)."""
+    expected = not capture.timed_out and capture.returncode in expected_returncodes
+    row: Row = {
+        "schema": SCHEMA_VERSION,
+        **metadata,
+        **_subject_fields(subject),
+        "scenario": scenario,
+        "run": run,
+        "operation": operation,
+        "step_kind": step_kind,
+        "elapsed_ms": round(capture.elapsed_ms, 3),
+        "cpu_ms": None if capture.cpu_ms is None else round(capture.cpu_ms, 3),
+        "peak_rss_bytes": capture.peak_rss_bytes,
+        "returncode": 0 if expected else (capture.returncode or 1),
+        "process_returncode": capture.returncode,
+        "timed_out": capture.timed_out,
+        "command": command_display(capture.command),
+        "tool_call_count": tool_calls,
+        "started_at": capture.started_at,
+        "ended_at": capture.ended_at,
+        **tokens.interaction_fields(
+            command_display(capture.command),
+            capture.stdout_text,
+            capture.stderr_text,
+            stdout_bytes=capture.stdout_bytes,
+            stderr_bytes=capture.stderr_bytes,
+            stdout_truncated=capture.stdout_truncated,
+            stderr_truncated=capture.stderr_truncated,
+        ),
+    }
+    if not expected:
+        row["stderr_tail"] = capture.stderr_text[-2000:]
+    return row
+
+
+def skip_row(
+    *,
+    subject: Mapping[str, Any],
+    scenario: str,
+    operation: str,
+    run: int,
+    metadata: Mapping[str, Any],
+    reason: str,
+) -> Row:
+    """A step or scenario that was not measured, and why (never silent absence)."""
+    return {
+        "schema": SCHEMA_VERSION,
+        **metadata,
+        **_subject_fields(subject),
+        "scenario": scenario,
+        "run": run,
+        "operation": operation,
+        "step_kind": "skip",
+        "elapsed_ms": None,
+        "returncode": SKIP_RETURNCODE,
+        "timed_out": False,
+        "command": None,
+        "skip_reason": reason,
+        "tool_call_count": 0,
+    }
+
+
+def is_failure(row: Mapping[str, Any]) -> bool:
+    return row.get("returncode") not in (0, SKIP_RETURNCODE)
+
+
+def is_skip(row: Mapping[str, Any]) -> bool:
+    return row.get("returncode") == SKIP_RETURNCODE
+
+
+def total_row(
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    subject: Mapping[str, Any],
+    scenario: str,
+    operation: str,
+    run: int,
+    metadata: Mapping[str, Any],
+) -> Row:
+    """Sum step rows into one total: fails if any step failed; lists what was unmeasured."""
+    measured = [row for row in rows if not is_skip(row)]
+    unmeasured = [str(row["operation"]) for row in rows if is_skip(row)]
+    phase_ms: dict[str, float] = {}
+    for row in measured:
+        phase = str(row.get("operation", "unknown")).split(".", 1)[0]
+        phase_ms[phase] = round(phase_ms.get(phase, 0.0) + float(row.get("elapsed_ms") or 0.0), 3)
+    elapsed = [row.get("elapsed_ms") for row in measured if row.get("elapsed_ms") is not None]
+    return {
+        "schema": SCHEMA_VERSION,
+        **metadata,
+        **_subject_fields(subject),
+        "scenario": scenario,
+        "run": run,
+        "operation": operation,
+        "step_kind": "total",
+        "elapsed_ms": round(sum(elapsed), 3) if elapsed else None,
+        "returncode": 1 if any(is_failure(row) for row in rows) else 0,
+        "timed_out": any(bool(row.get("timed_out")) for row in rows),
+        "coverage_complete": not unmeasured,
+        "unmeasured_operations": unmeasured,
+        "phase_elapsed_ms": phase_ms,
+        "command": [row.get("command") for row in measured],
+        "tool_call_count": sum(int(row.get("tool_call_count") or 0) for row in rows),
+        "summarized_operations": [row.get("operation") for row in rows],
+        **tokens.summed_fields(measured),
+    }
+
+
+def failures(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [row for row in rows if is_failure(row)]

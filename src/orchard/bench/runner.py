@@ -1,0 +1,205 @@
+"""Run one command and measure it.
+
+The child gets its own process group so a timeout (or a stray grandchild
+left behind after it exits) is killed as a whole, by group id, never by name.
+Resource usage comes from `wait4`, which on Linux reports the child together
+with the descendants it waited for: peak RSS and CPU of the process tree.
+Linux carries the launcher's own peak RSS into the child at exec, so a child
+that never grows past orchard's own footprint has no measurable peak: that is
+recorded as null (unmeasured), never as orchard's number.
+Output is read as bytes; everything is counted, but only the first
+`admitted_chars` bytes per stream are kept, as an agent would see them.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+DEFAULT_ADMITTED_CHARS = 20_000
+# After the child exits, how long stragglers holding its pipes may keep
+# writing before the group is killed.
+DRAIN_GRACE_S = 0.2
+
+
+@dataclass(frozen=True)
+class Capture:
+    """What one run of one command did."""
+
+    command: list[str] | str
+    returncode: int | None  # None when it was killed by the timeout
+    timed_out: bool
+    elapsed_ms: float
+    cpu_ms: float | None
+    peak_rss_bytes: int | None
+    stdout: bytes  # admitted part only
+    stderr: bytes
+    stdout_bytes: int  # everything the stream carried
+    stderr_bytes: int
+    started_at: str
+    ended_at: str
+    # monotonic bounds, to check that measured intervals never overlap
+    started_ns: int
+    ended_ns: int
+
+    @property
+    def stdout_truncated(self) -> bool:
+        return self.stdout_bytes > len(self.stdout)
+
+    @property
+    def stderr_truncated(self) -> bool:
+        return self.stderr_bytes > len(self.stderr)
+
+    @property
+    def stdout_text(self) -> str:
+        return self.stdout.decode("utf-8", errors="replace")
+
+    @property
+    def stderr_text(self) -> str:
+        return self.stderr.decode("utf-8", errors="replace")
+
+    @property
+    def ok(self) -> bool:
+        return not self.timed_out and self.returncode == 0
+
+
+class _Stream:
+    def __init__(self, admitted: int) -> None:
+        self.admitted = admitted
+        self.kept = bytearray()
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.admitted - len(self.kept)
+        if room > 0:
+            self.kept += chunk[:room]
+
+
+def _now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def kill_group(pgid: int) -> None:
+    """SIGKILL a whole process group; a group that is already gone is fine."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run(
+    command: Sequence[str] | str,
+    *,
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float | None = None,
+    admitted_chars: int = DEFAULT_ADMITTED_CHARS,
+    stdin: bytes | None = None,
+) -> Capture:
+    """Run `command` (an argv list; a string runs through /bin/sh) and measure it."""
+    shell = isinstance(command, str)
+    argv: list[str] | str = command if shell else [str(part) for part in command]
+    launcher_rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started_at = _now_iso()
+    started_ns = time.perf_counter_ns()
+    proc = subprocess.Popen(
+        argv,
+        shell=shell,
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    pgid = proc.pid
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    out, err = _Stream(admitted_chars), _Stream(admitted_chars)
+    timed_out = False
+    status: int | None = None
+    rusage = None
+    try:
+        if stdin is not None:
+            assert proc.stdin is not None
+            try:
+                proc.stdin.write(stdin)
+            except BrokenPipeError:
+                pass
+            proc.stdin.close()
+        pidfd = os.pidfd_open(proc.pid)
+        selector = selectors.DefaultSelector()
+        try:
+            assert proc.stdout is not None and proc.stderr is not None
+            selector.register(proc.stdout, selectors.EVENT_READ, out)
+            selector.register(proc.stderr, selectors.EVENT_READ, err)
+            selector.register(pidfd, selectors.EVENT_READ, None)
+            exited_at: float | None = None
+            while len(selector.get_map()) > 0:
+                now = time.monotonic()
+                if exited_at is not None and now - exited_at > DRAIN_GRACE_S:
+                    break  # stragglers hold the pipes open; the group is killed below
+                if status is None and deadline is not None and now >= deadline:
+                    timed_out = True
+                    kill_group(pgid)
+                    deadline = None
+                wait = None if deadline is None else max(0.0, deadline - now)
+                if exited_at is not None:
+                    wait = DRAIN_GRACE_S
+                for key, _ in selector.select(wait):
+                    if key.data is None:
+                        _, status, rusage = os.wait4(proc.pid, 0)
+                        exited_at = time.monotonic()
+                        selector.unregister(pidfd)
+                        continue
+                    chunk = os.read(key.fd, 65536)
+                    if chunk:
+                        key.data.feed(chunk)
+                    else:
+                        selector.unregister(key.fileobj)
+            if status is None:
+                _, status, rusage = os.wait4(proc.pid, 0)
+        finally:
+            selector.close()
+            os.close(pidfd)
+    except BaseException:
+        kill_group(pgid)
+        proc.wait()
+        raise
+    finally:
+        ended_ns = time.perf_counter_ns()
+        kill_group(pgid)  # nothing the command started outlives the measurement
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    returncode = None if timed_out else os.waitstatus_to_exitcode(status)
+    proc.returncode = returncode if returncode is not None else -signal.SIGKILL
+    cpu_ms = peak_rss = None
+    if rusage is not None:
+        cpu_ms = (rusage.ru_utime + rusage.ru_stime) * 1000.0
+        if rusage.ru_maxrss > launcher_rss_kib:
+            peak_rss = rusage.ru_maxrss * 1024  # Linux reports KiB
+    return Capture(
+        command=argv,
+        returncode=returncode,
+        timed_out=timed_out,
+        elapsed_ms=(ended_ns - started_ns) / 1e6,
+        cpu_ms=cpu_ms,
+        peak_rss_bytes=peak_rss,
+        stdout=bytes(out.kept),
+        stderr=bytes(err.kept),
+        stdout_bytes=out.total,
+        stderr_bytes=err.total,
+        started_at=started_at,
+        ended_at=_now_iso(),
+        started_ns=started_ns,
+        ended_ns=ended_ns,
+    )

@@ -1,0 +1,146 @@
+"""Where rows go: append-only JSONL, a Markdown summary, an SQLite index.
+
+Each run of a lane writes `results/<lane>/<stamp>.jsonl` (one row per line,
+flushed as it is measured, so a crash keeps everything up to it) and
+`<stamp>.md` beside it. A stamp is never reused: files are opened with
+exclusive creation. `results/index.db` indexes every row for queries; it can
+always be rebuilt from the JSONL files, which remain the record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+Summary = Callable[[Sequence[Mapping[str, Any]]], str]
+
+_INDEX_SCHEMA = """
+CREATE TABLE IF NOT EXISTS rows (
+    lane TEXT NOT NULL,
+    stamp TEXT NOT NULL,
+    line INTEGER NOT NULL,
+    subject TEXT,
+    scenario TEXT,
+    operation TEXT,
+    run INTEGER,
+    returncode INTEGER,
+    elapsed_ms REAL,
+    row TEXT NOT NULL,
+    PRIMARY KEY (lane, stamp, line)
+);
+CREATE INDEX IF NOT EXISTS rows_by_scenario ON rows (scenario, operation, subject);
+"""
+
+
+def new_stamp() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+
+
+def connect_index(results: Path) -> sqlite3.Connection:
+    results.mkdir(parents=True, exist_ok=True)
+    connection = sqlite3.connect(results / "index.db", timeout=30)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.executescript(_INDEX_SCHEMA)
+    return connection
+
+
+class RunWriter:
+    """Writes the rows of one lane run. Use as a context manager."""
+
+    def __init__(self, results: Path, lane: str, summary: Summary | None = None) -> None:
+        self.results = Path(results)
+        self.lane = lane
+        self.summary = summary
+        directory = self.results / lane
+        directory.mkdir(parents=True, exist_ok=True)
+        while True:
+            self.stamp = new_stamp()
+            self.path = directory / f"{self.stamp}.jsonl"
+            try:
+                self._file = open(self.path, "x", encoding="utf-8")
+                break
+            except FileExistsError:
+                continue
+        self.rows: list[dict[str, Any]] = []
+
+    @property
+    def summary_path(self) -> Path:
+        return self.path.with_suffix(".md")
+
+    def write(self, row: Mapping[str, Any]) -> None:
+        data = dict(row)
+        self._file.write(json.dumps(data, sort_keys=True, default=str) + "\n")
+        self._file.flush()
+        self.rows.append(data)
+
+    def close(self) -> None:
+        if self._file.closed:
+            return
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        if self.summary is not None:
+            with open(self.summary_path, "x", encoding="utf-8") as handle:
+                handle.write(self.summary(self.rows))
+        with connect_index(self.results) as connection:
+            connection.executemany(
+                "INSERT OR IGNORE INTO rows VALUES (?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (
+                        self.lane,
+                        self.stamp,
+                        line,
+                        row.get("subject"),
+                        row.get("scenario"),
+                        row.get("operation"),
+                        row.get("run"),
+                        row.get("returncode"),
+                        row.get("elapsed_ms"),
+                        json.dumps(row, sort_keys=True, default=str),
+                    )
+                    for line, row in enumerate(self.rows)
+                ],
+            )
+        connection.close()
+
+    def __enter__(self) -> RunWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            line = line.strip()
+            if line:
+                rows.append(json.loads(line))
+    return rows
+
+
+def run_files(results: Path, lane: str | None = None) -> list[Path]:
+    """Every JSONL run file under `results` (of one lane if given), oldest first."""
+    pattern = f"{lane}/*.jsonl" if lane else "*/*.jsonl"
+    return sorted(Path(results).glob(pattern), key=lambda p: p.name)
+
+
+def latest_rows(results: Path) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """The newest run of each lane: (lane, rows)."""
+    newest: dict[str, Path] = {}
+    for path in run_files(results):
+        newest[path.parent.name] = path
+    for lane, path in sorted(newest.items()):
+        yield lane, read_jsonl(path)

@@ -1,0 +1,13 @@
+"""Errors shared by bench and lab.
+
+`UsageError` is bad input or configuration: the CLI prints its message once
+and exits 2. Anything else that escapes is a bug or an environment failure.
+"""
+
+
+class OrchardError(Exception):
+    """Base class for errors orchard reports to the user."""
+
+
+class UsageError(OrchardError):
+    """Bad input: a missing binary, a malformed file, an unknown name (exit 2)."""
