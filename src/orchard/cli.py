@@ -8,6 +8,7 @@ Heavy modules are imported inside the commands so `orchard --help` is fast.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -42,6 +43,26 @@ def cli() -> None:
 @cli.group()
 def bench() -> None:
     """Measure binaries: suites and the version-control agent lanes."""
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--target", "target", required=True, metavar="REPO",
+              help="The repository to optimize: a local path or a URL.")
+@click.option("--bench", "bench", metavar="REPO",
+              help="The harness repository; without it the lab keeps bench.suite in its own bench.")
+@click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False),
+              help="Start from this orchard.toml (its repositories are replaced by --target/--bench).")
+def init(directory: Path, target: str, bench: str | None, config_file: Path | None) -> None:
+    """Create a lab workspace in DIRECTORY: layout, orchard.toml, reference clones."""
+    from orchard.lab.workspace import init_workspace
+
+    workspace = init_workspace(directory, target, bench, config_file)
+    click.echo(f"workspace  {workspace.root}")
+    click.echo(f"config     {workspace.config_path}  (edit it, then `orchard run {workspace.root}`)")
+    click.echo(f"target     {workspace.config.target.repo} at {workspace.target_base()}")
+    bench_source = workspace.config.bench.repo or "built-in bench"
+    click.echo(f"bench      {bench_source} at {workspace.bench_base()}")
 
 
 def main() -> None:
