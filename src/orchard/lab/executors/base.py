@@ -1,6 +1,7 @@
 """Running workers: one contract, two executors (tmux windows, plain subprocesses).
 
-A job is one worker's launch line. Every executor runs it the same way:
+A job is one worker's launch line. Every executor runs it the same way
+(after exporting the job's own environment variables):
 
     bash -c '{ <launch>
     } </dev/null 2>&1 | tee -a logs/<experiment>.log
@@ -72,14 +73,20 @@ class JobResult:
         return self.exit_code == 0 and not self.timed_out and not self.cancelled
 
 
-def wrap(job: Job) -> str:
-    """The bash script that runs a job's launch line with its log and exit line."""
+def wrap(job: Job, status_file: Path | None = None) -> str:
+    """The bash script that runs a job's launch line with its log and exit line.
+
+    With `status_file`, the exit code is also written there just before the
+    wrapper exits (for executors whose own record of it can be lost).
+    """
     log = shlex.quote(str(job.log_path))
+    exports = "".join(f"export {key}={shlex.quote(value)}\n" for key, value in job.env.items())
+    record = f"echo $rc > {shlex.quote(str(status_file))}\n" if status_file is not None else ""
     return (
-        "{ " + job.command + "\n} </dev/null 2>&1 | tee -a " + log + "\n"
+        exports + "{ " + job.command + "\n} </dev/null 2>&1 | tee -a " + log + "\n"
         "rc=${PIPESTATUS[0]}\n"
         f"echo {DONE_MARKER}$rc | tee -a {log}\n"
-        "exit $rc\n"
+        + record + "exit $rc\n"
     )
 
 
@@ -146,8 +153,8 @@ class Executor(ABC):
     # -- what each executor provides -----------------------------------------
 
     @abstractmethod
-    def _launch(self, job: Job, script: str) -> tuple[int, object]:
-        """Start `bash -c script` for the job; return the wrapper's pid and a handle."""
+    def _launch(self, job: Job) -> tuple[int, object]:
+        """Start `bash -c <wrap(job)>`; return the wrapper's pid and a handle."""
 
     @abstractmethod
     def _statuses(self) -> dict[str, tuple[int | None, int | None] | None]:
@@ -176,7 +183,7 @@ class Executor(ABC):
         job.log_path.parent.mkdir(parents=True, exist_ok=True)
         if not Path(job.cwd).is_dir():
             raise UsageError(f"{job.cwd}: the worker's directory does not exist")
-        pid, handle = self._launch(job, wrap(job))
+        pid, handle = self._launch(job)
         now = time.monotonic()
         deadline = None if job.timeout_s is None else now + job.timeout_s
         self._running[job.name] = _Running(job, pid, handle, _now_iso(), now, deadline)

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 
-from orchard.lab.executors.base import Executor, Job, _Running
+from orchard.lab.executors.base import Executor, Job, _Running, wrap
 
 
 class SubprocessExecutor(Executor):
     kind = "subprocess"
 
-    def _launch(self, job: Job, script: str) -> tuple[int, object]:
-        env = dict(os.environ)
-        env.update(job.env)
+    def _launch(self, job: Job) -> tuple[int, object]:
         proc = subprocess.Popen(
-            ["bash", "-c", script],
+            ["bash", "-c", wrap(job)],
             cwd=job.cwd,
-            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,  # the wrapper's tee already writes the log
             stderr=subprocess.DEVNULL,

@@ -9,19 +9,27 @@ target checkout; a user watches any of them live with `attach_command()`.
 `remain-on-exit` is set for the whole server before the first window
 exists, so a finished worker's pane stays, dead, until orchard has read its
 exit status from tmux (`#{pane_dead_status}`, `#{pane_dead_signal}`); only
-then is the window closed.
+then is the window closed. tmux 3.3a sometimes marks a pane dead and never
+records its status (seen here with several panes ending at once); for that
+case the wrapper also writes its exit code to a private status file, which
+is read only when tmux has no status for a dead pane.
 """
 
 from __future__ import annotations
 
 import shutil
+import tempfile
+import time
+from pathlib import Path
 
 import libtmux
 
 from orchard.errors import UsageError
-from orchard.lab.executors.base import Executor, Job, _Running
+from orchard.lab.executors.base import Executor, Job, _Running, wrap
 
 SESSION = "orchard"
+# How long a dead pane may show no exit status before it is recorded as unknown.
+STATUS_GRACE_S = 5.0
 _PANE_FORMAT = "#{window_id}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_dead_signal}"
 
 
@@ -42,6 +50,9 @@ class TmuxExecutor(Executor):
             raise UsageError("tmux is not installed: set workers.executor = \"subprocess\"")
         super().__init__()
         self.socket_name = socket_name
+        self._dead_since: dict[str, float] = {}
+        self._runtime = Path(tempfile.mkdtemp(prefix=f"{socket_name}-"))
+        self._launched = 0
         # -f /dev/null: the user's ~/.tmux.conf must not change how workers run.
         self.server = libtmux.Server(socket_name=socket_name, config_file="/dev/null")
 
@@ -57,10 +68,14 @@ class TmuxExecutor(Executor):
     def _has_session(self) -> bool:
         return self.server.is_alive() and self.server.cmd("has-session", "-t", SESSION).returncode == 0
 
-    def _launch(self, job: Job, script: str) -> tuple[int, object]:
+    def _status_file(self, window_key: str) -> Path:
+        return self._runtime / f"{window_key}.exit"
+
+    def _launch(self, job: Job) -> tuple[int, object]:
+        self._launched += 1
+        key = f"job{self._launched}"
+        script = wrap(job, self._status_file(key))
         window = ["-n", job.name, "-c", str(job.cwd), "-P", "-F", "#{window_id} #{pane_pid}"]
-        for key, value in job.env.items():
-            window += ["-e", f"{key}={value}"]
         # Several arguments after the options: tmux runs them directly, no shell.
         command = ["bash", "-c", script]
         if self._has_session():
@@ -74,7 +89,7 @@ class TmuxExecutor(Executor):
                 "new-session", "-d", "-s", SESSION, "-x", "200", "-y", "50", *window, *command,
             )
         window_id, pane_pid = out[-1].split()
-        return int(pane_pid), window_id
+        return int(pane_pid), (window_id, key)
 
     def _statuses(self) -> dict[str, tuple[int | None, int | None] | None]:
         panes: dict[str, tuple[bool, str, str]] = {}
@@ -84,21 +99,33 @@ class TmuxExecutor(Executor):
                 window_id, _pid, dead, status, sig = (line.split("\t") + ["", "", "", ""])[:5]
                 panes[window_id] = (dead == "1", status, sig)
         statuses: dict[str, tuple[int | None, int | None] | None] = {}
+        now = time.monotonic()
         for name, entry in self._running.items():
-            pane = panes.get(str(entry.handle))
+            window_id, key = entry.handle  # type: ignore[misc]
+            pane = panes.get(window_id)
             if pane is None:
                 statuses[name] = (None, None)  # the window was closed outside orchard
-            elif not pane[0]:
-                statuses[name] = None
-            else:
-                _, status, sig = pane
-                statuses[name] = (int(status) if status else None, int(sig) if sig else None)
+                continue
+            dead, status, sig = pane
+            if dead and not status and not sig:
+                # tmux marks a pane dead when its terminal closes and reads
+                # the exit status when it reaps the process, which it can miss.
+                recorded = self._status_file(key)
+                if recorded.is_file() and recorded.read_text().strip().isdigit():
+                    status = recorded.read_text().strip()
+                elif now - self._dead_since.setdefault(window_id, now) < STATUS_GRACE_S:
+                    dead = False
+            statuses[name] = (int(status) if status else None, int(sig) if sig else None) if dead else None
         return statuses
 
     def _release(self, running: _Running) -> None:
+        window_id, key = running.handle  # type: ignore[misc]
+        self._dead_since.pop(window_id, None)
+        self._status_file(key).unlink(missing_ok=True)
         if self.server.is_alive():
-            self.server.cmd("kill-window", "-t", str(running.handle))
+            self.server.cmd("kill-window", "-t", window_id)
 
     def _shutdown(self, killed: list[_Running]) -> None:
         if self.server.is_alive():
             self.server.cmd("kill-server")
+        shutil.rmtree(self._runtime, ignore_errors=True)
