@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -88,15 +89,26 @@ def mark() -> str:
     return uuid.uuid4().hex
 
 
-def processes_marked(mark: str) -> list[psutil.Process]:
+def processes_marked(mark: str, job: str | None = None) -> list[psutil.Process]:
+    """Processes carrying the mark (and, if given, JOB=job) in their environment."""
     found = []
     for proc in psutil.process_iter():
         try:
-            if proc.environ().get("ORCHARD_TEST_MARK") == mark:
+            environ = proc.environ()
+            if environ.get("ORCHARD_TEST_MARK") == mark and (job is None or environ.get("JOB") == job):
                 found.append(proc)
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
     return found
+
+
+def wait_for(condition: Callable[[], bool], what: str, limit_s: float = 60.0) -> None:
+    """Wait until `condition()` holds (a guard against hanging, not a timing claim)."""
+    deadline = time.monotonic() + limit_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.05)
 
 
 def assert_nothing_left(mark: str, socket_name: str | None) -> None:
