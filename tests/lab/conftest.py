@@ -117,6 +117,8 @@ def assert_nothing_left(mark: str, socket_name: str | None) -> None:
     assert left == [], f"processes left running: {[(p.pid, p.cmdline()) for p in left]}"
     if socket_name is not None:
         assert not libtmux.Server(socket_name=socket_name).is_alive(), f"tmux server {socket_name} still up"
+        socket_file = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}" / socket_name
+        assert not socket_file.exists(), f"socket file {socket_file} left behind"
 
 
 @pytest.fixture
