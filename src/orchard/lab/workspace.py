@@ -11,8 +11,9 @@
 
 Every path is computed from the workspace root when it is needed, never
 stored, so a workspace can be moved or opened from anywhere. Worker clones
-are made from the lab's local reference clones, which keeps them cheap:
-objects are hard-linked, only the working files are written.
+are made from the lab's local reference clones, which keeps them cheap: the
+reference clones are packed once, a worker's clone hard-links that pack,
+and only the working files are written.
 """
 
 from __future__ import annotations
@@ -206,12 +207,14 @@ class Workspace:
             self.target_vcs.clone(target.repo, self.reference_target)
         except VcsError as error:
             raise UsageError(f"target.repo {target.repo!r}: cannot clone it: {error}") from None
+        self.target_vcs.prepare_reference(self.reference_target)
         self.target_base()  # a base that does not resolve is a configuration error
         if bench.repo:
             try:
                 self.bench_vcs.clone(bench.repo, self.bench_dir)
             except VcsError as error:
                 raise UsageError(f"bench.repo {bench.repo!r}: cannot clone it: {error}") from None
+            self.bench_vcs.prepare_reference(self.bench_dir)
             self.bench_base()
         else:
             self.bench_dir.mkdir()
