@@ -17,7 +17,7 @@ import libtmux
 import psutil
 import pytest
 
-from conftest import assert_nothing_left, processes_marked, wait_for
+from lab_helpers import assert_nothing_left, processes_marked, wait_for
 from orchard.errors import UsageError
 from orchard.lab.executors import Job, make_executor
 
