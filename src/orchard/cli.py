@@ -8,6 +8,7 @@ Heavy modules are imported inside the commands so `orchard --help` is fast.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -42,6 +43,139 @@ def cli() -> None:
 @cli.group()
 def bench() -> None:
     """Measure binaries: suites and the version-control agent lanes."""
+
+
+def _console(stderr: bool = False):  # -> rich.console.Console
+    from rich.console import Console
+
+    console = Console(stderr=stderr, highlight=False)
+    if not console.is_terminal:
+        console.width = 200  # files and pipes get whole lines, not wrapped cells
+    return console
+
+
+class _ProgressBar:
+    """A rich progress bar on stderr for a measuring campaign."""
+
+    def __init__(self) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=_console(stderr=True), transient=True,
+        )
+        self._task: int | None = None
+
+    def __enter__(self) -> "_ProgressBar":
+        self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.__exit__(*exc)
+
+    def update(self, done: int, total: int, note: str = "") -> None:
+        if note:
+            self._progress.console.print(f"[dim]{note}[/]")
+        if self._task is None or (done == 0 and note):
+            if self._task is not None:
+                self._progress.remove_task(self._task)
+            self._task = self._progress.add_task("measuring pairs", total=total)
+        self._progress.update(self._task, completed=done, total=total)
+
+
+suite_option = click.option(
+    "--suite", "suite_path", required=True, type=click.Path(path_type=Path), help="Suite TOML file."
+)
+results_option = click.option(
+    "--results", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
+    help="Directory for rows (JSONL), summaries and the index.",
+)
+seed_option = click.option("--seed", type=int, default=None, help="Seed for the run order (printed; random if omitted).")
+
+
+@cli.command()
+@suite_option
+@click.option("--baseline", required=True, type=click.Path(path_type=Path), help="Baseline binary (explicit path).")
+@click.option("--candidate", required=True, type=click.Path(path_type=Path), help="Candidate binary (explicit path).")
+@click.option("--runs", type=int, default=None, help="Most pairs to measure (adaptive: stops early when settled).")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON on stdout.")
+@click.option("--recalibrate", is_flag=True, help="Ignore the cached A/A calibration and run a new one.")
+@seed_option
+@results_option
+def verdict(suite_path: Path, baseline: Path, candidate: Path, runs: int | None, as_json: bool,
+            recalibrate: bool, seed: int | None, results: Path) -> None:
+    """Judge a candidate binary against a baseline: PASS, NO-CHANGE, INCONCLUSIVE or REGRESSED.
+
+    Exit 0 unless regressed (or an error): 1 for REGRESSED or ERROR.
+    """
+    import json as jsonlib
+
+    from orchard.bench.campaign import run_verdict
+    from orchard.bench.display import print_verdict, rows_summary, verdict_json
+    from orchard.bench.suite import load_suite
+
+    suite = load_suite(suite_path)
+    with _ProgressBar() as bar:
+        result = run_verdict(suite, baseline, candidate, runs=runs, seed=seed, results=results,
+                             recalibrate=recalibrate, progress=bar.update, summary=rows_summary)
+    if as_json:
+        click.echo(jsonlib.dumps(verdict_json(result, str(suite.path)), indent=2))
+    else:
+        print_verdict(_console(), result)
+    if result.decision.verdict in ("REGRESSED", "ERROR"):
+        sys.exit(1)
+
+
+@cli.command()
+@suite_option
+@click.option("--baseline", required=True, type=click.Path(path_type=Path), help="The binary measured against itself.")
+@click.option("--runs", type=int, default=None, help="A/A pairs (default: the suite's calibration_runs).")
+@seed_option
+@results_option
+def calibrate(suite_path: Path, baseline: Path, runs: int | None, seed: int | None, results: Path) -> None:
+    """Measure the baseline against itself (A/A) and cache each metric's noise floor."""
+    from orchard.bench.calibration import CalibrationFailed
+    from orchard.bench.campaign import calibrate as run_calibration
+    from orchard.bench.display import calibration_table, rows_summary
+    from orchard.bench.suite import load_suite
+
+    suite = load_suite(suite_path)
+    try:
+        with _ProgressBar() as bar:
+            cal = run_calibration(suite, baseline, runs=runs, seed=seed, results=results,
+                                  progress=bar.update, summary=rows_summary)
+    except CalibrationFailed as error:
+        click.echo(f"orchard: {error}", err=True)
+        sys.exit(1)
+    console = _console()
+    console.print(f"A/A calibration of suite {suite.name}: {cal.runs} pairs, seed {cal.seed}, "
+                  f"machine {cal.machine_fingerprint}")
+    console.print(calibration_table(cal))
+
+
+@bench.command("run")
+@suite_option
+@click.option("--subject", "subject_specs", multiple=True, metavar="NAME=BIN", help="A subject to measure (repeatable).")
+@click.option("--runs", type=int, default=10, show_default=True, help="Runs per subject.")
+@seed_option
+@results_option
+def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, seed: int | None, results: Path) -> None:
+    """Measure a suite for named subjects, interleaved; rows and a summary, no verdict."""
+    import random
+
+    from orchard.bench.display import rows_summary
+    from orchard.bench.suite import load_suite
+    from orchard.bench.sweep import parse_subjects, run_suite
+
+    suite = load_suite(suite_path)
+    subjects = parse_subjects(subject_specs)
+    seed = random.SystemRandom().randrange(1, 2**31) if seed is None else seed
+    click.echo(f"run order seed: {seed}", err=True)
+    with _ProgressBar() as bar:
+        writer = run_suite(suite, subjects, runs=runs, seed=seed, results=results, summary=rows_summary,
+                           progress=lambda done, total: bar.update(done, total))
+    click.echo(writer.summary_path.read_text())
+    click.echo(f"rows: {writer.path}")
 
 
 def main() -> None:
