@@ -13,11 +13,12 @@ from pathlib import Path
 import click
 
 from orchard import __version__
-from orchard.errors import UsageError
+from orchard.errors import OrchardError, UsageError
 
 
 class _Group(click.Group):
-    """Turns `UsageError` from anywhere below into one message and exit 2."""
+    """Turns orchard's errors from anywhere below into one message:
+    `UsageError` exits 2, any other `OrchardError` (a failed measurement) exits 1."""
 
     def invoke(self, ctx: click.Context) -> object:
         try:
@@ -25,6 +26,9 @@ class _Group(click.Group):
         except UsageError as error:
             click.echo(f"orchard: error: {error}", err=True)
             ctx.exit(2)
+        except OrchardError as error:
+            click.echo(f"orchard: {error}", err=True)
+            ctx.exit(1)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -43,6 +43,14 @@ from orchard.errors import OrchardError, UsageError
 Progress = Callable[[int, int, str], None]  # (pairs done, pairs planned, note)
 
 
+class BaselineFailed(OrchardError):
+    """The baseline itself failed a scenario or gate: there is nothing to compare against."""
+
+
+class IncomparableRows(OrchardError):
+    """Baseline and candidate rows differ in a comparability key (transport, level, ...)."""
+
+
 def _quiet(done: int, total: int, note: str) -> None:
     pass
 
@@ -176,7 +184,7 @@ def _check_comparable(baseline: Observation, candidate: Observation) -> None:
         differing = [k for k in present if base_row.get(k) != cand_row.get(k)]
         if differing:
             key = differing[0]
-            raise OrchardError(
+            raise IncomparableRows(
                 f"scenario '{baseline.scenario}': rows are not comparable: {key} is "
                 f"{base_row.get(key)!r} for the baseline and {cand_row.get(key)!r} for the candidate"
             )
@@ -231,7 +239,7 @@ def calibrate(
                 (f"baseline failed gate {g.name}: {g.detail}" for _, _, gs in outcome for g in gs), None
             )
             if error:
-                raise OrchardError(f"calibration stopped: {error}")
+                raise BaselineFailed(error)
             if index > 0:
                 for base, cand, _ in outcome:
                     samples.add(base, cand)
@@ -278,17 +286,21 @@ def run_verdict(
     min_runs, max_runs = check_runs(runs, suite)
     cal = None if recalibrate else calibration_cache.load(machine_fingerprint(), suite.digest)
     cached = cal is not None
-    if cal is None:
-        progress(0, suite.calibration_runs, "no A/A calibration cached for this machine and suite: calibrating")
-        cal = calibrate(suite, baseline, results=results, progress=progress)
     seed = random.SystemRandom().randrange(1, 2**31) if seed is None else seed
     warnings: list[str] = []
     with workbench(suite) as bench, RunWriter(results, "verdict", summary) as writer:
         runner = PairRunner(suite, bench, baseline, candidate, writer, seed, "verdict")
         samples = Samples(suite.metrics)
+        error: str | None = None
+        if cal is None:
+            progress(0, suite.calibration_runs, "no A/A calibration cached for this machine and suite: calibrating")
+            try:
+                cal = calibrate(suite, baseline, results=results, progress=progress, summary=summary)
+            except BaselineFailed as failure:
+                error = str(failure)
         command_gates = run_command_gates(suite.gates, bench, runner.binaries)
         gates = list(command_gates.get("candidate", []))
-        error = next(
+        error = error or next(
             (f"baseline fails gate {g.name}: {g.detail}" for g in command_gates.get("baseline", []) if not g.passed),
             None,
         )
@@ -298,7 +310,11 @@ def run_verdict(
         if error is None and all(g.passed for g in gates):
             progress(0, max_runs, f"pair order seed {seed}; warm-up pair")
             for index in range(max_runs + 1):
-                outcome = runner.run_pair(index, warmup=index == 0)
+                try:
+                    outcome = runner.run_pair(index, warmup=index == 0)
+                except IncomparableRows as refusal:
+                    error = str(refusal)
+                    break
                 error = _baseline_error(outcome)
                 failed = [g for _, _, gs in outcome for g in gs]
                 if error or failed:
@@ -317,7 +333,9 @@ def run_verdict(
                     if settled(metrics):
                         break
         decision = Decision(ERROR, reasons=[error]) if error else overall(metrics, gates)
-        warnings += runner.tracker.warnings + _warnings(runner, samples, cal, decision)
+        warnings += runner.tracker.warnings
+        if cal is not None:
+            warnings += _warnings(runner, samples, cal, decision)
         writer.write({"lane": "verdict", "step_kind": "verdict", "verdict": decision.verdict,
                       "reasons": decision.reasons, "pairs": pairs, "seed": seed, **runner.base_meta})
     return CampaignResult(

@@ -208,7 +208,10 @@ def observe(
     if scenario.kind == "rows":
         harness_rows = _select(_parse_rows(text), scenario.where)
         row["harness_rows"] = harness_rows
-        for name in metric_names - set(BUILTIN_METRICS):
+        # the harness's own fields win; the harness process's builtins remain for the rest
+        for name in metric_names:
+            if name in BUILTIN_METRICS and not any(name in r for r in harness_rows):
+                continue
             metric_values[name] = _aggregate(
                 [v for v in (_number(r.get(name)) for r in harness_rows) if v is not None],
                 scenario.aggregate,
