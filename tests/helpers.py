@@ -42,6 +42,10 @@ name = "wall_ms"
 floor = 0.02
 
 [[metric]]
+name = "cpu_ms"
+floor = 0.02
+
+[[metric]]
 name = "stdout_bytes"
 
 [[gate]]
@@ -52,7 +56,7 @@ kind = "determinism"
 """
 
 
-def make_suite(directory: Path, runs: int = 12, calibration_runs: int = 12, text: str | None = None) -> Path:
+def make_suite(directory: Path, runs: int = 20, calibration_runs: int = 20, text: str | None = None) -> Path:
     path = directory / "suite.toml"
     path.write_text(text if text is not None else SUITE.format(runs=runs, calibration_runs=calibration_runs))
     return path
