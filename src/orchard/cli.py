@@ -180,6 +180,24 @@ def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, seed:
                            progress=lambda done, total: bar.update(done, total))
     click.echo(writer.summary_path.read_text())
     click.echo(f"rows: {writer.path}")
+@cli.command()
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--target", "target", required=True, metavar="REPO",
+              help="The repository to optimize: a local path or a URL.")
+@click.option("--bench", "bench", metavar="REPO",
+              help="The harness repository; without it the lab keeps bench.suite in its own bench.")
+@click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False),
+              help="Start from this orchard.toml (its repositories are replaced by --target/--bench).")
+def init(directory: Path, target: str, bench: str | None, config_file: Path | None) -> None:
+    """Create a lab workspace in DIRECTORY: layout, orchard.toml, reference clones."""
+    from orchard.lab.workspace import init_workspace
+
+    workspace = init_workspace(directory, target, bench, config_file)
+    click.echo(f"workspace  {workspace.root}")
+    click.echo(f"config     {workspace.config_path}  (edit it, then `orchard run {workspace.root}`)")
+    click.echo(f"target     {workspace.config.target.repo} at {workspace.target_base()}")
+    bench_source = workspace.config.bench.repo or "built-in bench"
+    click.echo(f"bench      {bench_source} at {workspace.bench_base()}")
 
 
 def main() -> None:

@@ -1,0 +1,139 @@
+"""Collecting a candidate when a worker ends.
+
+The candidate is what the worker's target checkout holds beyond the recorded
+base (commits, edits and new files, as one patch), judged before anyone
+builds it:
+
+- `harness-tampered`: the worker's bench checkout is not exactly at its base
+  (a tracked file changed, a file added that the harness does not ignore,
+  or a commit made): the experiment is void.
+- `scope-violation`: files changed outside the hypothesis's scope, listed.
+- `worker-committed`: the target checkout's head moved (workers must not
+  commit); the patch still covers everything since the base.
+- `no-changes`: the worker changed nothing.
+- `report-missing` / `report-malformed` / `report-invalid`: the report is
+  recorded as found, never filled in.
+- `timed-out` / `cancelled` / `exit-nonzero`: how the process ended.
+
+Together with the report, the log path, exit code, duration and the agent's
+own cost and token figures, this is what the lab stores for the experiment.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from orchard.lab import report as report_module
+from orchard.lab.executors import JobResult
+from orchard.lab.experiment import Experiment
+from orchard.lab.hypothesis import outside_scope
+from orchard.lab.launchers import AgentUsage, Launcher
+from orchard.lab.report import ReportReading
+from orchard.lab.workspace import REPORT_NAME, Workspace
+
+HARNESS_TAMPERED = "harness-tampered"
+SCOPE_VIOLATION = "scope-violation"
+WORKER_COMMITTED = "worker-committed"
+NO_CHANGES = "no-changes"
+TIMED_OUT = "timed-out"
+CANCELLED = "cancelled"
+EXIT_NONZERO = "exit-nonzero"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    experiment: str
+    worker: str
+    target_base: str
+    bench_base: str
+    target_head: str
+    patch: str
+    changed_files: list[str]
+    scope: list[str]
+    scope_violations: list[str]
+    bench_changes: list[str]
+    bench_head: str
+    report: ReportReading
+    log_path: str
+    exit_code: int | None
+    signal: int | None
+    duration_s: float
+    started_at: str
+    usage: AgentUsage
+    flags: list[str] = field(default_factory=list)
+
+    @property
+    def harness_tampered(self) -> bool:
+        return HARNESS_TAMPERED in self.flags
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready record for the lab's state."""
+        data = asdict(self)
+        data["report"] = self.report.to_dict()
+        data["usage"] = self.usage.to_dict()
+        return data
+
+
+def _without_scratch(files: tuple[str, ...], scratch: tuple[str, ...]) -> list[str]:
+    """Drop the report and the CLI's scratch files (VCSs without local ignores list them)."""
+    patterns = (REPORT_NAME, *scratch)
+    return [path for path in files
+            if not any(fnmatch.fnmatchcase(path, p) or fnmatch.fnmatchcase(path.split("/")[0], p)
+                       for p in patterns)]
+
+
+def collect_candidate(
+    workspace: Workspace, experiment: Experiment, result: JobResult, launcher: Launcher
+) -> Candidate:
+    """Read what the worker left: its patch, its bench's state, its report, its usage."""
+    checkout = experiment.checkout
+    worker = checkout.worker
+    target = workspace.target_vcs.changes(worker.target_dir, checkout.target_base)
+    bench = workspace.bench_vcs.changes(worker.bench_dir, checkout.bench_base)
+    changed = _without_scratch(target.files, launcher.scratch)
+    scope = list(experiment.hypothesis.scope)
+    violations = outside_scope(changed, scope)
+    reading = report_module.read_report(worker.report_path, experiment.name)
+    log_text = result.log_path.read_text(encoding="utf-8", errors="replace") if result.log_path.exists() else ""
+
+    flags: list[str] = []
+    if bench.files or bench.head != checkout.bench_base:
+        flags.append(HARNESS_TAMPERED)
+    if violations:
+        flags.append(SCOPE_VIOLATION)
+    if target.head != checkout.target_base:
+        flags.append(WORKER_COMMITTED)
+    if not changed and target.head == checkout.target_base:
+        flags.append(NO_CHANGES)
+    if reading.state != "ok":
+        flags.append(f"report-{reading.state}")
+    if result.timed_out:
+        flags.append(TIMED_OUT)
+    elif result.cancelled:
+        flags.append(CANCELLED)
+    elif result.exit_code != 0:
+        flags.append(EXIT_NONZERO)
+
+    return Candidate(
+        experiment=experiment.name,
+        worker=worker.name,
+        target_base=checkout.target_base,
+        bench_base=checkout.bench_base,
+        target_head=target.head,
+        patch=target.patch,
+        changed_files=changed,
+        scope=scope,
+        scope_violations=violations,
+        bench_changes=list(bench.files),
+        bench_head=bench.head,
+        report=reading,
+        log_path=str(result.log_path),
+        exit_code=result.exit_code,
+        signal=result.signal,
+        duration_s=result.duration_s,
+        started_at=result.started_at,
+        usage=launcher.usage(log_text),
+        flags=flags,
+    )

@@ -1,0 +1,309 @@
+"""orchard.toml: the lab's configuration, loaded whole and validated whole.
+
+A user edits this file by hand, so a mistake must come back as one message
+that names every bad key or value, not as the first KeyError deep inside a
+run. Unknown sections and keys are errors too: a misspelt `timout_minutes`
+silently ignored would be worse than no setting at all.
+
+Each section is a dataclass; its fields (type, default, help text, allowed
+values) are the schema, the validator and the commented default file at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import string
+import textwrap
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from orchard.errors import UsageError
+
+CONFIG_NAME = "orchard.toml"
+
+# Placeholders a command in orchard.toml may use; each is replaced, shell
+# quoted, by an absolute path (or name) computed when the worker starts.
+PLACEHOLDERS = {
+    "target_dir": "the worker's target checkout",
+    "bench_dir": "the worker's bench checkout",
+    "binary": "the binary built in the worker's target checkout",
+    "baseline": "the lab's baseline binary, built from the base commit in judge/target",
+    "suite": "the suite file inside the worker's bench checkout",
+    "report": "the worker's report file",
+    "prompt_file": "the worker's prompt file",
+    "experiment": "the experiment's name",
+    "workspace": "the workspace directory",
+}
+
+VCS_KINDS = ("git", "oak")
+LAUNCHERS = ("claude", "codex", "cursor", "aider", "patch", "command")
+EXECUTORS = ("auto", "tmux", "subprocess")
+
+
+def _key(default: Any, help: str, *, choices: tuple[str, ...] = (), minimum: float | None = None,
+         command: bool = False, required: bool = False) -> Any:
+    meta = {"help": help, "choices": choices, "minimum": minimum, "command": command, "required": required}
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class TargetConfig:
+    """The repository being optimized."""
+
+    repo: str = _key("", "the target repository: a local path or a URL its VCS can clone", required=True)
+    vcs: str = _key("git", "version control of the target", choices=VCS_KINDS)
+    base: str = _key("", "branch or commit the lab starts from; empty: the repository's default branch")
+    build: str = _key("", "build command, run in the worker's target checkout; empty: nothing to build",
+                      command=True)
+    test: str = _key("", "the target's own tests; they must pass before anything lands", command=True)
+    binary: str = _key("", "the built binary, relative to the target checkout")
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """The harness that measures the target's binary."""
+
+    repo: str = _key("", "harness repository (path or URL); empty: the lab keeps the suite file below "
+                         "in its own small bench repository")
+    vcs: str = _key("git", "version control of the harness", choices=VCS_KINDS)
+    base: str = _key("", "branch or commit of the harness; empty: its default branch")
+    suite: str = _key("", "suite file, relative to the bench checkout (without a bench repo: a file "
+                          "that `orchard init` copies into bench/)")
+    test: str = _key("", "the harness's own test suite, run in the bench checkout; it must pass",
+                     command=True)
+    measure: str = _key("", "how a worker measures its binary, run in its bench checkout; "
+                            "empty: the worker does not measure", command=True)
+    guidance: str = _key("prompts/benchmark-changeset.md",
+                         "the harness's own guidance for workers, relative to the bench checkout; "
+                         "copied into every prompt when the file exists")
+
+
+@dataclass(frozen=True)
+class WorkersConfig:
+    """How many workers run, in which lanes, and for how long."""
+
+    count: int = _key(3, "workers running at once", minimum=1)
+    exploit: int = _key(2, "lanes taking the top of the backlog", minimum=0)
+    explore: int = _key(1, "lanes trying speculative hypotheses", minimum=0)
+    executor: str = _key("auto", "where workers run: tmux windows, plain subprocesses, or tmux when "
+                                 "installed", choices=EXECUTORS)
+    timeout_minutes: float = _key(60.0, "a worker still running after this is killed with its whole "
+                                        "process tree", minimum=0.01)
+
+
+@dataclass(frozen=True)
+class LauncherConfig:
+    """Which agent CLI a worker runs, and with what options."""
+
+    name: str = _key("claude", "agent CLI, or `patch` (applies a hypothesis's ready patch, no model) "
+                               "or `command` (the template below)", choices=LAUNCHERS)
+    executable: str = _key("", "the CLI to run; empty: the launcher's usual name (claude, codex, agent, "
+                               "aider)")
+    model: str = _key("", "model passed to the CLI; empty: the CLI's own default")
+    args: list[str] = _key([], "extra arguments appended to the launch line")
+    allowed_tools: list[str] = _key([], "claude only: tools the worker may use; empty: read, edit and "
+                                        "the shell commands named in the build, test and measure commands")
+    template: str = _key("", "command launcher only: the shell command to run; placeholders "
+                             "{prompt_file} {target_dir} {bench_dir} {binary} {report}", command=True)
+
+
+@dataclass(frozen=True)
+class StopConfig:
+    """When the research loop stops and writes its final report."""
+
+    top_attempted: int = _key(5, "stop once the top N backlog items have all been attempted", minimum=1)
+    idle_loops: int = _key(2, "stop after this many consecutive loops that land nothing", minimum=1)
+    max_experiments: int = _key(0, "stop after this many experiments; 0: no limit", minimum=0)
+    lock_wait_minutes: float = _key(30.0, "stop when measurements wait this long for the machine-wide "
+                                          "lock: verdicts would not be reliable", minimum=0.1)
+
+
+@dataclass(frozen=True)
+class LabConfig:
+    """The lab's own identity in the commits it writes."""
+
+    author_name: str = _key("orchard lab", "author of the lab's commits (set per command; your git "
+                                           "configuration is never touched)")
+    author_email: str = _key("lab@orchard.invalid", "email of the lab's commits")
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole file. `path` is where it was read from (None when built in code)."""
+
+    target: TargetConfig = field(default_factory=TargetConfig)
+    bench: BenchConfig = field(default_factory=BenchConfig)
+    workers: WorkersConfig = field(default_factory=WorkersConfig)
+    launcher: LauncherConfig = field(default_factory=LauncherConfig)
+    stop: StopConfig = field(default_factory=StopConfig)
+    lab: LabConfig = field(default_factory=LabConfig)
+    path: Path | None = None
+
+    def replace(self, section: str, **values: Any) -> Config:
+        """A copy with some keys of one section changed (validated like the file)."""
+        data = to_dict(self)
+        data[section].update(values)
+        return from_dict(data, source=str(self.path or CONFIG_NAME), path=self.path)
+
+
+SECTIONS: dict[str, type] = {
+    "target": TargetConfig,
+    "bench": BenchConfig,
+    "workers": WorkersConfig,
+    "launcher": LauncherConfig,
+    "stop": StopConfig,
+    "lab": LabConfig,
+}
+
+
+class ConfigError(UsageError):
+    """orchard.toml is malformed; the message lists every problem."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.problems = problems
+        lines = "\n".join(f"  - {problem}" for problem in problems)
+        noun = "problem" if len(problems) == 1 else "problems"
+        super().__init__(f"{source}: {len(problems)} {noun}:\n{lines}")
+
+
+def _type_name(kind: Any) -> str:
+    return {str: "a string", int: "an integer", float: "a number", bool: "true or false"}.get(
+        kind, "a list of strings"
+    )
+
+
+def _check_command(name: str, value: str) -> str | None:
+    try:
+        fields = [part[1] for part in string.Formatter().parse(value) if part[1] is not None]
+    except ValueError as error:
+        return f"{name}: {error} in {value!r} (write {{{{ and }}}} for literal braces)"
+    unknown = sorted({f for f in fields if f not in PLACEHOLDERS})
+    if unknown:
+        known = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
+        return f"{name}: unknown placeholder {', '.join('{' + u + '}' for u in unknown)}; known: {known}"
+    return None
+
+
+def _check_value(name: str, spec: dataclasses.Field[Any], kind: Any, value: Any) -> str | None:
+    meta = spec.metadata
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if typing.get_origin(kind) is list:
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            return f"{name}: expected a list of strings, got {value!r}"
+    elif not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+        return f"{name}: expected {_type_name(kind)}, got {value!r}"
+    if meta["choices"] and value not in meta["choices"]:
+        return f"{name}: {value!r} is not one of {', '.join(meta['choices'])}"
+    if meta["minimum"] is not None and value < meta["minimum"]:
+        return f"{name}: {value!r} is below the minimum {meta['minimum']}"
+    if meta["command"]:
+        return _check_command(name, value)
+    return None
+
+
+def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | None = None) -> Config:
+    """Validate parsed TOML and build a Config; every problem is reported at once."""
+    problems: list[str] = []
+    sections: dict[str, Any] = {}
+    for section_name in data:
+        if section_name not in SECTIONS:
+            problems.append(f"[{section_name}]: unknown section; known: {', '.join(SECTIONS)}")
+    for section_name, cls in SECTIONS.items():
+        raw = data.get(section_name, {})
+        if not isinstance(raw, dict):
+            problems.append(f"{section_name}: expected a [{section_name}] table, got {raw!r}")
+            raw = {}
+        hints = typing.get_type_hints(cls)
+        specs = {spec.name: spec for spec in dataclasses.fields(cls)}
+        for key in raw:
+            if key not in specs:
+                problems.append(f"{section_name}.{key}: unknown key; known: {', '.join(specs)}")
+        values: dict[str, Any] = {}
+        for key, spec in specs.items():
+            name = f"{section_name}.{key}"
+            if key not in raw:
+                if spec.metadata["required"]:
+                    problems.append(f"{name}: missing ({spec.metadata['help']})")
+                continue
+            problem = _check_value(name, spec, hints[key], raw[key])
+            if problem is None and spec.metadata["required"] and raw[key] == "":
+                problem = f"{name}: must not be empty ({spec.metadata['help']})"
+            if problem:
+                problems.append(problem)
+            else:
+                values[key] = float(raw[key]) if hints[key] is float else raw[key]
+        sections[section_name] = values
+    workers = WorkersConfig(**sections["workers"])
+    if workers.exploit + workers.explore != workers.count:
+        problems.append(
+            f"workers: exploit + explore lanes ({workers.exploit} + {workers.explore}) "
+            f"must equal count ({workers.count})"
+        )
+    launcher = sections["launcher"]
+    if launcher.get("name") == "command" and not launcher.get("template"):
+        problems.append("launcher.template: the command launcher needs a template")
+    if problems:
+        raise ConfigError(source, problems)
+    built = {name: SECTIONS[name](**values) for name, values in sections.items()}
+    return Config(**built, path=path)
+
+
+def parse(path: Path) -> dict[str, Any]:
+    """The TOML of a configuration file, not yet validated."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such configuration file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"{path}: cannot read: {error}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(str(path), [f"not valid TOML: {error}"]) from None
+
+
+def load(path: Path) -> Config:
+    """Read and validate orchard.toml (UsageError naming every problem)."""
+    return from_dict(parse(path), source=str(path), path=Path(path).resolve())
+
+
+def to_dict(config: Config) -> dict[str, dict[str, Any]]:
+    return {name: dataclasses.asdict(getattr(config, name)) for name in SECTIONS}
+
+
+def render(config: Config) -> str:
+    """The configuration as a readable, commented orchard.toml."""
+    lines = [
+        "# orchard.toml: the lab's configuration. Edit it freely: every run reads",
+        "# and validates the whole file, and names each bad key or value.",
+        "# Commands run through the shell. They may use these placeholders, each",
+        "# replaced by a shell-quoted absolute path computed when a worker starts:",
+    ]
+    lines += [f"#   {{{name}}}: {meaning}" for name, meaning in PLACEHOLDERS.items()]
+    for name, cls in SECTIONS.items():
+        section = getattr(config, name)
+        lines += ["", f"# {cls.__doc__}", f"[{name}]"]
+        for spec in dataclasses.fields(cls):
+            meta = spec.metadata
+            note = meta["help"]
+            if meta["choices"]:
+                note += f" ({' | '.join(meta['choices'])})"
+            lines += [f"# {part}" for part in textwrap.wrap(note, 86)]
+            lines.append(tomli_w.dumps({spec.name: getattr(section, spec.name)}).rstrip("\n"))
+    return "\n".join(lines) + "\n"
+
+
+def write(config: Config, path: Path) -> None:
+    """Write the configuration; the text is re-validated so a written file always loads."""
+    text = render(config)
+    from_dict(tomllib.loads(text), source=str(path))
+    Path(path).write_text(text, encoding="utf-8")

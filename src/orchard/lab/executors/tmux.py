@@ -1,0 +1,131 @@
+"""Workers in tmux windows, on one private tmux server per workspace.
+
+The server runs on its own socket (`tmux -L orchard-<hash>`), started with
+no configuration file, so neither the user's own tmux server nor their
+~/.tmux.conf is ever involved, and stopping the lab kills exactly this
+server. Each worker gets a window named after its experiment, started in its
+target checkout; a user watches any of them live with `attach_command()`.
+
+`remain-on-exit` is set for the whole server before the first window
+exists, so a finished worker's pane stays, dead, until orchard has read its
+exit status from tmux (`#{pane_dead_status}`, `#{pane_dead_signal}`); only
+then is the window closed. tmux 3.3a sometimes marks a pane dead and never
+records its status (seen here with several panes ending at once); for that
+case the wrapper also writes its exit code to a private status file, which
+is read only when tmux has no status for a dead pane.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import libtmux
+
+from orchard.errors import UsageError
+from orchard.lab.executors.base import Executor, Job, _Running, wrap
+
+SESSION = "orchard"
+# How long a dead pane may show no exit status before it is recorded as unknown.
+STATUS_GRACE_S = 5.0
+_PANE_FORMAT = "#{window_id}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_dead_signal}"
+
+
+def attach_command(socket_name: str) -> str:
+    """What a user runs to watch a workspace's workers live (`orchard status` prints it)."""
+    return f"tmux -L {socket_name} attach -t {SESSION}"
+
+
+class TmuxError(RuntimeError):
+    """tmux refused a command."""
+
+
+class TmuxExecutor(Executor):
+    kind = "tmux"
+
+    def __init__(self, socket_name: str) -> None:
+        if shutil.which("tmux") is None:
+            raise UsageError("tmux is not installed: set workers.executor = \"subprocess\"")
+        super().__init__()
+        self.socket_name = socket_name
+        self._dead_since: dict[str, float] = {}
+        self._runtime = Path(tempfile.mkdtemp(prefix=f"{socket_name}-"))
+        self._launched = 0
+        # -f /dev/null: the user's ~/.tmux.conf must not change how workers run.
+        self.server = libtmux.Server(socket_name=socket_name, config_file="/dev/null")
+
+    def attach_command(self) -> str:
+        return attach_command(self.socket_name)
+
+    def _tmux(self, *args: str) -> list[str]:
+        result = self.server.cmd(*args)
+        if result.stderr:
+            raise TmuxError(f"tmux -L {self.socket_name} {args[0]}: {' '.join(result.stderr)}")
+        return list(result.stdout)
+
+    def _has_session(self) -> bool:
+        return self.server.is_alive() and self.server.cmd("has-session", "-t", SESSION).returncode == 0
+
+    def _status_file(self, window_key: str) -> Path:
+        return self._runtime / f"{window_key}.exit"
+
+    def _launch(self, job: Job) -> tuple[int, object]:
+        self._launched += 1
+        key = f"job{self._launched}"
+        script = wrap(job, self._status_file(key))
+        window = ["-n", job.name, "-c", str(job.cwd), "-P", "-F", "#{window_id} #{pane_pid}"]
+        # Several arguments after the options: tmux runs them directly, no shell.
+        command = ["bash", "-c", script]
+        if self._has_session():
+            out = self._tmux("new-window", "-d", "-t", f"{SESSION}:", *window, *command)
+        else:
+            out = self._tmux(
+                "start-server", ";",
+                "set-option", "-g", "remain-on-exit", "on", ";",
+                "set-option", "-g", "allow-rename", "off", ";",
+                "set-option", "-g", "automatic-rename", "off", ";",
+                "new-session", "-d", "-s", SESSION, "-x", "200", "-y", "50", *window, *command,
+            )
+        window_id, pane_pid = out[-1].split()
+        return int(pane_pid), (window_id, key)
+
+    def _statuses(self) -> dict[str, tuple[int | None, int | None] | None]:
+        panes: dict[str, tuple[bool, str, str]] = {}
+        if self.server.is_alive():
+            result = self.server.cmd("list-panes", "-a", "-F", _PANE_FORMAT)
+            for line in result.stdout:
+                window_id, _pid, dead, status, sig = (line.split("\t") + ["", "", "", ""])[:5]
+                panes[window_id] = (dead == "1", status, sig)
+        statuses: dict[str, tuple[int | None, int | None] | None] = {}
+        now = time.monotonic()
+        for name, entry in self._running.items():
+            window_id, key = entry.handle  # type: ignore[misc]
+            pane = panes.get(window_id)
+            if pane is None:
+                statuses[name] = (None, None)  # the window was closed outside orchard
+                continue
+            dead, status, sig = pane
+            if dead and not status and not sig:
+                # tmux marks a pane dead when its terminal closes and reads
+                # the exit status when it reaps the process, which it can miss.
+                recorded = self._status_file(key)
+                if recorded.is_file() and recorded.read_text().strip().isdigit():
+                    status = recorded.read_text().strip()
+                elif now - self._dead_since.setdefault(window_id, now) < STATUS_GRACE_S:
+                    dead = False
+            statuses[name] = (int(status) if status else None, int(sig) if sig else None) if dead else None
+        return statuses
+
+    def _release(self, running: _Running) -> None:
+        window_id, key = running.handle  # type: ignore[misc]
+        self._dead_since.pop(window_id, None)
+        self._status_file(key).unlink(missing_ok=True)
+        if self.server.is_alive():
+            self.server.cmd("kill-window", "-t", window_id)
+
+    def _shutdown(self, killed: list[_Running]) -> None:
+        if self.server.is_alive():
+            self.server.cmd("kill-server")
+        shutil.rmtree(self._runtime, ignore_errors=True)

@@ -1,0 +1,142 @@
+"""What the lab needs from a version-control system, and nothing more.
+
+Workers get their own checkouts; the lab reads what they changed against a
+recorded base, applies ready patches, and lands wins as described commits.
+Each VCS adapter implements these operations with its own commands; the
+rest of the lab never runs a VCS command itself.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchard.bench.environment import command_display
+from orchard.bench.runner import Capture, run
+from orchard.errors import OrchardError
+
+# VCS output is data here (diffs, file lists), not something an agent reads:
+# keep all of it.
+UNLIMITED_OUTPUT = 1 << 40
+VCS_TIMEOUT_S = 1800.0
+
+
+class VcsError(OrchardError):
+    """A VCS command failed; the message carries the command and its stderr."""
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Author of the lab's commits, passed per command (never written to any config)."""
+
+    name: str = "orchard lab"
+    email: str = "lab@orchard.invalid"
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What a checkout holds beyond its base: the patch and the files it touches."""
+
+    base: str
+    head: str  # the checkout's current commit: differs from base if someone committed
+    files: tuple[str, ...]
+    patch: str
+
+    @property
+    def empty(self) -> bool:
+        return not self.files and self.head == self.base
+
+
+class Vcs(ABC):
+    """One version-control system, driven through its command line."""
+
+    kind: str = ""
+    executable: str = ""
+
+    def __init__(self, identity: Identity | None = None) -> None:
+        self.identity = identity or Identity()
+
+    def _run(
+        self,
+        argv: Sequence[str],
+        cwd: Path | None,
+        *,
+        env: Mapping[str, str] | None = None,
+        stdin: bytes | None = None,
+        check: bool = True,
+    ) -> Capture:
+        merged = dict(os.environ)
+        merged.update({"LC_ALL": "C", "LANG": "C"})
+        merged.update(env or {})
+        capture = run(
+            [self.executable, *argv],
+            cwd=cwd,
+            env=merged,
+            timeout_s=VCS_TIMEOUT_S,
+            admitted_chars=UNLIMITED_OUTPUT,
+            stdin=stdin,
+        )
+        if check and not capture.ok:
+            what = "timed out" if capture.timed_out else f"exited {capture.returncode}"
+            detail = (capture.stderr_text or capture.stdout_text).strip()
+            where = f" in {cwd}" if cwd is not None else ""
+            raise VcsError(f"{command_display([self.executable, *argv])} {what}{where}: {detail}")
+        return capture
+
+    @abstractmethod
+    def clone(self, source: str, dest: Path, commit: str | None = None) -> str:
+        """Clone `source` into `dest` at `commit` (default: its default branch); return the head.
+
+        Local sources must be cloned cheaply (shared or hard-linked objects).
+        """
+
+    @abstractmethod
+    def init(self, path: Path, message: str) -> str:
+        """Make `path` a repository holding its current files as one commit; return it."""
+
+    @abstractmethod
+    def head(self, checkout: Path) -> str:
+        """The commit the checkout is at."""
+
+    @abstractmethod
+    def resolve(self, checkout: Path, rev: str) -> str:
+        """The full commit id of `rev` (a branch, tag or commit) in the checkout."""
+
+    @abstractmethod
+    def status(self, checkout: Path) -> list[str]:
+        """Paths with uncommitted changes, untracked files included (ignored files not)."""
+
+    @abstractmethod
+    def changes(self, checkout: Path, base: str) -> Changes:
+        """Everything the checkout holds beyond `base`: commits, edits, new files."""
+
+    @abstractmethod
+    def apply(self, checkout: Path, patch: str) -> None:
+        """Apply a unified diff to the working files; VcsError naming the reason if it does not apply."""
+
+    @abstractmethod
+    def commit(self, checkout: Path, message: str, branch: str | None = None) -> str:
+        """Commit every change (on a new `branch` when given) with the lab's identity; return it."""
+
+    @abstractmethod
+    def push(self, checkout: Path, branch: str, remote: str = "origin") -> None:
+        """Publish `branch` to `remote`."""
+
+    @abstractmethod
+    def merge(self, checkout: Path, branch: str, into: str, message: str) -> str:
+        """Merge `branch` into `into` in the checkout; return the new head."""
+
+    @abstractmethod
+    def reset(self, checkout: Path, commit: str) -> None:
+        """Put the checkout back at `commit` with no changes (ignored build outputs may stay)."""
+
+    @abstractmethod
+    def ignore_locally(self, checkout: Path, patterns: Sequence[str]) -> None:
+        """Ignore `patterns` in this checkout only, without changing any tracked file."""
+
+    @abstractmethod
+    def cleanup(self, root: Path) -> list[str]:
+        """End what this VCS may have leaked under `root` (stale state, mounts); return what was done."""

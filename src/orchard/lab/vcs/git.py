@@ -1,0 +1,179 @@
+"""Git, driven through its command line.
+
+Every command pins the settings that would change its output (prefixes,
+colours, external diff drivers, rename detection) so a user's git config
+cannot break a patch, and the lab's identity is passed with `-c` per commit,
+so no configuration file is ever written.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from orchard.lab.vcs.base import Changes, Vcs, VcsError
+
+# Settings that shape diff and status output, pinned for every command
+# through git's GIT_CONFIG_COUNT environment (as if given with `-c`).
+_PINNED = {
+    "core.quotepath": "off",
+    "color.ui": "never",
+    "diff.noprefix": "false",
+    "diff.mnemonicprefix": "false",
+    "advice.detachedHead": "false",
+    "commit.gpgsign": "false",
+    # A clone checks files out with as many workers as there are cores.
+    "checkout.workers": "0",
+}
+
+
+def _config_env(settings: dict[str, str]) -> dict[str, str]:
+    env = {"GIT_CONFIG_COUNT": str(len(settings))}
+    for index, (key, value) in enumerate(settings.items()):
+        env[f"GIT_CONFIG_KEY_{index}"] = key
+        env[f"GIT_CONFIG_VALUE_{index}"] = value
+    return env
+
+
+_PINNED_ENV = _config_env(_PINNED)
+_DIFF_FLAGS = (
+    "--binary", "--full-index", "--no-renames", "--no-ext-diff", "--no-textconv",
+    "--src-prefix=a/", "--dst-prefix=b/",
+)
+
+
+def _split_z(output: bytes) -> list[str]:
+    return [part.decode("utf-8", errors="surrogateescape") for part in output.split(b"\0") if part]
+
+
+class GitVcs(Vcs):
+    kind = "git"
+    executable = "git"
+
+    def _git(self, checkout: Path | None, *argv: str, env: dict[str, str] | None = None,
+             stdin: bytes | None = None) -> bytes:
+        return self._run(argv, checkout, env={**self._env(), **(env or {})}, stdin=stdin).stdout
+
+    def _env(self) -> dict[str, str]:
+        identity = self.identity
+        return {
+            **_PINNED_ENV,
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_AUTHOR_NAME": identity.name,
+            "GIT_AUTHOR_EMAIL": identity.email,
+            "GIT_COMMITTER_NAME": identity.name,
+            "GIT_COMMITTER_EMAIL": identity.email,
+        }
+
+    def clone(self, source: str, dest: Path, commit: str | None = None) -> str:
+        dest = Path(dest)
+        # A local source is cloned with hard-linked objects (git's default
+        # for paths): cheap, and safe if the source is later repacked.
+        if commit is None:
+            self._git(None, "clone", "--quiet", str(source), str(dest))
+        else:
+            self._git(None, "clone", "--quiet", "--no-checkout", str(source), str(dest))
+            self._git(dest, "checkout", "--quiet", "--detach", commit)
+        return self.head(dest)
+
+    def init(self, path: Path, message: str) -> str:
+        self._git(path, "init", "--quiet", "--initial-branch=main")
+        self._git(path, "add", "--all")
+        self._git(path, "commit", "--quiet", "--allow-empty", "-m", message)
+        return self.head(path)
+
+    def head(self, checkout: Path) -> str:
+        return self._git(checkout, "rev-parse", "HEAD").decode().strip()
+
+    def resolve(self, checkout: Path, rev: str) -> str:
+        capture = self._run(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+                            checkout, env=self._env(), check=False)
+        if capture.returncode != 0:
+            raise VcsError(f"{rev!r} is not a branch, tag or commit in {checkout}")
+        return capture.stdout_text.strip()
+
+    def status(self, checkout: Path) -> list[str]:
+        out = self._git(checkout, "status", "--porcelain=v1", "-z", "--untracked-files=all",
+                        "--ignore-submodules=none")
+        # Entries are "XY path"; a rename carries its source as the next entry.
+        paths: list[str] = []
+        entries = _split_z(out)
+        index = 0
+        while index < len(entries):
+            entry = entries[index]
+            paths.append(entry[3:])
+            index += 2 if entry[0] in "RC" else 1
+        return paths
+
+    def changes(self, checkout: Path, base: str) -> Changes:
+        checkout = Path(checkout)
+        git_dir = Path(self._git(checkout, "rev-parse", "--absolute-git-dir").decode().strip())
+        # Stage everything into a private copy of the index, so new files are
+        # part of the diff and the worker's own index is left as it was.
+        handle, temp_index = tempfile.mkstemp(prefix="orchard-index-", dir=git_dir)
+        os.close(handle)
+        try:
+            index = git_dir / "index"
+            if index.exists():
+                shutil.copyfile(index, temp_index)
+            else:
+                os.unlink(temp_index)
+            env = {"GIT_INDEX_FILE": temp_index}
+            self._git(checkout, "add", "--all", env=env)
+            files = _split_z(self._git(checkout, "diff", "--cached", "--name-only", "-z",
+                                       "--no-renames", base, env=env))
+            patch = self._git(checkout, "diff", "--cached", *_DIFF_FLAGS, base, env=env)
+        finally:
+            if os.path.exists(temp_index):
+                os.unlink(temp_index)
+        return Changes(base=base, head=self.head(checkout), files=tuple(files),
+                       patch=patch.decode("utf-8", errors="surrogateescape"))
+
+    def apply(self, checkout: Path, patch: str) -> None:
+        data = patch.encode("utf-8", errors="surrogateescape")
+        self._git(checkout, "apply", "--whitespace=nowarn", "-", stdin=data)
+
+    def commit(self, checkout: Path, message: str, branch: str | None = None) -> str:
+        if branch:
+            self._git(checkout, "checkout", "--quiet", "-B", branch)
+        self._git(checkout, "add", "--all")
+        self._git(checkout, "commit", "--quiet", "-m", message)
+        return self.head(checkout)
+
+    def push(self, checkout: Path, branch: str, remote: str = "origin") -> None:
+        self._git(checkout, "push", "--quiet", remote, f"refs/heads/{branch}:refs/heads/{branch}")
+
+    def merge(self, checkout: Path, branch: str, into: str, message: str) -> str:
+        self._git(checkout, "checkout", "--quiet", into)
+        self._git(checkout, "merge", "--quiet", "--no-ff", "-m", message, branch)
+        return self.head(checkout)
+
+    def reset(self, checkout: Path, commit: str) -> None:
+        self._git(checkout, "checkout", "--quiet", "--force", "--detach", commit)
+        self._git(checkout, "clean", "--quiet", "--force", "-d")
+
+    def ignore_locally(self, checkout: Path, patterns: Sequence[str]) -> None:
+        exclude = Path(checkout) / self._git(checkout, "rev-parse", "--git-path",
+                                             "info/exclude").decode().strip()
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        present = exclude.read_text().splitlines() if exclude.exists() else []
+        missing = [pattern for pattern in patterns if pattern not in present]
+        if missing:
+            with exclude.open("a", encoding="utf-8") as handle:
+                if present and present[-1] != "":
+                    handle.write("\n")
+                handle.write("".join(f"{pattern}\n" for pattern in missing))
+
+    def cleanup(self, root: Path) -> list[str]:
+        """Remove private index copies a killed `changes()` left, and prune dead worktrees."""
+        done: list[str] = []
+        root = Path(root)
+        for git_dir in sorted([*root.glob("*/.git"), *root.glob("*/*/.git")]):
+            for stale in git_dir.glob("orchard-index-*"):
+                stale.unlink(missing_ok=True)
+                done.append(f"removed {stale}")
+            self._git(git_dir.parent, "worktree", "prune")
+        return done

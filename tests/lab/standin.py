@@ -1,0 +1,109 @@
+"""A recording stand-in for the agent CLIs (claude, codex, agent, aider).
+
+No model service is reachable here, so tests put this first on PATH under
+each CLI's name. It logs its argv, reads the prompt the way the real CLI
+would receive it, takes its paths and scope from the prompt's text (as an
+agent would), makes a real edit, writes the report, and prints usage in the
+CLI's own output format. `STANDIN_MODE` picks a misbehaviour:
+
+edit (default) | hang | tamper | leave-scope | no-report | bad-report | commit
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def prompt_text(cli: str, argv: list[str]) -> str:
+    if cli == "aider":
+        return Path(argv[argv.index("--message-file") + 1]).read_text()
+    if cli == "claude":
+        return argv[argv.index("-p") + 1]
+    return argv[-1]  # codex exec and cursor's agent take the prompt last
+
+
+def field(prompt: str, label: str) -> str:
+    match = re.search(re.escape(label) + r"[^`]*`([^`]+)`", prompt)
+    if not match:
+        raise SystemExit(f"standin: the prompt has no {label!r}")
+    return match.group(1)
+
+
+def scope(prompt: str) -> list[str]:
+    section = prompt.split("## What you may change", 1)[1].split("##", 1)[0]
+    return re.findall(r"^- `([^`]+)`", section, re.MULTILINE)
+
+
+def print_usage(cli: str) -> None:
+    if cli == "claude":
+        print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "num_turns": 3,
+                          "result": "done", "total_cost_usd": 0.0123,
+                          "usage": {"input_tokens": 1200, "output_tokens": 340,
+                                    "cache_read_input_tokens": 5000, "cache_creation_input_tokens": 800}}))
+    elif cli == "codex":
+        print(json.dumps({"type": "thread.started", "thread_id": "standin"}))
+        for tokens in (700, 500):
+            print(json.dumps({"type": "turn.started"}))
+            print(json.dumps({"type": "turn.completed",
+                              "usage": {"input_tokens": tokens, "cached_input_tokens": 100, "output_tokens": 50}}))
+    elif cli == "aider":
+        print("Tokens: 1.2k sent, 340 received. Cost: $0.01 message, $0.01 session.")
+        print("Tokens: 2.5k sent, 120 received. Cost: $0.02 message, $0.03 session.")
+    else:
+        print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "duration_ms": 5,
+                          "result": "done", "session_id": "standin"}))
+
+
+def main() -> int:
+    cli, argv = sys.argv[1], sys.argv[2:]
+    with open(os.environ["STANDIN_LOG"], "a") as log:
+        log.write(json.dumps({"cli": cli, "argv": argv, "cwd": os.getcwd()}) + "\n")
+    mode = os.environ.get("STANDIN_MODE", "edit")
+    prompt = prompt_text(cli, argv)
+    experiment = re.search(r"^# Experiment: (\S+)", prompt, re.MULTILINE).group(1)
+    checkout = Path(field(prompt, "Your checkout of the code"))
+    bench = Path(field(prompt, "Your copy of the benchmark"))
+    report = Path(field(prompt, "Your report file"))
+    print(f"standin {cli}: experiment {experiment} in {checkout} (mode {mode})", flush=True)
+    if mode == "hang":
+        # A grandchild in its own session: only a tree kill reaches it.
+        subprocess.Popen(["setsid", "sleep", "3600"])
+        time.sleep(3600)
+        return 0
+    target = checkout / scope(prompt)[0]
+    if target.is_dir() or scope(prompt)[0].endswith("/"):
+        target = target / "standin.txt"
+    with target.open("a") as handle:
+        handle.write(f"edited by {cli} for {experiment}\n")
+    if mode == "tamper":
+        tracked = sorted(p for p in bench.iterdir() if p.is_file() and not p.name.startswith("."))
+        with (tracked[0] if tracked else bench / "flatter.txt").open("a") as handle:
+            handle.write("a friendlier number\n")
+    if mode == "leave-scope":
+        with (checkout / "README").open("a") as handle:
+            handle.write("outside the scope\n")
+    if mode == "commit":
+        subprocess.run(["git", "-c", "user.name=w", "-c", "user.email=w@x", "commit", "-qam", "no"],
+                       cwd=checkout, check=True)
+    if mode == "bad-report":
+        report.write_text("this is not json")
+    elif mode != "no-report":
+        report.write_text(json.dumps({
+            "schema": "orchard.worker-report/1", "experiment": experiment, "status": "done",
+            "summary": f"{cli} stand-in appended a line to {target.name}",
+            "changed_files": [str(target.relative_to(checkout))],
+            "measurements": [{"metric": "m", "before": 10, "after": 9, "n": 5,
+                              "noise_floor": 0.05, "cleared_noise_floor": True}],
+        }))
+    print_usage(cli)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""orchard.toml: loaded whole, every problem named, the default file readable and loadable."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from orchard.errors import UsageError
+from orchard.lab import config
+from orchard.lab.config import ConfigError, Config, TargetConfig
+
+
+def test_rendered_default_loads_back_to_the_same_configuration(tmp_path: Path) -> None:
+    original = Config(target=TargetConfig(repo="/some/repo", build="make {binary}"))
+    path = tmp_path / "orchard.toml"
+    config.write(original, path)
+    text = path.read_text()
+    assert "# the target repository" in text and "[launcher]" in text  # commented for a reader
+    loaded = config.load(path)
+    assert config.to_dict(loaded) == config.to_dict(original)
+    assert loaded.path == path.resolve()
+
+
+def test_every_bad_key_and_value_is_named_in_one_message(tmp_path: Path) -> None:
+    path = tmp_path / "orchard.toml"
+    path.write_text(
+        """
+[target]
+repo = "/r"
+vcs = "svn"
+timout = 3
+build = "make {bin}"
+
+[workers]
+count = "three"
+timeout_minutes = -1
+
+[launcher]
+name = "gpt"
+args = [1, 2]
+
+[colours]
+x = 1
+"""
+    )
+    with pytest.raises(ConfigError) as raised:
+        config.load(path)
+    message = str(raised.value)
+    for expected in (
+        "target.vcs: 'svn' is not one of git, oak",
+        "target.timout: unknown key",
+        "target.build: unknown placeholder {bin}",
+        "workers.count: expected an integer, got 'three'",
+        "workers.timeout_minutes: -1.0 is below the minimum",
+        "launcher.name: 'gpt' is not one of",
+        "launcher.args: expected a list of strings",
+        "[colours]: unknown section",
+    ):
+        assert expected in message
+    assert message.startswith(f"{path}: 8 problems")
+
+
+def test_lanes_must_add_up_and_the_command_launcher_needs_a_template() -> None:
+    with pytest.raises(ConfigError) as raised:
+        config.from_dict({"target": {"repo": "r"}, "workers": {"count": 4, "exploit": 1, "explore": 1},
+                          "launcher": {"name": "command"}})
+    assert "exploit + explore lanes (1 + 1) must equal count (4)" in str(raised.value)
+    assert "launcher.template: the command launcher needs a template" in str(raised.value)
+
+
+def test_missing_target_and_broken_toml_and_missing_file_are_usage_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="target.repo: missing"):
+        config.from_dict({})
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[target\nrepo = ")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        config.load(broken)
+    with pytest.raises(UsageError, match="no such configuration file"):
+        config.load(tmp_path / "absent.toml")
+
+
+def test_integers_are_accepted_where_numbers_are_expected() -> None:
+    loaded = config.from_dict({"target": {"repo": "r"}, "workers": {"timeout_minutes": 5}})
+    assert loaded.workers.timeout_minutes == 5.0 and isinstance(loaded.workers.timeout_minutes, float)
+
+
+def test_literal_braces_in_commands_are_written_doubled() -> None:
+    loaded = config.from_dict({"target": {"repo": "r", "build": "awk '{{print $1}}' {binary}"}})
+    assert loaded.target.build.startswith("awk")
+    with pytest.raises(ConfigError, match="literal braces"):
+        config.from_dict({"target": {"repo": "r", "build": "awk '{print $1'"}})
+
+
+def test_the_written_file_is_plain_toml_with_every_section(tmp_path: Path) -> None:
+    path = tmp_path / "orchard.toml"
+    config.write(Config(target=TargetConfig(repo="r")), path)
+    assert set(tomllib.loads(path.read_text())) == set(config.SECTIONS)

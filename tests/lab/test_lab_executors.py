@@ -1,0 +1,136 @@
+"""Executors: the same contract with tmux and with plain subprocesses.
+
+Exit codes come from the process (tmux: the dead pane), timeouts and
+cancellation kill whole process trees, and nothing survives `close()`, a
+Ctrl-C, or the end of the interpreter.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import libtmux
+import psutil
+import pytest
+
+from conftest import assert_nothing_left, processes_marked, wait_for
+from orchard.errors import UsageError
+from orchard.lab.executors import Job, make_executor
+
+EXECUTORS = ["tmux", "subprocess"]
+
+
+def _job(tmp_path: Path, name: str, command: str, mark: str, timeout_s: float | None = None) -> Job:
+    return Job(name, command, tmp_path, tmp_path / "logs" / f"{name}.log", timeout_s,
+               env={"ORCHARD_TEST_MARK": mark, "WHO": "worker two", "JOB": name})
+
+
+def _sleepers(mark: str, job: str) -> int:
+    return sum(1 for p in processes_marked(mark, job) if p.name() == "sleep")
+
+
+@pytest.mark.parametrize("kind", EXECUTORS)
+def test_exit_codes_signals_and_logs(kind: str, tmp_path: Path, socket_name: str, mark: str) -> None:
+    with make_executor(kind, socket_name) as executor:
+        executor.start(_job(tmp_path, "fails", "echo out; echo err >&2; exit 3", mark))
+        executor.start(_job(tmp_path, "passes", 'echo "$WHO in $PWD"', mark))
+        executor.start(_job(tmp_path, "signalled", "kill -TERM $$", mark))
+        with pytest.raises(UsageError, match="already running"):
+            executor.start(_job(tmp_path, "fails", "true", mark))
+        results = {result.name: result for result in executor.wait(timeout_s=60)}
+    assert_nothing_left(mark, socket_name)
+    assert (results["fails"].exit_code, results["fails"].ok) == (3, False)
+    assert results["passes"].ok
+    assert (results["signalled"].exit_code, results["signalled"].signal) == (None, signal.SIGTERM)
+    assert (tmp_path / "logs/fails.log").read_text() == "out\nerr\nWORKER_DONE_3\n"
+    assert (tmp_path / "logs/passes.log").read_text() == f"worker two in {tmp_path}\nWORKER_DONE_0\n"
+
+
+@pytest.mark.parametrize("kind", EXECUTORS)
+def test_timeout_and_cancel_kill_the_whole_tree(kind: str, tmp_path: Path, socket_name: str, mark: str) -> None:
+    # Each job leaves a grandchild in a session of its own, and a child that ignores SIGTERM.
+    tree = "setsid sleep 3600 & (trap '' TERM; sleep 3600) & sleep 3600"
+    with make_executor(kind, socket_name) as executor:
+        executor.start(_job(tmp_path, "slow", tree, mark, timeout_s=1.0))
+        executor.start(_job(tmp_path, "unwanted", tree, mark))
+        executor.start(_job(tmp_path, "quick", "true", mark, timeout_s=600))
+        wait_for(lambda: _sleepers(mark, "unwanted") == 3, "the unwanted job's three sleeps")
+        executor.cancel("unwanted")
+        with pytest.raises(UsageError, match="not running"):
+            executor.cancel("never-started")
+        results = {result.name: result for result in executor.wait(timeout_s=60)}
+        assert [p for p in processes_marked(mark) if p.status() != psutil.STATUS_ZOMBIE] == []
+    assert_nothing_left(mark, socket_name)
+    slow, unwanted = results["slow"], results["unwanted"]
+    assert slow.timed_out and not slow.cancelled and slow.exit_code == 137
+    assert "timeout" in slow.reason
+    assert unwanted.cancelled and not unwanted.timed_out
+    assert results["quick"].ok
+    assert "killing the worker's processes" in (tmp_path / "logs/slow.log").read_text()
+
+
+@pytest.mark.parametrize("kind", EXECUTORS)
+def test_close_kills_running_workers_and_everything_the_executor_started(
+    kind: str, tmp_path: Path, socket_name: str, mark: str
+) -> None:
+    executor = make_executor(kind, socket_name)
+    executor.start(_job(tmp_path, "forever", "setsid sleep 3600 & sleep 3600", mark))
+    wait_for(lambda: _sleepers(mark, "forever") == 2, "both sleeps")
+    executor.close()
+    executor.close()  # twice is harmless
+    assert_nothing_left(mark, socket_name)
+    with pytest.raises(RuntimeError, match="closed"):
+        executor.start(_job(tmp_path, "late", "true", mark))
+
+
+CTRL_C_SCRIPT = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from orchard.lab.executors import Job, make_executor
+    kind, socket_name, mark, where = sys.argv[1:5]
+    with make_executor(kind, socket_name) as executor:
+        executor.start(Job("stuck", "setsid sleep 3600 & sleep 3600", Path(where),
+                           Path(where) / "stuck.log", env={"ORCHARD_TEST_MARK": mark, "JOB": "stuck"}))
+        print("started", flush=True)
+        executor.wait()
+    """
+)
+
+
+@pytest.mark.parametrize("kind", EXECUTORS)
+def test_ctrl_c_leaves_nothing_running(kind: str, tmp_path: Path, socket_name: str, mark: str) -> None:
+    script = tmp_path / "lab.py"
+    script.write_text(CTRL_C_SCRIPT)
+    lab = subprocess.Popen([sys.executable, str(script), kind, socket_name, mark, str(tmp_path)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert lab.stdout is not None and lab.stdout.readline() == "started\n"
+    wait_for(lambda: _sleepers(mark, "stuck") == 2, "both sleeps")
+    lab.send_signal(signal.SIGINT)
+    _, stderr = lab.communicate(timeout=60)
+    assert "KeyboardInterrupt" in stderr
+    assert_nothing_left(mark, socket_name)
+
+
+def test_tmux_windows_are_named_after_experiments_and_attachable(
+    tmp_path: Path, socket_name: str, mark: str
+) -> None:
+    with make_executor("tmux", socket_name) as executor:
+        assert executor.attach_command() == f"tmux -L {socket_name} attach -t orchard"
+        executor.start(_job(tmp_path, "exp-a", "sleep 3600", mark))
+        executor.start(_job(tmp_path, "exp-b", "sleep 3600", mark))
+        server = libtmux.Server(socket_name=socket_name)
+        rows = server.cmd("list-windows", "-t", "orchard", "-F", "#{window_name} #{pane_current_path}").stdout
+        assert sorted(rows) == [f"exp-a {tmp_path}", f"exp-b {tmp_path}"]
+    assert_nothing_left(mark, socket_name)
+
+
+def test_auto_picks_tmux_when_installed(socket_name: str) -> None:
+    with make_executor("auto", socket_name) as executor:
+        assert executor.kind == "tmux"
+    with pytest.raises(UsageError, match="unknown executor"):
+        make_executor("docker", socket_name)

@@ -1,0 +1,141 @@
+"""Launch lines, checked flag by flag against the recorded `--help` of the CLI versions verified."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from orchard.errors import UsageError
+from orchard.lab import launchers
+from orchard.lab.config import LauncherConfig
+from orchard.lab.experiment import Experiment
+from orchard.lab.hypothesis import Hypothesis
+from orchard.lab.launchers import make_launcher
+from orchard.lab.workspace import Workspace
+
+HELP = Path(__file__).parent.parent / "data" / "cli-help"
+HELP_FILES = {
+    "claude": [f"claude-{launchers.CLAUDE_VERSION}.txt"],
+    "codex": [f"codex-exec-{launchers.CODEX_VERSION}.txt"],
+    "cursor": ["cursor-agent-docs.txt"],
+    "aider": [f"aider-{launchers.AIDER_VERSION}.txt"],
+}
+# Values the rendered lines pass that the help texts list among a flag's choices.
+CHOICES = {
+    "claude": ['"acceptEdits"', '"json"'],
+    "codex": ["workspace-write"],
+    "cursor": ["json"],
+    "aider": [],
+}
+
+CONFIG = """
+[target]
+build = "cargo build --release"
+test = "cargo test && ./scripts/check.sh"
+binary = "target/release/app"
+[bench]
+measure = "python3 scripts/devloop.py --skip-build --bin {binary}"
+"""
+
+
+@pytest.fixture
+def experiment(make_workspace: Callable[..., Workspace]) -> tuple[Workspace, Experiment]:
+    workspace = make_workspace(CONFIG)
+    checkout = workspace.setup_worker("w1")
+    return workspace, Experiment("faster-index", Hypothesis(metric="m", change="c",
+                                                             scope=("src/alpha.txt", "src/")), checkout)
+
+
+def _flags(words: list[str]) -> list[str]:
+    return [word for word in words if word.startswith("-") and not word.startswith("$")]
+
+
+def _in_help(flag: str, text: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text) is not None
+
+
+@pytest.mark.parametrize("cli", ["claude", "codex", "cursor", "aider"])
+def test_every_flag_of_the_launch_line_is_in_the_verified_help(
+    cli: str, experiment: tuple[Workspace, Experiment]
+) -> None:
+    workspace, exp = experiment
+    launcher = make_launcher(LauncherConfig(name=cli, model="a-model"))
+    line = launcher.command(launcher.context(workspace, exp))
+    words = shlex.split(line)
+    help_text = "\n".join((HELP / name).read_text() for name in HELP_FILES[cli])
+    flags = _flags(words)
+    assert "--model" in flags
+    missing = [flag for flag in flags if not _in_help(flag, help_text)]
+    assert missing == [], f"{cli}: flags not in the recorded help: {missing}"
+    for value in CHOICES[cli]:
+        assert value in help_text and value.strip('"') in words
+    prompt = f"$(cat {workspace.prompt_path('faster-index')})"
+    if cli == "aider":
+        assert words[words.index("--message-file") + 1] == str(workspace.prompt_path("faster-index"))
+        assert words.count("--file") == 1 and words[words.index("--file") + 1] == "src/alpha.txt"
+    elif cli == "claude":
+        assert words[1:3] == ["-p", prompt]  # before the options that take several values
+    else:
+        assert words[-1] == prompt
+
+
+def test_claude_tools_cover_the_configured_commands_only(experiment: tuple[Workspace, Experiment]) -> None:
+    workspace, exp = experiment
+    launcher = make_launcher(LauncherConfig(name="claude"))
+    words = shlex.split(launcher.command(launcher.context(workspace, exp)))
+    tools = words[words.index("--allowedTools") + 1].split(",")
+    assert tools == ["Read", "Edit", "Write", "Grep", "Glob", "Bash(git diff *)", "Bash(git status *)",
+                     "Bash(cargo *)", "Bash(./scripts/check.sh *)", "Bash(python3 *)"]
+    assert words[words.index("--add-dir") + 1] == str(exp.checkout.worker.bench_dir)
+    chosen = make_launcher(LauncherConfig(name="claude", allowed_tools=["Read", "Bash(make *)"]))
+    words = shlex.split(chosen.command(chosen.context(workspace, exp)))
+    assert words[words.index("--allowedTools") + 1] == "Read,Bash(make *)"
+
+
+def test_patch_and_command_launchers(experiment: tuple[Workspace, Experiment], tmp_path: Path) -> None:
+    workspace, exp = experiment
+    patch = make_launcher(LauncherConfig(name="patch"))
+    with pytest.raises(UsageError, match="needs a hypothesis with a ready `patch`"):
+        patch.command(patch.context(workspace, exp))
+    ready = tmp_path / "ready.diff"
+    ready.write_text("")
+    with_patch = Experiment(exp.name, Hypothesis(metric="m", change="c", patch=str(ready)), exp.checkout)
+    words = shlex.split(patch.command(patch.context(workspace, with_patch)))
+    binary = exp.checkout.worker.target_dir / "target/release/app"
+    assert words[1:3] == ["-m", "orchard.lab.patch_worker"]
+    assert words[words.index("--measure") + 1] == (
+        f"python3 scripts/devloop.py --skip-build --bin {binary}")
+    assert words[words.index("--patch") + 1] == str(ready)
+    command = make_launcher(LauncherConfig(name="command", template="my-agent {prompt_file} --out {report}"))
+    line = command.command(command.context(workspace, exp))
+    assert shlex.split(line) == ["my-agent", str(workspace.prompt_path(exp.name)), "--out",
+                                 str(exp.checkout.worker.report_path)]
+
+
+def test_usage_is_read_from_what_the_real_clis_printed() -> None:
+    claude = launchers.ClaudeLauncher()
+    usage = claude.usage("[claude-code:unrecognized_model] {}\n" + (HELP / "claude-2.1.332-result.json").read_text())
+    assert (usage.cost_usd, usage.input_tokens, usage.output_tokens, usage.turns) == (0, 0, 0, 1)
+    assert usage.source and "claude" in usage.source
+    # Codex gave up on the network before any turn completed: no usage, not zeros.
+    codex = launchers.CodexLauncher().usage((HELP / "codex-0.171.0-events.jsonl").read_text())
+    assert codex == launchers.AgentUsage()
+    assert launchers.ClaudeLauncher().usage("no json at all") == launchers.AgentUsage()
+
+
+def test_aider_usage_lines_with_cache_counts() -> None:
+    log = ("Tokens: 12k sent, 2.5k cache write, 9.1k cache hit, 1.1k received. "
+           "Cost: $0.05 message, $0.05 session.\n"
+           "Tokens: 800 sent, 120 received. Cost: $0.01 message, $0.06 session.\n")
+    usage = launchers.AiderLauncher().usage(log)
+    assert (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
+            usage.cost_usd, usage.turns) == (12800, 1220, 9100, 2500, 0.06, 2)
+
+
+def test_unknown_launcher_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="unknown launcher"):
+        make_launcher(LauncherConfig(name="gpt"))
