@@ -200,6 +200,223 @@ def init(directory: Path, target: str, bench: str | None, config_file: Path | No
     click.echo(f"bench      {bench_source} at {workspace.bench_base()}")
 
 
+workspace_argument = click.argument("workspace", required=False, default=".", type=click.Path(path_type=Path))
+
+
+def _open_lab(workspace: Path):  # -> tuple[Workspace, LabState]
+    from orchard.lab.state import LabState
+    from orchard.lab.workspace import Workspace
+
+    ws = Workspace.open(workspace)
+    return ws, LabState.open(ws.root)
+
+
+def _say(console):  # -> Callable[[str], None]
+    import time
+
+    return lambda text: console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {text}", highlight=False)
+
+
+@cli.command()
+@workspace_argument
+def run(workspace: Path) -> None:
+    """Run the research loop until a stop condition holds; on an existing lab, resume it."""
+    from orchard.lab.loop import Lab
+
+    ws, state = _open_lab(workspace)
+    console = _console()
+    try:
+        reason = Lab(ws, state, say=_say(console)).run()
+    except KeyboardInterrupt:
+        click.echo("interrupted: every worker was stopped; `orchard run` resumes from lab.db", err=True)
+        sys.exit(130)
+    finally:
+        state.close()
+    click.echo(f"stopped: {reason}")
+    click.echo(f"report:  {ws.root / 'FINAL_REPORT.md'}")
+
+
+@cli.command()
+@workspace_argument
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+def status(workspace: Path, as_json: bool) -> None:
+    """Workers, backlog, leaderboard and lock state at a glance."""
+    import json as jsonlib
+
+    from rich.table import Table
+
+    from orchard.lab.status import status as lab_status
+
+    ws, state = _open_lab(workspace)
+    try:
+        info = lab_status(ws, state)
+    finally:
+        state.close()
+    if as_json:
+        click.echo(jsonlib.dumps(info, indent=2, default=str))
+        return
+    console = _console()
+    console.print(f"lab {info['workspace']}")
+    if info["workers"]:
+        table = Table("experiment", "worker", "lane", "status", "minutes", "log", show_edge=False, header_style="bold")
+        for w in info["workers"]:
+            table.add_row(w["experiment"], w["worker"], w["lane"], w["status"], str(w["minutes"]), w["log"])
+        console.print(table)
+        if info["attach"]:
+            console.print(f"watch the workers live: {info['attach']}")
+    else:
+        console.print("no worker is running" + (f"; stopped: {info['stopped']}" if info["stopped"] else ""))
+    decisions = info["decisions"]
+    console.print(f"decisions: {decisions['LAND']} LAND, {decisions['KILL']} KILL, {decisions['ITERATE']} ITERATE")
+    if info["backlog"]:
+        console.print("backlog (top): " + ", ".join(f"{b['id']} ({b['score']})" for b in info["backlog"]))
+    board = Table("metric", "baseline", "best", "by", "main", show_edge=False, header_style="bold")
+    for row in info["leaderboard"]:
+        board.add_row(row["metric"], f"{row['baseline']:.4g}", f"{row['best']:.4g}", str(row["by"]), f"{row['main']:.4g}")
+    console.print(board)
+    lock = info["lock"]
+    holder = lock.get("holder") or {}
+    console.print(f"measurement lock: {lock['state']}" + (f" by pid {holder.get('pid')} ({holder.get('label')})" if holder else ""))
+
+
+@cli.group("backlog")
+def backlog_group() -> None:
+    """The ranked hypotheses: list, add, rank."""
+
+
+@backlog_group.command("list")
+@workspace_argument
+@click.option("--json", "as_json", is_flag=True, help="Print the backlog as JSON.")
+@click.option("--all", "show_all", is_flag=True, help="Include attempted hypotheses.")
+def backlog_list(workspace: Path, as_json: bool, show_all: bool) -> None:
+    """The open hypotheses, best score first."""
+    import json as jsonlib
+
+    from orchard.lab import backlog
+
+    _, state = _open_lab(workspace)
+    statuses = (backlog.OPEN, backlog.RUNNING, backlog.LANDED, backlog.KILLED, backlog.ITERATED) if show_all else (backlog.OPEN,)
+    records = backlog.ranked(state, statuses)
+    state.close()
+    if as_json:
+        click.echo(jsonlib.dumps([{"id": r.id, "status": r.status, "score": backlog.score(r.data), **r.data}
+                                  for r in records], indent=2))
+        return
+    for rank, r in enumerate(records, 1):
+        click.echo(f"{rank:>3}. {r.id:<32} {backlog.score(r.data):6.2f}  {r.status:<8} {r.data.get('lane', 'exploit'):<8} "
+                   f"{r.data.get('title', '')}")
+
+
+@backlog_group.command("add")
+@workspace_argument
+@click.option("--file", "file_path", type=click.Path(path_type=Path), help="A TOML file of [[hypothesis]] tables.")
+@click.option("--from-opportunities", "from_opportunities", type=int, default=0, metavar="N",
+              help="Add the N largest gaps from the latest rows (cause left for a planner).")
+@click.option("--id", "hypothesis_id", default="", help="Id (default: made from the title).")
+@click.option("--title", default="")
+@click.option("--metric", default="", help="<scenario>/<metric> of the lab's suite.")
+@click.option("--current-value", default="")
+@click.option("--cause", "suspected_cause", default="", help="Where in the code the cost comes from.")
+@click.option("--change", default="", help="The change to try.")
+@click.option("--predicted", "predicted_effect", type=float, default=None, help="Relative effect, e.g. -0.3.")
+@click.option("--scope", multiple=True, help="A file or glob the worker may touch (repeatable).")
+@click.option("--impact", type=float, default=3.0, show_default=True)
+@click.option("--confidence", type=float, default=0.5, show_default=True)
+@click.option("--effort", type=float, default=2.0, show_default=True)
+@click.option("--lane", type=click.Choice(["exploit", "explore"]), default="exploit", show_default=True)
+@click.option("--patch", type=click.Path(path_type=Path), default=None, help="A ready patch for the patch launcher.")
+def backlog_add(workspace: Path, file_path: Path | None, from_opportunities: int, hypothesis_id: str, title: str,
+                metric: str, current_value: str, suspected_cause: str, change: str, predicted_effect: float | None,
+                scope: tuple[str, ...], impact: float, confidence: float, effort: float, lane: str,
+                patch: Path | None) -> None:
+    """Add hypotheses: from a TOML file, from the opportunities ranking, or from flags."""
+    from orchard.lab import backlog
+    from orchard.lab.hypothesis import Hypothesis
+
+    ws, state = _open_lab(workspace)
+    try:
+        if file_path is not None:
+            hypotheses, source = backlog.load_file(file_path), "user"
+        elif from_opportunities:
+            from orchard.bench.opportunities import rank
+
+            hypotheses = backlog.from_opportunities(rank(ws.results_dir).get("items", []), from_opportunities)
+            source = "opportunities"
+            if not hypotheses:
+                raise UsageError(f"no opportunities in {ws.results_dir}: run a lane there first")
+        else:
+            data = {"id": hypothesis_id, "title": title, "metric": metric, "current_value": current_value,
+                    "suspected_cause": suspected_cause, "change": change, "scope": list(scope), "impact": impact,
+                    "confidence": confidence, "effort": effort, "lane": lane}
+            if predicted_effect is not None:
+                data["predicted_effect"] = predicted_effect
+            if patch is not None:
+                data["patch"] = str(patch.resolve())
+            hypotheses, source = [Hypothesis.from_dict({k: v for k, v in data.items() if v != ""}, source="flags")], "user"
+        with state.transaction():
+            for hypothesis in hypotheses:
+                backlog.add(state, hypothesis, source=source)
+        from orchard.lab.records import write_atomic
+
+        write_atomic(ws.root / "backlog.md", backlog.render(state))
+    finally:
+        state.close()
+    for hypothesis in hypotheses:
+        click.echo(f"added {hypothesis.id} (score {hypothesis.score:.2f}): {hypothesis.title}")
+
+
+@backlog_group.command("rank")
+@workspace_argument
+def backlog_rank(workspace: Path) -> None:
+    """Rank the open hypotheses again and rewrite backlog.md."""
+    from orchard.lab import backlog
+    from orchard.lab.records import write_atomic
+
+    ws, state = _open_lab(workspace)
+    try:
+        write_atomic(ws.root / "backlog.md", backlog.render(state))
+        records = backlog.ranked(state)
+    finally:
+        state.close()
+    for rank, r in enumerate(records, 1):
+        click.echo(f"{rank:>3}. {r.id:<32} {backlog.score(r.data):6.2f}  {r.data.get('title', '')}")
+    click.echo(f"wrote {ws.root / 'backlog.md'}")
+
+
+@cli.command()
+@workspace_argument
+def plan(workspace: Path) -> None:
+    """Ask the configured agent for 3-6 new hypotheses; each is validated before it is added."""
+    from orchard.lab.planner import plan as run_plan
+
+    ws, state = _open_lab(workspace)
+    try:
+        hypotheses = run_plan(ws, state, say=_say(_console()))
+    finally:
+        state.close()
+    for hypothesis in hypotheses:
+        click.echo(f"added {hypothesis.id} (score {hypothesis.score:.2f}): {hypothesis.title}")
+
+
+@cli.command()
+@workspace_argument
+def report(workspace: Path) -> None:
+    """Write FINAL_REPORT.md and report.html from lab.db (also for a lab still running)."""
+    from orchard.lab import backlog, records
+
+    ws, state = _open_lab(workspace)
+    try:
+        top = [{"id": r.id, "score": backlog.score(r.data), "lane": r.data.get("lane", "exploit"),
+                "title": r.data.get("title", "")} for r in backlog.ranked(state)[:6]]
+        records.write_atomic(ws.root / "FINAL_REPORT.md", records.render_final_report(state, top))
+        records.write_atomic(ws.root / "report.html", records.render_html(state))
+        records.write_atomic(ws.root / "JOURNAL.md", records.render_journal(state))
+        records.write_atomic(ws.root / "LEADERBOARD.md", records.render_leaderboard(state))
+    finally:
+        state.close()
+    click.echo((ws.root / "FINAL_REPORT.md").read_text())
+
+
 def main() -> None:
     cli(prog_name="orchard")
 

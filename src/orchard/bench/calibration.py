@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from orchard.bench import stats
 from orchard.bench.verdict import MetricNoise, MetricSpec, paired_differences
 from orchard.errors import OrchardError
@@ -40,6 +42,7 @@ class MetricCalibration:
     estimate: float
     interval: tuple[float, float]
     n: int
+    median: float | None = None  # the baseline's median over every A/A run
 
     def noise(self) -> MetricNoise:
         return MetricNoise(self.floor, self.deterministic, self.sd)
@@ -92,14 +95,15 @@ def compute(
             continue  # unmeasured here; the verdict reports it as such
         a = [p[0] for p in pairs]
         b = [p[1] for p in pairs]
+        median = float(np.median(a + b))
         if len(set(a) | set(b)) == 1:
-            result[spec.key] = MetricCalibration(0.0, True, 0.0, 0.0, (0.0, 0.0), len(a))
+            result[spec.key] = MetricCalibration(0.0, True, 0.0, 0.0, (0.0, 0.0), len(a), median)
             continue
         scale, d = paired_differences(a, b)
-        stochastic.append((spec.key, (scale, d)))
+        stochastic.append((spec.key, (scale, d, median)))
     failed: list[str] = []
     m = max(1, len(stochastic))
-    for key, (scale, d) in stochastic:
+    for key, (scale, d, median) in stochastic:
         resolution = stats.hl_interval(d, 1.0 - 2.0 * alpha)
         check = stats.hl_interval(d, 1.0 - 0.05 / m)
         to_rel = math.expm1 if scale == "log-ratio" else (lambda v: v)
@@ -111,6 +115,7 @@ def compute(
             estimate=to_rel(stats.hodges_lehmann(d)),
             interval=(to_rel(check.low), to_rel(check.high)),
             n=len(d),
+            median=median,
         )
         if check.excludes(0.0):
             failed.append(key)

@@ -25,7 +25,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from orchard.bench import rows, runner
-from orchard.bench.environment import isolated_env
+from orchard.bench.environment import command_display, isolated_env
 from orchard.bench.suite import BUILTIN_METRICS, Fixture, Scenario, Suite
 from orchard.errors import OrchardError, UsageError
 
@@ -187,6 +187,8 @@ def observe(
         timeout_s=scenario.timeout_s,
         admitted_chars=admitted,
     )
+    # the agent types the tool's name, not the checkout it was built in
+    typed = render(scenario.command, {**values, "bin": binary.name}, where)
     row = rows.step_row(
         capture,
         subject=subject,
@@ -196,6 +198,7 @@ def observe(
         metadata=meta,
         step_kind="measured",
         expected_returncodes=scenario.returncodes,
+        typed_command=command_display(typed),
     )
     row["monotonic_start_ns"] = capture.started_ns
     row["monotonic_end_ns"] = capture.ended_ns

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from orchard.errors import UsageError
-from orchard.lab.hypothesis import Hypothesis
+from orchard.lab.hypothesis import Hypothesis, slug
 from orchard.lab.state import HypothesisRecord, LabState
 
 OPEN, RUNNING, LANDED, KILLED, ITERATED = "open", "running", "landed", "killed", "iterated"
@@ -120,6 +120,28 @@ def parse_tables(data: Mapping[str, Any], *, source: str, base: Path | None = No
     if problems:
         raise UsageError(f"{source}: " + "; ".join(problems))
     return hypotheses
+
+
+def from_opportunities(items: Sequence[Mapping[str, Any]], top: int) -> list[Hypothesis]:
+    """Hypotheses for the largest gaps: metric and current value filled in, the cause left to a planner."""
+    found = []
+    for item in items[:top]:
+        where = ", ".join(str(w.get("part")) for w in item.get("where", [])[:3])
+        ratio = float(item.get("gap_ratio") or 0.0)
+        found.append(Hypothesis(
+            id=slug(f"gap {item['scenario']} {item['operation']} {item['metric']} {item['subject']}"),
+            title=f"Close the {item['metric']} gap of {item['subject']} on {item['scenario']} {item['operation']}",
+            metric=f"{item['scenario']}/{item['metric']}",
+            current_value=str(item.get("value")),
+            change=f"find out why {item['subject']} pays {item.get('value')} where {item.get('comparator')} "
+                   f"pays {item.get('comparator_value')} (where it goes: {where or 'unknown'}) and remove the difference",
+            predicted_effect=-min(0.9, ratio / (1 + ratio)) if ratio > 0 else None,
+            impact=min(5.0, 1.0 + float(item.get("score") or 0.0)),
+            confidence=0.3,
+            effort=3.0,
+            lane="explore",
+        ))
+    return found
 
 
 def learn_from_kill(state: LabState, killed: HypothesisRecord) -> list[str]:
