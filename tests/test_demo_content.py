@@ -37,7 +37,7 @@ OUTCOMES = {
     "single-write": "KILL: no effect above the noise floor",
 }
 DOCUMENTED_KEYS = {
-    "id", "title", "metric", "current_value", "cause", "change", "predicted_effect",
+    "id", "title", "metric", "current_value", "suspected_cause", "change", "predicted_effect",
     "scope", "impact", "confidence", "effort", "lane", "patch", "bench_patch",
 }
 RUNS = "12"  # pairs per verdict and per calibration: enough for these effects, quick
@@ -170,7 +170,7 @@ def test_the_backlog_has_one_hypothesis_per_path_in_the_documented_format() -> N
         assert 1 <= hypothesis["impact"] <= 5 and 1 <= hypothesis["effort"] <= 5
         assert 0 < hypothesis["confidence"] <= 1
         assert hypothesis["scope"] and (demo.HERE / hypothesis["patch"]).is_file()
-        assert any(hypothesis["cause"].startswith(entry) for entry in hypothesis["scope"]), hypothesis["id"]
+        assert any(hypothesis["suspected_cause"].startswith(entry) for entry in hypothesis["scope"]), hypothesis["id"]
     assert any(h["lane"] == "explore" for h in found.values())
     # the two wins rank first, so they start together and the second must be rebased
     score = {h["id"]: h["impact"] * h["confidence"] / h["effort"] for h in found.values()}

@@ -417,6 +417,43 @@ def report(workspace: Path) -> None:
     click.echo((ws.root / "FINAL_REPORT.md").read_text())
 
 
+@cli.command()
+@click.option("--workspace", type=click.Path(path_type=Path), default=None,
+              help="Where to create the demo lab (default: ./orchard-demo-<time>).")
+@click.option("--workers", type=int, default=3, show_default=True, help="Workers running at once.")
+@click.option("--executor", type=click.Choice(["auto", "tmux", "subprocess"]), default="auto", show_default=True)
+def demo(workspace: Path | None, workers: int, executor: str) -> None:
+    """A whole lab run on the embedded demo target: every decision path, then FINAL_REPORT.md."""
+    import shutil
+    import time
+
+    from orchard.demo.lab import default_directory, make_demo
+    from orchard.lab.loop import Lab
+    from orchard.lab.state import LabState
+
+    started = time.monotonic()
+    console = _console()
+    ws = make_demo(workspace or default_directory(), workers=workers, executor=executor)
+    if executor == "auto" and shutil.which("tmux") is None:
+        console.print("tmux is not installed here: the workers run as plain subprocesses")
+    console.print(f"demo lab: {ws.root}")
+    if ws.config.workers.executor != "subprocess" and shutil.which("tmux"):
+        from orchard.lab.executors import attach_command
+
+        console.print(f"watch the workers live: {attach_command(ws.tmux_socket)}")
+    state = LabState.open(ws.root)
+    try:
+        reason = Lab(ws, state, say=_say(console)).run()
+    except KeyboardInterrupt:
+        click.echo(f"interrupted: every worker was stopped; `orchard run {ws.root}` resumes", err=True)
+        sys.exit(130)
+    finally:
+        state.close()
+    console.print(f"stopped: {reason} ({time.monotonic() - started:.0f} s)")
+    console.print(f"final report: {ws.root / 'FINAL_REPORT.md'}")
+    console.print((ws.root / "FINAL_REPORT.md").read_text())
+
+
 def main() -> None:
     cli(prog_name="orchard")
 
