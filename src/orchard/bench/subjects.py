@@ -4,7 +4,8 @@ A subject is a name, a kind (which flow drives it), a label and one binary.
 Every row records the binary's path, version string and sha256, so a number
 can always be traced to the exact program that produced it. Subjects come
 from a TOML file (one ships with orchard) or from `--subjects`:
-`git,oak=/path/to/oak,NAME=BIN`.
+`git,oak=/path/to/oak,NAME=BIN,NAME:KIND=BIN` (KIND names the flow when
+NAME is not itself a flow kind).
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def _infer_kind(name: str, binary: str, known_kinds: set[str]) -> str:
             return guess
     raise UsageError(
         f"subject {name}={binary}: cannot tell its kind; name it after a flow kind "
-        f"({', '.join(sorted(known_kinds))}) or give it a `kind` in a subjects file"
+        f"({', '.join(sorted(known_kinds))}), write {name}:KIND={binary}, or give it a `kind` in a subjects file"
     )
 
 
@@ -146,12 +147,14 @@ def parse_subjects(
     for item in items:
         if not item:
             raise UsageError(f"--subjects {spec!r}: empty subject name")
-        name, _, explicit = item.partition("=")
-        name = name.strip()
+        head, _, explicit = item.partition("=")
+        name, _, given_kind = (part.strip() for part in head.partition(":"))
         entry: Mapping[str, Any] = table.get(name, {})
+        if given_kind and not explicit:
+            raise UsageError(f"subject {item!r}: NAME:KIND needs =BIN")
         if explicit:
             binary = _explicit_binary(name, explicit.strip())
-            kind = str(entry.get("kind") or _infer_kind(name, explicit.strip(), known_kinds))
+            kind = given_kind or str(entry.get("kind") or _infer_kind(name, explicit.strip(), known_kinds))
             subject = resolve(name, kind, str(entry.get("label", name)), binary, None)
         elif entry:
             kind = str(entry.get("kind", name))

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from orchard.bench import rows
-from orchard.bench.flows import Flow
+from orchard.bench.flows import STEPS, Flow
 from orchard.bench.lanes.steps import LaneContext, Recorder, Row, fail
 from orchard.bench.lanes.transport import Remote
 from orchard.bench.subjects import Subject
@@ -129,6 +129,7 @@ def run(ctx: LaneContext, subject: Subject, flow: Flow, remote: Remote, run_inde
         oracle_method="flow verify commands (fresh clone of each pushed branch), payload grep",
         describe_note=flow.notes.get("describe"),
         describe_calls=len(flow.step("describe")),
+        flow_steps_without_calls=[step for step in STEPS if not flow.step(step)],
         **warm_fields(rec.counted),
         **network_totals(rec.counted, remote),
     )
