@@ -5,8 +5,8 @@ measured in the newest run of a lane, each subject that is not the best is
 compared with the best comparator. Gaps are ranked by `score = weight x
 gap_ratio`, where `gap_ratio = (value - best) / max(best, floor)` (the floor
 keeps a zero-cost comparator, such as git's absent describe call, from
-dividing by zero). Each item says where the subject's cost goes (its largest
-parts, beside the comparator's). This is what the lab's backlog generator
+dividing by zero). Each item says where the gap goes: the subject's parts (flow steps for a
+total, commands for a step) beside the comparator's, largest difference first. This is what the lab's backlog generator
 consumes (`--json`, schema below).
 
 Rules that keep the list honest:
@@ -163,17 +163,19 @@ def _where(samples: _Samples, cell: Cell, subject: str, comparator: str, metric:
     mine = samples.parts.get((cell, subject, metric), {})
     theirs = samples.parts.get((cell, comparator, metric), {})
     total = sum(sum(values) for values in mine.values()) or 1.0
-    parts = sorted(mine.items(), key=lambda item: -sum(item[1]))[:WHERE_PARTS]
     their_runs = max(1, len(samples.values.get((cell, comparator, metric), {})))
-    return [
+    parts = [
         {
             "part": part,
             "value": round(sum(values) / max(1, runs), 3),
             "comparator_value": round(sum(theirs[part]) / their_runs, 3) if part in theirs else 0.0,
             "share": round(sum(values) / total, 3),
         }
-        for part, values in parts
+        for part, values in mine.items()
     ]
+    # Largest share of the gap first, then largest share of the subject's cost.
+    parts.sort(key=lambda part: (-(part["value"] - part["comparator_value"]), -part["value"]))
+    return parts[:WHERE_PARTS]
 
 
 def rank(results: Path) -> dict[str, Any]:
