@@ -150,7 +150,7 @@ def test_keep_workdirs_keeps_them(lane_env: LaneEnv) -> None:
     result = invoke("bench", "task-loop", "--subjects", "git", "--runs", "1", "--keep-workdirs", "--results", str(lane_env.results))
     assert result.exit_code == 0, result.output
     (kept,) = lane_env.leftovers()
-    assert (lane_env.temp / kept / "task-loop-git-r0" / "base" / ".git").is_dir()
+    assert (lane_env.temp / kept / "task_loop-git-r0" / "base" / ".git").is_dir()
 
 
 def test_ctrl_c_stops_servers_and_removes_workdirs(lane_env: LaneEnv, tmp_path: Path) -> None:

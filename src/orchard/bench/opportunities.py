@@ -156,7 +156,7 @@ def _note(samples: _Samples, cell: Cell, subject: str, comparator: str) -> str |
     if not relevant:
         return None
     notes = [samples.notes.get((scenario, name)) for name in (subject, comparator)]
-    return " / ".join(f"{name}: {note}" for name, note in zip((subject, comparator), notes) if note) or None
+    return " / ".join(f"{name}: {note}" for name, note in zip((subject, comparator), notes, strict=True) if note) or None
 
 
 def _where(samples: _Samples, cell: Cell, subject: str, comparator: str, metric: str, runs: int) -> list[dict[str, Any]]:

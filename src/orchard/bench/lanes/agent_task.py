@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 from typing import Any
 
 from orchard.bench import rows
 from orchard.bench.flows import Flow, Probe
 from orchard.bench.lanes.steps import LaneContext, Recorder, Row, fail
-from orchard.bench.lanes.task_loop import base_values, network_totals, phase_values, track
+from orchard.bench.lanes.task_loop import network_totals, phase_values, start
 from orchard.bench.lanes.transport import LOOPBACK, Remote, free_port, wait_for_port
 from orchard.bench.subjects import Subject
 
@@ -36,14 +35,7 @@ ACQUISITION_MODELS = {"cold": "fresh_full_clone", "warm": "shared_object_worktre
 
 def run(ctx: LaneContext, subject: Subject, flow: Flow, remote: Remote, run_index: int) -> Row:
     """Cold clone plus warm worktree for one subject; returns its total row."""
-    root = ctx.root / f"agent-task-{subject.name}-r{run_index}"
-    root.mkdir(parents=True)
-    rec = Recorder(
-        ctx, subject, SCENARIO, run_index,
-        fields={**remote.row_fields(), "benchmark_track": track(remote)},
-        fixture_id=FIXTURE_ID, proxy=remote.proxy,
-    )
-    values = base_values(ctx, subject, remote, run_index, root)
+    root, rec, values = start(ctx, subject, SCENARIO, run_index, remote, FIXTURE_ID)
     phases = list(flow.agent_task)
     values["base"] = str(root / phases[0])
     completed: list[dict[str, Any]] = []

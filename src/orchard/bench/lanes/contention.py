@@ -23,7 +23,6 @@ import random
 import re
 import shutil
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -37,10 +36,8 @@ from orchard.bench.environment import command_display, isolated_env
 from orchard.bench.lanes.markdown import skips_and_failures, table
 from orchard.bench.lanes.remotes import FixtureError, harness
 from orchard.bench.lanes.steps import fail
-from orchard.bench.lanes.task_lane import LaneResult
+from orchard.bench.lanes.session import LaneResult, check_common, lane_session
 from orchard.bench.lanes.transport import harness_git
-from orchard.bench.lock import MeasurementLock
-from orchard.bench.store import RunWriter
 from orchard.bench.subjects import Subject
 from orchard.errors import UsageError
 
@@ -86,13 +83,10 @@ class ContentionOptions:
     def validate(self) -> None:
         if self.commits < 1:
             raise UsageError(f"--commits must be at least 1, not {self.commits}")
-        if self.runs < 1:
-            raise UsageError(f"--runs must be at least 1, not {self.runs}")
+        check_common(self.runs, self.subjects)
         unknown = [mode for mode in self.modes if mode not in MODES]
         if unknown:
             raise UsageError(f"unknown contention mode {unknown[0]!r}; valid: {', '.join(MODES)}")
-        if not self.subjects:
-            raise UsageError("no subjects to measure")
 
 
 @dataclass
@@ -343,50 +337,38 @@ def run_lane(options: ContentionOptions, out: TextIO | None = None) -> LaneResul
     git = harness_git()
     env = isolated_env()
     stop = threading.Event()
-    kept: Path | None = None
-    with MeasurementLock(LANE, out=out) as lock, RunWriter(options.results, LANE, summary=summary) as writer:
-        root = Path(tempfile.mkdtemp(prefix="orchard-contention-", dir=options.workdir))
-        try:
-            for run_index in range(options.runs):
-                for subject in options.subjects:
-                    for mode in options.modes:
-                        for count in options.workers:
-                            base = {
-                                "schema": rows.SCHEMA_VERSION,
-                                "lane": LANE,
-                                "bench_id": writer.stamp,
-                                **lock.metadata(),
-                                **subject.row_fields(),
-                                **rows.comparability(remote_transport="local_file", instruction_level="scripted_workers", fixture_id=f"contention-{mode}-v1"),
-                                "subject": subject.name, "subject_kind": subject.kind, "subject_label": subject.label,
-                                "scenario": SCENARIO, "run": run_index, "mode": mode,
-                                "workers": count, "commits_per_worker": options.commits,
-                            }
-                            reason = subject.absent_reason if subject.bin is None else (
-                                None if subject.kind == "git" else "the contention lane drives git-kind subjects only"
-                            )
-                            if reason:
-                                writer.write(rows.skip_row(subject=subject.identity(), scenario=SCENARIO, operation="contention.skipped", run=run_index, metadata=base, reason=reason))
-                                continue
-                            print(f"[run] contention {mode} workers={count} commits={options.commits} subject={subject.name}", file=out, flush=True)
-                            folder = root / f"{subject.name}-{mode}-{count}-r{run_index}"
-                            folder.mkdir()
-                            campaign = Campaign(git, subject, mode, count, options, folder, env, stop)
-                            try:
-                                measure(campaign, base, writer.write)
-                            except FixtureError as error:
-                                writer.write(fail({**base, "operation": TOTAL, "step_kind": "total", "returncode": 0}, f"fixture: {error}"))
-                            if not options.keep_workdirs:
-                                shutil.rmtree(folder, ignore_errors=True)
-        finally:
-            if options.keep_workdirs:
-                kept = root
-                print(f"[workdirs] kept {root}", file=out, flush=True)
-            else:
-                shutil.rmtree(root, ignore_errors=True)
-    print(f"[result] {writer.path}", file=out, flush=True)
-    print(f"[summary] {writer.summary_path}", file=out, flush=True)
-    return LaneResult(writer.path, writer.summary_path, writer.rows, kept)
+    with lane_session(LANE, options.results, summary, keep=options.keep_workdirs, parent=options.workdir, out=out) as session:
+        for run_index in range(options.runs):
+            for subject in options.subjects:
+                for mode in options.modes:
+                    for count in options.workers:
+                        base = {
+                            "schema": rows.SCHEMA_VERSION,
+                            "lane": LANE,
+                            "bench_id": session.writer.stamp,
+                            **session.lock.metadata(),
+                            **subject.row_fields(),
+                            **rows.comparability(remote_transport="local_file", instruction_level="scripted_workers", fixture_id=f"contention-{mode}-v1"),
+                            "subject": subject.name, "subject_kind": subject.kind, "subject_label": subject.label,
+                            "scenario": SCENARIO, "run": run_index, "mode": mode,
+                            "workers": count, "commits_per_worker": options.commits,
+                        }
+                        reason = subject.absent_reason if subject.bin is None else (
+                            None if subject.kind == "git" else "the contention lane drives git-kind subjects only"
+                        )
+                        if reason:
+                            session.writer.write(rows.skip_row(subject=subject.identity(), scenario=SCENARIO, operation="contention.skipped", run=run_index, metadata=base, reason=reason))
+                            continue
+                        print(f"[run] contention {mode} workers={count} commits={options.commits} subject={subject.name}", file=out, flush=True)
+                        folder = session.root / f"{subject.name}-{mode}-{count}-r{run_index}"
+                        folder.mkdir()
+                        try:
+                            measure(Campaign(git, subject, mode, count, options, folder, env, stop), base, session.writer.write)
+                        except FixtureError as error:
+                            session.writer.write(fail({**base, "operation": TOTAL, "step_kind": "total", "returncode": 0}, f"fixture: {error}"))
+                        if not options.keep_workdirs:
+                            shutil.rmtree(folder, ignore_errors=True)
+    return session.result()
 
 
 def summary(all_rows: Sequence[Mapping[str, Any]]) -> str:

@@ -65,6 +65,19 @@ def read_pkt_line(buf: bytes, pos: int) -> tuple[bytes | None, int] | None:
     return buf[pos + 4 : pos + length], pos + length
 
 
+def read_section(buf: bytes, pos: int) -> tuple[list[bytes], int] | None:
+    """pkt-line payloads up to the next flush-pkt, and the position after it; None if cut short."""
+    lines: list[bytes] = []
+    while True:
+        read = read_pkt_line(buf, pos)
+        if read is None:
+            return None
+        payload, pos = read
+        if payload is None:
+            return lines, pos
+        lines.append(payload)
+
+
 def service_request(buf: bytes) -> tuple[str, int] | None:
     """The git:// service line (`git-receive-pack /x.git`) and where the rest starts."""
     read = read_pkt_line(buf, 0)
@@ -147,30 +160,20 @@ def parse_push(body: bytes) -> PushRequest:
     """Classify the client's bytes after the service request (the push itself)."""
     request = PushRequest()
     try:
-        pos = 0
-        push_options = False
-        while True:
-            read = read_pkt_line(body, pos)
-            if read is None:
-                return request
-            payload, pos = read
-            if payload is None:
-                break
-            line, _, caps = payload.partition(b"\0")
-            if not request.commands:
-                push_options = b"push-options" in caps.split()
-            request.commands.append(line.decode("utf-8", errors="replace").strip())
+        section = read_section(body, 0)
+        if section is None:
+            return request
+        lines, pos = section
+        for payload in lines:
+            request.commands.append(payload.partition(b"\0")[0].decode("utf-8", errors="replace").strip())
         if not request.commands:
             request.state = "complete"  # nothing to update: a flush alone
             return request
-        if push_options:
-            while True:
-                read = read_pkt_line(body, pos)
-                if read is None:
-                    return request
-                payload, pos = read
-                if payload is None:
-                    break
+        if b"push-options" in lines[0].partition(b"\0")[2].split():
+            options = read_section(body, pos)
+            if options is None:
+                return request
+            pos = options[1]
         if all(command.split(" ")[1:2] == [ZERO_ID] for command in request.commands):
             request.state = "complete"
             return request

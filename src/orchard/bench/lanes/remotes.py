@@ -51,25 +51,12 @@ def seed_bare(git: str, bare: Path, env: Mapping[str, str]) -> Path:
     """A bare repository whose `main` has one seed commit with the payload file."""
     bare.parent.mkdir(parents=True, exist_ok=True)
     harness([git, "init", "-q", "--bare", "-b", "main", str(bare)], bare.parent, env)
-    seed = bare.parent / f"{bare.name}.seed"
-    seed.mkdir()
-    for name, text in SEED_FILES.items():
-        (seed / name).write_text(text)
-    for argv in (
-        [git, "init", "-q", "-b", "main"],
-        [git, "add", "."],
-        [git, "commit", "-q", "-m", "seed"],
-        [git, "push", "-q", str(bare), "main:main"],
-    ):
-        harness(argv, seed, env)
+    push_seed(git, bare.parent / f"{bare.name}.seed", str(bare), env)
     return bare
 
 
-def _seed_shared(git: str, url: str, scratch: Path, env: Mapping[str, str]) -> None:
-    """Give an external remote a `main` once; later runs reuse it."""
-    if harness([git, "ls-remote", url, "refs/heads/main"], scratch, env).strip():
-        return
-    seed = scratch / "shared-seed"
+def push_seed(git: str, seed: Path, url: str, env: Mapping[str, str]) -> None:
+    """Commit the seed files in a new repository at `seed` and push them as `main`."""
     seed.mkdir(parents=True)
     for name, text in SEED_FILES.items():
         (seed / name).write_text(text)
@@ -80,6 +67,13 @@ def _seed_shared(git: str, url: str, scratch: Path, env: Mapping[str, str]) -> N
         [git, "push", "-q", url, "main:main"],
     ):
         harness(argv, seed, env)
+
+
+def _seed_shared(git: str, url: str, scratch: Path, env: Mapping[str, str]) -> None:
+    """Give an external remote a `main` once; later runs reuse it."""
+    if harness([git, "ls-remote", url, "refs/heads/main"], scratch, env).strip():
+        return
+    push_seed(git, scratch / "shared-seed", url, env)
 
 
 def git_remote(

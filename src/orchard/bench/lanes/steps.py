@@ -98,15 +98,31 @@ class Recorder:
         """One agent-facing tool call, measured."""
         if self.proxy is not None:
             self.proxy.reset()
+        row = self._measure(operation, argv, cwd, self.ctx.env, kind, expected, tool_calls=1)
+        if self.proxy is not None:
+            row.update(self.proxy.counts().row_fields())
+        row.update(extra or {})
+        return self._emit(row, counted=True)
+
+    def _measure(
+        self,
+        operation: str,
+        argv: Sequence[str],
+        cwd: Path,
+        env: Mapping[str, str],
+        kind: str,
+        expected: Sequence[int],
+        tool_calls: int,
+    ) -> Row:
         capture = runner.run(
             list(argv),
             cwd=cwd,
-            env=self.ctx.env,
+            env=env,
             timeout_s=self.ctx.step_timeout_s,
             admitted_chars=self.ctx.admitted_chars,
         )
         self.last_capture = capture
-        row = rows.step_row(
+        return rows.step_row(
             capture,
             subject=self.subject.identity(),
             scenario=self.scenario,
@@ -115,11 +131,8 @@ class Recorder:
             metadata=self.meta,
             step_kind=kind,
             expected_returncodes=expected,
+            tool_calls=tool_calls,
         )
-        if self.proxy is not None:
-            row.update(self.proxy.counts().row_fields())
-        row.update(extra or {})
-        return self._emit(row, counted=True)
 
     def command(
         self,
@@ -177,28 +190,13 @@ class Recorder:
 
     def harness(self, operation: str, argv: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None) -> runner.Capture:
         """A fixture, probe or oracle command: recorded, never counted as the agent's."""
-        capture = runner.run(
-            list(argv),
-            cwd=cwd,
-            env=env or self.ctx.env,
-            timeout_s=self.ctx.step_timeout_s,
-            admitted_chars=self.ctx.admitted_chars,
-        )
+        row = self._measure(operation, argv, cwd, env or self.ctx.env, "harness", (0,), tool_calls=0)
         self.harness_commands += 1
-        row = rows.step_row(
-            capture,
-            subject=self.subject.identity(),
-            scenario=self.scenario,
-            operation=operation,
-            run=self.run_index,
-            metadata=self.meta,
-            step_kind="harness",
-            tool_calls=0,
-        )
         for field in (*tokens.TOKEN_FIELDS, "token_estimate_method"):
             row.pop(field, None)
         self._emit(row, counted=False)
-        return capture
+        assert self.last_capture is not None
+        return self.last_capture
 
     def probe(self, operation: str, probe: Probe, values: Mapping[str, Any]) -> str | None:
         """A probe's answer: group 1 of its pattern (or the whole match, or stdout)."""

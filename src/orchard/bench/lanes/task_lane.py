@@ -11,9 +11,7 @@ Ctrl-C), unless `--keep-workdirs` keeps the workspaces for inspection.
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,10 +23,9 @@ from orchard.bench.flows import Flow
 from orchard.bench.lanes import agent_task, interrupted, materialization, task_loop
 from orchard.bench.lanes.markdown import oracle_cell, skips_and_failures, table
 from orchard.bench.lanes.remotes import GIT_REMOTE_MODES, FixtureError, git_remote, oak_remote
+from orchard.bench.lanes.session import LaneResult, check_common, lane_session
 from orchard.bench.lanes.steps import LaneContext, Recorder, fail
 from orchard.bench.lanes.transport import LoopbackServers, harness_git
-from orchard.bench.lock import MeasurementLock
-from orchard.bench.store import RunWriter
 from orchard.bench.subjects import Subject
 from orchard.errors import UsageError
 
@@ -69,24 +66,9 @@ class TaskLoopOptions:
     workdir: Path | None = None  # parent of the run's temporary directory
 
     def validate(self) -> None:
-        if self.runs < 1:
-            raise UsageError(f"--runs must be at least 1, not {self.runs}")
+        check_common(self.runs, self.subjects)
         if self.git_remote not in GIT_REMOTE_MODES:
             raise UsageError(f"--git-remote {self.git_remote!r}: choose one of {', '.join(GIT_REMOTE_MODES)}")
-        if not self.subjects:
-            raise UsageError("no subjects to measure")
-
-
-@dataclass
-class LaneResult:
-    path: Path
-    summary_path: Path
-    rows: list[dict[str, Any]]
-    workdir: Path | None  # kept workspaces, when asked to keep them
-
-    @property
-    def failed(self) -> bool:
-        return bool(rows.failures(self.rows))
 
 
 Scenario = Callable[[LaneContext, Subject, Flow, int, TaskLoopOptions, str], None]
@@ -156,52 +138,45 @@ def run_lane(options: TaskLoopOptions, out: TextIO | None = None) -> LaneResult:
     out = out or sys.stderr
     git = harness_git()
     env = isolated_env()
-    kept: Path | None = None
-    with MeasurementLock(LANE, out=out) as lock, RunWriter(options.results, LANE, summary=summary) as writer:
-        root = Path(tempfile.mkdtemp(prefix="orchard-task-loop-", dir=options.workdir))
-        try:
-            with LoopbackServers(git, root, env) as servers:
-                ctx = LaneContext(
-                    bench_id=writer.stamp,
-                    root=root,
-                    env=env,
-                    metadata={
-                        "lane": LANE,
-                        "bench_id": writer.stamp,
-                        "git_remote_mode": options.git_remote,
-                        "runs": options.runs,
-                        **lock.metadata(),
-                    },
-                    servers=servers,
-                    sink=writer.write,
-                    step_timeout_s=options.step_timeout_s,
-                    admitted_chars=options.admitted_chars,
-                )
-                if materialization.SCENARIO in options.scenarios:
-                    materialization.run_campaign(ctx, options.subjects, options.runs, git)
-                for run_index in range(options.runs):
-                    for subject in options.subjects:
-                        for scenario in options.scenarios:
-                            if scenario == materialization.SCENARIO:
-                                continue
+    with lane_session(LANE, options.results, summary, keep=options.keep_workdirs, parent=options.workdir, out=out) as session:
+        with LoopbackServers(git, session.root, env) as servers:
+            ctx = LaneContext(
+                bench_id=session.writer.stamp,
+                root=session.root,
+                env=env,
+                metadata={
+                    "lane": LANE,
+                    "bench_id": session.writer.stamp,
+                    "git_remote_mode": options.git_remote,
+                    "runs": options.runs,
+                    **session.lock.metadata(),
+                },
+                servers=servers,
+                sink=session.writer.write,
+                step_timeout_s=options.step_timeout_s,
+                admitted_chars=options.admitted_chars,
+            )
+            if materialization.SCENARIO in options.scenarios:
+                materialization.run_campaign(ctx, options.subjects, options.runs, git)
+            for run_index in range(options.runs):
+                for subject in options.subjects:
+                    for scenario in options.scenarios:
+                        if scenario != materialization.SCENARIO:
                             print(f"[run] {scenario} run={run_index} subject={subject.name}", file=out, flush=True)
-                            if subject.bin is None:
-                                Recorder(ctx, subject, scenario, run_index).skip(subject.absent_reason or "no binary")
-                                continue
-                            try:
-                                DISPATCH[scenario](ctx, subject, options.flows[subject.kind], run_index, options, git)
-                            except FixtureError as error:
-                                rec = Recorder(ctx, subject, scenario, run_index)
-                                rec.emit_total(fail(rec.total(f"{scenario}.total"), f"fixture: {error}"))
-        finally:
-            if options.keep_workdirs:
-                kept = root
-                print(f"[workdirs] kept {root}", file=out, flush=True)
-            else:
-                shutil.rmtree(root, ignore_errors=True)
-    print(f"[result] {writer.path}", file=out, flush=True)
-    print(f"[summary] {writer.summary_path}", file=out, flush=True)
-    return LaneResult(writer.path, writer.summary_path, writer.rows, kept)
+                            _run_one(ctx, scenario, subject, run_index, options, git)
+    return session.result()
+
+
+def _run_one(ctx: LaneContext, scenario: str, subject: Subject, run_index: int, options: TaskLoopOptions, git: str) -> None:
+    """One scenario for one subject; an absent binary or a broken fixture is a row, not a crash."""
+    if subject.bin is None:
+        Recorder(ctx, subject, scenario, run_index).skip(subject.absent_reason or "no binary")
+        return
+    try:
+        DISPATCH[scenario](ctx, subject, options.flows[subject.kind], run_index, options, git)
+    except FixtureError as error:
+        rec = Recorder(ctx, subject, scenario, run_index)
+        rec.emit_total(fail(rec.total(f"{scenario}.total"), f"fixture: {error}"))
 
 
 HEADER = [

@@ -40,6 +40,20 @@ def base_values(ctx: LaneContext, subject: Subject, remote: Remote, run: int, ro
     }
 
 
+def start(
+    ctx: LaneContext, subject: Subject, scenario: str, run_index: int, remote: Remote, fixture_id: str
+) -> tuple[Path, Recorder, dict[str, Any]]:
+    """A scenario run against a remote: its own folder, its recorder, its template values."""
+    root = ctx.root / f"{scenario}-{subject.name}-r{run_index}"
+    root.mkdir(parents=True)
+    rec = Recorder(
+        ctx, subject, scenario, run_index,
+        fields={**remote.row_fields(), "benchmark_track": track(remote)},
+        fixture_id=fixture_id, proxy=remote.proxy,
+    )
+    return root, rec, base_values(ctx, subject, remote, run_index, root)
+
+
 def phase_values(values: dict[str, Any], flow: Flow, phase: str, workspace: Path) -> dict[str, Any]:
     payload = f"payload {phase} run={values['run']} bench={values['bench_id']} subject={values['subject']}"
     phased = {
@@ -76,14 +90,7 @@ def warm_fields(counted: list[Row]) -> dict[str, Any]:
 
 def run(ctx: LaneContext, subject: Subject, flow: Flow, remote: Remote, run_index: int) -> Row:
     """One task loop for one subject; returns its total row (already written)."""
-    root = ctx.root / f"task-loop-{subject.name}-r{run_index}"
-    root.mkdir(parents=True)
-    rec = Recorder(
-        ctx, subject, SCENARIO, run_index,
-        fields={**remote.row_fields(), "benchmark_track": track(remote)},
-        fixture_id=FIXTURE_ID, proxy=remote.proxy,
-    )
-    values = base_values(ctx, subject, remote, run_index, root)
+    root, rec, values = start(ctx, subject, SCENARIO, run_index, remote, FIXTURE_ID)
     for index, command in enumerate(flow.prepare):
         capture = rec.harness(f"setup.prepare.{index}", command.render(values), Path(values[command.cwd]))
         if not capture.ok:
