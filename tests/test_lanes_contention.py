@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
 import pytest
 
 from lanes_support import LaneEnv, invoke, lane_env, latest_rows, totals, without_oak_on_path  # noqa: F401
@@ -67,6 +74,29 @@ def test_cli_bad_mode_exits_2(lane_env: LaneEnv) -> None:
     result = invoke("bench", "contention", "--workers", "2", "--modes", "sideways", "--results", str(lane_env.results))
     assert result.exit_code == 2 and "unknown contention mode 'sideways'" in result.output
     assert not lane_env.results.exists()
+
+
+def test_ctrl_c_stops_every_worker_command(lane_env: LaneEnv) -> None:
+    slow = lane_env.wrapper("slow-git", 'if [ "$1" = commit ]; then sleep 60; fi\nexec git "$@"\n')
+    process = subprocess.Popen(
+        [sys.executable, "-m", "orchard", "bench", "contention", "--subjects", f"slow:git={slow}", "--workers", "4",
+         "--commits", "2", "--modes", "clone_per_worker", "--results", str(lane_env.results)],
+        env={**os.environ, "TMPDIR": str(lane_env.temp)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 60
+    sleepers: list[psutil.Process] = []
+    while time.monotonic() < deadline and len(sleepers) < 4:
+        sleepers = [p for p in psutil.Process(process.pid).children(recursive=True) if p.name() == "sleep"]
+        time.sleep(0.1)
+    assert len(sleepers) == 4
+    started = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    process.communicate(timeout=30)
+    assert process.returncode != 0
+    assert time.monotonic() - started < 20  # not the 60 s the commands would have slept
+    _, alive = psutil.wait_procs(sleepers, timeout=5)
+    assert not alive
+    assert lane_env.leftovers() == []
 
 
 @pytest.mark.slow

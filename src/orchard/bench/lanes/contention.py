@@ -11,14 +11,17 @@ modes:
   is followed by `git pull --rebase` and another push.
 
 A command that loses a race (a held lock, a rejected push) is retried with
-jittered backoff and counted. Integrity is checked after the run: every
-worker's K commit messages must be in the final history and every line each
-worker wrote must be in the final tree (no lost updates), and `git fsck` must
-be clean. Any lost update, fsck error or worker failure fails the row.
+exponential, fully jittered backoff and counted. Integrity is checked after
+the run: every commit the CLI reported as made must be in the final history
+and its line in the final tree (a missing one is a lost update), and `git
+fsck` must be clean. Any lost update, fsck error or worker failure (a command
+that failed outright or kept losing past the retry deadline; its unmade
+commits are `commits_not_made`, not lost updates) fails the row.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import shutil
@@ -26,10 +29,12 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
+
+import psutil
 
 from orchard.bench import rows, runner, tokens
 from orchard.bench.environment import command_display, isolated_env
@@ -38,6 +43,7 @@ from orchard.bench.lanes.remotes import FixtureError, harness
 from orchard.bench.lanes.steps import fail
 from orchard.bench.lanes.session import LaneResult, check_common, lane_session
 from orchard.bench.lanes.transport import harness_git
+from orchard.bench.runner import kill_group
 from orchard.bench.subjects import Subject
 from orchard.errors import UsageError
 
@@ -46,14 +52,15 @@ SCENARIO = "contention_v1"
 TOTAL = "contention.total"
 MODES = ("shared_checkout", "clone_per_worker")
 DEFAULT_COMMITS = 5
-DEFAULT_MAX_RETRIES = 200
+DEFAULT_RETRY_DEADLINE_S = 300.0
 DEFAULT_STEP_TIMEOUT_S = 120.0
 LOST_RACE = re.compile(
     r"index\.lock|cannot lock ref|unable to create .*\.lock|is at [0-9a-f]+ but expected|"
     r"\[rejected\]|fetch first|non-fast-forward|failed to push some refs|failed to update ref",
     re.IGNORECASE,
 )
-BACKOFF_S = (0.002, 0.03)
+BACKOFF_BASE_S = 0.005
+BACKOFF_CAP_S = 0.2
 
 
 def parse_workers(text: str) -> list[int]:
@@ -75,7 +82,7 @@ class ContentionOptions:
     commits: int = DEFAULT_COMMITS
     modes: Sequence[str] = MODES
     runs: int = 1
-    max_retries: int = DEFAULT_MAX_RETRIES
+    retry_deadline_s: float = DEFAULT_RETRY_DEADLINE_S
     step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S
     keep_workdirs: bool = False
     workdir: Path | None = None
@@ -96,6 +103,7 @@ class Worker:
     index: int
     checkout: Path
     calls: list[dict[str, Any]] = field(default_factory=list)
+    made: list[str] = field(default_factory=list)  # commits the CLI said it made
     lock_retries: int = 0
     publish_retries: int = 0
     commits: int = 0
@@ -135,8 +143,15 @@ class Campaign:
         return capture
 
     def until_won(self, worker: Worker, operation: str, argv: list[str], on_lost: str | None = None) -> bool:
-        """Run until it succeeds; a lost race is retried (after a sync when given), anything else fails."""
-        for _ in range(self.options.max_retries + 1):
+        """Run until it succeeds; a lost race is retried (after a sync when given), anything else fails.
+
+        Backoff is exponential with full jitter, so 32 workers in one checkout
+        get through (slowly) instead of starving; a command still losing after
+        `retry_deadline_s` fails its worker.
+        """
+        started = time.monotonic()
+        attempt = 0
+        while time.monotonic() - started < self.options.retry_deadline_s:
             if self.stop.is_set():
                 worker.error = "interrupted"
                 return False
@@ -153,8 +168,9 @@ class Campaign:
                     return False
             else:
                 worker.lock_retries += 1
-            time.sleep(random.uniform(*BACKOFF_S))
-        worker.error = f"{operation}: still losing after {self.options.max_retries} retries"
+            time.sleep(random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt)))
+            attempt += 1
+        worker.error = f"{operation}: still losing races after {self.options.retry_deadline_s:.0f} s ({attempt} retries)"
         return False
 
     def prepare(self) -> list[Worker]:
@@ -197,6 +213,7 @@ class Campaign:
                 if not self.until_won(worker, "snapshot", argv):
                     return
                 worker.commits += 1
+                worker.made.append(message)
                 if self.mode == "clone_per_worker":
                     if not self.until_won(worker, "publish", [self.bin, "push", "-q", "origin", "HEAD:main"], on_lost="sync"):
                         return
@@ -230,8 +247,7 @@ class Campaign:
         for worker in workers:
             subjects = set(histories[worker.index].splitlines())
             lines = set(trees[worker.index].splitlines())
-            for commit in range(self.options.commits):
-                label = f"w{worker.index} c{commit}"
+            for label in worker.made:  # only what the CLI said it committed can be lost
                 missing_commits += label not in subjects
                 missing_lines += label not in lines
         fsck_errors = []
@@ -241,6 +257,7 @@ class Campaign:
                 fsck_errors.append(f"{target.name}: {(capture.stdout_text + capture.stderr_text).strip()[-300:]}")
         return {
             "commits_expected": self.n * self.options.commits,
+            "commits_not_made": self.n * self.options.commits - sum(len(w.made) for w in workers),
             "commits_missing_from_history": missing_commits,
             "lines_missing_from_tree": missing_lines,
             "lost_updates": max(missing_commits, missing_lines),
@@ -253,6 +270,23 @@ def _quiet(git: str, argv: list[str], env: Mapping[str, str], cwd: Path | None =
     """stdout of a read-only check; empty when the object is missing (counted as lost)."""
     capture = runner.run([git, *argv], cwd=cwd, env=env, timeout_s=60)
     return capture.stdout_text if capture.ok else ""
+
+
+def _stop_commands(futures: Sequence[Future[None]]) -> None:
+    """On Ctrl-C: kill the process group of every command the workers have running.
+
+    The runner starts each command as its own session leader, so our direct
+    children that lead their own group are exactly the workers' commands.
+    """
+    me = psutil.Process()
+    while not all(future.done() for future in futures):
+        for child in me.children():
+            try:
+                if os.getpgid(child.pid) == child.pid:
+                    kill_group(child.pid)
+            except (ProcessLookupError, psutil.Error):
+                pass
+        wait(futures, timeout=0.1)
 
 
 def _worker_row(worker: Worker, base: dict[str, Any]) -> dict[str, Any]:
@@ -290,6 +324,7 @@ def measure(campaign: Campaign, base: dict[str, Any], sink: Any) -> dict[str, An
         except BaseException:
             campaign.stop.set()
             barrier.abort()
+            _stop_commands(futures)
             raise
     worker_rows = [_worker_row(worker, base) for worker in workers]
     for row in worker_rows:

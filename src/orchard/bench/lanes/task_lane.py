@@ -201,9 +201,16 @@ def summary(all_rows: Sequence[Mapping[str, Any]]) -> str:
     machine = next((row.get("machine_fingerprint") for row in all_rows), None)
     lock = next((row.get("measurement_lock") for row in all_rows), None)
     lines += ["", f"Machine fingerprint `{machine}`; measurement lock {lock}.", ""]
-    loop = _totals(all_rows, task_loop.TOTAL)
+    loop = sorted(_totals(all_rows, task_loop.TOTAL), key=lambda r: (str(r.get("remote_transport")), r["run"]))
     if loop:
+        transports = sorted({str(r.get("remote_transport")) for r in loop})
         lines += ["## task_loop", ""]
+        if len(transports) > 1:
+            lines += [
+                f"Transports in this table: {', '.join(transports)}. Wall ms, warm delta and network",
+                "bytes compare only within one transport; tool calls and tokens compare across them.",
+                "",
+            ]
         lines += table(
             ("Subject", "Run", "Transport", "Wall ms", "Tool calls", "Est. tokens", "Describe calls", "Warm delta ms", "Network bytes", "Oracle"),
             (
