@@ -199,6 +199,106 @@ def init(directory: Path, target: str, bench: str | None, config_file: Path | No
     bench_source = workspace.config.bench.repo or "built-in bench"
     click.echo(f"bench      {bench_source} at {workspace.bench_base()}")
 
+@bench.command("task-loop")
+@click.option("--subjects", "subjects_spec", help="git,oak=/path/to/oak,NAME=BIN (default: every subject in the subjects file)")
+@click.option("--subjects-file", type=click.Path(path_type=Path), help="TOML subjects file (default: the one shipped with orchard)")
+@click.option("--flow", "flow_files", multiple=True, type=click.Path(path_type=Path), help="extra flow TOML file (repeatable)")
+@click.option("--runs", type=int, default=3, show_default=True)
+@click.option("--git-remote", type=click.Choice(["local", "daemon", "github"]), default="local", show_default=True)
+@click.option("--scenarios", default="task_loop", show_default=True, help="comma-separated scenario names")
+@click.option("--results", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
+@click.option("--keep-workdirs", is_flag=True, help="keep the run's workspaces for inspection")
+@click.option("--step-timeout", type=float, default=120.0, show_default=True, help="seconds before a step is killed")
+def task_loop(
+    subjects_spec: str | None,
+    subjects_file: Path | None,
+    flow_files: tuple[Path, ...],
+    runs: int,
+    git_remote: str,
+    scenarios: str,
+    results: Path,
+    keep_workdirs: bool,
+    step_timeout: float,
+) -> None:
+    """Agent task loop for version-control CLIs (task_loop, agent_task, interrupted publication)."""
+    from orchard.bench.flows import load_flows
+    from orchard.bench.lanes import task_lane
+    from orchard.bench.subjects import parse_subjects
+
+    flows = load_flows(flow_files)
+    options = task_lane.TaskLoopOptions(
+        subjects=parse_subjects(subjects_spec, set(flows), subjects_file),
+        flows=flows,
+        results=results,
+        runs=runs,
+        git_remote=git_remote,
+        scenarios=task_lane.parse_scenarios(scenarios),
+        keep_workdirs=keep_workdirs,
+        step_timeout_s=step_timeout,
+    )
+    result = task_lane.run_lane(options)
+    click.echo(result.summary_path.read_text(), nl=False)
+    sys.exit(1 if result.failed else 0)
+
+
+@bench.command()
+@click.option("--subjects", "subjects_spec", default="git", show_default=True, help="git or NAME=BIN (git-kind subjects)")
+@click.option("--subjects-file", type=click.Path(path_type=Path))
+@click.option("--workers", default="2,8,32", show_default=True, help="comma-separated worker counts")
+@click.option("--commits", type=int, default=5, show_default=True, help="commits per worker")
+@click.option("--modes", default="shared_checkout,clone_per_worker", show_default=True)
+@click.option("--runs", type=int, default=1, show_default=True)
+@click.option("--results", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
+@click.option("--keep-workdirs", is_flag=True)
+def contention(
+    subjects_spec: str,
+    subjects_file: Path | None,
+    workers: str,
+    commits: int,
+    modes: str,
+    runs: int,
+    results: Path,
+    keep_workdirs: bool,
+) -> None:
+    """N concurrent workers x K commits: throughput, retries, integrity."""
+    from orchard.bench.flows import load_flows
+    from orchard.bench.lanes import contention as lane
+    from orchard.bench.subjects import parse_subjects
+
+    options = lane.ContentionOptions(
+        subjects=parse_subjects(subjects_spec, set(load_flows()), subjects_file),
+        results=results,
+        workers=lane.parse_workers(workers),
+        commits=commits,
+        modes=[mode.strip() for mode in modes.split(",") if mode.strip()],
+        runs=runs,
+        keep_workdirs=keep_workdirs,
+    )
+    result = lane.run_lane(options)
+    click.echo(result.summary_path.read_text(), nl=False)
+    sys.exit(1 if result.failed else 0)
+
+
+@cli.command()
+@click.option("--results", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="the machine-readable document (schema orchard.opportunities/1)")
+@click.option("--top", type=int, default=None, help="show only the first N items")
+def opportunities(results: Path, as_json: bool, top: int | None) -> None:
+    """Rank where a subject trails the best comparator, from the latest lane rows."""
+    import json
+
+    from orchard.bench import opportunities as ranked
+
+    if not results.is_dir():
+        raise UsageError(f"--results {results}: no such directory")
+    document = ranked.rank(results)
+    if as_json:
+        if top:
+            document["items"] = document["items"][:top]
+        click.echo(json.dumps(document, indent=2, sort_keys=True))
+    else:
+        click.echo(ranked.render(document, top), nl=False)
+
 
 workspace_argument = click.argument("workspace", required=False, default=".", type=click.Path(path_type=Path))
 
