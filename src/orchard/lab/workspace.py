@@ -28,7 +28,7 @@ from pathlib import Path
 from orchard.errors import UsageError
 from orchard.lab import config as config_module
 from orchard.lab.config import Config
-from orchard.lab.vcs import Identity, ResetUnsupported, Vcs, VcsError, get_vcs
+from orchard.lab.vcs import Identity, Vcs, VcsError, get_vcs
 
 # The worker writes its report here, inside its target checkout (every agent
 # CLI may write there); the checkout ignores it, so it is never in the diff.
@@ -250,7 +250,9 @@ class Workspace:
             try:
                 vcs.reset(dest, base)
                 return
-            except ResetUnsupported:
+            except VcsError:
+                # cannot reset in place (oak), or the base is newer than this
+                # clone (main moved since it was made): a fresh local clone is cheap
                 shutil.rmtree(dest)
         vcs.clone(str(source), dest, commit=base)
 
