@@ -502,16 +502,11 @@ def plan(workspace: Path) -> None:
 @workspace_argument
 def report(workspace: Path) -> None:
     """Write FINAL_REPORT.md and report.html from lab.db (also for a lab still running)."""
-    from orchard.lab import backlog, records
+    from orchard.lab import records
 
     ws, state = _open_lab(workspace)
     try:
-        top = [{"id": r.id, "score": backlog.score(r.data), "lane": r.data.get("lane", "exploit"),
-                "title": r.data.get("title", "")} for r in backlog.ranked(state)[:6]]
-        records.write_atomic(ws.root / "FINAL_REPORT.md", records.render_final_report(state, top))
-        records.write_atomic(ws.root / "report.html", records.render_html(state))
-        records.write_atomic(ws.root / "JOURNAL.md", records.render_journal(state))
-        records.write_atomic(ws.root / "LEADERBOARD.md", records.render_leaderboard(state))
+        records.write_notebook(ws.root, state, final=True)
     finally:
         state.close()
     click.echo((ws.root / "FINAL_REPORT.md").read_text())

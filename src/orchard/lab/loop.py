@@ -82,10 +82,7 @@ class Lab:
     # -- records ---------------------------------------------------------------
 
     def render(self) -> None:
-        root = self.ws.root
-        records.write_atomic(root / "JOURNAL.md", records.render_journal(self.state))
-        records.write_atomic(root / "LEADERBOARD.md", records.render_leaderboard(self.state))
-        records.write_atomic(root / "backlog.md", backlog.render(self.state))
+        records.write_notebook(self.ws.root, self.state)
 
     def _counter(self, key: str) -> int:
         return int(self.state.meta(key) or 0)
@@ -355,11 +352,7 @@ class Lab:
 
     def finish(self, reason: str) -> None:
         self.state.log("stop", {"reason": reason})
-        top = [{"id": r.id, "score": backlog.score(r.data), "lane": r.data.get("lane", "exploit"),
-                "title": r.data.get("title", "")} for r in backlog.ranked(self.state)[:6]]
-        records.write_atomic(self.ws.root / "FINAL_REPORT.md", records.render_final_report(self.state, top))
-        records.write_atomic(self.ws.root / "report.html", records.render_html(self.state))
-        self.render()
+        records.write_notebook(self.ws.root, self.state, final=True)
         self.say(f"stopped: {reason}; wrote {self.ws.root / 'FINAL_REPORT.md'}")
 
     # -- the loop ----------------------------------------------------------------------------

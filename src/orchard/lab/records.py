@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from orchard.lab import backlog
 from orchard.lab.state import LabState
 
 
@@ -95,16 +96,16 @@ def _journal_entry(event: Mapping[str, Any], state: LabState) -> list[str]:
         usage = data.get("usage") or {}
         if any(v is not None for v in usage.values()):
             lines += ["", "Agent cost: " + ", ".join(f"{k} {num(v)}" for k, v in usage.items() if v is not None)]
-    elif kind in ("land", "merge", "revert", "rebase", "main-check", "sweep", "stop", "opportunities", "backlog"):
+    else:
         for key, value in data.items():
             if key == "verdict" and isinstance(value, Mapping):
-                lines += [f"- verdict: **{value.get('verdict')}**", ""] + verdict_lines(value)
+                lines += [f"- verdict: **{value.get('verdict')}** after {value.get('pairs')} pairs "
+                          f"(seed {value.get('seed')}): " + "; ".join(value.get("reasons", [])), ""]
+                lines += verdict_lines(value) + [""]
+            elif isinstance(value, (dict, list)):
+                lines.append(f"- {key}: {json.dumps(value, default=str)}")
             else:
-                lines.append(f"- {key}: {value if not isinstance(value, (dict, list)) else json.dumps(value)}")
-    else:
-        lines.append("```json")
-        lines.append(json.dumps(data, indent=2, sort_keys=True))
-        lines.append("```")
+                lines.append(f"- {key}: {value}")
     return lines + [""]
 
 
@@ -272,3 +273,18 @@ def render_html(state: LabState) -> str:
                     f"<td>{html.escape(e.decision or e.status)}</td><td>{html.escape('; '.join(e.reasons))}</td></tr>")
     body.append("</table>")
     return "\n".join(body) + "\n"
+
+
+def next_backlog(state: LabState, top: int = 6) -> list[dict[str, Any]]:
+    return [{"id": r.id, "score": backlog.score(r.data), "lane": r.data.get("lane", "exploit"),
+             "title": r.data.get("title", "")} for r in backlog.ranked(state)[:top]]
+
+
+def write_notebook(root: Path, state: LabState, *, final: bool = False) -> None:
+    """Render every record from lab.db into the workspace (with the final report when `final`)."""
+    write_atomic(root / "JOURNAL.md", render_journal(state))
+    write_atomic(root / "LEADERBOARD.md", render_leaderboard(state))
+    write_atomic(root / "backlog.md", backlog.render(state))
+    if final:
+        write_atomic(root / "FINAL_REPORT.md", render_final_report(state, next_backlog(state)))
+        write_atomic(root / "report.html", render_html(state))
