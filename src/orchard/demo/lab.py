@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from orchard.demo import BENCH, BINARY, HYPOTHESES, TARGET, copy_template
@@ -45,8 +46,8 @@ def default_directory() -> Path:
     return Path.cwd() / f"orchard-demo-{time.strftime('%Y%m%dT%H%M%S')}"
 
 
-def make_demo(directory: Path, *, workers: int = 3, executor: str = "auto") -> Workspace:
-    """Create the demo's repositories and workspace; the backlog holds every demo hypothesis."""
+def make_demo(directory: Path, *, workers: int = 3, executor: str = "auto", only: Sequence[str] = ()) -> Workspace:
+    """Create the demo's repositories and workspace; the backlog holds the demo hypotheses (`only` these ids)."""
     directory = Path(directory).resolve()
     if directory.exists() and any(directory.iterdir()):
         raise UsageError(f"{directory}: exists and is not empty; give --workspace a new directory")
@@ -60,6 +61,11 @@ def make_demo(directory: Path, *, workers: int = 3, executor: str = "auto") -> W
     shutil.rmtree(work)
     _repository(BENCH, origin / "bench", "bench", "wordfreq bench: suite, fixtures, harness tests")
     hypotheses = backlog.load_file(HYPOTHESES)
+    unknown = sorted(set(only) - {h.id for h in hypotheses})
+    if unknown:
+        raise UsageError(f"unknown demo hypotheses: {', '.join(unknown)}; known: {', '.join(h.id for h in hypotheses)}")
+    if only:
+        hypotheses = [h for h in hypotheses if h.id in only]
     explore = 1 if workers > 1 else 0
     python = sys.executable
     data = {
