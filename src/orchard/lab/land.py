@@ -88,9 +88,18 @@ def _publish(ws: Workspace, state: LabState, branch: str, experiment: str) -> st
         return note
 
 
-def _commit_branch(ws: Workspace, checkout: str, branch: str, message: str) -> str:
-    commit = ws.target_vcs.commit(Path(checkout), message, branch=branch)
-    ws.target_vcs.push(Path(checkout), branch)  # into the lab's target clone (its origin)
+def _commit_branch(ws: Workspace, checkout: str, branch: str, base: str, message: str) -> str:
+    """Commit the checkout's change on `branch` and push it into the lab's target clone.
+
+    A lab killed after the commit but before recording it finds the commit
+    already there and only pushes it again.
+    """
+    vcs, path = ws.target_vcs, Path(checkout)
+    if vcs.current_branch(path) == branch and vcs.head(path) != base:
+        commit = vcs.head(path)
+    else:
+        commit = vcs.commit(path, message, branch=branch)
+    vcs.push(path, branch)  # into the lab's target clone (its origin)
     return commit
 
 
@@ -115,16 +124,21 @@ def land(
     commit = record.land_commit
     if commit is None or not vcs.contains(reference, commit, branch):
         progress(f"{name}: commit on {branch}")
-        commit = _commit_branch(ws, judgment.checkout, branch, lab_note(title, hypothesis, judgment, name))
+        commit = _commit_branch(ws, judgment.checkout, branch, judgment.base,
+                                lab_note(title, hypothesis, judgment, name))
         state.update_experiment(name, branch=branch, land_commit=commit, status="landing")
         state.log("land", {"branch": branch, "commit": commit}, name)
     if (refused := _publish(ws, state, branch, name)) is not None:
         notes.append(refused)
 
     main = main_branch(ws, state)
+    if vcs.contains(reference, commit, main):
+        # a run killed after the merge but before recording it: the merge stands
+        merge_commit = record.merge_commit or vcs.resolve(reference, main)
+        state.log("merge", {"branch": branch, "into": main, "commit": merge_commit,
+                            "note": "found merged after a restart; main was not re-checked"}, name)
+        return LandOutcome(branch, commit, True, merge_commit, False, ["merged before a restart"])
     main_head = vcs.resolve(reference, main)
-    if record.merge_commit and vcs.contains(reference, record.merge_commit, main):
-        return LandOutcome(branch, commit, True, record.merge_commit, False, ["already merged"])
 
     # 2. main moved: the patch on the new main, judged again from clean
     current = judgment
@@ -140,8 +154,9 @@ def land(
                          f"({'; '.join(rebased.reasons)})")
             return LandOutcome(branch, commit, False, None, False, notes)
         branch = f"{branch}-on-{main_head[:10]}"
-        commit = _commit_branch(ws, rebased.checkout or "", branch, lab_note(title, hypothesis, rebased, name))
-        state.update_experiment(name, branch=branch, land_commit=commit)
+        commit = _commit_branch(ws, rebased.checkout or "", branch, main_head,
+                                lab_note(title, hypothesis, rebased, name))
+        state.update_experiment(name, branch=branch, land_commit=commit, judgment=rebased.to_dict())
         _publish(ws, state, branch, name)
         current = rebased
 
