@@ -118,7 +118,9 @@ class GitVcs(Vcs):
         try:
             index = git_dir / "index"
             if index.exists():
-                shutil.copyfile(index, temp_index)
+                # copy2 keeps the index's mtime: git's racy-clean check then still
+                # re-reads a file edited within the same second as the checkout
+                shutil.copy2(index, temp_index)
             else:
                 os.unlink(temp_index)
             env = {"GIT_INDEX_FILE": temp_index}
