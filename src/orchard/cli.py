@@ -206,7 +206,7 @@ def init(directory: Path, target: str, bench: str | None, config_file: Path | No
 @click.option("--runs", type=int, default=3, show_default=True)
 @click.option("--git-remote", type=click.Choice(["local", "daemon", "github"]), default="local", show_default=True)
 @click.option("--scenarios", default="task_loop", show_default=True, help="comma-separated scenario names")
-@click.option("--results", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
+@results_option
 @click.option("--keep-workdirs", is_flag=True, help="keep the run's workspaces for inspection")
 @click.option("--step-timeout", type=float, default=120.0, show_default=True, help="seconds before a step is killed")
 def task_loop(
@@ -248,7 +248,7 @@ def task_loop(
 @click.option("--commits", type=int, default=5, show_default=True, help="commits per worker")
 @click.option("--modes", default="shared_checkout,clone_per_worker", show_default=True)
 @click.option("--runs", type=int, default=1, show_default=True)
-@click.option("--results", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
+@results_option
 @click.option("--keep-workdirs", is_flag=True)
 def contention(
     subjects_spec: str,
@@ -280,7 +280,7 @@ def contention(
 
 
 @cli.command()
-@click.option("--results", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
+@results_option
 @click.option("--json", "as_json", is_flag=True, help="the machine-readable document (schema orchard.opportunities/1)")
 @click.option("--top", type=int, default=None, help="show only the first N items")
 def opportunities(results: Path, as_json: bool, top: int | None) -> None:
