@@ -200,7 +200,7 @@ def init(directory: Path, target: str, bench: str | None, config_file: Path | No
     click.echo(f"bench      {bench_source} at {workspace.bench_base()}")
 
 @bench.command("task-loop")
-@click.option("--subjects", "subjects_spec", help="git,oak=/path/to/oak,NAME=BIN (default: every subject in the subjects file)")
+@click.option("--subjects", "subjects_spec", help="git,oak=/path/to/oak,NAME=BIN,NAME:KIND=BIN (default: every subject in the subjects file)")
 @click.option("--subjects-file", type=click.Path(path_type=Path), help="TOML subjects file (default: the one shipped with orchard)")
 @click.option("--flow", "flow_files", multiple=True, type=click.Path(path_type=Path), help="extra flow TOML file (repeatable)")
 @click.option("--runs", type=int, default=3, show_default=True)
@@ -242,7 +242,7 @@ def task_loop(
 
 
 @bench.command()
-@click.option("--subjects", "subjects_spec", default="git", show_default=True, help="git or NAME=BIN (git-kind subjects)")
+@click.option("--subjects", "subjects_spec", default="git", show_default=True, help="git, NAME=BIN or NAME:git=BIN (git-kind subjects)")
 @click.option("--subjects-file", type=click.Path(path_type=Path))
 @click.option("--workers", default="2,8,32", show_default=True, help="comma-separated worker counts")
 @click.option("--commits", type=int, default=5, show_default=True, help="commits per worker")
