@@ -63,7 +63,7 @@ def task_loop_tables(rows: list[dict[str, Any]]) -> list[str]:
             groups[(row["scenario"], row["subject"], str(row.get("remote_transport")))].append(row)
     body = []
     for (scenario, subject, transport), totals in sorted(groups.items()):
-        def values(field: str) -> list[float]:
+        def values(field: str, totals: list[dict[str, Any]] = totals) -> list[float]:
             return [float(t[field]) for t in totals if t.get(field) is not None]
 
         passed = sum(1 for t in totals if t.get("returncode") == 0)

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,6 +64,49 @@ def assert_no_children(grace_s: float = 5.0) -> None:
             break
         time.sleep(0.05)
     assert not alive, [child.cmdline() for child in alive]
+
+
+def descendants(pid: int, predicate: Callable[[psutil.Process], bool]) -> list[psutil.Process]:
+    """Live descendants of `pid` matching `predicate`; processes that vanish meanwhile are skipped."""
+    found = []
+    try:
+        children = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+    for child in children:
+        try:
+            if predicate(child):
+                found.append(child)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def wait_for(pid: int, predicate: Callable[[psutil.Process], bool], count: int = 1, timeout_s: float = 60) -> list[psutil.Process]:
+    deadline = time.monotonic() + timeout_s
+    found: list[psutil.Process] = []
+    while time.monotonic() < deadline:
+        found = descendants(pid, predicate)
+        if len(found) >= count:
+            break
+        time.sleep(0.1)
+    return found
+
+
+@contextmanager
+def cli_process(args: list[str], temp: Path) -> Iterator[subprocess.Popen[str]]:
+    """The real CLI as a separate process in its own group, killed by that group if a test fails."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "orchard", *args],
+        env={**os.environ, "TMPDIR": str(temp)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
 
 
 def invoke(*args: str) -> Any:

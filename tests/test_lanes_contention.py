@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import time
 
 import psutil
 import pytest
 
-from lanes_support import LaneEnv, invoke, lane_env, latest_rows, totals, without_oak_on_path  # noqa: F401
+from lanes_support import LaneEnv, cli_process, invoke, lane_env, latest_rows, totals, wait_for, without_oak_on_path  # noqa: F401
 from orchard.bench.lanes.contention import parse_workers
 from orchard.errors import UsageError
 
@@ -78,20 +75,14 @@ def test_cli_bad_mode_exits_2(lane_env: LaneEnv) -> None:
 
 def test_ctrl_c_stops_every_worker_command(lane_env: LaneEnv) -> None:
     slow = lane_env.wrapper("slow-git", 'if [ "$1" = commit ]; then sleep 60; fi\nexec git "$@"\n')
-    process = subprocess.Popen(
-        [sys.executable, "-m", "orchard", "bench", "contention", "--subjects", f"slow:git={slow}", "--workers", "4",
-         "--commits", "2", "--modes", "clone_per_worker", "--results", str(lane_env.results)],
-        env={**os.environ, "TMPDIR": str(lane_env.temp)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    deadline = time.monotonic() + 60
-    sleepers: list[psutil.Process] = []
-    while time.monotonic() < deadline and len(sleepers) < 4:
-        sleepers = [p for p in psutil.Process(process.pid).children(recursive=True) if p.name() == "sleep"]
-        time.sleep(0.1)
-    assert len(sleepers) == 4
-    started = time.monotonic()
-    process.send_signal(signal.SIGINT)
-    process.communicate(timeout=30)
+    args = ["bench", "contention", "--subjects", f"slow:git={slow}", "--workers", "4", "--commits", "2",
+            "--modes", "clone_per_worker", "--results", str(lane_env.results)]
+    with cli_process(args, lane_env.temp) as process:
+        sleepers = wait_for(process.pid, lambda p: p.name() == "sleep", count=4)
+        assert len(sleepers) == 4
+        started = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=30)
     assert process.returncode != 0
     assert time.monotonic() - started < 20  # not the 60 s the commands would have slept
     _, alive = psutil.wait_procs(sleepers, timeout=5)

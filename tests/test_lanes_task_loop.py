@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import psutil
 import pytest
 
-from lanes_support import LaneEnv, invoke, lane_env, latest_rows, totals, without_oak_on_path  # noqa: F401
+from lanes_support import LaneEnv, cli_process, invoke, lane_env, latest_rows, totals, wait_for, without_oak_on_path  # noqa: F401
 from orchard.bench.rows import COMPARABILITY_KEYS
 
 TASK_LOOP_OPS = [
@@ -153,29 +148,18 @@ def test_keep_workdirs_keeps_them(lane_env: LaneEnv) -> None:
     assert (lane_env.temp / kept / "task_loop-git-r0" / "base" / ".git").is_dir()
 
 
-def test_ctrl_c_stops_servers_and_removes_workdirs(lane_env: LaneEnv, tmp_path: Path) -> None:
+def test_ctrl_c_stops_servers_and_removes_workdirs(lane_env: LaneEnv) -> None:
     slow = lane_env.wrapper("slow-git", 'if [ "$1" = status ]; then sleep 60; fi\nexec git "$@"\n')
-    env = {**os.environ, "TMPDIR": str(lane_env.temp)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "orchard", "bench", "task-loop", "--subjects", f"slow:git={slow}",
-         "--git-remote", "daemon", "--runs", "1", "--results", str(lane_env.results)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    deadline = time.monotonic() + 60
-    daemons: list[psutil.Process] = []
-    while time.monotonic() < deadline and not daemons:
-        daemons = [p for p in psutil.Process(process.pid).children(recursive=True) if "daemon" in p.cmdline()[1:2]]
-        time.sleep(0.1)
-    sleepers: list[psutil.Process] = []
-    while time.monotonic() < deadline and not sleepers:
-        sleepers = [p for p in psutil.Process(process.pid).children(recursive=True) if p.name() == "sleep"]
-        time.sleep(0.1)
-    assert daemons and sleepers
-    process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=60)
+    args = ["bench", "task-loop", "--subjects", f"slow:git={slow}", "--git-remote", "daemon", "--runs", "1", "--results", str(lane_env.results)]
+    with cli_process(args, lane_env.temp) as process:
+        daemons = wait_for(process.pid, lambda p: p.cmdline()[1:2] == ["daemon"])
+        sleepers = wait_for(process.pid, lambda p: p.name() == "sleep")
+        assert daemons and sleepers
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
     assert process.returncode != 0
-    gone, alive = psutil.wait_procs(daemons + sleepers, timeout=10)
-    assert not alive, [p.cmdline() for p in alive]
+    _, alive = psutil.wait_procs(daemons + sleepers, timeout=10)
+    assert not alive, [p.pid for p in alive]
     assert lane_env.leftovers() == []
     assert "[run] task_loop run=0 subject=slow" in stderr
     assert list((lane_env.results / "task-loop").glob("*.jsonl"))  # rows measured so far are kept

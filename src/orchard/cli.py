@@ -200,13 +200,13 @@ def init(directory: Path, target: str, bench: str | None, config_file: Path | No
     click.echo(f"bench      {bench_source} at {workspace.bench_base()}")
 
 @bench.command("task-loop")
-@click.option("--subjects", "subjects_spec", help="git,oak=/path/to/oak,NAME=BIN (default: every subject in the subjects file)")
+@click.option("--subjects", "subjects_spec", help="git,oak=/path/to/oak,NAME=BIN,NAME:KIND=BIN (default: every subject in the subjects file)")
 @click.option("--subjects-file", type=click.Path(path_type=Path), help="TOML subjects file (default: the one shipped with orchard)")
 @click.option("--flow", "flow_files", multiple=True, type=click.Path(path_type=Path), help="extra flow TOML file (repeatable)")
 @click.option("--runs", type=int, default=3, show_default=True)
 @click.option("--git-remote", type=click.Choice(["local", "daemon", "github"]), default="local", show_default=True)
 @click.option("--scenarios", default="task_loop", show_default=True, help="comma-separated scenario names")
-@click.option("--results", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
+@results_option
 @click.option("--keep-workdirs", is_flag=True, help="keep the run's workspaces for inspection")
 @click.option("--step-timeout", type=float, default=120.0, show_default=True, help="seconds before a step is killed")
 def task_loop(
@@ -242,13 +242,13 @@ def task_loop(
 
 
 @bench.command()
-@click.option("--subjects", "subjects_spec", default="git", show_default=True, help="git or NAME=BIN (git-kind subjects)")
+@click.option("--subjects", "subjects_spec", default="git", show_default=True, help="git, NAME=BIN or NAME:git=BIN (git-kind subjects)")
 @click.option("--subjects-file", type=click.Path(path_type=Path))
 @click.option("--workers", default="2,8,32", show_default=True, help="comma-separated worker counts")
 @click.option("--commits", type=int, default=5, show_default=True, help="commits per worker")
 @click.option("--modes", default="shared_checkout,clone_per_worker", show_default=True)
 @click.option("--runs", type=int, default=1, show_default=True)
-@click.option("--results", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
+@results_option
 @click.option("--keep-workdirs", is_flag=True)
 def contention(
     subjects_spec: str,
@@ -280,7 +280,7 @@ def contention(
 
 
 @cli.command()
-@click.option("--results", type=click.Path(path_type=Path), default=Path("results"), show_default=True)
+@results_option
 @click.option("--json", "as_json", is_flag=True, help="the machine-readable document (schema orchard.opportunities/1)")
 @click.option("--top", type=int, default=None, help="show only the first N items")
 def opportunities(results: Path, as_json: bool, top: int | None) -> None:
