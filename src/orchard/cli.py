@@ -77,6 +77,12 @@ class _ProgressBar:
     def __exit__(self, *exc: object) -> None:
         self._progress.__exit__(*exc)
 
+    def say(self, text: str) -> None:
+        """A timestamped log line above the bar."""
+        import time
+
+        self._progress.console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {text}", highlight=False)
+
     def update(self, done: int, total: int, note: str = "") -> None:
         if note:
             self._progress.console.print(f"[dim]{note}[/]")
@@ -311,27 +317,26 @@ def _open_lab(workspace: Path):  # -> tuple[Workspace, LabState]
     return ws, LabState.open(ws.root)
 
 
-def _say(console):  # -> Callable[[str], None]
-    import time
+def _run_lab(ws, state) -> str:  # (Workspace, LabState) -> stop reason
+    """Run the loop with its log lines and a progress bar for each verdict; Ctrl-C exits 130."""
+    from orchard.lab.loop import Lab
 
-    return lambda text: console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {text}", highlight=False)
+    try:
+        with _ProgressBar() as bar:
+            return Lab(ws, state, say=bar.say, measure_progress=bar.update).run()
+    except KeyboardInterrupt:
+        click.echo(f"interrupted: every worker was stopped; `orchard run {ws.root}` resumes from lab.db", err=True)
+        sys.exit(130)
+    finally:
+        state.close()
 
 
 @cli.command()
 @workspace_argument
 def run(workspace: Path) -> None:
     """Run the research loop until a stop condition holds; on an existing lab, resume it."""
-    from orchard.lab.loop import Lab
-
     ws, state = _open_lab(workspace)
-    console = _console()
-    try:
-        reason = Lab(ws, state, say=_say(console)).run()
-    except KeyboardInterrupt:
-        click.echo("interrupted: every worker was stopped; `orchard run` resumes from lab.db", err=True)
-        sys.exit(130)
-    finally:
-        state.close()
+    reason = _run_lab(ws, state)
     click.echo(f"stopped: {reason}")
     click.echo(f"report:  {ws.root / 'FINAL_REPORT.md'}")
 
@@ -491,7 +496,7 @@ def plan(workspace: Path) -> None:
 
     ws, state = _open_lab(workspace)
     try:
-        hypotheses = run_plan(ws, state, say=_say(_console()))
+        hypotheses = run_plan(ws, state, say=lambda text: click.echo(text, err=True))
     finally:
         state.close()
     for hypothesis in hypotheses:
@@ -523,7 +528,6 @@ def demo(workspace: Path | None, workers: int, executor: str) -> None:
     import time
 
     from orchard.demo.lab import default_directory, make_demo
-    from orchard.lab.loop import Lab
     from orchard.lab.state import LabState
 
     started = time.monotonic()
@@ -536,14 +540,7 @@ def demo(workspace: Path | None, workers: int, executor: str) -> None:
         from orchard.lab.executors import attach_command
 
         console.print(f"watch the workers live: {attach_command(ws.tmux_socket)}")
-    state = LabState.open(ws.root)
-    try:
-        reason = Lab(ws, state, say=_say(console)).run()
-    except KeyboardInterrupt:
-        click.echo(f"interrupted: every worker was stopped; `orchard run {ws.root}` resumes", err=True)
-        sys.exit(130)
-    finally:
-        state.close()
+    reason = _run_lab(ws, LabState.open(ws.root))
     console.print(f"stopped: {reason} ({time.monotonic() - started:.0f} s)")
     console.print(f"final report: {ws.root / 'FINAL_REPORT.md'}")
     console.print((ws.root / "FINAL_REPORT.md").read_text())
