@@ -13,11 +13,12 @@ from pathlib import Path
 import click
 
 from orchard import __version__
-from orchard.errors import UsageError
+from orchard.errors import OrchardError, UsageError
 
 
 class _Group(click.Group):
-    """Turns `UsageError` from anywhere below into one message and exit 2."""
+    """Turns orchard's errors from anywhere below into one message:
+    `UsageError` exits 2, any other `OrchardError` (a failed measurement) exits 1."""
 
     def invoke(self, ctx: click.Context) -> object:
         try:
@@ -25,6 +26,9 @@ class _Group(click.Group):
         except UsageError as error:
             click.echo(f"orchard: error: {error}", err=True)
             ctx.exit(2)
+        except OrchardError as error:
+            click.echo(f"orchard: {error}", err=True)
+            ctx.exit(1)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -45,6 +49,143 @@ def bench() -> None:
     """Measure binaries: suites and the version-control agent lanes."""
 
 
+def _console(stderr: bool = False):  # -> rich.console.Console
+    from rich.console import Console
+
+    console = Console(stderr=stderr, highlight=False)
+    if not console.is_terminal:
+        console.width = 200  # files and pipes get whole lines, not wrapped cells
+    return console
+
+
+class _ProgressBar:
+    """A rich progress bar on stderr for a measuring campaign."""
+
+    def __init__(self) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=_console(stderr=True), transient=True,
+        )
+        self._task: int | None = None
+
+    def __enter__(self) -> "_ProgressBar":
+        self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.__exit__(*exc)
+
+    def say(self, text: str) -> None:
+        """A timestamped log line above the bar."""
+        import time
+
+        self._progress.console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {text}", highlight=False)
+
+    def update(self, done: int, total: int, note: str = "") -> None:
+        if note:
+            self._progress.console.print(f"[dim]{note}[/]")
+        if self._task is None or (done == 0 and note):
+            if self._task is not None:
+                self._progress.remove_task(self._task)
+            self._task = self._progress.add_task("measuring pairs", total=total)
+        self._progress.update(self._task, completed=done, total=total)
+
+
+suite_option = click.option(
+    "--suite", "suite_path", required=True, type=click.Path(path_type=Path), help="Suite TOML file."
+)
+results_option = click.option(
+    "--results", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
+    help="Directory for rows (JSONL), summaries and the index.",
+)
+seed_option = click.option("--seed", type=int, default=None, help="Seed for the run order (printed; random if omitted).")
+
+
+@cli.command()
+@suite_option
+@click.option("--baseline", required=True, type=click.Path(path_type=Path), help="Baseline binary (explicit path).")
+@click.option("--candidate", required=True, type=click.Path(path_type=Path), help="Candidate binary (explicit path).")
+@click.option("--runs", type=int, default=None, help="Most pairs to measure (adaptive: stops early when settled).")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON on stdout.")
+@click.option("--recalibrate", is_flag=True, help="Ignore the cached A/A calibration and run a new one.")
+@seed_option
+@results_option
+def verdict(suite_path: Path, baseline: Path, candidate: Path, runs: int | None, as_json: bool,
+            recalibrate: bool, seed: int | None, results: Path) -> None:
+    """Judge a candidate binary against a baseline: PASS, NO-CHANGE, INCONCLUSIVE or REGRESSED.
+
+    Exit 0 unless regressed (or an error): 1 for REGRESSED or ERROR.
+    """
+    import json as jsonlib
+
+    from orchard.bench.campaign import run_verdict
+    from orchard.bench.display import print_verdict, rows_summary, verdict_json
+    from orchard.bench.suite import load_suite
+
+    suite = load_suite(suite_path)
+    with _ProgressBar() as bar:
+        result = run_verdict(suite, baseline, candidate, runs=runs, seed=seed, results=results,
+                             recalibrate=recalibrate, progress=bar.update, summary=rows_summary)
+    if as_json:
+        click.echo(jsonlib.dumps(verdict_json(result, str(suite.path)), indent=2))
+    else:
+        print_verdict(_console(), result)
+    if result.decision.verdict in ("REGRESSED", "ERROR"):
+        sys.exit(1)
+
+
+@cli.command()
+@suite_option
+@click.option("--baseline", required=True, type=click.Path(path_type=Path), help="The binary measured against itself.")
+@click.option("--runs", type=int, default=None, help="A/A pairs (default: the suite's calibration_runs).")
+@seed_option
+@results_option
+def calibrate(suite_path: Path, baseline: Path, runs: int | None, seed: int | None, results: Path) -> None:
+    """Measure the baseline against itself (A/A) and cache each metric's noise floor."""
+    from orchard.bench.calibration import CalibrationFailed
+    from orchard.bench.campaign import calibrate as run_calibration
+    from orchard.bench.display import calibration_table, rows_summary
+    from orchard.bench.suite import load_suite
+
+    suite = load_suite(suite_path)
+    try:
+        with _ProgressBar() as bar:
+            cal = run_calibration(suite, baseline, runs=runs, seed=seed, results=results,
+                                  progress=bar.update, summary=rows_summary)
+    except CalibrationFailed as error:
+        click.echo(f"orchard: {error}", err=True)
+        sys.exit(1)
+    console = _console()
+    console.print(f"A/A calibration of suite {suite.name}: {cal.runs} pairs, seed {cal.seed}, "
+                  f"machine {cal.machine_fingerprint}")
+    console.print(calibration_table(cal))
+
+
+@bench.command("run")
+@suite_option
+@click.option("--subject", "subject_specs", multiple=True, metavar="NAME=BIN", help="A subject to measure (repeatable).")
+@click.option("--runs", type=int, default=10, show_default=True, help="Runs per subject.")
+@seed_option
+@results_option
+def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, seed: int | None, results: Path) -> None:
+    """Measure a suite for named subjects, interleaved; rows and a summary, no verdict."""
+    import random
+
+    from orchard.bench.display import rows_summary
+    from orchard.bench.suite import load_suite
+    from orchard.bench.sweep import parse_subjects, run_suite
+
+    suite = load_suite(suite_path)
+    subjects = parse_subjects(subject_specs)
+    seed = random.SystemRandom().randrange(1, 2**31) if seed is None else seed
+    click.echo(f"run order seed: {seed}", err=True)
+    with _ProgressBar() as bar:
+        writer = run_suite(suite, subjects, runs=runs, seed=seed, results=results, summary=rows_summary,
+                           progress=lambda done, total: bar.update(done, total))
+    click.echo(writer.summary_path.read_text())
+    click.echo(f"rows: {writer.path}")
 @cli.command()
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.option("--target", "target", required=True, metavar="REPO",
@@ -63,6 +204,346 @@ def init(directory: Path, target: str, bench: str | None, config_file: Path | No
     click.echo(f"target     {workspace.config.target.repo} at {workspace.target_base()}")
     bench_source = workspace.config.bench.repo or "built-in bench"
     click.echo(f"bench      {bench_source} at {workspace.bench_base()}")
+
+@bench.command("task-loop")
+@click.option("--subjects", "subjects_spec", help="git,oak=/path/to/oak,NAME=BIN,NAME:KIND=BIN (default: every subject in the subjects file)")
+@click.option("--subjects-file", type=click.Path(path_type=Path), help="TOML subjects file (default: the one shipped with orchard)")
+@click.option("--flow", "flow_files", multiple=True, type=click.Path(path_type=Path), help="extra flow TOML file (repeatable)")
+@click.option("--runs", type=int, default=3, show_default=True)
+@click.option("--git-remote", type=click.Choice(["local", "daemon", "github"]), default="local", show_default=True)
+@click.option("--scenarios", default="task_loop", show_default=True, help="comma-separated scenario names")
+@results_option
+@click.option("--keep-workdirs", is_flag=True, help="keep the run's workspaces for inspection")
+@click.option("--step-timeout", type=float, default=120.0, show_default=True, help="seconds before a step is killed")
+def task_loop(
+    subjects_spec: str | None,
+    subjects_file: Path | None,
+    flow_files: tuple[Path, ...],
+    runs: int,
+    git_remote: str,
+    scenarios: str,
+    results: Path,
+    keep_workdirs: bool,
+    step_timeout: float,
+) -> None:
+    """Agent task loop for version-control CLIs (task_loop, agent_task, interrupted publication)."""
+    from orchard.bench.flows import load_flows
+    from orchard.bench.lanes import task_lane
+    from orchard.bench.subjects import parse_subjects
+
+    flows = load_flows(flow_files)
+    options = task_lane.TaskLoopOptions(
+        subjects=parse_subjects(subjects_spec, set(flows), subjects_file),
+        flows=flows,
+        results=results,
+        runs=runs,
+        git_remote=git_remote,
+        scenarios=task_lane.parse_scenarios(scenarios),
+        keep_workdirs=keep_workdirs,
+        step_timeout_s=step_timeout,
+    )
+    result = task_lane.run_lane(options)
+    click.echo(result.summary_path.read_text(), nl=False)
+    sys.exit(1 if result.failed else 0)
+
+
+@bench.command()
+@click.option("--subjects", "subjects_spec", default="git", show_default=True, help="git, NAME=BIN or NAME:git=BIN (git-kind subjects)")
+@click.option("--subjects-file", type=click.Path(path_type=Path))
+@click.option("--workers", default="2,8,32", show_default=True, help="comma-separated worker counts")
+@click.option("--commits", type=int, default=5, show_default=True, help="commits per worker")
+@click.option("--modes", default="shared_checkout,clone_per_worker", show_default=True)
+@click.option("--runs", type=int, default=1, show_default=True)
+@results_option
+@click.option("--keep-workdirs", is_flag=True)
+def contention(
+    subjects_spec: str,
+    subjects_file: Path | None,
+    workers: str,
+    commits: int,
+    modes: str,
+    runs: int,
+    results: Path,
+    keep_workdirs: bool,
+) -> None:
+    """N concurrent workers x K commits: throughput, retries, integrity."""
+    from orchard.bench.flows import load_flows
+    from orchard.bench.lanes import contention as lane
+    from orchard.bench.subjects import parse_subjects
+
+    options = lane.ContentionOptions(
+        subjects=parse_subjects(subjects_spec, set(load_flows()), subjects_file),
+        results=results,
+        workers=lane.parse_workers(workers),
+        commits=commits,
+        modes=[mode.strip() for mode in modes.split(",") if mode.strip()],
+        runs=runs,
+        keep_workdirs=keep_workdirs,
+    )
+    result = lane.run_lane(options)
+    click.echo(result.summary_path.read_text(), nl=False)
+    sys.exit(1 if result.failed else 0)
+
+
+@cli.command()
+@results_option
+@click.option("--json", "as_json", is_flag=True, help="the machine-readable document (schema orchard.opportunities/1)")
+@click.option("--top", type=int, default=None, help="show only the first N items")
+def opportunities(results: Path, as_json: bool, top: int | None) -> None:
+    """Rank where a subject trails the best comparator, from the latest lane rows."""
+    import json
+
+    from orchard.bench import opportunities as ranked
+
+    if not results.is_dir():
+        raise UsageError(f"--results {results}: no such directory")
+    document = ranked.rank(results)
+    if as_json:
+        if top:
+            document["items"] = document["items"][:top]
+        click.echo(json.dumps(document, indent=2, sort_keys=True))
+    else:
+        click.echo(ranked.render(document, top), nl=False)
+
+
+workspace_argument = click.argument("workspace", required=False, default=".", type=click.Path(path_type=Path))
+
+
+def _open_lab(workspace: Path):  # -> tuple[Workspace, LabState]
+    from orchard.lab.state import LabState
+    from orchard.lab.workspace import Workspace
+
+    ws = Workspace.open(workspace)
+    return ws, LabState.open(ws.root)
+
+
+def _run_lab(ws, state) -> str:  # (Workspace, LabState) -> stop reason
+    """Run the loop with its log lines and a progress bar for each verdict; Ctrl-C exits 130."""
+    from orchard.lab.loop import Lab
+
+    try:
+        with _ProgressBar() as bar:
+            return Lab(ws, state, say=bar.say, measure_progress=bar.update).run()
+    except KeyboardInterrupt:
+        click.echo(f"interrupted: every worker was stopped; `orchard run {ws.root}` resumes from lab.db", err=True)
+        sys.exit(130)
+    finally:
+        state.close()
+
+
+@cli.command()
+@workspace_argument
+def run(workspace: Path) -> None:
+    """Run the research loop until a stop condition holds; on an existing lab, resume it."""
+    ws, state = _open_lab(workspace)
+    reason = _run_lab(ws, state)
+    click.echo(f"stopped: {reason}")
+    click.echo(f"report:  {ws.root / 'FINAL_REPORT.md'}")
+
+
+@cli.command()
+@workspace_argument
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+def status(workspace: Path, as_json: bool) -> None:
+    """Workers, backlog, leaderboard and lock state at a glance."""
+    import json as jsonlib
+
+    from rich.table import Table
+
+    from orchard.lab.status import status as lab_status
+
+    ws, state = _open_lab(workspace)
+    try:
+        info = lab_status(ws, state)
+    finally:
+        state.close()
+    if as_json:
+        click.echo(jsonlib.dumps(info, indent=2, default=str))
+        return
+    console = _console()
+    console.print(f"lab {info['workspace']}")
+    if info["workers"]:
+        table = Table("experiment", "worker", "lane", "status", "minutes", "log", show_edge=False, header_style="bold")
+        for w in info["workers"]:
+            table.add_row(w["experiment"], w["worker"], w["lane"], w["status"], str(w["minutes"]), w["log"])
+        console.print(table)
+        if info["attach"]:
+            console.print(f"watch the workers live: {info['attach']}")
+    else:
+        console.print("no worker is running" + (f"; stopped: {info['stopped']}" if info["stopped"] else ""))
+    decisions = info["decisions"]
+    console.print(f"decisions: {decisions['LAND']} LAND, {decisions['KILL']} KILL, {decisions['ITERATE']} ITERATE")
+    if info["backlog"]:
+        console.print("backlog (top): " + ", ".join(f"{b['id']} ({b['score']})" for b in info["backlog"]))
+    board = Table("metric", "baseline", "best", "by", "main", show_edge=False, header_style="bold")
+    for row in info["leaderboard"]:
+        board.add_row(row["metric"], f"{row['baseline']:.4g}", f"{row['best']:.4g}", str(row["by"]), f"{row['main']:.4g}")
+    console.print(board)
+    lock = info["lock"]
+    holder = lock.get("holder") or {}
+    console.print(f"measurement lock: {lock['state']}" + (f" by pid {holder.get('pid')} ({holder.get('label')})" if holder else ""))
+
+
+@cli.group("backlog")
+def backlog_group() -> None:
+    """The ranked hypotheses: list, add, rank."""
+
+
+@backlog_group.command("list")
+@workspace_argument
+@click.option("--json", "as_json", is_flag=True, help="Print the backlog as JSON.")
+@click.option("--all", "show_all", is_flag=True, help="Include attempted hypotheses.")
+def backlog_list(workspace: Path, as_json: bool, show_all: bool) -> None:
+    """The open hypotheses, best score first."""
+    import json as jsonlib
+
+    from orchard.lab import backlog
+
+    _, state = _open_lab(workspace)
+    statuses = (backlog.OPEN, backlog.RUNNING, backlog.LANDED, backlog.KILLED, backlog.ITERATED) if show_all else (backlog.OPEN,)
+    records = backlog.ranked(state, statuses)
+    state.close()
+    if as_json:
+        click.echo(jsonlib.dumps([{"id": r.id, "status": r.status, "score": backlog.score(r.data), **r.data}
+                                  for r in records], indent=2))
+        return
+    for rank, r in enumerate(records, 1):
+        click.echo(f"{rank:>3}. {r.id:<32} {backlog.score(r.data):6.2f}  {r.status:<8} {r.data.get('lane', 'exploit'):<8} "
+                   f"{r.data.get('title', '')}")
+
+
+@backlog_group.command("add")
+@workspace_argument
+@click.option("--file", "file_path", type=click.Path(path_type=Path), help="A TOML file of [[hypothesis]] tables.")
+@click.option("--from-opportunities", "from_opportunities", type=int, default=0, metavar="N",
+              help="Add the N largest gaps from the latest rows (cause left for a planner).")
+@click.option("--id", "hypothesis_id", default="", help="Id (default: made from the title).")
+@click.option("--title", default="")
+@click.option("--metric", default="", help="<scenario>/<metric> of the lab's suite.")
+@click.option("--current-value", default="")
+@click.option("--cause", "suspected_cause", default="", help="Where in the code the cost comes from.")
+@click.option("--change", default="", help="The change to try.")
+@click.option("--predicted", "predicted_effect", type=float, default=None, help="Relative effect, e.g. -0.3.")
+@click.option("--scope", multiple=True, help="A file or glob the worker may touch (repeatable).")
+@click.option("--impact", type=float, default=3.0, show_default=True)
+@click.option("--confidence", type=float, default=0.5, show_default=True)
+@click.option("--effort", type=float, default=2.0, show_default=True)
+@click.option("--lane", type=click.Choice(["exploit", "explore"]), default="exploit", show_default=True)
+@click.option("--patch", type=click.Path(path_type=Path), default=None, help="A ready patch for the patch launcher.")
+def backlog_add(workspace: Path, file_path: Path | None, from_opportunities: int, hypothesis_id: str, title: str,
+                metric: str, current_value: str, suspected_cause: str, change: str, predicted_effect: float | None,
+                scope: tuple[str, ...], impact: float, confidence: float, effort: float, lane: str,
+                patch: Path | None) -> None:
+    """Add hypotheses: from a TOML file, from the opportunities ranking, or from flags."""
+    from orchard.lab import backlog
+    from orchard.lab.hypothesis import Hypothesis
+
+    ws, state = _open_lab(workspace)
+    try:
+        if file_path is not None:
+            hypotheses, source = backlog.load_file(file_path), "user"
+        elif from_opportunities:
+            from orchard.bench.opportunities import rank
+
+            hypotheses = backlog.from_opportunities(rank(ws.results_dir).get("items", []), from_opportunities)
+            source = "opportunities"
+            if not hypotheses:
+                raise UsageError(f"no opportunities in {ws.results_dir}: run a lane there first")
+        else:
+            data = {"id": hypothesis_id, "title": title, "metric": metric, "current_value": current_value,
+                    "suspected_cause": suspected_cause, "change": change, "scope": list(scope), "impact": impact,
+                    "confidence": confidence, "effort": effort, "lane": lane}
+            if predicted_effect is not None:
+                data["predicted_effect"] = predicted_effect
+            if patch is not None:
+                data["patch"] = str(patch.resolve())
+            hypotheses, source = [Hypothesis.from_dict({k: v for k, v in data.items() if v != ""}, source="flags")], "user"
+        with state.transaction():
+            for hypothesis in hypotheses:
+                backlog.add(state, hypothesis, source=source)
+        from orchard.lab.records import write_atomic
+
+        write_atomic(ws.root / "backlog.md", backlog.render(state))
+    finally:
+        state.close()
+    for hypothesis in hypotheses:
+        click.echo(f"added {hypothesis.id} (score {hypothesis.score:.2f}): {hypothesis.title}")
+
+
+@backlog_group.command("rank")
+@workspace_argument
+def backlog_rank(workspace: Path) -> None:
+    """Rank the open hypotheses again and rewrite backlog.md."""
+    from orchard.lab import backlog
+    from orchard.lab.records import write_atomic
+
+    ws, state = _open_lab(workspace)
+    try:
+        write_atomic(ws.root / "backlog.md", backlog.render(state))
+        records = backlog.ranked(state)
+    finally:
+        state.close()
+    for rank, r in enumerate(records, 1):
+        click.echo(f"{rank:>3}. {r.id:<32} {backlog.score(r.data):6.2f}  {r.data.get('title', '')}")
+    click.echo(f"wrote {ws.root / 'backlog.md'}")
+
+
+@cli.command()
+@workspace_argument
+def plan(workspace: Path) -> None:
+    """Ask the configured agent for 3-6 new hypotheses; each is validated before it is added."""
+    from orchard.lab.planner import plan as run_plan
+
+    ws, state = _open_lab(workspace)
+    try:
+        hypotheses = run_plan(ws, state, say=lambda text: click.echo(text, err=True))
+    finally:
+        state.close()
+    for hypothesis in hypotheses:
+        click.echo(f"added {hypothesis.id} (score {hypothesis.score:.2f}): {hypothesis.title}")
+
+
+@cli.command()
+@workspace_argument
+def report(workspace: Path) -> None:
+    """Write FINAL_REPORT.md and report.html from lab.db (also for a lab still running)."""
+    from orchard.lab import records
+
+    ws, state = _open_lab(workspace)
+    try:
+        records.write_notebook(ws.root, state, final=True)
+    finally:
+        state.close()
+    click.echo((ws.root / "FINAL_REPORT.md").read_text())
+
+
+@cli.command()
+@click.option("--workspace", type=click.Path(path_type=Path), default=None,
+              help="Where to create the demo lab (default: ./orchard-demo-<time>).")
+@click.option("--workers", type=int, default=3, show_default=True, help="Workers running at once.")
+@click.option("--executor", type=click.Choice(["auto", "tmux", "subprocess"]), default="auto", show_default=True)
+def demo(workspace: Path | None, workers: int, executor: str) -> None:
+    """A whole lab run on the embedded demo target: every decision path, then FINAL_REPORT.md."""
+    import shutil
+    import time
+
+    from orchard.demo.lab import default_directory, make_demo
+    from orchard.lab.state import LabState
+
+    started = time.monotonic()
+    console = _console()
+    ws = make_demo(workspace or default_directory(), workers=workers, executor=executor)
+    if executor == "auto" and shutil.which("tmux") is None:
+        console.print("tmux is not installed here: the workers run as plain subprocesses")
+    console.print(f"demo lab: {ws.root}")
+    if ws.config.workers.executor != "subprocess" and shutil.which("tmux"):
+        from orchard.lab.executors import attach_command
+
+        console.print(f"watch the workers live: {attach_command(ws.tmux_socket)}")
+    reason = _run_lab(ws, LabState.open(ws.root))
+    console.print(f"stopped: {reason} ({time.monotonic() - started:.0f} s)")
+    console.print(f"final report: {ws.root / 'FINAL_REPORT.md'}")
+    console.print((ws.root / "FINAL_REPORT.md").read_text())
 
 
 def main() -> None:

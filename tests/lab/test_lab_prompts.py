@@ -36,7 +36,7 @@ def test_prompt_has_hypothesis_scope_absolute_paths_commands_rules_and_guidance(
     workspace = make_workspace(CONFIG)
     checkout = workspace.setup_worker("w7")
     hypothesis = Hypothesis(metric="tokens_total", current_value="1840", suspected_cause="status re-reads the index",
-                            change="cache the index", predicted_effect="-10%", scope=("src/index.rs", "src/cache/"))
+                            change="cache the index", predicted_effect=-0.10, scope=("src/index.rs", "src/cache/"))
     path = render_prompt(workspace, Experiment("cache-index", hypothesis, checkout))
     assert path == workspace.root / "prompts/cache-index.md"
     text = path.read_text()

@@ -74,8 +74,14 @@ def step_row(
     step_kind: str = "vcs",
     expected_returncodes: Sequence[int] = (0,),
     tool_calls: int = 1,
+    typed_command: str | None = None,
 ) -> Row:
-    """A row for one measured command (one tool call an agent would make)."""
+    """A row for one measured command (one tool call an agent would make).
+
+    `typed_command` is the command as an agent would type it, for the token
+    estimate, when it differs from what ran (a baseline and a candidate are
+    the same tool at different paths: their commands must cost the same).
+    """
     expected = not capture.timed_out and capture.returncode in expected_returncodes
     row: Row = {
         "schema": SCHEMA_VERSION,
@@ -96,7 +102,7 @@ def step_row(
         "started_at": capture.started_at,
         "ended_at": capture.ended_at,
         **tokens.interaction_fields(
-            command_display(capture.command),
+            typed_command if typed_command is not None else command_display(capture.command),
             capture.stdout_text,
             capture.stderr_text,
             stdout_bytes=capture.stdout_bytes,

@@ -80,6 +80,11 @@ class BenchConfig:
                      command=True)
     measure: str = _key("", "how a worker measures its binary, run in its bench checkout; "
                             "empty: the worker does not measure", command=True)
+    sweep: str = _key("", "the full sweep run every few landed wins to catch cross-metric regressions, "
+                          "in the lab's bench clone (e.g. `orchard bench contention --workers 2,8,32 ...`); "
+                          "empty: the sweep is the suite's verdict of main against the lab's first baseline",
+                      command=True)
+    sweep_every: int = _key(3, "landed wins between full sweeps", minimum=1)
     guidance: str = _key("prompts/benchmark-changeset.md",
                          "the harness's own guidance for workers, relative to the bench checkout; "
                          "copied into every prompt when the file exists")
@@ -123,6 +128,8 @@ class StopConfig:
     max_experiments: int = _key(0, "stop after this many experiments; 0: no limit", minimum=0)
     lock_wait_minutes: float = _key(30.0, "stop when measurements wait this long for the machine-wide "
                                           "lock: verdicts would not be reliable", minimum=0.1)
+    max_wall_minutes: float = _key(0.0, "stop after this much wall time; 0: no limit", minimum=0)
+    max_cost_usd: float = _key(0.0, "stop once the agents' reported cost reaches this; 0: no limit", minimum=0)
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,7 @@ def experiment_paths(workspace: Workspace, experiment: Experiment) -> Experiment
         target_dir=worker.target_dir,
         bench_dir=worker.bench_dir,
         binary=workspace.binary(worker),
-        baseline=workspace.baseline_binary(),
+        baseline=workspace.baseline_binary(experiment.checkout.target_base),
         suite=workspace.suite(worker.bench_dir),
         report=worker.report_path,
         prompt_file=workspace.prompt_path(experiment.name),

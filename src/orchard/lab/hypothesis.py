@@ -1,40 +1,71 @@
 """A hypothesis: what one experiment tries, and the files it may touch.
 
-The fields follow the seed's research loop: metric, current value, suspected
-cause, change to try, predicted effect, and the ranking inputs (impact,
-confidence, effort). `scope` lists the files a worker may change: exact
+The fields follow the seed's research loop: an id and title, metric, current
+value, suspected cause, change to try, predicted effect (relative: -0.3 is
+30% lower), and the ranking inputs (impact, confidence, effort). `scope` lists the files a worker may change: exact
 paths, directories (a trailing `/` or any prefix that is a directory), or
 shell-style patterns where `*` also crosses `/`. An empty scope allows any
-file. `patch` names a ready patch file for the `patch` launcher.
+file. `patch` names a ready patch file for the `patch` launcher;
+`bench_patch` one the patch worker applies to its bench clone (only ever to
+show that the lab catches a tampered harness). The TOML format is in
+docs/hypotheses.md.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from orchard.errors import UsageError
 
 LANES = ("exploit", "explore")
-_TEXT_FIELDS = ("metric", "suspected_cause", "change", "predicted_effect")
+_TEXT_FIELDS = ("id", "title", "metric", "suspected_cause", "change")
+_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,47}$")
+
+
+def slug(text: str) -> str:
+    """An id made from free text: lower-case words joined by '-'."""
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    return "-".join(words)[:48].strip("-") or "hypothesis"
 
 
 @dataclass(frozen=True)
 class Hypothesis:
     metric: str
     change: str
+    id: str = ""
+    title: str = ""
     current_value: str = ""
     suspected_cause: str = ""
-    predicted_effect: str = ""
+    predicted_effect: float | None = None
     scope: tuple[str, ...] = ()
     impact: float = 1.0
     confidence: float = 0.5
     effort: float = 1.0
     lane: str = "exploit"
     patch: str | None = None
+    bench_patch: str | None = None
     notes: str = field(default="")
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            object.__setattr__(self, "id", slug(self.title or self.change))
+        if not self.title:
+            object.__setattr__(self, "title", self.change)
+
+    def with_paths_relative_to(self, base: Path) -> Hypothesis:
+        """Patch paths made absolute against the directory of the file that named them."""
+        def absolute(path: str | None) -> str | None:
+            return None if path is None else str((Path(base) / path).resolve())
+        return replace(self, patch=absolute(self.patch), bench_patch=absolute(self.bench_patch))
+
+    @property
+    def predicted_text(self) -> str:
+        return "(not given)" if self.predicted_effect is None else f"{self.predicted_effect:+.0%}"
 
     @property
     def score(self) -> float:
@@ -61,6 +92,11 @@ class Hypothesis:
                 continue
             if not isinstance(value, str):
                 problems.append(f"{source}.{key}: expected a string, got {value!r}")
+        if data.get("id") and isinstance(data["id"], str) and not _ID.match(data["id"]):
+            problems.append(f"{source}.id: {data['id']!r} must be lower-case letters, digits and '-' (at most 48)")
+        predicted = data.get("predicted_effect")
+        if predicted is not None and (not isinstance(predicted, (int, float)) or isinstance(predicted, bool)):
+            problems.append(f"{source}.predicted_effect: expected a relative number (-0.3 = 30% lower), got {predicted!r}")
         scope = data.get("scope", [])
         if not isinstance(scope, list) or not all(isinstance(item, str) and item for item in scope):
             problems.append(f"{source}.scope: expected a list of paths, got {scope!r}")
@@ -70,15 +106,17 @@ class Hypothesis:
                 problems.append(f"{source}.{key}: expected a positive number, got {value!r}")
         if data.get("lane", "exploit") not in LANES:
             problems.append(f"{source}.lane: {data.get('lane')!r} is not one of {', '.join(LANES)}")
-        patch = data.get("patch")
-        if patch is not None and not isinstance(patch, str):
-            problems.append(f"{source}.patch: expected a file path, got {patch!r}")
+        for key in ("patch", "bench_patch"):
+            if data.get(key) is not None and not isinstance(data[key], str):
+                problems.append(f"{source}.{key}: expected a file path, got {data[key]!r}")
         if problems:
             raise UsageError(f"{source}: " + "; ".join(problems))
         values = {key: value for key, value in data.items() if key in known}
         values["scope"] = tuple(scope)
         if "current_value" in values:
             values["current_value"] = str(values["current_value"])
+        if values.get("predicted_effect") is not None:
+            values["predicted_effect"] = float(values["predicted_effect"])
         return cls(**values)
 
 

@@ -365,6 +365,8 @@ class PatchLauncher(Launcher):
             "--test", context.commands.test,
             "--measure", context.commands.measure,
         ]
+        if context.experiment.hypothesis.bench_patch:
+            words += ["--bench-patch", context.experiment.hypothesis.bench_patch]
         return _join(words)
 
 

@@ -80,6 +80,13 @@ def run(args: argparse.Namespace) -> int:
         report_module.write_report(Path(args.report), report)
         print(f"== apply failed: {error}", flush=True)
         return 1
+    if args.bench_patch:
+        # only ever used to show that the lab catches a tampered harness
+        print(f"== apply to the bench: {args.bench_patch}  (in {bench})", flush=True)
+        try:
+            vcs.apply(bench, Path(args.bench_patch).read_text(encoding="utf-8"))
+        except (OSError, VcsError) as error:
+            print(f"== bench patch did not apply: {error}", flush=True)
     report["changed_files"] = vcs.status(target)
     ok = True
     for key, name, command, cwd, capture in (
@@ -114,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", required=True, help="the worker's target checkout")
     parser.add_argument("--bench", required=True, help="the worker's bench checkout")
     parser.add_argument("--report", required=True, help="where to write the report")
+    parser.add_argument("--bench-patch", default="", help="a patch for the bench checkout (tamper demonstrations)")
     parser.add_argument("--vcs", default="git", choices=("git", "oak"))
     parser.add_argument("--build", default="")
     parser.add_argument("--test", default="")

@@ -50,11 +50,12 @@ def prompt_text(workspace: Workspace, experiment: Experiment) -> str:
     example = dict(report.EXAMPLE, experiment=experiment.name)
     return _template().substitute(
         experiment=experiment.name,
+        title=hypothesis.title,
         metric=hypothesis.metric,
         current_value=hypothesis.current_value or "(not given)",
         suspected_cause=hypothesis.suspected_cause or "(not given)",
         change=hypothesis.change,
-        predicted_effect=hypothesis.predicted_effect or "(not given)",
+        predicted_effect=hypothesis.predicted_text,
         lane=hypothesis.lane,
         target_dir=paths.target_dir,
         bench_dir=paths.bench_dir,

@@ -29,7 +29,7 @@ from pathlib import Path
 from orchard.errors import UsageError
 from orchard.lab import config as config_module
 from orchard.lab.config import Config
-from orchard.lab.vcs import Identity, ResetUnsupported, Vcs, VcsError, get_vcs
+from orchard.lab.vcs import Identity, Vcs, VcsError, get_vcs
 
 # The worker writes its report here, inside its target checkout (every agent
 # CLI may write there); the checkout ignores it, so it is never in the diff.
@@ -141,9 +141,13 @@ class Workspace:
         """The binary a worker builds (None when the configuration names none)."""
         return worker.target_dir / self.config.target.binary if self.config.target.binary else None
 
-    def baseline_binary(self) -> Path | None:
-        """The binary built from the base in the lab's own target clone."""
-        return self.reference_target / self.config.target.binary if self.config.target.binary else None
+    def baseline_dir(self, commit: str) -> Path:
+        """Where the judge builds the target at `commit` (its baseline builds are cached by commit)."""
+        return self.judge_dir / f"base-{commit[:12]}" / "target"
+
+    def baseline_binary(self, commit: str) -> Path | None:
+        """The binary built from `commit` by the judge."""
+        return self.baseline_dir(commit) / self.config.target.binary if self.config.target.binary else None
 
     def suite(self, bench_dir: Path) -> Path | None:
         return bench_dir / self.config.bench.suite if self.config.bench.suite else None
@@ -171,14 +175,17 @@ class Workspace:
     # -- creation -------------------------------------------------------------
 
     @classmethod
-    def create(cls, root: Path, config: Config, *, suite_source: Path | None = None) -> Workspace:
+    def create(cls, root: Path, config: Config, *, suite_source: Path | None = None,
+               keep: Sequence[str] = ()) -> Workspace:
         """Lay out a new workspace and clone the target and the bench into it.
 
-        `root` must not exist or be empty; if anything fails, what was created
-        here is removed again and the error names what went wrong.
+        `root` must not exist or be empty (but for the entries named in
+        `keep`, e.g. the demo's own origin repositories); if anything fails,
+        what was created here is removed again and the error names what went
+        wrong.
         """
         root = Path(root).resolve()
-        if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        if root.exists() and (not root.is_dir() or any(p.name not in keep for p in root.iterdir())):
             raise UsageError(f"{root}: exists and is not an empty directory; nothing was changed")
         created = not root.exists()
         root.mkdir(parents=True, exist_ok=True)
@@ -192,6 +199,8 @@ class Workspace:
                 shutil.rmtree(root, ignore_errors=True)
             else:
                 for child in root.iterdir():
+                    if child.name in keep:
+                        continue
                     if child.is_dir():
                         shutil.rmtree(child)
                     else:
@@ -244,7 +253,9 @@ class Workspace:
             try:
                 vcs.reset(dest, base)
                 return
-            except ResetUnsupported:
+            except VcsError:
+                # cannot reset in place (oak), or the base is newer than this
+                # clone (main moved since it was made): a fresh local clone is cheap
                 shutil.rmtree(dest)
         vcs.clone(str(source), dest, commit=base)
 

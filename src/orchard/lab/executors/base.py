@@ -169,6 +169,24 @@ class Executor(ABC):
     def _shutdown(self, killed: list[_Running]) -> None:
         """Reap `killed` jobs and remove what the executor itself started (tmux: its server)."""
 
+    def _find(self, job: Job) -> tuple[int, object] | None:
+        """A job of this name still running from an earlier orchard process (pid, handle)."""
+        return None
+
+    def adopt(self, job: Job) -> bool:
+        """Track a job an earlier, killed orchard started, if it is still there to watch.
+
+        Its timeout counts from now: the earlier deadline died with that process.
+        """
+        found = self._find(job)
+        if found is None:
+            return False
+        pid, handle = found
+        now = time.monotonic()
+        deadline = None if job.timeout_s is None else now + job.timeout_s
+        self._running[job.name] = _Running(job, pid, handle, _now_iso(), now, deadline)
+        return True
+
     def attach_command(self) -> str | None:
         """The command a user runs to watch the workers live (None: nothing to attach to)."""
         return None

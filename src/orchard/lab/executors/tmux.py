@@ -92,6 +92,17 @@ class TmuxExecutor(Executor):
         window_id, pane_pid = out[-1].split()
         return int(pane_pid), (window_id, key)
 
+    def _find(self, job: Job) -> tuple[int, object] | None:
+        if not self._has_session():
+            return None
+        result = self.server.cmd("list-windows", "-t", SESSION, "-F", "#{window_id}\t#{window_name}\t#{pane_pid}")
+        for line in result.stdout:
+            window_id, name, pane_pid = (line.split("\t") + ["", "", ""])[:3]
+            if name == job.name and pane_pid.isdigit():
+                self._launched += 1
+                return int(pane_pid), (window_id, f"job{self._launched}")
+        return None
+
     def _statuses(self) -> dict[str, tuple[int | None, int | None] | None]:
         panes: dict[str, tuple[bool, str, str]] = {}
         if self.server.is_alive():

@@ -134,6 +134,18 @@ class Vcs(ABC):
         """Merge `branch` into `into` in the checkout; return the new head."""
 
     @abstractmethod
+    def current_branch(self, checkout: Path) -> str | None:
+        """The branch the checkout is on (None when detached)."""
+
+    @abstractmethod
+    def revert(self, checkout: Path, commit: str, message: str) -> str:
+        """Undo `commit` (a merge: against its first parent) with a new commit; return it."""
+
+    @abstractmethod
+    def contains(self, checkout: Path, commit: str, branch: str) -> bool:
+        """Whether `branch` exists and already holds `commit` (landing steps are idempotent)."""
+
+    @abstractmethod
     def reset(self, checkout: Path, commit: str) -> None:
         """Put the checkout back at `commit` with no changes (ignored build outputs may stay)."""
 

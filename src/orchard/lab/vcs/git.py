@@ -120,7 +120,9 @@ class GitVcs(Vcs):
         try:
             index = git_dir / "index"
             if index.exists():
-                shutil.copyfile(index, temp_index)
+                # copy2 keeps the index's mtime: git's racy-clean check then still
+                # re-reads a file edited within the same second as the checkout
+                shutil.copy2(index, temp_index)
             else:
                 os.unlink(temp_index)
             env = {"GIT_INDEX_FILE": temp_index}
@@ -152,6 +154,24 @@ class GitVcs(Vcs):
         self._git(checkout, "checkout", "--quiet", into)
         self._git(checkout, "merge", "--quiet", "--no-ff", "-m", message, branch)
         return self.head(checkout)
+
+    def current_branch(self, checkout: Path) -> str | None:
+        result = self._run(["symbolic-ref", "--quiet", "--short", "HEAD"], checkout, env=self._env(), check=False)
+        return result.stdout_text.strip() or None if result.ok else None
+
+    def revert(self, checkout: Path, commit: str, message: str) -> str:
+        parents = self._git(checkout, "rev-list", "--parents", "-n", "1", commit).decode().split()
+        mainline = ["-m", "1"] if len(parents) > 2 else []
+        self._git(checkout, "revert", "--no-edit", "--no-commit", *mainline, commit)
+        self._git(checkout, "commit", "--quiet", "-m", message)
+        return self.head(checkout)
+
+    def contains(self, checkout: Path, commit: str, branch: str) -> bool:
+        if self._run(["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"], checkout,
+                     env=self._env(), check=False).returncode != 0:
+            return False
+        return self._run(["merge-base", "--is-ancestor", commit, f"refs/heads/{branch}"], checkout,
+                         env=self._env(), check=False).returncode == 0
 
     def reset(self, checkout: Path, commit: str) -> None:
         self._git(checkout, "checkout", "--quiet", "--force", "--detach", commit)

@@ -111,6 +111,18 @@ class OakVcs(Vcs):
         self._oak(checkout, "desc", message)
         return self.head(checkout)
 
+    def current_branch(self, checkout: Path) -> str | None:
+        status = json.loads(self._oak(checkout, "status", "--json") or "{}")
+        return status.get("branch") if isinstance(status, dict) else None
+
+    def revert(self, checkout: Path, commit: str, message: str) -> str:
+        raise VcsError("oak: the seed's command list has no revert; undo the merge by hand "
+                       f"(commit {commit}) and journal it")
+
+    def contains(self, checkout: Path, commit: str, branch: str) -> bool:
+        # oak can only name its current head (see the module docstring)
+        return self.head(checkout) == commit
+
     def reset(self, checkout: Path, commit: str) -> None:
         raise ResetUnsupported("oak has no documented command to discard changes; re-clone instead")
 

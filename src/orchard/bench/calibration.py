@@ -1,0 +1,159 @@
+"""A/A calibration: how noisy is this machine for this suite?
+
+The baseline is measured against itself in pairs. Each metric's A/A interval
+must contain zero (otherwise something other than the binary moves the
+numbers: order effects, warm-up, a neighbour; that is a failed calibration,
+not a floor). Its half-width at the calibration's n is the metric's noise
+floor: a difference smaller than that is indistinguishable from measuring
+the same binary twice. Metrics that never varied are deterministic and are
+compared exactly. Results are cached per machine fingerprint and suite.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from orchard.bench import stats
+from orchard.bench.verdict import MetricNoise, MetricSpec, paired_differences
+from orchard.errors import OrchardError
+
+CACHE_ENV = "ORCHARD_CACHE_DIR"
+FORMAT_VERSION = 1
+
+
+class CalibrationFailed(OrchardError):
+    """The A/A interval of some metric excludes zero: no floor can be trusted."""
+
+
+@dataclass
+class MetricCalibration:
+    floor: float
+    deterministic: bool
+    sd: float
+    estimate: float
+    interval: tuple[float, float]
+    n: int
+    median: float | None = None  # the baseline's median over every A/A run
+
+    def noise(self) -> MetricNoise:
+        return MetricNoise(self.floor, self.deterministic, self.sd)
+
+
+@dataclass
+class Calibration:
+    suite: str
+    suite_digest: str
+    machine_fingerprint: str
+    created_at: float
+    runs: int
+    seed: int
+    baseline: str
+    metrics: dict[str, MetricCalibration]
+
+    def noise(self) -> dict[str, MetricNoise]:
+        return {key: metric.noise() for key, metric in self.metrics.items()}
+
+    def age_s(self) -> float:
+        return max(0.0, time.time() - self.created_at)
+
+    def age_text(self) -> str:
+        seconds = self.age_s()
+        if seconds < 90:
+            return f"{seconds:.0f}s"
+        if seconds < 5400:
+            return f"{seconds / 60:.0f}min"
+        if seconds < 2 * 86400:
+            return f"{seconds / 3600:.1f}h"
+        return f"{seconds / 86400:.1f} days"
+
+
+def compute(
+    specs: Sequence[MetricSpec],
+    samples: Mapping[str, tuple[Sequence[float | None], Sequence[float | None]]],
+    alpha: float,
+) -> tuple[dict[str, MetricCalibration], list[str]]:
+    """Noise per metric from A/A samples, and the metrics whose A/A interval excludes zero.
+
+    The exclusion test runs at 95% with Bonferroni over the stochastic metrics,
+    so a stable machine fails it about one calibration in twenty at most.
+    """
+    result: dict[str, MetricCalibration] = {}
+    stochastic: list[tuple[str, Any]] = []
+    for spec in specs:
+        a_raw, b_raw = samples[spec.key]
+        pairs = [(a, b) for a, b in zip(a_raw, b_raw) if a is not None and b is not None]
+        if not pairs:
+            continue  # unmeasured here; the verdict reports it as such
+        a = [p[0] for p in pairs]
+        b = [p[1] for p in pairs]
+        median = float(np.median(a + b))
+        if len(set(a) | set(b)) == 1:
+            result[spec.key] = MetricCalibration(0.0, True, 0.0, 0.0, (0.0, 0.0), len(a), median)
+            continue
+        scale, d = paired_differences(a, b)
+        stochastic.append((spec.key, (scale, d, median)))
+    failed: list[str] = []
+    m = max(1, len(stochastic))
+    for key, (scale, d, median) in stochastic:
+        resolution = stats.hl_interval(d, 1.0 - 2.0 * alpha)
+        check = stats.hl_interval(d, 1.0 - 0.05 / m)
+        to_rel = math.expm1 if scale == "log-ratio" else (lambda v: v)
+        half_width = (resolution.high - resolution.low) / 2.0
+        result[key] = MetricCalibration(
+            floor=to_rel(half_width) if math.isfinite(half_width) else math.inf,
+            deterministic=False,
+            sd=stats.robust_sd(d),
+            estimate=to_rel(stats.hodges_lehmann(d)),
+            interval=(to_rel(check.low), to_rel(check.high)),
+            n=len(d),
+            median=median,
+        )
+        if check.excludes(0.0):
+            failed.append(key)
+    return result, failed
+
+
+def cache_dir() -> Path:
+    base = os.environ.get(CACHE_ENV) or os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / ("" if os.environ.get(CACHE_ENV) else "orchard") / "calibration"
+
+
+def cache_path(fingerprint: str, suite_digest: str) -> Path:
+    return cache_dir() / f"{fingerprint}-{suite_digest}.json"
+
+
+def load(fingerprint: str, suite_digest: str) -> Calibration | None:
+    path = cache_path(fingerprint, suite_digest)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if data.get("format") != FORMAT_VERSION:
+        return None
+    data.pop("format")
+    metrics = {
+        key: MetricCalibration(**{**value, "interval": tuple(value["interval"])})
+        for key, value in data.pop("metrics").items()
+    }
+    return Calibration(**data, metrics=metrics)
+
+
+def save(calibration: Calibration) -> Path:
+    path = cache_path(calibration.machine_fingerprint, calibration.suite_digest)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = asdict(calibration)
+    data["format"] = FORMAT_VERSION
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=2))
+    os.replace(tmp, path)
+    return path
+

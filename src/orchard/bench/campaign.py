@@ -1,0 +1,384 @@
+"""Running a verdict or a calibration: pairs, order, warm-up, adaptive n.
+
+A campaign measures pairs: one baseline run and one candidate run of every
+scenario, back to back in an order drawn from a seeded generator (the seed is
+printed, so a campaign can be replayed), all under the machine-wide lock.
+A warm-up pair is run and recorded but not judged. Gates are checked after
+every pair; statistics only at the planned looks, where the campaign stops
+as soon as every metric is settled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchard.bench import calibration as calibration_cache
+from orchard.bench import rows as rowlib
+from orchard.bench.gates import GateTracker, run_command_gates
+from orchard.bench.lock import MeasurementLock
+from orchard.bench.machine import machine_fingerprint
+from orchard.bench.measure import Observation, Workbench, observe, workbench
+from orchard.bench.store import RunWriter
+from orchard.bench.suite import MIN_RUNS_FLOOR, Suite
+from orchard.bench.verdict import (
+    ERROR,
+    Decision,
+    GateResult,
+    MetricResult,
+    MetricSpec,
+    AdaptivePlan,
+    decide_metrics,
+    overall,
+    settled,
+)
+from orchard.errors import OrchardError, UsageError
+
+Progress = Callable[[int, int, str], None]  # (pairs done, pairs planned, note)
+
+
+class BaselineFailed(OrchardError):
+    """The baseline itself failed a scenario or gate: there is nothing to compare against."""
+
+
+class IncomparableRows(OrchardError):
+    """Baseline and candidate rows differ in a comparability key (transport, level, ...)."""
+
+
+def _quiet(done: int, total: int, note: str) -> None:
+    pass
+
+
+def check_binary(path: Path | str, role: str) -> Path:
+    """The binary must exist and be executable; it is used by absolute path."""
+    binary = Path(path).expanduser()
+    if not binary.exists():
+        raise UsageError(f"{role} binary not found: {binary}")
+    if binary.is_dir() or not os.access(binary, os.X_OK):
+        raise UsageError(f"{role} binary is not an executable file: {binary}")
+    return binary.resolve()
+
+
+def binary_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_runs(runs: int | None, suite: Suite) -> tuple[int, int]:
+    """(min_runs, max_runs) for a campaign, refusing counts too small to judge."""
+    max_runs = suite.runs if runs is None else runs
+    if max_runs < MIN_RUNS_FLOOR:
+        raise UsageError(f"--runs must be at least {MIN_RUNS_FLOOR} (got {max_runs}): fewer pairs cannot give an exact interval")
+    return min(suite.min_runs, max_runs), max_runs
+
+
+@dataclass
+class Samples:
+    """Paired metric values per metric key, filled pair by pair."""
+
+    specs: Sequence[MetricSpec]
+    values: dict[str, tuple[list[float | None], list[float | None]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.values = {spec.key: ([], []) for spec in self.specs}
+
+    def add(self, baseline: Observation, candidate: Observation) -> None:
+        for spec in self.specs:
+            if spec.scenario == baseline.scenario:
+                self.values[spec.key][0].append(baseline.values.get(spec.metric))
+                self.values[spec.key][1].append(candidate.values.get(spec.metric))
+
+    def measured(self) -> tuple[list[MetricSpec], dict[str, tuple[list[float], list[float]]]]:
+        """Metrics with a value in every pair (others are reported unmeasured)."""
+        specs, out = [], {}
+        for spec in self.specs:
+            a, b = self.values[spec.key]
+            if a and all(v is not None for v in a + b):
+                specs.append(spec)
+                out[spec.key] = ([float(v) for v in a], [float(v) for v in b])  # type: ignore[arg-type]
+        return specs, out
+
+
+class PairRunner:
+    """Measures pairs of one campaign and records every run as a row."""
+
+    def __init__(
+        self,
+        suite: Suite,
+        bench: Workbench,
+        baseline: Path,
+        candidate: Path,
+        writer: RunWriter,
+        seed: int,
+        lane: str,
+    ) -> None:
+        self.suite = suite
+        self.bench = bench
+        self.binaries = {"baseline": baseline, "candidate": candidate}
+        self.writer = writer
+        self.rng = random.Random(seed)
+        self.seed = seed
+        self.lock = MeasurementLock(f"orchard {lane} {suite.name}")
+        self.tracker = GateTracker(suite.gates, suite.scenarios)
+        self.metric_names = {spec.metric for spec in suite.metrics} | set(suite.recorded_only)
+        self.subjects = {
+            role: {"name": role, "kind": "binary", "label": str(path), "binary": str(path), "binary_sha256": binary_sha256(path)}
+            for role, path in self.binaries.items()
+        }
+        self.base_meta = {
+            "lane": lane,
+            "suite": suite.name,
+            "suite_digest": suite.digest,
+            "seed": seed,
+            **rowlib.comparability(fixture_id=suite.digest),
+        }
+
+    def run_pair(self, index: int, warmup: bool) -> list[tuple[Observation, Observation, list[GateResult]]]:
+        """One pair over every scenario; returns (baseline, candidate, failed gates) per scenario."""
+        results = []
+        with self.lock:
+            for scenario in self.suite.scenarios:
+                order = ("baseline", "candidate") if self.rng.random() < 0.5 else ("candidate", "baseline")
+                seen: dict[str, Observation] = {}
+                for role in order:
+                    meta = {
+                        **self.base_meta,
+                        **self.lock.metadata(),
+                        "pair": index,
+                        "warmup": warmup,
+                        "order": "-".join(order),
+                        "binary": str(self.binaries[role]),
+                        "binary_sha256": self.subjects[role]["binary_sha256"],
+                    }
+                    seen[role] = observe(
+                        self.bench,
+                        scenario,
+                        self.binaries[role],
+                        role=role,
+                        subject=self.subjects[role],
+                        run=index,
+                        metadata=meta,
+                        metric_names=self.metric_names,
+                        determinism_fields=self.tracker.determinism_fields(scenario.name),
+                    )
+                    self.writer.write(seen[role].row)
+                base, cand = seen["baseline"], seen["candidate"]
+                _check_comparable(base, cand)
+                results.append((base, cand, self.tracker.check_pair(base, cand)))
+        return results
+
+
+def _check_comparable(baseline: Observation, candidate: Observation) -> None:
+    """Rows a harness produced with unlike comparability keys are never compared."""
+    for base_row, cand_row in zip(baseline.row.get("harness_rows", []), candidate.row.get("harness_rows", [])):
+        present = [k for k in rowlib.COMPARABILITY_KEYS if k in base_row or k in cand_row]
+        differing = [k for k in present if base_row.get(k) != cand_row.get(k)]
+        if differing:
+            key = differing[0]
+            raise IncomparableRows(
+                f"scenario '{baseline.scenario}': rows are not comparable: {key} is "
+                f"{base_row.get(key)!r} for the baseline and {cand_row.get(key)!r} for the candidate"
+            )
+
+
+@dataclass
+class CampaignResult:
+    decision: Decision
+    seed: int
+    pairs: int
+    planned_pairs: int
+    calibration: calibration_cache.Calibration | None
+    calibration_cached: bool
+    rows_path: Path
+    summary_path: Path
+    warnings: list[str]
+    lock_wait_ms: float
+    baseline: Path
+    candidate: Path
+
+
+def _baseline_error(results: list[tuple[Observation, Observation, list[GateResult]]]) -> str | None:
+    for base, _, _ in results:
+        if not base.ok:
+            return f"baseline failed scenario '{base.scenario}' ({base.failure}); nothing can be compared"
+    return None
+
+
+def calibrate(
+    suite: Suite,
+    baseline: Path,
+    *,
+    runs: int | None = None,
+    seed: int | None = None,
+    results: Path = Path("results"),
+    progress: Progress = _quiet,
+    summary: Callable[[Sequence[dict[str, Any]]], str] | None = None,
+) -> calibration_cache.Calibration:
+    """A/A: the baseline against itself; saves and returns the calibration."""
+    baseline = check_binary(baseline, "baseline")
+    count = suite.calibration_runs if runs is None else runs
+    if count < MIN_RUNS_FLOOR:
+        raise UsageError(f"--runs must be at least {MIN_RUNS_FLOOR} for a calibration (got {count})")
+    seed = random.SystemRandom().randrange(1, 2**31) if seed is None else seed
+    with workbench(suite) as bench, RunWriter(results, "calibrate", summary) as writer:
+        runner = PairRunner(suite, bench, baseline, baseline, writer, seed, "calibrate")
+        samples = Samples(suite.metrics)
+        progress(0, count, f"A/A calibration, seed {seed}")
+        for index in range(count + 1):
+            outcome = runner.run_pair(index, warmup=index == 0)
+            error = _baseline_error(outcome) or next(
+                (f"baseline failed gate {g.name}: {g.detail}" for _, _, gs in outcome for g in gs), None
+            )
+            if error:
+                raise BaselineFailed(error)
+            if index > 0:
+                for base, cand, _ in outcome:
+                    samples.add(base, cand)
+                progress(index, count, "")
+    metrics, failed = calibration_cache.compute(suite.metrics, samples.values, suite.alpha)
+    if failed:
+        details = ", ".join(
+            f"{key} [{metrics[key].interval[0]:+.2%}, {metrics[key].interval[1]:+.2%}]" for key in failed
+        )
+        raise calibration_cache.CalibrationFailed(
+            f"A/A calibration failed: the same binary measured against itself moved {details} "
+            f"(interval excludes zero; seed {seed}). The machine is not quiet enough or the scenario "
+            f"has order effects; nothing was cached. Rows: {writer.path}"
+        )
+    result = calibration_cache.Calibration(
+        suite=suite.name,
+        suite_digest=suite.digest,
+        machine_fingerprint=machine_fingerprint(),
+        created_at=time.time(),
+        runs=count,
+        seed=seed,
+        baseline=str(baseline),
+        metrics=metrics,
+    )
+    calibration_cache.save(result)
+    return result
+
+
+def run_verdict(
+    suite: Suite,
+    baseline: Path,
+    candidate: Path,
+    *,
+    runs: int | None = None,
+    seed: int | None = None,
+    results: Path = Path("results"),
+    recalibrate: bool = False,
+    progress: Progress = _quiet,
+    summary: Callable[[Sequence[dict[str, Any]]], str] | None = None,
+) -> CampaignResult:
+    """Judge `candidate` against `baseline` on `suite`."""
+    baseline = check_binary(baseline, "baseline")
+    candidate = check_binary(candidate, "candidate")
+    min_runs, max_runs = check_runs(runs, suite)
+    cal = None if recalibrate else calibration_cache.load(machine_fingerprint(), suite.digest)
+    cached = cal is not None
+    seed = random.SystemRandom().randrange(1, 2**31) if seed is None else seed
+    warnings: list[str] = []
+    with workbench(suite) as bench, RunWriter(results, "verdict", summary) as writer:
+        runner = PairRunner(suite, bench, baseline, candidate, writer, seed, "verdict")
+        samples = Samples(suite.metrics)
+        error: str | None = None
+        if cal is None:
+            progress(0, suite.calibration_runs, "no A/A calibration cached for this machine and suite: calibrating")
+            try:
+                cal = calibrate(suite, baseline, results=results, progress=progress, summary=summary)
+            except BaselineFailed as failure:
+                error = str(failure)
+        command_gates = run_command_gates(suite.gates, bench, runner.binaries)
+        gates = list(command_gates.get("candidate", []))
+        error = error or next(
+            (f"baseline fails gate {g.name}: {g.detail}" for g in command_gates.get("baseline", []) if not g.passed),
+            None,
+        )
+        plan = AdaptivePlan(min_runs, max_runs, suite.alpha)
+        metrics: list[MetricResult] = []
+        pairs = 0
+        if error is None and all(g.passed for g in gates):
+            progress(0, max_runs, f"pair order seed {seed}; warm-up pair")
+            for index in range(max_runs + 1):
+                try:
+                    outcome = runner.run_pair(index, warmup=index == 0)
+                except IncomparableRows as refusal:
+                    error = str(refusal)
+                    break
+                error = _baseline_error(outcome)
+                failed = [g for _, _, gs in outcome for g in gs]
+                if error or failed:
+                    gates += failed
+                    break
+                if index == 0:
+                    continue
+                pairs = index
+                for base, cand, _ in outcome:
+                    samples.add(base, cand)
+                progress(index, max_runs, "")
+                level = plan.alpha_at(index)
+                if level is not None:
+                    specs, values = samples.measured()
+                    metrics = decide_metrics(specs, values, _noise_for(cal, specs), level)
+                    if settled(metrics):
+                        break
+        decision = Decision(ERROR, reasons=[error]) if error else overall(metrics, gates)
+        warnings += runner.tracker.warnings
+        if cal is not None:
+            warnings += _warnings(runner, samples, cal, decision)
+        writer.write({"lane": "verdict", "step_kind": "verdict", "verdict": decision.verdict,
+                      "reasons": decision.reasons, "pairs": pairs, "seed": seed, **runner.base_meta})
+    return CampaignResult(
+        decision=decision,
+        seed=seed,
+        pairs=pairs,
+        planned_pairs=max_runs,
+        calibration=cal,
+        calibration_cached=cached,
+        rows_path=writer.path,
+        summary_path=writer.summary_path,
+        warnings=warnings,
+        lock_wait_ms=runner.lock.total_wait_ms,
+        baseline=baseline,
+        candidate=candidate,
+    )
+
+
+def _noise_for(cal: calibration_cache.Calibration, specs: Sequence[MetricSpec]) -> dict[str, Any]:
+    missing = [spec.key for spec in specs if spec.key not in cal.metrics]
+    if missing:
+        raise OrchardError(
+            f"the cached calibration has no noise figure for {', '.join(missing)}: run `orchard calibrate` again"
+        )
+    return {spec.key: cal.metrics[spec.key].noise() for spec in specs}
+
+
+def _warnings(
+    runner: PairRunner, samples: Samples, cal: calibration_cache.Calibration, decision: Decision
+) -> list[str]:
+    """hyperfine-style notes on when these numbers should not be trusted."""
+    notes = []
+    if runner.lock.disabled:
+        notes.append("the measurement lock was disabled: other measurements may have overlapped these")
+    if runner.lock.total_wait_ms > 1000:
+        notes.append(f"waited {runner.lock.total_wait_ms / 1000:.1f}s for the measurement lock: the machine is shared")
+    if cal.age_s() > 7 * 86400:
+        notes.append(f"the calibration is {cal.age_text()} old: consider `orchard calibrate` again")
+    measured, _ = samples.measured()
+    unmeasured = sorted({spec.key for spec in samples.specs} - {spec.key for spec in measured})
+    if unmeasured and decision.metrics:
+        notes.append(f"unmeasured here (null in rows), not judged: {', '.join(unmeasured)}")
+    for metric in decision.metrics:
+        if metric.floor > 0.10:
+            notes.append(f"{metric.key}: noise floor {metric.floor:.1%} is high; only large effects can be claimed")
+    return notes

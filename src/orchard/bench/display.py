@@ -1,0 +1,174 @@
+"""How verdicts and runs are shown: terminal table, JSON, Markdown summary.
+
+The terminal and JSON forms carry the same fields, one line (or object) per
+metric: verdict, effect, interval, floor, n, minimum detectable effect and
+both medians, so nothing a reader sees on screen is missing from `--json`.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from orchard.bench.campaign import CampaignResult
+from orchard.bench.calibration import Calibration
+from orchard.bench.verdict import MetricResult
+
+_STYLE = {"improved": "green", "regressed": "red", "no-change": "dim", "inconclusive": "yellow"}
+_OVERALL_STYLE = {"PASS": "bold green", "REGRESSED": "bold red", "NO-CHANGE": "bold", "INCONCLUSIVE": "bold yellow", "ERROR": "bold red"}
+
+
+def pct(value: float | None, signed: bool = True) -> str:
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{value:+.2%}" if signed else f"{value:.2%}"
+
+
+def quantity(value: float | None, metric: str) -> str:
+    if value is None:
+        return "-"
+    if metric.endswith("_ms"):
+        return f"{value:.2f} ms"
+    if metric.endswith("_bytes"):
+        return f"{value / 1e6:.2f} MB" if value >= 1e6 else f"{value:.0f} B"
+    return f"{value:g}"
+
+
+def interval_text(metric: MetricResult) -> str:
+    if metric.interval is None:
+        return "-"
+    low, high = metric.interval
+    return f"[{pct(low)}, {pct(high)}]"
+
+
+def metric_table(metrics: Sequence[MetricResult], title: str | None = None) -> Table:
+    table = Table(title=title, show_edge=False, header_style="bold")
+    for column in ("metric", "verdict", "effect", "interval", "floor", "n", "MDE", "baseline", "candidate"):
+        table.add_column(column, justify="left" if column in ("metric", "verdict") else "right", no_wrap=True)
+    for m in metrics:
+        table.add_row(
+            m.key,
+            f"[{_STYLE.get(m.verdict, '')}]{m.verdict}[/]",
+            pct(m.effect),
+            interval_text(m) + (f" @{m.confidence:.0%}" if m.confidence and m.method != "exact" else " exact"),
+            pct(m.floor, signed=False),
+            str(m.n),
+            pct(m.mde, signed=False),
+            quantity(m.baseline_median, m.metric),
+            quantity(m.candidate_median, m.metric),
+        )
+    return table
+
+
+def calibration_line(cal: Calibration | None, cached: bool) -> str:
+    if cal is None:
+        return "calibration: none"
+    source = "cached" if cached else "fresh"
+    return f"calibration: {source}, {cal.age_text()} old, {cal.runs} A/A pairs, machine {cal.machine_fingerprint}"
+
+
+def print_verdict(console: Console, result: CampaignResult) -> None:
+    decision = result.decision
+    console.print(calibration_line(result.calibration, result.calibration_cached))
+    console.print(f"pair order seed: {result.seed}; pairs judged: {result.pairs} of up to {result.planned_pairs}")
+    if decision.metrics:
+        console.print(metric_table(decision.metrics))
+    for gate in decision.gates:
+        mark = "[green]pass[/]" if gate.passed else "[red]FAIL[/]"
+        console.print(f"gate {gate.name}: {mark} {gate.detail}")
+    for warning in result.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
+    style = _OVERALL_STYLE.get(decision.verdict, "bold")
+    console.print(f"verdict: [{style}]{decision.verdict}[/]")
+    for reason in decision.reasons:
+        console.print(f"  - {reason}")
+    console.print(f"rows: {result.rows_path}")
+
+
+def verdict_json(result: CampaignResult, suite: str) -> dict[str, Any]:
+    cal = result.calibration
+    return {
+        "verdict": result.decision.verdict,
+        "reasons": result.decision.reasons,
+        "suite": suite,
+        "baseline": str(result.baseline),
+        "candidate": str(result.candidate),
+        "seed": result.seed,
+        "pairs": result.pairs,
+        "planned_pairs": result.planned_pairs,
+        "calibration": None
+        if cal is None
+        else {
+            "cached": result.calibration_cached,
+            "age_s": round(cal.age_s(), 1),
+            "runs": cal.runs,
+            "seed": cal.seed,
+            "machine_fingerprint": cal.machine_fingerprint,
+        },
+        "metrics": [m.to_json() for m in result.decision.metrics],
+        "gates": [{"name": g.name, "passed": g.passed, "detail": g.detail} for g in result.decision.gates],
+        "warnings": result.warnings,
+        "lock_wait_ms": round(result.lock_wait_ms, 3),
+        "rows": str(result.rows_path),
+        "summary": str(result.summary_path),
+    }
+
+
+def calibration_table(cal: Calibration) -> Table:
+    table = Table(show_edge=False, header_style="bold")
+    for column in ("metric", "kind", "median", "floor", "A/A estimate", "A/A interval (95%)", "robust sd", "n"):
+        table.add_column(column, justify="left" if column in ("metric", "kind") else "right")
+    for key, m in cal.metrics.items():
+        table.add_row(
+            key,
+            "deterministic" if m.deterministic else "stochastic",
+            quantity(m.median, key.rsplit("/", 1)[-1]),
+            pct(m.floor, signed=False),
+            pct(m.estimate),
+            f"[{pct(m.interval[0])}, {pct(m.interval[1])}]",
+            f"{m.sd:.4f}",
+            str(m.n),
+        )
+    return table
+
+
+def rows_summary(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Markdown summary written beside a suite lane's JSONL: medians per scenario and subject."""
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    verdicts = [row for row in rows if row.get("step_kind") == "verdict"]
+    for row in rows:
+        if row.get("step_kind") == "measured" and not row.get("warmup"):
+            groups[(str(row.get("scenario")), str(row.get("role") or row.get("subject")))].append(row)
+    lines = ["# Measurement summary", ""]
+    if rows:
+        first = rows[0]
+        lines.append(
+            f"Suite `{first.get('suite')}`, lane `{first.get('lane')}`, seed {first.get('seed')}, "
+            f"machine `{first.get('machine_fingerprint')}`."
+        )
+        lines.append("")
+    lines += [
+        "| Scenario | Subject | Runs | Failures | Median wall ms | Median CPU ms | Median stdout bytes | Est. tokens |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for (scenario, subject), group in sorted(groups.items()):
+        lines.append(
+            f"| {scenario} | {subject} | {len(group)} | {sum(1 for r in group if r.get('returncode') != 0)} | "
+            f"{_median(group, 'elapsed_ms')} | {_median(group, 'cpu_ms')} | {_median(group, 'stdout_bytes')} | "
+            f"{_median(group, 'estimated_total_tokens')} |"
+        )
+    for row in verdicts:
+        lines += ["", f"**Verdict: {row.get('verdict')}** after {row.get('pairs')} pairs."]
+        lines += [f"- {reason}" for reason in row.get("reasons") or []]
+    return "\n".join(lines) + "\n"
+
+
+def _median(rows: Sequence[Mapping[str, Any]], field: str) -> str:
+    values = [float(r[field]) for r in rows if r.get(field) is not None]
+    return f"{statistics.median(values):.2f}" if values else "unmeasured"

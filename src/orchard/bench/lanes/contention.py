@@ -1,0 +1,433 @@
+"""The `contention` lane: `orchard bench contention`.
+
+N workers, started together, each make K commits and publish them, in two
+modes:
+
+- `shared_checkout`: every worker commits in one checkout (each to its own
+  tracked file, `git commit -- <file>`), so they contend for the index and
+  HEAD locks; each then pushes HEAD to its own branch of the remote.
+- `clone_per_worker`: one bare remote, one clone per worker; every commit is
+  pushed to `main` at once, so workers race for the one ref: a rejected push
+  is followed by `git pull --rebase` and another push.
+
+A command that loses a race (a held lock, a rejected push) is retried with
+exponential, fully jittered backoff and counted. Integrity is checked after
+the run: every commit the CLI reported as made must be in the final history
+and its line in the final tree (a missing one is a lost update), and `git
+fsck` must be clean. Any lost update, fsck error or worker failure (a command
+that failed outright or kept losing past the retry deadline; its unmade
+commits are `commits_not_made`, not lost updates) fails the row.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import psutil
+
+from orchard.bench import rows, runner, tokens
+from orchard.bench.environment import command_display, isolated_env
+from orchard.bench.lanes.markdown import skips_and_failures, table
+from orchard.bench.lanes.remotes import FixtureError, harness
+from orchard.bench.lanes.steps import fail
+from orchard.bench.lanes.session import LaneResult, check_common, lane_session
+from orchard.bench.lanes.transport import harness_git
+from orchard.bench.runner import kill_group
+from orchard.bench.subjects import Subject
+from orchard.errors import UsageError
+
+LANE = "contention"
+SCENARIO = "contention_v1"
+TOTAL = "contention.total"
+MODES = ("shared_checkout", "clone_per_worker")
+DEFAULT_COMMITS = 5
+DEFAULT_RETRY_DEADLINE_S = 300.0
+DEFAULT_STEP_TIMEOUT_S = 120.0
+LOST_RACE = re.compile(
+    r"index\.lock|cannot lock ref|unable to create .*\.lock|is at [0-9a-f]+ but expected|"
+    r"\[rejected\]|fetch first|non-fast-forward|failed to push some refs|failed to update ref",
+    re.IGNORECASE,
+)
+BACKOFF_BASE_S = 0.005
+BACKOFF_CAP_S = 0.2
+
+
+def parse_workers(text: str) -> list[int]:
+    """`--workers 2,8,32`: positive integers."""
+    counts: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part.isdecimal() or int(part) < 1:
+            raise UsageError(f"--workers {text!r}: {part!r} is not a positive integer")
+        counts.append(int(part))
+    return counts
+
+
+@dataclass
+class ContentionOptions:
+    subjects: list[Subject]
+    results: Path
+    workers: list[int] = field(default_factory=lambda: [2, 8, 32])
+    commits: int = DEFAULT_COMMITS
+    modes: Sequence[str] = MODES
+    runs: int = 1
+    retry_deadline_s: float = DEFAULT_RETRY_DEADLINE_S
+    step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S
+    keep_workdirs: bool = False
+    workdir: Path | None = None
+
+    def validate(self) -> None:
+        if self.commits < 1:
+            raise UsageError(f"--commits must be at least 1, not {self.commits}")
+        check_common(self.runs, self.subjects)
+        unknown = [mode for mode in self.modes if mode not in MODES]
+        if unknown:
+            raise UsageError(f"unknown contention mode {unknown[0]!r}; valid: {', '.join(MODES)}")
+
+
+@dataclass
+class Worker:
+    """One worker's commands and what they cost."""
+
+    index: int
+    checkout: Path
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    made: list[str] = field(default_factory=list)  # commits the CLI said it made
+    lock_retries: int = 0
+    publish_retries: int = 0
+    commits: int = 0
+    publishes: int = 0
+    error: str | None = None
+    started: float = 0.0
+    ended: float = 0.0
+
+    @property
+    def file(self) -> str:
+        return f"worker-{self.index:02d}.txt"
+
+
+class Campaign:
+    """One (subject, mode, N) measurement: fixture, workers, integrity."""
+
+    def __init__(self, git: str, subject: Subject, mode: str, workers: int, options: ContentionOptions, root: Path, env: dict[str, str], stop: threading.Event) -> None:
+        self.git, self.bin = git, str(subject.bin)
+        self.subject, self.mode, self.n, self.options = subject, mode, workers, options
+        self.root, self.env, self.stop = root, env, stop
+        self.bare = root / "remote.git"
+
+    def call(self, worker: Worker, operation: str, argv: list[str]) -> runner.Capture:
+        capture = runner.run(argv, cwd=worker.checkout, env=self.env, timeout_s=self.options.step_timeout_s)
+        worker.calls.append(
+            {
+                "operation": operation,
+                "elapsed_ms": capture.elapsed_ms,
+                "ok": capture.ok,
+                **tokens.interaction_fields(
+                    command_display(argv), capture.stdout_text, capture.stderr_text,
+                    stdout_bytes=capture.stdout_bytes, stderr_bytes=capture.stderr_bytes,
+                    stdout_truncated=capture.stdout_truncated, stderr_truncated=capture.stderr_truncated,
+                ),
+            }
+        )
+        return capture
+
+    def until_won(self, worker: Worker, operation: str, argv: list[str], on_lost: str | None = None) -> bool:
+        """Run until it succeeds; a lost race is retried (after a sync when given), anything else fails.
+
+        Backoff is exponential with full jitter, so 32 workers in one checkout
+        get through (slowly) instead of starving; a command still losing after
+        `retry_deadline_s` fails its worker.
+        """
+        started = time.monotonic()
+        attempt = 0
+        while time.monotonic() - started < self.options.retry_deadline_s:
+            if self.stop.is_set():
+                worker.error = "interrupted"
+                return False
+            capture = self.call(worker, operation, argv)
+            if capture.ok:
+                return True
+            text = capture.stderr_text + capture.stdout_text
+            if capture.timed_out or not LOST_RACE.search(text):
+                worker.error = f"{operation} failed: {'timed out' if capture.timed_out else text.strip()[-300:]}"
+                return False
+            if on_lost == "sync":
+                worker.publish_retries += 1
+                if not self.until_won(worker, "sync", [self.bin, "pull", "-q", "--rebase", "origin", "main"]):
+                    return False
+            else:
+                worker.lock_retries += 1
+            time.sleep(random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt)))
+            attempt += 1
+        worker.error = f"{operation}: still losing races after {self.options.retry_deadline_s:.0f} s ({attempt} retries)"
+        return False
+
+    def prepare(self) -> list[Worker]:
+        """Untimed: a seeded remote with one tracked file per worker, and the checkouts."""
+        seed = self.root / "seed"
+        seed.mkdir(parents=True)
+        harness([self.git, "init", "-q", "--bare", "-b", "main", str(self.bare)], self.root, self.env)
+        for index in range(self.n):
+            (seed / f"worker-{index:02d}.txt").write_text(f"worker {index}\n")
+        for argv in (
+            [self.git, "init", "-q", "-b", "main"],
+            [self.git, "add", "."],
+            [self.git, "commit", "-q", "-m", "seed"],
+            [self.git, "push", "-q", str(self.bare), "main:main"],
+        ):
+            harness(argv, seed, self.env)
+        if self.mode == "shared_checkout":
+            shared = self.root / "shared"
+            harness([self.bin, "clone", "-q", str(self.bare), str(shared)], self.root, self.env)
+            return [Worker(index, shared) for index in range(self.n)]
+        workers = []
+        for index in range(self.n):
+            checkout = self.root / f"w{index:02d}"
+            harness([self.bin, "clone", "-q", str(self.bare), str(checkout)], self.root, self.env)
+            workers.append(Worker(index, checkout))
+        return workers
+
+    def work(self, worker: Worker, barrier: threading.Barrier) -> None:
+        barrier.wait()
+        worker.started = time.perf_counter()
+        try:
+            for commit in range(self.options.commits):
+                with open(worker.checkout / worker.file, "a", encoding="utf-8") as handle:
+                    handle.write(f"w{worker.index} c{commit}\n")
+                message = f"w{worker.index} c{commit}"
+                if self.mode == "shared_checkout":
+                    argv = [self.bin, "commit", "-q", "-m", message, "--", worker.file]
+                else:
+                    argv = [self.bin, "commit", "-q", "-a", "-m", message]
+                if not self.until_won(worker, "snapshot", argv):
+                    return
+                worker.commits += 1
+                worker.made.append(message)
+                if self.mode == "clone_per_worker":
+                    if not self.until_won(worker, "publish", [self.bin, "push", "-q", "origin", "HEAD:main"], on_lost="sync"):
+                        return
+                    worker.publishes += 1
+            if self.mode == "shared_checkout":
+                refspec = f"HEAD:refs/heads/worker-{worker.index:02d}"
+                if self.until_won(worker, "publish", [self.bin, "push", "-q", "origin", refspec]):
+                    worker.publishes += 1
+        finally:
+            worker.ended = time.perf_counter()
+
+    def integrity(self, workers: Sequence[Worker]) -> dict[str, Any]:
+        """What the final history holds, checked by the harness git."""
+        histories: dict[int, str] = {}
+        trees: dict[int, str] = {}
+        if self.mode == "shared_checkout":
+            shared = workers[0].checkout
+            log = harness([self.git, "log", "--format=%s", "HEAD"], shared, self.env)
+            for worker in workers:
+                branch = f"refs/heads/worker-{worker.index:02d}"
+                histories[worker.index] = log + _quiet(self.git, ["--git-dir", str(self.bare), "log", "--format=%s", branch], self.env)
+                trees[worker.index] = _quiet(self.git, ["show", f"HEAD:{worker.file}"], self.env, shared)
+            fsck_targets = [shared, self.bare]
+        else:
+            log = harness([self.git, "--git-dir", str(self.bare), "log", "--format=%s", "main"], self.root, self.env)
+            for worker in workers:
+                histories[worker.index] = log
+                trees[worker.index] = _quiet(self.git, ["--git-dir", str(self.bare), "show", f"main:{worker.file}"], self.env)
+            fsck_targets = [self.bare]
+        missing_commits = missing_lines = 0
+        for worker in workers:
+            subjects = set(histories[worker.index].splitlines())
+            lines = set(trees[worker.index].splitlines())
+            for label in worker.made:  # only what the CLI said it committed can be lost
+                missing_commits += label not in subjects
+                missing_lines += label not in lines
+        fsck_errors = []
+        for target in fsck_targets:
+            capture = runner.run([self.git, "fsck", "--no-progress", "--no-dangling"], cwd=target, env=self.env, timeout_s=self.options.step_timeout_s)
+            if not capture.ok or capture.stdout_text.strip():
+                fsck_errors.append(f"{target.name}: {(capture.stdout_text + capture.stderr_text).strip()[-300:]}")
+        return {
+            "commits_expected": self.n * self.options.commits,
+            "commits_not_made": self.n * self.options.commits - sum(len(w.made) for w in workers),
+            "commits_missing_from_history": missing_commits,
+            "lines_missing_from_tree": missing_lines,
+            "lost_updates": max(missing_commits, missing_lines),
+            "fsck_clean": not fsck_errors,
+            "fsck_errors": fsck_errors,
+        }
+
+
+def _quiet(git: str, argv: list[str], env: Mapping[str, str], cwd: Path | None = None) -> str:
+    """stdout of a read-only check; empty when the object is missing (counted as lost)."""
+    capture = runner.run([git, *argv], cwd=cwd, env=env, timeout_s=60)
+    return capture.stdout_text if capture.ok else ""
+
+
+def _stop_commands(futures: Sequence[Future[None]]) -> None:
+    """On Ctrl-C: kill the process group of every command the workers have running.
+
+    The runner starts each command as its own session leader, so our direct
+    children that lead their own group are exactly the workers' commands.
+    """
+    me = psutil.Process()
+    while not all(future.done() for future in futures):
+        for child in me.children():
+            try:
+                if os.getpgid(child.pid) == child.pid:
+                    kill_group(child.pid)
+            except (ProcessLookupError, psutil.Error):
+                pass
+        wait(futures, timeout=0.1)
+
+
+def _worker_row(worker: Worker, base: dict[str, Any]) -> dict[str, Any]:
+    by_operation: dict[str, float] = {}
+    for call in worker.calls:
+        by_operation[call["operation"]] = round(by_operation.get(call["operation"], 0.0) + call["elapsed_ms"], 3)
+    return {
+        **base,
+        "operation": "worker.total",
+        "step_kind": "worker",
+        "worker": worker.index,
+        "elapsed_ms": round((worker.ended - worker.started) * 1000, 3),
+        "returncode": 0 if worker.error is None else 1,
+        "failure_reason": worker.error,
+        "commits": worker.commits,
+        "publishes": worker.publishes,
+        "lock_retries": worker.lock_retries,
+        "publish_retries": worker.publish_retries,
+        "retry_count": worker.lock_retries + worker.publish_retries,
+        "tool_call_count": len(worker.calls),
+        "phase_elapsed_ms": by_operation,
+        **tokens.summed_fields(worker.calls),
+    }
+
+
+def measure(campaign: Campaign, base: dict[str, Any], sink: Any) -> dict[str, Any]:
+    """Run one campaign; writes a row per worker and returns the total row (written)."""
+    workers = campaign.prepare()
+    barrier = threading.Barrier(campaign.n)
+    with ThreadPoolExecutor(max_workers=campaign.n, thread_name_prefix="contention") as pool:
+        futures = [pool.submit(campaign.work, worker, barrier) for worker in workers]
+        try:
+            for future in futures:
+                future.result()
+        except BaseException:
+            campaign.stop.set()
+            barrier.abort()
+            _stop_commands(futures)
+            raise
+    worker_rows = [_worker_row(worker, base) for worker in workers]
+    for row in worker_rows:
+        sink(row)
+    wall_s = max(w.ended for w in workers) - min(w.started for w in workers)
+    checks = campaign.integrity(workers)
+    snapshots = sum(w.commits for w in workers)
+    phase_ms: dict[str, float] = {}
+    for row in worker_rows:
+        for operation, ms in row["phase_elapsed_ms"].items():
+            phase_ms[operation] = round(phase_ms.get(operation, 0.0) + ms, 3)
+    total = {
+        **base,
+        "operation": TOTAL,
+        "step_kind": "total",
+        "elapsed_ms": round(wall_s * 1000, 3),
+        "returncode": 0,
+        "snapshots": snapshots,
+        "snapshots_per_second": round(snapshots / wall_s, 3) if wall_s > 0 else None,
+        "publishes": sum(w.publishes for w in workers),
+        "retry_count": sum(w.lock_retries + w.publish_retries for w in workers),
+        "lock_retries": sum(w.lock_retries for w in workers),
+        "publish_retries": sum(w.publish_retries for w in workers),
+        "tool_call_count": sum(len(w.calls) for w in workers),
+        "worker_failures": sum(w.error is not None for w in workers),
+        "phase_elapsed_ms": phase_ms,
+        **checks,
+        **tokens.summed_fields([call for w in workers for call in w.calls]),
+    }
+    problems = [
+        f"{checks['lost_updates']} lost update(s)" if checks["lost_updates"] else "",
+        "git fsck is not clean" if not checks["fsck_clean"] else "",
+        f"{total['worker_failures']} worker(s) failed" if total["worker_failures"] else "",
+    ]
+    if any(problems):
+        fail(total, "; ".join(p for p in problems if p))
+    sink(total)
+    return total
+
+
+def run_lane(options: ContentionOptions, out: TextIO | None = None) -> LaneResult:
+    """Measure every (subject, mode, worker count); returns where the rows went."""
+    options.validate()
+    out = out or sys.stderr
+    git = harness_git()
+    env = isolated_env()
+    stop = threading.Event()
+    with lane_session(LANE, options.results, summary, keep=options.keep_workdirs, parent=options.workdir, out=out) as session:
+        for run_index in range(options.runs):
+            for subject in options.subjects:
+                for mode in options.modes:
+                    for count in options.workers:
+                        base = {
+                            "schema": rows.SCHEMA_VERSION,
+                            "lane": LANE,
+                            "bench_id": session.writer.stamp,
+                            **session.lock.metadata(),
+                            **subject.row_fields(),
+                            **rows.comparability(remote_transport="local_file", instruction_level="scripted_workers", fixture_id=f"contention-{mode}-v1"),
+                            "subject": subject.name, "subject_kind": subject.kind, "subject_label": subject.label,
+                            "scenario": SCENARIO, "run": run_index, "mode": mode,
+                            "workers": count, "commits_per_worker": options.commits,
+                        }
+                        reason = subject.absent_reason if subject.bin is None else (
+                            None if subject.kind == "git" else "the contention lane drives git-kind subjects only"
+                        )
+                        if reason:
+                            session.writer.write(rows.skip_row(subject=subject.identity(), scenario=SCENARIO, operation="contention.skipped", run=run_index, metadata=base, reason=reason))
+                            continue
+                        print(f"[run] contention {mode} workers={count} commits={options.commits} subject={subject.name}", file=out, flush=True)
+                        folder = session.root / f"{subject.name}-{mode}-{count}-r{run_index}"
+                        folder.mkdir()
+                        try:
+                            measure(Campaign(git, subject, mode, count, options, folder, env, stop), base, session.writer.write)
+                        except FixtureError as error:
+                            session.writer.write(fail({**base, "operation": TOTAL, "step_kind": "total", "returncode": 0}, f"fixture: {error}"))
+                        if not options.keep_workdirs:
+                            shutil.rmtree(folder, ignore_errors=True)
+    return session.result()
+
+
+def summary(all_rows: Sequence[Mapping[str, Any]]) -> str:
+    totals = [row for row in all_rows if row.get("operation") == TOTAL]
+    lines = [
+        "# Contention summary",
+        "",
+        "N workers start together; each makes K commits and publishes them. shared_checkout:",
+        "one checkout, each worker commits its own file and pushes to its own branch.",
+        "clone_per_worker: a clone each, every commit pushed to main (a rejected push is",
+        "rebased and retried). Retries count lost races. Integrity: every commit in the final",
+        "history and every written line in the final tree (lost updates fail the row), git fsck clean.",
+        "",
+    ]
+    lines += table(
+        ("Subject", "Mode", "Workers", "Commits/worker", "Wall ms", "Snapshots/s", "Retries", "Tool calls", "Lost updates", "fsck clean", "Result"),
+        (
+            (
+                f"`{r['subject']}`", r.get("mode"), r.get("workers"), r.get("commits_per_worker"), r.get("elapsed_ms"),
+                r.get("snapshots_per_second"), r.get("retry_count"), r.get("tool_call_count"), r.get("lost_updates"),
+                r.get("fsck_clean"), "pass" if not rows.is_failure(r) else "FAIL",
+            )
+            for r in totals
+        ),
+    )
+    lines += skips_and_failures(all_rows)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,315 @@
+"""Scenario `interrupted_publication_after_request_v1`.
+
+A loopback fixture receives one complete publication request and drops the
+connection before answering. The lane then reports two things separately:
+what the CLI claimed (exit code, stderr, a classification of that claim) and
+what the fixture saw (requests, bytes, whether the request was complete).
+It passes only if the fixture saw exactly one complete request (no blind
+replay), the CLI did not claim success, and the local head, the edited file
+and the "not yet published" state all survived.
+
+For git subjects the fixture is `ByteProxy` in front of `git daemon` with
+`DropAfterPushRequest`: fetches pass through; a push's service line reaches
+the daemon (which answers with its refs), but the command list and pack are
+withheld from it and parsed by `pushwire`; once the pack's SHA-1 trailer has
+arrived and matches, the connection is dropped. The daemon never sees the
+update, so its ref is checked unchanged: the fixture, not the CLI, knows the
+push was not applied. For oak subjects the fixture is an HTTP server that
+reads a push POST to its Content-Length and drops the connection, as the seed
+harness does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+import threading
+from dataclasses import dataclass, field, replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from orchard.bench import rows
+from orchard.bench.flows import Flow
+from orchard.bench.lanes import pushwire
+from orchard.bench.lanes.remotes import FixtureError, harness, seed_bare
+from orchard.bench.lanes.steps import LaneContext, Recorder, Row, fail
+from orchard.bench.lanes.transport import LOOPBACK
+from orchard.bench.subjects import Subject
+
+SCENARIO = "interrupted_publication_after_request_v1"
+TOTAL = "interrupted_publication.total"
+FIXTURE_ID = "interrupted-publication-after-request-v1"
+TRANSPORT = "loopback_fault_fixture"
+MAX_REQUEST_BYTES = 64 * 1024 * 1024
+REQUEST_TIMEOUT_S = 2.0
+UNKNOWN_MARKERS = ("unconfirmed", "unknown", "may have", "might have")
+ANY_FAILURE = tuple(range(1, 256))
+
+
+@dataclass
+class _Request:
+    service: str | None = None
+    head: bytes = b""
+    body: bytes = b""
+    parsed: pushwire.PushRequest | None = None
+
+
+@dataclass
+class FixtureReport:
+    """What the fixture saw, independent of anything the CLI said."""
+
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def mutation_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r["commands"] or r["state"] != "complete"]
+
+    def fields(self) -> dict[str, Any]:
+        mutations = self.mutation_requests
+        first = mutations[0] if mutations else None
+        if first is None:
+            delivery = "no_request_observed"
+        else:
+            delivery = {
+                "complete": "complete_request_observed",
+                "partial": "partial_request_observed",
+                "invalid": "invalid_request_framing",
+            }[first["state"]]
+        return {
+            "fixture_delivery_state": delivery,
+            "fixture_received_complete_request_before_disconnect": bool(first and first["state"] == "complete"),
+            "fixture_request_framing_valid": bool(first and first["state"] != "invalid"),
+            "fixture_request_error": first and first.get("error"),
+            "fixture_request_commands": first and first["commands"],
+            "fixture_pack_objects": first and first.get("pack_objects"),
+            "mutation_requests_observed": len(mutations),
+            "blind_replay_requests": max(0, len(mutations) - 1),
+            "network_request_bytes_observed": first and first["bytes"],
+        }
+
+
+class DropAfterPushRequest:
+    """A `transport.Fault`: withholds each git push from the server, drops it when complete."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: dict[int, _Request] = {}
+        self.report = FixtureReport()
+
+    def client_bytes(self, connection: int, data: bytes) -> tuple[bytes, bool]:
+        with self._lock:
+            request = self._open.setdefault(connection, _Request())
+            if request.service is None:
+                request.head += data
+                try:
+                    found = pushwire.service_request(request.head)
+                except pushwire.InvalidRequest:
+                    request.service = "unparsed"
+                    return request.head, False
+                if found is None:
+                    return b"", False
+                request.service, end = found
+                forward, data = request.head[:end], request.head[end:]
+                if not request.service.startswith("git-receive-pack"):
+                    return forward + data, False
+            elif not request.service.startswith("git-receive-pack"):
+                return data, False
+            else:
+                forward = b""
+            request.body += data
+            if not request.body:
+                return forward, False
+            request.parsed = pushwire.parse_push(request.body)
+            if request.parsed.state == "partial" and len(request.body) <= MAX_REQUEST_BYTES:
+                return forward, False
+            self._finish(connection)
+            return forward, True
+
+    def client_closed(self, connection: int) -> None:
+        with self._lock:
+            if connection in self._open:
+                self._finish(connection)
+
+    def _finish(self, connection: int) -> None:
+        request = self._open.pop(connection)
+        if request.service is None or not request.service.startswith("git-receive-pack") or not request.body:
+            return
+        parsed = request.parsed or pushwire.parse_push(request.body)
+        self.report.requests.append(
+            {
+                "state": parsed.state,
+                "commands": parsed.commands,
+                "pack_objects": parsed.pack_objects,
+                "bytes": len(request.body),
+                "error": parsed.error,
+            }
+        )
+
+
+class _DropPushHandler(BaseHTTPRequestHandler):
+    """Oak's push endpoint, reduced to: read the whole POST, then hang up."""
+
+    server_version = "orchard-interruption/1"
+
+    def log_message(self, *_args: object) -> None:
+        return
+
+    def _reply(self, status: int, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        self._reply(404, b'{"error": "absent synthetic repo"}')
+
+    def do_POST(self) -> None:  # noqa: N802
+        lengths = self.headers.get_all("Content-Length") or []
+        text = lengths[0].strip() if len(lengths) == 1 else ""
+        declared = int(text) if text.isdecimal() else None
+        valid = declared is not None and declared <= MAX_REQUEST_BYTES and "Transfer-Encoding" not in self.headers
+        body = b""
+        if valid and declared is not None:
+            self.connection.settimeout(REQUEST_TIMEOUT_S)
+            try:
+                while len(body) < declared:
+                    chunk = self.rfile.read1(declared - len(body))
+                    if not chunk:
+                        break
+                    body += chunk
+            except OSError:
+                pass
+        if self.path != "/api/oak/repo/push":
+            self._reply(200 if self.path == "/api/repos" else 404, b'{"name": "repo"}')
+            return
+        state = "invalid" if not valid else ("complete" if len(body) == declared else "partial")
+        self.server.report.requests.append(  # type: ignore[attr-defined]
+            {"state": state, "commands": ["POST /api/oak/repo/push"], "bytes": len(body), "pack_objects": None}
+        )
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def classify_claim(row: Row, stdout: str, stderr: str) -> dict[str, Any]:
+    """Only what the CLI itself reported, never what the fixture knows."""
+    if row.get("timed_out"):
+        outcome, observation = "unreported", "process_timeout"
+    elif row.get("process_returncode") == 0:
+        outcome, observation = "published", "exit_0_success_claim"
+    elif any(marker in f"{stdout}\n{stderr}".lower() for marker in UNKNOWN_MARKERS):
+        outcome, observation = "unknown", "error_says_outcome_unknown"
+    else:
+        outcome, observation = "failed", "error_without_outcome_uncertainty"
+    return {
+        "publication_outcome": outcome,
+        "cli_observation": observation,
+        "cli_returncode": row.get("process_returncode"),
+        "cli_stderr_tail": stderr.strip()[-1000:],
+    }
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def run(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int, git: str) -> Row:
+    """One interrupted publication for one subject; returns its total row."""
+    fields = {"remote_transport": TRANSPORT, "remote_server": LOOPBACK, "benchmark_track": "failure-evidence"}
+    rec = Recorder(ctx, subject, SCENARIO, run_index, fields=fields, fixture_id=FIXTURE_ID)
+    root = ctx.root / f"interrupted-{subject.name}-r{run_index}"
+    workspace = root / "work"
+    root.mkdir(parents=True)
+    values: dict[str, Any] = {
+        "bin": str(subject.bin), "root": str(root), "workspace": str(workspace), "base": str(root),
+        "run": run_index, "bench_id": ctx.bench_id, "subject": subject.name, "phase": "setup",
+        "payload": f"interrupted publication run={run_index} bench={ctx.bench_id}",
+        "message": f"interrupted publication {ctx.bench_id} r{run_index}", "repo": "oak/repo",
+    }
+    http_server: ThreadingHTTPServer | None = None
+    thread: threading.Thread | None = None
+    try:
+        if subject.kind == "git":
+            fault = DropAfterPushRequest()
+            report = fault.report
+            name = f"interrupted-{subject.name}-r{run_index}"
+            bare = seed_bare(git, ctx.servers.served / f"{name}.git", ctx.env)
+            proxy = ctx.servers.proxy(ctx.servers.daemon().port, fault)
+            values.update(remote=f"git://{LOOPBACK}:{proxy.port}/{name}.git", branch="main")
+            ref_before = harness([git, "--git-dir", str(bare), "rev-parse", "refs/heads/main"], root, ctx.env).strip()
+            if not rec.harness("setup.acquire", [str(subject.bin), "clone", "-q", values["remote"], str(workspace)], root).ok:
+                raise FixtureError("clone through the fault proxy failed")
+        else:
+            http_server = ThreadingHTTPServer((LOOPBACK, 0), _DropPushHandler)
+            http_server.report = FixtureReport()  # type: ignore[attr-defined]
+            report = http_server.report  # type: ignore[attr-defined]
+            thread = threading.Thread(target=http_server.serve_forever, name="interrupted-http", daemon=True)
+            thread.start()
+            values.update(remote=f"http://{LOOPBACK}:{http_server.server_address[1]}", branch="")
+            workspace.mkdir()
+            if not rec.harness("setup.init", [str(subject.bin), "init", "."], workspace).ok:
+                raise FixtureError("oak init failed")
+        for step in ("edit", "snapshot"):
+            if not rec.flow_step("setup", step, flow.step(step), values):
+                raise FixtureError(f"setup {step} failed")
+        head_before = rec.probe("probe.head_before", flow.probes["head"], values)
+        payload_before = _sha256(workspace / flow.payload_file)
+        publish = flow.step("publish")[-1]
+        if subject.kind != "git":
+            publish = replace(publish, argv=publish.argv + ("--repo", "{repo}", "--remote", "{remote}"))
+        attempt = rec.command("publication.attempt", publish, values, expected=ANY_FAILURE)
+        capture = rec.last_capture
+        claim = classify_claim(attempt, capture.stdout_text if capture else "", capture.stderr_text if capture else "")
+        rec.flow_step("reconcile", "inspect", flow.step("inspect"), values)
+        head_after = rec.probe("probe.head_after", flow.probes["head"], values)
+        unpublished = rec.probe("probe.unpublished", flow.probes["unpublished"], values) is not None
+        payload_after = _sha256(workspace / flow.payload_file)
+        remote_unchanged: bool | None = None
+        if subject.kind == "git":
+            ref_after = harness([git, "--git-dir", str(bare), "rev-parse", "refs/heads/main"], root, ctx.env).strip()
+            remote_unchanged = ref_after == ref_before
+    except FixtureError as error:
+        return rec.emit_total(fail(rec.total(TOTAL), f"fixture: {error}"))
+    finally:
+        if http_server is not None:
+            http_server.shutdown()
+            http_server.server_close()
+        if thread is not None:
+            thread.join(timeout=5)
+    payload_preserved = payload_before is not None and payload_before == payload_after
+    evidence = {
+        **claim,
+        **report.fields(),
+        "fixture_outcome_knowledge": "withheld_from_server_not_applied" if subject.kind == "git" else "unknown_after_complete_request_disconnect",
+        "fixture_remote_ref_unchanged": remote_unchanged,
+        "local_head_before": head_before,
+        "local_head_after": head_after,
+        "local_head_preserved": head_before is not None and head_before == head_after,
+        "worktree_payload_preserved": payload_preserved,
+        "unpublished_state_preserved": unpublished,
+        "local_work_preserved": payload_preserved and unpublished,
+        "human_action_count": 0,
+    }
+    total = rec.total(TOTAL, **evidence)
+    problems = [
+        name
+        for name, ok in (
+            ("fixture did not receive one complete request", evidence["fixture_received_complete_request_before_disconnect"]),
+            ("blind replay: more than one publication request", evidence["mutation_requests_observed"] <= 1),
+            ("local head changed", evidence["local_head_preserved"]),
+            ("local work lost or marked published", evidence["local_work_preserved"]),
+            ("server ref changed behind the fixture", remote_unchanged is not False),
+            ("publication attempt did not end with a failure", not rows.is_failure(attempt)),
+        )
+        if not ok
+    ]
+    if problems:
+        fail(total, "; ".join(problems))
+    return rec.emit_total(total)

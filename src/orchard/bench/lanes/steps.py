@@ -1,0 +1,243 @@
+"""Running a scenario's commands and turning them into rows.
+
+A `Recorder` belongs to one (subject, scenario, run). Agent-facing commands
+(the flow's steps) become step rows that count in the scenario's total;
+harness commands (fixtures, probes, oracles) become `harness` rows that are
+written but never counted as the agent's tool calls or tokens. Every row is
+handed to the lane's writer as soon as it exists, so a crash keeps it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchard.bench import rows, runner, tokens
+from orchard.bench.flows import Command, Flow, Probe
+from orchard.bench.lanes.transport import ByteProxy, LoopbackServers
+from orchard.bench.subjects import Subject
+
+Row = dict[str, Any]
+INSTRUCTION_LEVEL = "scripted_flow"
+
+
+@dataclass
+class LaneContext:
+    """What every scenario of one lane run shares."""
+
+    bench_id: str
+    root: Path
+    env: dict[str, str]
+    metadata: dict[str, Any]
+    servers: LoopbackServers
+    sink: Callable[[Row], None]
+    step_timeout_s: float
+    admitted_chars: int
+
+
+def fail(total: Row, reason: str) -> Row:
+    """Mark a total row failed with the reason a reader needs."""
+    total["returncode"] = 1
+    total["failure_reason"] = reason
+    return total
+
+
+class Recorder:
+    """Runs and records the commands of one subject in one scenario run."""
+
+    def __init__(
+        self,
+        ctx: LaneContext,
+        subject: Subject,
+        scenario: str,
+        run: int,
+        *,
+        fields: Mapping[str, Any] | None = None,
+        fixture_id: str | None = None,
+        proxy: ByteProxy | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.subject = subject
+        self.scenario = scenario
+        self.run_index = run
+        self.proxy = proxy
+        fields = dict(fields or {})
+        self.meta: dict[str, Any] = {
+            **ctx.metadata,
+            **subject.row_fields(),
+            **fields,
+            **rows.comparability(
+                remote_transport=fields.get("remote_transport"),
+                instruction_level=INSTRUCTION_LEVEL,
+                fixture_id=fixture_id or scenario,
+            ),
+        }
+        self.counted: list[Row] = []
+        self.harness_commands = 0
+        self.last_capture: runner.Capture | None = None
+
+    def _emit(self, row: Row, counted: bool) -> Row:
+        self.ctx.sink(row)
+        if counted:
+            self.counted.append(row)
+        return row
+
+    def execute(
+        self,
+        operation: str,
+        argv: Sequence[str],
+        cwd: Path,
+        *,
+        kind: str = "vcs",
+        expected: Sequence[int] = (0,),
+        extra: Mapping[str, Any] | None = None,
+    ) -> Row:
+        """One agent-facing tool call, measured."""
+        if self.proxy is not None:
+            self.proxy.reset()
+        row = self._measure(operation, argv, cwd, self.ctx.env, kind, expected, tool_calls=1)
+        if self.proxy is not None:
+            row.update(self.proxy.counts().row_fields())
+        row.update(extra or {})
+        return self._emit(row, counted=True)
+
+    def _measure(
+        self,
+        operation: str,
+        argv: Sequence[str],
+        cwd: Path,
+        env: Mapping[str, str],
+        kind: str,
+        expected: Sequence[int],
+        tool_calls: int,
+    ) -> Row:
+        capture = runner.run(
+            list(argv),
+            cwd=cwd,
+            env=env,
+            timeout_s=self.ctx.step_timeout_s,
+            admitted_chars=self.ctx.admitted_chars,
+        )
+        self.last_capture = capture
+        return rows.step_row(
+            capture,
+            subject=self.subject.identity(),
+            scenario=self.scenario,
+            operation=operation,
+            run=self.run_index,
+            metadata=self.meta,
+            step_kind=kind,
+            expected_returncodes=expected,
+            tool_calls=tool_calls,
+        )
+
+    def command(
+        self,
+        operation: str,
+        command: Command,
+        values: Mapping[str, Any],
+        *,
+        expected: Sequence[int] = (0,),
+        extra: Mapping[str, Any] | None = None,
+    ) -> Row:
+        """A flow command: rendered, run in its cwd, or recorded as unmeasured."""
+        if command.unmeasured:
+            return self.unmeasured(operation, command.unmeasured)
+        return self.execute(
+            operation,
+            command.render(values),
+            Path(values[command.cwd]),
+            kind=command.kind,
+            expected=expected,
+            extra=extra,
+        )
+
+    def flow_step(self, phase: str, step: str, commands: Sequence[Command], values: Mapping[str, Any]) -> bool:
+        """Every command of one flow step; stops at the first failure."""
+        for command in commands:
+            operation = f"{phase}.{step}" + (f".{command.name}" if len(commands) > 1 else "")
+            row = self.command(operation, command, values, extra={"phase": phase, "flow_step": step})
+            if rows.is_failure(row):
+                return False
+        return True
+
+    def unmeasured(self, operation: str, reason: str) -> Row:
+        """A step an agent would take that cannot be measured here (listed in the total)."""
+        row = rows.skip_row(
+            subject=self.subject.identity(),
+            scenario=self.scenario,
+            operation=operation,
+            run=self.run_index,
+            metadata=self.meta,
+            reason=reason,
+        )
+        return self._emit(row, counted=True)
+
+    def skip(self, reason: str) -> Row:
+        """The whole scenario is not measured for this subject, and why."""
+        row = rows.skip_row(
+            subject=self.subject.identity(),
+            scenario=self.scenario,
+            operation=f"{self.scenario}.skipped",
+            run=self.run_index,
+            metadata=self.meta,
+            reason=reason,
+        )
+        return self._emit(row, counted=False)
+
+    def harness(self, operation: str, argv: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None) -> runner.Capture:
+        """A fixture, probe or oracle command: recorded, never counted as the agent's."""
+        row = self._measure(operation, argv, cwd, env or self.ctx.env, "harness", (0,), tool_calls=0)
+        self.harness_commands += 1
+        for field in (*tokens.TOKEN_FIELDS, "token_estimate_method"):
+            row.pop(field, None)
+        self._emit(row, counted=False)
+        assert self.last_capture is not None
+        return self.last_capture
+
+    def probe(self, operation: str, probe: Probe, values: Mapping[str, Any]) -> str | None:
+        """A probe's answer: group 1 of its pattern (or the whole match, or stdout)."""
+        capture = self.harness(operation, probe.render(values), Path(values[probe.cwd]))
+        if not capture.ok:
+            return None
+        text = capture.stdout_text
+        if probe.pattern is None:
+            return text.strip()
+        match = re.search(probe.pattern, text, re.MULTILINE)
+        if match is None:
+            return None
+        return match.group(1) if match.groups() else match.group(0)
+
+    def verify_payload(self, flow: Flow, values: Mapping[str, Any], verifier: Path) -> bool:
+        """The oracle: the flow's verify commands fetch the branch; the payload must be in it."""
+        values = {**values, "verifier": str(verifier)}
+        for command in flow.step("verify"):
+            capture = self.harness(
+                f"{values['phase']}.verify" + (f".{command.name}" if command.name else ""),
+                command.render(values),
+                Path(values[command.cwd]),
+            )
+            if not capture.ok:
+                return False
+        payload_file = verifier / flow.payload_file
+        return payload_file.is_file() and str(values["payload"]) in payload_file.read_text(errors="replace")
+
+    def total(self, operation: str, **extra: Any) -> Row:
+        """The scenario's total over its counted rows (fails if any step failed)."""
+        row = rows.total_row(
+            self.counted,
+            subject=self.subject.identity(),
+            scenario=self.scenario,
+            operation=operation,
+            run=self.run_index,
+            metadata=self.meta,
+        )
+        row["harness_command_count"] = self.harness_commands
+        row.update(extra)
+        return row
+
+    def emit_total(self, row: Row) -> Row:
+        return self._emit(row, counted=False)

@@ -1,0 +1,298 @@
+"""Running one scenario once against one binary, and what it observed.
+
+Three kinds of scenario: `command` (orchard runs the command and measures the
+process), `rows` (the command is a harness that prints JSON rows; metric
+values are read from the selected rows), and `python` (a callable returns
+rows, for lanes that need code). All three yield an `Observation`: metric
+values, the output the gates look at, and the row that is recorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import json
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from orchard.bench import rows, runner
+from orchard.bench.environment import command_display, isolated_env
+from orchard.bench.suite import BUILTIN_METRICS, Fixture, Scenario, Suite
+from orchard.errors import OrchardError, UsageError
+
+ROWS_ADMITTED_CHARS = 64 * 1024 * 1024  # a rows harness's stdout is data, read whole
+
+
+class FixtureError(OrchardError):
+    """A fixture's set-up command failed: nothing can be measured."""
+
+
+@dataclass
+class Observation:
+    scenario: str
+    role: str  # "baseline" or "candidate"
+    values: dict[str, float | None]
+    output_digest: str | None  # what the determinism gate compares
+    recall: float | None
+    ok: bool
+    failure: str
+    row: dict[str, Any] = field(repr=False)
+
+
+@dataclass
+class Workbench:
+    """Everything a scenario run needs besides the binary: fixture paths, scratch space."""
+
+    suite: Suite
+    root: Path
+    fixtures: dict[str, Path]
+
+    def template_values(self, binary: Path) -> dict[str, Any]:
+        return {
+            "bin": str(binary),
+            "suite_dir": str(self.suite.directory),
+            "workdir": str(self.root / "work"),
+            "fixture": SimpleNamespace(**self.fixtures),
+        }
+
+
+def render(template: list[str] | str, values: Mapping[str, Any], where: str) -> list[str] | str:
+    """Fill `{bin}`, `{fixture.NAME}`, `{suite_dir}`, `{workdir}` into a command."""
+    try:
+        if isinstance(template, str):
+            quoted = {
+                key: shlex.quote(value) if isinstance(value, str) else value
+                for key, value in values.items()
+            }
+            return template.format_map(quoted)
+        return [part.format_map(values) for part in template]
+    except (KeyError, AttributeError, IndexError, ValueError) as error:
+        raise UsageError(f"{where}: cannot fill the command template: {error!r}") from None
+
+
+@contextlib.contextmanager
+def workbench(suite: Suite, keep: bool = False) -> Iterator[Workbench]:
+    """Create fixtures in a private temporary directory; remove it afterwards."""
+    root = Path(tempfile.mkdtemp(prefix=f"orchard-{suite.name}-"))
+    try:
+        (root / "work").mkdir()
+        bench = Workbench(suite, root, {})
+        for fixture in suite.fixtures:
+            bench.fixtures[fixture.name] = _build_fixture(bench, fixture)
+        yield bench
+    finally:
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _build_fixture(bench: Workbench, fixture: Fixture) -> Path:
+    directory = bench.root / "fixtures" / fixture.name
+    directory.mkdir(parents=True)
+    values = {**bench.template_values(Path("/nonexistent")), "dir": str(directory)}
+    values.pop("bin")
+    command = render(fixture.command, values, f"fixture '{fixture.name}'")
+    capture = runner.run(command, cwd=directory, env=isolated_env(), timeout_s=bench.suite.timeout_s)
+    if not capture.ok:
+        raise FixtureError(
+            f"fixture '{fixture.name}' failed "
+            f"({'timed out' if capture.timed_out else f'exit {capture.returncode}'}): "
+            f"{capture.stderr_text[-500:].strip()}"
+        )
+    return directory
+
+
+def recall(expect: tuple[str, ...], text: str) -> float | None:
+    """Fraction of expected lines (or facts) present in the output."""
+    if not expect:
+        return None
+    return sum(1 for item in expect if item in text) / len(expect)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        return float(value)
+    return None
+
+
+def _aggregate(values: list[float], how: str) -> float | None:
+    if not values:
+        return None
+    if how == "sum":
+        return sum(values)
+    if how == "max":
+        return max(values)
+    if how == "mean":
+        return sum(values) / len(values)
+    return values[-1]
+
+
+def _select(harness_rows: list[dict[str, Any]], where: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [row for row in harness_rows if all(row.get(k) == v for k, v in where.items())]
+
+
+def _parse_rows(text: str) -> list[dict[str, Any]]:
+    parsed = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                parsed.append(value)
+    return parsed
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def observe(
+    bench: Workbench,
+    scenario: Scenario,
+    binary: Path,
+    *,
+    role: str,
+    subject: Mapping[str, Any],
+    run: int,
+    metadata: Mapping[str, Any],
+    metric_names: set[str],
+    determinism_fields: tuple[str, ...] = (),
+) -> Observation:
+    """Run `scenario` once against `binary` and record what happened."""
+    where = f"scenario '{scenario.name}'"
+    values = bench.template_values(binary)
+    meta = {**metadata, "role": role}
+    if scenario.kind == "python":
+        return _observe_python(bench, scenario, binary, role, subject, run, meta, metric_names, determinism_fields)
+    assert scenario.command is not None
+    command = render(scenario.command, values, where)
+    admitted = ROWS_ADMITTED_CHARS if scenario.kind == "rows" else bench.suite.admitted_chars
+    capture = runner.run(
+        command,
+        cwd=bench.suite.directory,
+        env=isolated_env(scenario.env),
+        timeout_s=scenario.timeout_s,
+        admitted_chars=admitted,
+    )
+    # the agent types the tool's name, not the checkout it was built in
+    typed = render(scenario.command, {**values, "bin": binary.name}, where)
+    row = rows.step_row(
+        capture,
+        subject=subject,
+        scenario=scenario.name,
+        operation=scenario.name,
+        run=run,
+        metadata=meta,
+        step_kind="measured",
+        expected_returncodes=scenario.returncodes,
+        typed_command=command_display(typed),
+    )
+    row["monotonic_start_ns"] = capture.started_ns
+    row["monotonic_end_ns"] = capture.ended_ns
+    ok = row["returncode"] == 0
+    failure = "" if ok else _failure_text(capture)
+    metric_values: dict[str, float | None] = {name: _number(row.get(name)) for name in BUILTIN_METRICS}
+    metric_values["wall_ms"] = row["elapsed_ms"]
+    digest: str | None = _digest(capture.stdout) if not capture.stdout_truncated else None
+    text = capture.stdout_text
+    if scenario.kind == "rows":
+        harness_rows = _select(_parse_rows(text), scenario.where)
+        row["harness_rows"] = harness_rows
+        # the harness's own fields win; the harness process's builtins remain for the rest
+        for name in metric_names:
+            if name in BUILTIN_METRICS and not any(name in r for r in harness_rows):
+                continue
+            metric_values[name] = _aggregate(
+                [v for v in (_number(r.get(name)) for r in harness_rows) if v is not None],
+                scenario.aggregate,
+            )
+        digest = _fields_digest(harness_rows, determinism_fields)
+        # a harness's own stdout is data, not what an agent reads
+        row["stdout_excerpt"] = text[:2000]
+    fraction = recall(scenario.expect, text)
+    row["information_recall"] = fraction
+    row["output_digest"] = digest
+    return Observation(scenario.name, role, metric_values, digest, fraction, ok, failure, row)
+
+
+def _fields_digest(harness_rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str | None:
+    if not fields:
+        return None
+    picked = [{f: r.get(f) for f in fields} for r in harness_rows]
+    return _digest(json.dumps(picked, sort_keys=True, default=str).encode())
+
+
+def _failure_text(capture: runner.Capture) -> str:
+    if capture.timed_out:
+        return "timed out"
+    tail = capture.stderr_text.strip().splitlines()[-1:] or [""]
+    return f"exit {capture.returncode}" + (f": {tail[0][:200]}" if tail[0] else "")
+
+
+def _observe_python(
+    bench: Workbench,
+    scenario: Scenario,
+    binary: Path,
+    role: str,
+    subject: Mapping[str, Any],
+    run: int,
+    metadata: Mapping[str, Any],
+    metric_names: set[str],
+    determinism_fields: tuple[str, ...],
+) -> Observation:
+    assert scenario.callable is not None
+    module_name, _, function_name = scenario.callable.partition(":")
+    if str(bench.suite.directory) not in sys.path:
+        sys.path.insert(0, str(bench.suite.directory))
+    try:
+        function = getattr(importlib.import_module(module_name), function_name)
+    except (ImportError, AttributeError) as error:
+        raise UsageError(f"scenario '{scenario.name}': cannot load callable {scenario.callable}: {error}") from None
+    started = time.perf_counter_ns()
+    failure = ""
+    try:
+        produced = list(function(binary=binary, workdir=bench.root / "work", run=run, fixtures=dict(bench.fixtures)))
+    except Exception as error:  # the lane's failure is the candidate's failure, recorded
+        produced, failure = [], f"{type(error).__name__}: {error}"
+    ended = time.perf_counter_ns()
+    harness_rows = _select([r for r in produced if isinstance(r, dict)], scenario.where)
+    failed_rows = [r for r in harness_rows if rows.is_failure(r)]
+    if failed_rows and not failure:
+        failure = f"{len(failed_rows)} failed row(s), first: {failed_rows[0].get('operation')}"
+    metric_values: dict[str, float | None] = {
+        name: _aggregate([v for v in (_number(r.get(name)) for r in harness_rows) if v is not None], scenario.aggregate)
+        for name in metric_names
+    }
+    metric_values["wall_ms"] = (ended - started) / 1e6
+    row = {
+        "schema": rows.SCHEMA_VERSION,
+        **metadata,
+        "subject": subject["name"],
+        "subject_kind": subject.get("kind"),
+        "scenario": scenario.name,
+        "operation": scenario.name,
+        "run": run,
+        "step_kind": "measured",
+        "elapsed_ms": round(metric_values["wall_ms"], 3),
+        "returncode": 1 if failure else 0,
+        "timed_out": False,
+        "command": scenario.callable,
+        "monotonic_start_ns": started,
+        "monotonic_end_ns": ended,
+        "harness_rows": harness_rows,
+    }
+    digest = _fields_digest(harness_rows, determinism_fields)
+    return Observation(scenario.name, role, metric_values, digest, None, not failure, failure, row)

@@ -1,0 +1,363 @@
+"""Suite files: what to run, what to measure, what must hold.
+
+A suite is a TOML file of fixtures (untimed set-up), scenarios (what is
+measured), metrics (with direction and minimum floor) and gates (absolute
+quality checks). Every problem is reported as a `UsageError` naming the file
+and the offending entry, so a typo never turns into a silently empty verdict.
+See docs/suites.md for the format.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchard.bench.verdict import MetricSpec
+from orchard.errors import UsageError
+
+SCENARIO_KINDS = ("command", "rows", "python")
+GATE_KINDS = ("exit_status", "information_recall", "determinism", "command", "no_drop", "hold")
+
+# Measured for every command scenario without configuration: name -> default floor.
+BUILTIN_METRICS: dict[str, float] = {
+    "wall_ms": 0.01,
+    "cpu_ms": 0.01,
+    "peak_rss_bytes": 0.01,
+    "stdout_bytes": 0.0,
+    "estimated_total_tokens": 0.0,
+    "tool_call_count": 0.0,
+}
+# Values a gate can read besides metrics.
+GATE_VALUES = ("information_recall",)
+
+MIN_RUNS_FLOOR = 6  # below this an exact 90% interval does not exist
+
+
+@dataclass(frozen=True)
+class Fixture:
+    name: str
+    command: list[str] | str
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    kind: str
+    command: list[str] | str | None
+    callable: str | None
+    expect: tuple[str, ...]
+    returncodes: tuple[int, ...]
+    timeout_s: float
+    env: Mapping[str, str]
+    where: Mapping[str, Any]
+    aggregate: str
+
+
+@dataclass(frozen=True)
+class Gate:
+    kind: str
+    name: str
+    scenarios: tuple[str, ...]
+    metric: str | None = None
+    value: Any = None
+    command: list[str] | str | None = None
+    fields: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Suite:
+    path: Path
+    name: str
+    description: str
+    fixtures: tuple[Fixture, ...]
+    scenarios: tuple[Scenario, ...]
+    metrics: tuple[MetricSpec, ...]
+    recorded_only: tuple[str, ...]  # metrics gates may read but the verdict does not judge
+    gates: tuple[Gate, ...]
+    runs: int
+    min_runs: int
+    calibration_runs: int
+    timeout_s: float
+    admitted_chars: int
+    alpha: float
+    digest: str = field(repr=False)
+
+    @property
+    def directory(self) -> Path:
+        return self.path.parent
+
+    def scenario(self, name: str) -> Scenario:
+        for scenario in self.scenarios:
+            if scenario.name == name:
+                return scenario
+        raise KeyError(name)
+
+
+class _Reader:
+    """Pulls typed values out of one TOML table, naming the place of any error."""
+
+    def __init__(self, path: Path, where: str, table: Any) -> None:
+        self.path = path
+        self.where = where
+        if not isinstance(table, dict):
+            self.fail(f"must be a table, not {type(table).__name__}")
+        self.table: dict[str, Any] = table
+        self.used: set[str] = set()
+
+    def fail(self, message: str) -> None:
+        raise UsageError(f"suite {self.path}: {self.where}: {message}")
+
+    def get(self, key: str, kinds: type | tuple[type, ...], default: Any = ..., *, required: bool = False) -> Any:
+        self.used.add(key)
+        if key not in self.table:
+            if required or default is ...:
+                self.fail(f"missing required key '{key}'")
+            return default
+        value = self.table[key]
+        if isinstance(value, bool) and bool not in (kinds if isinstance(kinds, tuple) else (kinds,)):
+            self.fail(f"'{key}' must be {_kind_names(kinds)}, not a boolean")
+        if not isinstance(value, kinds):
+            self.fail(f"'{key}' must be {_kind_names(kinds)}, not {type(value).__name__}")
+        return value
+
+    def command(self, key: str, *, required: bool) -> list[str] | str | None:
+        value = self.get(key, (list, str), None, required=required)
+        if isinstance(value, list):
+            if not value or not all(isinstance(part, str) for part in value):
+                self.fail(f"'{key}' must be a non-empty list of strings or a shell string")
+        elif isinstance(value, str) and not value.strip():
+            self.fail(f"'{key}' is empty")
+        return value
+
+    def strings(self, key: str) -> tuple[str, ...]:
+        value = self.get(key, list, [])
+        if not all(isinstance(item, str) for item in value):
+            self.fail(f"'{key}' must be a list of strings")
+        return tuple(value)
+
+    def finish(self) -> None:
+        unknown = sorted(set(self.table) - self.used)
+        if unknown:
+            self.fail(f"unknown key(s): {', '.join(unknown)}")
+
+
+def _kind_names(kinds: type | tuple[type, ...]) -> str:
+    names = {list: "a list", str: "a string", int: "an integer", float: "a number", bool: "true or false", dict: "a table"}
+    kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+    return " or ".join(dict.fromkeys(names.get(kind, kind.__name__) for kind in kinds))
+
+
+def _tables(path: Path, data: dict[str, Any], key: str) -> list[Any]:
+    value = data.get(key, [])
+    if not isinstance(value, list):
+        raise UsageError(f"suite {path}: '{key}' must be an array of tables ([[{key}]])")
+    return value
+
+
+def load_suite(path: Path | str) -> Suite:
+    """Read and validate a suite file."""
+    path = Path(path).resolve()
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"suite file not found: {path}") from None
+    except OSError as error:
+        raise UsageError(f"cannot read suite file {path}: {error.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise UsageError(f"suite {path}: invalid TOML: {error}") from None
+
+    top = _Reader(path, "top level", data)
+    for key in ("fixture", "scenario", "metric", "gate"):
+        top.used.add(key)
+    head = _Reader(path, "[suite]", top.get("suite", dict, {}))
+    top.finish()
+    name = head.get("name", str, path.stem)
+    description = head.get("description", str, "")
+    runs = head.get("runs", int, 20)
+    min_runs = head.get("min_runs", int, 8)
+    calibration_runs = head.get("calibration_runs", int, 40)
+    timeout_s = float(head.get("timeout_s", (int, float), 120))
+    admitted_chars = head.get("admitted_output_chars", int, 20_000)
+    alpha = float(head.get("alpha", (int, float), 0.05))
+    head.finish()
+    if min_runs < MIN_RUNS_FLOOR:
+        head.fail(f"'min_runs' must be at least {MIN_RUNS_FLOOR}")
+    if runs < min_runs:
+        head.fail(f"'runs' ({runs}) must be at least 'min_runs' ({min_runs})")
+    if calibration_runs < MIN_RUNS_FLOOR:
+        head.fail(f"'calibration_runs' must be at least {MIN_RUNS_FLOOR}")
+    if not 0 < alpha < 0.5:
+        head.fail("'alpha' must be between 0 and 0.5")
+
+    fixtures = tuple(_fixture(path, i, t) for i, t in enumerate(_tables(path, data, "fixture")))
+    _unique(path, "fixture", [f.name for f in fixtures])
+    scenarios = tuple(_scenario(path, i, t, timeout_s) for i, t in enumerate(_tables(path, data, "scenario")))
+    if not scenarios:
+        raise UsageError(f"suite {path}: no [[scenario]] defined")
+    _unique(path, "scenario", [s.name for s in scenarios])
+    scenario_names = [s.name for s in scenarios]
+
+    metrics: list[MetricSpec] = []
+    recorded: list[str] = []
+    metric_tables = _tables(path, data, "metric")
+    if not metric_tables:
+        metrics = [
+            MetricSpec(scenario=s, metric=m, direction="lower", min_floor=floor, target=True)
+            for s in scenario_names
+            for m, floor in BUILTIN_METRICS.items()
+        ]
+    for index, table in enumerate(metric_tables):
+        reader = _Reader(path, f"[[metric]] #{index + 1}", table)
+        metric = reader.get("name", str, required=True)
+        reader.where = f"[[metric]] '{metric}'"
+        direction = reader.get("direction", str, "lower")
+        if direction not in ("lower", "higher"):
+            reader.fail("'direction' must be \"lower\" or \"higher\"")
+        floor = float(reader.get("floor", (int, float), BUILTIN_METRICS.get(metric, 0.0)))
+        if floor < 0:
+            reader.fail("'floor' must not be negative")
+        target = reader.get("target", bool, True)
+        compare = reader.get("compare", bool, True)
+        applies = reader.strings("scenarios") or tuple(scenario_names)
+        reader.finish()
+        for scenario in applies:
+            if scenario not in scenario_names:
+                reader.fail(f"unknown scenario '{scenario}' (suite has: {', '.join(scenario_names)})")
+            kind = next(s.kind for s in scenarios if s.name == scenario)
+            if kind == "command" and metric not in BUILTIN_METRICS:
+                reader.fail(
+                    f"unknown metric for command scenario '{scenario}' "
+                    f"(known: {', '.join(BUILTIN_METRICS)})"
+                )
+        if compare:
+            metrics += [MetricSpec(s, metric, direction, floor, target) for s in applies]
+        else:
+            recorded.append(metric)
+
+    known_values = {m.metric for m in metrics} | set(recorded) | set(BUILTIN_METRICS) | set(GATE_VALUES)
+    gates = tuple(
+        _gate(path, i, t, scenario_names, known_values, scenarios)
+        for i, t in enumerate(_tables(path, data, "gate"))
+    )
+    return Suite(
+        path=path,
+        name=name,
+        description=description,
+        fixtures=fixtures,
+        scenarios=scenarios,
+        metrics=tuple(metrics),
+        recorded_only=tuple(recorded),
+        gates=gates,
+        runs=runs,
+        min_runs=min_runs,
+        calibration_runs=calibration_runs,
+        timeout_s=timeout_s,
+        admitted_chars=admitted_chars,
+        alpha=alpha,
+        digest=hashlib.sha256(raw).hexdigest()[:16],
+    )
+
+
+def _unique(path: Path, what: str, names: list[str]) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise UsageError(f"suite {path}: duplicate {what} name '{name}'")
+        seen.add(name)
+
+
+def _fixture(path: Path, index: int, table: Any) -> Fixture:
+    reader = _Reader(path, f"[[fixture]] #{index + 1}", table)
+    name = reader.get("name", str, required=True)
+    reader.where = f"[[fixture]] '{name}'"
+    command = reader.command("command", required=True)
+    reader.finish()
+    assert command is not None
+    return Fixture(name, command)
+
+
+def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Scenario:
+    reader = _Reader(path, f"[[scenario]] #{index + 1}", table)
+    name = reader.get("name", str, required=True)
+    reader.where = f"[[scenario]] '{name}'"
+    kind = reader.get("kind", str, "command")
+    if kind not in SCENARIO_KINDS:
+        reader.fail(f"'kind' must be one of {', '.join(SCENARIO_KINDS)}")
+    command = reader.command("command", required=kind != "python")
+    target = reader.get("callable", str, None)
+    if kind == "python" and (not target or ":" not in target):
+        reader.fail("a python scenario needs 'callable = \"module:function\"'")
+    returncodes = reader.get("returncode", (int, list), 0)
+    returncodes = tuple(returncodes) if isinstance(returncodes, list) else (returncodes,)
+    env = reader.get("env", dict, {})
+    if not all(isinstance(v, str) for v in env.values()):
+        reader.fail("'env' values must be strings")
+    where = reader.get("where", dict, {})
+    aggregate = reader.get("aggregate", str, "sum")
+    if aggregate not in ("sum", "last", "max", "mean"):
+        reader.fail("'aggregate' must be one of sum, last, max, mean")
+    scenario = Scenario(
+        name=name,
+        kind=kind,
+        command=command,
+        callable=target,
+        expect=reader.strings("expect"),
+        returncodes=returncodes,
+        timeout_s=float(reader.get("timeout_s", (int, float), default_timeout)),
+        env=env,
+        where=where,
+        aggregate=aggregate,
+    )
+    reader.finish()
+    return scenario
+
+
+def _gate(
+    path: Path,
+    index: int,
+    table: Any,
+    scenario_names: list[str],
+    known_values: set[str],
+    scenarios: tuple[Scenario, ...],
+) -> Gate:
+    reader = _Reader(path, f"[[gate]] #{index + 1}", table)
+    kind = reader.get("kind", str, required=True)
+    if kind not in GATE_KINDS:
+        reader.fail(f"'kind' must be one of {', '.join(GATE_KINDS)}")
+    name = reader.get("name", str, kind)
+    reader.where = f"[[gate]] '{name}'"
+    applies = reader.strings("scenarios") or tuple(scenario_names)
+    for scenario in applies:
+        if scenario not in scenario_names:
+            reader.fail(f"unknown scenario '{scenario}' (suite has: {', '.join(scenario_names)})")
+    metric = reader.get("metric", str, None)
+    value = reader.table.get("value")
+    reader.used.add("value")
+    command = reader.command("command", required=kind == "command")
+    fields = reader.strings("fields")
+    reader.finish()
+    if kind in ("no_drop", "hold"):
+        if metric is None:
+            reader.fail(f"a '{kind}' gate needs 'metric'")
+        if metric not in known_values:
+            reader.fail(
+                f"unknown metric '{metric}' (known: {', '.join(sorted(known_values))}; "
+                "declare others with [[metric]], compare = false to record without judging)"
+            )
+        if kind == "hold" and value is None:
+            reader.fail("a 'hold' gate needs 'value'")
+    if kind == "information_recall":
+        missing = [s.name for s in scenarios if s.name in applies and not s.expect]
+        if missing:
+            reader.fail(f"scenario(s) {', '.join(missing)} have no 'expect' lines to recall")
+    if kind == "determinism":
+        loose = [s.name for s in scenarios if s.name in applies and s.kind != "command"]
+        if loose and not fields:
+            reader.fail(f"scenario(s) {', '.join(loose)} produce rows: name the row 'fields' that must be deterministic")
+    return Gate(kind, name, applies, metric, value, command, fields)

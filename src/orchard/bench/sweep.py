@@ -1,0 +1,76 @@
+"""`orchard bench run`: measure a suite for several named subjects, no verdict.
+
+Runs are interleaved: each run measures every subject once, in an order
+shuffled per run from a printed seed, so drift is spread evenly over the
+subjects instead of landing on whichever came last.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from orchard.bench import rows as rowlib
+from orchard.bench.campaign import binary_sha256, check_binary
+from orchard.bench.lock import MeasurementLock
+from orchard.bench.measure import observe, workbench
+from orchard.bench.store import RunWriter
+from orchard.bench.suite import Suite
+from orchard.errors import UsageError
+
+
+def parse_subjects(specs: Sequence[str]) -> dict[str, Path]:
+    """`NAME=BIN` pairs into {name: binary}, checking each binary."""
+    subjects: dict[str, Path] = {}
+    for spec in specs:
+        name, sep, binary = spec.partition("=")
+        if not sep or not name or not binary:
+            raise UsageError(f"--subject must be NAME=BIN, got {spec!r}")
+        if name in subjects:
+            raise UsageError(f"--subject {name} given twice")
+        subjects[name] = check_binary(binary, f"subject {name}")
+    if not subjects:
+        raise UsageError("give at least one --subject NAME=BIN")
+    return subjects
+
+
+def run_suite(
+    suite: Suite,
+    subjects: Mapping[str, Path],
+    *,
+    runs: int,
+    seed: int,
+    results: Path,
+    summary: Callable[[Sequence[dict[str, Any]]], str] | None,
+    progress: Callable[[int, int], None],
+) -> RunWriter:
+    """Measure every scenario `runs` times per subject; returns the closed writer."""
+    if runs < 1:
+        raise UsageError(f"--runs must be at least 1 (got {runs})")
+    rng = random.Random(seed)
+    info = {
+        name: {"name": name, "kind": "binary", "label": str(path), "binary_sha256": binary_sha256(path)}
+        for name, path in subjects.items()
+    }
+    names = {spec.metric for spec in suite.metrics} | set(suite.recorded_only)
+    lock = MeasurementLock(f"orchard bench run {suite.name}")
+    meta = {"lane": "bench", "suite": suite.name, "suite_digest": suite.digest, "seed": seed,
+            **rowlib.comparability(fixture_id=suite.digest)}
+    with workbench(suite) as bench, RunWriter(results, "bench", summary) as writer:
+        for run in range(1, runs + 1):
+            order = list(subjects)
+            rng.shuffle(order)
+            with lock:
+                for scenario in suite.scenarios:
+                    for name in order:
+                        observation = observe(
+                            bench, scenario, subjects[name], role=name, subject=info[name], run=run,
+                            metadata={**meta, **lock.metadata(), "order": "-".join(order),
+                                      "binary": str(subjects[name]), "binary_sha256": info[name]["binary_sha256"]},
+                            metric_names=names,
+                        )
+                        writer.write(observation.row)
+            progress(run, runs)
+    return writer

@@ -1,0 +1,311 @@
+"""The verdict: did the candidate really change each metric, or is it noise?
+
+Per metric, the paired differences between candidate and baseline (log-ratios
+when values are positive) get a Hodges-Lehmann estimate and an exact
+interval. With the metric's noise floor d from A/A calibration:
+
+- regressed   the interval lies beyond +d on the bad side
+- improved    the interval lies beyond d on the good side
+- no-change   the interval lies inside [-d, +d]
+- inconclusive otherwise, with the minimum detectable effect at this n
+
+Metrics whose A/A runs never varied compare exactly. Several metrics are
+corrected with Holm's procedure; the looks of an adaptive campaign share
+alpha between them (most of it kept for the last). Gates come first: a failed gate is
+REGRESSED whatever the metrics say.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from orchard.bench import stats
+
+PASS = "PASS"
+NO_CHANGE = "NO-CHANGE"
+INCONCLUSIVE = "INCONCLUSIVE"
+REGRESSED = "REGRESSED"
+ERROR = "ERROR"
+
+IMPROVED = "improved"
+REGRESSED_METRIC = "regressed"
+UNCHANGED = "no-change"
+UNCLEAR = "inconclusive"
+
+DEFAULT_ALPHA = 0.05  # one-sided, per claim; intervals are two-sided at 1 - 2 alpha
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """What the suite says about one metric of one scenario."""
+
+    scenario: str
+    metric: str
+    direction: str  # "lower" or "higher" is better
+    min_floor: float = 0.0  # relative; the floor is never below this
+    target: bool = True  # an improvement here can make the verdict PASS
+
+    @property
+    def key(self) -> str:
+        return f"{self.scenario}/{self.metric}"
+
+
+@dataclass(frozen=True)
+class MetricNoise:
+    """What A/A calibration learned about one metric on this machine."""
+
+    floor: float  # relative effect size below which nothing is claimed
+    deterministic: bool  # no A/A variation at all
+    sd: float  # robust SD of A/A paired differences (relative scale)
+
+
+@dataclass
+class MetricResult:
+    scenario: str
+    metric: str
+    direction: str
+    target: bool
+    verdict: str
+    method: str  # "hodges-lehmann" or "exact"
+    scale: str  # "log-ratio", "relative" or "absolute"
+    effect: float | None  # candidate vs baseline, relative (0.05 = 5% larger)
+    interval: tuple[float, float] | None
+    confidence: float | None
+    floor: float
+    n: int
+    mde: float | None
+    baseline_median: float | None
+    candidate_median: float | None
+    p_value: float | None = None
+    note: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.scenario}/{self.metric}"
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["key"] = self.key
+        for name in ("effect", "mde"):
+            if data[name] is not None and not math.isfinite(data[name]):
+                data[name] = None
+        if data["interval"] is not None:
+            data["interval"] = [None if not math.isfinite(v) else v for v in data["interval"]]
+        return data
+
+
+@dataclass
+class GateResult:
+    name: str
+    passed: bool
+    detail: str
+
+
+@dataclass
+class Decision:
+    verdict: str
+    metrics: list[MetricResult] = field(default_factory=list)
+    gates: list[GateResult] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+
+
+def _to_relative(scale: str, value: float) -> float:
+    return math.expm1(value) if scale == "log-ratio" else value
+
+
+def _from_relative(scale: str, value: float) -> float:
+    return math.log1p(value) if scale == "log-ratio" else value
+
+
+def paired_differences(baseline: Sequence[float], candidate: Sequence[float]) -> tuple[str, np.ndarray]:
+    """Per-pair differences on the best scale the data allows."""
+    a = np.asarray(baseline, dtype=float)
+    b = np.asarray(candidate, dtype=float)
+    if np.all(a > 0) and np.all(b > 0):
+        return "log-ratio", np.log(b / a)
+    scale = float(np.median(np.abs(a)))
+    if scale > 0:
+        return "relative", (b - a) / scale
+    return "absolute", b - a
+
+
+@dataclass(frozen=True)
+class AdaptivePlan:
+    """When an adaptive campaign may stop, and at what level each look tests.
+
+    Looks are geometric (x1.5) from `min_runs`; a step that would land within
+    25% of `max_runs` goes straight there, so the last look is worth taking.
+    Alpha is split over the looks with weights growing as the cube of the
+    sample fraction (an O'Brien-Fleming-like shape: early looks stop only on
+    overwhelming evidence, most of alpha is kept for the last look). The
+    parts sum to alpha, so by Bonferroni the campaign keeps its error rate.
+    """
+
+    min_runs: int
+    max_runs: int
+    alpha: float = DEFAULT_ALPHA
+
+    @property
+    def looks(self) -> list[int]:
+        points = [min(self.min_runs, self.max_runs)]
+        while points[-1] < self.max_runs:
+            step = math.ceil(points[-1] * 1.5)
+            points.append(self.max_runs if step * 1.25 > self.max_runs else step)
+        return points
+
+    def alpha_at(self, n: int) -> float | None:
+        """The level of the look at n pairs, or None if n is not a look."""
+        points = self.looks
+        if n not in points:
+            return None
+        weights = [(p / points[-1]) ** 3 for p in points]
+        return self.alpha * weights[points.index(n)] / sum(weights)
+
+
+def _classify(low: float, high: float, floor: float) -> str:
+    """Classify an interval on the bad-is-positive scale."""
+    if low > floor:
+        return REGRESSED_METRIC
+    if high < -floor:
+        return IMPROVED
+    if low >= -floor and high <= floor:
+        return UNCHANGED
+    return UNCLEAR
+
+
+def _claim_p(bad: np.ndarray, floor: float) -> float:
+    """Smallest p-value among the three claims (regressed, improved, unchanged)."""
+    p_regressed = stats.signed_rank_p_greater(bad, floor)
+    p_improved = stats.signed_rank_p_greater(-bad, floor)
+    p_unchanged = max(
+        stats.signed_rank_p_greater(bad, -floor), stats.signed_rank_p_greater(-bad, -floor)
+    )
+    return min(p_regressed, p_improved, p_unchanged)
+
+
+def _exact_result(spec: MetricSpec, a: np.ndarray, b: np.ndarray, floor: float) -> MetricResult:
+    scale, d = paired_differences(a[:1], b[:1])
+    effect = _to_relative(scale, float(d[0]))
+    sign = 1.0 if spec.direction == "lower" else -1.0
+    bad = sign * effect
+    if abs(effect) <= floor:
+        verdict = UNCHANGED
+    else:
+        verdict = REGRESSED_METRIC if bad > 0 else IMPROVED
+    return MetricResult(
+        scenario=spec.scenario,
+        metric=spec.metric,
+        direction=spec.direction,
+        target=spec.target,
+        verdict=verdict,
+        method="exact",
+        scale=scale,
+        effect=effect,
+        interval=(effect, effect),
+        confidence=1.0,
+        floor=floor,
+        n=len(a),
+        mde=0.0,
+        baseline_median=float(a[0]),
+        candidate_median=float(b[0]),
+    )
+
+
+def decide_metrics(
+    specs: Sequence[MetricSpec],
+    samples: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    noise: Mapping[str, MetricNoise],
+    alpha: float,
+) -> list[MetricResult]:
+    """Judge every metric from its paired samples (baseline, candidate).
+
+    `alpha` is the one-sided level for this look; Holm splits it between the
+    metrics that need statistics (exact ones carry no error probability).
+    """
+    results: dict[str, MetricResult] = {}
+    statistical: list[tuple[MetricSpec, str, np.ndarray, float, float]] = []
+    for spec in specs:
+        a = np.asarray(samples[spec.key][0], dtype=float)
+        b = np.asarray(samples[spec.key][1], dtype=float)
+        cal = noise[spec.key]
+        floor = max(spec.min_floor, cal.floor)
+        if cal.deterministic and len(set(a.tolist())) == 1 and len(set(b.tolist())) == 1:
+            results[spec.key] = _exact_result(spec, a, b, max(spec.min_floor, 0.0))
+            continue
+        scale, d = paired_differences(a, b)
+        sign = 1.0 if spec.direction == "lower" else -1.0
+        bad = sign * d
+        floor_scaled = _from_relative(scale, floor)
+        statistical.append((spec, scale, bad, floor_scaled, floor))
+        results[spec.key] = MetricResult(
+            scenario=spec.scenario,
+            metric=spec.metric,
+            direction=spec.direction,
+            target=spec.target,
+            verdict=UNCLEAR,
+            method="hodges-lehmann",
+            scale=scale,
+            effect=None,
+            interval=None,
+            confidence=None,
+            floor=floor,
+            n=len(d),
+            mde=None,
+            baseline_median=float(np.median(a)) if len(a) else None,
+            candidate_median=float(np.median(b)) if len(b) else None,
+            note="deterministic in A/A but varies here" if cal.deterministic else "",
+        )
+    p_values = [_claim_p(bad, floor_scaled) for _, _, bad, floor_scaled, _ in statistical]
+    levels = stats.holm_levels(p_values, alpha)
+    for (spec, scale, bad, floor_scaled, floor), p, level in zip(statistical, p_values, levels):
+        result = results[spec.key]
+        sign = 1.0 if spec.direction == "lower" else -1.0
+        interval = stats.hl_interval(bad, 1.0 - 2.0 * level)
+        result.verdict = _classify(interval.low, interval.high, floor_scaled)
+        estimate = stats.hodges_lehmann(bad) if len(bad) else math.nan
+        # back to the candidate-vs-baseline orientation for display
+        low, high = sorted((sign * interval.low, sign * interval.high))
+        result.effect = _to_relative(scale, sign * estimate)
+        result.interval = (_to_relative(scale, low), _to_relative(scale, high))
+        result.confidence = interval.confidence if math.isfinite(interval.low) else 1.0 - 2.0 * level
+        result.p_value = p
+        sd = stats.robust_sd(bad)
+        result.mde = stats.minimum_detectable_effect(sd, len(bad), level, floor_scaled)
+        if math.isfinite(result.mde):
+            result.mde = _to_relative(scale, result.mde)
+    return [results[spec.key] for spec in specs]
+
+
+def overall(metrics: Sequence[MetricResult], gates: Sequence[GateResult]) -> Decision:
+    """Combine metric verdicts and gates into PASS / NO-CHANGE / INCONCLUSIVE / REGRESSED."""
+    reasons: list[str] = []
+    failed_gates = [gate for gate in gates if not gate.passed]
+    regressed = [m for m in metrics if m.verdict == REGRESSED_METRIC]
+    for gate in failed_gates:
+        reasons.append(f"gate {gate.name} failed: {gate.detail}")
+    for metric in regressed:
+        reasons.append(f"{metric.key} regressed by {metric.effect:+.2%} (floor {metric.floor:.2%})")
+    if failed_gates or regressed:
+        return Decision(REGRESSED, list(metrics), list(gates), reasons)
+    improved = [m for m in metrics if m.verdict == IMPROVED and m.target]
+    if improved:
+        reasons += [f"{m.key} improved by {m.effect:+.2%} beyond floor {m.floor:.2%}" for m in improved]
+        return Decision(PASS, list(metrics), list(gates), reasons)
+    unclear = [m for m in metrics if m.verdict == UNCLEAR]
+    if unclear:
+        reasons += [f"{m.key} inconclusive at n={m.n} (MDE {m.mde:.2%})" for m in unclear if m.mde is not None]
+        return Decision(INCONCLUSIVE, list(metrics), list(gates), reasons)
+    reasons.append("every metric within its noise floor")
+    return Decision(NO_CHANGE, list(metrics), list(gates), reasons)
+
+
+def settled(metrics: Sequence[MetricResult]) -> bool:
+    """An adaptive campaign may stop: something regressed or nothing is unclear."""
+    return any(m.verdict == REGRESSED_METRIC for m in metrics) or all(
+        m.verdict != UNCLEAR for m in metrics
+    )

@@ -1,0 +1,181 @@
+"""The backlog: hypotheses ranked by impact x confidence / effort.
+
+The loop takes the top open hypothesis of a lane whose scope is disjoint
+from every running experiment's (workers get file-disjoint scopes; the lab
+owns integration). What the lab learns flows back: a killed hypothesis
+lowers its siblings' confidence (same metric, overlapping scope), an
+ITERATE adds a sharpened child. `backlog.md` is rendered from lab.db.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from orchard.errors import UsageError
+from orchard.lab.hypothesis import Hypothesis, slug
+from orchard.lab.state import HypothesisRecord, LabState
+
+OPEN, RUNNING, LANDED, KILLED, ITERATED = "open", "running", "landed", "killed", "iterated"
+KILL_CONFIDENCE_FACTOR = 0.8  # a sibling of a killed hypothesis keeps 80% of its confidence
+
+
+def score(data: Mapping[str, Any]) -> float:
+    return float(data.get("impact", 1)) * float(data.get("confidence", 0.5)) / float(data.get("effort", 1))
+
+
+def ranked(state: LabState, statuses: Sequence[str] = (OPEN,)) -> list[HypothesisRecord]:
+    """Hypotheses with these statuses, best score first (older first among equals)."""
+    records = [r for r in state.hypotheses() if r.status in statuses]
+    return sorted(records, key=lambda r: (-score(r.data), r.created_at, r.id))
+
+
+def _literal_prefix(pattern: str) -> str:
+    match = re.match(r"[^*?\[]*", pattern)
+    return (match.group(0) if match else "").strip("/")
+
+
+def _entries_overlap(a: str, b: str) -> bool:
+    """Whether two scope entries (paths, directories or globs) can name a common file."""
+    a, b = a.strip("/"), b.strip("/")
+    if a == b:
+        return True
+    globby = lambda s: any(ch in s for ch in "*?[")  # noqa: E731
+    if not globby(a) and not globby(b):
+        return a.startswith(b + "/") or b.startswith(a + "/")
+    if globby(a) and not globby(b):
+        return fnmatch.fnmatchcase(b, a) or _literal_prefix(a).startswith(b + "/") or b.startswith(_literal_prefix(a))
+    if globby(b) and not globby(a):
+        return _entries_overlap(b, a)
+    pa, pb = _literal_prefix(a), _literal_prefix(b)
+    return pa.startswith(pb) or pb.startswith(pa)  # two globs: conservative
+
+
+def scopes_overlap(a: Iterable[str], b: Iterable[str]) -> bool:
+    """An empty scope means "anything" and overlaps every scope."""
+    a, b = list(a), list(b)
+    if not a or not b:
+        return True
+    return any(_entries_overlap(x, y) for x in a for y in b)
+
+
+def pick(state: LabState, lane: str, busy_scopes: Sequence[Sequence[str]]) -> HypothesisRecord | None:
+    """The best open hypothesis for `lane` whose scope avoids every running experiment.
+
+    Exploit lanes take the top of the whole ranking; explore lanes take the
+    best hypothesis marked `explore`, falling back to the ranking's tail.
+    """
+    candidates = [r for r in ranked(state) if not any(scopes_overlap(r.data.get("scope", []), s) for s in busy_scopes)]
+    if lane == "explore":
+        speculative = [r for r in candidates if r.data.get("lane") == "explore"]
+        return speculative[0] if speculative else (candidates[-1] if candidates else None)
+    exploit = [r for r in candidates if r.data.get("lane", "exploit") == "exploit"]
+    return exploit[0] if exploit else (candidates[0] if candidates else None)
+
+
+def add(state: LabState, hypothesis: Hypothesis, *, source: str, parent: str | None = None) -> str:
+    if state.has_hypothesis(hypothesis.id):
+        raise UsageError(f"hypothesis id {hypothesis.id!r} is already in the backlog")
+    state.add_hypothesis(hypothesis.id, hypothesis.to_dict(), source=source, parent=parent)
+    return hypothesis.id
+
+
+def load_file(path: Path) -> list[Hypothesis]:
+    """Hypotheses from a TOML file of [[hypothesis]] tables; every problem is named."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"hypotheses file not found: {path}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise UsageError(f"{path}: invalid TOML: {error}") from None
+    return parse_tables(data, source=str(path), base=path.parent)
+
+
+def parse_tables(data: Mapping[str, Any], *, source: str, base: Path | None = None) -> list[Hypothesis]:
+    unknown = sorted(set(data) - {"hypothesis"})
+    if unknown:
+        raise UsageError(f"{source}: unknown top-level key(s) {', '.join(unknown)}; expected [[hypothesis]] tables")
+    tables = data.get("hypothesis")
+    if not isinstance(tables, list) or not tables:
+        raise UsageError(f"{source}: no [[hypothesis]] tables")
+    problems: list[str] = []
+    hypotheses: list[Hypothesis] = []
+    for index, table in enumerate(tables, 1):
+        try:
+            if not isinstance(table, dict):
+                raise UsageError(f"[[hypothesis]] #{index} is not a table")
+            hypothesis = Hypothesis.from_dict(table, source=f"[[hypothesis]] #{index}")
+            if base is not None:
+                hypothesis = hypothesis.with_paths_relative_to(base)
+            hypotheses.append(hypothesis)
+        except UsageError as error:
+            problems.append(str(error))
+    ids = [h.id for h in hypotheses]
+    problems += [f"duplicate id {i!r}" for i in sorted({i for i in ids if ids.count(i) > 1})]
+    if problems:
+        raise UsageError(f"{source}: " + "; ".join(problems))
+    return hypotheses
+
+
+def from_opportunities(items: Sequence[Mapping[str, Any]], top: int) -> list[Hypothesis]:
+    """Hypotheses for the largest gaps: metric and current value filled in, the cause left to a planner."""
+    found = []
+    for item in items[:top]:
+        where = ", ".join(str(w.get("part")) for w in item.get("where", [])[:3])
+        ratio = float(item.get("gap_ratio") or 0.0)
+        found.append(Hypothesis(
+            id=slug(f"gap {item['scenario']} {item['operation']} {item['metric']} {item['subject']}"),
+            title=f"Close the {item['metric']} gap of {item['subject']} on {item['scenario']} {item['operation']}",
+            metric=f"{item['scenario']}/{item['metric']}",
+            current_value=str(item.get("value")),
+            change=f"find out why {item['subject']} pays {item.get('value')} where {item.get('comparator')} "
+                   f"pays {item.get('comparator_value')} (where it goes: {where or 'unknown'}) and remove the difference",
+            predicted_effect=-min(0.9, ratio / (1 + ratio)) if ratio > 0 else None,
+            impact=min(5.0, 1.0 + float(item.get("score") or 0.0)),
+            confidence=0.3,
+            effort=3.0,
+            lane="explore",
+        ))
+    return found
+
+
+def learn_from_kill(state: LabState, killed: HypothesisRecord) -> list[str]:
+    """Lower the confidence of open siblings (same metric, overlapping scope); returns their ids."""
+    touched = []
+    for record in state.hypotheses(OPEN):
+        if record.id == killed.id or record.data.get("metric") != killed.data.get("metric"):
+            continue
+        if scopes_overlap(record.data.get("scope", []), killed.data.get("scope", [])):
+            data = dict(record.data)
+            data["confidence"] = round(float(data.get("confidence", 0.5)) * KILL_CONFIDENCE_FACTOR, 4)
+            state.update_hypothesis(record.id, data=data)
+            touched.append(record.id)
+    return touched
+
+
+def top_attempted(state: LabState, top: int) -> bool:
+    """Whether the `top` best hypotheses of the whole backlog have all been tried."""
+    best = ranked(state, (OPEN, RUNNING, LANDED, KILLED, ITERATED))[:top]
+    return bool(best) and all(r.status != OPEN for r in best)
+
+
+def render(state: LabState) -> str:
+    lines = ["# Backlog", "", "Ranked by score = impact x confidence / effort. Rendered from lab.db.", "",
+             "| rank | id | lane | score | status | metric | predicted | scope | title |",
+             "|---:|---|---|---:|---|---|---:|---|---|"]
+    order = ranked(state, (OPEN,)) + ranked(state, (RUNNING, ITERATED, LANDED, KILLED))
+    for rank, record in enumerate(order, 1):
+        d = record.data
+        predicted = d.get("predicted_effect")
+        lines.append(
+            f"| {rank if record.status == OPEN else '-'} | `{record.id}` | {d.get('lane', 'exploit')} | "
+            f"{score(d):.2f} | {record.status} | {d.get('metric', '')} | "
+            f"{'-' if predicted is None else f'{predicted:+.0%}'} | {', '.join(d.get('scope', [])) or 'any'} | "
+            f"{d.get('title', '')} |"
+        )
+    return "\n".join(lines) + "\n"

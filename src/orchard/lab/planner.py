@@ -1,0 +1,112 @@
+"""`orchard plan`: ask the configured agent for 3-6 hypotheses.
+
+The planner gets what the lab knows (the opportunities ranking, the journal
+so far, the leaderboard, the target's layout) and the hypothesis format,
+runs like any worker (its own checkout of main, its own window), and must
+write a TOML file of [[hypothesis]] tables. orchard validates every one
+before anything enters the backlog: a malformed answer is rejected whole,
+with the reasons, and nothing is added.
+"""
+
+from __future__ import annotations
+
+import time
+from importlib import resources
+from pathlib import Path
+
+from orchard.errors import OrchardError, UsageError
+from orchard.lab import backlog, records
+from orchard.lab.executors import make_executor
+from orchard.lab.experiment import Experiment
+from orchard.lab.hypothesis import Hypothesis
+from orchard.lab.launchers import make_launcher
+from orchard.lab.state import LabState
+from orchard.lab.workspace import Workspace
+
+MIN_HYPOTHESES, MAX_HYPOTHESES = 3, 6
+LAYOUT_FILES = 200
+
+
+class PlannerRejected(OrchardError):
+    """The planner's answer is not a valid set of hypotheses."""
+
+
+def _layout(ws: Workspace, checkout: Path) -> str:
+    files = sorted(str(p.relative_to(checkout)) for p in checkout.rglob("*")
+                   if p.is_file() and ".git" not in p.parts and "build" not in p.parts)
+    shown = files[:LAYOUT_FILES]
+    more = f"\n... and {len(files) - len(shown)} more" if len(files) > len(shown) else ""
+    return "\n".join(shown) + more
+
+
+def planning_prompt(ws: Workspace, state: LabState, checkout: Path, output: Path) -> str:
+    from orchard.bench.opportunities import rank
+
+    template = resources.files("orchard.lab").joinpath("templates/planner.md").read_text(encoding="utf-8")
+    opportunities = rank(ws.results_dir).get("items", [])
+    lines = [f"- {o['scenario']}/{o['operation']} {o['metric']}: {o['subject']} {o['value']} vs "
+             f"{o['comparator']} {o['comparator_value']} (gap {o['gap']}; where: "
+             + ", ".join(str(w.get("part")) for w in o.get("where", [])[:3]) + ")"
+             for o in opportunities[:15]]
+    fields = {
+        "target_dir": str(checkout),
+        "output": str(output),
+        "opportunities": "\n".join(lines) or "(no opportunities ranking yet)",
+        "leaderboard": records.render_leaderboard(state),
+        "journal": records.render_journal(state)[-12000:],
+        "backlog": backlog.render(state),
+        "layout": _layout(ws, checkout),
+        "format": resources.files("orchard.lab").joinpath("templates/hypothesis-format.toml").read_text(),
+        "min": str(MIN_HYPOTHESES),
+        "max": str(MAX_HYPOTHESES),
+    }
+    for key, value in fields.items():
+        template = template.replace("{{" + key + "}}", value)
+    return template
+
+
+def read_plan(path: Path, state: LabState) -> list[Hypothesis]:
+    """Validate the planner's file; every problem named, nothing half-accepted."""
+    if not path.is_file():
+        raise PlannerRejected(f"the planner wrote no hypotheses file at {path}")
+    try:
+        hypotheses = backlog.load_file(path)
+    except UsageError as error:
+        raise PlannerRejected(f"the planner's hypotheses were rejected: {error}") from None
+    problems = []
+    if not MIN_HYPOTHESES <= len(hypotheses) <= MAX_HYPOTHESES:
+        problems.append(f"expected {MIN_HYPOTHESES}-{MAX_HYPOTHESES} hypotheses, got {len(hypotheses)}")
+    problems += [f"{h.id}: already in the backlog" for h in hypotheses if state.has_hypothesis(h.id)]
+    problems += [f"{h.id}: no suspected cause (say where in the code)" for h in hypotheses if not h.suspected_cause]
+    problems += [f"{h.id}: no scope (name the files it may touch)" for h in hypotheses if not h.scope]
+    if problems:
+        raise PlannerRejected(f"the planner's hypotheses were rejected ({path}): " + "; ".join(problems))
+    return hypotheses
+
+
+def plan(ws: Workspace, state: LabState, *, say=print) -> list[Hypothesis]:
+    """Run the planner once; add its hypotheses to the backlog and return them."""
+    launcher = make_launcher(ws.config.launcher)
+    if launcher.name == "patch":
+        raise UsageError("the patch launcher has no model to plan with: add hypotheses with `orchard backlog add`")
+    name = f"plan-{time.strftime('%Y%m%dT%H%M%S')}"
+    checkout = ws.setup_worker("planner", ignore=launcher.scratch)
+    output = ws.prompts_dir / f"{name}.toml"
+    hypothesis = Hypothesis(metric="(planning)", change="propose hypotheses", id="planning", title="planning")
+    experiment = Experiment(name, hypothesis, checkout)
+    job = launcher.job(ws, experiment)
+    ws.prompt_path(name).write_text(planning_prompt(ws, state, checkout.worker.target_dir, output), encoding="utf-8")
+    say(f"planner {name}: running {launcher.name}; it writes {output}")
+    with make_executor(ws.config.workers.executor, ws.tmux_socket) as executor:
+        executor.start(job)
+        results = executor.wait()
+    result = results[0]
+    if not result.ok:
+        raise PlannerRejected(f"the planner ended with exit {result.exit_code} ({result.reason or 'failed'}); "
+                              f"log: {result.log_path}")
+    hypotheses = read_plan(output, state)
+    with state.transaction():
+        for h in hypotheses:
+            backlog.add(state, h, source="planner")
+        state.log("backlog", {"planner": name, "added": [h.id for h in hypotheses]})
+    return hypotheses

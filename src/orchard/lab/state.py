@@ -1,0 +1,315 @@
+"""lab.db: the lab's source of truth (SQLite, WAL, one transaction per change).
+
+Everything the lab knows lives here: hypotheses, experiments and their
+judgments, measurements, the journal's events. The Markdown files are
+rendered from it, so a crash never leaves them the only copy of anything,
+and `orchard run` on an existing workspace resumes from it. A database made
+by another schema version is refused, never migrated silently.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchard import __version__
+from orchard.errors import UsageError
+
+SCHEMA_VERSION = 1
+DB_NAME = "lab.db"
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE hypotheses (
+    id TEXT PRIMARY KEY,
+    data TEXT NOT NULL,            -- the hypothesis fields, JSON
+    status TEXT NOT NULL,          -- open, running, landed, killed, iterated
+    source TEXT NOT NULL,          -- user, opportunities, planner, iterate
+    parent TEXT,                   -- the hypothesis an ITERATE sharpened
+    attempts INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE experiments (
+    name TEXT PRIMARY KEY,
+    hypothesis TEXT NOT NULL REFERENCES hypotheses(id),
+    worker TEXT NOT NULL,
+    lane TEXT NOT NULL,
+    loop INTEGER NOT NULL,
+    status TEXT NOT NULL,          -- see Experiment.status
+    target_base TEXT NOT NULL,
+    bench_base TEXT NOT NULL,
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    candidate TEXT,                -- collected candidate, JSON
+    judgment TEXT,                 -- the judge's findings and verdict, JSON
+    decision TEXT,                 -- LAND, KILL, ITERATE
+    reasons TEXT,                  -- JSON list
+    branch TEXT,
+    land_commit TEXT,
+    merge_commit TEXT
+);
+CREATE TABLE events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    kind TEXT NOT NULL,
+    experiment TEXT,
+    data TEXT NOT NULL
+);
+CREATE TABLE measurements (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    kind TEXT NOT NULL,            -- baseline, candidate, main
+    commit_id TEXT NOT NULL,
+    experiment TEXT,
+    metrics TEXT NOT NULL          -- {metric key: median}, JSON
+);
+CREATE TABLE baselines (
+    commit_id TEXT PRIMARY KEY,
+    binary TEXT NOT NULL,
+    built_at REAL NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class HypothesisRecord:
+    id: str
+    data: dict[str, Any]
+    status: str
+    source: str
+    parent: str | None
+    attempts: int
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True)
+class ExperimentRecord:
+    name: str
+    hypothesis: str
+    worker: str
+    lane: str
+    loop: int
+    status: str
+    target_base: str
+    bench_base: str
+    started_at: float
+    finished_at: float | None
+    candidate: dict[str, Any] | None
+    judgment: dict[str, Any] | None
+    decision: str | None
+    reasons: list[str]
+    branch: str | None
+    land_commit: str | None
+    merge_commit: str | None
+
+
+_JSON_COLUMNS = {"data", "candidate", "judgment", "reasons", "metrics"}
+
+
+def _decode(row: sqlite3.Row) -> dict[str, Any]:
+    out = {}
+    for key in row.keys():
+        value = row[key]
+        if key in _JSON_COLUMNS:
+            value = json.loads(value) if value is not None else ([] if key == "reasons" else None)
+        out[key] = value
+    return out
+
+
+class LabState:
+    """The lab's database. Every write is its own transaction unless grouped in `transaction()`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        fresh = not self.path.exists()
+        self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self._depth = 0
+        if fresh:
+            with self.transaction():
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        self.db.execute(statement)
+                self._put("schema_version", str(SCHEMA_VERSION))
+                self._put("created_by", __version__)
+                self._put("created_at", str(time.time()))
+        self._check_version()
+
+    @classmethod
+    def open(cls, workspace: Path) -> LabState:
+        return cls(Path(workspace) / DB_NAME)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def _check_version(self) -> None:
+        try:
+            found = self.meta("schema_version")
+        except sqlite3.DatabaseError as error:
+            raise UsageError(f"{self.path}: not a lab database ({error})") from None
+        if found != str(SCHEMA_VERSION):
+            creator = self.meta("created_by") or "unknown"
+            newer = found is not None and found.isdigit() and int(found) > SCHEMA_VERSION
+            raise UsageError(
+                f"{self.path}: made by orchard {creator} (lab schema {found}); this orchard "
+                f"{__version__} reads schema {SCHEMA_VERSION}. "
+                + ("Upgrade orchard to open it." if newer else "Use the orchard that made it.")
+                + " Nothing was changed."
+            )
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All writes inside commit together or not at all (nesting joins the outer one)."""
+        if self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        self._depth = 1
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        else:
+            self.db.execute("COMMIT")
+        finally:
+            self._depth = 0
+
+    # -- meta ------------------------------------------------------------------
+
+    def meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def _put(self, key: str, value: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction():
+            self._put(key, value)
+
+    # -- hypotheses --------------------------------------------------------------
+
+    def add_hypothesis(self, hypothesis_id: str, data: Mapping[str, Any], *, source: str,
+                       parent: str | None = None) -> None:
+        now = time.time()
+        with self.transaction():
+            self.db.execute(
+                "INSERT INTO hypotheses VALUES (?, ?, 'open', ?, ?, 0, ?, ?)",
+                (hypothesis_id, json.dumps(dict(data), sort_keys=True), source, parent, now, now),
+            )
+
+    def has_hypothesis(self, hypothesis_id: str) -> bool:
+        return self.db.execute("SELECT 1 FROM hypotheses WHERE id = ?", (hypothesis_id,)).fetchone() is not None
+
+    def hypothesis(self, hypothesis_id: str) -> HypothesisRecord:
+        row = self.db.execute("SELECT * FROM hypotheses WHERE id = ?", (hypothesis_id,)).fetchone()
+        if row is None:
+            raise KeyError(hypothesis_id)
+        return HypothesisRecord(**_decode(row))
+
+    def hypotheses(self, status: str | None = None) -> list[HypothesisRecord]:
+        query, args = "SELECT * FROM hypotheses", ()
+        if status is not None:
+            query, args = query + " WHERE status = ?", (status,)
+        return [HypothesisRecord(**_decode(row)) for row in self.db.execute(query + " ORDER BY created_at, id", args)]
+
+    def update_hypothesis(self, hypothesis_id: str, *, status: str | None = None,
+                          data: Mapping[str, Any] | None = None, attempt: bool = False) -> None:
+        with self.transaction():
+            if status is not None:
+                self.db.execute("UPDATE hypotheses SET status = ? WHERE id = ?", (status, hypothesis_id))
+            if data is not None:
+                self.db.execute("UPDATE hypotheses SET data = ? WHERE id = ?",
+                                (json.dumps(dict(data), sort_keys=True), hypothesis_id))
+            if attempt:
+                self.db.execute("UPDATE hypotheses SET attempts = attempts + 1 WHERE id = ?", (hypothesis_id,))
+            self.db.execute("UPDATE hypotheses SET updated_at = ? WHERE id = ?", (time.time(), hypothesis_id))
+
+    # -- experiments --------------------------------------------------------------
+
+    def add_experiment(self, name: str, hypothesis: str, worker: str, lane: str, loop: int,
+                       target_base: str, bench_base: str, status: str) -> None:
+        with self.transaction():
+            self.db.execute(
+                "INSERT INTO experiments (name, hypothesis, worker, lane, loop, status, target_base, "
+                "bench_base, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (name, hypothesis, worker, lane, loop, status, target_base, bench_base, time.time()),
+            )
+
+    def experiment(self, name: str) -> ExperimentRecord:
+        row = self.db.execute("SELECT * FROM experiments WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            raise KeyError(name)
+        return ExperimentRecord(**_decode(row))
+
+    def experiments(self, *statuses: str) -> list[ExperimentRecord]:
+        query, args = "SELECT * FROM experiments", tuple(statuses)
+        if statuses:
+            query += f" WHERE status IN ({','.join('?' * len(statuses))})"
+        return [ExperimentRecord(**_decode(row)) for row in self.db.execute(query + " ORDER BY started_at, name", args)]
+
+    def update_experiment(self, name: str, **fields: Any) -> None:
+        allowed = {"status", "finished_at", "candidate", "judgment", "decision", "reasons", "branch",
+                   "land_commit", "merge_commit", "target_base"}
+        unknown = set(fields) - allowed
+        if unknown:
+            raise ValueError(f"unknown experiment fields: {sorted(unknown)}")
+        values = [json.dumps(v, sort_keys=True, default=str) if k in _JSON_COLUMNS else v for k, v in fields.items()]
+        with self.transaction():
+            self.db.execute(
+                f"UPDATE experiments SET {', '.join(f'{k} = ?' for k in fields)} WHERE name = ?",
+                (*values, name),
+            )
+
+    # -- events, measurements, baselines --------------------------------------------
+
+    def log(self, kind: str, data: Mapping[str, Any], experiment: str | None = None) -> None:
+        with self.transaction():
+            self.db.execute(
+                "INSERT INTO events (at, kind, experiment, data) VALUES (?, ?, ?, ?)",
+                (time.time(), kind, experiment, json.dumps(dict(data), sort_keys=True, default=str)),
+            )
+
+    def events(self, kind: str | None = None) -> list[dict[str, Any]]:
+        query, args = "SELECT * FROM events", ()
+        if kind is not None:
+            query, args = query + " WHERE kind = ?", (kind,)
+        return [_decode(row) | {"data": json.loads(row["data"])} for row in self.db.execute(query + " ORDER BY id", args)]
+
+    def add_measurement(self, kind: str, commit_id: str, metrics: Mapping[str, float | None],
+                        experiment: str | None = None) -> None:
+        with self.transaction():
+            self.db.execute(
+                "INSERT INTO measurements (at, kind, commit_id, experiment, metrics) VALUES (?, ?, ?, ?, ?)",
+                (time.time(), kind, commit_id, experiment, json.dumps(dict(metrics), sort_keys=True)),
+            )
+
+    def measurements(self, kind: str | None = None) -> list[dict[str, Any]]:
+        query, args = "SELECT * FROM measurements", ()
+        if kind is not None:
+            query, args = query + " WHERE kind = ?", (kind,)
+        return [_decode(row) for row in self.db.execute(query + " ORDER BY id", args)]
+
+    def baseline(self, commit_id: str) -> str | None:
+        row = self.db.execute("SELECT binary FROM baselines WHERE commit_id = ?", (commit_id,)).fetchone()
+        return None if row is None else row[0]
+
+    def add_baseline(self, commit_id: str, binary: str) -> None:
+        with self.transaction():
+            self.db.execute("INSERT OR REPLACE INTO baselines VALUES (?, ?, ?)", (commit_id, binary, time.time()))

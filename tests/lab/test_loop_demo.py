@@ -1,0 +1,129 @@
+"""The research loop end to end on the embedded demo, and its resume after SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import libtmux
+import pytest
+
+from orchard.demo.lab import make_demo
+from orchard.lab.state import LabState
+from orchard.lab.workspace import Workspace
+
+from conftest import assert_nothing_left, git, wait_for
+
+
+def orchard(*args: str, mark: str, **kwargs) -> subprocess.Popen:
+    env = {**os.environ, "ORCHARD_TEST_MARK": mark}
+    return subprocess.Popen([sys.executable, "-m", "orchard", *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, **kwargs)
+
+
+def decisions(root: Path) -> dict[str, tuple[str, str, list[str]]]:
+    state = LabState.open(root)
+    try:
+        return {e.hypothesis: (e.decision, (e.judgment or {}).get("rule"), e.reasons) for e in state.experiments()}
+    finally:
+        state.close()
+
+
+def events(root: Path, kind: str) -> list[dict]:
+    state = LabState.open(root)
+    try:
+        return state.events(kind)
+    finally:
+        state.close()
+
+
+def test_demo_walks_every_decision_path(tmp_path: Path, mark: str) -> None:
+    root = tmp_path / "demo"
+    proc = orchard("demo", "--workspace", str(root), "--executor", "tmux", mark=mark)
+    output, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, output
+    found = decisions(root)
+    # two wins land: one on time, one on output size (tokens), both merged
+    assert found["count-with-dict"][0] == "LAND" and "wall_ms improved" in " ".join(found["count-with-dict"][2])
+    assert found["terse-report"][0] == "LAND" and "stdout_bytes improved" in " ".join(found["terse-report"][2])
+    # five kills, each for its own reason
+    assert found["longest-word-one-pass"][:2] == ("KILL", "tests-green")
+    assert found["top-ten-default"][:2] == ("KILL", "gates-absolute")
+    assert found["tokenize-regex"][:2] == ("KILL", "scope-kept")
+    assert found["read-whole-file"][:2] == ("KILL", "harness-untouched")
+    assert found["single-write"][:2] == ("KILL", "no-claim-below-floor")
+    # the second win was rebased onto the first's merge and judged again before its own merge
+    assert len(events(root, "rebase")) == 1 and len(events(root, "merge")) == 2
+    origin_log = git(root / "origin" / "target.git", "log", "--format=%s", "main")
+    assert origin_log.count("lab: merge") == 2
+    journal = (root / "JOURNAL.md").read_text()
+    for text in ("**LAND**", "**KILL**", "harness tampered", "left its scope", "quality gate information_recall",
+                 "below the printed noise floor", "tests failed", "rebase"):
+        assert text in journal, text
+    report = (root / "FINAL_REPORT.md").read_text()
+    assert "## Landed changes" in report and "## Killed hypotheses" in report
+    assert "report/wall_ms" in (root / "LEADERBOARD.md").read_text()
+    assert "<svg" in (root / "report.html").read_text()
+    ws = Workspace.open(root)
+    assert_nothing_left(mark, ws.tmux_socket)
+
+
+HYPOTHESES = ["terse-report", "count-with-dict", "top-ten-default"]
+
+
+def _status(root: Path) -> list[str]:
+    try:
+        connection = sqlite3.connect(f"file:{root / 'lab.db'}?mode=ro", uri=True, timeout=5)
+        try:
+            return [row[0] for row in connection.execute("SELECT status FROM experiments")]
+        finally:
+            connection.close()
+    except sqlite3.Error:
+        return []
+
+
+def _kill_when(root: Path, mark: str, wanted: str) -> None:
+    """Start `orchard run`, SIGKILL it the moment an experiment reaches `wanted`."""
+    proc = orchard("run", str(root), mark=mark)
+    try:
+        wait_for(lambda: wanted in _status(root) or proc.poll() is not None, f"status {wanted}", limit_s=600)
+        assert proc.poll() is None, f"the lab ended before any experiment was {wanted}: {proc.stdout.read()}"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=60)
+        proc.stdout.close()
+
+
+def test_resume_after_sigkill_loses_and_doubles_nothing(tmp_path: Path, mark: str) -> None:
+    ws = make_demo(tmp_path / "lab", workers=3, executor="tmux", only=HYPOTHESES)
+    root = ws.root
+    _kill_when(root, mark, "running")  # during the workers
+    server = libtmux.Server(socket_name=ws.tmux_socket)
+    assert server.is_alive(), "the workers' tmux server must outlive a killed orchard"
+    _kill_when(root, mark, "judging")  # during a verdict
+    _kill_when(root, mark, "landing")  # between the judgment and the landing
+    proc = orchard("run", str(root), mark=mark)
+    output, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, output
+
+    found = decisions(root)
+    assert set(found) == set(HYPOTHESES)
+    assert found["terse-report"][0] == "LAND" and found["count-with-dict"][0] == "LAND"
+    assert found["top-ten-default"][:2] == ("KILL", "gates-absolute")
+    judged = Counter(e["experiment"] for e in events(root, "judgment"))
+    assert all(count == 1 for count in judged.values()), judged  # nothing judged twice
+    assert Counter(e["experiment"] for e in events(root, "merge")) == Counter({"terse-report": 1, "count-with-dict": 1})
+    merges = git(root / "origin" / "target.git", "log", "--format=%s", "main").count("lab: merge")
+    assert merges == 2  # nothing landed twice
+    state = LabState.open(root)
+    try:
+        assert all(h.attempts >= 1 for h in state.hypotheses())
+        assert len(state.experiments()) == len(HYPOTHESES)  # no experiment lost or duplicated
+    finally:
+        state.close()
+    assert_nothing_left(mark, ws.tmux_socket)

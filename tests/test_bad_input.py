@@ -1,0 +1,97 @@
+"""Bad input: one clear message naming what is wrong, exit 2, nothing recorded lost."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers import SUITE, make_binary, make_suite, orchard
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Path:
+    make_binary(tmp_path, "fast")
+    make_suite(tmp_path)
+    (tmp_path / "not-executable").write_text("#!/bin/sh\n")
+    return tmp_path
+
+
+def assert_usage_error(result, *needles: str) -> None:
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr  # one message, no traceback
+    for needle in needles:
+        assert needle in lines[0]
+
+
+def run_verdict(lab: Path, *args: str):
+    base = {"--suite": "suite.toml", "--baseline": "fast", "--candidate": "fast"}
+    for flag, value in zip(args[::2], args[1::2]):
+        base[flag] = value
+    return orchard("verdict", *[x for pair in base.items() for x in pair], cwd=lab)
+
+
+def test_missing_binary(lab: Path) -> None:
+    assert_usage_error(run_verdict(lab, "--candidate", "nope"), "candidate binary not found", "nope")
+
+
+def test_binary_not_executable(lab: Path) -> None:
+    assert_usage_error(run_verdict(lab, "--baseline", "not-executable"), "not an executable", "not-executable")
+
+
+def test_directory_as_binary(lab: Path) -> None:
+    assert_usage_error(run_verdict(lab, "--candidate", str(lab)), "not an executable")
+
+
+def test_toml_error_names_file_and_line(lab: Path) -> None:
+    (lab / "broken.toml").write_text('[suite]\nname = "x"\n\n[[scenario]]\nname = "a"\ncommand = [unclosed\n')
+    result = run_verdict(lab, "--suite", "broken.toml")
+    assert_usage_error(result, "broken.toml", "invalid TOML", "line 6")
+
+
+def test_unknown_metric_in_gate(lab: Path) -> None:
+    text = SUITE.format(runs=10, calibration_runs=10) + '\n[[gate]]\nkind = "no_drop"\nmetric = "recal"\n'
+    make_suite(lab, text=text)
+    assert_usage_error(run_verdict(lab), "unknown metric 'recal'", "suite.toml")
+
+
+def test_runs_below_minimum(lab: Path) -> None:
+    assert_usage_error(run_verdict(lab, "--runs", "3"), "--runs must be at least 6")
+
+
+def test_missing_suite_file(lab: Path) -> None:
+    assert_usage_error(run_verdict(lab, "--suite", "absent.toml"), "suite file not found")
+
+
+@pytest.mark.parametrize(
+    "mutation, needle",
+    [
+        ('[[scenario]]\nname = "x"\nkind = "teleport"\ncommand = ["a"]\n', "'kind' must be one of"),
+        ('[[metric]]\nname = "wall_ms"\ndirection = "sideways"\n', "'direction' must be"),
+        ('[[metric]]\nname = "speed"\n', "unknown metric for command scenario"),
+        ('[[gate]]\nkind = "information_recall"\nscenarios = ["ghost"]\n', "unknown scenario 'ghost'"),
+        ('[[fixture]]\nname = "data"\ncommand = ["true"]\ncolour = "red"\n', "unknown key(s): colour"),
+    ],
+)
+def test_suite_mistakes_are_named(lab: Path, mutation: str, needle: str) -> None:
+    make_suite(lab, text=SUITE.format(runs=10, calibration_runs=10) + "\n" + mutation)
+    assert_usage_error(run_verdict(lab), needle)
+
+
+def test_nothing_recorded_is_lost(lab: Path) -> None:
+    results = lab / "results" / "verdict"
+    results.mkdir(parents=True)
+    earlier = results / "20200101T000000000000Z.jsonl"
+    earlier.write_text('{"verdict": "PASS"}\n')
+    assert_usage_error(run_verdict(lab, "--runs", "2"), "--runs")
+    assert earlier.read_text() == '{"verdict": "PASS"}\n'
+    ok = orchard("verdict", "--suite", "suite.toml", "--baseline", "fast", "--candidate", "fast", "--runs", "8", cwd=lab)
+    assert ok.returncode == 0, ok.stderr
+    assert earlier.read_text() == '{"verdict": "PASS"}\n'
+    assert len(list(results.glob("*.jsonl"))) == 2
+
+
+def test_bench_run_subject_syntax(lab: Path) -> None:
+    result = orchard("bench", "run", "--suite", "suite.toml", "--subject", "fast", cwd=lab)
+    assert_usage_error(result, "NAME=BIN")

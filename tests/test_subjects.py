@@ -1,0 +1,75 @@
+"""Subjects: explicit binaries with version and sha256; bad ones are exit 2."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import pytest
+
+from lanes_support import LaneEnv, invoke, lane_env, without_oak_on_path  # noqa: F401
+from orchard.bench.subjects import parse_subjects
+from orchard.errors import UsageError
+
+KINDS = {"git", "oak"}
+
+
+def test_git_by_name_records_version_and_sha256() -> None:
+    (git,) = parse_subjects("git", KINDS)
+    real = Path(shutil.which("git") or "").resolve()
+    assert git.bin == real
+    assert git.kind == "git"
+    assert git.version and git.version.startswith("git version")
+    assert git.sha256 == hashlib.sha256(real.read_bytes()).hexdigest()
+    assert git.row_fields()["subject_binary_sha256"] == git.sha256
+
+
+def test_absent_named_binary_becomes_a_skip_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    without_oak_on_path(monkeypatch)
+    git, oak = parse_subjects("git,oak", KINDS)
+    assert oak.bin is None and "oak" in (oak.absent_reason or "")
+    assert git.bin is not None
+
+
+def test_default_is_every_subject_in_the_shipped_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    without_oak_on_path(monkeypatch)
+    assert [s.name for s in parse_subjects(None, KINDS)] == ["git", "oak"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("oak=/nonexistent/oak", "/nonexistent/oak does not exist"),
+        ("oak={tmp}/plain.txt", "not an executable file"),
+        ("oak={tmp}", "not an executable file"),
+        ("mine=/usr/bin/env", "cannot tell its kind"),
+        ("nosuch", "unknown subject 'nosuch'"),
+        ("git,git", "given twice"),
+        ("x:hg=/usr/bin/env", "no flow for kind 'hg'"),
+        ("x:git", "needs =BIN"),
+    ],
+)
+def test_bad_subjects_are_usage_errors(tmp_path: Path, spec: str, message: str) -> None:
+    (tmp_path / "plain.txt").write_text("not a program\n")
+    with pytest.raises(UsageError, match=message):
+        parse_subjects(spec.format(tmp=tmp_path), KINDS)
+
+
+def test_name_kind_equals_bin_and_subjects_file(tmp_path: Path) -> None:
+    (custom,) = parse_subjects(f"mine:git={shutil.which('git')}", KINDS)
+    assert (custom.name, custom.kind) == ("mine", "git")
+    table = tmp_path / "subjects.toml"
+    table.write_text('[stock]\nkind = "git"\nlabel = "stock git"\nbin = "git"\n')
+    (stock,) = parse_subjects("stock", KINDS, table)
+    assert (stock.kind, stock.label) == ("git", "stock git") and stock.bin is not None
+    table.write_text("[broken]\nkind = 'git'\n")
+    with pytest.raises(UsageError, match=r"\[broken\] needs a string `bin`"):
+        parse_subjects("broken", KINDS, table)
+
+
+def test_cli_missing_binary_exits_2_and_records_nothing(lane_env: LaneEnv) -> None:
+    result = invoke("bench", "task-loop", "--subjects", "git,oak=/nonexistent/oak", "--results", str(lane_env.results))
+    assert result.exit_code == 2
+    assert "binary /nonexistent/oak does not exist" in result.output
+    assert not lane_env.results.exists()

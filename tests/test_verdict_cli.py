@@ -1,0 +1,139 @@
+"""`orchard verdict` and `orchard calibrate` on real commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers import make_binary, make_suite, orchard
+from orchard.bench.store import read_jsonl
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Path:
+    make_binary(tmp_path, "fast")
+    make_binary(tmp_path, "fast-copy")
+    make_binary(tmp_path, "slow", iterations=int(15000 * 1.3))
+    make_binary(tmp_path, "lossy", iterations=5000, output='echo "count 15000"')
+    make_binary(tmp_path, "flaky", output='echo "count 15000"; echo "fact: alpha"; echo $$')
+    make_binary(tmp_path, "broken", code=3)
+    make_suite(tmp_path)
+    return tmp_path
+
+
+def verdict(lab: Path, candidate: str, baseline: str = "fast", *extra: str) -> tuple[int, dict]:
+    result = orchard("verdict", "--suite", "suite.toml", "--baseline", baseline, "--candidate", candidate,
+                     "--json", *extra, cwd=lab)
+    assert result.returncode in (0, 1), result.stderr
+    return result.returncode, json.loads(result.stdout)
+
+
+def test_same_binary_twice_is_not_regressed(lab: Path) -> None:
+    code, report = verdict(lab, "fast-copy")
+    assert code == 0
+    assert report["verdict"] in ("NO-CHANGE", "INCONCLUSIVE")
+    wall = next(m for m in report["metrics"] if m["metric"] == "wall_ms")
+    assert wall["verdict"] != "regressed"
+    assert wall["floor"] > 0 and wall["n"] >= 8
+    tokens = next(m for m in report["metrics"] if m["metric"] == "stdout_bytes")
+    assert (tokens["method"], tokens["verdict"]) == ("exact", "no-change")
+
+
+def test_thirty_percent_slower_is_regressed(lab: Path) -> None:
+    code, report = verdict(lab, "slow")
+    assert code == 1
+    assert report["verdict"] == "REGRESSED"
+    # CPU time sees the extra work even when a loaded machine blurs wall time
+    regressed = [m for m in report["metrics"] if m["verdict"] == "regressed"]
+    assert {m["metric"] for m in regressed} <= {"wall_ms", "cpu_ms"} and regressed
+    for metric in regressed:
+        assert metric["interval"][0] > metric["floor"]
+        assert metric["candidate_median"] > metric["baseline_median"]
+    cpu = next(m for m in report["metrics"] if m["metric"] == "cpu_ms")
+    assert 0.1 < cpu["effect"] < 0.6
+
+
+def test_faster_but_losing_information_is_regressed_by_the_gate(lab: Path) -> None:
+    code, report = verdict(lab, "lossy")
+    assert code == 1 and report["verdict"] == "REGRESSED"
+    assert [g["name"] for g in report["gates"] if not g["passed"]] == ["information_recall"]
+
+
+def test_nondeterministic_output_fails_determinism_gate(lab: Path) -> None:
+    code, report = verdict(lab, "flaky")
+    assert code == 1 and report["verdict"] == "REGRESSED"
+    assert any(g["name"] == "determinism" and not g["passed"] for g in report["gates"])
+
+
+def test_failing_baseline_is_an_error_not_a_number(lab: Path) -> None:
+    code, report = verdict(lab, "fast", "broken")
+    assert code == 1
+    assert report["verdict"] == "ERROR"
+    assert report["metrics"] == []
+    assert "scenario 'loop'" in report["reasons"][0] and "exit 3" in report["reasons"][0]
+
+
+def test_calibration_is_cached_and_reported_with_its_age(lab: Path) -> None:
+    result = orchard("calibrate", "--suite", "suite.toml", "--baseline", "fast", "--runs", "10", cwd=lab)
+    assert result.returncode == 0, result.stderr
+    assert "loop/wall_ms" in result.stdout and "stochastic" in result.stdout
+    assert "deterministic" in result.stdout  # stdout_bytes never varies
+    text = orchard("verdict", "--suite", "suite.toml", "--baseline", "fast", "--candidate", "fast-copy", cwd=lab)
+    assert "calibration: cached" in text.stdout and "old" in text.stdout
+    assert "pair order seed:" in text.stdout
+
+
+def test_rows_record_pairs_in_randomized_order_with_warmup(lab: Path) -> None:
+    _, report = verdict(lab, "fast-copy", "fast", "--seed", "42")
+    assert report["seed"] == 42
+    rows = read_jsonl(Path(lab / report["rows"]))
+    measured = [r for r in rows if r.get("step_kind") == "measured"]
+    assert {r["order"] for r in measured} == {"baseline-candidate", "candidate-baseline"}
+    assert any(r["warmup"] for r in measured) and measured[0]["pair"] == 0
+    for row in measured:
+        for key in ("machine_fingerprint", "env_isolation_version", "fixture_id", "remote_transport"):
+            assert key in row
+        assert row["measurement_lock"] == "held"
+    assert (lab / report["summary"]).read_text().startswith("# Measurement summary")
+
+
+def test_two_verdicts_at_once_never_overlap_their_measured_runs(lab: Path) -> None:
+    import subprocess
+    import sys
+
+    orchard("calibrate", "--suite", "suite.toml", "--baseline", "fast", "--runs", "8", cwd=lab)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "orchard", "verdict", "--suite", "suite.toml", "--baseline", "fast",
+             "--candidate", "fast-copy", "--json", "--results", f"results-{i}"],
+            cwd=lab, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for i in range(2)
+    ]
+    outputs = [p.communicate(timeout=600) for p in procs]
+    intervals = []
+    for out, _ in outputs:
+        rows = read_jsonl(lab / json.loads(out)["rows"])
+        # a pair holds the lock for both of its runs: its span is the unit that must not overlap
+        spans: dict[int, list[int]] = {}
+        for row in rows:
+            if row.get("step_kind") == "measured":
+                span = spans.setdefault(row["pair"], [row["monotonic_start_ns"], row["monotonic_end_ns"]])
+                span[0] = min(span[0], row["monotonic_start_ns"])
+                span[1] = max(span[1], row["monotonic_end_ns"])
+        intervals.append(sorted(spans.values()))
+    first, second = intervals
+    assert first and second
+    for a_start, a_end in first:
+        for b_start, b_end in second:
+            assert a_end <= b_start or b_end <= a_start, "measured runs of two verdicts overlapped"
+    assert any("[runlock] waiting for pid" in err for _, err in outputs)
+
+
+def test_bench_run_measures_named_subjects(lab: Path) -> None:
+    result = orchard("bench", "run", "--suite", "suite.toml", "--subject", "fast=fast", "--subject", "slow=slow",
+                     "--runs", "3", cwd=lab)
+    assert result.returncode == 0, result.stderr
+    assert "| loop | fast | 3 | 0 |" in result.stdout and "| loop | slow | 3 | 0 |" in result.stdout
