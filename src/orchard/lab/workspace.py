@@ -5,6 +5,7 @@
   orchard.toml   prompts/   logs/   results/
   bench/                  the lab's own harness clone (judging, baselines)
   judge/target/           the lab's own target clone; workers clone from it
+  judge/base-<commit>/    the judge's baseline builds, one per base commit
   worker-<name>/target/   that worker's target clone (it edits here)
   worker-<name>/bench/    that worker's harness clone (it measures here)
 ```
