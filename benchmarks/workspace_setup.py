@@ -72,6 +72,7 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     scratch = Path(tempfile.mkdtemp(prefix="orchard-bench-ws-"))
     try:
         make_repo(scratch / "target", args.files)
@@ -83,6 +84,7 @@ def main() -> None:
         unshared = object_bytes(probe)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    load_after = os.getloadavg()[0]
     m1, m8 = statistics.median(one), statistics.median(eight)
     r1, r8 = statistics.median(one_again), statistics.median(eight_again)
     facts = machine_facts()
@@ -112,7 +114,8 @@ def main() -> None:
         "",
         f"Machine: {facts['cpu_model']}, {facts['cpu_count']} cores, "
         f"{(facts['memory_bytes'] or 0) / 2**30:.0f} GiB, {facts['system']} {facts['kernel']}, "
-        f"Python {facts['python']}; shared with other work, so expect noise.",
+        f"Python {facts['python']}; shared with other work (1-minute load average "
+        f"{load_before:.1f} at the start, {load_after:.1f} at the end), so expect noise.",
         "",
     ]
     text = "\n".join(lines)
