@@ -105,6 +105,14 @@ class Lab:
                                "fix the harness before running the lab")
         binary = judging.baseline_binary(ws, state, base)
         suite_path = ws.suite(ws.bench_dir)
+        if suite_path is None and ws.config.bench.verdict:
+            with state.transaction():
+                state.log("lab-start", {"base": base, "bench_base": bench_base, "baseline": {}, "floors": {},
+                                        "calibration": "by the bench's own verdict command", "binary": str(binary)})
+                state.set_meta("started_at", str(time.time()))
+                state.set_meta("first_baseline", str(binary))
+            self.render()
+            return
         if suite_path is None:
             raise OrchardError("bench.suite is not configured: the lab has nothing to judge with")
         suite = bench.load_suite(suite_path)
