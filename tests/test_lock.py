@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -181,3 +182,45 @@ def test_an_uncontended_lock_is_held_without_a_message(tmp_path: Path, monkeypat
         assert read_holder(tmp_path / "alone.lock") is not None
     assert lock.metadata()["measurement_lock"] == "held"
     assert out.getvalue() == ""
+
+
+RAW_FLOCK = """
+import fcntl, sys, time
+handle = open(sys.argv[1], "a")
+fcntl.flock(handle, fcntl.LOCK_EX)
+print("locked", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_waiter_never_names_itself_from_its_own_stale_holder_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between taking the lock and naming itself, a new holder leaves the last holder's entry."""
+    monkeypatch.delenv(ENV_SWITCH, raising=False)
+    path = tmp_path / "stale.lock"
+    out = io.StringIO()
+    lock = MeasurementLock("me", path=path, out=out)
+    with lock:
+        pass
+    assert read_holder(path)["pid"] == os.getpid()  # type: ignore[index]
+    # another process takes the kernel lock without (yet) naming itself
+    other = subprocess.Popen([sys.executable, "-c", RAW_FLOCK, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout is not None and other.stdout.readline() == "locked\n"
+        waiter = threading.Thread(target=lambda: lock.__enter__())
+        waiter.start()
+        deadline = time.monotonic() + 60
+        while "waiting" not in out.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        other.kill()
+        other.wait()
+        waiter.join(timeout=60)
+        assert not waiter.is_alive()
+        lock.__exit__(None, None, None)
+    finally:
+        other.kill()
+        other.wait()
+        if other.stdout:
+            other.stdout.close()
+    assert out.getvalue().strip() == "[runlock] waiting for pid ? (unknown) ..."
