@@ -23,6 +23,7 @@ from filelock import FileLock, Timeout
 
 ENV_PATH = "ORCHARD_LOCK_FILE"
 ENV_SWITCH = "ORCHARD_BENCH_LOCK"
+QUIET_WAIT_S = 0.1
 
 
 def default_lock_path() -> Path:
@@ -80,9 +81,12 @@ class MeasurementLock:
             return self
         started = time.monotonic()
         try:
-            self._lock.acquire(timeout=0)
+            # a short wait is silent, and gives a new holder time to name itself
+            self._lock.acquire(timeout=QUIET_WAIT_S)
         except Timeout:
             holder = read_holder(self.path) or {}
+            if holder.get("pid") == os.getpid():
+                holder = {}  # our own stale entry: the new holder has not written its own yet
             print(
                 f"[runlock] waiting for pid {holder.get('pid', '?')} "
                 f"({holder.get('label', 'unknown')}) ...",
