@@ -72,7 +72,7 @@ class Judgment:
         return asdict(self)
 
 
-def _placeholders(ws: Workspace, target_dir: Path, binary: Path | None) -> dict[str, str]:
+def placeholders(ws: Workspace, target_dir: Path, binary: Path | None) -> dict[str, str]:
     suite = ws.suite(ws.bench_dir)
     return {
         "target_dir": str(target_dir),
@@ -125,7 +125,7 @@ def baseline_binary(ws: Workspace, state: LabState, commit: str) -> Path:
     if cached and Path(cached).exists():
         return Path(cached)
     checkout = checkout_with_patch(ws, ws.baseline_dir(commit), commit, "")
-    check = run_step("build", ws.config.target.build, checkout, _placeholders(ws, checkout, None),
+    check = run_step("build", ws.config.target.build, checkout, placeholders(ws, checkout, None),
                      checkout.parent / "logs")
     binary = binary_in(ws, checkout)
     if not check.passed or binary is None or not binary.exists():
@@ -154,7 +154,7 @@ def external_verdict(ws: Workspace, baseline: Path, candidate: Path) -> dict[str
     and gates in orchard's shape are kept); otherwise the last verdict word
     the script printed decides, and no word at all is INCONCLUSIVE.
     """
-    values = _placeholders(ws, ws.reference_target, candidate)
+    values = placeholders(ws, ws.reference_target, candidate)
     values["baseline"] = str(baseline)
     command = render_command(ws.config.bench.verdict, values)
     lock = MeasurementLock(f"orchard lab verdict command ({ws.root.name})")
@@ -308,7 +308,7 @@ def judge(
         checks.append(Check("apply", False, str(error)[:300]))
         return _finish(decide(checks, None, flags), checks, None, None, base)
     binary = binary_in(ws, checkout)
-    values = _placeholders(ws, checkout, binary)
+    values = placeholders(ws, checkout, binary)
     progress(f"{name}: build")
     checks.append(run_step("build", ws.config.target.build, checkout, values, logs))
     if not checks[-1].passed:
