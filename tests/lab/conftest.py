@@ -1,52 +1,17 @@
-"""Fixtures for the lab's tests: real git repositories, workspaces, stand-in agent CLIs,
-and a check that nothing a test started is left running."""
+"""Fixtures for the lab's tests (helpers live in lab_helpers.py)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import libtmux
-import psutil
 import pytest
 
+from lab_helpers import AGENT_CLIS, BENCH_FILES, STANDIN, TARGET_FILES, make_repo
 from orchard.lab.workspace import Workspace, init_workspace
-
-STANDIN = Path(__file__).with_name("standin.py")
-AGENT_CLIS = {"claude": "claude", "codex": "codex", "cursor": "agent", "aider": "aider"}
-
-
-def git(cwd: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
-                          env=env).stdout
-
-
-def make_repo(path: Path, files: dict[str, str]) -> Path:
-    path.mkdir(parents=True)
-    git(path, "init", "-q", "-b", "main")
-    for name, text in files.items():
-        (path / name).parent.mkdir(parents=True, exist_ok=True)
-        (path / name).write_text(text)
-    git(path, "add", "-A")
-    git(path, "commit", "-qm", "initial")
-    return path
-
-
-TARGET_FILES = {
-    "README": "a target\n",
-    "src/alpha.txt": "alpha 1\n",
-    "src/beta.txt": "beta 1\n",
-    "src/gamma.txt": "gamma 1\n",
-    "tests/check.sh": "grep -q . src/alpha.txt\n",
-}
-BENCH_FILES = {"bench.py": "print('measuring')\n", ".gitignore": "results/\n"}
 
 
 @pytest.fixture
@@ -87,36 +52,6 @@ def standin_bin(tmp_path: Path) -> tuple[Path, Path]:
 def mark() -> str:
     """A unique value put in every job's environment, to find its processes later."""
     return uuid.uuid4().hex
-
-
-def processes_marked(mark: str, job: str | None = None) -> list[psutil.Process]:
-    """Processes carrying the mark (and, if given, JOB=job) in their environment."""
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            environ = proc.environ()
-            if environ.get("ORCHARD_TEST_MARK") == mark and (job is None or environ.get("JOB") == job):
-                found.append(proc)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
-    return found
-
-
-def wait_for(condition: Callable[[], bool], what: str, limit_s: float = 60.0) -> None:
-    """Wait until `condition()` holds (a guard against hanging, not a timing claim)."""
-    deadline = time.monotonic() + limit_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.05)
-
-
-def assert_nothing_left(mark: str, socket_name: str | None) -> None:
-    """No process carrying the test's mark, and no private tmux server."""
-    left = [p for p in processes_marked(mark) if p.status() != psutil.STATUS_ZOMBIE]
-    assert left == [], f"processes left running: {[(p.pid, p.cmdline()) for p in left]}"
-    if socket_name is not None:
-        assert not libtmux.Server(socket_name=socket_name).is_alive(), f"tmux server {socket_name} still up"
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import libtmux
 import psutil
 import pytest
 
-from conftest import assert_nothing_left, processes_marked, wait_for
+from lab_helpers import assert_nothing_left, processes_marked, wait_for
 from orchard.errors import UsageError
 from orchard.lab.executors import Job, make_executor
 
@@ -41,8 +41,12 @@ def test_exit_codes_signals_and_logs(kind: str, tmp_path: Path, socket_name: str
         executor.start(_job(tmp_path, "signalled", "kill -TERM $$", mark))
         with pytest.raises(UsageError, match="already running"):
             executor.start(_job(tmp_path, "fails", "true", mark))
+        wrappers = executor.pids()
+        assert sorted(wrappers) == ["fails", "passes", "signalled"]
         results = {result.name: result for result in executor.wait(timeout_s=60)}
     assert_nothing_left(mark, socket_name)
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+                   for pid in wrappers.values())
     assert (results["fails"].exit_code, results["fails"].ok) == (3, False)
     assert results["passes"].ok
     assert (results["signalled"].exit_code, results["signalled"].signal) == (None, signal.SIGTERM)
@@ -59,7 +63,7 @@ def test_timeout_and_cancel_kill_the_whole_tree(kind: str, tmp_path: Path, socke
         executor.start(_job(tmp_path, "unwanted", tree, mark))
         executor.start(_job(tmp_path, "quick", "true", mark, timeout_s=600))
         wait_for(lambda: _sleepers(mark, "unwanted") == 3, "the unwanted job's three sleeps")
-        executor.cancel("unwanted")
+        executor.cancel("unwanted", "superseded by a better hypothesis")
         with pytest.raises(UsageError, match="not running"):
             executor.cancel("never-started")
         results = {result.name: result for result in executor.wait(timeout_s=60)}
@@ -69,6 +73,7 @@ def test_timeout_and_cancel_kill_the_whole_tree(kind: str, tmp_path: Path, socke
     assert slow.timed_out and not slow.cancelled and slow.exit_code == 137
     assert "timeout" in slow.reason
     assert unwanted.cancelled and not unwanted.timed_out
+    assert unwanted.reason == "superseded by a better hypothesis"
     assert results["quick"].ok
     assert "killing the worker's processes" in (tmp_path / "logs/slow.log").read_text()
 

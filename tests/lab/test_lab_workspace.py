@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import git
+from lab_helpers import git
 from orchard.cli import cli
 from orchard.errors import UsageError
 from orchard.lab.config import load
@@ -100,6 +100,11 @@ def test_workers_get_clones_at_the_recorded_bases_and_are_recycled(
         assert git(worker.bench_dir, "rev-parse", "HEAD").strip() == checkout.bench_base
         assert worker.root == workspace.root / f"worker-{worker.name}"
     assert workspace.binary(first.worker) == first.worker.target_dir / "src/alpha.txt"
+    # The reference clone is packed once; each worker's clone hard-links that pack.
+    objects = first.worker.target_dir / ".git/objects"
+    packs = list(objects.glob("pack/*.pack"))
+    assert len(packs) == 1 and packs[0].stat().st_nlink >= 3
+    assert not [p for p in objects.iterdir() if len(p.name) == 2]
     assert [w.name for w in workspace.workers()] == ["one", "two"]
     # A recycled worker starts clean, whatever the last experiment left.
     (first.worker.target_dir / "src/alpha.txt").write_text("dirty\n")

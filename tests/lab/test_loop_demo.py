@@ -17,7 +17,7 @@ from orchard.demo.lab import make_demo
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 
-from conftest import assert_nothing_left, git, wait_for
+from lab_helpers import assert_nothing_left, git, wait_for
 
 
 def orchard(*args: str, mark: str, **kwargs) -> subprocess.Popen:

@@ -96,7 +96,8 @@ def collect_candidate(
     scope = list(experiment.hypothesis.scope)
     violations = outside_scope(changed, scope)
     reading = report_module.read_report(worker.report_path, experiment.name)
-    log_text = result.log_path.read_text(encoding="utf-8", errors="replace") if result.log_path.exists() else ""
+    log = result.log_path
+    log_text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
 
     flags: list[str] = []
     if bench.files or bench.head != checkout.bench_base:

@@ -32,7 +32,7 @@ PLACEHOLDERS = {
     "target_dir": "the worker's target checkout",
     "bench_dir": "the worker's bench checkout",
     "binary": "the binary built in the worker's target checkout",
-    "baseline": "the lab's baseline binary, built from the base commit in judge/target",
+    "baseline": "the baseline binary the judge builds from the worker's base commit",
     "suite": "the suite file inside the worker's bench checkout",
     "report": "the worker's report file",
     "prompt_file": "the worker's prompt file",

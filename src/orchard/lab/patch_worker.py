@@ -99,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
         report[key] = _step(name, command, cwd, capture=capture)
         if report[key]["exit_code"] != 0:
             ok = False
-            report["summary"] = f"applied {patch_path.name}; the {name} step failed (exit {report[key]['exit_code']})"
+            code = report[key]["exit_code"]
+            report["summary"] = f"applied {patch_path.name}; the {name} step failed (exit {code})"
             break
     report["measurements"] = _measurements(report["measure"])
     if ok:
@@ -113,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m orchard.lab.patch_worker", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m orchard.lab.patch_worker",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("--experiment", required=True)
     parser.add_argument("--patch", required=True, help="the ready patch (unified diff)")
     parser.add_argument("--target", required=True, help="the worker's target checkout")

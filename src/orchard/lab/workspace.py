@@ -5,14 +5,16 @@
   orchard.toml   prompts/   logs/   results/
   bench/                  the lab's own harness clone (judging, baselines)
   judge/target/           the lab's own target clone; workers clone from it
+  judge/base-<commit>/    the judge's baseline builds, one per base commit
   worker-<name>/target/   that worker's target clone (it edits here)
   worker-<name>/bench/    that worker's harness clone (it measures here)
 ```
 
 Every path is computed from the workspace root when it is needed, never
 stored, so a workspace can be moved or opened from anywhere. Worker clones
-are made from the lab's local reference clones, which keeps them cheap:
-objects are hard-linked, only the working files are written.
+are made from the lab's local reference clones, which keeps them cheap: the
+reference clones are packed once, a worker's clone hard-links that pack,
+and only the working files are written.
 """
 
 from __future__ import annotations
@@ -215,12 +217,14 @@ class Workspace:
             self.target_vcs.clone(target.repo, self.reference_target)
         except VcsError as error:
             raise UsageError(f"target.repo {target.repo!r}: cannot clone it: {error}") from None
+        self.target_vcs.prepare_reference(self.reference_target)
         self.target_base()  # a base that does not resolve is a configuration error
         if bench.repo:
             try:
                 self.bench_vcs.clone(bench.repo, self.bench_dir)
             except VcsError as error:
                 raise UsageError(f"bench.repo {bench.repo!r}: cannot clone it: {error}") from None
+            self.bench_vcs.prepare_reference(self.bench_dir)
             self.bench_base()
         else:
             self.bench_dir.mkdir()

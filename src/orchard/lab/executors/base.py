@@ -137,6 +137,7 @@ class _Running:
     started: float
     deadline: float | None
     ended_by: str | None = None  # "timeout" or "cancelled" once orchard killed it
+    note: str | None = None  # why, in words
     killed_at: float | None = None
 
 
@@ -224,6 +225,7 @@ class Executor(ABC):
         if entry.ended_by is not None:
             return
         entry.ended_by = ended_by
+        entry.note = note
         entry.killed_at = time.monotonic()
         with entry.job.log_path.open("a", encoding="utf-8") as log:
             log.write(f"\n[orchard] {note}: killing the worker's processes\n")
@@ -243,12 +245,8 @@ class Executor(ABC):
                 continue
             entry = self._running.pop(name)
             exit_code, sig = status
-            reason = None
-            if entry.ended_by == "timeout":
-                reason = f"killed after its timeout of {entry.job.timeout_s:g} s"
-            elif entry.ended_by == "cancelled":
-                reason = "cancelled"
-            elif exit_code is None and sig is None:
+            reason = entry.note
+            if reason is None and exit_code is None and sig is None:
                 reason = "its window or process vanished outside orchard"
             finished.append(
                 JobResult(

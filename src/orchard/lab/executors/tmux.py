@@ -17,6 +17,7 @@ is read only when tmux has no status for a dead pane.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -136,7 +137,13 @@ class TmuxExecutor(Executor):
         if self.server.is_alive():
             self.server.cmd("kill-window", "-t", window_id)
 
+    def socket_path(self) -> Path:
+        """Where tmux puts this server's socket (tmux's own rule: $TMUX_TMPDIR or /tmp)."""
+        return Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}" / self.socket_name
+
     def _shutdown(self, killed: list[_Running]) -> None:
         if self.server.is_alive():
             self.server.cmd("kill-server")
+        if not self.server.is_alive():
+            self.socket_path().unlink(missing_ok=True)  # tmux leaves the socket file behind
         shutil.rmtree(self._runtime, ignore_errors=True)

@@ -94,6 +94,10 @@ class Vcs(ABC):
         """
 
     @abstractmethod
+    def prepare_reference(self, checkout: Path) -> None:
+        """Make a clone cheap to clone from locally: the lab's reference clones get this once."""
+
+    @abstractmethod
     def init(self, path: Path, message: str) -> str:
         """Make `path` a repository holding its current files as one commit; return it."""
 

@@ -25,8 +25,6 @@ _PINNED = {
     "diff.mnemonicprefix": "false",
     "advice.detachedHead": "false",
     "commit.gpgsign": "false",
-    # A clone checks files out with as many workers as there are cores.
-    "checkout.workers": "0",
 }
 
 
@@ -78,6 +76,10 @@ class GitVcs(Vcs):
             self._git(None, "clone", "--quiet", "--no-checkout", str(source), str(dest))
             self._git(dest, "checkout", "--quiet", "--detach", commit)
         return self.head(dest)
+
+    def prepare_reference(self, checkout: Path) -> None:
+        """Pack every object: a local clone then hard-links one pack instead of each loose object."""
+        self._git(checkout, "repack", "-a", "-d", "-q")
 
     def init(self, path: Path, message: str) -> str:
         self._git(path, "init", "--quiet", "--initial-branch=main")

@@ -61,6 +61,9 @@ class OakVcs(Vcs):
             self._oak(dest, "switch", commit)
         return self.head(dest)
 
+    def prepare_reference(self, checkout: Path) -> None:
+        """Oak has no documented packing command; its clones are used as they are."""
+
     def init(self, path: Path, message: str) -> str:
         self._oak(path, "init", ".")
         self._oak(path, "commit")

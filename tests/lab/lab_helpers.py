@@ -1,0 +1,77 @@
+"""Helpers for the lab's tests: real git repositories, the stand-in agent CLI, and a
+check that nothing a test started is left running. (Named uniquely so that
+`import lab_helpers` is never confused with another directory's conftest.)"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import libtmux
+import psutil
+
+STANDIN = Path(__file__).with_name("standin.py")
+AGENT_CLIS = {"claude": "claude", "codex": "codex", "cursor": "agent", "aider": "aider"}
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
+                          env=env).stdout
+
+
+def make_repo(path: Path, files: dict[str, str]) -> Path:
+    path.mkdir(parents=True)
+    git(path, "init", "-q", "-b", "main")
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", "initial")
+    return path
+
+
+TARGET_FILES = {
+    "README": "a target\n",
+    "src/alpha.txt": "alpha 1\n",
+    "src/beta.txt": "beta 1\n",
+    "src/gamma.txt": "gamma 1\n",
+    "tests/check.sh": "grep -q . src/alpha.txt\n",
+}
+BENCH_FILES = {"bench.py": "print('measuring')\n", ".gitignore": "results/\n"}
+
+
+def processes_marked(mark: str, job: str | None = None) -> list[psutil.Process]:
+    """Processes carrying the mark (and, if given, JOB=job) in their environment."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            environ = proc.environ()
+            if environ.get("ORCHARD_TEST_MARK") == mark and (job is None or environ.get("JOB") == job):
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+def wait_for(condition: Callable[[], bool], what: str, limit_s: float = 60.0) -> None:
+    """Wait until `condition()` holds (a guard against hanging, not a timing claim)."""
+    deadline = time.monotonic() + limit_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.05)
+
+
+def assert_nothing_left(mark: str, socket_name: str | None) -> None:
+    """No process carrying the test's mark, and no private tmux server."""
+    left = [p for p in processes_marked(mark) if p.status() != psutil.STATUS_ZOMBIE]
+    assert left == [], f"processes left running: {[(p.pid, p.cmdline()) for p in left]}"
+    if socket_name is not None:
+        assert not libtmux.Server(socket_name=socket_name).is_alive(), f"tmux server {socket_name} still up"
+        socket_file = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}" / socket_name
+        assert not socket_file.exists(), f"socket file {socket_file} left behind"
