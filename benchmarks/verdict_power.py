@@ -2,10 +2,11 @@
 
 A small CPU-bound C program, its work scaled by an argument, is wrapped in
 tiny executable scripts: a baseline, an identical copy (A/A), and candidates
-slower by 3%, 5% and 10% of the baseline's wall time. Every campaign measures
-one warm-up pair and then a fixed number of pairs with orchard's own runner,
-each pair under the machine-wide measurement lock and in a random order.
-On the very same samples:
+doing 3%, 5% and 10% more work (sized on CPU time, which the machine's load
+does not change). Every campaign measures one warm-up pair and then a fixed
+number of pairs with orchard's own runner, each pair under the machine-wide
+measurement lock and in a random order. Each metric (wall_ms, cpu_ms) is then
+judged on the very same samples, as a suite naming that one metric would be:
 
 - orchard: A/A calibration noise (`calibration.compute` on a 40-pair A/A
   run of the baseline), then the adaptive looks of `campaign.run_verdict`
@@ -18,9 +19,11 @@ On the very same samples:
   fixed 1% noise threshold.
 
 Peers see every pair of the campaign (fixed n, their most favourable case).
-Raw samples are kept in results/verdict-power/<stamp>.jsonl.
+Raw samples are kept in results/verdict-power/<stamp>.jsonl; `--reanalyse`
+judges such a file again without measuring.
 
     .venv/bin/python benchmarks/verdict_power.py [--campaigns 100] [--work-ms 20]
+    .venv/bin/python benchmarks/verdict_power.py --reanalyse results/verdict-power/<stamp>.jsonl
 """
 
 from __future__ import annotations
@@ -45,11 +48,11 @@ from typing import Any
 import numpy as np
 from scipy import stats as scipy_stats
 
-from orchard.bench import calibration, runner
+from orchard.bench import calibration, runner, stats
 from orchard.bench.environment import isolated_env
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts
-from orchard.bench.store import RunWriter
+from orchard.bench.store import RunWriter, read_jsonl
 from orchard.bench.suite import Suite, load_suite
 from orchard.bench.verdict import (
     PASS,
@@ -77,23 +80,26 @@ int main(int argc, char **argv) {
 }
 """
 
-# The suite a user would write for this program: its defaults (runs, looks,
-# calibration pairs, alpha, the wall_ms floor) are the ones judged here.
+# The suite a user would write to judge this program on one metric: its
+# defaults (runs, looks, calibration pairs, alpha, the metric's floor) are
+# the ones judged here.
 SUITE_TOML = """
 [suite]
-name = "verdict-power"
+name = "verdict-power-{metric}"
 
 [[scenario]]
 name = "work"
-command = ["{bin}"]
+command = ["{{bin}}"]
 
 [[metric]]
-name = "wall_ms"
+name = "{metric}"
 """
+METRICS = ("wall_ms", "cpu_ms")
 
 SHIFTS = (0.0, 0.03, 0.05, 0.10)
 REGRESSION, IMPROVEMENT = "regressed", "improved"
 BOOTSTRAP_RESAMPLES = 2000
+CALIBRATION_ATTEMPTS = 3  # a failed calibration is run again, as a user would
 
 
 @dataclass
@@ -113,28 +119,24 @@ class Lab:
             sys.exit(f"{binary} failed ({capture.returncode}): {capture.stderr_text[-300:]}")
         return capture
 
-    def pairs(self, baseline: str, candidate: str, count: int, meta: dict[str, Any]) -> tuple[list[float], list[float]]:
-        """A warm-up pair, then `count` pairs of wall ms, each pair locked and in random order."""
-        a: list[float] = []
-        b: list[float] = []
+    def pairs(self, baseline: str, candidate: str, count: int, meta: dict[str, Any]) -> list[dict[str, Any]]:
+        """A warm-up pair, then `count` pairs, each locked and in random order; returns their rows."""
+        recorded = []
         for index in range(count + 1):
             order = [("baseline", baseline), ("candidate", candidate)]
             if self.rng.random() < 0.5:
                 order.reverse()
-            seen: dict[str, float] = {}
             with self.lock:
                 for role, name in order:
                     capture = self.run(self.binaries[name])
-                    seen[role] = capture.elapsed_ms
-                    self.writer.write({
+                    row = {
                         **meta, **self.lock.metadata(), "pair": index, "warmup": index == 0, "role": role,
                         "binary": name, "order": "-".join(r for r, _ in order),
-                        "elapsed_ms": round(capture.elapsed_ms, 4), "cpu_ms": capture.cpu_ms,
-                    })
-            if index > 0:
-                a.append(seen["baseline"])
-                b.append(seen["candidate"])
-        return a, b
+                        "wall_ms": round(capture.elapsed_ms, 4), "cpu_ms": capture.cpu_ms,
+                    }
+                    self.writer.write(row)
+                    recorded.append(row)
+        return recorded
 
 
 def build(directory: Path, work_ms: float, env: dict[str, str]) -> tuple[dict[str, Path], dict[str, float]]:
@@ -147,14 +149,15 @@ def build(directory: Path, work_ms: float, env: dict[str, str]) -> tuple[dict[st
     program = directory / "work"
     subprocess.run([compiler, "-O1", "-o", str(program), str(source)], check=True)
 
-    def median_ms(iterations: int, runs: int = 15) -> float:
+    def median_cpu_ms(iterations: int, runs: int = 15) -> float:
+        # CPU time, not wall time: it does not depend on how loaded the machine is while sizing
         return statistics.median(
-            runner.run([program, str(iterations)], env=env).elapsed_ms for _ in range(runs)
+            runner.run([program, str(iterations)], env=env).cpu_ms or 0.0 for _ in range(runs)
         )
 
-    fixed = median_ms(0)  # process start and exit, not scaled by the argument
+    fixed = median_cpu_ms(0)  # process start and exit, not scaled by the argument
     probe = 2_000_000
-    per_iteration = max(1e-9, (median_ms(probe) - fixed) / probe)
+    per_iteration = max(1e-9, (median_cpu_ms(probe) - fixed) / probe)
     base_iterations = max(1, round((work_ms - fixed) / per_iteration))
     base_ms = fixed + base_iterations * per_iteration
     binaries: dict[str, Path] = {}
@@ -167,11 +170,11 @@ def build(directory: Path, work_ms: float, env: dict[str, str]) -> tuple[dict[st
 
     wrapper("baseline", base_iterations)
     for shift in SHIFTS:
-        # scale the loop so the whole run (fixed cost included) is `shift` slower;
-        # shift 0 is an identical copy of the baseline under another name (A/A)
+        # scale the loop so the whole run's CPU time (fixed cost included) is `shift`
+        # larger; shift 0 is an identical copy of the baseline under another name (A/A)
         wrapper(candidate_name(shift), round(base_iterations + shift * base_ms / per_iteration))
-    return binaries, {"fixed_ms": fixed, "ns_per_iteration": per_iteration * 1e6,
-                      "baseline_iterations": base_iterations, "baseline_ms": base_ms}
+    return binaries, {"fixed_cpu_ms": fixed, "cpu_ns_per_iteration": per_iteration * 1e6,
+                      "baseline_iterations": base_iterations, "baseline_cpu_ms": base_ms}
 
 
 def label(shift: float) -> str:
@@ -254,6 +257,7 @@ class Tally:
     pairs_used: list[int] = field(default_factory=list)
     verdicts: Counter[str] = field(default_factory=Counter)
     realised: list[float] = field(default_factory=list)  # median b/a per campaign
+    noise: list[float] = field(default_factory=list)  # robust SD of the paired log-ratios per campaign
     campaigns: int = 0
 
     def add(self, rule: str, outcome: str | None) -> None:
@@ -284,8 +288,69 @@ RULES = (
 )
 
 
-def report(tallies: dict[float, Tally], header: list[str]) -> str:
-    lines = [*header, ""]
+def paired(rows: Sequence[dict[str, Any]], metric: str) -> tuple[list[float], list[float]]:
+    """(baseline, candidate) values of the judged pairs in `rows`, in pair order."""
+    by_pair: dict[int, dict[str, float]] = {}
+    for row in rows:
+        if not row["warmup"]:
+            by_pair.setdefault(row["pair"], {})[row["role"]] = float(row[metric])
+    pairs = [by_pair[index] for index in sorted(by_pair)]
+    return [p["baseline"] for p in pairs], [p["candidate"] for p in pairs]
+
+
+@dataclass
+class CalibrationCheck:
+    noise: dict[str, MetricNoise] | None  # None: the calibration failed, orchard refuses to judge
+    text: str
+
+
+def calibrate_metric(suite: Suite, rows: Sequence[dict[str, Any]]) -> CalibrationCheck:
+    """orchard's calibration.compute on the A/A pairs, for the suite's one metric."""
+    (spec,) = suite.metrics
+    a, b = paired(rows, spec.metric)
+    metrics, failed = calibration.compute(suite.metrics, {spec.key: (a, b)}, suite.alpha)
+    cal = metrics[spec.key]
+    text = (f"{spec.metric}: A/A calibration of {cal.n} pairs: floor {cal.floor:.2%} (never below "
+            f"{spec.min_floor:.0%}), robust SD {cal.sd:.2%}, interval [{cal.interval[0]:+.2%}, {cal.interval[1]:+.2%}]")
+    if failed:
+        return CalibrationCheck(None, text + ": FAILED (interval excludes zero), orchard refuses to judge")
+    return CalibrationCheck({k: v.noise() for k, v in metrics.items()}, text)
+
+
+def analyse(suite: Suite, rows: Sequence[dict[str, Any]], seed: int) -> tuple[str, dict[float, Tally]]:
+    """Judge every campaign in `rows` by every rule, on the suite's one metric."""
+    (spec,) = suite.metrics
+    attempts = sorted({row["attempt"] for row in rows if row["phase"] == "calibration"})
+    cal = calibrate_metric(suite, [r for r in rows if r["phase"] == "calibration" and r["attempt"] == attempts[-1]])
+    judge = orchard_rule(suite, cal.noise) if cal.noise is not None else None
+    peers: dict[str, Callable[[list[float], list[float]], str | None]] = {
+        RULES[1]: welch, RULES[2]: mann_whitney, RULES[3]: asv_factor,
+        RULES[4]: criterion_rule(np.random.default_rng(seed)),
+    }
+    campaigns: dict[tuple[int, float], list[dict[str, Any]]] = {}
+    for row in rows:
+        if row["phase"] == "campaign":
+            campaigns.setdefault((row["campaign"], row["shift"]), []).append(row)
+    tallies = {shift: Tally() for shift in SHIFTS}
+    for (_, shift), campaign_rows in sorted(campaigns.items()):
+        a, b = paired(campaign_rows, spec.metric)
+        tally = tallies[shift]
+        tally.campaigns += 1
+        ratios = np.asarray(b) / np.asarray(a)
+        tally.realised.append(float(np.median(ratios)))
+        tally.noise.append(stats.robust_sd(np.log(ratios)))
+        if judge is not None:
+            verdict, used = judge(a, b)
+            tally.verdicts[verdict] += 1
+            tally.pairs_used.append(used)
+            tally.add(RULES[0], REGRESSION if verdict == REGRESSED else IMPROVEMENT if verdict == PASS else None)
+        for rule, decide in peers.items():
+            tally.add(rule, decide(a, b))
+    return cal.text, tallies
+
+
+def report(metric: str, tallies: dict[float, Tally]) -> str:
+    lines = [f"### {metric}", ""]
     cells = [f"{label(s)}: {'false claims' if s == 0 else 'detected'} (n={tallies[s].campaigns})" for s in SHIFTS]
     lines.append("| rule | " + " | ".join(cells) + " |")
     lines.append("| --- |" + " ---: |" * len(SHIFTS))
@@ -293,104 +358,111 @@ def report(tallies: dict[float, Tally], header: list[str]) -> str:
         row = []
         for shift in SHIFTS:
             tally = tallies[shift]
-            counts = tally.claims.get(rule, Counter())
+            counts = tally.claims.get(rule)
+            if counts is None:
+                row.append("refused")
+                continue
             hits = counts[REGRESSION] + counts[IMPROVEMENT] if shift == 0 else counts[REGRESSION]
             wrong = f"; {counts[IMPROVEMENT]} said faster" if shift and counts[IMPROVEMENT] else ""
             row.append(rate(hits, tally.campaigns) + wrong)
         lines.append(f"| {rule} | " + " | ".join(row) + " |")
-    lines += ["", "Rates with 95% Wilson intervals. A/A counts a claim in either direction; "
-              "the shifts count 'slower' claims.", ""]
-    lines.append("| orchard, per shift | " + " | ".join(label(s) for s in SHIFTS) + " |")
+    lines += ["", "| orchard's verdicts | " + " | ".join(label(s) for s in SHIFTS) + " |"]
     lines.append("| --- |" + " ---: |" * len(SHIFTS))
     for verdict in ("REGRESSED", "NO-CHANGE", "INCONCLUSIVE", "PASS"):
         lines.append(f"| {verdict} | " + " | ".join(str(tallies[s].verdicts[verdict]) for s in SHIFTS) + " |")
-    lines.append("| mean pairs used | " + " | ".join(f"{statistics.mean(tallies[s].pairs_used):.1f}" for s in SHIFTS) + " |")
-    lines.append("| realised shift (median of per-campaign median b/a) | "
+    if all(tallies[s].pairs_used for s in SHIFTS):
+        lines.append("| mean pairs used | "
+                     + " | ".join(f"{statistics.mean(tallies[s].pairs_used):.1f}" for s in SHIFTS) + " |")
+    lines.append("| realised shift (median over campaigns of the median b/a) | "
                  + " | ".join(f"{statistics.median(tallies[s].realised) - 1:+.2%}" for s in SHIFTS) + " |")
+    lines.append("| noise (median over campaigns of the robust SD of log b/a) | "
+                 + " | ".join(f"{statistics.median(tallies[s].noise):.2%}" for s in SHIFTS) + " |")
     return "\n".join(lines) + "\n"
+
+
+def suites(directory: Path) -> dict[str, Suite]:
+    loaded = {}
+    for metric in METRICS:
+        path = directory / f"suite-{metric}.toml"
+        path.write_text(SUITE_TOML.format(metric=metric))
+        loaded[metric] = load_suite(path)
+    return loaded
+
+
+def full_report(rows: Sequence[dict[str, Any]], header: list[str], seed: int, directory: Path) -> str:
+    parts = ["\n".join(header), ""]
+    for metric, suite in suites(directory).items():
+        cal_text, tallies = analyse(suite, rows, seed)
+        parts += [report(metric, tallies), cal_text, ""]
+    parts.append("Rates with 95% Wilson intervals. A/A counts a claim in either direction; "
+                 "the shifts count 'slower' claims ('said faster' counts the wrong-direction claims).")
+    return "\n".join(parts) + "\n"
+
+
+def measure(args: argparse.Namespace, seed: int, directory: Path, writer: RunWriter) -> list[str]:
+    """Calibrate and run every campaign, recording every run; returns the report's header."""
+    started = time.time()
+    load_before = os.getloadavg()
+    suite = next(iter(suites(directory).values()))  # runs, looks and calibration pairs are shared
+    env = isolated_env()
+    binaries, sizing = build(directory, args.work_ms, env)
+    lab = Lab(directory, binaries, env, MeasurementLock("benchmarks/verdict_power.py"), writer, random.Random(seed))
+    print(f"machine: {json.dumps(machine_facts())}")
+    print(f"seed {seed}; workload {json.dumps({k: round(v, 4) for k, v in sizing.items()})}")
+    print(f"suite defaults: runs {suite.runs}, min_runs {suite.min_runs}, looks "
+          f"{AdaptivePlan(suite.min_runs, suite.runs).looks}, calibration pairs {suite.calibration_runs}, "
+          f"alpha {suite.alpha}", flush=True)
+    for attempt in range(1, CALIBRATION_ATTEMPTS + 1):
+        rows = lab.pairs("baseline", "baseline", suite.calibration_runs, {"phase": "calibration", "attempt": attempt})
+        checks = [calibrate_metric(s, rows) for s in suites(directory).values()]
+        for check in checks:
+            print(f"attempt {attempt}: {check.text}", flush=True)
+        if all(check.noise is not None for check in checks):
+            break
+    for campaign in range(args.campaigns):
+        shifts = list(SHIFTS)
+        lab.rng.shuffle(shifts)  # the machine's drift is shared by every shift
+        for shift in shifts:
+            lab.pairs("baseline", candidate_name(shift), suite.runs,
+                      {"phase": "campaign", "campaign": campaign, "shift": shift})
+        print(f"  campaign {campaign + 1}/{args.campaigns} done ({time.time() - started:.0f}s)", flush=True)
+    return [
+        f"machine: {json.dumps(machine_facts())}",
+        f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}; duration {time.time() - started:.0f}s; "
+        f"load average before {load_before[0]:.1f}, after {os.getloadavg()[0]:.1f}",
+        f"seed {seed}; {args.campaigns} campaigns per shift, {suite.runs} pairs each after a warm-up pair; "
+        f"baseline ~{sizing['baseline_cpu_ms']:.1f} ms CPU per run",
+        f"calibration attempts: {attempt} (the last one is used)",
+        f"measurement lock waits: {lab.lock.total_wait_ms / 1000:.1f}s in total",
+        f"raw samples: {writer.path}",
+    ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--campaigns", type=int, default=100, help="campaigns per shift (A/A included)")
-    parser.add_argument("--work-ms", type=float, default=20.0, help="baseline wall time per run")
+    parser.add_argument("--work-ms", type=float, default=20.0, help="baseline CPU time per run")
     parser.add_argument("--seed", type=int, default=None, help="seed of pair orders and bootstrap")
     parser.add_argument("--results", type=Path, default=Path("results"), help="where raw samples go")
+    parser.add_argument("--reanalyse", type=Path, default=None, metavar="JSONL",
+                        help="judge the raw samples of an earlier run again instead of measuring")
     args = parser.parse_args()
     if args.campaigns < 1:
         parser.error("--campaigns must be at least 1")
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
-    started = time.time()
-    load_before = os.getloadavg()
-    with tempfile.TemporaryDirectory(prefix="orchard-verdict-power-") as tmp, \
-            RunWriter(args.results, "verdict-power") as writer:
+    with tempfile.TemporaryDirectory(prefix="orchard-verdict-power-") as tmp:
         directory = Path(tmp)
-        (directory / "suite.toml").write_text(SUITE_TOML)
-        suite = load_suite(directory / "suite.toml")
-        env = isolated_env()
-        binaries, sizing = build(directory, args.work_ms, env)
-        lab = Lab(directory, binaries, env, MeasurementLock("benchmarks/verdict_power.py"), writer, random.Random(seed))
-        print(f"machine: {json.dumps(machine_facts())}")
-        print(f"seed {seed}; workload {json.dumps({k: round(v, 4) for k, v in sizing.items()})}")
-        print(f"suite defaults: runs {suite.runs}, min_runs {suite.min_runs}, looks {AdaptivePlan(suite.min_runs, suite.runs).looks}, "
-              f"calibration pairs {suite.calibration_runs}, alpha {suite.alpha}", flush=True)
-
-        noise, cal_text = calibrate(lab, suite)
-        print(cal_text, flush=True)
-        judge = orchard_rule(suite, noise)
-        peers: dict[str, Callable[[list[float], list[float]], str | None]] = {
-            RULES[1]: welch, RULES[2]: mann_whitney, RULES[3]: asv_factor,
-            RULES[4]: criterion_rule(np.random.default_rng(seed)),
-        }
-        tallies = {shift: Tally() for shift in SHIFTS}
-        for campaign in range(args.campaigns):
-            shifts = list(SHIFTS)
-            lab.rng.shuffle(shifts)  # the machine's drift is shared by every shift
-            for shift in shifts:
-                a, b = lab.pairs("baseline", candidate_name(shift), suite.runs,
-                                 {"phase": "campaign", "campaign": campaign, "shift": shift})
-                tally = tallies[shift]
-                tally.campaigns += 1
-                tally.realised.append(float(np.median(np.asarray(b) / np.asarray(a))))
-                verdict, used = judge(a, b)
-                tally.verdicts[verdict] += 1
-                tally.pairs_used.append(used)
-                tally.add(RULES[0], REGRESSION if verdict == REGRESSED else IMPROVEMENT if verdict == PASS else None)
-                for rule, decide in peers.items():
-                    tally.add(rule, decide(a, b))
-            print(f"  campaign {campaign + 1}/{args.campaigns} done ({time.time() - started:.0f}s)", flush=True)
-        header = [
-            f"machine: {json.dumps(machine_facts())}",
-            f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}; duration {time.time() - started:.0f}s; "
-            f"load average before {load_before[0]:.1f}, after {os.getloadavg()[0]:.1f}",
-            f"seed {seed}; {args.campaigns} campaigns per shift, {suite.runs} pairs each after a warm-up pair; "
-            f"baseline ~{sizing['baseline_ms']:.1f} ms per run",
-            cal_text,
-            f"measurement lock waits: {lab.lock.total_wait_ms / 1000:.1f}s in total",
-            f"raw samples: {writer.path}",
-        ]
-        text = report(tallies, header)
-        writer.summary = lambda rows: text
+        if args.reanalyse is not None:
+            rows = read_jsonl(args.reanalyse)
+            header = [f"re-analysis of {args.reanalyse} ({len(rows)} rows), bootstrap seed {seed}"]
+            print(full_report(rows, header, seed, directory))
+            return
+        with RunWriter(args.results, "verdict-power") as writer:
+            header = measure(args, seed, directory, writer)
+            text = full_report(writer.rows, header, seed, directory)
+            writer.summary = lambda rows: text
     print()
     print(text)
-
-
-def calibrate(lab: Lab, suite: Suite, attempts: int = 3) -> tuple[dict[str, MetricNoise], str]:
-    """orchard's A/A calibration on this machine; a failed one is retried, as a user would."""
-    failures = 0
-    for attempt in range(1, attempts + 1):
-        a, b = lab.pairs("baseline", "baseline", suite.calibration_runs, {"phase": "calibration", "attempt": attempt})
-        metrics, failed = calibration.compute(suite.metrics, {spec.key: (a, b) for spec in suite.metrics}, suite.alpha)
-        (spec,) = suite.metrics
-        cal = metrics[spec.key]
-        text = (f"A/A calibration attempt {attempt}: {cal.n} pairs, floor {cal.floor:.2%} "
-                f"(never below {spec.min_floor:.0%}), robust SD {cal.sd:.2%}, "
-                f"interval [{cal.interval[0]:+.2%}, {cal.interval[1]:+.2%}]")
-        if not failed:
-            return {key: value.noise() for key, value in metrics.items()}, text + f" ({failures} failed before)"
-        failures += 1
-        print(text + ": FAILED (interval excludes zero); orchard would refuse it, calibrating again", flush=True)
-    sys.exit("A/A calibration failed every attempt: this machine is too unsteady to judge anything")
 
 
 if __name__ == "__main__":
