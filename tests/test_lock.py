@@ -224,3 +224,33 @@ def test_a_waiter_never_names_itself_from_its_own_stale_holder_entry(
         if other.stdout:
             other.stdout.close()
     assert out.getvalue().strip() == "[runlock] waiting for pid ? (unknown) ..."
+
+
+# Enters the lock `times` times, holding it ~20 ms each time, like a campaign's pairs.
+CAMPAIGN = """
+import json, os, sys, time
+from orchard.bench.lock import MeasurementLock
+lock = MeasurementLock(sys.argv[1])
+for _ in range(int(sys.argv[2])):
+    with lock:
+        start = time.monotonic_ns()
+        time.sleep(0.02)
+        print(json.dumps({"pid": os.getpid(), "start": start}), flush=True)
+"""
+
+
+def test_two_campaigns_take_turns_instead_of_one_keeping_the_machine(tmp_path: Path, lock_env: dict[str, str]) -> None:
+    """flock has no queue: without the courtesy pause, whoever holds it re-acquires between pairs."""
+    procs = [
+        subprocess.Popen([sys.executable, "-c", CAMPAIGN, name, "40"], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, env=lock_env, text=True)
+        for name in ("first", "second")
+    ]
+    rows = []
+    for proc in procs:
+        out, _ = proc.communicate(timeout=120)
+        rows += [json.loads(line) for line in out.splitlines()]
+    order = [row["pid"] for row in sorted(rows, key=lambda row: row["start"])]
+    switches = sum(1 for a, b in zip(order, order[1:]) if a != b)
+    assert len(order) == 80
+    assert switches >= 10, f"only {switches} hand-overs: one campaign kept the lock"

@@ -546,7 +546,15 @@ def demo(workspace: Path | None, workers: int, executor: str) -> None:
     console.print((ws.root / "FINAL_REPORT.md").read_text())
 
 
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM cleans up like Ctrl-C: workers, servers and measured children are stopped."""
+    raise KeyboardInterrupt
+
+
 def main() -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, _terminate)
     cli(prog_name="orchard")
 
 
