@@ -132,3 +132,20 @@ def test_run_files_and_latest_rows_pick_the_newest_run_of_each_lane(tmp_path: Pa
 def test_an_empty_results_directory_has_no_latest_rows(tmp_path: Path) -> None:
     assert list(latest_rows(tmp_path / "nothing-here")) == []
     assert run_files(tmp_path) == []
+
+
+def test_the_index_is_rebuilt_from_the_jsonl_files(tmp_path: Path) -> None:
+    from orchard.bench.store import RunWriter, connect_index, rebuild_index
+
+    for lane in ("a", "b"):
+        with RunWriter(tmp_path, lane) as writer:
+            writer.write({"subject": "git", "scenario": lane, "operation": "x", "returncode": 0})
+    (tmp_path / "index.db").unlink()
+    for suffix in ("-wal", "-shm"):
+        (tmp_path / f"index.db{suffix}").unlink(missing_ok=True)
+    assert rebuild_index(tmp_path) == 2
+    connection = connect_index(tmp_path)
+    try:
+        assert sorted(r[0] for r in connection.execute("SELECT scenario FROM rows")) == ["a", "b"]
+    finally:
+        connection.close()
