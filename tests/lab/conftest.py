@@ -15,6 +15,7 @@ import libtmux
 import psutil
 import pytest
 
+from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace, init_workspace
 
 STANDIN = Path(__file__).with_name("standin.py")
@@ -127,3 +128,11 @@ def socket_name() -> Iterator[str]:
     server = libtmux.Server(socket_name=name)
     if server.is_alive():
         server.cmd("kill-server")
+
+
+@pytest.fixture
+def lab_state(tmp_path: Path) -> Iterator[LabState]:
+    """A fresh lab.db on its own (no workspace around it)."""
+    state = LabState(tmp_path / "lab.db")
+    yield state
+    state.close()
