@@ -441,12 +441,12 @@ def backlog_add(workspace: Path, file_path: Path | None, from_opportunities: int
     ws, state = _open_lab(workspace)
     try:
         if file_path is not None:
-            hypotheses, source = backlog.load_file(file_path), "user"
+            hypotheses, source, origin = backlog.load_file(file_path), "user", str(file_path)
         elif from_opportunities:
             from orchard.bench.opportunities import rank
 
             hypotheses = backlog.from_opportunities(rank(ws.results_dir).get("items", []), from_opportunities)
-            source = "opportunities"
+            source, origin = "opportunities", f"the opportunities in {ws.results_dir}"
             if not hypotheses:
                 raise UsageError(f"no opportunities in {ws.results_dir}: run a lane there first")
         else:
@@ -458,9 +458,8 @@ def backlog_add(workspace: Path, file_path: Path | None, from_opportunities: int
             if patch is not None:
                 data["patch"] = str(patch.resolve())
             hypotheses, source = [Hypothesis.from_dict({k: v for k, v in data.items() if v != ""}, source="flags")], "user"
-        with state.transaction():
-            for hypothesis in hypotheses:
-                backlog.add(state, hypothesis, source=source)
+            origin = "flags"
+        backlog.add_all(state, hypotheses, source=source, origin=origin)
         from orchard.lab.records import write_atomic
 
         write_atomic(ws.root / "backlog.md", backlog.render(state))
@@ -546,7 +545,15 @@ def demo(workspace: Path | None, workers: int, executor: str) -> None:
     console.print((ws.root / "FINAL_REPORT.md").read_text())
 
 
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM cleans up like Ctrl-C: workers, servers and measured children are stopped."""
+    raise KeyboardInterrupt
+
+
 def main() -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, _terminate)
     cli(prog_name="orchard")
 
 

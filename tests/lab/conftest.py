@@ -11,6 +11,7 @@ import libtmux
 import pytest
 
 from lab_helpers import AGENT_CLIS, BENCH_FILES, STANDIN, TARGET_FILES, make_repo
+from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace, init_workspace
 
 
@@ -62,3 +63,11 @@ def socket_name() -> Iterator[str]:
     server = libtmux.Server(socket_name=name)
     if server.is_alive():
         server.cmd("kill-server")
+
+
+@pytest.fixture
+def lab_state(tmp_path: Path) -> Iterator[LabState]:
+    """A fresh lab.db on its own (no workspace around it)."""
+    state = LabState(tmp_path / "lab.db")
+    yield state
+    state.close()

@@ -122,7 +122,7 @@ def verdict_json(result: CampaignResult, suite: str) -> dict[str, Any]:
 
 def calibration_table(cal: Calibration) -> Table:
     table = Table(show_edge=False, header_style="bold")
-    for column in ("metric", "kind", "median", "floor", "A/A estimate", "A/A interval (95%)", "robust sd", "n"):
+    for column in ("metric", "kind", "median", "floor", "A/A estimate", "A/A interval (99%)", "robust sd", "n"):
         table.add_column(column, justify="left" if column in ("metric", "kind") else "right")
     for key, m in cal.metrics.items():
         table.add_row(

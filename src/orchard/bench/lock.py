@@ -23,6 +23,11 @@ from filelock import FileLock, Timeout
 
 ENV_PATH = "ORCHARD_LOCK_FILE"
 ENV_SWITCH = "ORCHARD_BENCH_LOCK"
+QUIET_WAIT_S = 0.1
+# A holder that just released waits this long before taking the lock again
+# when someone else is queued: flock has no queue, and a campaign re-acquiring
+# between pairs would otherwise keep the machine to itself.
+COURTESY_S = 0.12
 
 
 def default_lock_path() -> Path:
@@ -58,6 +63,26 @@ class MeasurementLock:
         self.total_wait_ms: float = 0.0
         self.disabled = lock_disabled()
         self._warned = False
+        self._released_at: float | None = None
+        self._queue = Path(f"{self.path}.waiting")
+
+    def _others_waiting(self) -> bool:
+        """Whether another live process has queued for the lock."""
+        try:
+            entries = list(self._queue.iterdir())
+        except OSError:
+            return False
+        for entry in entries:
+            pid = entry.name.split("-", 1)[0]
+            if pid.isdigit() and int(pid) != os.getpid():
+                try:
+                    os.kill(int(pid), 0)
+                    return True
+                except ProcessLookupError:
+                    entry.unlink(missing_ok=True)  # a waiter that died
+                except PermissionError:
+                    return True
+        return False
 
     def metadata(self) -> dict[str, Any]:
         """Row fields describing the lock during the last measured unit."""
@@ -79,17 +104,28 @@ class MeasurementLock:
             self.last_wait_ms = 0.0
             return self
         started = time.monotonic()
+        self._queue.mkdir(mode=0o777, exist_ok=True)
+        ticket = self._queue / f"{os.getpid()}-{id(self)}"
+        ticket.touch()  # queued from now on, also while giving way below
         try:
-            self._lock.acquire(timeout=0)
-        except Timeout:
-            holder = read_holder(self.path) or {}
-            print(
-                f"[runlock] waiting for pid {holder.get('pid', '?')} "
-                f"({holder.get('label', 'unknown')}) ...",
-                file=self.out,
-                flush=True,
-            )
-            self._lock.acquire()
+            if self._released_at is not None and started - self._released_at < 1.0 and self._others_waiting():
+                time.sleep(COURTESY_S)  # let the queued process take its turn
+            try:
+                # a short wait is silent, and gives a new holder time to name itself
+                self._lock.acquire(timeout=QUIET_WAIT_S)
+            except Timeout:
+                holder = read_holder(self.path) or {}
+                if holder.get("pid") == os.getpid():
+                    holder = {}  # our own stale entry: the new holder has not written its own yet
+                print(
+                    f"[runlock] waiting for pid {holder.get('pid', '?')} "
+                    f"({holder.get('label', 'unknown')}) ...",
+                    file=self.out,
+                    flush=True,
+                )
+                self._lock.acquire()
+        finally:
+            ticket.unlink(missing_ok=True)
         self.last_wait_ms = (time.monotonic() - started) * 1000.0
         self.total_wait_ms += self.last_wait_ms
         holder_file = Path(f"{self.path}.holder")
@@ -106,3 +142,4 @@ class MeasurementLock:
     ) -> None:
         if not self.disabled:
             self._lock.release()
+            self._released_at = time.monotonic()

@@ -83,6 +83,11 @@ def step_row(
     the same tool at different paths: their commands must cost the same).
     """
     expected = not capture.timed_out and capture.returncode in expected_returncodes
+    # A command that fails with 77 is a failure, not a skip: skips carry a reason
+    # and come from skip_row. The process's own code stays in process_returncode.
+    failed_code = capture.returncode or 1
+    if failed_code == SKIP_RETURNCODE:
+        failed_code = 1
     row: Row = {
         "schema": SCHEMA_VERSION,
         **metadata,
@@ -94,7 +99,7 @@ def step_row(
         "elapsed_ms": round(capture.elapsed_ms, 3),
         "cpu_ms": None if capture.cpu_ms is None else round(capture.cpu_ms, 3),
         "peak_rss_bytes": capture.peak_rss_bytes,
-        "returncode": 0 if expected else (capture.returncode or 1),
+        "returncode": 0 if expected else failed_code,
         "process_returncode": capture.returncode,
         "timed_out": capture.timed_out,
         "command": command_display(capture.command),

@@ -84,6 +84,24 @@ class _Stream:
             self.kept += chunk[:room]
 
 
+class _Feed:
+    """The stdin bytes not yet written to the child."""
+
+    def __init__(self, data: bytes) -> None:
+        self.rest = memoryview(data)
+
+    def write(self, fd: int) -> bool:
+        """Write what the pipe takes now; True when done (all written, or the reader is gone)."""
+        try:
+            written = os.write(fd, self.rest[:65536]) if self.rest else 0
+        except BrokenPipeError:
+            return True
+        except BlockingIOError:
+            return False
+        self.rest = self.rest[written:]
+        return not self.rest
+
+
 def _now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
@@ -128,13 +146,6 @@ def run(
     status: int | None = None
     rusage = None
     try:
-        if stdin is not None:
-            assert proc.stdin is not None
-            try:
-                proc.stdin.write(stdin)
-            except BrokenPipeError:
-                pass
-            proc.stdin.close()
         pidfd = os.pidfd_open(proc.pid)
         selector = selectors.DefaultSelector()
         try:
@@ -142,6 +153,11 @@ def run(
             selector.register(proc.stdout, selectors.EVENT_READ, out)
             selector.register(proc.stderr, selectors.EVENT_READ, err)
             selector.register(pidfd, selectors.EVENT_READ, None)
+            if proc.stdin is not None:
+                # fed as the child reads it: a child that never reads (or writes
+                # more than a pipe holds before reading) cannot block the runner
+                os.set_blocking(proc.stdin.fileno(), False)
+                selector.register(proc.stdin, selectors.EVENT_WRITE, _Feed(stdin or b""))
             exited_at: float | None = None
             while len(selector.get_map()) > 0:
                 now = time.monotonic()
@@ -155,6 +171,11 @@ def run(
                 if exited_at is not None:
                     wait = DRAIN_GRACE_S
                 for key, _ in selector.select(wait):
+                    if isinstance(key.data, _Feed):
+                        if key.data.write(key.fd):
+                            selector.unregister(key.fileobj)
+                            key.fileobj.close()
+                        continue
                     if key.data is None:
                         _, status, rusage = os.wait4(proc.pid, 0)
                         exited_at = time.monotonic()
@@ -177,7 +198,7 @@ def run(
     finally:
         ended_ns = time.perf_counter_ns()
         kill_group(pgid)  # nothing the command started outlives the measurement
-        for stream in (proc.stdout, proc.stderr):
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
     returncode = None if timed_out else os.waitstatus_to_exitcode(status)

@@ -88,26 +88,7 @@ class RunWriter:
         if self.summary is not None:
             with open(self.summary_path, "x", encoding="utf-8") as handle:
                 handle.write(self.summary(self.rows))
-        with connect_index(self.results) as connection:
-            connection.executemany(
-                "INSERT OR IGNORE INTO rows VALUES (?,?,?,?,?,?,?,?,?,?)",
-                [
-                    (
-                        self.lane,
-                        self.stamp,
-                        line,
-                        row.get("subject"),
-                        row.get("scenario"),
-                        row.get("operation"),
-                        row.get("run"),
-                        row.get("returncode"),
-                        row.get("elapsed_ms"),
-                        json.dumps(row, sort_keys=True, default=str),
-                    )
-                    for line, row in enumerate(self.rows)
-                ],
-            )
-        connection.close()
+        _index(self.results, self.lane, self.stamp, self.rows)
 
     def __enter__(self) -> RunWriter:
         return self
@@ -119,6 +100,33 @@ class RunWriter:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _index(results: Path, lane: str, stamp: str, rows: Sequence[Mapping[str, Any]]) -> None:
+    connection = connect_index(results)
+    try:
+        with connection:
+            connection.executemany(
+                "INSERT OR IGNORE INTO rows VALUES (?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (lane, stamp, line, row.get("subject"), row.get("scenario"), row.get("operation"),
+                     row.get("run"), row.get("returncode"), row.get("elapsed_ms"),
+                     json.dumps(row, sort_keys=True, default=str))
+                    for line, row in enumerate(rows)
+                ],
+            )
+    finally:
+        connection.close()
+
+
+def rebuild_index(results: Path) -> int:
+    """Index every JSONL run file again (the files are the record); returns the rows indexed."""
+    count = 0
+    for path in run_files(results):
+        rows = read_jsonl(path)
+        _index(Path(results), path.parent.name, path.stem, rows)
+        count += len(rows)
+    return count
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

@@ -57,12 +57,17 @@ def interaction_fields(
 
 
 def summed_fields(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """Token and byte totals over step rows; null stays null if nothing was measured."""
+    """Token and byte totals over step rows.
+
+    A total is null (unmeasured) unless every step measured it: a sum that
+    silently left a step out would understate the cost, as if null were zero.
+    """
+    rows = list(rows)
     totals: dict[str, Any] = {}
     for field in (*TOKEN_FIELDS, "stdout_bytes", "stderr_bytes"):
         values = [row.get(field) for row in rows]
-        measured = [int(v) for v in values if v is not None]
-        totals[field] = sum(measured) if measured else None
+        measured = bool(values) and all(v is not None for v in values)
+        totals[field] = sum(int(v) for v in values) if measured else None
     totals["stdout_truncated"] = any(bool(row.get("stdout_truncated")) for row in rows)
     totals["stderr_truncated"] = any(bool(row.get("stderr_truncated")) for row in rows)
     totals["token_estimate_method"] = "sum over steps of " + METHOD

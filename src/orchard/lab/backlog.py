@@ -35,8 +35,9 @@ def ranked(state: LabState, statuses: Sequence[str] = (OPEN,)) -> list[Hypothesi
 
 
 def _literal_prefix(pattern: str) -> str:
+    """The part before the first wildcard, its trailing `/` kept: `src/*.py` never reaches `srcx/`."""
     match = re.match(r"[^*?\[]*", pattern)
-    return (match.group(0) if match else "").strip("/")
+    return match.group(0) if match else ""
 
 
 def _entries_overlap(a: str, b: str) -> bool:
@@ -82,6 +83,16 @@ def add(state: LabState, hypothesis: Hypothesis, *, source: str, parent: str | N
         raise UsageError(f"hypothesis id {hypothesis.id!r} is already in the backlog")
     state.add_hypothesis(hypothesis.id, hypothesis.to_dict(), source=source, parent=parent)
     return hypothesis.id
+
+
+def add_all(state: LabState, hypotheses: Sequence[Hypothesis], *, source: str, origin: str) -> None:
+    """Add every hypothesis or none; ids already in the backlog are named with where they came from."""
+    taken = [h.id for h in hypotheses if state.has_hypothesis(h.id)]
+    if taken:
+        raise UsageError(f"{origin}: already in the backlog: {', '.join(taken)}; nothing was added")
+    with state.transaction():
+        for hypothesis in hypotheses:
+            add(state, hypothesis, source=source)
 
 
 def load_file(path: Path) -> list[Hypothesis]:

@@ -80,6 +80,10 @@ class BenchConfig:
                      command=True)
     measure: str = _key("", "how a worker measures its binary, run in its bench checkout; "
                             "empty: the worker does not measure", command=True)
+    verdict: str = _key("", "the bench's own verdict script, run in the lab's bench clone under the measurement "
+                            "lock instead of orchard's verdict (e.g. `python3 scripts/devloop.py --skip-build "
+                            "--oak-local-bin {binary}`); its PASS / REGRESSED / other result is recorded and "
+                            "mapped to a decision; empty: orchard's own verdict on the suite", command=True)
     sweep: str = _key("", "the full sweep run every few landed wins to catch cross-metric regressions, "
                           "in the lab's bench clone (e.g. `orchard bench contention --workers 2,8,32 ...`); "
                           "empty: the sweep is the suite's verdict of main against the lab's first baseline",

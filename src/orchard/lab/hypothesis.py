@@ -110,7 +110,7 @@ class Hypothesis:
             if data.get(key) is not None and not isinstance(data[key], str):
                 problems.append(f"{source}.{key}: expected a file path, got {data[key]!r}")
         if problems:
-            raise UsageError(f"{source}: " + "; ".join(problems))
+            raise UsageError("; ".join(problems))  # each problem already names `source`
         values = {key: value for key, value in data.items() if key in known}
         values["scope"] = tuple(scope)
         if "current_value" in values:

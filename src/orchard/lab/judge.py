@@ -11,7 +11,10 @@ hard rules of the seed are enforced here, each with its own reason, and
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import re
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -20,6 +23,7 @@ from typing import Any
 
 from orchard import bench
 from orchard.bench.display import verdict_json
+from orchard.bench.lock import MeasurementLock
 from orchard.bench.runner import run
 from orchard.errors import OrchardError
 from orchard.lab.experiment import render_command
@@ -68,7 +72,7 @@ class Judgment:
         return asdict(self)
 
 
-def _placeholders(ws: Workspace, target_dir: Path, binary: Path | None) -> dict[str, str]:
+def placeholders(ws: Workspace, target_dir: Path, binary: Path | None) -> dict[str, str]:
     suite = ws.suite(ws.bench_dir)
     return {
         "target_dir": str(target_dir),
@@ -121,7 +125,7 @@ def baseline_binary(ws: Workspace, state: LabState, commit: str) -> Path:
     if cached and Path(cached).exists():
         return Path(cached)
     checkout = checkout_with_patch(ws, ws.baseline_dir(commit), commit, "")
-    check = run_step("build", ws.config.target.build, checkout, _placeholders(ws, checkout, None),
+    check = run_step("build", ws.config.target.build, checkout, placeholders(ws, checkout, None),
                      checkout.parent / "logs")
     binary = binary_in(ws, checkout)
     if not check.passed or binary is None or not binary.exists():
@@ -140,11 +144,53 @@ def assert_bench_untouched(ws: Workspace, bench_base: str) -> None:
         )
 
 
+VERDICT_WORDS = re.compile(r"\b(PASS|REGRESSED|NO-CHANGE|INCONCLUSIVE)\b")
+
+
+def external_verdict(ws: Workspace, baseline: Path, candidate: Path) -> dict[str, Any]:
+    """Run the bench's own verdict script under the lock; record its output, map its result.
+
+    A JSON object with a `verdict` key on stdout is taken as it is (metrics
+    and gates in orchard's shape are kept); otherwise the last verdict word
+    the script printed decides, and no word at all is INCONCLUSIVE.
+    """
+    values = placeholders(ws, ws.reference_target, candidate)
+    values["baseline"] = str(baseline)
+    command = render_command(ws.config.bench.verdict, values)
+    lock = MeasurementLock(f"orchard lab verdict command ({ws.root.name})")
+    with lock:
+        capture = run(["bash", "-c", command], cwd=ws.bench_dir, env=dict(os.environ), timeout_s=STEP_TIMEOUT_S,
+                      admitted_chars=1 << 24)
+    text = capture.stdout_text
+    parsed: dict[str, Any] = {}
+    for line in reversed(text.strip().splitlines()):
+        with contextlib.suppress(ValueError):
+            candidate_json = json.loads(line)
+            if isinstance(candidate_json, dict) and "verdict" in candidate_json:
+                parsed = candidate_json
+                break
+    words = VERDICT_WORDS.findall(text)
+    outcome = str(parsed.get("verdict") or (words[-1] if words else bench.INCONCLUSIVE))
+    if outcome not in (bench.PASS, bench.REGRESSED, bench.NO_CHANGE, bench.INCONCLUSIVE):
+        outcome = bench.INCONCLUSIVE
+    reasons = list(parsed.get("reasons", [])) or [f"the bench's verdict command said {outcome}"
+                                                  + ("" if words or parsed else " (it printed no verdict word)")]
+    if not capture.ok and outcome == bench.PASS:
+        outcome, reasons = bench.ERROR, [f"the verdict command failed ({capture.returncode}) yet printed PASS"]
+    return {"verdict": outcome, "reasons": reasons, "metrics": parsed.get("metrics", []),
+            "gates": parsed.get("gates", []), "source": "command", "command": command,
+            "exit_code": capture.returncode, "output_tail": text[-4000:], "lock_wait_ms": lock.last_wait_ms,
+            "baseline": str(baseline), "candidate": str(candidate), "pairs": parsed.get("pairs"),
+            "seed": parsed.get("seed")}
+
+
 def measure(
     ws: Workspace, baseline: Path, candidate: Path, *, runs: int | None = None, seed: int | None = None,
     progress: Callable[[int, int, str], None] | None = None,
 ) -> dict[str, Any]:
     """The bench's verdict of `candidate` against `baseline`, as the JSON `orchard verdict --json` prints."""
+    if ws.config.bench.verdict:
+        return external_verdict(ws, baseline, candidate)
     suite_path = ws.suite(ws.bench_dir)
     if suite_path is None:
         raise OrchardError("bench.suite is not configured: the lab has nothing to judge with")
@@ -262,7 +308,7 @@ def judge(
         checks.append(Check("apply", False, str(error)[:300]))
         return _finish(decide(checks, None, flags), checks, None, None, base)
     binary = binary_in(ws, checkout)
-    values = _placeholders(ws, checkout, binary)
+    values = placeholders(ws, checkout, binary)
     progress(f"{name}: build")
     checks.append(run_step("build", ws.config.target.build, checkout, values, logs))
     if not checks[-1].passed:

@@ -97,7 +97,7 @@ class Lab:
         base, bench_base = ws.target_base(), ws.bench_base()
         landing.main_branch(ws, state)
         self.say(f"lab start: base {base[:12]}, bench {bench_base[:12]}")
-        values = judging._placeholders(ws, ws.reference_target, None)
+        values = judging.placeholders(ws, ws.reference_target, None)
         bench_tests = judging.run_step("bench-tests", ws.config.bench.test, ws.bench_dir, values,
                                        ws.judge_dir / "start-logs")
         if not bench_tests.passed:
@@ -105,6 +105,14 @@ class Lab:
                                "fix the harness before running the lab")
         binary = judging.baseline_binary(ws, state, base)
         suite_path = ws.suite(ws.bench_dir)
+        if suite_path is None and ws.config.bench.verdict:
+            with state.transaction():
+                state.log("lab-start", {"base": base, "bench_base": bench_base, "baseline": {}, "floors": {},
+                                        "calibration": "by the bench's own verdict command", "binary": str(binary)})
+                state.set_meta("started_at", str(time.time()))
+                state.set_meta("first_baseline", str(binary))
+            self.render()
+            return
         if suite_path is None:
             raise OrchardError("bench.suite is not configured: the lab has nothing to judge with")
         suite = bench.load_suite(suite_path)
@@ -318,7 +326,7 @@ class Lab:
                                   progress=self.measure_progress)
         data: dict[str, Any] = {"main": main, "verdict": verdict}
         if ws.config.bench.sweep:
-            values = judging._placeholders(ws, ws.reference_target, judging.baseline_binary(ws, self.state, main))
+            values = judging.placeholders(ws, ws.reference_target, judging.baseline_binary(ws, self.state, main))
             check = judging.run_step("sweep", ws.config.bench.sweep, ws.bench_dir, values, ws.judge_dir / "sweep-logs")
             data["command"] = check.detail
             data["command_log"] = check.log
@@ -341,9 +349,9 @@ class Lab:
         cost = sum(float(((e.candidate or {}).get("usage") or {}).get("cost_usd") or 0) for e in experiments)
         if stop.max_cost_usd and cost >= stop.max_cost_usd:
             return f"the agent cost budget of ${stop.max_cost_usd:g} is spent (${cost:.2f})"
-        waits = [float((e.judgment or {}).get("verdict", {}) and e.judgment["verdict"].get("lock_wait_ms") or 0)
-                 for e in experiments[-self.ws.config.workers.count:] if e.judgment]
-        if waits and sum(waits) / 60000 >= stop.lock_wait_minutes:
+        recent = [e.judgment.get("verdict") or {} for e in experiments[-self.ws.config.workers.count:] if e.judgment]
+        waited_ms = sum(float(verdict.get("lock_wait_ms") or 0.0) for verdict in recent)
+        if waited_ms / 60000 >= stop.lock_wait_minutes:
             return "sustained lock contention makes verdicts unreliable"
         if not self.state.hypotheses(backlog.OPEN) and not self.state.experiments(STARTING, RUNNING, COLLECTED,
                                                                                    JUDGING, LANDING):

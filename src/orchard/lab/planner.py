@@ -84,12 +84,22 @@ def read_plan(path: Path, state: LabState) -> list[Hypothesis]:
     return hypotheses
 
 
+def _plan_name(ws: Workspace) -> str:
+    """A name no earlier plan used: a second plan within the same second must not read the first's answer."""
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    name, count = f"plan-{stamp}", 1
+    while ws.prompt_path(name).exists() or (ws.prompts_dir / f"{name}.toml").exists():
+        count += 1
+        name = f"plan-{stamp}-{count}"
+    return name
+
+
 def plan(ws: Workspace, state: LabState, *, say=print) -> list[Hypothesis]:
     """Run the planner once; add its hypotheses to the backlog and return them."""
     launcher = make_launcher(ws.config.launcher)
     if launcher.name == "patch":
         raise UsageError("the patch launcher has no model to plan with: add hypotheses with `orchard backlog add`")
-    name = f"plan-{time.strftime('%Y%m%dT%H%M%S')}"
+    name = _plan_name(ws)
     checkout = ws.setup_worker("planner", ignore=launcher.scratch)
     output = ws.prompts_dir / f"{name}.toml"
     hypothesis = Hypothesis(metric="(planning)", change="propose hypotheses", id="planning", title="planning")
@@ -109,4 +119,5 @@ def plan(ws: Workspace, state: LabState, *, say=print) -> list[Hypothesis]:
         for h in hypotheses:
             backlog.add(state, h, source="planner")
         state.log("backlog", {"planner": name, "added": [h.id for h in hypotheses]})
+    records.write_atomic(ws.root / "backlog.md", backlog.render(state))
     return hypotheses

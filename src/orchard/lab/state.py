@@ -132,19 +132,27 @@ class LabState:
         fresh = not self.path.exists()
         self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        self.db.execute("PRAGMA synchronous=FULL")
         self._depth = 0
-        if fresh:
-            with self.transaction():
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        self.db.execute(statement)
-                self._put("schema_version", str(SCHEMA_VERSION))
-                self._put("created_by", __version__)
-                self._put("created_at", str(time.time()))
-        self._check_version()
+        try:
+            if not fresh:
+                self._check_version()  # before any pragma writes: a refused file is left exactly as it was
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self.db.execute("PRAGMA synchronous=FULL")
+            if fresh:
+                self._create()
+        except BaseException:
+            self.db.close()
+            raise
+
+    def _create(self) -> None:
+        with self.transaction():
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    self.db.execute(statement)
+            self._put("schema_version", str(SCHEMA_VERSION))
+            self._put("created_by", __version__)
+            self._put("created_at", str(time.time()))
 
     @classmethod
     def open(cls, workspace: Path) -> LabState:
@@ -156,10 +164,10 @@ class LabState:
     def _check_version(self) -> None:
         try:
             found = self.meta("schema_version")
-        except sqlite3.DatabaseError as error:
-            raise UsageError(f"{self.path}: not a lab database ({error})") from None
-        if found != str(SCHEMA_VERSION):
             creator = self.meta("created_by") or "unknown"
+        except sqlite3.DatabaseError as error:
+            raise UsageError(f"{self.path}: not a lab database ({error}); nothing was changed") from None
+        if found != str(SCHEMA_VERSION):
             newer = found is not None and found.isdigit() and int(found) > SCHEMA_VERSION
             raise UsageError(
                 f"{self.path}: made by orchard {creator} (lab schema {found}); this orchard "

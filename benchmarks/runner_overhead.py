@@ -1,0 +1,151 @@
+"""How much time orchard's runner adds around a command that does nothing.
+
+Times `/bin/true` in one session: orchard's `runner.run` (the elapsed_ms it
+records, and the wall time of the whole call as its caller pays it), a bare
+`subprocess.run` without and with captured output (perf_counter around the
+call), all interleaved run by run; and hyperfine without a shell (`-N`, its
+own per-run times from `--export-json`) as one batch per repetition. Each
+repetition is 100 runs per method after a short warm-up and holds the
+machine-wide measurement lock.
+
+    .venv/bin/python benchmarks/runner_overhead.py [--runs 100] [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from orchard.bench import runner
+from orchard.bench.environment import isolated_env
+from orchard.bench.lock import MeasurementLock
+from orchard.bench.machine import machine_facts
+
+COMMAND = ["/bin/true"]
+WARMUP = 5
+RECORDED = "orchard runner, recorded elapsed_ms"
+CALL = "orchard runner, whole run() call"
+BARE = "subprocess.run, no pipes"
+CAPTURE = "subprocess.run, capture_output=True"
+
+
+def timed(call: Callable[[], object]) -> tuple[float, object]:
+    started = time.perf_counter_ns()
+    result = call()
+    return (time.perf_counter_ns() - started) / 1e6, result
+
+
+def in_process_runs(runs: int, env: dict[str, str], rng: random.Random) -> dict[str, list[float]]:
+    """orchard's runner and bare subprocess.run, interleaved run by run in a shuffled order.
+
+    Interleaving puts every method under the same momentary load: on a
+    shared machine, batches taken one after another differ more than the
+    methods do.
+    """
+    calls: dict[str, Callable[[], object]] = {
+        CALL: lambda: runner.run(COMMAND, env=env),
+        BARE: lambda: subprocess.run(COMMAND, env=env, check=True),
+        CAPTURE: lambda: subprocess.run(COMMAND, env=env, check=True, capture_output=True),
+    }
+    times: dict[str, list[float]] = {RECORDED: [], **{name: [] for name in calls}}
+    for index in range(WARMUP + runs):
+        order = list(calls)
+        rng.shuffle(order)
+        for name in order:
+            elapsed, result = timed(calls[name])
+            if index < WARMUP:
+                continue
+            times[name].append(elapsed)
+            if isinstance(result, runner.Capture):
+                assert result.returncode == 0
+                times[RECORDED].append(result.elapsed_ms)
+    return times
+
+
+def hyperfine_runs(runs: int, env: dict[str, str], hyperfine: str) -> list[float]:
+    with tempfile.TemporaryDirectory(prefix="orchard-overhead-") as tmp:
+        export = Path(tmp) / "hyperfine.json"
+        subprocess.run(
+            [hyperfine, "-N", "--warmup", str(WARMUP), "--runs", str(runs), "--style", "none",
+             "--export-json", str(export), " ".join(COMMAND)],
+            env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        (result,) = json.loads(export.read_text())["results"]
+        return [t * 1000.0 for t in result["times"]]
+
+
+def p90(values: list[float]) -> float:
+    return float(np.percentile(values, 90))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=100, help="runs per method per repetition")
+    parser.add_argument("--repeats", type=int, default=5, help="repetitions")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the interleaving order")
+    args = parser.parse_args()
+    hyperfine = shutil.which("hyperfine")
+    if hyperfine is None:
+        sys.exit("hyperfine is not installed (apt-get install -y hyperfine); it is needed for the comparison only")
+    version = subprocess.run([hyperfine, "--version"], capture_output=True, text=True).stdout.strip()
+    env = isolated_env()
+    rng = random.Random(args.seed)
+    hyperfine_name = f"{version} -N"
+    names = [RECORDED, CALL, BARE, CAPTURE, hyperfine_name]
+    per_rep: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
+    paired: dict[str, list[float]] = {BARE: [], CAPTURE: []}  # per-repetition median of per-round ratios
+    lock = MeasurementLock("benchmarks/runner_overhead.py")
+    print(f"machine: {json.dumps(machine_facts())}")
+    print(f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {os.getloadavg()[0]:.1f}")
+    print(f"{args.repeats} repetitions x {args.runs} runs of {' '.join(COMMAND)} per method, warm-up {WARMUP}; "
+          f"in-process methods interleaved run by run (order seed {args.seed}), hyperfine's batch "
+          "before or after them in alternate repetitions")
+    for rep in range(args.repeats):
+        with lock:
+            if rep % 2:
+                measured = in_process_runs(args.runs, env, rng)
+                measured[hyperfine_name] = hyperfine_runs(args.runs, env, hyperfine)
+            else:
+                fine = hyperfine_runs(args.runs, env, hyperfine)
+                measured = {**in_process_runs(args.runs, env, rng), hyperfine_name: fine}
+        for name in names:
+            per_rep[name].append((statistics.median(measured[name]), p90(measured[name])))
+        for name in paired:
+            paired[name].append(statistics.median(r / b for r, b in zip(measured[RECORDED], measured[name])))
+        print(f"  repetition {rep + 1}: lock wait {lock.last_wait_ms:.0f} ms; medians "
+              + ", ".join(f"{statistics.median(measured[name]):.3f}" for name in names) + " ms")
+    print(f"load average after: {os.getloadavg()[0]:.1f}; lock waits {lock.total_wait_ms / 1000:.1f}s in total")
+    print()
+    print("| method | median ms (median of repetitions) | p90 ms | repetition medians |")
+    print("| --- | ---: | ---: | --- |")
+    summary = {}
+    for name, reps in per_rep.items():
+        med = statistics.median(m for m, _ in reps)
+        tail = statistics.median(p for _, p in reps)
+        summary[name] = med
+        print(f"| {name} | {med:.3f} | {tail:.3f} | {', '.join(f'{m:.3f}' for m, _ in reps)} |")
+    reference = {"hyperfine": summary[hyperfine_name], "bare subprocess.run": summary[BARE],
+                 "subprocess.run with capture": summary[CAPTURE]}
+    print()
+    for label, value in reference.items():
+        print(f"ratio orchard recorded elapsed_ms / {label}: {summary[RECORDED] / value:.2f}; "
+              f"whole run() call / {label}: {summary[CALL] / value:.2f}")
+    for name, ratios in paired.items():
+        print(f"paired ratio, orchard recorded elapsed_ms / {name} in the same round: median "
+              f"{statistics.median(ratios):.2f} (repetitions: {', '.join(f'{r:.2f}' for r in ratios)})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,469 @@
+"""False claims and detection power of orchard's verdict and of peers' rules, on this machine.
+
+A small CPU-bound C program, its work scaled by an argument, is wrapped in
+tiny executable scripts: a baseline, an identical copy (A/A), and candidates
+doing 3%, 5% and 10% more work (sized on CPU time, which the machine's load
+does not change). Every campaign measures one warm-up pair and then a fixed
+number of pairs with orchard's own runner, each pair under the machine-wide
+measurement lock and in a random order. Each metric (wall_ms, cpu_ms) is then
+judged on the very same samples, as a suite naming that one metric would be:
+
+- orchard: A/A calibration noise (`calibration.compute` on a 40-pair A/A
+  run of the baseline), then the adaptive looks of `campaign.run_verdict`
+  (`AdaptivePlan`, `decide_metrics`, `settled`, `overall`): the verdict only
+  sees the pairs measured up to the look where it stopped;
+- pyperf-like: unpaired Welch t-test, two-sided, 5%;
+- Google Benchmark compare.py: unpaired Mann-Whitney U, two-sided, 5%;
+- asv: ratio of means beyond a fixed 10% factor;
+- criterion: bootstrap 95% interval of the ratio of means entirely beyond a
+  fixed 1% noise threshold.
+
+Peers see every pair of the campaign (fixed n, their most favourable case).
+Raw samples are kept in results/verdict-power/<stamp>.jsonl; `--reanalyse`
+judges such a file again without measuring.
+
+    .venv/bin/python benchmarks/verdict_power.py [--campaigns 100] [--work-ms 20]
+    .venv/bin/python benchmarks/verdict_power.py --reanalyse results/verdict-power/<stamp>.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from orchard.bench import calibration, runner, stats
+from orchard.bench.environment import isolated_env
+from orchard.bench.lock import MeasurementLock
+from orchard.bench.machine import machine_facts
+from orchard.bench.store import RunWriter, read_jsonl
+from orchard.bench.suite import Suite, load_suite
+from orchard.bench.verdict import (
+    PASS,
+    REGRESSED,
+    AdaptivePlan,
+    MetricNoise,
+    decide_metrics,
+    overall,
+    settled,
+)
+
+WORK_C = r"""
+#include <stdint.h>
+#include <stdlib.h>
+/* xorshift steps; volatile keeps the compiler from folding the loop */
+int main(int argc, char **argv) {
+    long n = argc > 1 ? atol(argv[1]) : 0;
+    volatile uint64_t x = 88172645463325252ULL;
+    for (long i = 0; i < n; i++) {
+        uint64_t v = x;
+        v ^= v << 13; v ^= v >> 7; v ^= v << 17;
+        x = v;
+    }
+    return 0;
+}
+"""
+
+# The suite a user would write to judge this program on one metric: its
+# defaults (runs, looks, calibration pairs, alpha, the metric's floor) are
+# the ones judged here.
+SUITE_TOML = """
+[suite]
+name = "verdict-power-{metric}"
+
+[[scenario]]
+name = "work"
+command = ["{{bin}}"]
+
+[[metric]]
+name = "{metric}"
+"""
+METRICS = ("wall_ms", "cpu_ms")
+
+SHIFTS = (0.0, 0.03, 0.05, 0.10)
+REGRESSION, IMPROVEMENT = "regressed", "improved"
+BOOTSTRAP_RESAMPLES = 2000
+CALIBRATION_ATTEMPTS = 3  # a failed calibration is run again, as a user would
+
+
+@dataclass
+class Lab:
+    """The binaries and how each run is recorded."""
+
+    directory: Path
+    binaries: dict[str, Path]
+    env: dict[str, str]
+    lock: MeasurementLock
+    writer: RunWriter
+    rng: random.Random
+
+    def run(self, binary: Path) -> runner.Capture:
+        capture = runner.run([binary], cwd=self.directory, env=self.env, timeout_s=120)
+        if not capture.ok:
+            sys.exit(f"{binary} failed ({capture.returncode}): {capture.stderr_text[-300:]}")
+        return capture
+
+    def pairs(self, baseline: str, candidate: str, count: int, meta: dict[str, Any]) -> list[dict[str, Any]]:
+        """A warm-up pair, then `count` pairs, each locked and in random order; returns their rows."""
+        recorded = []
+        for index in range(count + 1):
+            order = [("baseline", baseline), ("candidate", candidate)]
+            if self.rng.random() < 0.5:
+                order.reverse()
+            with self.lock:
+                for role, name in order:
+                    capture = self.run(self.binaries[name])
+                    row = {
+                        **meta, **self.lock.metadata(), "pair": index, "warmup": index == 0, "role": role,
+                        "binary": name, "order": "-".join(r for r, _ in order),
+                        "wall_ms": round(capture.elapsed_ms, 4), "cpu_ms": capture.cpu_ms,
+                    }
+                    self.writer.write(row)
+                    recorded.append(row)
+        return recorded
+
+
+def build(directory: Path, work_ms: float, env: dict[str, str]) -> tuple[dict[str, Path], dict[str, float]]:
+    """Compile the program and write one wrapper per shift; returns (binaries, sizing facts)."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        sys.exit("a C compiler (cc) is needed to build the workload")
+    source = directory / "work.c"
+    source.write_text(WORK_C)
+    program = directory / "work"
+    subprocess.run([compiler, "-O1", "-o", str(program), str(source)], check=True)
+
+    def median_cpu_ms(iterations: int, runs: int = 15) -> float:
+        # CPU time, not wall time: it does not depend on how loaded the machine is while sizing
+        return statistics.median(
+            runner.run([program, str(iterations)], env=env).cpu_ms or 0.0 for _ in range(runs)
+        )
+
+    fixed = median_cpu_ms(0)  # process start and exit, not scaled by the argument
+    probe = 2_000_000
+    per_iteration = max(1e-9, (median_cpu_ms(probe) - fixed) / probe)
+    base_iterations = max(1, round((work_ms - fixed) / per_iteration))
+    base_ms = fixed + base_iterations * per_iteration
+    binaries: dict[str, Path] = {}
+
+    def wrapper(name: str, iterations: int) -> None:
+        path = directory / f"{name}.sh"
+        path.write_text(f"#!/bin/sh\nexec {program} {iterations}\n")
+        path.chmod(0o755)
+        binaries[name] = path
+
+    wrapper("baseline", base_iterations)
+    for shift in SHIFTS:
+        # scale the loop so the whole run's CPU time (fixed cost included) is `shift`
+        # larger; shift 0 is an identical copy of the baseline under another name (A/A)
+        wrapper(candidate_name(shift), round(base_iterations + shift * base_ms / per_iteration))
+    return binaries, {"fixed_cpu_ms": fixed, "cpu_ns_per_iteration": per_iteration * 1e6,
+                      "baseline_iterations": base_iterations, "baseline_cpu_ms": base_ms}
+
+
+def label(shift: float) -> str:
+    return "A/A" if shift == 0 else f"+{shift:.0%}"
+
+
+def candidate_name(shift: float) -> str:
+    return f"candidate-plus-{round(shift * 100)}pct"
+
+
+# ---- the decision rules, each on (baseline, candidate) samples --------------------------------
+
+
+def orchard_rule(suite: Suite, noise: dict[str, MetricNoise]) -> Callable[[list[float], list[float]], tuple[str, int]]:
+    """orchard's verdict exactly as campaign.run_verdict reaches it: (overall verdict, pairs used)."""
+    plan = AdaptivePlan(suite.min_runs, suite.runs, suite.alpha)
+
+    def judge(a: list[float], b: list[float]) -> tuple[str, int]:
+        metrics = []
+        used = 0
+        for n in range(1, suite.runs + 1):
+            level = plan.alpha_at(n)
+            if level is None:
+                continue
+            used = n
+            values = {spec.key: (a[:n], b[:n]) for spec in suite.metrics}
+            metrics = decide_metrics(suite.metrics, values, noise, level)
+            if settled(metrics):
+                break
+        return overall(metrics, []).verdict, used
+
+    return judge
+
+
+def direction(a: Sequence[float], b: Sequence[float]) -> str:
+    return REGRESSION if np.mean(b) > np.mean(a) else IMPROVEMENT
+
+
+def welch(a: list[float], b: list[float]) -> str | None:
+    p = scipy_stats.ttest_ind(b, a, equal_var=False).pvalue
+    return direction(a, b) if p < 0.05 else None
+
+
+def mann_whitney(a: list[float], b: list[float]) -> str | None:
+    p = scipy_stats.mannwhitneyu(b, a, alternative="two-sided").pvalue
+    return direction(a, b) if p < 0.05 else None
+
+
+def asv_factor(a: list[float], b: list[float]) -> str | None:
+    ratio = float(np.mean(b) / np.mean(a))
+    if ratio > 1.10:
+        return REGRESSION
+    if ratio < 1 / 1.10:
+        return IMPROVEMENT
+    return None
+
+
+def criterion_rule(rng: np.random.Generator) -> Callable[[list[float], list[float]], str | None]:
+    def judge(a: list[float], b: list[float]) -> str | None:
+        xa, xb = np.asarray(a), np.asarray(b)
+        ia = rng.integers(0, len(xa), (BOOTSTRAP_RESAMPLES, len(xa)))
+        ib = rng.integers(0, len(xb), (BOOTSTRAP_RESAMPLES, len(xb)))
+        change = xb[ib].mean(axis=1) / xa[ia].mean(axis=1) - 1.0
+        low, high = np.percentile(change, [2.5, 97.5])
+        if low > 0.01:
+            return REGRESSION
+        if high < -0.01:
+            return IMPROVEMENT
+        return None
+
+    return judge
+
+
+# ---- tallies and the report ----------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    claims: dict[str, Counter[str]] = field(default_factory=dict)  # rule -> outcome -> count
+    pairs_used: list[int] = field(default_factory=list)
+    verdicts: Counter[str] = field(default_factory=Counter)
+    realised: list[float] = field(default_factory=list)  # median b/a per campaign
+    noise: list[float] = field(default_factory=list)  # robust SD of the paired log-ratios per campaign
+    campaigns: int = 0
+
+    def add(self, rule: str, outcome: str | None) -> None:
+        self.claims.setdefault(rule, Counter())[outcome or "none"] += 1
+
+
+def wilson(successes: int, n: int) -> tuple[float, float]:
+    if n == 0:
+        return math.nan, math.nan
+    z = 1.96
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def rate(successes: int, n: int) -> str:
+    low, high = wilson(successes, n)
+    return f"{successes / n:.0%} [{low:.0%}, {high:.0%}]"
+
+
+RULES = (
+    "orchard verdict",
+    "Welch t-test 5% (pyperf-like)",
+    "Mann-Whitney U 5% (compare.py)",
+    "10% factor on means (asv)",
+    "bootstrap 95% CI beyond 1% (criterion)",
+)
+
+
+def paired(rows: Sequence[dict[str, Any]], metric: str) -> tuple[list[float], list[float]]:
+    """(baseline, candidate) values of the judged pairs in `rows`, in pair order."""
+    by_pair: dict[int, dict[str, float]] = {}
+    for row in rows:
+        if not row["warmup"]:
+            by_pair.setdefault(row["pair"], {})[row["role"]] = float(row[metric])
+    pairs = [by_pair[index] for index in sorted(by_pair)]
+    return [p["baseline"] for p in pairs], [p["candidate"] for p in pairs]
+
+
+@dataclass
+class CalibrationCheck:
+    noise: dict[str, MetricNoise] | None  # None: the calibration failed, orchard refuses to judge
+    text: str
+
+
+def calibrate_metric(suite: Suite, rows: Sequence[dict[str, Any]]) -> CalibrationCheck:
+    """orchard's calibration.compute on the A/A pairs, for the suite's one metric."""
+    (spec,) = suite.metrics
+    a, b = paired(rows, spec.metric)
+    metrics, failed = calibration.compute(suite.metrics, {spec.key: (a, b)}, suite.alpha)
+    cal = metrics[spec.key]
+    text = (f"{spec.metric}: A/A calibration of {cal.n} pairs: floor {cal.floor:.2%} (never below "
+            f"{spec.min_floor:.0%}), robust SD {cal.sd:.2%}, interval [{cal.interval[0]:+.2%}, {cal.interval[1]:+.2%}]")
+    if failed:
+        return CalibrationCheck(None, text + ": FAILED (interval excludes zero), orchard refuses to judge")
+    return CalibrationCheck({k: v.noise() for k, v in metrics.items()}, text)
+
+
+def analyse(suite: Suite, rows: Sequence[dict[str, Any]], seed: int) -> tuple[str, dict[float, Tally]]:
+    """Judge every campaign in `rows` by every rule, on the suite's one metric."""
+    (spec,) = suite.metrics
+    attempts = sorted({row["attempt"] for row in rows if row["phase"] == "calibration"})
+    cal = calibrate_metric(suite, [r for r in rows if r["phase"] == "calibration" and r["attempt"] == attempts[-1]])
+    judge = orchard_rule(suite, cal.noise) if cal.noise is not None else None
+    peers: dict[str, Callable[[list[float], list[float]], str | None]] = {
+        RULES[1]: welch, RULES[2]: mann_whitney, RULES[3]: asv_factor,
+        RULES[4]: criterion_rule(np.random.default_rng(seed)),
+    }
+    campaigns: dict[tuple[int, float], list[dict[str, Any]]] = {}
+    for row in rows:
+        if row["phase"] == "campaign":
+            campaigns.setdefault((row["campaign"], row["shift"]), []).append(row)
+    tallies = {shift: Tally() for shift in SHIFTS}
+    for (_, shift), campaign_rows in sorted(campaigns.items()):
+        a, b = paired(campaign_rows, spec.metric)
+        tally = tallies[shift]
+        tally.campaigns += 1
+        ratios = np.asarray(b) / np.asarray(a)
+        tally.realised.append(float(np.median(ratios)))
+        tally.noise.append(stats.robust_sd(np.log(ratios)))
+        if judge is not None:
+            verdict, used = judge(a, b)
+            tally.verdicts[verdict] += 1
+            tally.pairs_used.append(used)
+            tally.add(RULES[0], REGRESSION if verdict == REGRESSED else IMPROVEMENT if verdict == PASS else None)
+        for rule, decide in peers.items():
+            tally.add(rule, decide(a, b))
+    return cal.text, tallies
+
+
+def report(metric: str, tallies: dict[float, Tally]) -> str:
+    lines = [f"### {metric}", ""]
+    cells = [f"{label(s)}: {'false claims' if s == 0 else 'detected'} (n={tallies[s].campaigns})" for s in SHIFTS]
+    lines.append("| rule | " + " | ".join(cells) + " |")
+    lines.append("| --- |" + " ---: |" * len(SHIFTS))
+    for rule in RULES:
+        row = []
+        for shift in SHIFTS:
+            tally = tallies[shift]
+            counts = tally.claims.get(rule)
+            if counts is None:
+                row.append("refused")
+                continue
+            hits = counts[REGRESSION] + counts[IMPROVEMENT] if shift == 0 else counts[REGRESSION]
+            wrong = f"; {counts[IMPROVEMENT]} said faster" if shift and counts[IMPROVEMENT] else ""
+            row.append(rate(hits, tally.campaigns) + wrong)
+        lines.append(f"| {rule} | " + " | ".join(row) + " |")
+    lines += ["", "| orchard's verdicts | " + " | ".join(label(s) for s in SHIFTS) + " |"]
+    lines.append("| --- |" + " ---: |" * len(SHIFTS))
+    for verdict in ("REGRESSED", "NO-CHANGE", "INCONCLUSIVE", "PASS"):
+        lines.append(f"| {verdict} | " + " | ".join(str(tallies[s].verdicts[verdict]) for s in SHIFTS) + " |")
+    if all(tallies[s].pairs_used for s in SHIFTS):
+        lines.append("| mean pairs used | "
+                     + " | ".join(f"{statistics.mean(tallies[s].pairs_used):.1f}" for s in SHIFTS) + " |")
+    lines.append("| realised shift (median over campaigns of the median b/a) | "
+                 + " | ".join(f"{statistics.median(tallies[s].realised) - 1:+.2%}" for s in SHIFTS) + " |")
+    lines.append("| noise (median over campaigns of the robust SD of log b/a) | "
+                 + " | ".join(f"{statistics.median(tallies[s].noise):.2%}" for s in SHIFTS) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def suites(directory: Path) -> dict[str, Suite]:
+    loaded = {}
+    for metric in METRICS:
+        path = directory / f"suite-{metric}.toml"
+        path.write_text(SUITE_TOML.format(metric=metric))
+        loaded[metric] = load_suite(path)
+    return loaded
+
+
+def full_report(rows: Sequence[dict[str, Any]], header: list[str], seed: int, directory: Path) -> str:
+    parts = ["\n".join(header), ""]
+    for metric, suite in suites(directory).items():
+        cal_text, tallies = analyse(suite, rows, seed)
+        parts += [report(metric, tallies), cal_text, ""]
+    parts.append("Rates with 95% Wilson intervals. A/A counts a claim in either direction; "
+                 "the shifts count 'slower' claims ('said faster' counts the wrong-direction claims).")
+    return "\n".join(parts) + "\n"
+
+
+def measure(args: argparse.Namespace, seed: int, directory: Path, writer: RunWriter) -> list[str]:
+    """Calibrate and run every campaign, recording every run; returns the report's header."""
+    started = time.time()
+    load_before = os.getloadavg()
+    suite = next(iter(suites(directory).values()))  # runs, looks and calibration pairs are shared
+    env = isolated_env()
+    binaries, sizing = build(directory, args.work_ms, env)
+    lab = Lab(directory, binaries, env, MeasurementLock("benchmarks/verdict_power.py"), writer, random.Random(seed))
+    print(f"machine: {json.dumps(machine_facts())}")
+    print(f"seed {seed}; workload {json.dumps({k: round(v, 4) for k, v in sizing.items()})}")
+    print(f"suite defaults: runs {suite.runs}, min_runs {suite.min_runs}, looks "
+          f"{AdaptivePlan(suite.min_runs, suite.runs).looks}, calibration pairs {suite.calibration_runs}, "
+          f"alpha {suite.alpha}", flush=True)
+    for attempt in range(1, CALIBRATION_ATTEMPTS + 1):
+        rows = lab.pairs("baseline", "baseline", suite.calibration_runs, {"phase": "calibration", "attempt": attempt})
+        checks = [calibrate_metric(s, rows) for s in suites(directory).values()]
+        for check in checks:
+            print(f"attempt {attempt}: {check.text}", flush=True)
+        if all(check.noise is not None for check in checks):
+            break
+    for campaign in range(args.campaigns):
+        shifts = list(SHIFTS)
+        lab.rng.shuffle(shifts)  # the machine's drift is shared by every shift
+        for shift in shifts:
+            lab.pairs("baseline", candidate_name(shift), suite.runs,
+                      {"phase": "campaign", "campaign": campaign, "shift": shift})
+        print(f"  campaign {campaign + 1}/{args.campaigns} done ({time.time() - started:.0f}s)", flush=True)
+    return [
+        f"machine: {json.dumps(machine_facts())}",
+        f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}; duration {time.time() - started:.0f}s; "
+        f"load average before {load_before[0]:.1f}, after {os.getloadavg()[0]:.1f}",
+        f"seed {seed}; {args.campaigns} campaigns per shift, {suite.runs} pairs each after a warm-up pair; "
+        f"baseline ~{sizing['baseline_cpu_ms']:.1f} ms CPU per run",
+        f"calibration attempts: {attempt} (the last one is used)",
+        f"measurement lock waits: {lab.lock.total_wait_ms / 1000:.1f}s in total",
+        f"raw samples: {writer.path}",
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--campaigns", type=int, default=100, help="campaigns per shift (A/A included)")
+    parser.add_argument("--work-ms", type=float, default=20.0, help="baseline CPU time per run")
+    parser.add_argument("--seed", type=int, default=None, help="seed of pair orders and bootstrap")
+    parser.add_argument("--results", type=Path, default=Path("results"), help="where raw samples go")
+    parser.add_argument("--reanalyse", type=Path, default=None, metavar="JSONL",
+                        help="judge the raw samples of an earlier run again instead of measuring")
+    args = parser.parse_args()
+    if args.campaigns < 1:
+        parser.error("--campaigns must be at least 1")
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
+    with tempfile.TemporaryDirectory(prefix="orchard-verdict-power-") as tmp:
+        directory = Path(tmp)
+        if args.reanalyse is not None:
+            rows = read_jsonl(args.reanalyse)
+            header = [f"re-analysis of {args.reanalyse} ({len(rows)} rows), bootstrap seed {seed}"]
+            print(full_report(rows, header, seed, directory))
+            return
+        with RunWriter(args.results, "verdict-power") as writer:
+            header = measure(args, seed, directory, writer)
+            text = full_report(writer.rows, header, seed, directory)
+            writer.summary = lambda rows: text
+    print()
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

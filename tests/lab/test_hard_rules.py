@@ -1,0 +1,389 @@
+"""The judge's hard rules, each violated once and caught with its own reason.
+
+Verdicts come from really running `orchard verdict --json` on tiny subjects
+(a rows suite whose metric is exact, so every outcome is certain) or, where
+a real run cannot produce the outcome on demand (INCONCLUSIVE, a gate failure
+beside measured wins), from the bench's own `overall()` and `verdict_json()`.
+Checks come from real shell steps, candidates from real worker checkouts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lab_helpers import git
+from helpers import orchard
+from loop_support import add_hypotheses, metric, verdict_of
+from orchard.lab import backlog, judge as judging
+from orchard.lab.candidate import collect_candidate
+from orchard.lab.config import LauncherConfig
+from orchard.lab.executors import JobResult
+from orchard.lab.experiment import Experiment
+from orchard.lab.hypothesis import Hypothesis
+from orchard.lab.judge import Check, LabIntegrityError, decide
+from orchard.lab.launchers import make_launcher
+from orchard.lab.state import LabState
+from orchard.lab.workspace import Workspace
+
+SUITE = """
+[suite]
+name = "rules"
+runs = 8
+min_runs = 8
+calibration_runs = 8
+
+[[scenario]]
+name = "task"
+kind = "rows"
+command = ["{bin}"]
+where = { operation = "task.total" }
+
+[[metric]]
+name = "estimated_total_tokens"
+
+[[metric]]
+name = "oracle_passed"
+compare = false
+
+[[gate]]
+kind = "no_drop"
+metric = "oracle_passed"
+"""
+
+# name: (estimated tokens, oracle passed, remote transport); the baseline is `base`
+SUBJECTS = {
+    "base": (1200, "true", "local"),
+    "same": (1200, "true", "local"),
+    "lean": (900, "true", "local"),
+    "fat": (1500, "true", "local"),
+    "cheat": (300, "false", "local"),
+    "networked": (1200, "true", "network"),
+}
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """`orchard verdict --json` of each subject against `base`, really run."""
+    root = tmp_path_factory.mktemp("verdicts")
+    (root / "suite.toml").write_text(SUITE)
+    for name, (tokens, oracle, transport) in SUBJECTS.items():
+        row = json.dumps({"operation": "task.total", "estimated_total_tokens": tokens, "oracle_passed": oracle == "true",
+                          "remote_transport": transport})
+        (root / name).write_text(f"#!/bin/sh\necho '{row}'\n")
+        (root / name).chmod(0o755)
+    lock_dir = Path(os.environ.get("ORCHARD_TEST_LOCK_DIR", tmp_path_factory.getbasetemp()))
+    env = {"ORCHARD_CACHE_DIR": str(root / "cache"), "ORCHARD_LOCK_FILE": str(lock_dir / "orchard-test.lock")}
+    found = {}
+    for name in SUBJECTS:
+        if name == "base":
+            continue
+        result = orchard("verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", name, "--json",
+                         cwd=root, env=env)
+        assert result.returncode in (0, 1), result.stderr
+        found[name] = json.loads(result.stdout)
+    return found
+
+
+def step(tmp_path: Path, name: str, command: str) -> Check:
+    """A real shell step, the way the judge runs build and tests."""
+    return judging.run_step(name, command, tmp_path, {}, tmp_path / "logs")
+
+
+@pytest.fixture
+def green(tmp_path: Path) -> list[Check]:
+    """Collection checks passed, the patch applied, build and both test suites green."""
+    candidate = {"flags": [], "scope": ["src/a.py"], "scope_violations": [], "bench_changes": []}
+    return [*judging.collection_checks(candidate), Check("apply", True, "patch applies to a clean base"),
+            step(tmp_path, "build", "true"), step(tmp_path, "tests", "true"), step(tmp_path, "bench-tests", "true")]
+
+
+def replaced(checks: list[Check], new: Check) -> list[Check]:
+    return [new if check.name == new.name else check for check in checks]
+
+
+# -- the verdicts the rules are judged on are the real ones ------------------------------------------
+
+
+def test_the_real_verdicts_are_the_outcomes_the_rules_are_about(verdicts: dict[str, dict[str, Any]]) -> None:
+    assert {name: v["verdict"] for name, v in verdicts.items()} == {
+        "same": "NO-CHANGE", "lean": "PASS", "fat": "REGRESSED", "cheat": "REGRESSED", "networked": "ERROR"}
+    assert verdicts["lean"]["metrics"][0]["effect"] == pytest.approx(-0.25)
+    assert verdicts["lean"]["metrics"][0]["n"] >= 8
+
+
+def test_green_checks_and_a_pass_land(green: list[Check], verdicts: dict[str, dict[str, Any]]) -> None:
+    judgment = decide(green, verdicts["lean"], [])
+    assert judgment.decision == judging.LAND and judgment.rule is None
+    assert judgment.reasons == verdicts["lean"]["reasons"]
+
+
+# -- each rule, violated once ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def lab(make_workspace: Callable[..., Workspace]) -> Iterator[tuple[Workspace, LabState]]:
+    ws = make_workspace('[target]\nbuild = "grep -q \'alpha 1\' src/alpha.txt"\ntest = "true"\nbinary = "src/alpha.txt"\n')
+    state = LabState.open(ws.root)
+    yield ws, state
+    state.close()
+
+
+def judged_worker(lab: tuple[Workspace, LabState], name: str, scope: list[str],
+                  writes: dict[str, str]) -> tuple[dict[str, Any], judging.Judgment]:
+    """A real worker checkout with `writes` made (paths under `target/` or `bench/`), collected as the
+    lab collects it, then judged."""
+    ws, state = lab
+    checkout = ws.setup_worker("w1")
+    for path, text in writes.items():
+        (checkout.worker.root / path).write_text(text)
+    log = ws.log_path(name)
+    log.write_text("worker output\n")
+    hypothesis = Hypothesis(metric="task/estimated_total_tokens", change="edit", id=name, scope=tuple(scope))
+    result = JobResult(name, 0, None, False, False, "2026-01-01T00:00:00+00:00", 1.0, log)
+    launcher = make_launcher(LauncherConfig(name="claude"))
+    candidate = collect_candidate(ws, Experiment(name, hypothesis, checkout), result, launcher).to_dict()
+    return candidate, judging.judge(ws, state, name, candidate, checkout.target_base, checkout.bench_base)
+
+
+def test_a_tampered_harness_voids_the_experiment_before_anything_is_built(
+    lab: tuple[Workspace, LabState], green: list[Check], verdicts: dict[str, dict[str, Any]]
+) -> None:
+    candidate, judgment = judged_worker(lab, "tamper", ["src/alpha.txt"], {
+        "target/src/alpha.txt": "alpha 1 faster\n", "bench/bench.py": "print('measuring, but kindly')\n"})
+    assert judgment.decision == judging.KILL and judgment.rule == judging.RULE_HARNESS
+    assert judgment.reasons[0].startswith("harness tampered") and "bench.py" in judgment.reasons[0]
+    assert "void" in judgment.reasons[0]
+    assert not (lab[0].judge_dir / "tamper").exists(), "nothing is checked out or built for a void experiment"
+    # the rule holds whatever else is true: a winning verdict does not rescue it
+    checks = replaced(green, judging.collection_checks(candidate)[0])
+    assert decide(checks, verdicts["lean"], candidate["flags"]).rule == judging.RULE_HARNESS
+
+
+def test_leaving_the_scope_is_killed_naming_the_files(
+    lab: tuple[Workspace, LabState], green: list[Check], verdicts: dict[str, dict[str, Any]]
+) -> None:
+    candidate, judgment = judged_worker(lab, "wander", ["src/alpha.txt"], {
+        "target/src/alpha.txt": "alpha 1 faster\n", "target/src/beta.txt": "beta 2\n", "target/src/new.txt": "new\n"})
+    assert judgment.decision == judging.KILL and judgment.rule == judging.RULE_SCOPE
+    assert judgment.reasons[0].startswith("left its scope")
+    assert "src/beta.txt" in judgment.reasons[0] and "src/new.txt" in judgment.reasons[0]
+    assert "src/alpha.txt" not in judgment.reasons[0].split(":", 2)[-1]
+    checks = replaced(green, judging.collection_checks(candidate)[1])
+    assert decide(checks, verdicts["lean"], []).rule == judging.RULE_SCOPE
+
+
+def test_a_candidate_that_does_not_build_from_clean_is_killed(
+    lab: tuple[Workspace, LabState], green: list[Check], tmp_path: Path, verdicts: dict[str, dict[str, Any]]
+) -> None:
+    _, judgment = judged_worker(lab, "nobuild", ["src/alpha.txt"], {"target/src/alpha.txt": "alpha 2\n"})
+    assert judgment.decision == judging.KILL and judgment.rule == judging.RULE_TESTS
+    assert judgment.reasons[0].startswith("does not build from clean") and "exit 1" in judgment.reasons[0]
+    assert judgment.verdict is None, "nothing is measured that did not build"
+    build = next(c for c in judgment.checks if c.name == "build")
+    assert build.log and "grep -q" in Path(build.log).read_text()
+    # the clean checkout holds the base plus the patch, not the worker's directory
+    assert (Path(judgment.checkout or "") / "src/alpha.txt").read_text() == "alpha 2\n"
+    # decide() alone: a failed build is a KILL even beside a winning verdict
+    failed = replaced(green, step(tmp_path, "build", "echo 'error: no such symbol' >&2; exit 3"))
+    judgment = decide(failed, verdicts["lean"], [])
+    assert judgment.decision == judging.KILL and judgment.rule == judging.RULE_TESTS
+    assert "exit 3" in judgment.reasons[0] and "no such symbol" in judgment.reasons[0]
+
+
+def test_failing_target_tests_kill_or_send_a_win_back(
+    green: list[Check], tmp_path: Path, verdicts: dict[str, dict[str, Any]]
+) -> None:
+    red = replaced(green, step(tmp_path, "tests", "echo 'FAILED test_count' >&2; exit 1"))
+    killed = decide(red, verdicts["same"], [])
+    assert killed.decision == judging.KILL and killed.rule == judging.RULE_TESTS
+    assert killed.reasons[0].startswith("tests failed") and "FAILED test_count" in killed.reasons[0]
+    assert killed.reasons[-1] == "verdict NO-CHANGE"
+    win = decide(red, verdicts["lean"], [])
+    assert win.decision == judging.ITERATE and win.rule == judging.RULE_TESTS
+    assert win.reasons[0].startswith("a measured win, but tests failed") and "fix correctness" in win.reasons[0]
+
+
+def test_failing_harness_tests_never_land(green: list[Check], tmp_path: Path, verdicts: dict[str, dict[str, Any]]) -> None:
+    red = replaced(green, step(tmp_path, "bench-tests", "echo 'harness self-test failed' >&2; exit 2"))
+    killed = decide(red, verdicts["same"], [])
+    assert killed.decision == judging.KILL and killed.rule == judging.RULE_TESTS
+    assert killed.reasons[0].startswith("bench-tests failed") and "exit 2" in killed.reasons[0]
+    win = decide(red, verdicts["lean"], [])
+    assert win.decision == judging.ITERATE and "bench-tests failed" in win.reasons[0]
+
+
+def test_a_quality_gate_failure_kills_whatever_the_metrics_win(
+    green: list[Check], verdicts: dict[str, dict[str, Any]]
+) -> None:
+    real = decide(green, verdicts["cheat"], [])
+    assert real.decision == judging.KILL and real.rule == judging.RULE_GATES
+    assert real.reasons == ["quality gate no_drop failed (task: oracle_passed dropped 1.0 -> 0.0): "
+                            "REGRESSED whatever the metrics say"]
+    # the same gate failure beside a clear, large measured win
+    winning = verdict_of([metric("task/wall_ms", "improved", -0.40), metric("task/estimated_total_tokens", "improved",
+                                                                            -0.75, floor=0.0)],
+                         [("information_recall", False, "missing: 'unique words: 826'"), ("determinism", True, "ok")])
+    assert winning["verdict"] == "REGRESSED"
+    assert all(m["verdict"] == "improved" for m in winning["metrics"])
+    judgment = decide(green, winning, [])
+    assert judgment.decision == judging.KILL and judgment.rule == judging.RULE_GATES
+    assert judgment.reasons == ["quality gate information_recall failed (missing: 'unique words: 826'): "
+                                "REGRESSED whatever the metrics say"]
+
+
+def test_a_regressed_metric_is_killed_but_not_as_a_gate(green: list[Check], verdicts: dict[str, dict[str, Any]]) -> None:
+    judgment = decide(green, verdicts["fat"], [])
+    assert judgment.decision == judging.KILL and judgment.rule is None
+    assert judgment.reasons == ["REGRESSED: task/estimated_total_tokens regressed by +25.00% (floor 0.00%)"]
+
+
+def test_no_claim_below_the_noise_floor(green: list[Check], verdicts: dict[str, dict[str, Any]]) -> None:
+    no_change = decide(green, verdicts["same"], [])
+    assert no_change.decision == judging.KILL and no_change.rule == judging.RULE_FLOOR
+    assert no_change.reasons == ["no effect beyond the noise floor: every metric within its noise floor"]
+    # INCONCLUSIVE whose estimate is inside the floor: nothing to claim, killed
+    faint = verdict_of([metric("report/wall_ms", "inconclusive", -0.01, interval=(-0.05, 0.03), floor=0.03, mde=0.06)])
+    assert faint["verdict"] == "INCONCLUSIVE"
+    killed = decide(green, faint, [])
+    assert killed.decision == judging.KILL and killed.rule == judging.RULE_FLOOR
+    assert killed.reasons[0].startswith("below the printed noise floor") and "MDE 6.00%" in killed.reasons[0]
+    # INCONCLUSIVE whose estimate is beyond the floor on the good side: worth another, sharper try
+    promising = verdict_of([metric("report/wall_ms", "inconclusive", -0.06, interval=(-0.12, 0.01), floor=0.03)])
+    assert promising["verdict"] == "INCONCLUSIVE"
+    again = decide(green, promising, [])
+    assert again.decision == judging.ITERATE and again.rule is None
+    assert again.reasons[0].startswith("promising but unclear")
+    # the good side depends on the metric's direction: higher-is-better moving down is not promising
+    wrong_way = verdict_of([metric("report/throughput", "inconclusive", -0.06, interval=(-0.12, 0.01),
+                                   direction="higher")])
+    assert decide(green, wrong_way, []).rule == judging.RULE_FLOOR
+
+
+def test_rows_with_unlike_comparability_keys_are_never_compared(
+    green: list[Check], verdicts: dict[str, dict[str, Any]]
+) -> None:
+    judgment = decide(green, verdicts["networked"], [])
+    assert judgment.decision == judging.KILL and judgment.rule == judging.RULE_COMPARABLE
+    assert judgment.reasons[0].startswith("the verdict could not compare")
+    assert "remote_transport" in judgment.reasons[0] and "'network'" in judgment.reasons[0]
+    # an ERROR for another cause is a KILL too, but not under this rule
+    broken = dict(verdicts["networked"], reasons=["baseline failed scenario 'task' (exit 3); nothing can be compared"])
+    other = decide(green, broken, [])
+    assert other.decision == judging.KILL and other.rule is None
+
+
+def test_the_first_rule_that_applies_decides(green: list[Check], tmp_path: Path, verdicts: dict[str, dict[str, Any]]) -> None:
+    everything_wrong = [
+        Check("harness", False, "bench clone changed: suite.toml"),
+        Check("scope", False, "files outside ['a']: b"),
+        step(tmp_path, "build", "exit 1"),
+    ]
+    assert decide(everything_wrong, verdicts["cheat"], []).rule == judging.RULE_HARNESS
+    assert decide(everything_wrong[1:], verdicts["cheat"], []).rule == judging.RULE_SCOPE
+    assert decide(everything_wrong[2:], verdicts["cheat"], []).rule == judging.RULE_TESTS
+    nothing = decide(green, None, ["no-changes"])
+    assert nothing.decision == judging.KILL and nothing.reasons == ["the worker changed nothing"]
+
+
+# -- the lab's own bench clone is never modified ------------------------------------------------------------
+
+
+def test_a_modified_bench_clone_stops_the_judge(make_workspace: Callable[..., Workspace]) -> None:
+    ws = make_workspace()
+    base = ws.bench_base()
+    judging.assert_bench_untouched(ws, base)  # clean: nothing raised
+    (ws.bench_dir / "results").mkdir()
+    (ws.bench_dir / "results" / "run.jsonl").write_text("{}\n")  # ignored by the harness: still clean
+    judging.assert_bench_untouched(ws, base)
+
+    (ws.bench_dir / "bench.py").write_text("print('tuned')\n")
+    with pytest.raises(LabIntegrityError, match=r"bench\.py") as caught:
+        judging.assert_bench_untouched(ws, base)
+    assert "no verdict was taken" in str(caught.value) and str(ws.bench_dir) in str(caught.value)
+    git(ws.bench_dir, "checkout", "--", "bench.py")
+
+    (ws.bench_dir / "extra_fixture.txt").write_text("x\n")
+    with pytest.raises(LabIntegrityError, match="extra_fixture.txt"):
+        judging.assert_bench_untouched(ws, base)
+    git(ws.bench_dir, "add", "extra_fixture.txt")
+    git(ws.bench_dir, "commit", "-qm", "a fixture")
+    with pytest.raises(LabIntegrityError, match="head moved|extra_fixture.txt"):
+        judging.assert_bench_untouched(ws, base)
+
+
+def test_harness_tests_that_dirty_the_bench_clone_stop_the_judgment(make_workspace: Callable[..., Workspace]) -> None:
+    ws = make_workspace('[target]\nbuild = "true"\ntest = "true"\nbinary = "src/alpha.txt"\n'
+                        '[bench]\ntest = "echo cached >> bench.py"\n')
+    state = LabState.open(ws.root)
+    try:
+        checkout = ws.setup_worker("w1")
+        (checkout.worker.target_dir / "src/alpha.txt").write_text("alpha 1 faster\n")
+        patch = ws.target_vcs.changes(checkout.worker.target_dir, checkout.target_base).patch
+        candidate = {"patch": patch, "flags": [], "scope": [], "scope_violations": [], "bench_changes": []}
+        with pytest.raises(LabIntegrityError, match=r"bench\.py"):
+            judging.judge(ws, state, "dirty", candidate, checkout.target_base, checkout.bench_base)
+        assert state.baseline(checkout.target_base) is None, "no baseline was built and nothing measured"
+    finally:
+        state.close()
+
+
+# -- running workers get file-disjoint scopes ----------------------------------------------------------------
+
+
+def test_pick_never_hands_out_a_scope_that_overlaps_a_running_one(lab_state: LabState) -> None:
+    add_hypotheses(
+        lab_state,
+        {"id": "same-file", "scope": ["src/count.py"], "impact": 5},
+        {"id": "glob-over-it", "scope": ["src/*.py"], "impact": 4.5},
+        {"id": "its-directory", "scope": ["src/"], "impact": 4},
+        {"id": "deep-glob", "scope": ["src/**/util.py"], "impact": 3.5},
+        {"id": "no-scope-means-any", "scope": [], "impact": 3.2},
+        {"id": "docs", "scope": ["docs/guide.md"], "impact": 3},
+        {"id": "lookalike", "scope": ["srcx/count.py"], "impact": 2},
+    )
+    assert backlog.pick(lab_state, "exploit", []).id == "same-file"
+    running = [["src/count.py"]]
+    assert backlog.pick(lab_state, "exploit", running).id == "docs"
+    running.append(["docs/guide.md"])
+    assert backlog.pick(lab_state, "exploit", running).id == "lookalike"
+    running.append(["srcx/"])
+    assert backlog.pick(lab_state, "exploit", running) is None
+    # a glob reaches only what it can match: `src/*.py` leaves `srcx/` free
+    assert backlog.pick(lab_state, "exploit", [["src/*.py"], ["docs/guide.md"]]).id == "lookalike"
+
+
+def test_globs_and_directories_of_running_experiments_block_the_files_they_cover(lab_state: LabState) -> None:
+    add_hypotheses(
+        lab_state,
+        {"id": "nested-file", "scope": ["lib/core/parse.c"], "impact": 5},
+        {"id": "header", "scope": ["include/parse.h"], "impact": 4},
+        {"id": "tests", "scope": ["tests/test_parse.py"], "impact": 3},
+    )
+    assert backlog.pick(lab_state, "exploit", [["lib/*.c"]]).id == "header"  # `*` crosses `/` in a scope
+    assert backlog.pick(lab_state, "exploit", [["lib"]]).id == "header"  # a directory covers what is under it
+    assert backlog.pick(lab_state, "exploit", [["lib/core/"], ["include/*.h"]]).id == "tests"
+    assert backlog.pick(lab_state, "exploit", [[]]) is None  # a running experiment without a scope may touch anything
+    # ...and the pick's own choice would overlap nothing that runs
+    for busy in (["lib/*.c"], ["lib"], ["include/*.h"], ["tests/"]):
+        picked = backlog.pick(lab_state, "exploit", [busy])
+        assert picked is not None and not backlog.scopes_overlap(picked.data["scope"], busy)
+
+
+def test_explore_lanes_take_explore_hypotheses_and_respect_scopes_too(lab_state: LabState) -> None:
+    add_hypotheses(
+        lab_state,
+        {"id": "top", "scope": ["a.py"], "impact": 5},
+        {"id": "wild", "scope": ["b.py"], "impact": 1, "lane": "explore"},
+        {"id": "wilder", "scope": ["c.py"], "impact": 0.5, "lane": "explore"},
+    )
+    assert backlog.pick(lab_state, "explore", []).id == "wild"
+    assert backlog.pick(lab_state, "explore", [["b.py"]]).id == "wilder"
+    assert backlog.pick(lab_state, "exploit", [["a.py"]]).id == "wild"  # nothing else free for an exploit lane
+    lab_state.update_hypothesis("top", status=backlog.RUNNING)
+    assert backlog.pick(lab_state, "exploit", [["a.py"], ["b.py"]]).id == "wilder"

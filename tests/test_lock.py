@@ -1,0 +1,256 @@
+"""The machine-wide measurement lock, between real processes on a private lock file."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+import pytest
+
+from orchard.bench.lock import ENV_PATH, ENV_SWITCH, MeasurementLock, read_holder
+
+# Enters the lock `times` times; inside, prints its metadata and the monotonic
+# bounds of the section, then holds it until the release file exists.
+HOLDER = """
+import json, os, sys, time
+from pathlib import Path
+from orchard.bench.lock import MeasurementLock
+label, release, times = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
+lock = MeasurementLock(label)
+for _ in range(times):
+    with lock:
+        start = time.monotonic_ns()
+        while not release.exists():
+            time.sleep(0.005)
+        print(json.dumps({"pid": os.getpid(), "start": start, "end": time.monotonic_ns(), **lock.metadata()}), flush=True)
+"""
+
+
+class Party:
+    """One process using the lock; its stderr goes to a file the test can poll."""
+
+    def __init__(self, tmp: Path, label: str, env: dict[str, str], times: int = 1, released: bool = False) -> None:
+        self.lock_path = Path(env[ENV_PATH])
+        self.release = tmp / f"release-{label.replace(' ', '_')}"
+        if released:
+            self.release.touch()
+        self.err_path = tmp / f"stderr-{label.replace(' ', '_')}"
+        self._err: IO[bytes] = open(self.err_path, "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, label, str(self.release), str(times)],
+            stdout=subprocess.PIPE,
+            stderr=self._err,
+            env=env,
+            text=True,
+        )
+
+    @property
+    def stderr(self) -> str:
+        return self.err_path.read_text()
+
+    def wait_stderr(self, needle: str, within_s: float = 60.0) -> str:
+        deadline = time.monotonic() + within_s
+        while time.monotonic() < deadline:
+            if needle in self.stderr:
+                return self.stderr
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.01)
+        raise AssertionError(f"never printed {needle!r}; stderr: {self.stderr!r}")
+
+    def wait_holding(self) -> None:
+        """Blocks until the process has taken the lock and named itself its holder."""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            holder = read_holder(self.lock_path)
+            if holder and holder.get("pid") == self.proc.pid:
+                return
+            time.sleep(0.01)
+        raise AssertionError("the holder never took the lock")
+
+    def finish(self) -> list[dict[str, object]]:
+        self.release.touch()
+        out, _ = self.proc.communicate(timeout=120)
+        assert self.proc.returncode == 0, self.stderr
+        return [json.loads(line) for line in out.splitlines()]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        if self.proc.stdout:
+            self.proc.stdout.close()
+        self._err.close()
+
+
+@pytest.fixture
+def lock_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != ENV_SWITCH}
+    env[ENV_PATH] = str(tmp_path / "private.lock")
+    return env
+
+
+@pytest.fixture
+def parties() -> Iterator[list[Party]]:
+    started: list[Party] = []
+    yield started
+    for party in started:
+        party.stop()
+
+
+def _start(parties: list[Party], tmp: Path, label: str, env: dict[str, str], **kwargs: object) -> Party:
+    party = Party(tmp, label, env, **kwargs)  # type: ignore[arg-type]
+    parties.append(party)
+    return party
+
+
+def test_a_waiter_names_the_holder_and_records_its_wait(
+    tmp_path: Path, lock_env: dict[str, str], parties: list[Party]
+) -> None:
+    holder = _start(parties, tmp_path, "orchard verdict demo", lock_env)
+    holder.wait_holding()
+    waiter = _start(parties, tmp_path, "second", lock_env, released=True)
+    line = waiter.wait_stderr("[runlock] waiting")
+    assert line.strip() == f"[runlock] waiting for pid {holder.proc.pid} (orchard verdict demo) ..."
+    assert waiter.proc.poll() is None  # still blocked while the holder holds
+    (held,) = holder.finish()
+    (waited,) = waiter.finish()
+    assert waited["measurement_lock"] == "held"
+    assert waited["lock_wait_ms"] > 0
+    assert waited["start"] > held["end"]
+    assert "[runlock]" not in holder.stderr
+    assert Path(lock_env[ENV_PATH]).exists()  # the private path was used
+
+
+def test_the_lock_is_released_when_the_holder_is_killed(
+    tmp_path: Path, lock_env: dict[str, str], parties: list[Party]
+) -> None:
+    holder = _start(parties, tmp_path, "doomed", lock_env)
+    holder.wait_holding()
+    waiter = _start(parties, tmp_path, "survivor", lock_env, released=True)
+    waiter.wait_stderr(f"waiting for pid {holder.proc.pid} (doomed)")
+    holder.proc.kill()  # SIGKILL: no chance to release anything itself
+    holder.proc.wait()
+    (waited,) = waiter.finish()
+    assert waited["measurement_lock"] == "held"
+    holder_now = read_holder(Path(lock_env[ENV_PATH]))
+    assert holder_now is not None
+    assert (holder_now["pid"], holder_now["label"]) == (waiter.proc.pid, "survivor")
+
+
+def test_sections_of_two_processes_never_overlap(
+    tmp_path: Path, lock_env: dict[str, str], parties: list[Party]
+) -> None:
+    first = _start(parties, tmp_path, "a", lock_env, times=15, released=True)
+    second = _start(parties, tmp_path, "b", lock_env, times=15, released=True)
+    sections = sorted(
+        (row["start"], row["end"]) for row in first.finish() + second.finish()  # type: ignore[misc]
+    )
+    assert len(sections) == 30
+    for (_, end), (start, _) in zip(sections, sections[1:]):
+        assert start > end
+
+
+def test_switching_the_lock_off_warns_loudly_once_and_is_recorded(
+    tmp_path: Path, lock_env: dict[str, str], parties: list[Party]
+) -> None:
+    holder = _start(parties, tmp_path, "holder", lock_env)
+    holder.wait_holding()
+    unlocked = _start(parties, tmp_path, "unlocked", {**lock_env, ENV_SWITCH: "off"}, times=2, released=True)
+    rows = unlocked.finish()  # does not wait for the holder
+    assert [row["measurement_lock"] for row in rows] == ["disabled", "disabled"]
+    assert all(row["lock_wait_ms"] == 0 for row in rows)
+    assert unlocked.stderr.count(f"[runlock] WARNING: {ENV_SWITCH}=off") == 1
+    assert "NOT serialized" in unlocked.stderr
+    assert "waiting" not in unlocked.stderr
+    holder.finish()
+
+
+def test_an_uncontended_lock_is_held_without_a_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENV_SWITCH, raising=False)
+    out = io.StringIO()
+    lock = MeasurementLock("alone", path=tmp_path / "alone.lock", out=out)
+    with lock:
+        assert read_holder(tmp_path / "alone.lock") is not None
+    assert lock.metadata()["measurement_lock"] == "held"
+    assert out.getvalue() == ""
+
+
+RAW_FLOCK = """
+import fcntl, sys, time
+handle = open(sys.argv[1], "a")
+fcntl.flock(handle, fcntl.LOCK_EX)
+print("locked", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_waiter_never_names_itself_from_its_own_stale_holder_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between taking the lock and naming itself, a new holder leaves the last holder's entry."""
+    monkeypatch.delenv(ENV_SWITCH, raising=False)
+    path = tmp_path / "stale.lock"
+    out = io.StringIO()
+    lock = MeasurementLock("me", path=path, out=out)
+    with lock:
+        pass
+    assert read_holder(path)["pid"] == os.getpid()  # type: ignore[index]
+    # another process takes the kernel lock without (yet) naming itself
+    other = subprocess.Popen([sys.executable, "-c", RAW_FLOCK, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout is not None and other.stdout.readline() == "locked\n"
+        waiter = threading.Thread(target=lambda: lock.__enter__())
+        waiter.start()
+        deadline = time.monotonic() + 60
+        while "waiting" not in out.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        other.kill()
+        other.wait()
+        waiter.join(timeout=60)
+        assert not waiter.is_alive()
+        lock.__exit__(None, None, None)
+    finally:
+        other.kill()
+        other.wait()
+        if other.stdout:
+            other.stdout.close()
+    assert out.getvalue().strip() == "[runlock] waiting for pid ? (unknown) ..."
+
+
+# Enters the lock `times` times, holding it ~20 ms each time, like a campaign's pairs.
+CAMPAIGN = """
+import json, os, sys, time
+from orchard.bench.lock import MeasurementLock
+lock = MeasurementLock(sys.argv[1])
+for _ in range(int(sys.argv[2])):
+    with lock:
+        start = time.monotonic_ns()
+        time.sleep(0.02)
+        print(json.dumps({"pid": os.getpid(), "start": start}), flush=True)
+"""
+
+
+def test_two_campaigns_take_turns_instead_of_one_keeping_the_machine(tmp_path: Path, lock_env: dict[str, str]) -> None:
+    """flock has no queue: without the courtesy pause, whoever holds it re-acquires between pairs."""
+    procs = [
+        subprocess.Popen([sys.executable, "-c", CAMPAIGN, name, "40"], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, env=lock_env, text=True)
+        for name in ("first", "second")
+    ]
+    rows = []
+    for proc in procs:
+        out, _ = proc.communicate(timeout=120)
+        rows += [json.loads(line) for line in out.splitlines()]
+    order = [row["pid"] for row in sorted(rows, key=lambda row: row["start"])]
+    switches = sum(1 for a, b in zip(order, order[1:]) if a != b)
+    assert len(order) == 80
+    assert switches >= 10, f"only {switches} hand-overs: one campaign kept the lock"
