@@ -33,7 +33,7 @@ def run_verdict(lab: Path, *args: str):
 
 
 def test_missing_binary(lab: Path) -> None:
-    assert_usage_error(run_verdict(lab, "--candidate", "nope"), "candidate binary not found", "nope")
+    assert_usage_error(run_verdict(lab, "--candidate", "nope"), "candidate: binary", "nope", "does not exist")
 
 
 def test_binary_not_executable(lab: Path) -> None:

@@ -11,7 +11,6 @@ from collections import Counter
 from pathlib import Path
 
 import libtmux
-import pytest
 
 from orchard.demo.lab import make_demo
 from orchard.lab.state import LabState

@@ -5,7 +5,8 @@ verdict, read rows. Nothing in bench imports lab.
 """
 
 from orchard.bench.calibration import Calibration, CalibrationFailed
-from orchard.bench.campaign import CampaignResult, calibrate, check_binary, run_verdict
+from orchard.bench.binary import check_binary
+from orchard.bench.campaign import CampaignResult, calibrate, run_verdict
 from orchard.bench.store import latest_rows, read_jsonl
 from orchard.bench.suite import Suite, load_suite
 from orchard.bench.verdict import ERROR, INCONCLUSIVE, NO_CHANGE, PASS, REGRESSED, MetricResult

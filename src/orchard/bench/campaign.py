@@ -10,8 +10,6 @@ as soon as every metric is settled.
 
 from __future__ import annotations
 
-import hashlib
-import os
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -20,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from orchard.bench import calibration as calibration_cache
+from orchard.bench.binary import binary_sha256, check_binary
 from orchard.bench import rows as rowlib
 from orchard.bench.gates import GateTracker, run_command_gates
 from orchard.bench.lock import MeasurementLock
@@ -53,24 +52,6 @@ class IncomparableRows(OrchardError):
 
 def _quiet(done: int, total: int, note: str) -> None:
     pass
-
-
-def check_binary(path: Path | str, role: str) -> Path:
-    """The binary must exist and be executable; it is used by absolute path."""
-    binary = Path(path).expanduser()
-    if not binary.exists():
-        raise UsageError(f"{role} binary not found: {binary}")
-    if binary.is_dir() or not os.access(binary, os.X_OK):
-        raise UsageError(f"{role} binary is not an executable file: {binary}")
-    return binary.resolve()
-
-
-def binary_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def check_runs(runs: int | None, suite: Suite) -> tuple[int, int]:

@@ -10,8 +10,6 @@ NAME is not itself a flow kind).
 
 from __future__ import annotations
 
-import hashlib
-import os
 import shutil
 import subprocess
 import tomllib
@@ -22,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from orchard.bench.environment import isolated_env
+from orchard.bench.binary import binary_sha256, check_binary
 from orchard.errors import UsageError
 
 VERSION_TIMEOUT_S = 10.0
@@ -54,14 +53,6 @@ class Subject:
 
 def default_subjects_file() -> Path:
     return Path(str(resources.files("orchard.bench").joinpath("subjects.toml")))
-
-
-def binary_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def binary_version(path: Path) -> str | None:
@@ -106,11 +97,7 @@ def _explicit_binary(name: str, text: str) -> Path:
         if found is None:
             raise UsageError(f"subject {name}: binary {text!r} is not on PATH")
         candidate = Path(found)
-    if not candidate.exists():
-        raise UsageError(f"subject {name}: binary {candidate} does not exist")
-    if not candidate.is_file() or not os.access(candidate, os.X_OK):
-        raise UsageError(f"subject {name}: binary {candidate} is not an executable file")
-    return candidate.resolve()
+    return check_binary(candidate, f"subject {name}")
 
 
 def _infer_kind(name: str, binary: str, known_kinds: set[str]) -> str:

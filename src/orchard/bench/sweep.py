@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from orchard.bench import rows as rowlib
-from orchard.bench.campaign import binary_sha256, check_binary
+from orchard.bench.binary import binary_sha256, check_binary
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.measure import observe, workbench
 from orchard.bench.store import RunWriter
