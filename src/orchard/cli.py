@@ -389,6 +389,14 @@ def backlog_group() -> None:
     """The ranked hypotheses: list, add, rank."""
 
 
+def _print_ranked(records) -> None:  # records: list[HypothesisRecord], best first
+    from orchard.lab import backlog
+
+    for rank, r in enumerate(records, 1):
+        click.echo(f"{rank:>3}. {r.id:<32} {backlog.score(r.data):6.2f}  {r.status:<8} "
+                   f"{r.data.get('lane', 'exploit'):<8} {r.data.get('title', '')}")
+
+
 @backlog_group.command("list")
 @workspace_argument
 @click.option("--json", "as_json", is_flag=True, help="Print the backlog as JSON.")
@@ -407,9 +415,7 @@ def backlog_list(workspace: Path, as_json: bool, show_all: bool) -> None:
         click.echo(jsonlib.dumps([{"id": r.id, "status": r.status, "score": backlog.score(r.data), **r.data}
                                   for r in records], indent=2))
         return
-    for rank, r in enumerate(records, 1):
-        click.echo(f"{rank:>3}. {r.id:<32} {backlog.score(r.data):6.2f}  {r.status:<8} {r.data.get('lane', 'exploit'):<8} "
-                   f"{r.data.get('title', '')}")
+    _print_ranked(records)
 
 
 @backlog_group.command("add")
@@ -482,8 +488,7 @@ def backlog_rank(workspace: Path) -> None:
         records = backlog.ranked(state)
     finally:
         state.close()
-    for rank, r in enumerate(records, 1):
-        click.echo(f"{rank:>3}. {r.id:<32} {backlog.score(r.data):6.2f}  {r.data.get('title', '')}")
+    _print_ranked(records)
     click.echo(f"wrote {ws.root / 'backlog.md'}")
 
 
@@ -532,8 +537,6 @@ def demo(workspace: Path | None, workers: int, executor: str) -> None:
     started = time.monotonic()
     console = _console()
     ws = make_demo(workspace or default_directory(), workers=workers, executor=executor)
-    if executor == "auto" and shutil.which("tmux") is None:
-        console.print("tmux is not installed here: the workers run as plain subprocesses")
     console.print(f"demo lab: {ws.root}")
     if ws.config.workers.executor != "subprocess" and shutil.which("tmux"):
         from orchard.lab.executors import attach_command
