@@ -23,7 +23,7 @@ from orchard.bench import rows as rowlib
 from orchard.bench.gates import GateTracker, run_command_gates
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_fingerprint
-from orchard.bench.measure import Observation, Workbench, observe, workbench
+from orchard.bench.measure import Observation, RunSpec, Workbench, observe, workbench
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import MIN_RUNS_FLOOR, Suite
 from orchard.bench.verdict import (
@@ -140,17 +140,9 @@ class PairRunner:
                         "binary": str(self.binaries[role]),
                         "binary_sha256": self.subjects[role]["binary_sha256"],
                     }
-                    seen[role] = observe(
-                        self.bench,
-                        scenario,
-                        self.binaries[role],
-                        role=role,
-                        subject=self.subjects[role],
-                        run=index,
-                        metadata=meta,
-                        metric_names=self.metric_names,
-                        determinism_fields=self.tracker.determinism_fields(scenario.name),
-                    )
+                    spec = RunSpec(role, self.subjects[role], index, meta, self.metric_names,
+                                   self.tracker.determinism_fields(scenario.name))
+                    seen[role] = observe(self.bench, scenario, self.binaries[role], spec)
                     self.writer.write(seen[role].row)
                 base, cand = seen["baseline"], seen["candidate"]
                 _check_comparable(base, cand)

@@ -159,24 +159,25 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-def observe(
-    bench: Workbench,
-    scenario: Scenario,
-    binary: Path,
-    *,
-    role: str,
-    subject: Mapping[str, Any],
-    run: int,
-    metadata: Mapping[str, Any],
-    metric_names: set[str],
-    determinism_fields: tuple[str, ...] = (),
-) -> Observation:
+@dataclass(frozen=True)
+class RunSpec:
+    """Who is measured and how the run is recorded: the same for every kind of scenario."""
+
+    role: str  # "baseline", "candidate", or a subject's name
+    subject: Mapping[str, Any]
+    run: int
+    metadata: Mapping[str, Any]
+    metric_names: set[str]
+    determinism_fields: tuple[str, ...] = ()
+
+
+def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec) -> Observation:
     """Run `scenario` once against `binary` and record what happened."""
     where = f"scenario '{scenario.name}'"
     values = bench.template_values(binary)
-    meta = {**metadata, "role": role}
+    meta = {**spec.metadata, "role": spec.role}
     if scenario.kind == "python":
-        return _observe_python(bench, scenario, binary, role, subject, run, meta, metric_names, determinism_fields)
+        return _observe_python(bench, scenario, binary, spec, meta)
     assert scenario.command is not None
     command = render(scenario.command, values, where)
     admitted = ROWS_ADMITTED_CHARS if scenario.kind == "rows" else bench.suite.admitted_chars
@@ -191,10 +192,10 @@ def observe(
     typed = render(scenario.command, {**values, "bin": binary.name}, where)
     row = rows.step_row(
         capture,
-        subject=subject,
+        subject=spec.subject,
         scenario=scenario.name,
         operation=scenario.name,
-        run=run,
+        run=spec.run,
         metadata=meta,
         step_kind="measured",
         expected_returncodes=scenario.returncodes,
@@ -212,20 +213,20 @@ def observe(
         harness_rows = _select(_parse_rows(text), scenario.where)
         row["harness_rows"] = harness_rows
         # the harness's own fields win; the harness process's builtins remain for the rest
-        for name in metric_names:
+        for name in spec.metric_names:
             if name in BUILTIN_METRICS and not any(name in r for r in harness_rows):
                 continue
             metric_values[name] = _aggregate(
                 [v for v in (_number(r.get(name)) for r in harness_rows) if v is not None],
                 scenario.aggregate,
             )
-        digest = _fields_digest(harness_rows, determinism_fields)
+        digest = _fields_digest(harness_rows, spec.determinism_fields)
         # a harness's own stdout is data, not what an agent reads
         row["stdout_excerpt"] = text[:2000]
     fraction = recall(scenario.expect, text)
     row["information_recall"] = fraction
     row["output_digest"] = digest
-    return Observation(scenario.name, role, metric_values, digest, fraction, ok, failure, row)
+    return Observation(scenario.name, spec.role, metric_values, digest, fraction, ok, failure, row)
 
 
 def _fields_digest(harness_rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str | None:
@@ -243,15 +244,7 @@ def _failure_text(capture: runner.Capture) -> str:
 
 
 def _observe_python(
-    bench: Workbench,
-    scenario: Scenario,
-    binary: Path,
-    role: str,
-    subject: Mapping[str, Any],
-    run: int,
-    metadata: Mapping[str, Any],
-    metric_names: set[str],
-    determinism_fields: tuple[str, ...],
+    bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, meta: Mapping[str, Any]
 ) -> Observation:
     assert scenario.callable is not None
     module_name, _, function_name = scenario.callable.partition(":")
@@ -264,7 +257,7 @@ def _observe_python(
     started = time.perf_counter_ns()
     failure = ""
     try:
-        produced = list(function(binary=binary, workdir=bench.root / "work", run=run, fixtures=dict(bench.fixtures)))
+        produced = list(function(binary=binary, workdir=bench.root / "work", run=spec.run, fixtures=dict(bench.fixtures)))
     except Exception as error:  # the lane's failure is the candidate's failure, recorded
         produced, failure = [], f"{type(error).__name__}: {error}"
     ended = time.perf_counter_ns()
@@ -274,17 +267,17 @@ def _observe_python(
         failure = f"{len(failed_rows)} failed row(s), first: {failed_rows[0].get('operation')}"
     metric_values: dict[str, float | None] = {
         name: _aggregate([v for v in (_number(r.get(name)) for r in harness_rows) if v is not None], scenario.aggregate)
-        for name in metric_names
+        for name in spec.metric_names
     }
     metric_values["wall_ms"] = (ended - started) / 1e6
     row = {
         "schema": rows.SCHEMA_VERSION,
-        **metadata,
-        "subject": subject["name"],
-        "subject_kind": subject.get("kind"),
+        **meta,
+        "subject": spec.subject["name"],
+        "subject_kind": spec.subject.get("kind"),
         "scenario": scenario.name,
         "operation": scenario.name,
-        "run": run,
+        "run": spec.run,
         "step_kind": "measured",
         "elapsed_ms": round(metric_values["wall_ms"], 3),
         "returncode": 1 if failure else 0,
@@ -294,5 +287,5 @@ def _observe_python(
         "monotonic_end_ns": ended,
         "harness_rows": harness_rows,
     }
-    digest = _fields_digest(harness_rows, determinism_fields)
-    return Observation(scenario.name, role, metric_values, digest, None, not failure, failure, row)
+    digest = _fields_digest(harness_rows, spec.determinism_fields)
+    return Observation(scenario.name, spec.role, metric_values, digest, None, not failure, failure, row)

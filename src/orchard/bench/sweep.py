@@ -15,7 +15,7 @@ from typing import Any
 from orchard.bench import rows as rowlib
 from orchard.bench.binary import binary_sha256, check_binary
 from orchard.bench.lock import MeasurementLock
-from orchard.bench.measure import observe, workbench
+from orchard.bench.measure import RunSpec, observe, workbench
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import Suite
 from orchard.errors import UsageError
@@ -65,12 +65,10 @@ def run_suite(
             with lock:
                 for scenario in suite.scenarios:
                     for name in order:
-                        observation = observe(
-                            bench, scenario, subjects[name], role=name, subject=info[name], run=run,
-                            metadata={**meta, **lock.metadata(), "order": "-".join(order),
-                                      "binary": str(subjects[name]), "binary_sha256": info[name]["binary_sha256"]},
-                            metric_names=names,
-                        )
+                        metadata = {**meta, **lock.metadata(), "order": "-".join(order),
+                                    "binary": str(subjects[name]), "binary_sha256": info[name]["binary_sha256"]}
+                        spec = RunSpec(name, info[name], run, metadata, names)
+                        observation = observe(bench, scenario, subjects[name], spec)
                         writer.write(observation.row)
             progress(run, runs)
     return writer
