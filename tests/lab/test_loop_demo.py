@@ -7,6 +7,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -70,6 +71,7 @@ def test_demo_walks_every_decision_path(tmp_path: Path, mark: str) -> None:
     assert "<svg" in (root / "report.html").read_text()
     ws = Workspace.open(root)
     assert_nothing_left(mark, ws.tmux_socket)
+    assert not list(Path(tempfile.gettempdir()).glob(f"{ws.tmux_socket}-*")), "executor files left in /tmp"
 
 
 HYPOTHESES = ["terse-report", "count-with-dict", "top-ten-default"]
@@ -126,6 +128,7 @@ def test_resume_after_sigkill_loses_and_doubles_nothing(tmp_path: Path, mark: st
     finally:
         state.close()
     assert_nothing_left(mark, ws.tmux_socket)
+    assert not list(Path(tempfile.gettempdir()).glob(f"{ws.tmux_socket}-*")), "executor files left in /tmp"
 
 
 def test_the_bench_own_verdict_command_is_recorded_and_mapped(tmp_path: Path, mark: str) -> None:

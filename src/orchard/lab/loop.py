@@ -370,7 +370,7 @@ class Lab:
         events = self.state.events()
         if events and events[-1]["kind"] == "stop":
             self.state.set_meta("idle_loops", "0")  # a new session after a clean stop starts fresh
-        self.executor = make_executor(self.ws.config.workers.executor, self.ws.tmux_socket)
+        self.executor = make_executor(self.ws.config.workers.executor, self.ws.tmux_socket, self.ws.executor_dir)
         try:
             with self.executor:
                 if self.executor.kind == "subprocess" and self.ws.config.workers.executor == "auto":

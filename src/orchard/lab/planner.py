@@ -107,7 +107,7 @@ def plan(ws: Workspace, state: LabState, *, say=print) -> list[Hypothesis]:
     job = launcher.job(ws, experiment)
     ws.prompt_path(name).write_text(planning_prompt(ws, state, checkout.worker.target_dir, output), encoding="utf-8")
     say(f"planner {name}: running {launcher.name}; it writes {output}")
-    with make_executor(ws.config.workers.executor, ws.tmux_socket) as executor:
+    with make_executor(ws.config.workers.executor, ws.tmux_socket, ws.executor_dir) as executor:
         executor.start(job)
         results = executor.wait()
     result = results[0]

@@ -120,6 +120,11 @@ class Workspace:
         return self.judge_dir / "target"
 
     @property
+    def executor_dir(self) -> Path:
+        """The executor's own files (workers' exit-status files), inside the workspace."""
+        return self.logs_dir / ".executor"
+
+    @property
     def tmux_socket(self) -> str:
         """This workspace's private tmux server (`tmux -L <socket>`)."""
         return "orchard-" + hashlib.sha256(str(self.root).encode()).hexdigest()[:10]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 from orchard.errors import UsageError
 from orchard.lab.executors.base import DONE_MARKER, Executor, Job, JobResult, kill_tree
@@ -10,12 +11,12 @@ from orchard.lab.executors.subprocess import SubprocessExecutor
 from orchard.lab.executors.tmux import TmuxExecutor, attach_command
 
 
-def make_executor(kind: str, socket_name: str) -> Executor:
-    """`tmux`, `subprocess`, or `auto` (tmux when installed); `socket_name` is the workspace's."""
+def make_executor(kind: str, socket_name: str, runtime_dir: Path | None = None) -> Executor:
+    """`tmux`, `subprocess`, or `auto` (tmux when installed); `socket_name` and `runtime_dir` are the workspace's."""
     if kind == "auto":
         kind = "tmux" if shutil.which("tmux") else "subprocess"
     if kind == "tmux":
-        return TmuxExecutor(socket_name)
+        return TmuxExecutor(socket_name, runtime_dir)
     if kind == "subprocess":
         return SubprocessExecutor()
     raise UsageError(f"unknown executor {kind!r}; known: auto, tmux, subprocess")

@@ -46,13 +46,23 @@ class TmuxError(RuntimeError):
 class TmuxExecutor(Executor):
     kind = "tmux"
 
-    def __init__(self, socket_name: str) -> None:
+    def __init__(self, socket_name: str, runtime_dir: Path | None = None) -> None:
+        """`runtime_dir` holds the wrappers' exit-status files (default: a private temp dir).
+
+        A workspace passes a directory of its own, so that even an orchard
+        killed with SIGKILL leaves nothing in /tmp; files a killed run left
+        there are cleared here, before any new job could be confused with them.
+        """
         if shutil.which("tmux") is None:
             raise UsageError("tmux is not installed: set workers.executor = \"subprocess\"")
         super().__init__()
         self.socket_name = socket_name
         self._dead_since: dict[str, float] = {}
-        self._runtime = Path(tempfile.mkdtemp(prefix=f"{socket_name}-"))
+        self._owns_runtime = runtime_dir is None
+        self._runtime = Path(tempfile.mkdtemp(prefix=f"{socket_name}-")) if runtime_dir is None else runtime_dir
+        self._runtime.mkdir(parents=True, exist_ok=True)
+        for stale in self._runtime.glob("*.exit"):
+            stale.unlink(missing_ok=True)
         self._launched = 0
         # -f /dev/null: the user's ~/.tmux.conf must not change how workers run.
         self.server = libtmux.Server(socket_name=socket_name, config_file="/dev/null")
@@ -146,4 +156,8 @@ class TmuxExecutor(Executor):
             self.server.cmd("kill-server")
         if not self.server.is_alive():
             self.socket_path().unlink(missing_ok=True)  # tmux leaves the socket file behind
-        shutil.rmtree(self._runtime, ignore_errors=True)
+        if self._owns_runtime:
+            shutil.rmtree(self._runtime, ignore_errors=True)
+        else:
+            for leftover in self._runtime.glob("*.exit"):
+                leftover.unlink(missing_ok=True)
