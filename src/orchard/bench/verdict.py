@@ -54,6 +54,15 @@ class MetricSpec:
     def key(self) -> str:
         return f"{self.scenario}/{self.metric}"
 
+    @property
+    def bad_sign(self) -> float:
+        """+1 when a larger value is worse, -1 when it is better."""
+        return 1.0 if self.direction == "lower" else -1.0
+
+    def floor(self, noise: MetricNoise) -> float:
+        """The floor claims must clear: the calibrated one, never below the suite's minimum."""
+        return max(self.min_floor, noise.floor)
+
 
 @dataclass(frozen=True)
 class MetricNoise:
@@ -188,32 +197,22 @@ def _claim_p(bad: np.ndarray, floor: float) -> float:
     return min(p_regressed, p_improved, p_unchanged)
 
 
-def _exact_result(spec: MetricSpec, a: np.ndarray, b: np.ndarray, floor: float) -> MetricResult:
+def _result(spec: MetricSpec, **fields: Any) -> MetricResult:
+    """A metric's result, with the spec's own fields filled in."""
+    return MetricResult(scenario=spec.scenario, metric=spec.metric, direction=spec.direction,
+                        target=spec.target, **fields)
+
+
+def _exact_result(spec: MetricSpec, a: np.ndarray, b: np.ndarray) -> MetricResult:
     scale, d = paired_differences(a[:1], b[:1])
     effect = _to_relative(scale, float(d[0]))
-    sign = 1.0 if spec.direction == "lower" else -1.0
-    bad = sign * effect
-    if abs(effect) <= floor:
+    if abs(effect) <= spec.min_floor:
         verdict = UNCHANGED
     else:
-        verdict = REGRESSED_METRIC if bad > 0 else IMPROVED
-    return MetricResult(
-        scenario=spec.scenario,
-        metric=spec.metric,
-        direction=spec.direction,
-        target=spec.target,
-        verdict=verdict,
-        method="exact",
-        scale=scale,
-        effect=effect,
-        interval=(effect, effect),
-        confidence=1.0,
-        floor=floor,
-        n=len(a),
-        mde=0.0,
-        baseline_median=float(a[0]),
-        candidate_median=float(b[0]),
-    )
+        verdict = REGRESSED_METRIC if spec.bad_sign * effect > 0 else IMPROVED
+    return _result(spec, verdict=verdict, method="exact", scale=scale, effect=effect, interval=(effect, effect),
+                   confidence=1.0, floor=spec.min_floor, n=len(a), mde=0.0, baseline_median=float(a[0]),
+                   candidate_median=float(b[0]))
 
 
 def decide_metrics(
@@ -228,43 +227,29 @@ def decide_metrics(
     metrics that need statistics (exact ones carry no error probability).
     """
     results: dict[str, MetricResult] = {}
-    statistical: list[tuple[MetricSpec, str, np.ndarray, float, float]] = []
+    statistical: list[tuple[MetricSpec, str, np.ndarray, float]] = []
     for spec in specs:
         a = np.asarray(samples[spec.key][0], dtype=float)
         b = np.asarray(samples[spec.key][1], dtype=float)
         cal = noise[spec.key]
-        floor = max(spec.min_floor, cal.floor)
         if cal.deterministic and len(set(a.tolist())) == 1 and len(set(b.tolist())) == 1:
-            results[spec.key] = _exact_result(spec, a, b, max(spec.min_floor, 0.0))
+            results[spec.key] = _exact_result(spec, a, b)
             continue
         scale, d = paired_differences(a, b)
-        sign = 1.0 if spec.direction == "lower" else -1.0
-        bad = sign * d
-        floor_scaled = _from_relative(scale, floor)
-        statistical.append((spec, scale, bad, floor_scaled, floor))
-        results[spec.key] = MetricResult(
-            scenario=spec.scenario,
-            metric=spec.metric,
-            direction=spec.direction,
-            target=spec.target,
-            verdict=UNCLEAR,
-            method="hodges-lehmann",
-            scale=scale,
-            effect=None,
-            interval=None,
-            confidence=None,
-            floor=floor,
-            n=len(d),
-            mde=None,
+        bad = spec.bad_sign * d
+        statistical.append((spec, scale, bad, _from_relative(scale, spec.floor(cal))))
+        results[spec.key] = _result(
+            spec, verdict=UNCLEAR, method="hodges-lehmann", scale=scale, effect=None, interval=None,
+            confidence=None, floor=spec.floor(cal), n=len(d), mde=None,
             baseline_median=float(np.median(a)) if len(a) else None,
             candidate_median=float(np.median(b)) if len(b) else None,
             note="deterministic in A/A but varies here" if cal.deterministic else "",
         )
-    p_values = [_claim_p(bad, floor_scaled) for _, _, bad, floor_scaled, _ in statistical]
+    p_values = [_claim_p(bad, floor_scaled) for _, _, bad, floor_scaled in statistical]
     levels = stats.holm_levels(p_values, alpha)
-    for (spec, scale, bad, floor_scaled, floor), p, level in zip(statistical, p_values, levels):
+    for (spec, scale, bad, floor_scaled), p, level in zip(statistical, p_values, levels):
         result = results[spec.key]
-        sign = 1.0 if spec.direction == "lower" else -1.0
+        sign = spec.bad_sign
         interval = stats.hl_interval(bad, 1.0 - 2.0 * level)
         result.verdict = _classify(interval.low, interval.high, floor_scaled)
         estimate = stats.hodges_lehmann(bad) if len(bad) else math.nan

@@ -119,8 +119,8 @@ class Lab:
         self.say(f"calibrating the verdict (A/A, {suite.calibration_runs} pairs) on this machine")
         cal = bench.calibrate(suite, binary, results=ws.results_dir, progress=self.measure_progress or (lambda *_: None))
         baseline = {key: m.median for key, m in cal.metrics.items()}
-        floors = {key: max(m.floor, next((s.min_floor for s in suite.metrics if s.key == key), 0.0))
-                  for key, m in cal.metrics.items()}
+        floors = {spec.key: spec.floor(cal.metrics[spec.key].noise()) for spec in suite.metrics
+                  if spec.key in cal.metrics}
         state.set_meta("metric_directions", json.dumps({s.key: s.direction for s in suite.metrics}))
         with state.transaction():
             state.add_measurement("baseline", base, baseline)
