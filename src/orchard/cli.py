@@ -7,6 +7,7 @@ Heavy modules are imported inside the commands so `orchard --help` is fast.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -309,12 +310,23 @@ def opportunities(results: Path, as_json: bool, top: int | None) -> None:
 workspace_argument = click.argument("workspace", required=False, default=".", type=click.Path(path_type=Path))
 
 
-def _open_lab(workspace: Path):  # -> tuple[Workspace, LabState]
+@contextlib.contextmanager
+def _open_lab(workspace: Path):  # -> Iterator[tuple[Workspace, LabState]]
+    """The workspace and its lab.db, closed again however the command ends."""
     from orchard.lab.state import LabState
     from orchard.lab.workspace import Workspace
 
     ws = Workspace.open(workspace)
-    return ws, LabState.open(ws.root)
+    state = LabState.open(ws.root)
+    try:
+        yield ws, state
+    finally:
+        state.close()
+
+
+def _print_added(hypotheses) -> None:  # hypotheses: list[Hypothesis]
+    for hypothesis in hypotheses:
+        click.echo(f"added {hypothesis.id} (score {hypothesis.score:.2f}): {hypothesis.title}")
 
 
 def _run_lab(ws, state) -> str:  # (Workspace, LabState) -> stop reason
@@ -327,16 +339,14 @@ def _run_lab(ws, state) -> str:  # (Workspace, LabState) -> stop reason
     except KeyboardInterrupt:
         click.echo(f"interrupted: every worker was stopped; `orchard run {ws.root}` resumes from lab.db", err=True)
         sys.exit(130)
-    finally:
-        state.close()
 
 
 @cli.command()
 @workspace_argument
 def run(workspace: Path) -> None:
     """Run the research loop until a stop condition holds; on an existing lab, resume it."""
-    ws, state = _open_lab(workspace)
-    reason = _run_lab(ws, state)
+    with _open_lab(workspace) as (ws, state):
+        reason = _run_lab(ws, state)
     click.echo(f"stopped: {reason}")
     click.echo(f"report:  {ws.root / 'FINAL_REPORT.md'}")
 
@@ -352,11 +362,8 @@ def status(workspace: Path, as_json: bool) -> None:
 
     from orchard.lab.status import status as lab_status
 
-    ws, state = _open_lab(workspace)
-    try:
+    with _open_lab(workspace) as (ws, state):
         info = lab_status(ws, state)
-    finally:
-        state.close()
     if as_json:
         click.echo(jsonlib.dumps(info, indent=2, default=str))
         return
@@ -407,10 +414,9 @@ def backlog_list(workspace: Path, as_json: bool, show_all: bool) -> None:
 
     from orchard.lab import backlog
 
-    _, state = _open_lab(workspace)
     statuses = (backlog.OPEN, backlog.RUNNING, backlog.LANDED, backlog.KILLED, backlog.ITERATED) if show_all else (backlog.OPEN,)
-    records = backlog.ranked(state, statuses)
-    state.close()
+    with _open_lab(workspace) as (_, state):
+        records = backlog.ranked(state, statuses)
     if as_json:
         click.echo(jsonlib.dumps([{"id": r.id, "status": r.status, "score": backlog.score(r.data), **r.data}
                                   for r in records], indent=2))
@@ -444,8 +450,7 @@ def backlog_add(workspace: Path, file_path: Path | None, from_opportunities: int
     from orchard.lab import backlog
     from orchard.lab.hypothesis import Hypothesis
 
-    ws, state = _open_lab(workspace)
-    try:
+    with _open_lab(workspace) as (ws, state):
         if file_path is not None:
             hypotheses, source, origin = backlog.load_file(file_path), "user", str(file_path)
         elif from_opportunities:
@@ -469,10 +474,7 @@ def backlog_add(workspace: Path, file_path: Path | None, from_opportunities: int
         from orchard.lab.records import write_atomic
 
         write_atomic(ws.root / "backlog.md", backlog.render(state))
-    finally:
-        state.close()
-    for hypothesis in hypotheses:
-        click.echo(f"added {hypothesis.id} (score {hypothesis.score:.2f}): {hypothesis.title}")
+    _print_added(hypotheses)
 
 
 @backlog_group.command("rank")
@@ -482,12 +484,9 @@ def backlog_rank(workspace: Path) -> None:
     from orchard.lab import backlog
     from orchard.lab.records import write_atomic
 
-    ws, state = _open_lab(workspace)
-    try:
+    with _open_lab(workspace) as (ws, state):
         write_atomic(ws.root / "backlog.md", backlog.render(state))
         records = backlog.ranked(state)
-    finally:
-        state.close()
     _print_ranked(records)
     click.echo(f"wrote {ws.root / 'backlog.md'}")
 
@@ -498,13 +497,9 @@ def plan(workspace: Path) -> None:
     """Ask the configured agent for 3-6 new hypotheses; each is validated before it is added."""
     from orchard.lab.planner import plan as run_plan
 
-    ws, state = _open_lab(workspace)
-    try:
+    with _open_lab(workspace) as (ws, state):
         hypotheses = run_plan(ws, state, say=lambda text: click.echo(text, err=True))
-    finally:
-        state.close()
-    for hypothesis in hypotheses:
-        click.echo(f"added {hypothesis.id} (score {hypothesis.score:.2f}): {hypothesis.title}")
+    _print_added(hypotheses)
 
 
 @cli.command()
@@ -513,11 +508,8 @@ def report(workspace: Path) -> None:
     """Write FINAL_REPORT.md and report.html from lab.db (also for a lab still running)."""
     from orchard.lab import records
 
-    ws, state = _open_lab(workspace)
-    try:
+    with _open_lab(workspace) as (ws, state):
         records.write_notebook(ws.root, state, final=True)
-    finally:
-        state.close()
     click.echo((ws.root / "FINAL_REPORT.md").read_text())
 
 
@@ -532,7 +524,6 @@ def demo(workspace: Path | None, workers: int, executor: str) -> None:
     import time
 
     from orchard.demo.lab import default_directory, make_demo
-    from orchard.lab.state import LabState
 
     started = time.monotonic()
     console = _console()
@@ -542,7 +533,8 @@ def demo(workspace: Path | None, workers: int, executor: str) -> None:
         from orchard.lab.executors import attach_command
 
         console.print(f"watch the workers live: {attach_command(ws.tmux_socket)}")
-    reason = _run_lab(ws, LabState.open(ws.root))
+    with _open_lab(ws.root) as (_, state):
+        reason = _run_lab(ws, state)
     console.print(f"stopped: {reason} ({time.monotonic() - started:.0f} s)")
     console.print(f"final report: {ws.root / 'FINAL_REPORT.md'}")
     console.print((ws.root / "FINAL_REPORT.md").read_text())
