@@ -270,3 +270,24 @@ def test_list_all_and_rank_write_backlog_md(demo: Workspace) -> None:
     assert rows[0].startswith("| 1 | `single-write` |") and "| open |" in rows[0]
     assert rows[1].startswith("| - | `count-with-dict` |") and "| killed |" in rows[1]
     assert "| 4.00 |" in rows[1] and "-60%" in rows[1] and "wordfreq/count.py" in rows[1]
+
+
+def test_an_iterate_adds_a_numbered_sharpened_child_that_never_collides(demo: Workspace) -> None:
+    from orchard.lab.judge import ITERATE, Judgment
+    from orchard.lab.loop import Lab
+
+    state = LabState.open(demo.root)
+    try:
+        lab = Lab(demo, state, say=lambda _: None)
+        judgment = Judgment(ITERATE, ["promising but unclear"])
+        ids = []
+        parent = "single-write"
+        for _ in range(3):
+            child = lab._sharpened(parent, state.hypothesis(parent).data, judgment)
+            state.add_hypothesis(child["id"], child, source="iterate", parent=parent)
+            ids.append(child["id"])
+            parent = child["id"]
+        assert ids == ["single-write-r1", "single-write-r2", "single-write-r3"]
+        assert "learned from single-write-r2: promising but unclear" in state.hypothesis("single-write-r3").data["notes"]
+    finally:
+        state.close()

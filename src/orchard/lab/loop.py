@@ -24,6 +24,7 @@ judged or landed twice.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from collections.abc import Callable
@@ -265,9 +266,13 @@ class Lab:
             self._land(self.state.experiment(record.name), judgment)
 
     def _sharpened(self, parent: str, data: dict[str, Any], judgment: Judgment) -> dict[str, Any]:
-        depth = sum(1 for h in self.state.hypotheses() if h.id.startswith(parent.split("-r")[0]))
+        # "-r<n>": the n-th sharpening of the original; the first number not yet taken
+        root = re.sub(r"-r\d+$", "", parent)[:44]
+        n = 1
+        while self.state.has_hypothesis(f"{root}-r{n}"):
+            n += 1
         child = dict(data)
-        child["id"] = f"{parent}-r{depth}"[:48]
+        child["id"] = f"{root}-r{n}"
         child["title"] = f"{data.get('title', parent)} (sharpened)"
         child["confidence"] = round(float(data.get("confidence", 0.5)) * 0.9, 4)
         child["notes"] = (data.get("notes", "") + f"\nlearned from {parent}: " + "; ".join(judgment.reasons)).strip()
