@@ -333,6 +333,26 @@ def test_harness_tests_that_dirty_the_bench_clone_stop_the_judgment(make_workspa
         state.close()
 
 
+def test_a_passing_harness_suite_runs_once_per_bench_base_and_a_failing_one_every_time(
+    make_workspace: Callable[..., Workspace], tmp_path: Path
+) -> None:
+    counter = tmp_path / "harness-runs"
+    ws = make_workspace(f'[bench]\ntest = "echo run >> {counter} && test -e {tmp_path}/red && exit 1 || true"\n')
+    state = LabState.open(ws.root)
+    try:
+        values = judging.placeholders(ws, ws.reference_target, None)
+        base = ws.bench_base()
+        checks = [judging.harness_tests(ws, state, base, values, tmp_path / "logs") for _ in range(3)]
+        assert all(c.passed for c in checks) and counter.read_text().count("run") == 1
+        other = judging.harness_tests(ws, state, "0" * 40, values, tmp_path / "logs")  # another bench base
+        assert other.passed and counter.read_text().count("run") == 2
+        (tmp_path / "red").touch()
+        reds = [judging.harness_tests(ws, state, "f" * 40, values, tmp_path / "logs") for _ in range(2)]
+        assert not any(c.passed for c in reds) and counter.read_text().count("run") == 4
+    finally:
+        state.close()
+
+
 # -- running workers get file-disjoint scopes ----------------------------------------------------------------
 
 

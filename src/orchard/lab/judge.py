@@ -12,6 +12,7 @@ hard rules of the seed are enforced here, each with its own reason, and
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -102,6 +103,26 @@ def run_step(name: str, template: str, cwd: Path, placeholders: Mapping[str, str
     what = "timed out" if capture.timed_out else f"exit {capture.returncode}"
     tail = (capture.stderr_text or capture.stdout_text).strip().splitlines()[-1:] or [""]
     return Check(name, False, f"`{command}` failed ({what}): {tail[0][:200]}", str(log))
+
+
+def harness_tests(ws: Workspace, state: LabState, bench_base: str, values: Mapping[str, str],
+                  log_dir: Path) -> Check:
+    """The bench's own test suite, run once per bench base and rendered command.
+
+    The lab's bench clone cannot change (it is checked around every verdict),
+    so the same command at the same base gives the same answer: a pass is
+    recorded in lab.db and reused, not run again for every candidate (a
+    failure is run again: its cause may be outside the clone).
+    """
+    command = render_command(ws.config.bench.test, dict(values)) if ws.config.bench.test else ""
+    key = "harness-tests:" + hashlib.sha256(f"{bench_base}\0{command}".encode()).hexdigest()[:16]
+    recorded = state.meta(key)
+    if recorded is not None:
+        return Check(**json.loads(recorded))
+    check = run_step("bench-tests", ws.config.bench.test, ws.bench_dir, values, log_dir)
+    if check.passed:
+        state.set_meta(key, json.dumps(asdict(check)))
+    return check
 
 
 def checkout_with_patch(ws: Workspace, directory: Path, base: str, patch: str) -> Path:
@@ -316,7 +337,7 @@ def judge(
     progress(f"{name}: target tests")
     checks.append(run_step("tests", ws.config.target.test, checkout, values, logs))
     progress(f"{name}: bench tests")
-    checks.append(run_step("bench-tests", ws.config.bench.test, ws.bench_dir, values, logs))
+    checks.append(harness_tests(ws, state, bench_base, values, logs))
     assert_bench_untouched(ws, bench_base)
     baseline = baseline_binary(ws, state, base)
     if binary is None or not binary.exists():

@@ -99,8 +99,7 @@ class Lab:
         landing.main_branch(ws, state)
         self.say(f"lab start: base {base[:12]}, bench {bench_base[:12]}")
         values = judging.placeholders(ws, ws.reference_target, None)
-        bench_tests = judging.run_step("bench-tests", ws.config.bench.test, ws.bench_dir, values,
-                                       ws.judge_dir / "start-logs")
+        bench_tests = judging.harness_tests(ws, state, bench_base, values, ws.judge_dir / "start-logs")
         if not bench_tests.passed:
             raise OrchardError(f"the harness suite fails at the bench base: {bench_tests.detail}; "
                                "fix the harness before running the lab")
