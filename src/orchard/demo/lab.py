@@ -8,6 +8,7 @@ workspace on them configured for the `patch` launcher, fills the backlog from
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -27,8 +28,6 @@ IDENTITY = {"GIT_AUTHOR_NAME": "orchard demo", "GIT_AUTHOR_EMAIL": "demo@orchard
 
 
 def _git(cwd: Path, *args: str) -> None:
-    import os
-
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
                    env={**os.environ, **IDENTITY, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"})
 

@@ -64,7 +64,7 @@ def verdict_lines(verdict: Mapping[str, Any] | None) -> list[str]:
     return lines
 
 
-def _journal_entry(event: Mapping[str, Any], state: LabState) -> list[str]:
+def _journal_entry(event: Mapping[str, Any]) -> list[str]:
     data = event["data"]
     kind = event["kind"]
     head = f"## {when(event['at'])} · {kind}" + (f" · {event['experiment']}" if event["experiment"] else "")
@@ -112,7 +112,7 @@ def _journal_entry(event: Mapping[str, Any], state: LabState) -> list[str]:
 def render_journal(state: LabState) -> str:
     lines = ["# Lab journal", "", "Every judgment, landing and stop, oldest first. Rendered from lab.db.", ""]
     for event in state.events():
-        lines += _journal_entry(event, state)
+        lines += _journal_entry(event)
     return "\n".join(lines)
 
 
