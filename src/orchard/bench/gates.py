@@ -13,7 +13,7 @@ from pathlib import Path
 
 from orchard.bench import runner
 from orchard.bench.environment import isolated_env
-from orchard.bench.measure import Observation, Workbench, render
+from orchard.bench.measure import Observation, Workbench, as_number, render
 from orchard.bench.suite import Gate, Scenario
 from orchard.bench.verdict import GateResult
 
@@ -72,7 +72,7 @@ class GateTracker:
             assert gate.metric is not None
             cand = _value(candidate, gate.metric)
             if gate.kind == "hold":
-                if cand != _as_float(gate.value):
+                if cand != as_number(gate.value):
                     return GateResult(gate.name, False, f"{scenario}: {gate.metric}={cand} must hold at {gate.value}")
             else:
                 base = _value(baseline, gate.metric)
@@ -85,14 +85,6 @@ def _value(observation: Observation, name: str) -> float | None:
     if name == "information_recall":
         return observation.recall
     return observation.values.get(name)
-
-
-def _as_float(value: object) -> float | None:
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, (int, float)):
-        return float(value)
-    return None
 
 
 def run_command_gates(

@@ -117,7 +117,8 @@ def recall(expect: tuple[str, ...], text: str) -> float | None:
     return sum(1 for item in expect if item in text) / len(expect)
 
 
-def _number(value: Any) -> float | None:
+def as_number(value: Any) -> float | None:
+    """A row field as a number (true/false count as 1/0); anything else is unmeasured."""
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, (int, float)):
@@ -205,7 +206,7 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec) -
     row["monotonic_end_ns"] = capture.ended_ns
     ok = row["returncode"] == 0
     failure = "" if ok else _failure_text(capture)
-    metric_values: dict[str, float | None] = {name: _number(row.get(name)) for name in BUILTIN_METRICS}
+    metric_values: dict[str, float | None] = {name: as_number(row.get(name)) for name in BUILTIN_METRICS}
     metric_values["wall_ms"] = row["elapsed_ms"]
     digest: str | None = _digest(capture.stdout) if not capture.stdout_truncated else None
     text = capture.stdout_text
@@ -217,7 +218,7 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec) -
             if name in BUILTIN_METRICS and not any(name in r for r in harness_rows):
                 continue
             metric_values[name] = _aggregate(
-                [v for v in (_number(r.get(name)) for r in harness_rows) if v is not None],
+                [v for v in (as_number(r.get(name)) for r in harness_rows) if v is not None],
                 scenario.aggregate,
             )
         digest = _fields_digest(harness_rows, spec.determinism_fields)
@@ -266,7 +267,7 @@ def _observe_python(
     if failed_rows and not failure:
         failure = f"{len(failed_rows)} failed row(s), first: {failed_rows[0].get('operation')}"
     metric_values: dict[str, float | None] = {
-        name: _aggregate([v for v in (_number(r.get(name)) for r in harness_rows) if v is not None], scenario.aggregate)
+        name: _aggregate([v for v in (as_number(r.get(name)) for r in harness_rows) if v is not None], scenario.aggregate)
         for name in spec.metric_names
     }
     metric_values["wall_ms"] = (ended - started) / 1e6
