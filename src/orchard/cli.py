@@ -370,9 +370,10 @@ def status(workspace: Path, as_json: bool) -> None:
     console = _console()
     console.print(f"lab {info['workspace']}")
     if info["workers"]:
-        table = Table("experiment", "worker", "lane", "status", "minutes", "log", show_edge=False, header_style="bold")
+        table = Table("experiment", "worker", "lane", "status", "minutes", "host", "log", show_edge=False,
+                      header_style="bold")
         for w in info["workers"]:
-            table.add_row(w["experiment"], w["worker"], w["lane"], w["status"], str(w["minutes"]), w["log"])
+            table.add_row(w["experiment"], w["worker"], w["lane"], w["status"], str(w["minutes"]), w["host"], w["log"])
         console.print(table)
         if info["attach"]:
             console.print(f"watch the workers live: {info['attach']}")
@@ -517,7 +518,8 @@ def report(workspace: Path) -> None:
 @click.option("--workspace", type=click.Path(path_type=Path), default=None,
               help="Where to create the demo lab (default: ./orchard-demo-<time>).")
 @click.option("--workers", type=int, default=3, show_default=True, help="Workers running at once.")
-@click.option("--executor", type=click.Choice(["auto", "tmux", "subprocess"]), default="auto", show_default=True)
+@click.option("--executor", type=click.Choice(["auto", "tmux", "subprocess", "dask"]), default="auto",
+              show_default=True, help="Where workers run; dask: a LocalCluster orchard starts and stops itself.")
 def demo(workspace: Path | None, workers: int, executor: str) -> None:
     """A whole lab run on the embedded demo target: every decision path, then FINAL_REPORT.md."""
     import shutil
@@ -529,7 +531,7 @@ def demo(workspace: Path | None, workers: int, executor: str) -> None:
     console = _console()
     ws = make_demo(workspace or default_directory(), workers=workers, executor=executor)
     console.print(f"demo lab: {ws.root}")
-    if ws.config.workers.executor != "subprocess" and shutil.which("tmux"):
+    if ws.config.workers.executor in ("auto", "tmux") and shutil.which("tmux"):
         from orchard.lab.executors import attach_command
 
         console.print(f"watch the workers live: {attach_command(ws.tmux_socket)}")

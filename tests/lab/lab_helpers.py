@@ -9,6 +9,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import libtmux
 import psutil
@@ -75,3 +76,14 @@ def assert_nothing_left(mark: str, socket_name: str | None) -> None:
         assert not libtmux.Server(socket_name=socket_name).is_alive(), f"tmux server {socket_name} still up"
         socket_file = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}" / socket_name
         assert not socket_file.exists(), f"socket file {socket_file} left behind"
+
+
+def lab_events(root: Path, kind: str) -> list[dict[str, Any]]:
+    """The journal events of one kind in a workspace's lab.db, oldest first."""
+    from orchard.lab.state import LabState
+
+    state = LabState.open(root)
+    try:
+        return state.events(kind)
+    finally:
+        state.close()

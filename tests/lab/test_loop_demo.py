@@ -17,7 +17,7 @@ from orchard.demo.lab import make_demo
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 
-from lab_helpers import assert_nothing_left, git, wait_for
+from lab_helpers import assert_nothing_left, git, lab_events as events, wait_for
 
 
 def orchard(*args: str, mark: str, **kwargs) -> subprocess.Popen:
@@ -30,14 +30,6 @@ def decisions(root: Path) -> dict[str, tuple[str, str, list[str]]]:
     state = LabState.open(root)
     try:
         return {e.hypothesis: (e.decision, (e.judgment or {}).get("rule"), e.reasons) for e in state.experiments()}
-    finally:
-        state.close()
-
-
-def events(root: Path, kind: str) -> list[dict]:
-    state = LabState.open(root)
-    try:
-        return state.events(kind)
     finally:
         state.close()
 

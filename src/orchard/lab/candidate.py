@@ -17,11 +17,17 @@ builds it:
 
 Together with the report, the log path, exit code, duration and the agent's
 own cost and token figures, this is what the lab stores for the experiment.
+
+A worker that ran on a dask worker (`from_remote`) is collected from what
+its task sent back; the lab trusts none of its conclusions: the changed
+files come from the patch itself (`git apply --numstat`), and the scope
+and every flag are worked out here as for a local worker.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import subprocess
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -30,6 +36,7 @@ from orchard.lab.executors import JobResult
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import outside_scope
 from orchard.lab.launchers import AgentUsage, Launcher
+from orchard.lab.remote import RemoteOutcome
 from orchard.lab.report import ReportReading
 from orchard.lab.workspace import REPORT_NAME, Workspace
 
@@ -63,6 +70,7 @@ class Candidate:
     started_at: str
     usage: AgentUsage
     flags: list[str] = field(default_factory=list)
+    host: str | None = None  # the dask worker's host and address; None: this machine
 
     @property
     def harness_tampered(self) -> bool:
@@ -84,6 +92,28 @@ def _without_scratch(files: tuple[str, ...], scratch: tuple[str, ...]) -> list[s
                        for p in patterns)]
 
 
+def _flags(*, tampered: bool, violations: list[str], committed: bool, unchanged: bool, report: str,
+           timed_out: bool, cancelled: bool, exit_code: int | None) -> list[str]:
+    flags: list[str] = []
+    if tampered:
+        flags.append(HARNESS_TAMPERED)
+    if violations:
+        flags.append(SCOPE_VIOLATION)
+    if committed:
+        flags.append(WORKER_COMMITTED)
+    if unchanged:
+        flags.append(NO_CHANGES)
+    if report != "ok":
+        flags.append(f"report-{report}")
+    if timed_out:
+        flags.append(TIMED_OUT)
+    elif cancelled:
+        flags.append(CANCELLED)
+    elif exit_code != 0:
+        flags.append(EXIT_NONZERO)
+    return flags
+
+
 def collect_candidate(
     workspace: Workspace, experiment: Experiment, result: JobResult, launcher: Launcher
 ) -> Candidate:
@@ -99,23 +129,10 @@ def collect_candidate(
     log = result.log_path
     log_text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
 
-    flags: list[str] = []
-    if bench.files or bench.head != checkout.bench_base:
-        flags.append(HARNESS_TAMPERED)
-    if violations:
-        flags.append(SCOPE_VIOLATION)
-    if target.head != checkout.target_base:
-        flags.append(WORKER_COMMITTED)
-    if not changed and target.head == checkout.target_base:
-        flags.append(NO_CHANGES)
-    if reading.state != "ok":
-        flags.append(f"report-{reading.state}")
-    if result.timed_out:
-        flags.append(TIMED_OUT)
-    elif result.cancelled:
-        flags.append(CANCELLED)
-    elif result.exit_code != 0:
-        flags.append(EXIT_NONZERO)
+    flags = _flags(tampered=bool(bench.files) or bench.head != checkout.bench_base, violations=violations,
+                   committed=target.head != checkout.target_base,
+                   unchanged=not changed and target.head == checkout.target_base, report=reading.state,
+                   timed_out=result.timed_out, cancelled=result.cancelled, exit_code=result.exit_code)
 
     return Candidate(
         experiment=experiment.name,
@@ -137,4 +154,65 @@ def collect_candidate(
         started_at=result.started_at,
         usage=launcher.usage(log_text),
         flags=flags,
+    )
+
+
+def patch_files(patch: str) -> list[str]:
+    """The files a patch touches, as git reads the patch (not as its sender listed them)."""
+    if not patch.strip():
+        return []
+    out = subprocess.run(["git", "apply", "--numstat", "-z", "-"], input=patch.encode("utf-8", "surrogateescape"),
+                         capture_output=True, check=False)
+    if out.returncode != 0:
+        return []  # a patch git cannot read; the judge's clean apply fails and says why
+    files: list[str] = []
+    fields = out.stdout.split(b"\0")
+    index = 0
+    while index < len(fields):
+        entry = fields[index].decode("utf-8", "surrogateescape")
+        if not entry:
+            index += 1
+            continue
+        path = entry.split("\t", 2)[2] if entry.count("\t") >= 2 else ""
+        if path:
+            files.append(path)
+            index += 1
+        else:  # a rename: the old and the new path follow as their own fields
+            files += [fields[index + 1].decode("utf-8", "surrogateescape"),
+                      fields[index + 2].decode("utf-8", "surrogateescape")]
+            index += 3
+    return sorted(set(files))
+
+
+def from_remote(workspace: Workspace, experiment: Experiment, outcome: RemoteOutcome, launcher: Launcher) -> Candidate:
+    """A candidate from what a dask task sent back; the lab's own log, prompt and report copies are written."""
+    checkout = experiment.checkout
+    where = f"{outcome.host} ({outcome.address})" if outcome.address else outcome.host or "an unknown host"
+    log = workspace.log_path(experiment.name)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(f"[orchard] ran on dask worker {where}; timings {outcome.timings}\n"
+                   + (f"[orchard] {outcome.error}\n" if outcome.error else "") + outcome.log_tail,
+                   encoding="utf-8")
+    if outcome.prompt:
+        workspace.prompt_path(experiment.name).write_text(outcome.prompt, encoding="utf-8")
+    report_copy = workspace.logs_dir / f"{experiment.name}.report.json"
+    report_copy.unlink(missing_ok=True)
+    if outcome.report_text is not None:
+        report_copy.write_text(outcome.report_text, encoding="utf-8")
+    reading = report_module.read_report(report_copy, experiment.name)
+    changed = _without_scratch(tuple(patch_files(outcome.patch)), launcher.scratch)
+    scope = list(experiment.hypothesis.scope)
+    violations = outside_scope(changed, scope)
+    committed = bool(outcome.target_head) and outcome.target_head != checkout.target_base
+    flags = _flags(tampered=bool(outcome.bench_files) or outcome.bench_head not in ("", checkout.bench_base),
+                   violations=violations, committed=committed, unchanged=not changed and not committed,
+                   report=reading.state, timed_out=outcome.timed_out, cancelled=False,
+                   exit_code=outcome.exit_code)
+    return Candidate(
+        experiment=experiment.name, worker=checkout.worker.name, target_base=checkout.target_base,
+        bench_base=checkout.bench_base, target_head=outcome.target_head, patch=outcome.patch,
+        changed_files=changed, scope=scope, scope_violations=violations, bench_changes=list(outcome.bench_files),
+        bench_head=outcome.bench_head, report=reading, log_path=str(log), exit_code=outcome.exit_code,
+        signal=outcome.signal, duration_s=outcome.duration_s, started_at=outcome.started_at,
+        usage=launcher.usage(outcome.log_tail), flags=flags, host=where,
     )

@@ -42,7 +42,8 @@ PLACEHOLDERS = {
 
 VCS_KINDS = ("git", "oak")
 LAUNCHERS = ("claude", "codex", "cursor", "aider", "patch", "command")
-EXECUTORS = ("auto", "tmux", "subprocess")
+EXECUTORS = ("auto", "tmux", "subprocess", "dask")
+SERVE_MODES = ("git-daemon", "path")
 
 
 def _key(default: Any, help: str, *, choices: tuple[str, ...] = (), minimum: float | None = None,
@@ -101,8 +102,18 @@ class WorkersConfig:
     count: int = _key(3, "workers running at once", minimum=1)
     exploit: int = _key(2, "lanes taking the top of the backlog", minimum=0)
     explore: int = _key(1, "lanes trying speculative hypotheses", minimum=0)
-    executor: str = _key("auto", "where workers run: tmux windows, plain subprocesses, or tmux when "
-                                 "installed", choices=EXECUTORS)
+    executor: str = _key("auto", "where workers run: tmux windows, plain subprocesses, tmux when "
+                                 "installed, or tasks on a dask.distributed cluster", choices=EXECUTORS)
+    scheduler: str = _key("local", "dask executor only: `local` (a LocalCluster orchard starts and stops) or "
+                                   "an existing scheduler's address, tcp://HOST:8786")
+    dask_workers: int = _key(2, "dask executor with a local cluster: worker processes it starts", minimum=1)
+    cpus_per_experiment: int = _key(1, "dask executor: the `cpu` resource one experiment claims on a dask "
+                                       "worker (with `agent=1`)", minimum=1)
+    serve: str = _key("git-daemon", "dask executor: how workers reach the lab's repositories: a read-only "
+                                    "`git daemon` on the lab host, or `path` on a shared filesystem",
+                      choices=SERVE_MODES)
+    serve_host: str = _key("127.0.0.1", "dask executor: the address the git daemon listens on (loopback "
+                                        "unless the cluster's workers are on other machines)")
     timeout_minutes: float = _key(60.0, "a worker still running after this is killed with its whole "
                                         "process tree", minimum=0.01)
 

@@ -35,13 +35,15 @@ from typing import Any
 from orchard import bench
 from orchard.errors import OrchardError
 from orchard.lab import backlog, judge as judging, land as landing, records
-from orchard.lab.candidate import collect_candidate
+from orchard.lab.candidate import collect_candidate, from_remote
 from orchard.lab.executors import DONE_MARKER, Executor, JobResult, make_executor
+from orchard.lab.executors.dask import DaskExecutor
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.judge import Check, Judgment
 from orchard.lab.launchers import Launcher, make_launcher
 from orchard.lab.prompts import render_prompt
+from orchard.lab.remote import RemoteExperiment, RemoteOutcome, lab_id
 from orchard.lab.state import ExperimentRecord, LabState
 from orchard.lab.workspace import WorkerCheckout, Workspace
 
@@ -77,7 +79,7 @@ class Lab:
         self.say = say
         self.measure_progress = measure_progress
         self.launcher: Launcher = make_launcher(ws.config.launcher)
-        self.executor: Executor | None = None
+        self.executor: Executor | DaskExecutor | None = None
         self.started = time.monotonic()
 
     # -- records ---------------------------------------------------------------
@@ -146,6 +148,9 @@ class Lab:
     def _launch(self, record: ExperimentRecord) -> None:
         """Give the worker clean checkouts at the recorded bases, render its prompt, start it."""
         assert self.executor is not None
+        if isinstance(self.executor, DaskExecutor):
+            self._launch_remote(self.executor, record)
+            return
         ws = self.ws
         judging.baseline_binary(ws, self.state, record.target_base)  # the worker measures against it
         ws.setup_worker(record.worker, target_base=record.target_base, bench_base=record.bench_base,
@@ -160,6 +165,27 @@ class Lab:
                                             "title": experiment.hypothesis.title, "prompt": str(prompt),
                                             "log": str(ws.log_path(record.name))}, record.name)
         self.say(f"{record.name}: started on worker {record.worker} ({record.lane} lane)")
+
+    def _launch_remote(self, executor: DaskExecutor, record: ExperimentRecord) -> None:
+        """Submit the experiment as a dask task; the dask worker makes its own checkouts and prompt."""
+        assert executor.repositories is not None
+        experiment = self._experiment(record)
+        hypothesis = experiment.hypothesis
+
+        def text(path: str | None) -> str | None:
+            found = None if path is None else Path(path) if Path(path).is_absolute() else self.ws.root / path
+            return found.read_text(encoding="utf-8") if found is not None and found.is_file() else None
+
+        executor.start(RemoteExperiment(lab_id(self.ws.root), record.name, record.worker, hypothesis,
+                                        record.target_base, record.bench_base, executor.repositories,
+                                        self.ws.config, text(hypothesis.patch), text(hypothesis.bench_patch)))
+        self.state.update_experiment(record.name, status=RUNNING)
+        self.state.log("experiment-start", {"hypothesis": record.hypothesis, "worker": record.worker,
+                                            "lane": record.lane, "base": record.target_base,
+                                            "title": hypothesis.title, "executor": "dask",
+                                            "scheduler": self.ws.config.workers.scheduler,
+                                            "log": str(self.ws.log_path(record.name))}, record.name)
+        self.say(f"{record.name}: submitted to the dask cluster for worker {record.worker} ({record.lane} lane)")
 
     def assign(self) -> None:
         running = self.state.experiments(STARTING, RUNNING)
@@ -188,8 +214,27 @@ class Lab:
                                      finished_at=time.time())
         self.say(f"{record.name}: worker ended (exit {result.exit_code}); flags: {', '.join(candidate.flags) or 'none'}")
 
+    def _collect_remote(self, outcome: RemoteOutcome) -> None:
+        record = self.state.experiment(outcome.name)
+        candidate = from_remote(self.ws, self._experiment(record), outcome, self.launcher)
+        self.state.update_experiment(record.name, status=COLLECTED, candidate=candidate.to_dict(),
+                                     finished_at=time.time())
+        ended = f"exit {outcome.exit_code}" if outcome.error is None else outcome.error
+        self.say(f"{record.name}: worker ended on {candidate.host} ({ended}); "
+                 f"flags: {', '.join(candidate.flags) or 'none'}")
+
     def collect(self) -> None:
         assert self.executor is not None
+        if isinstance(self.executor, DaskExecutor):
+            for placement in self.executor.placements():
+                self.state.log("experiment-host", {"host": placement.host, "address": placement.address,
+                                                   "requeued_from": placement.lost_on}, placement.experiment)
+                if placement.lost_on:
+                    self.say(f"{placement.experiment}: its dask worker {placement.lost_on} was lost; "
+                             f"re-queued on {placement.host} ({placement.address})")
+            for outcome in self.executor.poll():
+                self._collect_remote(outcome)
+            return
         for result in self.executor.poll():
             self._collect(result)
 
@@ -197,6 +242,11 @@ class Lab:
         """Experiments an earlier orchard left running: adopt, collect, or start again."""
         assert self.executor is not None
         for record in self.state.experiments(STARTING, RUNNING):
+            if isinstance(self.executor, DaskExecutor):
+                # its task went with the previous orchard's cluster connection: submit it again
+                self.say(f"{record.name}: submitted again (the previous orchard's dask task is gone)")
+                self._launch(record)
+                continue
             if record.status == STARTING:
                 self._launch(record)
                 continue
@@ -374,7 +424,9 @@ class Lab:
         events = self.state.events()
         if events and events[-1]["kind"] == "stop":
             self.state.set_meta("idle_loops", "0")  # a new session after a clean stop starts fresh
-        self.executor = make_executor(self.ws.config.workers.executor, self.ws.tmux_socket, self.ws.executor_dir)
+        workers = self.ws.config.workers
+        self.executor = (DaskExecutor(self.ws) if workers.executor == "dask"
+                         else make_executor(workers.executor, self.ws.tmux_socket, self.ws.executor_dir))
         try:
             with self.executor:
                 if self.executor.kind == "subprocess" and self.ws.config.workers.executor == "auto":

@@ -80,7 +80,14 @@ def _journal_entry(event: Mapping[str, Any]) -> list[str]:
     elif kind == "experiment-start":
         lines.append(f"Worker `{data['worker']}` ({data['lane']} lane) takes hypothesis `{data['hypothesis']}` "
                      f"at base `{data['base'][:12]}`: {data.get('title', '')}")
-        lines.append(f"Prompt: `{data.get('prompt', '')}`; log: `{data.get('log', '')}`.")
+        if data.get("executor") == "dask":
+            lines.append(f"Submitted to the dask cluster `{data.get('scheduler', '')}`; log: `{data.get('log', '')}`.")
+        else:
+            lines.append(f"Prompt: `{data.get('prompt', '')}`; log: `{data.get('log', '')}`.")
+    elif kind == "experiment-host":
+        lines.append(f"Runs on host `{data['host']}` (dask worker `{data['address']}`)"
+                     + (f"; re-queued: its dask worker `{data['requeued_from']}` was lost." if data.get("requeued_from")
+                        else "."))
     elif kind == "judgment":
         lines.append(f"**{data['decision']}** · hypothesis `{data['hypothesis']}`: {data.get('title', '')}")
         lines.append("")

@@ -38,17 +38,18 @@ def lock_state() -> dict[str, Any]:
 def status(ws: Workspace, state: LabState) -> dict[str, Any]:
     now = time.time()
     experiments = state.experiments()
+    hosts = {event["experiment"]: event["data"]["host"] for event in state.events("experiment-host")}
     workers = [
         {"experiment": e.name, "worker": e.worker, "lane": e.lane, "status": e.status,
          "minutes": round((now - e.started_at) / 60, 1), "log": str(ws.log_path(e.name)),
-         "hypothesis": e.hypothesis}
+         "hypothesis": e.hypothesis, "host": hosts.get(e.name, "this machine")}
         for e in experiments if e.status in ACTIVE
     ]
     stops = state.events("stop")
     return {
         "workspace": str(ws.root),
         "executor": ws.config.workers.executor,
-        "attach": attach_command(ws.tmux_socket) if ws.config.workers.executor != "subprocess" else None,
+        "attach": attach_command(ws.tmux_socket) if ws.config.workers.executor in ("auto", "tmux") else None,
         "workers": workers,
         "decisions": {d: sum(1 for e in experiments if e.decision == d) for d in ("LAND", "KILL", "ITERATE")},
         "backlog": [{"id": r.id, "score": round(backlog.score(r.data), 3), "lane": r.data.get("lane", "exploit"),
