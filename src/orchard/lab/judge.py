@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -140,8 +141,18 @@ def binary_in(ws: Workspace, checkout: Path) -> Path | None:
     return checkout / ws.config.target.binary if ws.config.target.binary else None
 
 
+# The loop's thread, judge threads and the landing thread may all ask for the
+# same baseline at once; one build per commit, the others wait for it.
+_BASELINE_BUILDS = threading.Lock()
+
+
 def baseline_binary(ws: Workspace, state: LabState, commit: str) -> Path:
     """The binary built from `commit`, built once and cached by commit."""
+    with _BASELINE_BUILDS:
+        return _baseline_binary(ws, state, commit)
+
+
+def _baseline_binary(ws: Workspace, state: LabState, commit: str) -> Path:
     cached = state.baseline(commit)
     if cached and Path(cached).exists():
         return Path(cached)

@@ -2,23 +2,29 @@
 
 One `Lab` drives one workspace. On its first run it anchors everything:
 builds the base, checks the harness suite, calibrates the verdict (A/A) and
-records the baseline. Then, until a stop condition holds:
+records the baseline. Then, until a stop condition holds, the loop's one
+thread keeps four things moving, none waiting for another:
 
-1. assign: each free worker takes the best open hypothesis of its lane whose
-   scope is disjoint from every running experiment's;
-2. collect: a finished worker's candidate (diff against its base, bench
-   untouched, scope kept, report, cost) goes into lab.db;
-3. judge, one candidate at a time (measurements serialize on the lock while
-   other workers keep running), and decide LAND, KILL or ITERATE;
-4. record: the journal, leaderboard and backlog are rendered again; after a
+1. collect: a worker that ended is collected at once (diff against its
+   base, bench untouched, scope kept, report, cost) into lab.db;
+2. judge, in the background: each collected candidate goes to a judge
+   thread (at most `workers.judges` at once: their clean checkouts, builds
+   and tests overlap, their measurements take turns under the machine-wide
+   lock); a decided win is landed by one landing thread at a time;
+3. decide and record, when a judgment arrives: LAND, KILL or ITERATE into
+   lab.db, the journal, leaderboard and backlog rendered again; after a
    landed win the opportunities are re-read, and every few wins the full
-   sweep runs.
+   sweep runs;
+4. assign: each free worker takes the best open hypothesis of its lane
+   whose scope is disjoint from every running experiment's, while the
+   judge works.
 
-Every step's outcome is in lab.db before the next starts, so `orchard run`
-after a crash (even SIGKILL) resumes: running workers are adopted again (or
-collected, or restarted if they died unseen), half-judged candidates are
-judged again from clean, half-landed wins finish landing, and nothing is
-judged or landed twice.
+Judge and landing threads open their own lab.db connection; every decision
+is recorded by the loop's thread. Every step's outcome is in lab.db before
+the next starts, so `orchard run` after a crash (even SIGKILL) resumes:
+running workers are adopted again (or collected, or restarted if they died
+unseen), half-judged candidates are judged again from clean, half-landed
+wins finish landing, and nothing is judged or landed twice.
 """
 
 from __future__ import annotations
@@ -26,8 +32,10 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,6 +89,10 @@ class Lab:
         self.launcher: Launcher = make_launcher(ws.config.launcher)
         self.executor: Executor | DaskExecutor | None = None
         self.started = time.monotonic()
+        self._pool: ThreadPoolExecutor | None = None
+        self._judging: dict[str, Future[Judgment]] = {}
+        self._landing: dict[str, Future[landing.LandOutcome]] = {}
+        self._one_landing = threading.Lock()  # merges into main are serial
 
     # -- records ---------------------------------------------------------------
 
@@ -264,21 +276,57 @@ class Lab:
 
     # -- judging ------------------------------------------------------------------------
 
-    def judge_next(self) -> bool:
-        """Judge (or finish landing) one experiment; False when there is none."""
-        pending = self.state.experiments(LANDING) or self.state.experiments(JUDGING, COLLECTED)
-        if not pending:
-            return False
-        record = pending[0]
-        if record.status == LANDING:
-            self._land(record, judgment_from(record.judgment or {}))
-            return True
-        self.state.update_experiment(record.name, status=JUDGING)
-        self.say(f"{record.name}: judging")
-        judgment = judging.judge(self.ws, self.state, record.name, record.candidate or {}, record.target_base,
+    def _judge_job(self, name: str) -> Judgment:
+        """A judge thread: judge one candidate from clean, with its own lab.db connection."""
+        state = LabState.open(self.ws.root)
+        try:
+            record = state.experiment(name)
+            return judging.judge(self.ws, state, record.name, record.candidate or {}, record.target_base,
                                  record.bench_base, progress=self.say, measure_progress=self.measure_progress)
-        self._decide(record, judgment)
-        return True
+        finally:
+            state.close()
+
+    def _land_job(self, name: str, judgment: Judgment) -> landing.LandOutcome:
+        """A landing thread: one at a time, since each merge moves main."""
+        with self._one_landing:
+            state = LabState.open(self.ws.root)
+            try:
+                record = state.experiment(name)
+                return landing.land(self.ws, state, record, judgment, state.hypothesis(record.hypothesis).data,
+                                    progress=self.say, measure_progress=self.measure_progress)
+            finally:
+                state.close()
+
+    def dispatch(self) -> None:
+        """Hand every decided win to the landing thread and collected candidates to free judge threads."""
+        assert self._pool is not None
+        for record in self.state.experiments(LANDING):
+            if record.name not in self._landing:
+                self._landing[record.name] = self._pool.submit(self._land_job, record.name,
+                                                               judgment_from(record.judgment or {}))
+        for record in self.state.experiments(JUDGING, COLLECTED):
+            if record.name in self._judging:
+                continue
+            if len(self._judging) >= self.ws.config.workers.judges:
+                break
+            self.state.update_experiment(record.name, status=JUDGING)
+            self.say(f"{record.name}: judging")
+            self._judging[record.name] = self._pool.submit(self._judge_job, record.name)
+
+    def harvest(self) -> bool:
+        """Record the judgments and landings that finished; False when none did."""
+        finished = False
+        for name, judged in list(self._judging.items()):
+            if judged.done():
+                del self._judging[name]
+                self._decide(self.state.experiment(name), judged.result())
+                finished = True
+        for name, landed in list(self._landing.items()):
+            if landed.done():
+                del self._landing[name]
+                self._landed(self.state.experiment(name), landed.result())
+                finished = True
+        return finished
 
     def _decide(self, record: ExperimentRecord, judgment: Judgment) -> None:
         hypothesis = self.state.hypothesis(record.hypothesis)
@@ -311,8 +359,6 @@ class Lab:
         if judgment.checkout and judgment.decision != judging.LAND:
             shutil.rmtree(judgment.checkout, ignore_errors=True)
         self.render()
-        if judgment.decision == judging.LAND:
-            self._land(self.state.experiment(record.name), judgment)
 
     def _sharpened(self, parent: str, data: dict[str, Any], judgment: Judgment) -> dict[str, Any]:
         # "-r<n>": the n-th sharpening of the original; the first number not yet taken
@@ -339,10 +385,7 @@ class Lab:
             self.state.set_meta("idle_loops", str(idle))
             self.state.set_meta("landed_in_loop", "0")
 
-    def _land(self, record: ExperimentRecord, judgment: Judgment) -> None:
-        hypothesis = self.state.hypothesis(record.hypothesis).data
-        outcome = landing.land(self.ws, self.state, record, judgment, hypothesis, progress=self.say,
-                               measure_progress=self.measure_progress)
+    def _landed(self, record: ExperimentRecord, outcome: landing.LandOutcome) -> None:
         reasons = list(record.reasons) + outcome.notes
         with self.state.transaction():
             self.state.update_experiment(record.name, status=DONE, branch=outcome.branch,
@@ -434,19 +477,25 @@ class Lab:
                 self.start()
                 self.resume_workers()
                 reason: str | None = None
-                while True:
-                    self.collect()
-                    if self.judge_next():
-                        continue
-                    reason = self.stop_reason()
-                    active = self.state.experiments(STARTING, RUNNING, COLLECTED, JUDGING, LANDING)
-                    if reason is None:
-                        self.assign()
-                    elif not active:
-                        break
-                    time.sleep(POLL_S)
+                with ThreadPoolExecutor(max_workers=workers.judges + 1, thread_name_prefix="judge") as pool:
+                    self._pool = pool
+                    while True:
+                        self.collect()
+                        if self.harvest():
+                            continue  # a decision changes the backlog and the stop conditions
+                        reason = self.stop_reason()
+                        if reason is None:
+                            self.assign()
+                        self.dispatch()
+                        active = self.state.experiments(STARTING, RUNNING, COLLECTED, JUDGING, LANDING)
+                        if reason is not None and not active:
+                            break
+                        time.sleep(POLL_S)
         finally:
             self.executor = None
+            self._pool = None
+            self._judging.clear()
+            self._landing.clear()
         self.finish(reason)
         return reason
 
