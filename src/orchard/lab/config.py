@@ -114,6 +114,8 @@ class WorkersConfig:
                       choices=SERVE_MODES)
     serve_host: str = _key("127.0.0.1", "dask executor: the address the git daemon listens on (loopback "
                                         "unless the cluster's workers are on other machines)")
+    refill: bool = _key(False, "during `orchard run`, ask the planner (the [launcher] below, as `orchard plan` "
+                               "does) for hypotheses whenever open ones fall below the free workers")
     judges: int = _key(2, "candidates judged at once while workers run: their builds and tests overlap, "
                           "their measurements take turns under the machine-wide lock", minimum=1)
     timeout_minutes: float = _key(60.0, "a worker still running after this is killed with its whole "

@@ -41,10 +41,10 @@ from pathlib import Path
 from typing import Any
 
 from orchard import bench
-from orchard.errors import OrchardError
-from orchard.lab import backlog, judge as judging, land as landing, records
+from orchard.errors import OrchardError, UsageError
+from orchard.lab import backlog, judge as judging, land as landing, planner, records
 from orchard.lab.candidate import collect_candidate, from_remote
-from orchard.lab.executors import DONE_MARKER, Executor, JobResult, make_executor
+from orchard.lab.executors import DONE_MARKER, Executor, JobResult, SubprocessExecutor, make_executor
 from orchard.lab.executors.dask import DaskExecutor
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
@@ -93,6 +93,9 @@ class Lab:
         self._judging: dict[str, Future[Judgment]] = {}
         self._landing: dict[str, Future[landing.LandOutcome]] = {}
         self._one_landing = threading.Lock()  # merges into main are serial
+        self._planner: Executor | None = None  # the refill planner's own executor (never the workers')
+        self._plan: planner.PlanRun | None = None
+        self._refill_failed = False
 
     # -- records ---------------------------------------------------------------
 
@@ -430,12 +433,46 @@ class Lab:
         self.state.log("sweep", data)
         self.render()
 
+    # -- refilling the backlog ------------------------------------------------------------
+
+    def refill(self) -> None:
+        """Start the planner when open hypotheses fall below the free workers (once at a time)."""
+        if self._planner is None or self._plan is not None or self._refill_failed:
+            return
+        busy = {e.worker for e in self.state.experiments(STARTING, RUNNING)}
+        free = sum(1 for slot in slots(self.ws) if slot.worker not in busy)
+        if len(self.state.hypotheses(backlog.OPEN)) >= free:
+            return
+        try:
+            self._plan = planner.start_plan(self.ws, self.state, self._planner, say=self.say)
+        except (UsageError, OrchardError) as error:
+            self._refill_stopped(str(error))
+
+    def collect_plan(self) -> None:
+        """Add a finished planner's hypotheses; a rejected answer stops refilling for this run."""
+        run = self._plan
+        if self._planner is None or run is None:
+            return
+        for result in self._planner.poll():
+            try:
+                added = planner.finish_plan(self.ws, self.state, run, result)
+                self.say(f"planner {run.name}: added {', '.join(h.id for h in added)}")
+            except OrchardError as error:
+                self._refill_stopped(str(error))
+            self._plan = None
+
+    def _refill_stopped(self, why: str) -> None:
+        self._refill_failed = True
+        self.state.log("refill", {"stopped": why})
+        self.say(f"backlog refill stopped for this run: {why}")
+
     # -- stopping ------------------------------------------------------------------------
 
     def stop_reason(self) -> str | None:
         stop = self.ws.config.stop
         experiments = self.state.experiments()
-        if backlog.top_attempted(self.state, stop.top_attempted):
+        planning = self._plan is not None  # the backlog is about to grow
+        if not planning and backlog.top_attempted(self.state, stop.top_attempted):
             return f"the top {stop.top_attempted} backlog items have all been attempted"
         if self._counter("idle_loops") >= stop.idle_loops:
             return f"{stop.idle_loops} consecutive loops landed nothing"
@@ -450,8 +487,8 @@ class Lab:
         waited_ms = sum(float(verdict.get("lock_wait_ms") or 0.0) for verdict in recent)
         if waited_ms / 60000 >= stop.lock_wait_minutes:
             return "sustained lock contention makes verdicts unreliable"
-        if not self.state.hypotheses(backlog.OPEN) and not self.state.experiments(STARTING, RUNNING, COLLECTED,
-                                                                                   JUDGING, LANDING):
+        active = self.state.experiments(STARTING, RUNNING, COLLECTED, JUDGING, LANDING)
+        if not planning and not self.state.hypotheses(backlog.OPEN) and not active:
             return "the backlog is empty"
         return None
 
@@ -477,12 +514,16 @@ class Lab:
                 self.start()
                 self.resume_workers()
                 reason: str | None = None
-                with ThreadPoolExecutor(max_workers=workers.judges + 1, thread_name_prefix="judge") as pool:
+                with (ThreadPoolExecutor(max_workers=workers.judges + 1, thread_name_prefix="judge") as pool,
+                      SubprocessExecutor() as planner_executor):
                     self._pool = pool
+                    self._planner = planner_executor if workers.refill else None
                     while True:
                         self.collect()
+                        self.collect_plan()
                         if self.harvest():
                             continue  # a decision changes the backlog and the stop conditions
+                        self.refill()
                         reason = self.stop_reason()
                         if reason is None:
                             self.assign()
@@ -494,6 +535,7 @@ class Lab:
         finally:
             self.executor = None
             self._pool = None
+            self._planner = self._plan = None
             self._judging.clear()
             self._landing.clear()
         self.finish(reason)

@@ -11,12 +11,14 @@ with the reasons, and nothing is added.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from orchard.errors import OrchardError, UsageError
 from orchard.lab import backlog, records
-from orchard.lab.executors import make_executor
+from orchard.lab.executors import Executor, Job, JobResult, make_executor
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.launchers import make_launcher
@@ -94,8 +96,17 @@ def _plan_name(ws: Workspace) -> str:
     return name
 
 
-def plan(ws: Workspace, state: LabState, *, say=print) -> list[Hypothesis]:
-    """Run the planner once; add its hypotheses to the backlog and return them."""
+@dataclass(frozen=True)
+class PlanRun:
+    """A planner started: its job, and the file its answer must be in."""
+
+    name: str
+    job: Job
+    output: Path
+
+
+def start_plan(ws: Workspace, state: LabState, executor: Executor, *, say: Callable[[str], None] = print) -> PlanRun:
+    """Start the planner (the lab's launcher) on `executor` in its own checkout of main."""
     launcher = make_launcher(ws.config.launcher)
     if launcher.name == "patch":
         raise UsageError("the patch launcher has no model to plan with: add hypotheses with `orchard backlog add`")
@@ -103,21 +114,31 @@ def plan(ws: Workspace, state: LabState, *, say=print) -> list[Hypothesis]:
     checkout = ws.setup_worker("planner", ignore=launcher.scratch)
     output = ws.prompts_dir / f"{name}.toml"
     hypothesis = Hypothesis(metric="(planning)", change="propose hypotheses", id="planning", title="planning")
-    experiment = Experiment(name, hypothesis, checkout)
-    job = launcher.job(ws, experiment)
+    job = launcher.job(ws, Experiment(name, hypothesis, checkout))
     ws.prompt_path(name).write_text(planning_prompt(ws, state, checkout.worker.target_dir, output), encoding="utf-8")
     say(f"planner {name}: running {launcher.name}; it writes {output}")
-    with make_executor(ws.config.workers.executor, ws.tmux_socket, ws.executor_dir) as executor:
-        executor.start(job)
-        results = executor.wait()
-    result = results[0]
+    executor.start(job)
+    return PlanRun(name, job, output)
+
+
+def finish_plan(ws: Workspace, state: LabState, run: PlanRun, result: JobResult) -> list[Hypothesis]:
+    """Validate the planner's answer; add its hypotheses to the backlog (all or none)."""
     if not result.ok:
         raise PlannerRejected(f"the planner ended with exit {result.exit_code} ({result.reason or 'failed'}); "
                               f"log: {result.log_path}")
-    hypotheses = read_plan(output, state)
+    hypotheses = read_plan(run.output, state)
     with state.transaction():
         for h in hypotheses:
             backlog.add(state, h, source="planner")
-        state.log("backlog", {"planner": name, "added": [h.id for h in hypotheses]})
+        state.log("backlog", {"planner": run.name, "added": [h.id for h in hypotheses]})
     records.write_atomic(ws.root / "backlog.md", backlog.render(state))
     return hypotheses
+
+
+def plan(ws: Workspace, state: LabState, *, say: Callable[[str], None] = print) -> list[Hypothesis]:
+    """Run the planner once; add its hypotheses to the backlog and return them."""
+    kind = "subprocess" if ws.config.workers.executor == "dask" else ws.config.workers.executor  # plans run here
+    with make_executor(kind, ws.tmux_socket, ws.executor_dir) as executor:
+        run = start_plan(ws, state, executor, say=say)
+        results = executor.wait()
+    return finish_plan(ws, state, run, results[0])
