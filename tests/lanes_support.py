@@ -118,10 +118,11 @@ def rows_of(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def latest_rows(results: Path, lane: str) -> list[dict[str, Any]]:
+def latest_rows(results: Path, lane: str, *, warmup: bool = False) -> list[dict[str, Any]]:
+    """The newest run's rows; without `warmup`, the warm-up runs' rows are left out."""
     files = sorted((results / lane).glob("*.jsonl"))
     assert files, f"no {lane} run under {results}"
-    return rows_of(files[-1])
+    return [row for row in rows_of(files[-1]) if warmup or not row.get("warmup")]
 
 
 def totals(rows: list[dict[str, Any]], operation: str) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ def test_shipped_flows_have_every_step_and_state_the_describe_asymmetry() -> Non
     flows = load_flows()
     assert {"git", "oak"} <= set(flows)
     for flow in flows.values():
-        assert set(flow.steps) == set(STEPS)
+        assert set(STEPS) <= set(flow.steps)
     assert flows["git"].step("describe") == ()
     assert "commit message" in flows["git"].notes["describe"]
     assert flows["oak"].step("describe")[0].argv[1] == "desc"
@@ -36,9 +36,10 @@ def _edited(tmp_path: Path, old: str, new: str) -> Path:
     ("old", "new", "message"),
     [
         ('publish = [{ argv = ["{bin}", "push", "-q", "-u", "origin", "{branch}"] }]\n', "", r"step 'publish': missing"),
-        ("describe = []", "describe = []\nsnooze = []", r"step 'snooze': unknown step"),
+        ("describe = []", "describe = []\nsnooze = []", r"steps: unknown key `snooze`"),
         ('"{bin}", "add", "."', '"{bin}", "add", "{nowhere}"', r"unknown placeholder \{nowhere\}"),
-        ('kind = "git"', 'kind = "gitx"\n[x]', "`remote` must be one of git, oak"),
+        ('kind = "git"', 'kind = "gitx"\n[x]', "x: unknown key"),
+        ('remote = "git"', 'remote = "svn"', "`remote` must be one of git, oak"),
         ("[notes]\ndescribe", "[notes]\nignored", r"step 'describe': empty step needs \[notes\] describe"),
         ('cwd = "base" },\n]\ninspect', 'cwd = "attic" },\n]\ninspect', "`cwd` must be one of"),
     ],

@@ -249,8 +249,9 @@ def task_loop(
 
 
 @bench.command()
-@click.option("--subjects", "subjects_spec", default="git", show_default=True, help="git, NAME=BIN or NAME:git=BIN (git-kind subjects)")
+@click.option("--subjects", "subjects_spec", default="git", show_default=True, help="git, NAME=BIN or NAME:KIND=BIN (commands from the kind's flow)")
 @click.option("--subjects-file", type=click.Path(path_type=Path))
+@click.option("--flow", "flow_files", multiple=True, type=click.Path(path_type=Path), help="extra flow TOML file (repeatable)")
 @click.option("--workers", default="2,8,32", show_default=True, help="comma-separated worker counts")
 @click.option("--commits", type=int, default=5, show_default=True, help="commits per worker")
 @click.option("--modes", default="shared_checkout,clone_per_worker", show_default=True)
@@ -260,6 +261,7 @@ def task_loop(
 def contention(
     subjects_spec: str,
     subjects_file: Path | None,
+    flow_files: tuple[Path, ...],
     workers: str,
     commits: int,
     modes: str,
@@ -272,8 +274,10 @@ def contention(
     from orchard.bench.lanes import contention as lane
     from orchard.bench.subjects import parse_subjects
 
+    flows = load_flows(flow_files)
     options = lane.ContentionOptions(
-        subjects=parse_subjects(subjects_spec, set(load_flows()), subjects_file),
+        subjects=parse_subjects(subjects_spec, set(flows), subjects_file),
+        flows=flows,
         results=results,
         workers=lane.parse_workers(workers),
         commits=commits,

@@ -97,7 +97,7 @@ class _Samples:
 
 def _collect(lane: str, lane_rows: Sequence[Mapping[str, Any]]) -> _Samples:
     samples = _Samples()
-    good = [row for row in lane_rows if row.get("returncode") == 0]
+    good = [row for row in lane_rows if row.get("returncode") == 0 and not row.get("warmup")]
     for row in good:
         samples.transport[(str(row.get("scenario")), str(row.get("subject")))] = row.get("remote_transport")
     totals = [row for row in good if row.get("step_kind") == "total"]
