@@ -178,4 +178,4 @@ def test_each_subject_gets_a_recorded_warm_up_that_is_not_summarized(lane_env: L
     assert [(r["run"], bool(r.get("warmup"))) for r in loop] == [(-1, True), (0, False), (1, False)]
     summary = _summary(lane_env.results, "task-loop")
     assert "| `git` | 0 |" in summary and "| `git` | 1 |" in summary and "| `git` | -1 |" not in summary
-    assert "warm-up" in summary
+    assert "Warm-up: `git` ran once first" in summary

@@ -74,7 +74,7 @@ def warmup_line(all_rows: Sequence[Mapping[str, Any]]) -> list[str]:
     warm = sorted({str(row.get("subject")) for row in all_rows if row.get("warmup")})
     if not warm:
         return []
-    return ["", f"Each of {', '.join(f'`{name}`' for name in warm)} had one warm-up run first (run -1, `warmup: true`): recorded, not summarized."]
+    return ["", f"Warm-up: {', '.join(f'`{name}`' for name in warm)} ran once first (run -1, `warmup: true`); recorded, not summarized."]
 
 
 def skips_and_failures(all_rows: Sequence[Mapping[str, Any]]) -> list[str]:
