@@ -129,6 +129,17 @@ def totals(rows: list[dict[str, Any]], operation: str) -> list[dict[str, Any]]:
     return [row for row in rows if row.get("operation") == operation]
 
 
+def edited_flow(folder: Path, old: str, new: str) -> Path:
+    """A copy of the shipped git flow with `old` replaced by `new` (which must be there)."""
+    from orchard.bench.flows import shipped_flow_files
+
+    text = shipped_flow_files()["git"].read_text()
+    assert old in text, old
+    path = folder / "edited.toml"
+    path.write_text(text.replace(old, new, 1))
+    return path
+
+
 def without_oak_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """Keep PATH to directories with no `oak` (this machine has none anyway)."""
     kept = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and not (Path(d) / "oak").exists()]

@@ -7,13 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 import twig
 from lanes_support import LaneEnv, invoke, lane_env, latest_rows, totals  # noqa: F401
+
 from orchard.bench import opportunities
+from orchard.bench.environment import isolated_env
 from orchard.bench.flows import shipped_flow_files
 from orchard.bench.lanes.core import parse_files
-from orchard.bench.environment import isolated_env
 from orchard.bench.lanes.generated_repo import RepoSpec, ensure, typical_edit
 from orchard.errors import UsageError
 

@@ -19,8 +19,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from orchard.bench.environment import isolated_env
 from orchard.bench.binary import binary_sha256, check_binary
+from orchard.bench.environment import isolated_env
 from orchard.errors import UsageError
 
 VERSION_TIMEOUT_S = 10.0

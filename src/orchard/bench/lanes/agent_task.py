@@ -21,7 +21,12 @@ from typing import Any
 from orchard.bench import rows
 from orchard.bench.flows import Flow, Probe
 from orchard.bench.lanes.steps import LaneContext, Recorder, Row, fail
-from orchard.bench.lanes.task_loop import network_totals, oracle_method, phase_values, start
+from orchard.bench.lanes.task_loop import (
+    network_totals,
+    oracle_method,
+    phase_values,
+    start,
+)
 from orchard.bench.lanes.transport import LOOPBACK, Remote, free_port, wait_for_port
 from orchard.bench.subjects import Subject
 

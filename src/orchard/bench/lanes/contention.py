@@ -45,8 +45,8 @@ from orchard.bench.environment import command_display, isolated_env
 from orchard.bench.flows import Flow
 from orchard.bench.lanes.markdown import skips_and_failures, subjects_section, table
 from orchard.bench.lanes.remotes import FixtureError, harness
-from orchard.bench.lanes.steps import fail
 from orchard.bench.lanes.session import LaneResult, check_common, lane_session
+from orchard.bench.lanes.steps import fail
 from orchard.bench.lanes.transport import harness_git
 from orchard.bench.runner import kill_group
 from orchard.bench.subjects import Subject
@@ -247,9 +247,9 @@ class Campaign:
                     if not self.step(worker, "publish", "publish", on_lost="sync", ref="main"):
                         return
                     worker.publishes += 1
-            if self.mode == "shared_checkout":
-                if self.step(worker, "publish", "publish", ref=f"refs/heads/worker-{worker.index:02d}"):
-                    worker.publishes += 1
+            shared = self.mode == "shared_checkout"
+            if shared and self.step(worker, "publish", "publish", ref=f"refs/heads/worker-{worker.index:02d}"):
+                worker.publishes += 1
         finally:
             worker.ended = time.perf_counter()
 

@@ -36,14 +36,25 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from orchard.bench import rows, runner
-from orchard.bench.environment import isolated_env
 from orchard.bench.flows import CORE_MEASURED, Flow
-from orchard.bench.lanes.generated_repo import Edit, Fixture, RepoSpec, ensure, typical_edit
-from orchard.bench.lanes.markdown import notes_section, skips_and_failures, subjects_section, summarized, table, warmup_line
+from orchard.bench.lanes.generated_repo import (
+    Edit,
+    Fixture,
+    RepoSpec,
+    ensure,
+    typical_edit,
+)
+from orchard.bench.lanes.markdown import (
+    notes_section,
+    skips_and_failures,
+    subjects_section,
+    summarized,
+    table,
+    warmup_line,
+)
 from orchard.bench.lanes.remotes import FixtureError
-from orchard.bench.lanes.session import LaneResult, check_common, lane_session
+from orchard.bench.lanes.session import LaneResult, check_common, lane_context
 from orchard.bench.lanes.steps import LaneContext, Recorder, Row, fail
-from orchard.bench.lanes.transport import LoopbackServers, harness_git
 from orchard.bench.subjects import Subject
 from orchard.errors import UsageError
 
@@ -224,31 +235,25 @@ def run_lane(options: CoreOptions, out: TextIO | None = None) -> LaneResult:
     """Measure every (fixture, subject); returns where the rows went. UsageError before anything runs."""
     options.validate()
     out = out or sys.stderr
-    git = harness_git()
-    env = isolated_env()
-    with lane_session(LANE, options.results, summary, keep=options.keep_workdirs, parent=options.workdir, out=out) as session:
-        with LoopbackServers(git, session.root, env) as servers:
-            ctx = LaneContext(
-                bench_id=session.writer.stamp, root=session.root, env=env,
-                metadata={"lane": LANE, "bench_id": session.writer.stamp, "runs": options.runs, **session.lock.metadata()},
-                servers=servers, sink=session.writer.write, step_timeout_s=options.step_timeout_s,
-                admitted_chars=ADMITTED_CHARS, git=git,
-            )
-            for spec in options.specs():
-                print(f"[fixture] {spec.label} (cache {options.cache})", file=out, flush=True)
-                try:
-                    fixture = ensure(spec, options.cache, git, env)
-                except FixtureError as error:
-                    for subject in options.subjects:
-                        rec = Recorder(ctx, subject, SCENARIO, 0, fields={"remote_transport": TRANSPORT, "fixture_label": spec.label})
-                        rec.emit_total(fail(rec.total(TOTAL), f"fixture: {error}"))
-                    continue
-                print(f"[fixture] {spec.label}: {'built' if fixture.built else 'cached'} at {fixture.path} ({fixture.head[:12]})", file=out, flush=True)
-                clean = session.root / f"clean-{spec.label}"
-                runner.run([git, "clone", "-q", "--shared", str(fixture.path), str(clean)], env=env, timeout_s=600)
+    with lane_context(
+        LANE, options.results, summary, keep=options.keep_workdirs, parent=options.workdir, out=out,
+        step_timeout_s=options.step_timeout_s, admitted_chars=ADMITTED_CHARS, metadata={"runs": options.runs},
+    ) as (session, ctx):
+        for spec in options.specs():
+            print(f"[fixture] {spec.label} (cache {options.cache})", file=out, flush=True)
+            try:
+                fixture = ensure(spec, options.cache, ctx.git, ctx.env)
+            except FixtureError as error:
                 for subject in options.subjects:
-                    _run_subject(ctx, subject, options, fixture, clean, out)
-                shutil.rmtree(clean, ignore_errors=True)
+                    rec = Recorder(ctx, subject, SCENARIO, 0, fields={"remote_transport": TRANSPORT, "fixture_label": spec.label})
+                    rec.emit_total(fail(rec.total(TOTAL), f"fixture: {error}"))
+                continue
+            print(f"[fixture] {spec.label}: {'built' if fixture.built else 'cached'} at {fixture.path} ({fixture.head[:12]})", file=out, flush=True)
+            clean = session.root / f"clean-{spec.label}"
+            runner.run([ctx.git, "clone", "-q", "--shared", str(fixture.path), str(clean)], env=ctx.env, timeout_s=600)
+            for subject in options.subjects:
+                _run_subject(ctx, subject, options, fixture, clean, out)
+            shutil.rmtree(clean, ignore_errors=True)
     return session.result()
 
 

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from orchard.bench import rows
-from orchard.bench.environment import isolated_env
 from orchard.bench.flows import Flow
 from orchard.bench.lanes import agent_task, interrupted, materialization, task_loop
 from orchard.bench.lanes.markdown import (
@@ -30,10 +29,14 @@ from orchard.bench.lanes.markdown import (
     table,
     warmup_line,
 )
-from orchard.bench.lanes.remotes import GIT_REMOTE_MODES, FixtureError, git_remote, oak_remote
-from orchard.bench.lanes.session import LaneResult, check_common, lane_session
+from orchard.bench.lanes.remotes import (
+    GIT_REMOTE_MODES,
+    FixtureError,
+    git_remote,
+    oak_remote,
+)
+from orchard.bench.lanes.session import LaneResult, check_common, lane_context
 from orchard.bench.lanes.steps import LaneContext, Recorder, fail
-from orchard.bench.lanes.transport import LoopbackServers, harness_git
 from orchard.bench.subjects import Subject
 from orchard.errors import UsageError
 
@@ -139,43 +142,27 @@ def run_lane(options: TaskLoopOptions, out: TextIO | None = None) -> LaneResult:
     """Measure; returns where the rows went. Raises UsageError before measuring anything."""
     options.validate()
     out = out or sys.stderr
-    git = harness_git()
-    env = isolated_env()
-    with lane_session(LANE, options.results, summary, keep=options.keep_workdirs, parent=options.workdir, out=out) as session:
-        with LoopbackServers(git, session.root, env) as servers:
-            ctx = LaneContext(
-                bench_id=session.writer.stamp,
-                root=session.root,
-                env=env,
-                metadata={
-                    "lane": LANE,
-                    "bench_id": session.writer.stamp,
-                    "git_remote_mode": options.git_remote,
-                    "runs": options.runs,
-                    **session.lock.metadata(),
-                },
-                servers=servers,
-                sink=session.writer.write,
-                step_timeout_s=options.step_timeout_s,
-                admitted_chars=options.admitted_chars,
-                git=git,
-            )
-            if materialization.SCENARIO in options.scenarios:
-                materialization.run_campaign(ctx, options.subjects, options.runs, git)
-            scenarios = [name for name in options.scenarios if name != materialization.SCENARIO]
-            # One warm-up run per subject and scenario (first-run costs: page cache,
-            # fixtures): recorded with `warmup: true`, never summarized.
-            warm = replace(ctx, metadata={**ctx.metadata, "warmup": True})
+    with lane_context(
+        LANE, options.results, summary, keep=options.keep_workdirs, parent=options.workdir, out=out,
+        step_timeout_s=options.step_timeout_s, admitted_chars=options.admitted_chars,
+        metadata={"git_remote_mode": options.git_remote, "runs": options.runs},
+    ) as (session, ctx):
+        if materialization.SCENARIO in options.scenarios:
+            materialization.run_campaign(ctx, options.subjects, options.runs, ctx.git)
+        scenarios = [name for name in options.scenarios if name != materialization.SCENARIO]
+        # One warm-up run per subject and scenario (first-run costs: page cache,
+        # fixtures): recorded with `warmup: true`, never summarized.
+        warm = replace(ctx, metadata={**ctx.metadata, "warmup": True})
+        for subject in options.subjects:
+            for scenario in scenarios:
+                if subject.bin is not None:
+                    print(f"[warm-up] {scenario} subject={subject.name}", file=out, flush=True)
+                    _run_one(warm, scenario, subject, WARMUP_RUN, options)
+        for run_index in range(options.runs):
             for subject in options.subjects:
                 for scenario in scenarios:
-                    if subject.bin is not None:
-                        print(f"[warm-up] {scenario} subject={subject.name}", file=out, flush=True)
-                        _run_one(warm, scenario, subject, WARMUP_RUN, options)
-            for run_index in range(options.runs):
-                for subject in options.subjects:
-                    for scenario in scenarios:
-                        print(f"[run] {scenario} run={run_index} subject={subject.name}", file=out, flush=True)
-                        _run_one(ctx, scenario, subject, run_index, options)
+                    print(f"[run] {scenario} run={run_index} subject={subject.name}", file=out, flush=True)
+                    _run_one(ctx, scenario, subject, run_index, options)
     return session.result()
 
 
