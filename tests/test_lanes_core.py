@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -127,6 +128,9 @@ def test_a_damaged_cache_entry_is_rebuilt(tmp_path: Path) -> None:
     spec = RepoSpec(40, history=3)
     first = ensure(spec, tmp_path, "git", env)
     assert first.built
+    # packed in the foreground: no loose objects left for a detached auto gc to repack under a clone
+    counts = subprocess.run(["git", "count-objects", "-v"], cwd=first.path, env=env, capture_output=True, text=True, check=True).stdout
+    assert "count: 0\n" in counts and "packs: 1\n" in counts
     assert ensure(spec, tmp_path, "git", env) == first.__class__(spec, first.path, first.head, built=False)
     (first.path / ".git" / "HEAD").write_text("ref: refs/heads/nowhere\n")
     rebuilt = ensure(spec, tmp_path, "git", env)

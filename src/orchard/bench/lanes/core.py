@@ -11,7 +11,7 @@ run; a gate failure fails the row whatever the speed:
   the rename, deleted) appears in the status output and in the diff output,
   and every hunk header of the edit (computed with difflib) in the diff;
 - `pipe_compatible_unified`: the diff output applies with the harness's
-  `git apply --check` on a clean copy of the repository;
+  `git apply --check --cached` to a clean copy of the repository's head;
 - `determinism`: each command prints exactly what it printed in the
   subject's warm-up run.
 
@@ -134,10 +134,10 @@ def recall(edit: Edit, outputs: _Outputs) -> tuple[float, list[str]]:
 
 
 def pipe_check(git: str, clean: Path, diff: bytes, env: Mapping[str, str]) -> str | None:
-    """None when the diff applies to a clean copy (`git apply --check`), else why not."""
+    """None when the diff applies to a clean copy of the head (`git apply --check --cached`), else why not."""
     if not diff.strip():
         return "the diff output is empty"
-    capture = runner.run([git, "apply", "--check", "-"], cwd=clean, env=env, timeout_s=120, stdin=diff)
+    capture = runner.run([git, "apply", "--check", "--cached", "-"], cwd=clean, env=env, timeout_s=120, stdin=diff)
     if capture.ok:
         return None
     return "git apply --check: " + " ".join(capture.stderr_text.split())[-300:]
@@ -249,8 +249,10 @@ def run_lane(options: CoreOptions, out: TextIO | None = None) -> LaneResult:
                     rec.emit_total(fail(rec.total(TOTAL), f"fixture: {error}"))
                 continue
             print(f"[fixture] {spec.label}: {'built' if fixture.built else 'cached'} at {fixture.path} ({fixture.head[:12]})", file=out, flush=True)
+            # The pipe check's clean copy: the fixture's head in an index, no files written.
             clean = session.root / f"clean-{spec.label}"
-            runner.run([ctx.git, "clone", "-q", "--shared", str(fixture.path), str(clean)], env=ctx.env, timeout_s=600)
+            runner.run([ctx.git, "clone", "-q", "--shared", "--no-checkout", str(fixture.path), str(clean)], env=ctx.env, timeout_s=600)
+            runner.run([ctx.git, "read-tree", "HEAD"], cwd=clean, env=ctx.env, timeout_s=600)
             for subject in options.subjects:
                 _run_subject(ctx, subject, options, fixture, clean, out)
             shutil.rmtree(clean, ignore_errors=True)

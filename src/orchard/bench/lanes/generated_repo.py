@@ -31,7 +31,7 @@ from pathlib import Path
 
 from orchard.bench.lanes.remotes import FixtureError, harness
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2  # 2: packed in the foreground (1 left it to a detached auto gc)
 LINES_PER_FILE = 30
 FILES_PER_DIR = 50
 DIRS_PER_PACKAGE = 20
@@ -97,14 +97,19 @@ def _build(spec: RepoSpec, target: Path, git: str, env: Mapping[str, str]) -> st
         _write(target, text_path(index), text_content(index))
     for index in range(spec.binaries):
         _write(target, f"assets/blob{index:02d}.bin", random.Random(index).randbytes(spec.binary_mib * MIB))
-    harness([git, "init", "-q", "-b", "main"], target, env)
-    harness([git, "add", "-A"], target, env)
-    harness([git, "commit", "-q", "-m", f"generated repository {spec.label}"], target, env)
+    # No automatic gc: a detached `gc --auto` would outlive the build and repack
+    # the objects while a checkout is being cloned from them. One explicit gc
+    # at the end packs everything in the foreground instead.
+    builder = [git, "-c", "gc.auto=0"]
+    harness([*builder, "init", "-q", "-b", "main"], target, env)
+    harness([*builder, "add", "-A"], target, env)
+    harness([*builder, "commit", "-q", "-m", f"generated repository {spec.label}"], target, env)
     for revision in range(1, spec.history):
         touched = [(revision * 7919 + k * 104729) % spec.files for k in range(HISTORY_TOUCHES)]
         for index in touched:
             _write(target, text_path(index), text_content(index, revision))
-        harness([git, "commit", "-q", "-a", "-m", f"history commit {revision}: touch {len(touched)} files"], target, env)
+        harness([*builder, "commit", "-q", "-a", "-m", f"history commit {revision}: touch {len(touched)} files"], target, env)
+    harness([*builder, "gc", "-q", "--prune=now"], target, env)
     return harness([git, "rev-parse", "HEAD"], target, env).strip()
 
 
