@@ -21,6 +21,7 @@ Run it once against each version of orchard to compare
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import signal
@@ -105,7 +106,7 @@ idle_loops = {n + 1}
     idle = 0.0
     for marks in by_slot.values():
         marks.sort(key=lambda mark: mark[1])
-        idle += sum(b[1] - a[1] for a, b in zip(marks, marks[1:]) if a[0] == "end" and b[0] == "start")
+        idle += sum(b[1] - a[1] for a, b in itertools.pairwise(marks) if a[0] == "end" and b[0] == "start")
     stamps = [stamp for marks in by_slot.values() for _, stamp in marks]
     span = (max(stamps) - min(stamps)) * args.workers
     return {"idle_s_per_experiment": idle / n, "idle_share": idle / span, "wall_s": wall,

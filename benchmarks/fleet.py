@@ -1,0 +1,209 @@
+"""A simulated fleet on dask: how many experiments an hour one judge machine keeps up with.
+
+    python benchmarks/fleet.py [--workers 2,8,32] [--minutes 3] [--scale 0.1] [--verdict-s 20] [--json out.json]
+
+For each fleet size N, this process starts a dask cluster of N workers
+(threads of one process, `agent=1` each: the experiments are subprocesses,
+so threads are enough to host them) on loopback, and `orchard run` (a
+subprocess, `executor = "dask"` on that scheduler, N experiments in
+flight, the lab's git daemon serving the repositories) works through a
+backlog far larger than the run can finish. The agent is a stand-in
+(`command` launcher) that sleeps a time drawn uniformly from 30-120 s,
+then appends one line to a file of its own (disjoint scopes). The judge
+is the lab's real judge (clean checkout, patch, tests) whose verdict is
+the bench's own command, a sleep of `--verdict-s` under the measurement
+lock (a lock file of this run's own), so verdicts are serial, as on a
+real judge machine. Every duration is multiplied by `--scale` (default
+0.1: 3-12 s agents, 2 s verdicts) to fit a session; the ratios, and so
+the saturation point, are those of the unscaled fleet.
+
+After `--minutes` the lab is stopped (SIGTERM: it cleans up like Ctrl-C).
+Reported per fleet size, from lab.db and a sampler that reads it every
+second: experiments finished by workers and judged, per hour of the
+unscaled fleet; the median time a dask worker spent setting up an
+experiment (fetch from the git daemon, checkouts, prompt) and collecting
+it (diff, report); the workers' idle share (time without an experiment, over
+N x the window); the judge's queue (candidates collected and not yet
+decided) over time. A judge is saturated when its queue keeps growing:
+judged per hour then stays at 3600 / verdict-s whatever N is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "bench",
+           "GIT_COMMITTER_EMAIL": "b@b"}
+HYPOTHESES = 2000
+
+
+def _repo(path: Path, files: dict[str, str]) -> Path:
+    path.mkdir(parents=True)
+    for name, text in files.items():
+        (path / name).write_text(text)
+    env = {**os.environ, **GIT_ENV}
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "initial"]):
+        subprocess.run(["git", *args], cwd=path, check=True, env=env)
+    return path
+
+
+def _lab(root: Path, scheduler: str, workers: int, args: argparse.Namespace) -> Path:
+    target = _repo(root / "target", {"README": "target\n"})
+    bench = _repo(root / "bench", {"bench.py": "print('x')\n"})
+    low, high = 30 * args.scale, 120 * args.scale
+    agent = f"{sys.executable} -c 'import random, time; time.sleep(random.uniform({low}, {high}))'"
+    config = root / "orchard.toml"
+    config.write_text(f"""
+[target]
+binary = "README"
+
+[bench]
+verdict = "sleep {args.verdict_s * args.scale} && echo NO-CHANGE"
+
+[workers]
+count = {workers}
+exploit = {workers}
+explore = 0
+executor = "dask"
+scheduler = "{scheduler}"
+judges = 2
+
+[launcher]
+name = "command"
+template = "{agent} && echo {{experiment}} >> {{experiment}}.txt"
+
+[stop]
+top_attempted = {HYPOTHESES}
+idle_loops = {HYPOTHESES}
+""")
+    hypotheses = root / "hypotheses.toml"
+    hypotheses.write_text("".join(
+        f'[[hypothesis]]\nid = "h{i}"\nmetric = "m"\nchange = "c"\nsuspected_cause = "x"\nscope = ["h{i}.txt"]\n\n'
+        for i in range(HYPOTHESES)))
+    lab = root / "lab"
+    for command in (["init", str(lab), "--target", str(target), "--bench", str(bench), "--config", str(config)],
+                    ["backlog", "add", str(lab), "--file", str(hypotheses)]):
+        subprocess.run([sys.executable, "-m", "orchard", *command], check=True, capture_output=True)
+    return lab
+
+
+def _sample(db: Path, stop: threading.Event, began: list[float], samples: list[tuple[float, int, int]]) -> None:
+    while not stop.is_set():
+        try:
+            connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+            try:
+                rows = dict(connection.execute(
+                    "SELECT status, count(*) FROM experiments GROUP BY status").fetchall())
+            finally:
+                connection.close()
+            if began:
+                queue = rows.get("collected", 0) + rows.get("judging", 0)
+                samples.append((time.time() - began[0], queue, rows.get("running", 0) + rows.get("starting", 0)))
+        except sqlite3.Error:
+            pass
+        stop.wait(1.0)
+
+
+def one_fleet(workers: int, args: argparse.Namespace) -> dict[str, Any]:
+    from distributed import LocalCluster
+
+    with tempfile.TemporaryDirectory(prefix="orchard-fleet-") as temp, LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=False, host="127.0.0.1",
+            dashboard_address=None, resources={"agent": 1, "cpu": 1}) as cluster:
+        root = Path(temp)
+        lab = _lab(root, cluster.scheduler_address, workers, args)
+        env = {**os.environ, "ORCHARD_LOCK_FILE": str(root / "measurement.lock")}
+        log = (root / "run.log").open("w")
+        proc = subprocess.Popen([sys.executable, "-m", "orchard", "run", str(lab)], env=env, stdout=log,
+                                stderr=subprocess.STDOUT)
+        stop, began, samples = threading.Event(), [], []
+        sampler = threading.Thread(target=_sample, args=(lab / "lab.db", stop, began, samples), daemon=True)
+        sampler.start()
+        # the window opens when the first experiment starts (after the lab's start and the cluster's)
+        while not began and proc.poll() is None:
+            if samples or _started(lab / "lab.db"):
+                began.append(time.time())
+            time.sleep(0.5)
+        window = args.minutes * 60
+        time.sleep(window)
+        stop.set()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=600)
+        log.close()
+        return _summary(lab / "lab.db", began[0], window, workers, samples, args)
+
+
+def _started(db: Path) -> bool:
+    try:
+        connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            return bool(connection.execute("SELECT count(*) FROM experiments").fetchone()[0])
+        finally:
+            connection.close()
+    except sqlite3.Error:
+        return False
+
+
+def _summary(db: Path, began: float, window: float, workers: int, samples: list[tuple[float, int, int]],
+             args: argparse.Namespace) -> dict[str, Any]:
+    end = began + window
+    connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        rows = connection.execute("SELECT started_at, finished_at FROM experiments").fetchall()
+        judged = connection.execute("SELECT count(*) FROM events WHERE kind = 'judgment' AND at BETWEEN ? AND ?",
+                                    (began, end)).fetchone()[0]
+    finally:
+        connection.close()
+    busy = sum(min(finished or end, end) - max(started, began) for started, finished in rows
+               if started < end and (finished or end) > began)
+    finished = sum(1 for _, done in rows if done is not None and began <= done <= end)
+    per_hour = 3600 / window * args.scale  # per hour of the unscaled fleet
+    queue = [q for _, q, _ in samples]
+    timings = [ast.literal_eval(line.split("timings ", 1)[1]) for log in db.parent.glob("logs/*.log")
+               if (line := log.read_text(errors="replace").split("\n", 1)[0]).startswith("[orchard] ran on")]
+    return {
+        "remote_setup_s_median": statistics.median(t["setup_s"] for t in timings) if timings else None,
+        "remote_collect_s_median": statistics.median(t["collect_s"] for t in timings) if timings else None,
+        "workers": workers, "window_s": window,
+        "finished_per_hour": round(finished * per_hour, 1), "judged_per_hour": round(judged * per_hour, 1),
+        "idle_share": round(1 - busy / (workers * window), 3),
+        "queue_median": statistics.median(queue) if queue else None, "queue_max": max(queue, default=None),
+        "queue_at_end": queue[-1] if queue else None,
+        "queue_over_time": [(round(t), q) for t, q, _ in samples[:: max(1, len(samples) // 20)]],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workers", default="2,8,32")
+    parser.add_argument("--minutes", type=float, default=3.0)
+    parser.add_argument("--scale", type=float, default=0.1)
+    parser.add_argument("--verdict-s", type=float, default=20.0)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    results = []
+    for count in (int(n) for n in args.workers.split(",")):
+        load = os.getloadavg()
+        result = one_fleet(count, args) | {"load_at_start": [round(x, 2) for x in load]}
+        results.append(result)
+        print(json.dumps({k: v for k, v in result.items() if k != "queue_over_time"}), flush=True)
+    if args.json is not None:
+        args.json.write_text(json.dumps({"args": vars(args) | {"json": str(args.json)}, "results": results},
+                                        indent=2))
+
+
+if __name__ == "__main__":
+    main()
