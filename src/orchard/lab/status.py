@@ -15,10 +15,10 @@ from filelock import FileLock, Timeout
 from orchard.bench.lock import default_lock_path, lock_disabled, read_holder
 from orchard.lab import backlog, records
 from orchard.lab.executors import attach_command
+from orchard.lab.experiment import ExperimentStatus
+from orchard.lab.judgment import Decision
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
-
-ACTIVE = ("starting", "running", "collected", "judging", "landing")
 
 
 def lock_state() -> dict[str, Any]:
@@ -42,7 +42,7 @@ def status(ws: Workspace, state: LabState) -> dict[str, Any]:
         {"experiment": e.name, "worker": e.worker, "lane": e.lane, "status": e.status,
          "minutes": round((now - e.started_at) / 60, 1), "log": str(ws.log_path(e.name)),
          "hypothesis": e.hypothesis}
-        for e in experiments if e.status in ACTIVE
+        for e in experiments if e.status in ExperimentStatus.active()
     ]
     stops = state.events("stop")
     return {
@@ -50,10 +50,10 @@ def status(ws: Workspace, state: LabState) -> dict[str, Any]:
         "executor": ws.config.workers.executor,
         "attach": attach_command(ws.tmux_socket) if ws.config.workers.executor != "subprocess" else None,
         "workers": workers,
-        "decisions": {d: sum(1 for e in experiments if e.decision == d) for d in ("LAND", "KILL", "ITERATE")},
-        "backlog": [{"id": r.id, "score": round(backlog.score(r.data), 3), "lane": r.data.get("lane", "exploit"),
-                     "title": r.data.get("title", "")} for r in backlog.ranked(state)[:8]],
-        "leaderboard": records.leaderboard(state),
+        "decisions": {d: sum(1 for e in experiments if e.decision == d) for d in Decision},
+        "backlog": [{"id": r.id, "score": round(r.hypothesis.score, 3), "lane": r.hypothesis.lane,
+                     "title": r.hypothesis.title} for r in backlog.ranked(state)[:8]],
+        "leaderboard": [row.to_dict() for row in records.leaderboard(state)],
         "lock": lock_state(),
-        "stopped": stops[-1]["data"]["reason"] if stops and not workers else None,
+        "stopped": stops[-1].data["reason"] if stops and not workers else None,
     }
