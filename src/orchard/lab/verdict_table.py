@@ -1,0 +1,96 @@
+"""A verdict as the lab shows it: typed once from the stored document, formatted once.
+
+JOURNAL.md, FINAL_REPORT.md, report.html, the dashboard and its charts all
+print verdicts through `cells`, `pct` and `num`, so a number reads the same,
+to the digit, wherever it appears.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from orchard.lab.verdicts import MetricResult, Verdict
+
+COLUMNS = ("metric", "verdict", "effect", "interval", "floor", "n", "MDE", "baseline", "candidate")
+
+
+def pct(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{value:+.2%}"
+
+
+def num(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def exact(value: float | None) -> str:
+    """A deterministic metric's value in full (11502, not 1.15e+04): it has no noise to round away."""
+    return "-" if value is None else f"{value:.12g}"
+
+
+@dataclass(frozen=True)
+class MetricEffect:
+    """One metric of one verdict: the candidate against its baseline, relative."""
+
+    key: str
+    verdict: str
+    effect: float | None
+    low: float | None
+    high: float | None
+    floor: float
+    n: int
+    mde: float | None
+    baseline: float | None
+    candidate: float | None
+    exact: bool  # a deterministic metric: compared exactly, no interval
+
+    @classmethod
+    def from_metric(cls, m: MetricResult) -> MetricEffect:
+        low, high = m.interval or (None, None)
+        return cls(key=m.key, verdict=m.verdict, effect=m.effect, low=low, high=high, floor=m.floor, n=m.n,
+                   mde=m.mde, baseline=m.baseline_median, candidate=m.candidate_median, exact=m.method == "exact")
+
+
+@dataclass(frozen=True)
+class Gate:
+    name: str
+    passed: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class VerdictView:
+    verdict: str
+    pairs: int | None
+    seed: int | None
+    lock_wait_ms: float
+    reasons: tuple[str, ...]
+    metrics: tuple[MetricEffect, ...]
+    gates: tuple[Gate, ...]
+
+    @classmethod
+    def from_verdict(cls, verdict: Verdict | None) -> VerdictView | None:
+        if verdict is None:
+            return None
+        return cls(verdict=verdict.verdict, pairs=verdict.pairs, seed=verdict.seed, lock_wait_ms=verdict.lock_wait_ms,
+                   reasons=tuple(verdict.reasons), metrics=tuple(MetricEffect.from_metric(m) for m in verdict.metrics),
+                   gates=tuple(Gate(g.name, g.passed, g.detail) for g in verdict.gates))
+
+    @classmethod
+    def from_document(cls, data: Mapping[str, Any] | None) -> VerdictView | None:
+        """From a verdict as an event in lab.db stores it."""
+        return cls.from_verdict(Verdict.from_dict(data)) if data else None
+
+
+def cells(m: MetricEffect) -> list[str]:
+    """One metric's row of a verdict table, in `COLUMNS` order."""
+    return [m.key, m.verdict, pct(m.effect), f"[{pct(m.low)}, {pct(m.high)}]", f"{m.floor:.2%}", str(m.n),
+            pct(m.mde).lstrip("+"), num(m.baseline), num(m.candidate)]
