@@ -515,6 +515,18 @@ def report(workspace: Path) -> None:
 
 
 @cli.command()
+@workspace_argument
+@click.option("--port", type=int, default=8765, show_default=True, help="Port to listen on (0: any free one).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind; any other than 127.0.0.1 requires the token printed at start.")
+def serve(workspace: Path, port: int, host: str) -> None:
+    """A live, read-only web dashboard of the lab (workers, lock, backlog, experiments, journal, charts)."""
+    from orchard.lab.serve import serve as serve_dashboard
+
+    serve_dashboard(workspace, host, port, say=lambda text: click.echo(text, err=True))
+
+
+@cli.command()
 @click.option("--workspace", type=click.Path(path_type=Path), default=None,
               help="Where to create the demo lab (default: ./orchard-demo-<time>).")
 @click.option("--workers", type=int, default=3, show_default=True, help="Workers running at once.")
