@@ -354,42 +354,31 @@ def run(workspace: Path) -> None:
 @cli.command()
 @workspace_argument
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
-def status(workspace: Path, as_json: bool) -> None:
-    """Workers, backlog, leaderboard and lock state at a glance."""
+@click.option("--watch", is_flag=True, help="Redraw the status in place every 2 s until Ctrl-C.")
+def status(workspace: Path, as_json: bool, watch: bool) -> None:
+    """Workers, backlog, leaderboard and lock state at a glance (or live, with --watch)."""
     import json as jsonlib
 
-    from rich.table import Table
-
+    from orchard.lab import status as lab_status
     from orchard.lab import view
-    from orchard.lab.status import status as lab_status
+    from orchard.lab.state import LabState
+    from orchard.lab.workspace import Workspace
 
-    with _open_lab(workspace) as (ws, state):
-        info = lab_status(view.build(ws, state))
+    if as_json and watch:
+        raise UsageError("--json and --watch: choose one (a JSON document, or a live display)")
+    ws = Workspace.open(workspace)
+    state = LabState.open_readonly(ws.root)  # status only reads, and never waits on the lab's writes
+    try:
+        if watch:
+            lab_status.watch(ws, state, _console())
+            return
+        snapshot = view.build(ws, state)
+    finally:
+        state.close()
     if as_json:
-        click.echo(jsonlib.dumps(info, indent=2, default=str))
-        return
-    console = _console()
-    console.print(f"lab {info['workspace']}")
-    if info["workers"]:
-        table = Table("experiment", "worker", "lane", "status", "minutes", "log", show_edge=False, header_style="bold")
-        for w in info["workers"]:
-            table.add_row(w["experiment"], w["worker"], w["lane"], w["status"], str(w["minutes"]), w["log"])
-        console.print(table)
-        if info["attach"]:
-            console.print(f"watch the workers live: {info['attach']}")
+        click.echo(jsonlib.dumps(lab_status.status(snapshot), indent=2, default=str))
     else:
-        console.print("no worker is running" + (f"; stopped: {info['stopped']}" if info["stopped"] else ""))
-    decisions = info["decisions"]
-    console.print(f"decisions: {decisions['LAND']} LAND, {decisions['KILL']} KILL, {decisions['ITERATE']} ITERATE")
-    if info["backlog"]:
-        console.print("backlog (top): " + ", ".join(f"{b['id']} ({b['score']})" for b in info["backlog"]))
-    board = Table("metric", "baseline", "best", "by", "main", show_edge=False, header_style="bold")
-    for row in info["leaderboard"]:
-        board.add_row(row["metric"], f"{row['baseline']:.4g}", f"{row['best']:.4g}", str(row["by"]), f"{row['main']:.4g}")
-    console.print(board)
-    lock = info["lock"]
-    holder = lock.get("holder") or {}
-    console.print(f"measurement lock: {lock['state']}" + (f" by pid {holder.get('pid')} ({holder.get('label')})" if holder else ""))
+        _console().print(lab_status.render(snapshot))
 
 
 @cli.group("backlog")

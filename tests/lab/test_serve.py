@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import pty
+import select
 import signal
 import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from lab_helpers import wait_for
 from serve_support import fetch, serving, wait_until_served
 
+from orchard.cli import cli
 from orchard.demo.lab import make_demo
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
@@ -86,13 +94,50 @@ def test_ctrl_c_stops_the_server_and_frees_the_port(demo: Workspace) -> None:
 
 
 def test_bad_host_and_port_are_usage_errors(demo: Workspace) -> None:
-    from click.testing import CliRunner
-
-    from orchard.cli import cli
-
     result = CliRunner().invoke(cli, ["serve", str(demo.root), "--host", "no-such-host.invalid"])
     assert result.exit_code == 2 and "--host no-such-host.invalid" in result.output
     result = CliRunner().invoke(cli, ["serve", str(demo.root), "--port", "70000"])
     assert result.exit_code == 2 and "--port 70000" in result.output
     result = CliRunner().invoke(cli, ["serve", str(demo.root.parent / "nowhere")])
     assert result.exit_code == 2
+
+
+def test_status_watch_redraws_in_a_terminal_until_ctrl_c(demo: Workspace) -> None:
+    """`orchard status --watch` in a real pseudo-terminal: it shows a worker that starts later, and Ctrl-C ends it."""
+    primary, secondary = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "orchard", "status", str(demo.root), "--watch"],
+                               stdin=secondary, stdout=secondary, stderr=secondary, close_fds=True,
+                               env={**os.environ, "TERM": "xterm-256color", "COLUMNS": "160"})
+    os.close(secondary)
+    seen = b""
+
+    def read_for(seconds: float) -> None:
+        nonlocal seen
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([primary], [], [], 0.1)
+            if ready:
+                try:
+                    seen += os.read(primary, 65536)
+                except OSError:
+                    return
+
+    try:
+        wait_for(lambda: (read_for(0.2), b"no worker is running" in seen)[1], "the first frame", 60)
+        state = LabState.open(demo.root)
+        try:
+            state.add_experiment("terse-report", "terse-report", "w2", "exploit", 1, "a" * 40, "b" * 40, "running")
+        finally:
+            state.close()
+        wait_for(lambda: (read_for(0.2), b"terse-report" in seen.split(b"no worker is running", 1)[1])[1],
+                 "the redraw with the new worker", 60)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(primary)
+    assert b"\x1b[" in seen, "drawn in place with terminal control sequences"
+    both = CliRunner().invoke(cli, ["status", str(demo.root), "--json", "--watch"])
+    assert both.exit_code == 2 and "--json and --watch" in both.output
