@@ -249,8 +249,9 @@ def task_loop(
 
 
 @bench.command()
-@click.option("--subjects", "subjects_spec", default="git", show_default=True, help="git, NAME=BIN or NAME:git=BIN (git-kind subjects)")
+@click.option("--subjects", "subjects_spec", default="git", show_default=True, help="git, NAME=BIN or NAME:KIND=BIN (commands from the kind's flow)")
 @click.option("--subjects-file", type=click.Path(path_type=Path))
+@click.option("--flow", "flow_files", multiple=True, type=click.Path(path_type=Path), help="extra flow TOML file (repeatable)")
 @click.option("--workers", default="2,8,32", show_default=True, help="comma-separated worker counts")
 @click.option("--commits", type=int, default=5, show_default=True, help="commits per worker")
 @click.option("--modes", default="shared_checkout,clone_per_worker", show_default=True)
@@ -260,6 +261,7 @@ def task_loop(
 def contention(
     subjects_spec: str,
     subjects_file: Path | None,
+    flow_files: tuple[Path, ...],
     workers: str,
     commits: int,
     modes: str,
@@ -272,13 +274,57 @@ def contention(
     from orchard.bench.lanes import contention as lane
     from orchard.bench.subjects import parse_subjects
 
+    flows = load_flows(flow_files)
     options = lane.ContentionOptions(
-        subjects=parse_subjects(subjects_spec, set(load_flows()), subjects_file),
+        subjects=parse_subjects(subjects_spec, set(flows), subjects_file),
+        flows=flows,
         results=results,
         workers=lane.parse_workers(workers),
         commits=commits,
         modes=[mode.strip() for mode in modes.split(",") if mode.strip()],
         runs=runs,
+        keep_workdirs=keep_workdirs,
+    )
+    result = lane.run_lane(options)
+    click.echo(result.summary_path.read_text(), nl=False)
+    sys.exit(1 if result.failed else 0)
+
+
+@bench.command()
+@click.option("--subjects", "subjects_spec", default="git", show_default=True, help="git, NAME=BIN or NAME:KIND=BIN (commands from the kind's flow)")
+@click.option("--subjects-file", type=click.Path(path_type=Path))
+@click.option("--flow", "flow_files", multiple=True, type=click.Path(path_type=Path), help="extra flow TOML file (repeatable)")
+@click.option("--files", default="1000,10000,50000", show_default=True, help="comma-separated file counts of the generated repositories")
+@click.option("--binaries/--no-binaries", default=True, show_default=True, help="also a repository with large binary files")
+@click.option("--runs", type=int, default=5, show_default=True, help="measured runs per subject and repository (after one warm-up)")
+@click.option("--cache", type=click.Path(path_type=Path), default=None, help="where generated repositories are cached (default: ~/.cache/orchard/core-fixtures)")
+@results_option
+@click.option("--keep-workdirs", is_flag=True)
+def core(
+    subjects_spec: str,
+    subjects_file: Path | None,
+    flow_files: tuple[Path, ...],
+    files: str,
+    binaries: bool,
+    runs: int,
+    cache: Path | None,
+    results: Path,
+    keep_workdirs: bool,
+) -> None:
+    """status, diff, log, show after an agent edit on 1k-50k file repositories, with absolute gates."""
+    from orchard.bench.flows import load_flows
+    from orchard.bench.lanes import core as lane
+    from orchard.bench.subjects import parse_subjects
+
+    flows = load_flows(flow_files)
+    options = lane.CoreOptions(
+        subjects=parse_subjects(subjects_spec, set(flows), subjects_file),
+        flows=flows,
+        results=results,
+        files=lane.parse_files(files),
+        binaries=binaries,
+        runs=runs,
+        cache=cache or lane.default_cache(),
         keep_workdirs=keep_workdirs,
     )
     result = lane.run_lane(options)
