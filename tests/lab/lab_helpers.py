@@ -9,10 +9,13 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import libtmux
 import psutil
+
+if TYPE_CHECKING:
+    from orchard.lab.state import JournalEvent
 
 STANDIN = Path(__file__).with_name("standin.py")
 AGENT_CLIS = {"claude": "claude", "codex": "codex", "cursor": "agent", "aider": "aider"}
@@ -78,7 +81,7 @@ def assert_nothing_left(mark: str, socket_name: str | None) -> None:
         assert not socket_file.exists(), f"socket file {socket_file} left behind"
 
 
-def lab_events(root: Path, kind: str) -> list[dict[str, Any]]:
+def lab_events(root: Path, kind: str) -> list[JournalEvent]:
     """The journal events of one kind in a workspace's lab.db, oldest first."""
     from orchard.lab.state import LabState
 

@@ -18,7 +18,7 @@ from lab_helpers import assert_nothing_left, git, lab_events as events, wait_for
 
 from orchard.demo.lab import make_demo
 from orchard.lab import config as config_module
-from orchard.lab.candidate import SCOPE_VIOLATION, from_remote
+from orchard.lab.candidate import Flag, from_remote
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.launchers import make_launcher
@@ -45,7 +45,7 @@ def finish(proc: subprocess.Popen[str], timeout: float = 900) -> str:
 def decisions(root: Path) -> dict[str, tuple[str | None, str | None]]:
     state = LabState.open(root)
     try:
-        return {e.hypothesis: (e.decision, (e.judgment or {}).get("rule")) for e in state.experiments()}
+        return {e.hypothesis: (e.decision, e.judgment.rule if e.judgment else None) for e in state.experiments()}
     finally:
         state.close()
 
@@ -60,6 +60,7 @@ def assert_no_scratch(root: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # measurements on a shared machine; the lab's own waits are bounded
 def test_the_demo_on_a_local_cluster_decides_as_the_local_executor(tmp_path: Path, mark: str) -> None:
     finish(orchard("demo", "--workspace", str(tmp_path / "local"), "--executor", "subprocess", mark=mark))
     output = finish(orchard("demo", "--workspace", str(tmp_path / "dask"), "--executor", "dask", mark=mark))
@@ -67,8 +68,8 @@ def test_the_demo_on_a_local_cluster_decides_as_the_local_executor(tmp_path: Pat
     assert remote == local
     assert sorted(d for d, _ in remote.values()) == ["KILL"] * 5 + ["LAND"] * 2
     hosts = events(tmp_path / "dask", "experiment-host")
-    assert {e["experiment"] for e in hosts} == set(remote)  # where each ran is journaled
-    assert {e["data"]["host"] for e in hosts} == {socket.gethostname()}
+    assert {e.experiment for e in hosts} == set(remote)  # where each ran is journaled
+    assert {e.data["host"] for e in hosts} == {socket.gethostname()}
     assert "worker ended on" in output and "Runs on host" in (tmp_path / "dask" / "JOURNAL.md").read_text()
     assert git(tmp_path / "dask" / "origin" / "target.git", "log", "--format=%s", "main").count("lab: merge") == 2
     assert_nothing_left(mark, None)
@@ -90,6 +91,7 @@ def _listening_pid(address: str, mark: str) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # measurements on a shared machine; the lab's own waits are bounded
 def test_a_dask_worker_killed_mid_experiment_requeues_it_and_nothing_is_lost_or_doubled(
         tmp_path: Path, mark: str) -> None:
     hypotheses = ["terse-report", "top-ten-default"]
@@ -106,19 +108,19 @@ def test_a_dask_worker_killed_mid_experiment_requeues_it_and_nothing_is_lost_or_
                  "both experiments placed", limit_s=300)
         assert proc.poll() is None, proc.communicate()[0]
         victim = events(ws.root, "experiment-host")[0]
-        os.kill(_listening_pid(victim["data"]["address"], mark), signal.SIGKILL)
+        os.kill(_listening_pid(victim.data["address"], mark), signal.SIGKILL)
         output = finish(proc)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    requeued = [e for e in events(ws.root, "experiment-host") if e["data"]["requeued_from"]]
-    assert [(e["experiment"], e["data"]["requeued_from"]) for e in requeued] == [
-        (victim["experiment"], victim["data"]["address"])], output
+    requeued = [e for e in events(ws.root, "experiment-host") if e.data["requeued_from"]]
+    assert [(e.experiment, e.data["requeued_from"]) for e in requeued] == [
+        (victim.experiment, victim.data["address"])], output
     assert "was lost; re-queued" in output
     found = decisions(ws.root)
     assert found == {"terse-report": ("LAND", None), "top-ten-default": ("KILL", "gates-absolute")}
-    assert Counter(e["experiment"] for e in events(ws.root, "judgment")) == Counter(hypotheses)  # none twice
+    assert Counter(e.experiment for e in events(ws.root, "judgment")) == Counter(hypotheses)  # none twice
     state = LabState.open(ws.root)
     try:
         assert len(state.experiments()) == 2 and all(h.attempts == 1 for h in state.hypotheses())
@@ -135,6 +137,7 @@ def _free_port() -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # measurements on a shared machine; the lab's own waits are bounded
 def test_a_cli_dask_worker_runs_experiments_from_the_served_repositories(tmp_path: Path, mark: str) -> None:
     port = _free_port()
     env = {**os.environ, "ORCHARD_TEST_MARK": mark}
@@ -155,10 +158,10 @@ def test_a_cli_dask_worker_runs_experiments_from_the_served_repositories(tmp_pat
         output = finish(orchard("run", str(ws.root), mark=mark))
         assert decisions(ws.root) == {"terse-report": ("LAND", None), "tokenize-regex": ("KILL", "scope-kept")}
         placed = events(ws.root, "experiment-host")
-        assert {e["experiment"] for e in placed} == set(hypotheses)
+        assert {e.experiment for e in placed} == set(hypotheses)
         # every experiment ran in the CLI worker's process (or the process it forked for the task)
         worker_pids = {worker.pid, *(p.pid for p in psutil.Process(worker.pid).children(recursive=True))}
-        assert {_listening_pid(e["data"]["address"], mark) for e in placed} <= worker_pids, output
+        assert {_listening_pid(e.data["address"], mark) for e in placed} <= worker_pids, output
         # the worker cloned from the lab's git daemon, never from the origin's path
         log = (ws.root / "logs" / "terse-report.log").read_text()
         assert "ran on dask worker" in log
@@ -206,7 +209,7 @@ def test_the_lab_trusts_the_patch_not_what_a_remote_worker_says_about_it(tmp_pat
                             target_head=base, patch=patch, report_text="{not json", log_tail="claims: all in scope\n")
     candidate = from_remote(ws, experiment, outcome, make_launcher(ws.config.launcher))
     assert candidate.changed_files == ["tests/test_x.py"]
-    assert SCOPE_VIOLATION in candidate.flags and "report-malformed" in candidate.flags
+    assert Flag.SCOPE_VIOLATION in candidate.flags and Flag.REPORT_MALFORMED in candidate.flags
     assert candidate.host == "elsewhere (tcp://10.0.0.9:4000)"
     assert "ran on dask worker elsewhere" in Path(candidate.log_path).read_text()
 

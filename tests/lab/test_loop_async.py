@@ -60,12 +60,12 @@ def test_workers_are_assigned_and_collected_while_the_judge_works(
     first, second = experiments[0].name, experiments[1].name
 
     def position(kind: str, experiment: str) -> int:
-        return next(i for i, e in enumerate(events) if e["kind"] == kind and e["experiment"] == experiment)
+        return next(i for i, e in enumerate(events) if e.kind == kind and e.experiment == experiment)
 
     # the single worker took its next hypothesis before the first judgment was recorded
     assert position("experiment-start", second) < position("judgment", first)
     # and that worker's end was collected while the first candidate was still being judged
-    judged_first = events[position("judgment", first)]["at"]
+    judged_first = events[position("judgment", first)].at
     assert experiments[1].finished_at is not None and experiments[1].finished_at < judged_first
     # the judge's tests of two candidates overlapped (their measurements are serialized by the lock)
     lines = tests_log.read_text().split("\n")

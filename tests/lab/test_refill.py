@@ -24,6 +24,7 @@ ANSWER = (hypothesis_toml("alpha-cache", scope=["src/alpha.txt"])
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # measurements on a shared machine; the lab's own waits are bounded
 def test_the_planner_refills_a_dry_backlog_and_scopes_stay_disjoint_on_the_cluster(
         tmp_path: Path, mark: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ORCHARD_TEST_MARK", mark)
@@ -59,7 +60,7 @@ top_attempted = 10
     state = LabState.open(ws.root)
     try:
         reason = Lab(ws, state, say=lambda _: None).run()
-        added = [e["data"]["added"] for e in state.events("backlog") if "planner" in e["data"]]
+        added = [e.data["added"] for e in state.events("backlog") if "planner" in e.data]
         refill = state.events("refill")
         experiments = {e.hypothesis: e for e in state.experiments()}
     finally:
@@ -67,7 +68,7 @@ top_attempted = 10
     # the empty backlog (0 open < 2 free workers) was refilled once; the second answer repeated the
     # first (ids already in the backlog) and was rejected whole, which stopped refilling for this run
     assert added == [["alpha-cache", "alpha-batch", "gamma-lazy"]]
-    assert len(refill) == 1 and "already in the backlog" in refill[0]["data"]["stopped"]
+    assert len(refill) == 1 and "already in the backlog" in refill[0].data["stopped"]
     assert set(experiments) == {"alpha-cache", "alpha-batch", "gamma-lazy"}, reason
     # the two hypotheses sharing src/alpha.txt never ran at the same time on the cluster
     first, second = sorted((experiments["alpha-cache"], experiments["alpha-batch"]), key=lambda e: e.started_at)

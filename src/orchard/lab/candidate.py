@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import fnmatch
 import subprocess
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from orchard.lab import report as report_module
@@ -40,13 +42,22 @@ from orchard.lab.remote import RemoteOutcome
 from orchard.lab.report import ReportReading
 from orchard.lab.workspace import REPORT_NAME, Workspace
 
-HARNESS_TAMPERED = "harness-tampered"
-SCOPE_VIOLATION = "scope-violation"
-WORKER_COMMITTED = "worker-committed"
-NO_CHANGES = "no-changes"
-TIMED_OUT = "timed-out"
-CANCELLED = "cancelled"
-EXIT_NONZERO = "exit-nonzero"
+
+
+class Flag(StrEnum):
+    """What collection noticed about a candidate (see the module's docstring)."""
+
+    HARNESS_TAMPERED = "harness-tampered"
+    SCOPE_VIOLATION = "scope-violation"
+    WORKER_COMMITTED = "worker-committed"
+    NO_CHANGES = "no-changes"
+    REPORT_MISSING = "report-missing"
+    REPORT_MALFORMED = "report-malformed"
+    REPORT_INVALID = "report-invalid"
+    TIMED_OUT = "timed-out"
+    CANCELLED = "cancelled"
+    EXIT_NONZERO = "exit-nonzero"
+
 
 
 @dataclass(frozen=True)
@@ -69,12 +80,8 @@ class Candidate:
     duration_s: float
     started_at: str
     usage: AgentUsage
-    flags: list[str] = field(default_factory=list)
+    flags: list[Flag] = field(default_factory=list)
     host: str | None = None  # the dask worker's host and address; None: this machine
-
-    @property
-    def harness_tampered(self) -> bool:
-        return HARNESS_TAMPERED in self.flags
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready record for the lab's state."""
@@ -82,6 +89,14 @@ class Candidate:
         data["report"] = self.report.to_dict()
         data["usage"] = self.usage.to_dict()
         return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Candidate:
+        values = {key: data[key] for key in cls.__dataclass_fields__ if key in data}
+        values["report"] = ReportReading.from_dict(data["report"])
+        values["usage"] = AgentUsage.from_dict(data.get("usage") or {})
+        values["flags"] = [Flag(flag) for flag in data.get("flags", [])]
+        return cls(**values)
 
 
 def _without_scratch(files: tuple[str, ...], scratch: tuple[str, ...]) -> list[str]:
@@ -93,24 +108,24 @@ def _without_scratch(files: tuple[str, ...], scratch: tuple[str, ...]) -> list[s
 
 
 def _flags(*, tampered: bool, violations: list[str], committed: bool, unchanged: bool, report: str,
-           timed_out: bool, cancelled: bool, exit_code: int | None) -> list[str]:
-    flags: list[str] = []
+           timed_out: bool, cancelled: bool, exit_code: int | None) -> list[Flag]:
+    flags: list[Flag] = []
     if tampered:
-        flags.append(HARNESS_TAMPERED)
+        flags.append(Flag.HARNESS_TAMPERED)
     if violations:
-        flags.append(SCOPE_VIOLATION)
+        flags.append(Flag.SCOPE_VIOLATION)
     if committed:
-        flags.append(WORKER_COMMITTED)
+        flags.append(Flag.WORKER_COMMITTED)
     if unchanged:
-        flags.append(NO_CHANGES)
+        flags.append(Flag.NO_CHANGES)
     if report != "ok":
-        flags.append(f"report-{report}")
+        flags.append(Flag(f"report-{report}"))
     if timed_out:
-        flags.append(TIMED_OUT)
+        flags.append(Flag.TIMED_OUT)
     elif cancelled:
-        flags.append(CANCELLED)
+        flags.append(Flag.CANCELLED)
     elif exit_code != 0:
-        flags.append(EXIT_NONZERO)
+        flags.append(Flag.EXIT_NONZERO)
     return flags
 
 

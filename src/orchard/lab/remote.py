@@ -39,7 +39,7 @@ from orchard.lab.executors.base import kill_tree
 from orchard.lab.executors.subprocess import SubprocessExecutor
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.judge import placeholders, run_step
+from orchard.lab.builds import placeholders, run_step
 from orchard.lab.launchers import make_launcher
 from orchard.lab.prompts import render_prompt
 from orchard.lab.serving import ServedRepositories
