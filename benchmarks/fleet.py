@@ -7,7 +7,9 @@ For each fleet size N, this process starts a dask cluster of N workers
 so threads are enough to host them) on loopback, and `orchard run` (a
 subprocess, `executor = "dask"` on that scheduler, N experiments in
 flight, the lab's git daemon serving the repositories) works through a
-backlog far larger than the run can finish. The agent is a stand-in
+backlog larger than the run can finish (`--backlog`, default 400: the
+loop ranks the whole backlog on every pass, which costs seconds per pass
+at thousands of open hypotheses on this machine, a limit of its own). The agent is a stand-in
 (`command` launcher) that sleeps a time drawn uniformly from 30-120 s,
 then appends one line to a file of its own (disjoint scopes). The judge
 is the lab's real judge (clean checkout, patch, tests) whose verdict is
@@ -47,7 +49,6 @@ from typing import Any
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "bench",
            "GIT_COMMITTER_EMAIL": "b@b"}
-HYPOTHESES = 2000
 
 
 def _repo(path: Path, files: dict[str, str]) -> Path:
@@ -86,13 +87,13 @@ name = "command"
 template = "{agent} && echo {{experiment}} >> {{experiment}}.txt"
 
 [stop]
-top_attempted = {HYPOTHESES}
-idle_loops = {HYPOTHESES}
+top_attempted = {args.backlog}
+idle_loops = {args.backlog}
 """)
     hypotheses = root / "hypotheses.toml"
     hypotheses.write_text("".join(
         f'[[hypothesis]]\nid = "h{i}"\nmetric = "m"\nchange = "c"\nsuspected_cause = "x"\nscope = ["h{i}.txt"]\n\n'
-        for i in range(HYPOTHESES)))
+        for i in range(args.backlog)))
     lab = root / "lab"
     for command in (["init", str(lab), "--target", str(target), "--bench", str(bench), "--config", str(config)],
                     ["backlog", "add", str(lab), "--file", str(hypotheses)]):
@@ -121,7 +122,7 @@ def one_fleet(workers: int, args: argparse.Namespace) -> dict[str, Any]:
     from distributed import LocalCluster
 
     with tempfile.TemporaryDirectory(prefix="orchard-fleet-") as temp, LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=False, host="127.0.0.1",
+            n_workers=workers, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
             dashboard_address=None, resources={"agent": 1, "cpu": 1}) as cluster:
         root = Path(temp)
         lab = _lab(root, cluster.scheduler_address, workers, args)
@@ -138,11 +139,13 @@ def one_fleet(workers: int, args: argparse.Namespace) -> dict[str, Any]:
                 began.append(time.time())
             time.sleep(0.5)
         window = args.minutes * 60
-        time.sleep(window)
-        stop.set()
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=600)
-        log.close()
+        try:
+            time.sleep(window)
+        finally:
+            stop.set()
+            proc.send_signal(signal.SIGTERM)  # the lab cleans up like Ctrl-C, while its cluster still runs
+            proc.wait(timeout=600)
+            log.close()
         return _summary(lab / "lab.db", began[0], window, workers, samples, args)
 
 
@@ -186,14 +189,21 @@ def _summary(db: Path, began: float, window: float, workers: int, samples: list[
     }
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # unwinds one_fleet: the lab is stopped, the cluster closed, the temp dir removed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workers", default="2,8,32")
     parser.add_argument("--minutes", type=float, default=3.0)
     parser.add_argument("--scale", type=float, default=0.1)
     parser.add_argument("--verdict-s", type=float, default=20.0)
+    parser.add_argument("--backlog", type=int, default=400,
+                        help="hypotheses in the backlog (enough for the window; ranking it is O(n) per loop pass)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, _terminate)
     results = []
     for count in (int(n) for n in args.workers.split(",")):
         load = os.getloadavg()

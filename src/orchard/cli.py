@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -75,6 +76,7 @@ class _ProgressBar:
             console=_console(stderr=True), transient=True,
         )
         self._task: int | None = None
+        self._lock = threading.Lock()  # the lab's judge threads report their campaigns at the same time
 
     def __enter__(self) -> "_ProgressBar":
         self._progress.__enter__()
@@ -90,13 +92,14 @@ class _ProgressBar:
         self._progress.console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {text}", highlight=False)
 
     def update(self, done: int, total: int, note: str = "") -> None:
-        if note:
-            self._progress.console.print(f"[dim]{note}[/]")
-        if self._task is None or (done == 0 and note):
-            if self._task is not None:
-                self._progress.remove_task(self._task)
-            self._task = self._progress.add_task("measuring pairs", total=total)
-        self._progress.update(self._task, completed=done, total=total)
+        with self._lock:
+            if note:
+                self._progress.console.print(f"[dim]{note}[/]")
+            if self._task is None or (done == 0 and note):
+                if self._task is not None:
+                    self._progress.remove_task(self._task)
+                self._task = self._progress.add_task("measuring pairs", total=total)
+            self._progress.update(self._task, completed=done, total=total)
 
 
 suite_option = click.option(
