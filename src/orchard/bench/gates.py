@@ -63,7 +63,9 @@ class GateTracker:
             cand_digests = self._digests[(scenario, "candidate")]
             base_digests = self._digests[(scenario, "baseline")]
             if len(base_digests) > 1:
-                message = f"{scenario}: the baseline's output is not deterministic either; gate '{gate.name}' cannot judge"
+                message = (
+                    f"{scenario}: the baseline's output is not deterministic either; gate '{gate.name}' cannot judge"
+                )
                 if message not in self.warnings:
                     self.warnings.append(message)
             elif len(cand_digests) > 1:
@@ -98,9 +100,17 @@ def run_command_gates(
         assert gate.command is not None
         for role, binary in binaries.items():
             command = render(gate.command, bench.template_values(binary), f"gate '{gate.name}'")
-            capture = runner.run(command, cwd=bench.suite.directory, env=isolated_env(), timeout_s=bench.suite.timeout_s)
-            detail = "passed" if capture.ok else (
-                "timed out" if capture.timed_out else f"exit {capture.returncode}: {capture.stderr_text[-300:].strip()}"
+            capture = runner.run(
+                command, cwd=bench.suite.directory, env=isolated_env(), timeout_s=bench.suite.timeout_s
+            )
+            detail = (
+                "passed"
+                if capture.ok
+                else (
+                    "timed out"
+                    if capture.timed_out
+                    else f"exit {capture.returncode}: {capture.stderr_text[-300:].strip()}"
+                )
             )
             results[role].append(GateResult(gate.name, capture.ok, detail))
     return results

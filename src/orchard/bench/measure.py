@@ -277,7 +277,9 @@ def _observe_python(
     started = time.perf_counter_ns()
     failure = ""
     try:
-        produced = list(function(binary=binary, workdir=bench.root / "work", run=spec.run, fixtures=dict(bench.fixtures)))
+        produced = list(
+            function(binary=binary, workdir=bench.root / "work", run=spec.run, fixtures=dict(bench.fixtures))
+        )
     except Exception as error:  # the lane's failure is the candidate's failure, recorded
         produced, failure = [], f"{type(error).__name__}: {error}"
     ended = time.perf_counter_ns()
@@ -286,7 +288,9 @@ def _observe_python(
     if failed_rows and not failure:
         failure = f"{len(failed_rows)} failed row(s), first: {failed_rows[0].get('operation')}"
     metric_values: dict[str, float | None] = {
-        name: _aggregate([v for v in (as_number(r.get(name)) for r in harness_rows) if v is not None], scenario.aggregate)
+        name: _aggregate(
+            [v for v in (as_number(r.get(name)) for r in harness_rows) if v is not None], scenario.aggregate
+        )
         for name in spec.metric_names
     }
     metric_values["wall_ms"] = (ended - started) / 1e6

@@ -23,10 +23,10 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from typing import BinaryIO
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import BinaryIO
 
 DEFAULT_ADMITTED_CHARS = 20_000
 # After the child exits, how long stragglers holding its pipes may keep
@@ -113,7 +113,7 @@ class _Feed:
 
 
 def _now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def kill_group(pgid: int) -> None:

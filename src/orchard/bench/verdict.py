@@ -29,7 +29,6 @@ import numpy as np
 from orchard.bench import stats
 
 
-
 class VerdictWord(StrEnum):
     """A candidate's overall verdict against its baseline (ERROR: nothing could be compared)."""
 
@@ -283,7 +282,7 @@ def decide_metrics(
         )
     p_values = [_claim_p(bad, floor_scaled) for _, _, bad, floor_scaled in statistical]
     levels = stats.holm_levels(p_values, alpha)
-    for (spec, scale, bad, floor_scaled), p, level in zip(statistical, p_values, levels):
+    for (spec, scale, bad, floor_scaled), p, level in zip(statistical, p_values, levels, strict=True):
         result = results[spec.key]
         sign = spec.bad_sign
         interval = stats.hl_interval(bad, 1.0 - 2.0 * level)

@@ -78,7 +78,10 @@ def text_path(index: int) -> str:
 
 
 def text_content(index: int, revision: int = 0) -> str:
-    lines = [f"file {index} line {line} rev {revision if line == LINES_PER_FILE // 2 else 0}" for line in range(LINES_PER_FILE)]
+    lines = [
+        f"file {index} line {line} rev {revision if line == LINES_PER_FILE // 2 else 0}"
+        for line in range(LINES_PER_FILE)
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -108,7 +111,11 @@ def _build(spec: RepoSpec, target: Path, git: str, env: Mapping[str, str]) -> st
         touched = [(revision * 7919 + k * 104729) % spec.files for k in range(HISTORY_TOUCHES)]
         for index in touched:
             _write(target, text_path(index), text_content(index, revision))
-        harness([*builder, "commit", "-q", "-a", "-m", f"history commit {revision}: touch {len(touched)} files"], target, env)
+        harness(
+            [*builder, "commit", "-q", "-a", "-m", f"history commit {revision}: touch {len(touched)} files"],
+            target,
+            env,
+        )
     harness([*builder, "gc", "-q", "--prune=now"], target, env)
     return harness([git, "rev-parse", "HEAD"], target, env).strip()
 
@@ -132,7 +139,9 @@ def ensure(spec: RepoSpec, cache: Path, git: str, env: Mapping[str, str]) -> Fix
     scratch = Path(tempfile.mkdtemp(prefix=f".{spec.label}-", dir=cache))
     try:
         head = _build(spec, scratch / "repo", git, env)
-        (scratch / MANIFEST).write_text(json.dumps({"spec": asdict(spec), "generator": GENERATOR_VERSION, "head": head}) + "\n")
+        (scratch / MANIFEST).write_text(
+            json.dumps({"spec": asdict(spec), "generator": GENERATOR_VERSION, "head": head}) + "\n"
+        )
         try:
             os.rename(scratch, entry)
         except OSError:  # another campaign finished the same entry first: use it
