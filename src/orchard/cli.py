@@ -19,7 +19,15 @@ from orchard.errors import OrchardError, UsageError
 from orchard.lab.hypothesis import Lane
 
 if TYPE_CHECKING:
-    from orchard.lab.state import HypothesisRecord
+    from collections.abc import Iterator, Sequence
+    from types import TracebackType
+
+    from rich.console import Console
+    from rich.progress import TaskID
+
+    from orchard.lab.hypothesis import Hypothesis
+    from orchard.lab.state import HypothesisRecord, LabState
+    from orchard.lab.workspace import Workspace
 
 
 class _Group(click.Group):
@@ -55,7 +63,7 @@ def bench() -> None:
     """Measure binaries: suites and the version-control agent lanes."""
 
 
-def _console(stderr: bool = False):  # -> rich.console.Console
+def _console(stderr: bool = False) -> Console:
     from rich.console import Console
 
     console = Console(stderr=stderr, highlight=False)
@@ -74,14 +82,15 @@ class _ProgressBar:
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
             console=_console(stderr=True), transient=True,
         )
-        self._task: int | None = None
+        self._task: TaskID | None = None
 
     def __enter__(self) -> _ProgressBar:
         self._progress.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self._progress.__exit__(*exc)
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._progress.__exit__(kind, error, tb)
 
     def say(self, text: str) -> None:
         """A timestamped log line above the bar."""
@@ -449,7 +458,7 @@ workspace_argument = click.argument("workspace", required=False, default=".", ty
 
 
 @contextlib.contextmanager
-def _open_lab(workspace: Path):  # -> Iterator[tuple[Workspace, LabState]]
+def _open_lab(workspace: Path) -> Iterator[tuple[Workspace, LabState]]:
     """The workspace and its lab.db, closed again however the command ends."""
     from orchard.lab.state import LabState
     from orchard.lab.workspace import Workspace
@@ -462,12 +471,12 @@ def _open_lab(workspace: Path):  # -> Iterator[tuple[Workspace, LabState]]
         state.close()
 
 
-def _print_added(hypotheses) -> None:  # hypotheses: list[Hypothesis]
+def _print_added(hypotheses: Sequence[Hypothesis]) -> None:
     for hypothesis in hypotheses:
         click.echo(f"added {hypothesis.id} (score {hypothesis.score:.2f}): {hypothesis.title}")
 
 
-def _run_lab(ws, state) -> str:  # (Workspace, LabState) -> stop reason
+def _run_lab(ws: Workspace, state: LabState) -> str:
     """Run the loop with its log lines and a progress bar for each verdict; Ctrl-C exits 130."""
     from orchard.lab.loop import Lab
 
@@ -741,4 +750,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

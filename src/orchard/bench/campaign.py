@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -197,7 +197,7 @@ def _aa_campaign(
     seed: int,
     results: Path,
     progress: Progress,
-    summary: Callable[[Sequence[dict[str, Any]]], str] | None,
+    summary: Callable[[Sequence[Mapping[str, Any]]], str] | None,
 ) -> tuple[dict[str, calibration_cache.MetricCalibration], list[str], Path]:
     """One A/A campaign: (noise per metric, metrics whose interval excludes zero, rows file)."""
     with workbench(suite) as bench, RunWriter(results, "calibrate", summary) as writer:
@@ -227,7 +227,7 @@ def calibrate(
     seed: int | None = None,
     results: Path = Path("results"),
     progress: Progress = _quiet,
-    summary: Callable[[Sequence[dict[str, Any]]], str] | None = None,
+    summary: Callable[[Sequence[Mapping[str, Any]]], str] | None = None,
 ) -> calibration_cache.Calibration:
     """A/A: the baseline against itself; saves and returns the calibration.
 
@@ -281,7 +281,7 @@ def run_verdict(
     results: Path = Path("results"),
     recalibrate: bool = False,
     progress: Progress = _quiet,
-    summary: Callable[[Sequence[dict[str, Any]]], str] | None = None,
+    summary: Callable[[Sequence[Mapping[str, Any]]], str] | None = None,
 ) -> Verdict:
     """Judge `candidate` against `baseline` on `suite`."""
     baseline = check_binary(baseline, "baseline")
@@ -332,6 +332,7 @@ def run_verdict(
                 level = plan.alpha_at(index)
                 if level is not None:
                     specs, values = samples.measured()
+                    assert cal is not None  # a failed calibration set `error` and measured no pair
                     metrics = decide_metrics(specs, values, _noise_for(cal, specs), level)
                     if settled(metrics):
                         break

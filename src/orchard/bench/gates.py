@@ -53,11 +53,11 @@ class GateTracker:
         self, gate: Gate, scenario: str, baseline: Observation, candidate: Observation
     ) -> GateResult | None:
         if gate.kind == "information_recall":
-            base, cand = baseline.recall or 0.0, candidate.recall or 0.0
+            base_recall, cand_recall = baseline.recall or 0.0, candidate.recall or 0.0
             minimum = float(gate.value) if gate.value is not None else 0.0
-            if cand < base or cand < minimum:
+            if cand_recall < base_recall or cand_recall < minimum:
                 return GateResult(
-                    gate.name, False, f"{scenario}: information_recall {cand:.3f} < baseline {base:.3f}"
+                    gate.name, False, f"{scenario}: information_recall {cand_recall:.3f} < baseline {base_recall:.3f}"
                 )
         elif gate.kind == "determinism":
             cand_digests = self._digests[(scenario, "candidate")]

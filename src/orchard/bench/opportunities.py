@@ -176,7 +176,7 @@ def _where(
     theirs = samples.parts.get((cell, comparator, metric), {})
     total = sum(sum(values) for values in mine.values()) or 1.0
     their_runs = max(1, len(samples.values.get((cell, comparator, metric), {})))
-    parts = [
+    parts: list[dict[str, Any]] = [
         {
             "part": part,
             "value": round(sum(values) / max(1, runs), 3),

@@ -172,7 +172,7 @@ def total_row(
     for row in measured:
         phase = str(row.get("operation", "unknown")).split(".", 1)[0]
         phase_ms[phase] = round(phase_ms.get(phase, 0.0) + float(row.get("elapsed_ms") or 0.0), 3)
-    elapsed = [row.get("elapsed_ms") for row in measured if row.get("elapsed_ms") is not None]
+    elapsed = [float(row["elapsed_ms"]) for row in measured if row.get("elapsed_ms") is not None]
     return {
         "schema": SCHEMA_VERSION,
         **metadata,

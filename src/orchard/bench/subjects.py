@@ -157,8 +157,8 @@ def parse_subjects(
             kind = str(entry.get("kind", name))
             found = shutil.which(str(entry["bin"]))
             absent = None if found else f"no {entry['bin']} binary on PATH; give {name}=/path/to/{entry['bin']}"
-            binary = Path(found).resolve() if found else None
-            subject = resolve(name, kind, str(entry.get("label", name)), binary, absent)
+            subject = resolve(name, kind, str(entry.get("label", name)), Path(found).resolve() if found else None,
+                              absent)
         else:
             raise UsageError(
                 f"unknown subject {name!r}: known names are {', '.join(sorted(table))}; or give NAME=/path/to/binary"

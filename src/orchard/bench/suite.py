@@ -125,7 +125,7 @@ class _Reader:
         return value
 
     def command(self, key: str, *, required: bool) -> list[str] | str | None:
-        value = self.get(key, (list, str), None, required=required)
+        value: list[str] | str | None = self.get(key, (list, str), None, required=required)
         if isinstance(value, list):
             if not value or not all(isinstance(part, str) for part in value):
                 self.fail(f"'{key}' must be a non-empty list of strings or a shell string")

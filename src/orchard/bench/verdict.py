@@ -166,7 +166,7 @@ def _from_relative(scale: str, value: float) -> float:
     return math.log1p(value) if scale == "log-ratio" else value
 
 
-def paired_differences(baseline: Sequence[float], candidate: Sequence[float]) -> tuple[str, np.ndarray]:
+def paired_differences(baseline: stats.Values, candidate: stats.Values) -> tuple[str, np.ndarray]:
     """Per-pair differences on the best scale the data allows."""
     a = np.asarray(baseline, dtype=float)
     b = np.asarray(candidate, dtype=float)
@@ -211,7 +211,7 @@ class AdaptivePlan:
         return self.alpha * weights[points.index(n)] / sum(weights)
 
 
-def _classify(low: float, high: float, floor: float) -> str:
+def _classify(low: float, high: float, floor: float) -> MetricVerdict:
     """Classify an interval on the bad-is-positive scale."""
     if low > floor:
         return MetricVerdict.REGRESSED

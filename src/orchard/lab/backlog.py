@@ -37,17 +37,20 @@ def _literal_prefix(pattern: str) -> str:
     return match.group(0) if match else ""
 
 
+def _globby(entry: str) -> bool:
+    return any(ch in entry for ch in "*?[")
+
+
 def _entries_overlap(a: str, b: str) -> bool:
     """Whether two scope entries (paths, directories or globs) can name a common file."""
     a, b = a.strip("/"), b.strip("/")
     if a == b:
         return True
-    globby = lambda s: any(ch in s for ch in "*?[")  # noqa: E731
-    if not globby(a) and not globby(b):
+    if not _globby(a) and not _globby(b):
         return a.startswith(b + "/") or b.startswith(a + "/")
-    if globby(a) and not globby(b):
+    if _globby(a) and not _globby(b):
         return fnmatch.fnmatchcase(b, a) or _literal_prefix(a).startswith(b + "/") or b.startswith(_literal_prefix(a))
-    if globby(b) and not globby(a):
+    if _globby(b) and not _globby(a):
         return _entries_overlap(b, a)
     pa, pb = _literal_prefix(a), _literal_prefix(b)
     return pa.startswith(pb) or pb.startswith(pa)  # two globs: conservative

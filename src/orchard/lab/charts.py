@@ -200,7 +200,7 @@ def experiments(view: LabView) -> list[Chart]:
             if not mine:
                 continue
             name = decision or "not decided"
-            colour = COLOURS.get(decision or "", PENDING_COLOUR)
+            colour = PENDING_COLOUR if decision is None else COLOURS[decision]
             hover = [
                 [
                     e.name,
