@@ -1,4 +1,7 @@
-"""The research loop end to end on the embedded demo, and its resume after SIGKILL."""
+"""The research loop end to end on the embedded demo, and its resume after SIGKILL.
+
+Whole lab runs of several minutes each: the slow tier (`make test-slow`).
+"""
 
 from __future__ import annotations
 
@@ -12,11 +15,14 @@ from collections import Counter
 from pathlib import Path
 
 import libtmux
+import pytest
 
 from orchard.demo.lab import make_demo
 from orchard.lab.state import JournalEvent, LabState
 from orchard.lab.workspace import Workspace
 from tests.lab.lab_helpers import assert_nothing_left, git, wait_for
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
 
 def orchard(*args: str, mark: str, **kwargs) -> subprocess.Popen:

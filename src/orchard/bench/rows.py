@@ -46,15 +46,6 @@ def comparability(
     }
 
 
-def comparability_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
-    return tuple(row.get(key) for key in COMPARABILITY_KEYS)
-
-
-def incomparable_keys(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
-    """Names of the comparability keys on which two rows differ."""
-    return [key for key in COMPARABILITY_KEYS if a.get(key) != b.get(key)]
-
-
 def _subject_fields(subject: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "subject": subject["name"],
