@@ -10,11 +10,16 @@ from __future__ import annotations
 import contextlib
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from orchard import __version__
 from orchard.errors import OrchardError, UsageError
+from orchard.lab.hypothesis import Lane
+
+if TYPE_CHECKING:
+    from orchard.lab.state import HypothesisRecord
 
 
 class _Group(click.Group):
@@ -122,18 +127,19 @@ def verdict(suite_path: Path, baseline: Path, candidate: Path, runs: int | None,
     import json as jsonlib
 
     from orchard.bench.campaign import run_verdict
-    from orchard.bench.display import print_verdict, rows_summary, verdict_json
+    from orchard.bench.display import print_verdict, rows_summary
     from orchard.bench.suite import load_suite
+    from orchard.bench.verdict import VerdictWord
 
     suite = load_suite(suite_path)
     with _ProgressBar() as bar:
         result = run_verdict(suite, baseline, candidate, runs=runs, seed=seed, results=results,
                              recalibrate=recalibrate, progress=bar.update, summary=rows_summary)
     if as_json:
-        click.echo(jsonlib.dumps(verdict_json(result, str(suite.path)), indent=2))
+        click.echo(jsonlib.dumps(result.to_dict(), indent=2))
     else:
         print_verdict(_console(), result)
-    if result.decision.verdict in ("REGRESSED", "ERROR"):
+    if result.verdict in (VerdictWord.REGRESSED, VerdictWord.ERROR):
         sys.exit(1)
 
 
@@ -400,42 +406,31 @@ def run(workspace: Path) -> None:
 @cli.command()
 @workspace_argument
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
-def status(workspace: Path, as_json: bool) -> None:
-    """Workers, backlog, leaderboard and lock state at a glance."""
+@click.option("--watch", is_flag=True, help="Redraw the status in place every 2 s until Ctrl-C.")
+def status(workspace: Path, as_json: bool, watch: bool) -> None:
+    """Workers, backlog, leaderboard and lock state at a glance (or live, with --watch)."""
     import json as jsonlib
 
-    from rich.table import Table
-
+    from orchard.lab import status as lab_status
     from orchard.lab import view
-    from orchard.lab.status import status as lab_status
+    from orchard.lab.state import LabState
+    from orchard.lab.workspace import Workspace
 
-    with _open_lab(workspace) as (ws, state):
-        info = lab_status(view.build(ws, state))
+    if as_json and watch:
+        raise UsageError("--json and --watch: choose one (a JSON document, or a live display)")
+    ws = Workspace.open(workspace)
+    state = LabState.open_readonly(ws.root)  # status only reads, and never waits on the lab's writes
+    try:
+        if watch:
+            lab_status.watch(ws, state, _console())
+            return
+        snapshot = view.build(ws, state)
+    finally:
+        state.close()
     if as_json:
-        click.echo(jsonlib.dumps(info, indent=2, default=str))
-        return
-    console = _console()
-    console.print(f"lab {info['workspace']}")
-    if info["workers"]:
-        table = Table("experiment", "worker", "lane", "status", "minutes", "log", show_edge=False, header_style="bold")
-        for w in info["workers"]:
-            table.add_row(w["experiment"], w["worker"], w["lane"], w["status"], str(w["minutes"]), w["log"])
-        console.print(table)
-        if info["attach"]:
-            console.print(f"watch the workers live: {info['attach']}")
+        click.echo(jsonlib.dumps(lab_status.status(snapshot), indent=2, default=str))
     else:
-        console.print("no worker is running" + (f"; stopped: {info['stopped']}" if info["stopped"] else ""))
-    decisions = info["decisions"]
-    console.print(f"decisions: {decisions['LAND']} LAND, {decisions['KILL']} KILL, {decisions['ITERATE']} ITERATE")
-    if info["backlog"]:
-        console.print("backlog (top): " + ", ".join(f"{b['id']} ({b['score']})" for b in info["backlog"]))
-    board = Table("metric", "baseline", "best", "by", "main", show_edge=False, header_style="bold")
-    for row in info["leaderboard"]:
-        board.add_row(row["metric"], f"{row['baseline']:.4g}", f"{row['best']:.4g}", str(row["by"]), f"{row['main']:.4g}")
-    console.print(board)
-    lock = info["lock"]
-    holder = lock.get("holder") or {}
-    console.print(f"measurement lock: {lock['state']}" + (f" by pid {holder.get('pid')} ({holder.get('label')})" if holder else ""))
+        _console().print(lab_status.render(snapshot))
 
 
 @cli.group("backlog")
@@ -443,12 +438,11 @@ def backlog_group() -> None:
     """The ranked hypotheses: list, add, rank."""
 
 
-def _print_ranked(records) -> None:  # records: list[HypothesisRecord], best first
-    from orchard.lab import backlog
-
+def _print_ranked(records: list[HypothesisRecord]) -> None:
+    """Hypotheses, best first: rank, id, score, status, lane, title."""
     for rank, r in enumerate(records, 1):
-        click.echo(f"{rank:>3}. {r.id:<32} {backlog.score(r.data):6.2f}  {r.status:<8} "
-                   f"{r.data.get('lane', 'exploit'):<8} {r.data.get('title', '')}")
+        h = r.hypothesis
+        click.echo(f"{rank:>3}. {r.id:<32} {h.score:6.2f}  {r.status:<8} {h.lane:<8} {h.title}")
 
 
 @backlog_group.command("list")
@@ -460,13 +454,14 @@ def backlog_list(workspace: Path, as_json: bool, show_all: bool) -> None:
     import json as jsonlib
 
     from orchard.lab import backlog
+    from orchard.lab.hypothesis import HypothesisStatus
 
-    statuses = (backlog.OPEN, backlog.RUNNING, backlog.LANDED, backlog.KILLED, backlog.ITERATED) if show_all else (backlog.OPEN,)
+    statuses = tuple(HypothesisStatus) if show_all else (HypothesisStatus.OPEN,)
     with _open_lab(workspace) as (_, state):
         records = backlog.ranked(state, statuses)
     if as_json:
-        click.echo(jsonlib.dumps([{"id": r.id, "status": r.status, "score": backlog.score(r.data), **r.data}
-                                  for r in records], indent=2))
+        click.echo(jsonlib.dumps([{"id": r.id, "status": r.status, "score": r.hypothesis.score,
+                                   **r.hypothesis.to_dict()} for r in records], indent=2))
         return
     _print_ranked(records)
 
@@ -487,7 +482,7 @@ def backlog_list(workspace: Path, as_json: bool, show_all: bool) -> None:
 @click.option("--impact", type=float, default=3.0, show_default=True)
 @click.option("--confidence", type=float, default=0.5, show_default=True)
 @click.option("--effort", type=float, default=2.0, show_default=True)
-@click.option("--lane", type=click.Choice(["exploit", "explore"]), default="exploit", show_default=True)
+@click.option("--lane", type=click.Choice([lane.value for lane in Lane]), default=Lane.EXPLOIT.value, show_default=True)
 @click.option("--patch", type=click.Path(path_type=Path), default=None, help="A ready patch for the patch launcher.")
 def backlog_add(workspace: Path, file_path: Path | None, from_opportunities: int, hypothesis_id: str, title: str,
                 metric: str, current_value: str, suspected_cause: str, change: str, predicted_effect: float | None,
@@ -558,6 +553,18 @@ def report(workspace: Path) -> None:
     with _open_lab(workspace) as (ws, state):
         records.write_notebook(ws.root, state, final=True)
     click.echo((ws.root / "FINAL_REPORT.md").read_text())
+
+
+@cli.command()
+@workspace_argument
+@click.option("--port", type=int, default=8765, show_default=True, help="Port to listen on (0: any free one).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind; any other than 127.0.0.1 requires the token printed at start.")
+def serve(workspace: Path, port: int, host: str) -> None:
+    """A live, read-only web dashboard of the lab (workers, lock, backlog, experiments, journal, charts)."""
+    from orchard.lab.serve import serve as serve_dashboard
+
+    serve_dashboard(workspace, host, port, say=lambda text: click.echo(text, err=True))
 
 
 @cli.command()
