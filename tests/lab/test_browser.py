@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_charts_report import lab  # noqa: F401  (the hand-filled lab with main checks and a sweep)
 
 from orchard.demo.lab import make_demo
 from orchard.lab.workspace import Workspace
@@ -25,6 +24,7 @@ from tests.lab.browser import (
 )
 from tests.lab.lab_helpers import assert_nothing_left, wait_for
 from tests.lab.serve_support import serving, wait_until_served
+from tests.lab.test_charts_report import lab  # noqa: F401  (the hand-filled lab with main checks and a sweep)
 
 pytestmark = needs_chromium
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from test_backlog import write_lane_rows
 
 from orchard.cli import cli
 from orchard.demo.lab import make_demo
@@ -21,6 +20,7 @@ from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace, init_workspace
 from tests.lab.lab_helpers import BENCH_FILES, TARGET_FILES, make_repo
 from tests.lab.loop_support import add_hypotheses, snapshot
+from tests.lab.test_backlog import write_lane_rows
 
 STANDIN = Path(__file__).with_name("planner_standin.py")
 
