@@ -167,7 +167,7 @@ def experiments(view: LabView) -> list[Chart]:
     charts = []
     judged = _judged(view)
     for key in view.metrics():
-        rows = [(e, m) for e in judged for m in e.verdict.metrics if m.key == key]  # type: ignore[union-attr]
+        rows = [(e, m) for e in judged if e.verdict for m in e.verdict.metrics if m.key == key]
         if not rows:
             continue
         title = f"experiments: {key}"
@@ -178,7 +178,7 @@ def experiments(view: LabView) -> list[Chart]:
             if not mine:
                 continue
             name = decision or "not decided"
-            colour = COLOURS.get(decision or "", PENDING_COLOUR)
+            colour = PENDING_COLOUR if decision is None else COLOURS[decision]
             hover = [[e.name, e.decision or e.status, m.verdict, pct(m.effect), f"[{pct(m.low)}, {pct(m.high)}]",
                       f"{m.floor:.2%}", m.n, num(m.baseline), num(m.candidate)] for e, m in mine]
             template = ("%{customdata[0]} (%{customdata[1]})<br>%{customdata[2]} %{customdata[3]} %{customdata[4]}"
