@@ -23,6 +23,7 @@ exact values, labelled, never as a line.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -99,7 +100,10 @@ def _floor_legend(floor: float) -> go.Scatter:
                       marker={"symbol": "square", "size": 12, "color": FLOOR_FILL})
 
 
-def _chart(chart_id: str, title: str, figure: go.Figure) -> Chart:
+def _chart(chart_id: str, title: str, figure: go.Figure, at: Sequence[float] = ()) -> Chart:
+    """The figure as JSON; a time axis with a single moment gets a minute either side (not milliseconds)."""
+    if at and max(at) - min(at) < 1.0:
+        figure.update_xaxes(range=[_utc(min(at) - 60), _utc(max(at) + 60)])
     return Chart(chart_id, title, figure.to_json())
 
 
@@ -169,7 +173,7 @@ def main_over_time(view: LabView) -> list[Chart]:
                 )
             )
             figure.update_yaxes(ticksuffix="%")
-        charts.append(_chart(f"main-{_slug(key)}", title, figure))
+        charts.append(_chart(f"main-{_slug(key)}", title, figure, [step.at for step, _ in points]))
     return charts
 
 
@@ -189,7 +193,7 @@ def experiments(view: LabView) -> list[Chart]:
     charts = []
     judged = _judged(view)
     for key in view.metrics():
-        rows = [(e, m) for e in judged for m in e.verdict.metrics if m.key == key]  # type: ignore[union-attr]
+        rows = [(e, m) for e in judged if e.verdict for m in e.verdict.metrics if m.key == key]
         if not rows:
             continue
         title = f"experiments: {key}"
@@ -323,7 +327,7 @@ def activity(view: LabView) -> Chart | None:
         "rangemode": "tozero",
     }
     figure.update_layout(layout)
-    return _chart("activity", title, figure)
+    return _chart("activity", title, figure, [b.at for b in view.busy] + [w.at for w in view.lock_waits])
 
 
 @dataclass(frozen=True)
