@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from lab_helpers import assert_nothing_left, git, lab_events as events, wait_for
+from tests.lab.lab_helpers import assert_nothing_left, git, lab_events as events, wait_for
 
 from orchard.demo.lab import make_demo
 from orchard.lab import config as config_module

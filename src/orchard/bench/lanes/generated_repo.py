@@ -38,6 +38,7 @@ DIRS_PER_PACKAGE = 20
 HISTORY_TOUCHES = 3  # files each later history commit changes
 MIB = 1024 * 1024
 MANIFEST = "orchard-fixture.json"
+BUILD_TIMEOUT_S = 1800.0  # adding 50,000 files on a busy 2-core machine took over 2 minutes
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,10 @@ def text_path(index: int) -> str:
 
 
 def text_content(index: int, revision: int = 0) -> str:
-    lines = [f"file {index} line {line} rev {revision if line == LINES_PER_FILE // 2 else 0}" for line in range(LINES_PER_FILE)]
+    lines = [
+        f"file {index} line {line} rev {revision if line == LINES_PER_FILE // 2 else 0}"
+        for line in range(LINES_PER_FILE)
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -92,25 +96,28 @@ def _write(root: Path, relative: str, data: str | bytes) -> None:
 
 
 def _build(spec: RepoSpec, target: Path, git: str, env: Mapping[str, str]) -> str:
+    def run(*argv: str) -> str:
+        return harness([*builder, *argv], target, env, BUILD_TIMEOUT_S)
+
+    # No automatic gc: a detached `gc --auto` would outlive the build and repack
+    # the objects while a checkout is being cloned from them. One explicit gc
+    # at the end packs everything in the foreground instead.
+    builder = [git, "-c", "gc.auto=0"]
     target.mkdir(parents=True)
     for index in range(spec.files):
         _write(target, text_path(index), text_content(index))
     for index in range(spec.binaries):
         _write(target, f"assets/blob{index:02d}.bin", random.Random(index).randbytes(spec.binary_mib * MIB))
-    # No automatic gc: a detached `gc --auto` would outlive the build and repack
-    # the objects while a checkout is being cloned from them. One explicit gc
-    # at the end packs everything in the foreground instead.
-    builder = [git, "-c", "gc.auto=0"]
-    harness([*builder, "init", "-q", "-b", "main"], target, env)
-    harness([*builder, "add", "-A"], target, env)
-    harness([*builder, "commit", "-q", "-m", f"generated repository {spec.label}"], target, env)
+    run("init", "-q", "-b", "main")
+    run("add", "-A")
+    run("commit", "-q", "-m", f"generated repository {spec.label}")
     for revision in range(1, spec.history):
         touched = [(revision * 7919 + k * 104729) % spec.files for k in range(HISTORY_TOUCHES)]
         for index in touched:
             _write(target, text_path(index), text_content(index, revision))
-        harness([*builder, "commit", "-q", "-a", "-m", f"history commit {revision}: touch {len(touched)} files"], target, env)
-    harness([*builder, "gc", "-q", "--prune=now"], target, env)
-    return harness([git, "rev-parse", "HEAD"], target, env).strip()
+        run("commit", "-q", "-a", "-m", f"history commit {revision}: touch {len(touched)} files")
+    run("gc", "-q", "--prune=now")
+    return run("rev-parse", "HEAD").strip()
 
 
 def ensure(spec: RepoSpec, cache: Path, git: str, env: Mapping[str, str]) -> Fixture:
@@ -132,7 +139,9 @@ def ensure(spec: RepoSpec, cache: Path, git: str, env: Mapping[str, str]) -> Fix
     scratch = Path(tempfile.mkdtemp(prefix=f".{spec.label}-", dir=cache))
     try:
         head = _build(spec, scratch / "repo", git, env)
-        (scratch / MANIFEST).write_text(json.dumps({"spec": asdict(spec), "generator": GENERATOR_VERSION, "head": head}) + "\n")
+        (scratch / MANIFEST).write_text(
+            json.dumps({"spec": asdict(spec), "generator": GENERATOR_VERSION, "head": head}) + "\n"
+        )
         try:
             os.rename(scratch, entry)
         except OSError:  # another campaign finished the same entry first: use it
