@@ -63,6 +63,9 @@ def one_run(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     bench = _repo(root / "bench", {"bench.py": "print('x')\n"})
     times = root / "worker-times.log"
     judges = "judges = 2\n" if "judges" in WorkersConfig.__dataclass_fields__ else ""
+    change = f"sleep {args.worker_s} && echo {{experiment}} >> src/$(echo {{experiment}} | tr -d h | sed 's/^/f/').txt"
+    template = (f"echo start {{target_dir}} $(date +%s.%N) >> {times} && {change} && "
+                f"echo end {{target_dir}} $(date +%s.%N) >> {times}")
     config = root / "orchard.toml"
     config.write_text(f"""
 [target]
@@ -80,7 +83,7 @@ executor = "tmux"
 {judges}
 [launcher]
 name = "command"
-template = "echo start {{target_dir}} $(date +%s.%N) >> {times} && sleep {args.worker_s} && echo {{experiment}} >> src/$(echo {{experiment}} | tr -d h | sed 's/^/f/').txt && echo end {{target_dir}} $(date +%s.%N) >> {times}"
+template = "{template}"
 
 [stop]
 top_attempted = {n}
@@ -138,7 +141,8 @@ def main() -> None:
             print(f"run {index + 1}: idle {result['idle_s_per_experiment']:.1f} s per experiment, "
                   f"idle share {result['idle_share']:.0%}, wall {result['wall_s']:.0f} s, load {load[0]:.1f}",
                   flush=True)
-    summary = {key: statistics.median(r[key] for r in runs) for key in ("idle_s_per_experiment", "idle_share", "wall_s")}
+    keys = ("idle_s_per_experiment", "idle_share", "wall_s")
+    summary = {key: statistics.median(r[key] for r in runs) for key in keys}
     print(f"{args.label or 'median'}: " + ", ".join(f"{k} {v:.3g}" for k, v in summary.items()))
     if args.json is not None:
         args.json.write_text(json.dumps({"label": args.label, "args": vars(args) | {"json": str(args.json)},

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import psutil
 import pytest
-from tests.lab.lab_helpers import assert_nothing_left, git, lab_events as events, wait_for
 
 from orchard.demo.lab import make_demo
 from orchard.lab import config as config_module
@@ -26,6 +25,8 @@ from orchard.lab.remote import RemoteOutcome, lab_id, scratch_dir
 from orchard.lab.serving import RepositoryServer
 from orchard.lab.state import LabState
 from orchard.lab.workspace import WorkerCheckout, Workspace
+from tests.lab.lab_helpers import assert_nothing_left, git, wait_for
+from tests.lab.lab_helpers import lab_events as events
 
 DASK = Path(sys.executable).with_name("dask")
 

@@ -11,9 +11,8 @@ import pytest
 from orchard.lab.loop import Lab
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
-
-from tests.lab.loop_support import add_hypotheses
 from tests.lab.lab_helpers import assert_nothing_left
+from tests.lab.loop_support import add_hypotheses
 
 # Workers are instant (one line appended to a file); the judge's target tests
 # take a few seconds and write when they start and end, per candidate.

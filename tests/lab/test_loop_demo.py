@@ -20,7 +20,8 @@ import pytest
 from orchard.demo.lab import make_demo
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
-from tests.lab.lab_helpers import assert_nothing_left, git, lab_events as events, wait_for
+from tests.lab.lab_helpers import assert_nothing_left, git, wait_for
+from tests.lab.lab_helpers import lab_events as events
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 

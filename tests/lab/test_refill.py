@@ -10,11 +10,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.lab.lab_helpers import BENCH_FILES, TARGET_FILES, make_repo, processes_marked
 from orchard.lab.loop import Lab
 from orchard.lab.remote import lab_id, scratch_dir
 from orchard.lab.state import LabState
 from orchard.lab.workspace import init_workspace
+from tests.lab.lab_helpers import BENCH_FILES, TARGET_FILES, make_repo, processes_marked
 from tests.lab.test_planner import STANDIN, hypothesis_toml
 
 # Two of the planner's hypotheses share a file: they must never run at once.

@@ -34,12 +34,12 @@ from pathlib import Path
 import psutil
 from filelock import FileLock
 
+from orchard.lab.builds import placeholders, run_step
 from orchard.lab.config import Config
 from orchard.lab.executors.base import kill_tree
 from orchard.lab.executors.subprocess import SubprocessExecutor
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.builds import placeholders, run_step
 from orchard.lab.launchers import make_launcher
 from orchard.lab.prompts import render_prompt
 from orchard.lab.serving import ServedRepositories

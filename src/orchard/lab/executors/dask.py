@@ -86,7 +86,8 @@ class DaskExecutor:
                 time.sleep(0.2)
             if self.cluster.agent_slots() == 0:
                 raise UsageError(f"the dask cluster at {self.ws.config.workers.scheduler} has had no worker with an "
-                                 f"`agent` resource for {WORKER_WAIT_S:g} s: start workers with `dask worker ADDRESS --resources "
+                                 f"`agent` resource for {WORKER_WAIT_S:g} s: start workers with "
+                                 "`dask worker ADDRESS --resources "
                                  "\"agent=1 cpu=4\"`")
         except BaseException:
             self.close()
