@@ -205,6 +205,8 @@ def init(directory: Path, target: str, bench: str | None, config_file: Path | No
     click.echo(f"target     {workspace.config.target.repo} at {workspace.target_base()}")
     bench_source = workspace.config.bench.repo or "built-in bench"
     click.echo(f"bench      {bench_source} at {workspace.bench_base()}")
+    for warning in workspace.target_warnings():
+        click.echo(f"warning: {warning}", err=True)
 
 @bench.command("task-loop")
 @click.option("--subjects", "subjects_spec", help="git,oak=/path/to/oak,NAME=BIN,NAME:KIND=BIN (default: every subject in the subjects file)")

@@ -11,6 +11,9 @@ builds it:
 - `worker-committed`: the target checkout's head moved (workers must not
   commit); the patch still covers everything since the base.
 - `no-changes`: the worker changed nothing.
+- `binary-files` / `patch-too-large`: the change holds binary blobs, or its
+  patch is larger than `[target] max_patch_kb` (build outputs the ignore
+  lists missed, as a rule): refused, and the patch is not stored.
 - `report-missing` / `report-malformed` / `report-invalid`: the report is
   recorded as found, never filled in.
 - `timed-out` / `cancelled` / `exit-nonzero`: how the process ended.
@@ -40,6 +43,27 @@ NO_CHANGES = "no-changes"
 TIMED_OUT = "timed-out"
 CANCELLED = "cancelled"
 EXIT_NONZERO = "exit-nonzero"
+BINARY_FILES = "binary-files"
+PATCH_TOO_LARGE = "patch-too-large"
+SHOWN_NAMES = 3
+
+
+def a_few(names: list[str] | tuple[str, ...], shown: int = SHOWN_NAMES) -> str:
+    """Some names and how many more: a reason stays one line however many files there are."""
+    listed = ", ".join(names[:shown])
+    more = len(names) - shown
+    return f"{listed} and {more} more" if more > 0 else listed
+
+
+def binary_files(patch: str) -> list[str]:
+    """Files a git patch adds or changes as binary content (a deleted binary file is fine)."""
+    found = []
+    for section in patch.split("diff --git ")[1:]:
+        header, _, body = section.partition("\n")
+        if ("\nGIT binary patch\n" in "\n" + body or "\nBinary files " in "\n" + body) \
+                and "\ndeleted file mode" not in "\n" + body:
+            found.append(header.split(" b/", 1)[-1])
+    return found
 
 
 @dataclass(frozen=True)
@@ -49,7 +73,9 @@ class Candidate:
     target_base: str
     bench_base: str
     target_head: str
-    patch: str
+    patch: str  # empty when refused (binary blobs, oversize)
+    patch_bytes: int
+    binary_files: list[str]
     changed_files: list[str]
     scope: list[str]
     scope_violations: list[str]
@@ -108,6 +134,12 @@ def collect_candidate(
         flags.append(WORKER_COMMITTED)
     if not changed and target.head == checkout.target_base:
         flags.append(NO_CHANGES)
+    binaries = binary_files(target.patch)
+    patch_bytes = len(target.patch.encode("utf-8", errors="surrogateescape"))
+    if binaries:
+        flags.append(BINARY_FILES)
+    if patch_bytes > workspace.config.target.max_patch_kb * 1024:
+        flags.append(PATCH_TOO_LARGE)
     if reading.state != "ok":
         flags.append(f"report-{reading.state}")
     if result.timed_out:
@@ -123,7 +155,9 @@ def collect_candidate(
         target_base=checkout.target_base,
         bench_base=checkout.bench_base,
         target_head=target.head,
-        patch=target.patch,
+        patch="" if binaries or PATCH_TOO_LARGE in flags else target.patch,
+        patch_bytes=patch_bytes,
+        binary_files=binaries,
         changed_files=changed,
         scope=scope,
         scope_violations=violations,

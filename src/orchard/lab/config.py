@@ -41,6 +41,9 @@ PLACEHOLDERS = {
 }
 
 VCS_KINDS = ("git", "oak")
+# What common builds write into a checkout: never part of a worker's change.
+DEFAULT_IGNORES = (".venv/", "venv/", "*.egg-info/", "__pycache__/", "*.pyc", "build/", "dist/", "target/",
+                   "node_modules/")
 LAUNCHERS = ("claude", "codex", "cursor", "aider", "patch", "command")
 EXECUTORS = ("auto", "tmux", "subprocess")
 
@@ -64,6 +67,11 @@ class TargetConfig:
                       command=True)
     test: str = _key("", "the target's own tests; they must pass before anything lands", command=True)
     binary: str = _key("", "the built binary, relative to the target checkout")
+    ignore: list[str] = _key(list(DEFAULT_IGNORES), "gitignore-style globs of build outputs that are never "
+                                                    "part of a change, besides the target's own .gitignore "
+                                                    "(this list replaces the defaults; [] ignores nothing more)")
+    max_patch_kb: int = _key(1024, "a change whose patch is larger than this is refused (build outputs "
+                                   "belong in the ignore list)", minimum=1)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from orchard.bench.display import verdict_json
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.runner import run
 from orchard.errors import OrchardError
+from orchard.lab.candidate import BINARY_FILES, PATCH_TOO_LARGE, a_few
 from orchard.lab.experiment import render_command
 from orchard.lab.state import LabState
 from orchard.lab.vcs import VcsError
@@ -131,6 +132,8 @@ def checkout_with_patch(ws: Workspace, directory: Path, base: str, patch: str) -
         shutil.rmtree(directory)
     directory.parent.mkdir(parents=True, exist_ok=True)
     ws.target_vcs.clone(str(ws.reference_target), directory, commit=base)
+    # what the judge's build writes here must never be committed when the win lands
+    ws.target_vcs.ignore_locally(directory, ws.config.target.ignore)
     if patch:
         ws.target_vcs.apply(directory, patch)
     return directory
@@ -161,7 +164,7 @@ def assert_bench_untouched(ws: Workspace, bench_base: str) -> None:
     if changes.files or changes.head != bench_base:
         raise LabIntegrityError(
             f"the lab's bench clone {ws.bench_dir} differs from {bench_base[:12]} "
-            f"({', '.join(changes.files) or 'head moved'}): fix it by hand; no verdict was taken"
+            f"({a_few(changes.files) or 'head moved'}): fix it by hand; no verdict was taken"
         )
 
 
@@ -250,6 +253,8 @@ def decide(checks: Sequence[Check], verdict: Mapping[str, Any] | None, flags: Se
 
     if (check := failed("harness")) is not None:
         return Judgment(KILL, [f"harness tampered: {check.detail}; the experiment is void"], RULE_HARNESS)
+    if (check := failed("patch")) is not None:
+        return Judgment(KILL, [f"change refused: {check.detail}"])
     if (check := failed("scope")) is not None:
         return Judgment(KILL, [f"left its scope: {check.detail}"], RULE_SCOPE)
     if "no-changes" in flags:
@@ -292,12 +297,23 @@ def collection_checks(candidate: Mapping[str, Any]) -> list[Check]:
     bench_changes = candidate.get("bench_changes") or []
     tampered = "harness-tampered" in candidate.get("flags", [])
     violations = candidate.get("scope_violations") or []
+    flags = candidate.get("flags", [])
+    size_kb = (candidate.get("patch_bytes") or 0) / 1024
+    refusals = []
+    if BINARY_FILES in flags:
+        refusals.append(f"binary files {a_few(candidate.get('binary_files') or [])}")
+    if PATCH_TOO_LARGE in flags:
+        refusals.append(f"a {size_kb:,.0f} KB patch over [target] max_patch_kb "
+                        f"({a_few(candidate.get('changed_files') or [])})")
     return [
         Check("harness", not tampered,
-              f"bench clone changed: {', '.join(bench_changes) or 'its head moved'}" if tampered else "bench clone unchanged"),
+              f"bench clone changed: {a_few(bench_changes) or 'its head moved'}" if tampered else "bench clone unchanged"),
         Check("scope", not violations,
-              f"files outside {candidate.get('scope') or 'the scope'}: {', '.join(violations)}" if violations
+              f"files outside {candidate.get('scope') or 'the scope'}: {a_few(violations)}" if violations
               else "every change inside the scope"),
+        Check("patch", not refusals,
+              " and ".join(refusals) + ": build outputs belong in the target's .gitignore or [target] ignore"
+              if refusals else f"{size_kb:,.0f} KB, text only"),
     ]
 
 
