@@ -243,46 +243,64 @@ def _promising(verdict: Mapping[str, Any]) -> bool:
     return False
 
 
-def decide(checks: Sequence[Check], verdict: Mapping[str, Any] | None, flags: Sequence[str]) -> Judgment:
-    """The hard rules, in order; the first that applies decides, with its reason."""
+TESTS_RED = ("tests failed", "bench-tests failed")  # red tests beside a win: worth fixing, not killing
+
+
+def _failures(checks: Sequence[Check], verdict: Mapping[str, Any] | None,
+              flags: Sequence[str]) -> list[tuple[str, str | None]]:
+    """Every failed check as (reason, rule), in the order of docs/loop.md's rules."""
     by_name = {check.name: check for check in checks}
 
     def failed(name: str) -> Check | None:
         check = by_name.get(name)
         return check if check is not None and not check.passed else None
 
+    found: list[tuple[str, str | None]] = []
     if (check := failed("harness")) is not None:
-        return Judgment(KILL, [f"harness tampered: {check.detail}; the experiment is void"], RULE_HARNESS)
-    if (check := failed("patch")) is not None:
-        return Judgment(KILL, [f"change refused: {check.detail}"])
+        found.append((f"harness tampered: {check.detail}; the experiment is void", RULE_HARNESS))
     if (check := failed("scope")) is not None:
-        return Judgment(KILL, [f"left its scope: {check.detail}"], RULE_SCOPE)
+        found.append((f"left its scope: {check.detail}", RULE_SCOPE))
+    if (check := failed("patch")) is not None:
+        found.append((f"change refused: {check.detail}", None))
     if "no-changes" in flags:
-        return Judgment(KILL, ["the worker changed nothing"])
+        found.append(("the worker changed nothing", None))
     if (check := failed("apply")) is not None:
-        return Judgment(KILL, [f"the patch does not apply to a clean base: {check.detail}"])
+        found.append((f"the patch does not apply to a clean base: {check.detail}", None))
     if (check := failed("build")) is not None:
-        return Judgment(KILL, [f"does not build from clean: {check.detail}"], RULE_TESTS)
-    tests_red = [c for c in (failed("tests"), failed("bench-tests")) if c is not None]
+        found.append((f"does not build from clean: {check.detail}", RULE_TESTS))
+    found += [(f"{c.name} failed: {c.detail}", RULE_TESTS) for c in (failed("tests"), failed("bench-tests"))
+              if c is not None]  # each starts with one of TESTS_RED
     if verdict is None:
-        return Judgment(KILL, ["no verdict could be taken"] + [c.detail for c in tests_red])
-    outcome = verdict["verdict"]
+        return found
     reasons = list(verdict.get("reasons", []))
-    if outcome == bench.ERROR:
+    if verdict["verdict"] == bench.ERROR:
         rule = RULE_COMPARABLE if any("not comparable" in r for r in reasons) else None
-        return Judgment(KILL, ["the verdict could not compare: " + "; ".join(reasons)], rule)
-    if outcome == bench.REGRESSED:
+        found.append(("the verdict could not compare: " + "; ".join(reasons), rule))
+    elif verdict["verdict"] == bench.REGRESSED:
         gates = [g for g in verdict.get("gates", []) if not g["passed"]]
-        if gates:
-            return Judgment(KILL, [f"quality gate {g['name']} failed ({g['detail']}): REGRESSED whatever "
-                                   "the metrics say" for g in gates], RULE_GATES)
-        return Judgment(KILL, ["REGRESSED: " + "; ".join(reasons)])
-    if tests_red:
-        red = [f"{c.name} failed: {c.detail}" for c in tests_red]
-        if outcome == bench.PASS:
-            return Judgment(ITERATE, ["a measured win, but " + "; ".join(red) + ": fix correctness and retry"],
+        found += [(f"quality gate {g['name']} failed ({g['detail']}): REGRESSED whatever the metrics say",
+                   RULE_GATES) for g in gates]
+        if not gates:
+            found.append(("REGRESSED: " + "; ".join(reasons), None))
+    return found
+
+
+def decide(checks: Sequence[Check], verdict: Mapping[str, Any] | None, flags: Sequence[str]) -> Judgment:
+    """The hard rules, in order: the first that applies decides, and every failed check is a reason."""
+    failures = _failures(checks, verdict, flags)
+    reasons = [reason for reason, _ in failures]
+    outcome = None if verdict is None else verdict["verdict"]
+    if failures:
+        rule = failures[0][1]
+        if outcome == bench.PASS and all(reason.startswith(TESTS_RED) for reason in reasons):
+            return Judgment(ITERATE, ["a measured win, but " + "; ".join(reasons) + ": fix correctness and retry"],
                             RULE_TESTS)
-        return Judgment(KILL, red + [f"verdict {outcome}"], RULE_TESTS)
+        if outcome in (bench.PASS, bench.NO_CHANGE, bench.INCONCLUSIVE):
+            reasons.append(f"verdict {outcome}")
+        return Judgment(KILL, reasons, rule)
+    if verdict is None:
+        return Judgment(KILL, ["no verdict could be taken"])
+    reasons = list(verdict.get("reasons", []))
     if outcome == bench.PASS:
         return Judgment(LAND, reasons)
     if outcome == bench.NO_CHANGE:
