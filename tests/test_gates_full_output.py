@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from helpers import orchard
 
 HEAD = 'i=0; while [ $i -lt 600 ]; do echo "line $i of a long deterministic report, padded out to fifty"; i=$((i+1)); done'

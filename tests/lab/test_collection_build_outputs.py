@@ -12,6 +12,7 @@ from pathlib import Path
 
 from helpers import orchard
 from lab_helpers import git
+
 from orchard.lab import judge
 from orchard.lab.candidate import Candidate, collect_candidate
 from orchard.lab.executors import JobResult

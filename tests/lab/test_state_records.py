@@ -164,6 +164,7 @@ def fill(state: LabState) -> None:
     _judged(state, "count-with-dict", "LAND", win, win["reasons"], cost=0.12, branch="lab/count-with-dict",
             land_commit=LAND_COMMIT, merge_commit=MERGE)
     state.log("merge", {"branch": "lab/count-with-dict", "into": "main", "commit": MERGE}, "count-with-dict")
+    state.log("publish", {"branch": "main", "commit": MERGE, "reachable": True}, "count-with-dict")
     state.add_measurement("main", MERGE, {"report/wall_ms": 39.0, "report/stdout_bytes": 11502.0}, "count-with-dict")
     state.update_hypothesis("count-with-dict", status=backlog.LANDED)
     flat = verdict_of([metric("report/wall_ms", "no-change", -0.01, interval=(-0.03, 0.02), baseline=39.0, floor=0.05)])
@@ -202,7 +203,7 @@ def test_final_report_has_every_metric_change_and_decision_with_its_reasons(fill
     assert "Stopped: the top 5 backlog items have all been attempted." in report
     assert "3 experiments: 1 landed, 1 killed, 1 iterated." in report
     assert "| report/wall_ms | 64 | 39 | -39.06% |" in report
-    assert ("- `count-with-dict` on `lab/count-with-dict` (merged as `c3c3c3c3c3`): "
+    assert ("- `count-with-dict` on `lab/count-with-dict` (merged as `c3c3c3c3c3`, on `main` in the target): "
             "report/wall_ms improved by -40.00% beyond floor 5.00%") in report
     assert ("- `single-write` (hypothesis `single-write`): no effect beyond the noise floor: "
             "every metric within its noise floor") in report
@@ -216,6 +217,7 @@ def test_journal_has_each_judgment_with_its_verdict_table(filled: Workspace) -> 
     journal = (filled.root / "JOURNAL.md").read_text()
     heads = re.findall(r"^## \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC · (\S+)(?: · (\S+))?$", journal, re.MULTILINE)
     assert heads == [("lab-start", ""), ("judgment", "count-with-dict"), ("merge", "count-with-dict"),
+                     ("publish", "count-with-dict"),
                      ("judgment", "single-write"), ("judgment", "tokenize-regex"), ("stop", "")]
     assert "| report/wall_ms | 64 | 5.00% |" in journal  # baseline median and noise floor
     assert "**LAND** · hypothesis `count-with-dict`: Count words with a dict" in journal

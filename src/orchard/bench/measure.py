@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 from orchard.bench import rows, runner
 from orchard.bench.environment import command_display, isolated_env
@@ -113,7 +113,7 @@ def _build_fixture(bench: Workbench, fixture: Fixture) -> Path:
     return directory
 
 
-def recall(expect: tuple[str, ...], output: BinaryIO) -> float | None:
+def recall(expect: tuple[str, ...], output: IO[bytes]) -> float | None:
     """Fraction of expected lines (or facts) present anywhere in the whole output.
 
     The output is read in chunks that overlap by the longest fact, so a fact
@@ -199,7 +199,7 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec) -
     command = render(scenario.command, values, where)
     admitted = ROWS_ADMITTED_CHARS if scenario.kind == "rows" else bench.suite.admitted_chars
     # the gates judge the whole output; only token estimates use the admitted part
-    with tempfile.SpooledTemporaryFile(max_size=SPILL_BYTES, dir=bench.root) as whole:
+    with tempfile.SpooledTemporaryFile(max_size=SPILL_BYTES, dir=str(bench.root)) as whole:
         capture = runner.run(
             command,
             cwd=bench.suite.directory,

@@ -74,6 +74,12 @@ class Judgment:
         return asdict(self)
 
 
+def judgment_from(data: Mapping[str, Any]) -> Judgment:
+    """A judgment as lab.db stores it (`Judgment.to_dict`), read back."""
+    checks = [Check(**c) for c in data.get("checks", [])]
+    return Judgment(**{**data, "checks": checks})
+
+
 def placeholders(ws: Workspace, target_dir: Path, binary: Path | None) -> dict[str, str]:
     suite = ws.suite(ws.bench_dir)
     return {

@@ -39,7 +39,7 @@ from orchard.lab.candidate import collect_candidate
 from orchard.lab.executors import DONE_MARKER, Executor, JobResult, make_executor
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.judge import Check, Judgment
+from orchard.lab.judge import Judgment
 from orchard.lab.launchers import Launcher, make_launcher
 from orchard.lab.prompts import render_prompt
 from orchard.lab.state import ExperimentRecord, LabState
@@ -62,11 +62,6 @@ def slots(ws: Workspace) -> list[Slot]:
     """Worker names and their lanes: exploit lanes first, then explore."""
     workers = ws.config.workers
     return [Slot(f"w{i + 1}", "exploit" if i < workers.exploit else "explore") for i in range(workers.count)]
-
-
-def judgment_from(data: dict[str, Any]) -> Judgment:
-    checks = [Check(**c) for c in data.get("checks", [])]
-    return Judgment(**{**data, "checks": checks})
 
 
 class Lab:
@@ -221,7 +216,7 @@ class Lab:
             return False
         record = pending[0]
         if record.status == LANDING:
-            self._land(record, judgment_from(record.judgment or {}))
+            self._land(record, judging.judgment_from(record.judgment or {}))
             return True
         self.state.update_experiment(record.name, status=JUDGING)
         self.say(f"{record.name}: judging")
@@ -300,7 +295,9 @@ class Lab:
                                          reasons=reasons)
             if outcome.merged and not outcome.reverted:
                 self.state.set_meta("merged", str(self._counter("merged") + 1))
-        merged = "merged into main" if outcome.merged and not outcome.reverted else "branch kept, not merged"
+        merged = "branch kept, not merged"
+        if outcome.merged and not outcome.reverted:
+            merged = "merged into main" + ("" if outcome.published else ", NOT published to the target")
         self.say(f"{record.name}: landed on {outcome.branch} ({merged})")
         self.render()
         if outcome.merged and not outcome.reverted:
@@ -379,6 +376,7 @@ class Lab:
             with self.executor:
                 if self.executor.kind == "subprocess" and self.ws.config.workers.executor == "auto":
                     self.say("tmux is not installed: workers run as plain subprocesses")
+                landing.check_publication(self.ws, self.state)
                 self.start()
                 self.resume_workers()
                 reason: str | None = None

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from orchard.lab import backlog
+from orchard.lab.land import Publication
 from orchard.lab.state import LabState
 
 
@@ -183,11 +184,19 @@ def render_final_report(state: LabState, next_backlog: Sequence[Mapping[str, Any
         delta = (row["main"] / row["baseline"] - 1) if row["baseline"] else None
         lines.append(f"| {row['metric']} | {num(row['baseline'])} | {num(row['main'])} | {pct(delta)} |")
     lines += ["", "## Landed changes", ""]
+    published = {event["experiment"]: event["data"] for event in state.events("publish")}
     for e in landed:
-        merged = f"merged as `{e.merge_commit[:10]}`" if e.merge_commit else "pushed branch, not merged"
-        lines.append(f"- `{e.name}` on `{e.branch}` ({merged}): " + "; ".join(e.reasons))
+        lines.append(f"- `{e.name}` on `{e.branch}` ({_landing_state(e, published.get(e.name))}): "
+                     + "; ".join(e.reasons))
     if not landed:
         lines.append("- none")
+    where = json.loads(state.meta("publication") or "{}")
+    if where:
+        lines += ["", "## In your repository", "",
+                  f"Wins are published to `{where['repo']}` as `lab/<experiment>` branches and `{where['ref']}`"
+                  + ("." if where["ref"] == where["main"] else
+                     f" (your `{where['main']}` is checked out there and never pushed to). To see and take them:"),
+                  "", "```", *Publication(**where).commands(), "```"]
     lines += ["", "## Killed hypotheses", ""]
     for e in killed:
         lines.append(f"- `{e.name}` (hypothesis `{e.hypothesis}`): " + "; ".join(e.reasons))
@@ -205,6 +214,16 @@ def render_final_report(state: LabState, next_backlog: Sequence[Mapping[str, Any
     if cost:
         lines += ["", "## Agent cost", "", ", ".join(f"{k}: {num(v)}" for k, v in cost.items())]
     return "\n".join(lines) + "\n"
+
+
+def _landing_state(experiment: Any, publish: Mapping[str, Any] | None) -> str:
+    """Merged only when the merge is reachable in the target repository; otherwise say what it is."""
+    if not experiment.merge_commit:
+        return "branch kept, not merged"
+    if publish is None or not publish.get("reachable"):
+        why = (publish or {}).get("error", "not published yet")
+        return f"merged in the lab's clone as `{experiment.merge_commit[:10]}`, NOT reachable in the target: {why}"
+    return f"merged as `{experiment.merge_commit[:10]}`, on `{publish['branch']}` in the target"
 
 
 def _total_cost(experiments: Sequence[Any]) -> dict[str, float]:

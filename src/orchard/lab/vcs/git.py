@@ -147,8 +147,18 @@ class GitVcs(Vcs):
         self._git(checkout, "commit", "--quiet", "-m", message)
         return self.head(checkout)
 
-    def push(self, checkout: Path, branch: str, remote: str = "origin") -> None:
-        self._git(checkout, "push", "--quiet", remote, f"refs/heads/{branch}:refs/heads/{branch}")
+    def push(self, checkout: Path, branch: str, remote: str = "origin", as_branch: str | None = None) -> None:
+        self._git(checkout, "push", "--quiet", remote, f"refs/heads/{branch}:refs/heads/{as_branch or branch}")
+
+    def is_working_copy(self, repo: str) -> bool:
+        if not Path(repo).is_dir():
+            return False
+        capture = self._run(["rev-parse", "--is-bare-repository"], Path(repo), env=self._env(), check=False)
+        return capture.ok and capture.stdout_text.strip() == "false"
+
+    def remote_head(self, checkout: Path, branch: str, remote: str = "origin") -> str | None:
+        out = self._git(checkout, "ls-remote", remote, f"refs/heads/{branch}").decode().split()
+        return out[0] if out else ""
 
     def merge(self, checkout: Path, branch: str, into: str, message: str) -> str:
         self._git(checkout, "checkout", "--quiet", into)

@@ -102,7 +102,7 @@ class OakVcs(Vcs):
         self._oak(checkout, "desc", message)
         return self.head(checkout)
 
-    def push(self, checkout: Path, branch: str, remote: str = "origin") -> None:
+    def push(self, checkout: Path, branch: str, remote: str = "origin", as_branch: str | None = None) -> None:
         self._oak(checkout, "push")
 
     def merge(self, checkout: Path, branch: str, into: str, message: str) -> str:
