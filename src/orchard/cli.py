@@ -373,9 +373,11 @@ def status(workspace: Path, as_json: bool) -> None:
     console = _console()
     console.print(f"lab {info['workspace']}")
     if info["workers"]:
-        table = Table("experiment", "worker", "lane", "status", "minutes", "log", show_edge=False, header_style="bold")
+        table = Table("experiment", "worker", "lane", "launcher", "status", "minutes", "log", show_edge=False,
+                      header_style="bold")
         for w in info["workers"]:
-            table.add_row(w["experiment"], w["worker"], w["lane"], w["status"], str(w["minutes"]), w["log"])
+            table.add_row(w["experiment"], w["worker"], w["lane"], w["launcher"], w["status"], str(w["minutes"]),
+                          w["log"])
         console.print(table)
         if info["attach"]:
             console.print(f"watch the workers live: {info['attach']}")
@@ -452,6 +454,7 @@ def backlog_add(workspace: Path, file_path: Path | None, from_opportunities: int
     """Add hypotheses: from a TOML file, from the opportunities ranking, or from flags."""
     from orchard.lab import backlog
     from orchard.lab.hypothesis import Hypothesis
+    from orchard.lab.judge import metric_keys
 
     with _open_lab(workspace) as (ws, state):
         if file_path is not None:
@@ -473,7 +476,10 @@ def backlog_add(workspace: Path, file_path: Path | None, from_opportunities: int
                 data["patch"] = str(patch.resolve())
             hypotheses, source = [Hypothesis.from_dict({k: v for k, v in data.items() if v != ""}, source="flags")], "user"
             origin = "flags"
-        backlog.add_all(state, hypotheses, source=source, origin=origin)
+        # an opportunity names a lane's metric, which the lab's suite need not measure
+        metrics = [] if from_opportunities else metric_keys(ws)
+        backlog.add_all(state, hypotheses, source=source, origin=origin, metrics=metrics,
+                        launchers=list(ws.config.launchers))
         from orchard.lab.records import write_atomic
 
         write_atomic(ws.root / "backlog.md", backlog.render(state))

@@ -88,6 +88,8 @@ class Candidate:
     duration_s: float
     started_at: str
     usage: AgentUsage
+    launcher: str  # the launcher that ran, as orchard.toml names it
+    launcher_failure: str | None  # the agent's own account of why it could not work at all
     flags: list[str] = field(default_factory=list)
 
     @property
@@ -170,5 +172,7 @@ def collect_candidate(
         duration_s=result.duration_s,
         started_at=result.started_at,
         usage=launcher.usage(log_text),
+        launcher=launcher.label,
+        launcher_failure=launcher.failure(log_text, result.exit_code),
         flags=flags,
     )

@@ -7,7 +7,8 @@ paths, directories (a trailing `/` or any prefix that is a directory), or
 shell-style patterns where `*` also crosses `/`. An empty scope allows any
 file. `patch` names a ready patch file for the `patch` launcher;
 `bench_patch` one the patch worker applies to its bench clone (only ever to
-show that the lab catches a tampered harness). The TOML format is in
+show that the lab catches a tampered harness). `launcher` names one of
+orchard.toml's `[launchers.NAME]` tables (empty: the lab's default). The TOML format is in
 docs/hypotheses.md.
 """
 
@@ -49,6 +50,7 @@ class Hypothesis:
     lane: str = "exploit"
     patch: str | None = None
     bench_patch: str | None = None
+    launcher: str = ""  # a [launchers.NAME] of orchard.toml; empty: the lab's default launcher
     notes: str = field(default="")
 
     def __post_init__(self) -> None:
@@ -86,7 +88,7 @@ class Hypothesis:
         for key in ("metric", "change"):
             if not isinstance(data.get(key), str) or not data.get(key):
                 problems.append(f"{source}.{key}: missing (a non-empty string)")
-        for key in (*_TEXT_FIELDS, "current_value", "notes"):
+        for key in (*_TEXT_FIELDS, "current_value", "notes", "launcher"):
             value = data.get(key, "")
             if key == "current_value" and isinstance(value, (int, float)) and not isinstance(value, bool):
                 continue

@@ -230,6 +230,12 @@ def measure(
     return verdict_json(result, str(suite.path))
 
 
+def metric_keys(ws: Workspace) -> list[str]:
+    """The suite's metric keys (`scenario/metric`) a hypothesis may name; empty without a suite."""
+    path = ws.suite(ws.bench_dir)
+    return [spec.key for spec in bench.load_suite(path).metrics] if path is not None else []
+
+
 def verdict_medians(verdict: Mapping[str, Any]) -> tuple[dict[str, float | None], dict[str, float | None]]:
     """(baseline medians, candidate medians) per metric key of a verdict."""
     metrics = verdict.get("metrics", [])

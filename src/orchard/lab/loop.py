@@ -34,13 +34,15 @@ from typing import Any
 
 from orchard import bench
 from orchard.errors import OrchardError
-from orchard.lab import backlog, judge as judging, land as landing, records
-from orchard.lab.candidate import collect_candidate
+from orchard.lab import backlog, records
+from orchard.lab import judge as judging
+from orchard.lab import land as landing
+from orchard.lab.candidate import NO_CHANGES, Candidate, collect_candidate
 from orchard.lab.executors import DONE_MARKER, Executor, JobResult, make_executor
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.judge import Judgment
-from orchard.lab.launchers import Launcher, make_launcher
+from orchard.lab.launchers import Launcher, launcher_for, preflight
 from orchard.lab.prompts import render_prompt
 from orchard.lab.state import ExperimentRecord, LabState
 from orchard.lab.workspace import WorkerCheckout, Workspace
@@ -71,7 +73,8 @@ class Lab:
         self.state = state
         self.say = say
         self.measure_progress = measure_progress
-        self.launcher: Launcher = make_launcher(ws.config.launcher)
+        self.launchers: dict[str, Launcher] = {}
+        self.down: set[str] = set()  # launchers whose agent could not work in this run: given no more work
         self.executor: Executor | None = None
         self.started = time.monotonic()
 
@@ -134,6 +137,18 @@ class Lab:
         checkout = WorkerCheckout(self.ws.worker(record.worker), record.target_base, record.bench_base)
         return Experiment(record.name, hypothesis, checkout)
 
+    def _launcher(self, record: ExperimentRecord) -> Launcher:
+        """The launcher the experiment's hypothesis names (the lab's default when it names none)."""
+        name = str(self.state.hypothesis(record.hypothesis).data.get("launcher") or "")
+        if name not in self.launchers:
+            self.launchers[name] = launcher_for(self.ws.config, name)
+        return self.launchers[name]
+
+    def _blocked(self) -> set[str]:
+        """Open hypotheses whose launcher failed in this run."""
+        return {r.id for r in self.state.hypotheses(backlog.OPEN)
+                if str(r.data.get("launcher") or "") in self.down}
+
     def _name(self, hypothesis_id: str) -> str:
         attempts = self.state.hypothesis(hypothesis_id).attempts
         return hypothesis_id if attempts == 0 else f"{hypothesis_id}-{attempts + 1}"
@@ -143,18 +158,20 @@ class Lab:
         assert self.executor is not None
         ws = self.ws
         judging.baseline_binary(ws, self.state, record.target_base)  # the worker measures against it
+        launcher = self._launcher(record)
         ws.setup_worker(record.worker, target_base=record.target_base, bench_base=record.bench_base,
-                        ignore=self.launcher.scratch)
+                        ignore=launcher.scratch)
         experiment = self._experiment(record)
         prompt = render_prompt(ws, experiment)
         ws.log_path(record.name).unlink(missing_ok=True)
-        self.executor.start(self.launcher.job(ws, experiment))
+        self.executor.start(launcher.job(ws, experiment))
         self.state.update_experiment(record.name, status=RUNNING)
         self.state.log("experiment-start", {"hypothesis": record.hypothesis, "worker": record.worker,
                                             "lane": record.lane, "base": record.target_base,
+                                            "launcher": launcher.label,
                                             "title": experiment.hypothesis.title, "prompt": str(prompt),
                                             "log": str(ws.log_path(record.name))}, record.name)
-        self.say(f"{record.name}: started on worker {record.worker} ({record.lane} lane)")
+        self.say(f"{record.name}: started on worker {record.worker} ({record.lane} lane, launcher {launcher.label})")
 
     def assign(self) -> None:
         running = self.state.experiments(STARTING, RUNNING)
@@ -163,7 +180,7 @@ class Lab:
         for slot in slots(self.ws):
             if slot.worker in busy_workers:
                 continue
-            record = backlog.pick(self.state, slot.lane, busy_scopes)
+            record = backlog.pick(self.state, slot.lane, busy_scopes, skip=self._blocked())
             if record is None:
                 continue
             name = self._name(record.id)
@@ -178,10 +195,28 @@ class Lab:
 
     def _collect(self, result: JobResult) -> None:
         record = self.state.experiment(result.name)
-        candidate = collect_candidate(self.ws, self._experiment(record), result, self.launcher)
+        candidate = collect_candidate(self.ws, self._experiment(record), result, self._launcher(record))
+        if candidate.launcher_failure is not None and NO_CHANGES in candidate.flags:
+            self._launcher_failed(record, candidate)
+            return
         self.state.update_experiment(record.name, status=COLLECTED, candidate=candidate.to_dict(),
                                      finished_at=time.time())
         self.say(f"{record.name}: worker ended (exit {result.exit_code}); flags: {', '.join(candidate.flags) or 'none'}")
+
+    def _launcher_failed(self, record: ExperimentRecord, candidate: Candidate) -> None:
+        """The agent could not work at all: its own message is the reason, the hypothesis goes back to the backlog."""
+        reason = f"launcher {candidate.launcher} failed: {candidate.launcher_failure}"
+        with self.state.transaction():
+            self.state.update_experiment(record.name, status=DONE, candidate=candidate.to_dict(),
+                                         finished_at=time.time(), reasons=[reason])
+            self.state.update_hypothesis(record.hypothesis, status=backlog.OPEN)
+            self.state.log("launcher-failure", {"hypothesis": record.hypothesis, "launcher": candidate.launcher,
+                                                "exit_code": candidate.exit_code, "reason": reason,
+                                                "log": candidate.log_path}, record.name)
+            self.state.set_meta("launcher_failures", str(self._counter("launcher_failures") + 1))
+        self.down.add(str(self.state.hypothesis(record.hypothesis).data.get("launcher") or ""))
+        self.say(f"{record.name}: {reason}; {record.hypothesis} goes back to the backlog")
+        self.render()
 
     def collect(self) -> None:
         assert self.executor is not None
@@ -195,7 +230,7 @@ class Lab:
             if record.status == STARTING:
                 self._launch(record)
                 continue
-            job = self.launcher.job(self.ws, self._experiment(record))
+            job = self._launcher(record).job(self.ws, self._experiment(record))
             if self.executor.adopt(job):
                 self.say(f"{record.name}: still running in tmux; watching it again")
                 continue
@@ -252,6 +287,7 @@ class Lab:
             else:
                 self.state.update_hypothesis(hypothesis.id, status=backlog.LANDED)
             self._count_judged(judgment.decision == judging.LAND)
+            self.state.set_meta("launcher_failures", "0")  # a worker that worked ends a run of launcher failures
         self.say(f"{record.name}: {judgment.decision}: {'; '.join(judgment.reasons)[:300]}")
         if judgment.checkout and judgment.decision != judging.LAND:
             shutil.rmtree(judgment.checkout, ignore_errors=True)
@@ -341,6 +377,11 @@ class Lab:
         experiments = self.state.experiments()
         if backlog.top_attempted(self.state, stop.top_attempted):
             return f"the top {stop.top_attempted} backlog items have all been attempted"
+        failures = self._counter("launcher_failures")
+        if failures >= stop.launcher_failures:
+            last = self.state.events("launcher-failure")[-1]["data"]["reason"]
+            return (f"{failures} launcher failures in a row (last: {last}); fix the agent CLI and run again: "
+                    "the hypotheses went back to the backlog")
         if self._counter("idle_loops") >= stop.idle_loops:
             return f"{stop.idle_loops} consecutive loops landed nothing"
         if stop.max_experiments and len(experiments) >= stop.max_experiments:
@@ -354,9 +395,12 @@ class Lab:
         waited_ms = sum(float(verdict.get("lock_wait_ms") or 0.0) for verdict in recent)
         if waited_ms / 60000 >= stop.lock_wait_minutes:
             return "sustained lock contention makes verdicts unreliable"
-        if not self.state.hypotheses(backlog.OPEN) and not self.state.experiments(STARTING, RUNNING, COLLECTED,
-                                                                                   JUDGING, LANDING):
-            return "the backlog is empty"
+        if not self.state.experiments(STARTING, RUNNING, COLLECTED, JUDGING, LANDING):
+            open_ids = {r.id for r in self.state.hypotheses(backlog.OPEN)}
+            if not open_ids:
+                return "the backlog is empty"
+            if open_ids <= self._blocked():
+                return "every open hypothesis needs a launcher that failed in this run; fix it and run again"
         return None
 
     def finish(self, reason: str) -> None:
@@ -366,8 +410,15 @@ class Lab:
 
     # -- the loop ----------------------------------------------------------------------------
 
+    def preflight(self) -> None:
+        """Before anything is touched: every launcher runs, and every open hypothesis names one that exists."""
+        preflight(self.ws.config)
+        for record in self.state.hypotheses(backlog.OPEN):
+            launcher_for(self.ws.config, str(record.data.get("launcher") or ""))
+
     def run(self) -> str:
         """Run until a stop condition holds; returns the reason."""
+        self.preflight()
         events = self.state.events()
         if events and events[-1]["kind"] == "stop":
             self.state.set_meta("idle_loops", "0")  # a new session after a clean stop starts fresh

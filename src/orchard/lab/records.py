@@ -56,8 +56,8 @@ def journal_entry(event: Mapping[str, Any]) -> list[str]:
             floor = data.get("floors", {}).get(key)
             lines.append(f"| {key} | {num(value)} | {'-' if floor is None else f'{floor:.2%}'} |")
     elif kind == "experiment-start":
-        lines.append(f"Worker `{data['worker']}` ({data['lane']} lane) takes hypothesis `{data['hypothesis']}` "
-                     f"at base `{data['base'][:12]}`: {data.get('title', '')}")
+        lines.append(f"Worker `{data['worker']}` ({data['lane']} lane, launcher `{data.get('launcher', '?')}`) "
+                     f"takes hypothesis `{data['hypothesis']}` at base `{data['base'][:12]}`: {data.get('title', '')}")
         lines.append(f"Prompt: `{data.get('prompt', '')}`; log: `{data.get('log', '')}`.")
     elif kind == "judgment":
         lines.append(f"**{data['decision']}** · hypothesis `{data['hypothesis']}`: {data.get('title', '')}")
@@ -163,7 +163,7 @@ def render_final_report(state: LabState, next_backlog: Sequence[Mapping[str, Any
     lines += ["", "## Landed changes", ""]
     published = {event["experiment"]: event["data"] for event in state.events("publish")}
     for e in landed:
-        lines.append(f"- `{e.name}` on `{e.branch}` ({_landing_state(e, published.get(e.name))}): "
+        lines.append(f"- `{e.name}` on `{e.branch}`{_via(e)} ({_landing_state(e, published.get(e.name))}): "
                      + "; ".join(e.reasons))
     if not landed:
         lines.append("- none")
@@ -174,9 +174,14 @@ def render_final_report(state: LabState, next_backlog: Sequence[Mapping[str, Any
                   + ("." if where["ref"] == where["main"] else
                      f" (your `{where['main']}` is checked out there and never pushed to). To see and take them:"),
                   "", "```", *Publication(**where).commands(), "```"]
+    failures = state.events("launcher-failure")
+    if failures:
+        lines += ["", "## Launcher failures (the hypotheses went back to the backlog)", ""]
+        lines += [f"- `{e['experiment']}` (hypothesis `{e['data']['hypothesis']}`): {e['data']['reason']}"
+                  for e in failures]
     lines += ["", "## Killed hypotheses", ""]
     for e in killed:
-        lines.append(f"- `{e.name}` (hypothesis `{e.hypothesis}`): " + "; ".join(e.reasons))
+        lines.append(f"- `{e.name}` (hypothesis `{e.hypothesis}`){_via(e)}: " + "; ".join(e.reasons))
     if not killed:
         lines.append("- none")
     if iterated:
@@ -191,6 +196,12 @@ def render_final_report(state: LabState, next_backlog: Sequence[Mapping[str, Any
     if cost:
         lines += ["", "## Agent cost", "", ", ".join(f"{k}: {num(v)}" for k, v in cost.items())]
     return "\n".join(lines) + "\n"
+
+
+def _via(experiment: Any) -> str:
+    """Which launcher ran the experiment (hypotheses may name their own)."""
+    launcher = (experiment.candidate or {}).get("launcher")
+    return f" via `{launcher}`" if launcher else ""
 
 
 def _landing_state(experiment: Any, publish: Mapping[str, Any] | None) -> str:

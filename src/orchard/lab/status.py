@@ -23,7 +23,8 @@ def status(lab: LabView) -> dict[str, Any]:
         "executor": lab.executor,
         "attach": attach_command(lab.tmux_socket) if lab.executor != "subprocess" else None,
         "workers": [{"experiment": w.experiment, "worker": w.worker, "lane": w.lane, "status": w.status,
-                     "minutes": round(w.elapsed_s / 60, 1), "log": w.log, "hypothesis": w.hypothesis}
+                     "minutes": round(w.elapsed_s / 60, 1), "log": w.log, "hypothesis": w.hypothesis,
+                     "launcher": w.launcher}
                     for w in lab.workers],
         "decisions": dict(lab.decisions),
         "backlog": [{"id": b.id, "score": round(b.score, 3), "lane": b.lane, "title": b.title} for b in lab.backlog[:8]],

@@ -310,10 +310,13 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
     start = next((e for e in events if e["kind"] == "lab-start"), None)
     baseline = dict((start or {"data": {}})["data"].get("baseline", {}))
     floors = dict((start or {"data": {}})["data"].get("floors", {}))
-    launcher = ws.config.launcher.name
+    # the launcher each experiment ran (a hypothesis may name its own), as its start recorded it
+    launchers = {e["experiment"]: str(e["data"].get("launcher") or ws.config.launcher.name)
+                 for e in events if e["kind"] == "experiment-start"}
     host = socket.gethostname()
     workers = tuple(
-        WorkerView(experiment=e.name, hypothesis=e.hypothesis, worker=e.worker, lane=e.lane, launcher=launcher,
+        WorkerView(experiment=e.name, hypothesis=e.hypothesis, worker=e.worker, lane=e.lane,
+                   launcher=launchers.get(e.name, ws.config.launcher.name),
                    status=e.status,
                    elapsed_s=round(now - e.started_at, 1),
                    host=host if ws.config.workers.executor != "dask" else "dask cluster",
