@@ -23,6 +23,7 @@ from orchard.lab import backlog, records
 from orchard.lab import judge as judging
 from orchard.lab import land as landing
 from orchard.lab.hypothesis import Hypothesis
+from orchard.lab.loop import Lab
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace, init_workspace
 
@@ -236,4 +237,33 @@ def test_a_publication_refused_after_the_start_is_never_reported_merged(tmp_path
     publish = next(e["data"] for e in state.events("publish"))
     assert publish["reachable"] is False and "\n" not in publish["error"]
     assert json.loads(state.meta("publication") or "{}")["ref"] == "lab/main"
+    state.close()
+
+
+def test_the_final_numbers_are_one_paired_verdict_of_main_at_the_end_against_the_start(
+    tmp_path: Path, user_repo: Path
+) -> None:
+    ws, state = _lab(tmp_path, user_repo)
+    lab = Lab(ws, state, say=lambda _: None)
+    lab.start()
+    outcome = _land(ws, state)
+    assert outcome.merged
+    lab.finish("the test stops it")
+    final = state.events("final-verdict")
+    assert len(final) == 1 and final[0]["data"]["moved"] is True
+    assert final[0]["data"]["end"] == outcome.merge_commit == ws.target_base()
+    verdict = final[0]["data"]["verdict"]
+    assert verdict["verdict"] == "PASS"
+    (metric,) = verdict["metrics"]
+    effect = f"{metric['effect']:+.2%}"
+    report = (ws.root / "FINAL_REPORT.md").read_text()
+    assert "## Main at the end against main at the start" in report and "**PASS**" in report
+    assert "baseline to final" not in report
+    board = (ws.root / "LEADERBOARD.md").read_text()
+    row = next(line for line in board.splitlines() if line.startswith("| out/stdout_bytes"))
+    assert "`shorter`" in row and row.count(effect) >= 1  # main vs start: the paired effect, with its interval
+    assert f"{metric['floor']:.2%}" in row
+    # a finished lab run again: no second stop entry, no second final verdict
+    lab.finish("the test stops it")
+    assert len(state.events("stop")) == 1 and len(state.events("final-verdict")) == 1
     state.close()

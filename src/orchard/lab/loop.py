@@ -403,8 +403,37 @@ class Lab:
                 return "every open hypothesis needs a launcher that failed in this run; fix it and run again"
         return None
 
+    def final_verdict(self) -> None:
+        """Main at the end against main at the start: one paired verdict (same lock, same suite), once per pair.
+
+        The lab's honest total: medians taken in different campaigns, at
+        different loads, are never divided by each other.
+        """
+        starts = self.state.events("lab-start")
+        if not starts:
+            return
+        start, end = starts[0]["data"]["base"], self.ws.target_base()
+        done = self.state.events("final-verdict")
+        if done and (done[-1]["data"]["start"], done[-1]["data"]["end"]) == (start, end):
+            return
+        if end == start:
+            self.state.log("final-verdict", {"start": start, "end": end, "moved": False})
+            return
+        self.say(f"final verdict: main {end[:12]} against main at the start {start[:12]}, paired")
+        first = judging.baseline_binary(self.ws, self.state, start)
+        verdict = judging.measure(self.ws, first, judging.baseline_binary(self.ws, self.state, end),
+                                  progress=self.measure_progress)
+        self.state.log("final-verdict", {"start": start, "end": end, "moved": True, "verdict": verdict})
+
     def finish(self, reason: str) -> None:
-        self.state.log("stop", {"reason": reason})
+        self.final_verdict()
+        stops = self.state.events("stop")
+        since = [e for e in self.state.events() if stops and e["id"] > stops[-1]["id"]]
+        # a finished lab run again with nothing new to do does not journal the same stop again
+        repeated = bool(stops) and stops[-1]["data"].get("reason") == reason and all(
+            e["kind"] == "final-verdict" for e in since)
+        if not repeated:
+            self.state.log("stop", {"reason": reason})
         records.write_notebook(self.ws.root, self.state, final=True)
         self.say(f"stopped: {reason}; wrote {self.ws.root / 'FINAL_REPORT.md'}")
 

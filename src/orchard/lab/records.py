@@ -17,7 +17,13 @@ from typing import Any
 from orchard.lab import backlog
 from orchard.lab.land import Publication
 from orchard.lab.state import LabState
-from orchard.lab.verdict_table import COLUMNS, MetricEffect, cells, num, pct
+from orchard.lab.verdict_table import (
+    COLUMNS,
+    MetricEffect,
+    cells,
+    effect_cells,
+    num,
+)
 
 
 def when(at: float) -> str:
@@ -126,24 +132,54 @@ def leaderboard(state: LabState) -> list[dict[str, Any]]:
             if entry is None or value is None:
                 continue
             if metric.get("verdict") == "improved" and _better(value, entry["best"], dirs.get(metric["key"], "lower")):
-                entry.update(best=value, by=experiment.name, commit=experiment.merge_commit or experiment.land_commit)
+                entry.update(best=value, by=experiment.name, commit=experiment.merge_commit or experiment.land_commit,
+                             effect=MetricEffect.from_verdict_metric(metric))
     for measurement in state.measurements("main"):
         for key, value in measurement["metrics"].items():
             if key in board and value is not None:
                 board[key]["main"] = value
+    done = state.events("final-verdict")
+    for metric in (done[-1]["data"].get("verdict") or {}).get("metrics", []) if done else []:
+        if metric["key"] in board:
+            board[metric["key"]]["final"] = MetricEffect.from_verdict_metric(metric)
     return list(board.values())
 
 
 def render_leaderboard(state: LabState) -> str:
-    lines = ["# Leaderboard", "", "Best known value per metric and the change that achieved it.", "",
-             "| metric | direction | baseline | best | change | vs baseline | main now |", "|---|---|---:|---:|---|---:|---:|"]
+    """Each metric's best change with its own paired effect, and main against the start once the lab stopped.
+
+    Every number is an effect with its interval from one paired verdict; no
+    median of one campaign is divided by a median of another.
+    """
+    lines = ["# Leaderboard", "",
+             ("Per metric: the landed change with the best paired effect, and main at the end "
+              "against main at the start (one paired verdict, when the lab stops)."), "",
+             ("| metric | direction | baseline (start) | best change | its effect [interval] | main vs start "
+              "[interval] | floor |"), "|---|---|---:|---|---:|---:|---:|"]
     dirs = directions(state)
     for row in leaderboard(state):
-        change = row["by"] if row["by"] == "baseline" else f"`{row['by']}` ({(row.get('commit') or '')[:10]})"
-        delta = (row["best"] / row["baseline"] - 1) if row["baseline"] else None
-        lines.append(f"| {row['metric']} | {dirs.get(row['metric'], 'lower')} is better | {num(row['baseline'])} | "
-                     f"{num(row['best'])} | {change} | {pct(delta)} | {num(row['main'])} |")
+        best: MetricEffect | None = row.get("effect")
+        change = "-" if best is None else f"`{row['by']}` ({(row.get('commit') or '')[:10]})"
+        lines.append("| " + " | ".join([row["metric"], f"{dirs.get(row['metric'], 'lower')} is better",
+                                         num(row["baseline"]), change,
+                                         *effect_cells(best, row.get("final"))]) + " |")
     return "\n".join(lines) + "\n"
+
+
+def final_lines(state: LabState) -> list[str]:
+    """Main at the end against main at the start, as one paired verdict (never a ratio of unpaired medians)."""
+    done = state.events("final-verdict")
+    lines = ["## Main at the end against main at the start", ""]
+    if not done:
+        return lines + ["Not measured yet: the lab measures it when it stops."]
+    data = done[-1]["data"]
+    if not data.get("moved"):
+        return lines + [f"Main did not move from `{data['start'][:10]}`: nothing to compare."]
+    verdict = data["verdict"]
+    summary = (f"One paired verdict of main `{data['end'][:10]}` against main at the start "
+               f"`{data['start'][:10]}` (same suite, same lock, interleaved pairs): **{verdict['verdict']}** "
+               f"after {verdict.get('pairs')} pairs (seed {verdict.get('seed')}).")
+    return [*lines, summary, "", *verdict_lines(verdict)]
 
 
 def render_final_report(state: LabState, next_backlog: Sequence[Mapping[str, Any]]) -> str:
@@ -155,11 +191,7 @@ def render_final_report(state: LabState, next_backlog: Sequence[Mapping[str, Any
     iterated = [e for e in experiments if e.decision == "ITERATE"]
     lines = ["# Final report", "", f"Stopped: {reason}.", "",
              f"{len(experiments)} experiments: {len(landed)} landed, {len(killed)} killed, {len(iterated)} iterated.", "",
-             "## Per metric: baseline to final", "",
-             "| metric | baseline | final (main) | change |", "|---|---:|---:|---:|"]
-    for row in leaderboard(state):
-        delta = (row["main"] / row["baseline"] - 1) if row["baseline"] else None
-        lines.append(f"| {row['metric']} | {num(row['baseline'])} | {num(row['main'])} | {pct(delta)} |")
+             *final_lines(state)]
     lines += ["", "## Landed changes", ""]
     published = {event["experiment"]: event["data"] for event in state.events("publish")}
     for e in landed:

@@ -22,8 +22,11 @@ def pct(value: float | None) -> str:
 
 
 def num(value: Any) -> str:
+    """A measured value as people read it: 290,600 bytes, not 2.906e+05."""
     if value is None:
         return "-"
+    if isinstance(value, float) and abs(value) >= 10_000:
+        return f"{value:,.0f}"
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
@@ -84,6 +87,15 @@ class VerdictView:
                    lock_wait_ms=float(data.get("lock_wait_ms") or 0.0), reasons=tuple(data.get("reasons", [])),
                    metrics=tuple(MetricEffect.from_verdict_metric(m) for m in data.get("metrics", [])),
                    gates=tuple(Gate(g["name"], bool(g["passed"]), g.get("detail", "")) for g in data.get("gates", [])))
+
+
+def effect_cells(best: MetricEffect | None, final: MetricEffect | None) -> list[str]:
+    """A leaderboard row's numbers: the best change's paired effect, main against the start, the floor."""
+    def effect(m: MetricEffect | None) -> str:
+        return "-" if m is None else f"{pct(m.effect)} [{pct(m.low)}, {pct(m.high)}]"
+
+    floor = final or best
+    return [effect(best), effect(final), "-" if floor is None else f"{floor.floor:.2%}"]
 
 
 def cells(m: MetricEffect) -> list[str]:

@@ -128,6 +128,8 @@ class LeaderRow:
     by: str
     commit: str | None
     main: float
+    effect: MetricEffect | None = None  # the best change's own paired effect
+    final: MetricEffect | None = None  # main at the end against main at the start, one paired verdict
 
 
 @dataclass(frozen=True)
@@ -334,7 +336,7 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         backlog=tuple(BacklogItem(r.id, backlog.score(r.data), r.data.get("lane", "exploit"), r.data.get("title", ""))
                       for r in ranked),
         leaderboard=tuple(LeaderRow(r["metric"], dirs.get(r["metric"], "lower"), r["baseline"], r["best"], r["by"],
-                                    r.get("commit"), r["main"]) for r in board),
+                                    r.get("commit"), r["main"], r.get("effect"), r.get("final")) for r in board),
         experiments=tuple(experiments), main_steps=tuple(_main_steps(events, baseline, floors)), lock_waits=waits,
         busy=tuple(_busy(experiments)),
         journal=tuple(FeedEntry(e["at"], e["kind"], e["experiment"], "\n".join(records.journal_entry(e)).strip())
