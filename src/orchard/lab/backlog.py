@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from orchard.errors import UsageError
-from orchard.lab.hypothesis import Hypothesis, slug
+from orchard.lab.hypothesis import Hypothesis, predicted_text, slug
 from orchard.lab.state import HypothesisRecord, LabState
 
 OPEN, RUNNING, LANDED, KILLED, ITERATED = "open", "running", "landed", "killed", "iterated"
@@ -200,7 +200,7 @@ def render(state: LabState) -> str:
         lines.append(
             f"| {rank if record.status == OPEN else '-'} | `{record.id}` | {d.get('lane', 'exploit')} | "
             f"{score(d):.2f} | {record.status} | {d.get('metric', '')} | "
-            f"{'-' if predicted is None else f'{predicted:+.0%}'} | {', '.join(d.get('scope', [])) or 'any'} | "
+            f"{'-' if predicted is None else predicted_text(predicted)} | {', '.join(d.get('scope', [])) or 'any'} | "
             f"{d.get('title', '')} |"
         )
     return "\n".join(lines) + "\n"

@@ -67,7 +67,7 @@ class Hypothesis:
 
     @property
     def predicted_text(self) -> str:
-        return "(not given)" if self.predicted_effect is None else f"{self.predicted_effect:+.0%}"
+        return predicted_text(self.predicted_effect)
 
     @property
     def score(self) -> float:
@@ -120,6 +120,13 @@ class Hypothesis:
         if values.get("predicted_effect") is not None:
             values["predicted_effect"] = float(values["predicted_effect"])
         return cls(**values)
+
+
+def predicted_text(effect: float | None) -> str:
+    """A predicted relative effect as people read it: -0.005 is -0.5%, never "-0%"."""
+    if effect is None:
+        return "(not given)"
+    return f"{effect:+.0%}" if abs(effect) >= 0.1 or effect == 0 else f"{effect:+.1%}"
 
 
 def in_scope(path: str, scope: Iterable[str]) -> bool:

@@ -40,9 +40,11 @@ from typing import Any
 from orchard import bench
 from orchard.errors import UsageError
 from orchard.lab import judge as judging
+from orchard.lab.hypothesis import predicted_text
 from orchard.lab.judge import Judgment
 from orchard.lab.state import ExperimentRecord, LabState
 from orchard.lab.vcs import VcsError
+from orchard.lab.verdict_table import after_pairs
 from orchard.lab.workspace import Workspace
 
 Progress = Callable[[str], None]
@@ -94,9 +96,9 @@ def lab_note(title: str, hypothesis: Mapping[str, Any], judgment: Judgment, expe
         f"Hypothesis: {hypothesis.get('change', '')}",
         f"Suspected cause: {hypothesis.get('suspected_cause') or '(not given)'}",
         f"Metric: {hypothesis.get('metric', '')}; predicted effect: "
-        + ("(not given)" if hypothesis.get("predicted_effect") is None else f"{hypothesis['predicted_effect']:+.0%}"),
+        + predicted_text(hypothesis.get("predicted_effect")),
         "",
-        f"Result: {verdict.get('verdict', '?')} after {verdict.get('pairs', '?')} pairs (seed {verdict.get('seed', '?')}).",
+        f"Result: {verdict.get('verdict', '?')} {after_pairs(verdict.get('pairs', '?'))} (seed {verdict.get('seed', '?')}).",
     ]
     def fmt(value: float | None) -> str:
         return "-" if value is None else f"{value:+.2%}"

@@ -40,7 +40,7 @@ from orchard.lab import land as landing
 from orchard.lab.candidate import NO_CHANGES, Candidate, collect_candidate
 from orchard.lab.executors import DONE_MARKER, Executor, JobResult, make_executor
 from orchard.lab.experiment import Experiment
-from orchard.lab.hypothesis import Hypothesis
+from orchard.lab.hypothesis import Hypothesis, predicted_text
 from orchard.lab.judge import Judgment
 from orchard.lab.launchers import Launcher, launcher_for, preflight
 from orchard.lab.prompts import render_prompt
@@ -76,7 +76,7 @@ class Lab:
         self.launchers: dict[str, Launcher] = {}
         self.down: set[str] = set()  # launchers whose agent could not work in this run: given no more work
         self.executor: Executor | None = None
-        self.started = time.monotonic()
+        self.started = time.time()
 
     # -- records ---------------------------------------------------------------
 
@@ -265,7 +265,7 @@ class Lab:
         data = hypothesis.data
         status = {judging.LAND: LANDING, judging.KILL: DONE, judging.ITERATE: DONE}[judgment.decision]
         event = {"hypothesis": hypothesis.id, "title": data.get("title", ""), "metric": data.get("metric"),
-                 "predicted": None if data.get("predicted_effect") is None else f"{data['predicted_effect']:+.0%}",
+                 "predicted": None if data.get("predicted_effect") is None else predicted_text(data["predicted_effect"]),
                  "cause": data.get("suspected_cause"), "decision": judgment.decision, "reasons": judgment.reasons,
                  "rule": judgment.rule, "verdict": judgment.verdict,
                  "checks": [f"{c.name}: {'ok' if c.passed else 'FAILED'} {c.detail}" for c in judgment.checks],
@@ -376,7 +376,8 @@ class Lab:
         stop = self.ws.config.stop
         experiments = self.state.experiments()
         if backlog.top_attempted(self.state, stop.top_attempted):
-            return f"the top {stop.top_attempted} backlog items have all been attempted"
+            top = min(stop.top_attempted, len(self.state.hypotheses()))
+            return f"the top {top} backlog items have all been attempted"
         failures = self._counter("launcher_failures")
         if failures >= stop.launcher_failures:
             last = self.state.events("launcher-failure")[-1]["data"]["reason"]
@@ -386,7 +387,9 @@ class Lab:
             return f"{stop.idle_loops} consecutive loops landed nothing"
         if stop.max_experiments and len(experiments) >= stop.max_experiments:
             return f"the budget of {stop.max_experiments} experiments is spent"
-        if stop.max_wall_minutes and (time.monotonic() - self.started) / 60 >= stop.max_wall_minutes:
+        # the lab's wall time counts from its first start, not from this process's
+        started = float(self.state.meta("started_at") or self.started)
+        if stop.max_wall_minutes and (time.time() - started) / 60 >= stop.max_wall_minutes:
             return f"the wall-time budget of {stop.max_wall_minutes:g} minutes is spent"
         cost = sum(float(((e.candidate or {}).get("usage") or {}).get("cost_usd") or 0) for e in experiments)
         if stop.max_cost_usd and cost >= stop.max_cost_usd:

@@ -159,7 +159,7 @@ def experiment_list(view: LabView) -> str:
         parts = [head, f"<ul>{reasons}</ul>" if reasons else ""]
         if e.verdict is not None:
             v = e.verdict
-            parts.append(f"<p>Verdict <b>{escape(v.verdict)}</b> after {num(v.pairs)} pairs (seed {num(v.seed)})</p>")
+            parts.append(f"<p>Verdict <b>{escape(v.verdict)}</b> {escape(after_pairs(v.pairs))} (seed {num(v.seed)})</p>")
             parts.append(_table(COLUMNS, ([escape(c) for c in cells(m)] for m in v.metrics), (2, 4, 5, 6, 7, 8)))
             parts += [f"<p>gate <code>{escape(g.name)}</code>: {'pass' if g.passed else 'FAIL'} "
                       f"({escape(g.detail)})</p>" for g in v.gates]

@@ -20,6 +20,7 @@ from orchard.lab.state import LabState
 from orchard.lab.verdict_table import (
     COLUMNS,
     MetricEffect,
+    after_pairs,
     cells,
     effect_cells,
     num,
@@ -74,7 +75,7 @@ def journal_entry(event: Mapping[str, Any]) -> list[str]:
         lines += [f"- {reason}" for reason in data.get("reasons", [])]
         verdict = data.get("verdict")
         if verdict:
-            lines += ["", f"Verdict **{verdict['verdict']}** after {verdict.get('pairs')} pairs "
+            lines += ["", f"Verdict **{verdict['verdict']}** {after_pairs(verdict.get('pairs'))} "
                           f"(seed {verdict.get('seed')}):", ""]
             lines += verdict_lines(verdict)
         usage = data.get("usage") or {}
@@ -83,7 +84,7 @@ def journal_entry(event: Mapping[str, Any]) -> list[str]:
     else:
         for key, value in data.items():
             if key == "verdict" and isinstance(value, Mapping):
-                lines += [f"- verdict: **{value.get('verdict')}** after {value.get('pairs')} pairs "
+                lines += [f"- verdict: **{value.get('verdict')}** {after_pairs(value.get('pairs'))} "
                           f"(seed {value.get('seed')}): " + "; ".join(value.get("reasons", [])), ""]
                 lines += verdict_lines(value) + [""]
             elif isinstance(value, (dict, list)):
@@ -178,7 +179,7 @@ def final_lines(state: LabState) -> list[str]:
     verdict = data["verdict"]
     summary = (f"One paired verdict of main `{data['end'][:10]}` against main at the start "
                f"`{data['start'][:10]}` (same suite, same lock, interleaved pairs): **{verdict['verdict']}** "
-               f"after {verdict.get('pairs')} pairs (seed {verdict.get('seed')}).")
+               f"{after_pairs(verdict.get('pairs'))} (seed {verdict.get('seed')}).")
     return [*lines, summary, "", *verdict_lines(verdict)]
 
 
@@ -213,7 +214,8 @@ def render_final_report(state: LabState, next_backlog: Sequence[Mapping[str, Any
                   for e in failures]
     lines += ["", "## Killed hypotheses", ""]
     for e in killed:
-        lines.append(f"- `{e.name}` (hypothesis `{e.hypothesis}`){_via(e)}: " + "; ".join(e.reasons))
+        named = "" if e.name == e.hypothesis else f" (hypothesis `{e.hypothesis}`)"
+        lines.append(f"- `{e.name}`{named}{_via(e)}: " + "; ".join(e.reasons))
     if not killed:
         lines.append("- none")
     if iterated:

@@ -15,6 +15,13 @@ from typing import Any
 COLUMNS = ("metric", "verdict", "effect", "interval", "floor", "n", "MDE", "baseline", "candidate")
 
 
+def after_pairs(pairs: Any) -> str:
+    """How far a verdict got: a gate that fails in the warm-up pair ends it before any counted pair."""
+    if pairs == 0:
+        return "after the warm-up pair (a gate failed before any counted pair)"
+    return f"after {num(pairs)} pairs"
+
+
 def pct(value: float | None) -> str:
     if value is None or not math.isfinite(value):
         return "-"
