@@ -139,3 +139,25 @@ def test_init_warns_when_the_target_has_no_gitignore(tmp_path: Path, target_repo
     result = orchard("init", tmp_path / "ws2", "--target", target_repo, "--bench", bench_repo)
     assert result.returncode == 0, result.stderr
     assert "no .gitignore" not in result.stderr
+
+
+def test_a_tracked_build_output_the_build_rewrites_is_not_the_change(
+    make_workspace: Callable[..., Workspace], target_repo: Path
+) -> None:
+    # an sdist committed whole tracks its egg-info; `setup.py develop` rewrites it
+    _write(target_repo, {"pkg.egg-info/PKG-INFO": b"Metadata-Version: 2.4\n", "pkg.egg-info/SOURCES.txt": b"a\n"})
+    git(target_repo, "add", "-A")
+    git(target_repo, "commit", "-qm", "sdist as released")
+    workspace = make_workspace()
+
+    def edit(root: Path) -> None:
+        (root / "src/alpha.txt").write_text("alpha 2\n")
+        _write(root, {"pkg.egg-info/PKG-INFO": b"Metadata-Version: 2.1\n", "pkg.egg-info/SOURCES.txt": b"a\nb\n"})
+
+    candidate = _collect(workspace, edit)
+    assert candidate.changed_files == ["src/alpha.txt"] and "egg-info" not in candidate.patch
+    checkout = judge.checkout_with_patch(workspace, workspace.judge_dir / "e1" / "target", workspace.target_base(),
+                                         candidate.patch)
+    _write(checkout, {"pkg.egg-info/PKG-INFO": b"Metadata-Version: 2.1\n"})  # the judge's build, the same
+    workspace.target_vcs.commit(checkout, "lab: win\n", branch="lab/e1", ignore=workspace.config.target.ignore)
+    assert git(checkout, "show", "--name-only", "--format=", "HEAD").split() == ["src/alpha.txt"]

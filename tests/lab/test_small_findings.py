@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 
 from loop_support import add_hypotheses, verdict_of
+
 from orchard.lab import backlog, records
 from orchard.lab.loop import Lab
 from orchard.lab.state import LabState

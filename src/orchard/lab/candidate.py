@@ -118,7 +118,7 @@ def collect_candidate(
     """Read what the worker left: its patch, its bench's state, its report, its usage."""
     checkout = experiment.checkout
     worker = checkout.worker
-    target = workspace.target_vcs.changes(worker.target_dir, checkout.target_base)
+    target = workspace.target_vcs.changes(worker.target_dir, checkout.target_base, workspace.config.target.ignore)
     bench = workspace.bench_vcs.changes(worker.bench_dir, checkout.bench_base)
     changed = _without_scratch(target.files, launcher.scratch)
     scope = list(experiment.hypothesis.scope)

@@ -196,7 +196,7 @@ def _commit_branch(ws: Workspace, checkout: str, branch: str, base: str, message
     if vcs.current_branch(path) == branch and vcs.head(path) != base:
         commit = vcs.head(path)
     else:
-        commit = vcs.commit(path, message, branch=branch)
+        commit = vcs.commit(path, message, branch=branch, ignore=ws.config.target.ignore)
     vcs.push(path, branch)  # into the lab's target clone (its origin)
     return commit
 

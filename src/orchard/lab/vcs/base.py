@@ -128,16 +128,20 @@ class Vcs(ABC):
         """Paths with uncommitted changes, untracked files included (ignored files not)."""
 
     @abstractmethod
-    def changes(self, checkout: Path, base: str) -> Changes:
-        """Everything the checkout holds beyond `base`: commits, edits, new files."""
+    def changes(self, checkout: Path, base: str, ignore: Sequence[str] = ()) -> Changes:
+        """Everything the checkout holds beyond `base`: commits, edits, new files.
+
+        Paths matching the gitignore-style globs of `ignore` are build outputs, never
+        part of the change, even when the repository tracks them (an sdist's egg-info).
+        """
 
     @abstractmethod
     def apply(self, checkout: Path, patch: str) -> None:
         """Apply a unified diff to the working files; VcsError naming the reason if it does not apply."""
 
     @abstractmethod
-    def commit(self, checkout: Path, message: str, branch: str | None = None) -> str:
-        """Commit every change (on a new `branch` when given) with the lab's identity; return it."""
+    def commit(self, checkout: Path, message: str, branch: str | None = None, ignore: Sequence[str] = ()) -> str:
+        """Commit every change but build outputs (`ignore`), on a new `branch` when given; return it."""
 
     @abstractmethod
     def push(self, checkout: Path, branch: str, remote: str = "origin", as_branch: str | None = None) -> None:
