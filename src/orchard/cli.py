@@ -10,11 +10,16 @@ from __future__ import annotations
 import contextlib
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from orchard import __version__
 from orchard.errors import OrchardError, UsageError
+from orchard.lab.hypothesis import Lane
+
+if TYPE_CHECKING:
+    from orchard.lab.state import HypothesisRecord
 
 
 class _Group(click.Group):
@@ -122,18 +127,19 @@ def verdict(suite_path: Path, baseline: Path, candidate: Path, runs: int | None,
     import json as jsonlib
 
     from orchard.bench.campaign import run_verdict
-    from orchard.bench.display import print_verdict, rows_summary, verdict_json
+    from orchard.bench.display import print_verdict, rows_summary
     from orchard.bench.suite import load_suite
+    from orchard.bench.verdict import VerdictWord
 
     suite = load_suite(suite_path)
     with _ProgressBar() as bar:
         result = run_verdict(suite, baseline, candidate, runs=runs, seed=seed, results=results,
                              recalibrate=recalibrate, progress=bar.update, summary=rows_summary)
     if as_json:
-        click.echo(jsonlib.dumps(verdict_json(result, str(suite.path)), indent=2))
+        click.echo(jsonlib.dumps(result.to_dict(), indent=2))
     else:
         print_verdict(_console(), result)
-    if result.decision.verdict in ("REGRESSED", "ERROR"):
+    if result.verdict in (VerdictWord.REGRESSED, VerdictWord.ERROR):
         sys.exit(1)
 
 
@@ -434,12 +440,11 @@ def backlog_group() -> None:
     """The ranked hypotheses: list, add, rank."""
 
 
-def _print_ranked(records) -> None:  # records: list[HypothesisRecord], best first
-    from orchard.lab import backlog
-
+def _print_ranked(records: list[HypothesisRecord]) -> None:
+    """Hypotheses, best first: rank, id, score, status, lane, title."""
     for rank, r in enumerate(records, 1):
-        click.echo(f"{rank:>3}. {r.id:<32} {backlog.score(r.data):6.2f}  {r.status:<8} "
-                   f"{r.data.get('lane', 'exploit'):<8} {r.data.get('title', '')}")
+        h = r.hypothesis
+        click.echo(f"{rank:>3}. {r.id:<32} {h.score:6.2f}  {r.status:<8} {h.lane:<8} {h.title}")
 
 
 @backlog_group.command("list")
@@ -451,13 +456,14 @@ def backlog_list(workspace: Path, as_json: bool, show_all: bool) -> None:
     import json as jsonlib
 
     from orchard.lab import backlog
+    from orchard.lab.hypothesis import HypothesisStatus
 
-    statuses = (backlog.OPEN, backlog.RUNNING, backlog.LANDED, backlog.KILLED, backlog.ITERATED) if show_all else (backlog.OPEN,)
+    statuses = tuple(HypothesisStatus) if show_all else (HypothesisStatus.OPEN,)
     with _open_lab(workspace) as (_, state):
         records = backlog.ranked(state, statuses)
     if as_json:
-        click.echo(jsonlib.dumps([{"id": r.id, "status": r.status, "score": backlog.score(r.data), **r.data}
-                                  for r in records], indent=2))
+        click.echo(jsonlib.dumps([{"id": r.id, "status": r.status, "score": r.hypothesis.score,
+                                   **r.hypothesis.to_dict()} for r in records], indent=2))
         return
     _print_ranked(records)
 
@@ -478,7 +484,7 @@ def backlog_list(workspace: Path, as_json: bool, show_all: bool) -> None:
 @click.option("--impact", type=float, default=3.0, show_default=True)
 @click.option("--confidence", type=float, default=0.5, show_default=True)
 @click.option("--effort", type=float, default=2.0, show_default=True)
-@click.option("--lane", type=click.Choice(["exploit", "explore"]), default="exploit", show_default=True)
+@click.option("--lane", type=click.Choice([lane.value for lane in Lane]), default=Lane.EXPLOIT.value, show_default=True)
 @click.option("--patch", type=click.Path(path_type=Path), default=None, help="A ready patch for the patch launcher.")
 def backlog_add(workspace: Path, file_path: Path | None, from_opportunities: int, hypothesis_id: str, title: str,
                 metric: str, current_value: str, suspected_cause: str, change: str, predicted_effect: float | None,
@@ -487,7 +493,7 @@ def backlog_add(workspace: Path, file_path: Path | None, from_opportunities: int
     """Add hypotheses: from a TOML file, from the opportunities ranking, or from flags."""
     from orchard.lab import backlog
     from orchard.lab.hypothesis import Hypothesis
-    from orchard.lab.judge import metric_keys
+    from orchard.lab.verdicts import metric_keys
 
     with _open_lab(workspace) as (ws, state):
         if file_path is not None:

@@ -16,12 +16,13 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from orchard.bench.campaign import CampaignResult
-from orchard.bench.calibration import Calibration
-from orchard.bench.verdict import MetricResult
+from orchard.bench.calibration import Calibration, age_text
+from orchard.bench.verdict import CalibrationNote, MetricResult, MetricVerdict, Verdict, VerdictWord
 
-_STYLE = {"improved": "green", "regressed": "red", "no-change": "dim", "inconclusive": "yellow"}
-_OVERALL_STYLE = {"PASS": "bold green", "REGRESSED": "bold red", "NO-CHANGE": "bold", "INCONCLUSIVE": "bold yellow", "ERROR": "bold red"}
+_STYLE = {MetricVerdict.IMPROVED: "green", MetricVerdict.REGRESSED: "red", MetricVerdict.UNCHANGED: "dim",
+          MetricVerdict.UNCLEAR: "yellow"}
+_OVERALL_STYLE = {VerdictWord.PASS: "bold green", VerdictWord.REGRESSED: "bold red", VerdictWord.NO_CHANGE: "bold",
+                  VerdictWord.INCONCLUSIVE: "bold yellow", VerdictWord.ERROR: "bold red"}
 
 
 def pct(value: float | None, signed: bool = True) -> str:
@@ -66,58 +67,28 @@ def metric_table(metrics: Sequence[MetricResult], title: str | None = None) -> T
     return table
 
 
-def calibration_line(cal: Calibration | None, cached: bool) -> str:
+def calibration_line(cal: CalibrationNote | None) -> str:
     if cal is None:
         return "calibration: none"
-    source = "cached" if cached else "fresh"
-    return f"calibration: {source}, {cal.age_text()} old, {cal.runs} A/A pairs, machine {cal.machine_fingerprint}"
+    source = "cached" if cal.cached else "fresh"
+    return f"calibration: {source}, {age_text(cal.age_s)} old, {cal.runs} A/A pairs, machine {cal.machine_fingerprint}"
 
 
-def print_verdict(console: Console, result: CampaignResult) -> None:
-    decision = result.decision
-    console.print(calibration_line(result.calibration, result.calibration_cached))
-    console.print(f"pair order seed: {result.seed}; pairs judged: {result.pairs} of up to {result.planned_pairs}")
-    if decision.metrics:
-        console.print(metric_table(decision.metrics))
-    for gate in decision.gates:
+def print_verdict(console: Console, verdict: Verdict) -> None:
+    console.print(calibration_line(verdict.calibration))
+    console.print(f"pair order seed: {verdict.seed}; pairs judged: {verdict.pairs} of up to {verdict.planned_pairs}")
+    if verdict.metrics:
+        console.print(metric_table(verdict.metrics))
+    for gate in verdict.gates:
         mark = "[green]pass[/]" if gate.passed else "[red]FAIL[/]"
         console.print(f"gate {gate.name}: {mark} {gate.detail}")
-    for warning in result.warnings:
+    for warning in verdict.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
-    style = _OVERALL_STYLE.get(decision.verdict, "bold")
-    console.print(f"verdict: [{style}]{decision.verdict}[/]")
-    for reason in decision.reasons:
+    style = _OVERALL_STYLE.get(verdict.verdict, "bold")
+    console.print(f"verdict: [{style}]{verdict.verdict}[/]")
+    for reason in verdict.reasons:
         console.print(f"  - {reason}")
-    console.print(f"rows: {result.rows_path}")
-
-
-def verdict_json(result: CampaignResult, suite: str) -> dict[str, Any]:
-    cal = result.calibration
-    return {
-        "verdict": result.decision.verdict,
-        "reasons": result.decision.reasons,
-        "suite": suite,
-        "baseline": str(result.baseline),
-        "candidate": str(result.candidate),
-        "seed": result.seed,
-        "pairs": result.pairs,
-        "planned_pairs": result.planned_pairs,
-        "calibration": None
-        if cal is None
-        else {
-            "cached": result.calibration_cached,
-            "age_s": round(cal.age_s(), 1),
-            "runs": cal.runs,
-            "seed": cal.seed,
-            "machine_fingerprint": cal.machine_fingerprint,
-        },
-        "metrics": [m.to_json() for m in result.decision.metrics],
-        "gates": [{"name": g.name, "passed": g.passed, "detail": g.detail} for g in result.decision.gates],
-        "warnings": result.warnings,
-        "lock_wait_ms": round(result.lock_wait_ms, 3),
-        "rows": str(result.rows_path),
-        "summary": str(result.summary_path),
-    }
+    console.print(f"rows: {verdict.rows}")
 
 
 def calibration_table(cal: Calibration) -> Table:

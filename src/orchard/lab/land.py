@@ -32,20 +32,25 @@ a target that refuses is named, with the fix, before any experiment.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from orchard import bench
 from orchard.errors import UsageError
-from orchard.lab import judge as judging
-from orchard.lab.hypothesis import predicted_text
-from orchard.lab.judge import Judgment
-from orchard.lab.state import ExperimentRecord, LabState
+from orchard.lab.builds import baseline_binary
+from orchard.lab.experiment import ExperimentStatus
+from orchard.lab.hypothesis import Hypothesis
+from orchard.lab.judge import judge
+from orchard.lab.judgment import Decision, Judgment
 from orchard.lab.vcs import VcsError
 from orchard.lab.verdict_table import after_pairs
+from orchard.lab.verdicts import MeasureProgress, Verdict, VerdictWord, measure
 from orchard.lab.workspace import Workspace
+
+if TYPE_CHECKING:
+    from orchard.lab.state import ExperimentRecord, LabState
 
 Progress = Callable[[str], None]
 LAB_MAIN = "lab/main"
@@ -85,31 +90,32 @@ class Publication:
         return asdict(self)
 
 
-def lab_note(title: str, hypothesis: Mapping[str, Any], judgment: Judgment, experiment: str) -> str:
-    """The commit message: what was tried, what came out, with the numbers."""
-    verdict = judgment.verdict or {}
-    lines = [
-        f"lab: {title}",
-        "",
-        f"Experiment {experiment}, hypothesis {hypothesis.get('id')} ({hypothesis.get('lane', 'exploit')} lane).",
-        "",
-        f"Hypothesis: {hypothesis.get('change', '')}",
-        f"Suspected cause: {hypothesis.get('suspected_cause') or '(not given)'}",
-        f"Metric: {hypothesis.get('metric', '')}; predicted effect: "
-        + predicted_text(hypothesis.get("predicted_effect")),
-        "",
-        f"Result: {verdict.get('verdict', '?')} {after_pairs(verdict.get('pairs', '?'))} (seed {verdict.get('seed', '?')}).",
-    ]
-    def fmt(value: float | None) -> str:
-        return "-" if value is None else f"{value:+.2%}"
+def _signed(value: float | None) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:+.2%}"
 
-    for m in verdict.get("metrics", []):
-        low, high = m.get("interval") or [None, None]
+
+def lab_note(hypothesis: Hypothesis, judgment: Judgment, experiment: str) -> str:
+    """The commit message: what was tried, what came out, with the numbers."""
+    verdict = judgment.verdict
+    result = "?" if verdict is None else f"{verdict.verdict} {after_pairs(verdict.pairs)} (seed {verdict.seed})"
+    lines = [
+        f"lab: {hypothesis.title}",
+        "",
+        f"Experiment {experiment}, hypothesis {hypothesis.id} ({hypothesis.lane} lane).",
+        "",
+        f"Hypothesis: {hypothesis.change}",
+        f"Suspected cause: {hypothesis.suspected_cause or '(not given)'}",
+        f"Metric: {hypothesis.metric}; predicted effect: {hypothesis.predicted_text}",
+        "",
+        f"Result: {result}.",
+    ]
+    for m in [] if verdict is None else verdict.metrics:
+        low, high = m.interval or (None, None)
         lines.append(
-            f"  {m['key']}: {m['verdict']} {fmt(m.get('effect'))} [{fmt(low)}, {fmt(high)}], floor {m['floor']:.2%}, "
-            f"n={m['n']}, {m.get('baseline_median')} -> {m.get('candidate_median')}"
+            f"  {m.key}: {m.verdict} {_signed(m.effect)} [{_signed(low)}, {_signed(high)}], floor {m.floor:.2%}, "
+            f"n={m.n}, {m.baseline_median} -> {m.candidate_median}"
         )
-    checks = [c for c in judgment.checks if c.detail != "not configured"]
+    checks = [c for c in judgment.checks if c.detail != "not configured"]  # only the checks that ran
     lines += ["", "Checks: " + "; ".join(f"{c.name} {'ok' if c.passed else 'FAILED'}" for c in checks)]
     return "\n".join(lines) + "\n"
 
@@ -156,8 +162,8 @@ class Steps:
         self.experiment = experiment
         self.done: dict[str, dict[str, Any]] = {}
         for event in state.events():
-            if event["experiment"] == experiment and event["kind"] in STEP_KINDS:
-                self.done[event["kind"]] = event["data"]
+            if event.experiment == experiment and event.kind in STEP_KINDS:
+                self.done[event.kind] = event.data
 
     def run(self, step: str, action: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """Do `step` unless it is recorded as done; record what it did."""
@@ -206,13 +212,13 @@ def land(
     state: LabState,
     record: ExperimentRecord,
     judgment: Judgment,
-    hypothesis: Mapping[str, Any],
+    hypothesis: Hypothesis,
     *,
     progress: Progress = lambda _: None,
-    measure_progress: Callable[[int, int, str], None] | None = None,
+    measure_progress: MeasureProgress | None = None,
 ) -> LandOutcome:
     name = record.name
-    title = hypothesis.get("title") or hypothesis.get("change", name)
+    title = hypothesis.title
     vcs, reference = ws.target_vcs, ws.reference_target
     main = main_branch(ws, state)
     where = publication(ws, main)
@@ -223,8 +229,8 @@ def land(
         branch = f"lab/{name}"
         progress(f"{name}: commit on {branch}")
         commit = _commit_branch(ws, judgment.checkout or "", branch, judgment.base or "",
-                                lab_note(title, hypothesis, judgment, name))
-        state.update_experiment(name, branch=branch, land_commit=commit, status="landing")
+                                lab_note(hypothesis, judgment, name))
+        state.update_experiment(name, branch=branch, land_commit=commit, status=ExperimentStatus.LANDING)
         return {"branch": branch, "commit": commit}
 
     landed = steps.run("land", commit_step)
@@ -234,38 +240,40 @@ def land(
         if main_head == judgment.base:
             return {"needed": False, "main": main_head, **landed}
         progress(f"{name}: main moved ({(judgment.base or '')[:10]} -> {main_head[:10]}): rebase and judge again")
-        rebased = judging.judge(ws, state, f"{name}-on-{main_head[:10]}", {**(record.candidate or {}), "flags": []},
-                                main_head, record.bench_base, progress=progress, measure_progress=measure_progress)
+        assert record.candidate is not None
+        rebased = judge(ws, state, f"{name}-on-{main_head[:10]}", replace(record.candidate, flags=[]), main_head,
+                        record.bench_base, progress=progress, measure_progress=measure_progress)
         data: dict[str, Any] = {"needed": True, "main": main_head, "onto": main_head, "decision": rebased.decision,
-                                "reasons": rebased.reasons, "verdict": rebased.verdict, "judgment": rebased.to_dict()}
-        if rebased.decision != judging.LAND:
+                                "reasons": rebased.reasons, "judgment": rebased.to_dict()}
+        if rebased.decision != Decision.LAND:
             return {**data, **landed}
         branch = f"{landed['branch']}-on-{main_head[:10]}"
         commit = _commit_branch(ws, rebased.checkout or "", branch, main_head,
-                                lab_note(title, hypothesis, rebased, name))
-        state.update_experiment(name, branch=branch, land_commit=commit, judgment=rebased.to_dict())
+                                lab_note(hypothesis, rebased, name))
+        state.update_experiment(name, branch=branch, land_commit=commit, judgment=rebased)
         return {**data, "branch": branch, "commit": commit}
 
     rebase = steps.run("rebase", rebase_step)
     branch, commit = rebase["branch"], rebase["commit"]
     pushed = steps.run("push", lambda: _push(ws, branch))
     notes = [] if pushed["reachable"] else [f"branch {branch} not published to the target: {pushed.get('error')}"]
-    if rebase.get("decision", judging.LAND) != judging.LAND:
+    if rebase.get("decision", Decision.LAND) != Decision.LAND:
         notes.append(f"not merged: on the new main {rebase['main'][:10]} it no longer lands "
                      f"({'; '.join(rebase['reasons'])})")
         return LandOutcome(branch, commit, False, None, False, notes)
-    current = judgment if not rebase["needed"] else judging.judgment_from(rebase["judgment"])
+    current = judgment if not rebase["needed"] else Judgment.from_dict(rebase["judgment"])
     main_head = rebase["main"]
-    baseline = judging.baseline_binary(ws, state, main_head)
+    baseline = baseline_binary(ws, state, main_head)
 
     def confirm_step() -> dict[str, Any]:
         progress(f"{name}: confirmation verdict on fresh samples")
-        return {"verdict": judging.measure(ws, baseline, Path(current.binary or ""), progress=measure_progress)}
+        verdict = measure(ws, baseline, Path(current.binary or ""), progress=measure_progress)
+        return {"verdict": verdict.to_dict()}
 
-    confirm = steps.run("confirm", confirm_step)["verdict"]
-    if confirm["verdict"] != bench.PASS:
-        notes.append(f"not merged: the confirmation verdict was {confirm['verdict']} "
-                     f"({'; '.join(confirm.get('reasons', []))}); the branch stays, described")
+    confirm = Verdict.from_dict(steps.run("confirm", confirm_step)["verdict"])
+    if confirm.verdict != VerdictWord.PASS:
+        notes.append(f"not merged: the confirmation verdict was {confirm.verdict} "
+                     f"({'; '.join(confirm.reasons)}); the branch stays, described")
         return LandOutcome(branch, commit, False, None, False, notes)
 
     def merge_step() -> dict[str, Any]:
@@ -285,13 +293,12 @@ def land(
 
     def check_step() -> dict[str, Any]:
         progress(f"{name}: main after the merge against the previous main")
-        check = judging.measure(ws, baseline, judging.baseline_binary(ws, state, merge_commit),
-                                progress=measure_progress)
-        before, after = judging.verdict_medians(check)
-        regressed = check["verdict"] in (bench.REGRESSED, bench.ERROR)
+        check = measure(ws, baseline, baseline_binary(ws, state, merge_commit), progress=measure_progress)
+        before, after = check.medians()
+        regressed = check.verdict in (VerdictWord.REGRESSED, VerdictWord.ERROR)
         if not regressed:
             state.add_measurement("main", merge_commit, after, name)
-        return {"verdict": check, "regressed": regressed, "before": before}
+        return {"verdict": check.to_dict(), "regressed": regressed, "before": before}
 
     checked = steps.run("main-check", check_step)
     if not checked["regressed"]:

@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import sys
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -73,6 +74,10 @@ class AgentUsage:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AgentUsage:
+        return cls(**{key: data.get(key) for key in cls.__dataclass_fields__})
 
 
 @dataclass(frozen=True)

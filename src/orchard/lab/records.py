@@ -10,21 +10,18 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from orchard.lab import backlog
+from orchard.lab.judgment import Decision, JudgmentEntry
+from orchard.lab.start import LAB_START, LabStart, recorded_start
+from orchard.lab.state import ExperimentRecord, HypothesisRecord, JournalEvent, LabState
 from orchard.lab.land import Publication
-from orchard.lab.state import LabState
-from orchard.lab.verdict_table import (
-    COLUMNS,
-    MetricEffect,
-    after_pairs,
-    cells,
-    effect_cells,
-    num,
-)
+from orchard.lab.verdict_table import COLUMNS, MetricEffect, after_pairs, cells, effect_cells, num
+from orchard.lab.verdicts import MetricResult, MetricVerdict, Verdict
 
 
 def when(at: float) -> str:
@@ -37,56 +34,59 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def verdict_lines(verdict: Mapping[str, Any] | None) -> list[str]:
+def verdict_lines(verdict: Verdict | None) -> list[str]:
     """A verdict as a Markdown table: one line per metric, then its gates."""
-    if not verdict:
+    if verdict is None:
         return []
     lines = ["| " + " | ".join(COLUMNS) + " |", "|---|---|---:|---|---:|---:|---:|---:|---:|"]
-    for m in verdict.get("metrics", []):
-        lines.append("| " + " | ".join(cells(MetricEffect.from_verdict_metric(m))) + " |")
-    for gate in verdict.get("gates", []):
-        lines.append(f"\ngate `{gate['name']}`: {'pass' if gate['passed'] else 'FAIL'} ({gate['detail']})")
+    for m in verdict.metrics:
+        lines.append("| " + " | ".join(cells(MetricEffect.from_metric(m))) + " |")
+    for gate in verdict.gates:
+        lines.append(f"\ngate `{gate.name}`: {'pass' if gate.passed else 'FAIL'} ({gate.detail})")
     return lines
 
 
-def journal_entry(event: Mapping[str, Any]) -> list[str]:
-    data = event["data"]
-    kind = event["kind"]
-    head = f"## {when(event['at'])} · {kind}" + (f" · {event['experiment']}" if event["experiment"] else "")
+def _verdict_head(verdict: Verdict) -> str:
+    return f"**{verdict.verdict}** {after_pairs(verdict.pairs)} (seed {verdict.seed})"
+
+
+def journal_entry(event: JournalEvent) -> list[str]:
+    data = event.data
+    kind = event.kind
+    head = f"## {when(event.at)} · {kind}" + (f" · {event.experiment}" if event.experiment else "")
     lines = [head, ""]
-    if kind == "lab-start":
-        lines.append(f"Target base `{data['base'][:12]}`; bench `{data.get('bench_base', '')[:12]}`.")
-        lines.append(f"Calibration: {data.get('calibration', '-')}")
+    if kind == LAB_START:
+        start = LabStart.from_dict(data)
+        lines.append(f"Target base `{start.base[:12]}`; bench `{start.bench_base[:12]}`.")
+        lines.append(f"Calibration: {start.calibration}")
         lines.append("")
         lines += ["| metric | baseline median | noise floor |", "|---|---:|---:|"]
-        for key, value in sorted(data.get("baseline", {}).items()):
-            floor = data.get("floors", {}).get(key)
+        for key, value in sorted(start.baseline.items()):
+            floor = start.floors.get(key)
             lines.append(f"| {key} | {num(value)} | {'-' if floor is None else f'{floor:.2%}'} |")
     elif kind == "experiment-start":
         lines.append(f"Worker `{data['worker']}` ({data['lane']} lane, launcher `{data.get('launcher', '?')}`) "
                      f"takes hypothesis `{data['hypothesis']}` at base `{data['base'][:12]}`: {data.get('title', '')}")
         lines.append(f"Prompt: `{data.get('prompt', '')}`; log: `{data.get('log', '')}`.")
     elif kind == "judgment":
-        lines.append(f"**{data['decision']}** · hypothesis `{data['hypothesis']}`: {data.get('title', '')}")
+        entry = JudgmentEntry.from_dict(data)
+        lines.append(f"**{entry.decision}** · hypothesis `{entry.hypothesis}`: {entry.title}")
         lines.append("")
-        lines.append(f"Hypothesis: {data.get('metric', '')} · predicted {data.get('predicted', '-')} · "
-                     f"cause: {data.get('cause', '-')}")
+        lines.append(f"Hypothesis: {entry.metric} · predicted {entry.predicted} · cause: {entry.cause}")
         lines.append("")
-        lines += [f"- {reason}" for reason in data.get("reasons", [])]
-        verdict = data.get("verdict")
-        if verdict:
-            lines += ["", f"Verdict **{verdict['verdict']}** {after_pairs(verdict.get('pairs'))} "
-                          f"(seed {verdict.get('seed')}):", ""]
-            lines += verdict_lines(verdict)
-        usage = data.get("usage") or {}
+        lines += [f"- {reason}" for reason in entry.reasons]
+        if entry.verdict is not None:
+            lines += ["", f"Verdict {_verdict_head(entry.verdict)}:", ""]
+            lines += verdict_lines(entry.verdict)
+        usage = entry.usage or {}
         if any(v is not None for v in usage.values()):
             lines += ["", "Agent cost: " + ", ".join(f"{k} {num(v)}" for k, v in usage.items() if v is not None)]
     else:
         for key, value in data.items():
             if key == "verdict" and isinstance(value, Mapping):
-                lines += [f"- verdict: **{value.get('verdict')}** {after_pairs(value.get('pairs'))} "
-                          f"(seed {value.get('seed')}): " + "; ".join(value.get("reasons", [])), ""]
-                lines += verdict_lines(value) + [""]
+                verdict = Verdict.from_dict(value)
+                lines += [f"- verdict: {_verdict_head(verdict)}: " + "; ".join(verdict.reasons), ""]
+                lines += verdict_lines(verdict) + [""]
             elif isinstance(value, (dict, list)):
                 lines.append(f"- {key}: {json.dumps(value, default=str)}")
             else:
@@ -101,11 +101,6 @@ def render_journal(state: LabState) -> str:
     return "\n".join(lines)
 
 
-def _lab_start(state: LabState) -> Mapping[str, Any]:
-    starts = state.events("lab-start")
-    return starts[0]["data"] if starts else {}
-
-
 def directions(state: LabState) -> dict[str, str]:
     raw = state.meta("metric_directions")
     return json.loads(raw) if raw else {}
@@ -115,35 +110,56 @@ def _better(a: float, b: float, direction: str) -> bool:
     return a < b if direction == "lower" else a > b
 
 
-def leaderboard(state: LabState) -> list[dict[str, Any]]:
+@dataclass
+class LeaderboardRow:
+    """One metric: its lab-start baseline, the best landed value and the change that got it, main now."""
+
+    metric: str
+    baseline: float
+    best: float
+    main: float
+    by: str = "baseline"  # the experiment, or "baseline" while nothing beat it
+    commit: str | None = None
+    effect: MetricEffect | None = None  # the best change's own paired effect
+    final: MetricEffect | None = None  # main at the end against main at the start, one paired verdict
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def leaderboard(state: LabState) -> list[LeaderboardRow]:
     """Per metric: baseline, best value from a landed change, current main."""
-    start = _lab_start(state)
-    baseline: Mapping[str, float] = start.get("baseline", {})
+    start = recorded_start(state)
+    baseline = {} if start is None else start.baseline
     dirs = directions(state)
-    board: dict[str, dict[str, Any]] = {
-        key: {"metric": key, "baseline": value, "best": value, "by": "baseline", "main": value}
-        for key, value in baseline.items()
-    }
+    board = {key: LeaderboardRow(key, value, value, value) for key, value in baseline.items()}
     for experiment in state.experiments():
-        if experiment.decision != "LAND" or not experiment.judgment:
+        if experiment.decision != Decision.LAND or experiment.judgment is None:
             continue
-        for metric in (experiment.judgment.get("verdict") or {}).get("metrics", []):
-            entry = board.get(metric["key"])
-            value = metric.get("candidate_median")
+        for metric in _metrics(experiment):
+            entry = board.get(metric.key)
+            value = metric.candidate_median
             if entry is None or value is None:
                 continue
-            if metric.get("verdict") == "improved" and _better(value, entry["best"], dirs.get(metric["key"], "lower")):
-                entry.update(best=value, by=experiment.name, commit=experiment.merge_commit or experiment.land_commit,
-                             effect=MetricEffect.from_verdict_metric(metric))
+            if metric.verdict == MetricVerdict.IMPROVED and _better(value, entry.best, dirs.get(metric.key, "lower")):
+                entry.best, entry.by = value, experiment.name
+                entry.commit = experiment.merge_commit or experiment.land_commit
+                entry.effect = MetricEffect.from_metric(metric)
     for measurement in state.measurements("main"):
-        for key, value in measurement["metrics"].items():
+        for key, value in measurement.metrics.items():
             if key in board and value is not None:
-                board[key]["main"] = value
-    done = state.events("final-verdict")
-    for metric in (done[-1]["data"].get("verdict") or {}).get("metrics", []) if done else []:
-        if metric["key"] in board:
-            board[metric["key"]]["final"] = MetricEffect.from_verdict_metric(metric)
+                board[key].main = value
+    final = _final_verdict(state)
+    for metric in [] if final is None else final.metrics:
+        if metric.key in board:
+            board[metric.key].final = MetricEffect.from_metric(metric)
     return list(board.values())
+
+
+def _final_verdict(state: LabState) -> Verdict | None:
+    done = state.events("final-verdict")
+    data = done[-1].data.get("verdict") if done else None
+    return None if data is None else Verdict.from_dict(data)
 
 
 def render_leaderboard(state: LabState) -> str:
@@ -159,11 +175,9 @@ def render_leaderboard(state: LabState) -> str:
               "[interval] | floor |"), "|---|---|---:|---|---:|---:|---:|"]
     dirs = directions(state)
     for row in leaderboard(state):
-        best: MetricEffect | None = row.get("effect")
-        change = "-" if best is None else f"`{row['by']}` ({(row.get('commit') or '')[:10]})"
-        lines.append("| " + " | ".join([row["metric"], f"{dirs.get(row['metric'], 'lower')} is better",
-                                         num(row["baseline"]), change,
-                                         *effect_cells(best, row.get("final"))]) + " |")
+        change = "-" if row.effect is None else f"`{row.by}` ({(row.commit or '')[:10]})"
+        lines.append("| " + " | ".join([row.metric, f"{dirs.get(row.metric, 'lower')} is better",
+                                         num(row.baseline), change, *effect_cells(row.effect, row.final)]) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -172,29 +186,28 @@ def final_lines(state: LabState) -> list[str]:
     done = state.events("final-verdict")
     lines = ["## Main at the end against main at the start", ""]
     if not done:
-        return lines + ["Not measured yet: the lab measures it when it stops."]
-    data = done[-1]["data"]
+        return [*lines, "Not measured yet: the lab measures it when it stops."]
+    data = done[-1].data
     if not data.get("moved"):
-        return lines + [f"Main did not move from `{data['start'][:10]}`: nothing to compare."]
-    verdict = data["verdict"]
+        return [*lines, f"Main did not move from `{data['start'][:10]}`: nothing to compare."]
+    verdict = Verdict.from_dict(data["verdict"])
     summary = (f"One paired verdict of main `{data['end'][:10]}` against main at the start "
-               f"`{data['start'][:10]}` (same suite, same lock, interleaved pairs): **{verdict['verdict']}** "
-               f"{after_pairs(verdict.get('pairs'))} (seed {verdict.get('seed')}).")
+               f"`{data['start'][:10]}` (same suite, same lock, interleaved pairs): {_verdict_head(verdict)}.")
     return [*lines, summary, "", *verdict_lines(verdict)]
 
 
-def render_final_report(state: LabState, next_backlog: Sequence[Mapping[str, Any]]) -> str:
+def render_final_report(state: LabState, next_backlog: Sequence[HypothesisRecord]) -> str:
     stop = state.events("stop")
-    reason = stop[-1]["data"].get("reason", "") if stop else "the lab has not stopped"
+    reason = stop[-1].data.get("reason", "") if stop else "the lab has not stopped"
     experiments = state.experiments()
-    landed = [e for e in experiments if e.decision == "LAND"]
-    killed = [e for e in experiments if e.decision == "KILL"]
-    iterated = [e for e in experiments if e.decision == "ITERATE"]
+    landed = [e for e in experiments if e.decision == Decision.LAND]
+    killed = [e for e in experiments if e.decision == Decision.KILL]
+    iterated = [e for e in experiments if e.decision == Decision.ITERATE]
     lines = ["# Final report", "", f"Stopped: {reason}.", "",
              f"{len(experiments)} experiments: {len(landed)} landed, {len(killed)} killed, {len(iterated)} iterated.", "",
              *final_lines(state)]
     lines += ["", "## Landed changes", ""]
-    published = {event["experiment"]: event["data"] for event in state.events("publish")}
+    published = {event.experiment: event.data for event in state.events("publish")}
     for e in landed:
         lines.append(f"- `{e.name}` on `{e.branch}`{_via(e)} ({_landing_state(e, published.get(e.name))}): "
                      + "; ".join(e.reasons))
@@ -210,8 +223,7 @@ def render_final_report(state: LabState, next_backlog: Sequence[Mapping[str, Any
     failures = state.events("launcher-failure")
     if failures:
         lines += ["", "## Launcher failures (the hypotheses went back to the backlog)", ""]
-        lines += [f"- `{e['experiment']}` (hypothesis `{e['data']['hypothesis']}`): {e['data']['reason']}"
-                  for e in failures]
+        lines += [f"- `{e.experiment}` (hypothesis `{e.data['hypothesis']}`): {e.data['reason']}" for e in failures]
     lines += ["", "## Killed hypotheses", ""]
     for e in killed:
         named = "" if e.name == e.hypothesis else f" (hypothesis `{e.hypothesis}`)"
@@ -223,7 +235,8 @@ def render_final_report(state: LabState, next_backlog: Sequence[Mapping[str, Any
         lines += [f"- `{e.name}`: " + "; ".join(e.reasons) for e in iterated]
     lines += ["", "## Recommended next backlog", ""]
     for item in next_backlog:
-        lines.append(f"- `{item['id']}` (score {item['score']:.2f}, {item['lane']}): {item['title']}")
+        h = item.hypothesis
+        lines.append(f"- `{h.id}` (score {h.score:.2f}, {h.lane}): {h.title}")
     if not next_backlog:
         lines.append("- the backlog is empty: run `orchard plan` or `orchard backlog add`")
     cost = _total_cost(experiments)
@@ -232,13 +245,13 @@ def render_final_report(state: LabState, next_backlog: Sequence[Mapping[str, Any
     return "\n".join(lines) + "\n"
 
 
-def _via(experiment: Any) -> str:
+def _via(experiment: ExperimentRecord) -> str:
     """Which launcher ran the experiment (hypotheses may name their own)."""
-    launcher = (experiment.candidate or {}).get("launcher")
+    launcher = None if experiment.candidate is None else experiment.candidate.launcher
     return f" via `{launcher}`" if launcher else ""
 
 
-def _landing_state(experiment: Any, publish: Mapping[str, Any] | None) -> str:
+def _landing_state(experiment: ExperimentRecord, publish: Mapping[str, Any] | None) -> str:
     """Merged only when the merge is reachable in the target repository; otherwise say what it is."""
     if not experiment.merge_commit:
         return "branch kept, not merged"
@@ -248,19 +261,23 @@ def _landing_state(experiment: Any, publish: Mapping[str, Any] | None) -> str:
     return f"merged as `{experiment.merge_commit[:10]}`, on `{publish['branch']}` in the target"
 
 
-def _total_cost(experiments: Sequence[Any]) -> dict[str, float]:
+def _metrics(experiment: ExperimentRecord) -> list[MetricResult]:
+    verdict = None if experiment.judgment is None else experiment.judgment.verdict
+    return [] if verdict is None else verdict.metrics
+
+
+def _total_cost(experiments: Sequence[ExperimentRecord]) -> dict[str, float]:
     totals: dict[str, float] = {}
     for e in experiments:
-        usage = ((e.candidate or {}).get("usage") or {})
+        usage = {} if e.candidate is None else e.candidate.usage.to_dict()
         for key, value in usage.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 totals[key] = totals.get(key, 0.0) + value
     return totals
 
 
-def next_backlog(state: LabState, top: int = 6) -> list[dict[str, Any]]:
-    return [{"id": r.id, "score": backlog.score(r.data), "lane": r.data.get("lane", "exploit"),
-             "title": r.data.get("title", "")} for r in backlog.ranked(state)[:top]]
+def next_backlog(state: LabState, top: int = 6) -> list[HypothesisRecord]:
+    return backlog.ranked(state)[:top]
 
 
 def write_notebook(root: Path, state: LabState, *, final: bool = False) -> None:
