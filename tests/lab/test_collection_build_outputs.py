@@ -13,7 +13,7 @@ from pathlib import Path
 from helpers import orchard
 from lab_helpers import git
 
-from orchard.lab import judge
+from orchard.lab import builds, judge
 from orchard.lab.candidate import Candidate, collect_candidate
 from orchard.lab.executors import JobResult
 from orchard.lab.experiment import Experiment
@@ -57,8 +57,7 @@ def _edit_and_build(root: Path) -> None:
 
 
 def _reasons(candidate: Candidate) -> list[str]:
-    data = candidate.to_dict()
-    return judge.decide(judge.collection_checks(data), None, data["flags"]).reasons
+    return judge.decide(judge.collection_checks(candidate), None, candidate.flags).reasons
 
 
 def test_build_outputs_are_not_the_change(make_workspace: Callable[..., Workspace]) -> None:
@@ -71,7 +70,7 @@ def test_build_outputs_are_not_the_change(make_workspace: Callable[..., Workspac
 def test_the_judges_commit_carries_no_build_outputs(make_workspace: Callable[..., Workspace]) -> None:
     workspace = make_workspace()
     base = workspace.target_base()
-    checkout = judge.checkout_with_patch(workspace, workspace.judge_dir / "e1" / "target", base,
+    checkout = builds.checkout_with_patch(workspace, workspace.judge_dir / "e1" / "target", base,
                                          "--- a/src/alpha.txt\n+++ b/src/alpha.txt\n@@ -1 +1 @@\n-alpha 1\n+alpha 2\n")
     _write(checkout, BUILD_OUTPUTS)  # what the judge's build leaves behind
     workspace.target_vcs.commit(checkout, "lab: win\n", branch="lab/e1")
@@ -156,7 +155,7 @@ def test_a_tracked_build_output_the_build_rewrites_is_not_the_change(
 
     candidate = _collect(workspace, edit)
     assert candidate.changed_files == ["src/alpha.txt"] and "egg-info" not in candidate.patch
-    checkout = judge.checkout_with_patch(workspace, workspace.judge_dir / "e1" / "target", workspace.target_base(),
+    checkout = builds.checkout_with_patch(workspace, workspace.judge_dir / "e1" / "target", workspace.target_base(),
                                          candidate.patch)
     _write(checkout, {"pkg.egg-info/PKG-INFO": b"Metadata-Version: 2.1\n"})  # the judge's build, the same
     workspace.target_vcs.commit(checkout, "lab: win\n", branch="lab/e1", ignore=workspace.config.target.ignore)

@@ -243,17 +243,17 @@ def test_a_lab_on_a_pypi_package_in_a_non_bare_repository(tmp_path: Path) -> Non
         found = {e.hypothesis: e for e in state.experiments()}
         assert found["no-row-rules"].decision == "LAND", found["no-row-rules"].reasons
         gate = found["first-500-rows"]
-        assert (gate.decision, (gate.judgment or {}).get("rule")) == ("KILL", "gates-absolute"), gate.reasons
+        assert gate.judgment is not None and (gate.decision, gate.judgment.rule) == ("KILL", "gates-absolute")
         assert "information_recall" in gate.reasons[0]
         comment = found["tidy-comment"]
-        assert (comment.decision, (comment.judgment or {}).get("rule")) == ("KILL", "no-claim-below-floor")
-        assert (comment.candidate or {})["launcher"] == "shell"
+        assert comment.judgment is not None
+        assert (comment.decision, comment.judgment.rule) == ("KILL", "no-claim-below-floor"), comment.reasons
+        assert comment.candidate is not None and comment.candidate.launcher == "shell"
         # the build outputs were never the change
         for experiment in found.values():
-            assert (experiment.candidate or {})["changed_files"] == ["texttable.py"], experiment.candidate
-        rows = [row for verdict in [(e.judgment or {}).get("verdict") or {} for e in found.values()]
-                for row in verdict.get("metrics", [])]
-        assert rows and all(m["baseline_median"] > 100_000 for m in rows)  # > 100 KB of output per run
+            assert experiment.candidate is not None and experiment.candidate.changed_files == ["texttable.py"]
+        rows = [m for e in found.values() if e.judgment and e.judgment.verdict for m in e.judgment.verdict.metrics]
+        assert rows and all((m.baseline_median or 0) > 100_000 for m in rows)  # > 100 KB of output per run
     finally:
         state.close()
 

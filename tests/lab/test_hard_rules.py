@@ -11,28 +11,29 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
-from lab_helpers import git
 from helpers import orchard
+from lab_helpers import git
 from loop_support import add_hypotheses, bare_candidate, metric, verdict_of
+
 from orchard.bench.verdict import Verdict
-from orchard.lab import backlog, builds, judge as judging
-from orchard.lab.judgment import Decision, Judgment, Rule
+from orchard.lab import backlog, builds
+from orchard.lab import judge as judging
+from orchard.lab.builds import Check
 from orchard.lab.candidate import Candidate, collect_candidate
 from orchard.lab.config import LauncherConfig
 from orchard.lab.executors import JobResult
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis, HypothesisStatus
-from orchard.lab.builds import Check
 from orchard.lab.judge import decide
-from orchard.lab.verdicts import LabIntegrityError, assert_bench_untouched
+from orchard.lab.judgment import Decision, Judgment, Rule
 from orchard.lab.launchers import make_launcher
 from orchard.lab.state import LabState
+from orchard.lab.verdicts import LabIntegrityError, assert_bench_untouched
 from orchard.lab.workspace import Workspace
 
 SUITE = """
@@ -419,7 +420,7 @@ def test_every_failed_check_is_in_the_reasons_in_rule_order(
     # failed target tests beside a REGRESSED verdict (a gate) were dropped from the reasons
     red = replaced(green, step(tmp_path, "tests", "echo 'FAILED test_count' >&2; exit 1"))
     judgment = decide(red, verdicts["cheat"], [])
-    assert judgment.decision == judging.KILL and judgment.rule == judging.RULE_TESTS
+    assert judgment.decision == Decision.KILL and judgment.rule == Rule.TESTS
     assert [r.split(" ")[0] for r in judgment.reasons] == ["tests", "quality"]
     assert "FAILED test_count" in judgment.reasons[0] and "no_drop" in judgment.reasons[1]
     # a regressed metric (no gate) beside red tests

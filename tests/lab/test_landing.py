@@ -17,13 +17,16 @@ from pathlib import Path
 
 import pytest
 from lab_helpers import git
+from loop_support import bare_candidate
 
 from orchard.errors import UsageError
 from orchard.lab import backlog, records
-from orchard.lab import judge as judging
 from orchard.lab import land as landing
 from orchard.lab.hypothesis import Hypothesis
+from orchard.lab.judge import judge
+from orchard.lab.judgment import Decision
 from orchard.lab.loop import Lab
+from orchard.lab.start import start
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace, init_workspace
 
@@ -90,26 +93,25 @@ def _lab(tmp_path: Path, user_repo: Path, win: str = WIN) -> tuple[Workspace, La
     backlog.add(state, Hypothesis(id="shorter", metric="out/stdout_bytes", change="print less",
                                   scope=("run.sh",)), source="user")
     state.add_experiment("shorter", "shorter", "w1", "exploit", 1, base, ws.bench_base(), "judging")
-    candidate = {"flags": [], "scope": ["run.sh"], "scope_violations": [], "bench_changes": [],
-                 "patch": _patch(win)}
+    candidate = bare_candidate(scope=["run.sh"], patch=_patch(win), target_base=base)
     state.update_experiment("shorter", candidate=candidate)
-    judgment = judging.judge(ws, state, "shorter", candidate, base, ws.bench_base())
-    assert judgment.decision == judging.LAND, judgment.reasons
-    state.update_experiment("shorter", status="landing", judgment=judgment.to_dict(), decision="LAND",
+    judgment = judge(ws, state, "shorter", candidate, base, ws.bench_base())
+    assert judgment.decision == Decision.LAND, judgment.reasons
+    state.update_experiment("shorter", status="landing", judgment=judgment, decision="LAND",
                             reasons=judgment.reasons)
     return ws, state
 
 
 def _land(ws: Workspace, state: LabState) -> landing.LandOutcome:
     record = state.experiment("shorter")
-    return landing.land(ws, state, record, judging.judgment_from(record.judgment or {}),
-                        state.hypothesis("shorter").data)
+    assert record.judgment is not None
+    return landing.land(ws, state, record, record.judgment, state.hypothesis("shorter").hypothesis)
 
 
 KILLER = """
 import os, signal, sys
 from pathlib import Path
-from orchard.lab import judge as judging, land as landing
+from orchard.lab import land as landing
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 
@@ -123,7 +125,7 @@ LabState.log = log
 ws = Workspace.open(Path(sys.argv[1]))
 state = LabState.open(ws.root)
 record = state.experiment("shorter")
-landing.land(ws, state, record, judging.judgment_from(record.judgment), state.hypothesis("shorter").data)
+landing.land(ws, state, record, record.judgment, state.hypothesis("shorter").hypothesis)
 """
 
 
@@ -136,8 +138,8 @@ def _kill_at(ws: Workspace, step: str) -> None:
 def _step_counts(state: LabState) -> dict[str, int]:
     counts: dict[str, int] = {}
     for event in state.events():
-        if event["kind"] in landing.STEP_KINDS:
-            counts[event["kind"]] = counts.get(event["kind"], 0) + 1
+        if event.kind in landing.STEP_KINDS:
+            counts[event.kind] = counts.get(event.kind, 0) + 1
     return counts
 
 
@@ -234,7 +236,7 @@ def test_a_publication_refused_after_the_start_is_never_reported_merged(tmp_path
     state.log("stop", {"reason": "test"})
     report = records.render_final_report(state, [])
     assert "merged as" not in report and "NOT reachable in the target" in report
-    publish = next(e["data"] for e in state.events("publish"))
+    publish = next(e.data for e in state.events("publish"))
     assert publish["reachable"] is False and "\n" not in publish["error"]
     assert json.loads(state.meta("publication") or "{}")["ref"] == "lab/main"
     state.close()
@@ -245,14 +247,14 @@ def test_the_final_numbers_are_one_paired_verdict_of_main_at_the_end_against_the
 ) -> None:
     ws, state = _lab(tmp_path, user_repo)
     lab = Lab(ws, state, say=lambda _: None)
-    lab.start()
+    start(ws, state, say=lambda _: None)
     outcome = _land(ws, state)
     assert outcome.merged
     lab.finish("the test stops it")
     final = state.events("final-verdict")
-    assert len(final) == 1 and final[0]["data"]["moved"] is True
-    assert final[0]["data"]["end"] == outcome.merge_commit == ws.target_base()
-    verdict = final[0]["data"]["verdict"]
+    assert len(final) == 1 and final[0].data["moved"] is True
+    assert final[0].data["end"] == outcome.merge_commit == ws.target_base()
+    verdict = final[0].data["verdict"]
     assert verdict["verdict"] == "PASS"
     (metric,) = verdict["metrics"]
     effect = f"{metric['effect']:+.2%}"

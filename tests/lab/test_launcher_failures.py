@@ -160,7 +160,7 @@ def test_agents_that_cannot_work_return_their_hypotheses_and_stop_the_lab(lab: t
     assert result.returncode == 0, result.stdout + result.stderr
     state = LabState.open(root)
     try:
-        failures = {e["data"]["hypothesis"]: e["data"] for e in state.events("launcher-failure")}
+        failures = {e.data["hypothesis"]: e.data for e in state.events("launcher-failure")}
         assert failures["by-claude"]["reason"] == "launcher claude failed: claude: Not logged in · Please run /login"
         assert failures["by-codex"]["reason"] == "launcher codex failed: codex: 401 Unauthorized: missing bearer token"
         assert failures["by-shell"]["launcher"] == "shell" and "exit 127" in failures["by-shell"]["reason"]
@@ -169,7 +169,7 @@ def test_agents_that_cannot_work_return_their_hypotheses_and_stop_the_lab(lab: t
         assert all(status == "open" for status, _ in statuses.values()), statuses  # nothing KILLed
         assert statuses["never-tried"] == ("open", 0)  # the lab stopped before the whole backlog was touched
         assert not state.events("judgment")
-        stop = state.events("stop")[-1]["data"]["reason"]
+        stop = state.events("stop")[-1].data["reason"]
         assert stop.startswith("3 launcher failures in a row")
     finally:
         state.close()
@@ -212,9 +212,9 @@ launcher = "edit"
     assert result.returncode == 0, result.stdout + result.stderr
     state = LabState.open(root)
     try:
-        ran = {e["data"]["hypothesis"]: e["data"]["launcher"] for e in state.events("experiment-start")}
+        ran = {e.data["hypothesis"]: e.data["launcher"] for e in state.events("experiment-start")}
         assert ran == {"by-patch": "patch", "by-edit": "edit"}
-        judged = {e.hypothesis: (e.candidate or {}).get("launcher") for e in state.experiments() if e.decision}
+        judged = {e.hypothesis: e.candidate.launcher for e in state.experiments() if e.decision and e.candidate}
         assert judged == {"by-patch": "patch", "by-edit": "edit"}
     finally:
         state.close()

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-
 from loop_support import add_hypotheses, bare_candidate, metric, verdict_of
+
 from orchard.bench.verdict import Verdict
 from orchard.cli import cli
 from orchard.demo.lab import make_demo
@@ -214,7 +214,7 @@ def test_final_report_has_every_metric_change_and_decision_with_its_reasons(fill
     assert "Not measured yet: the lab measures it when it stops." in report  # never 39/64 of two campaigns
     assert ("- `count-with-dict` on `lab/count-with-dict` (merged as `c3c3c3c3c3`, on `main` in the target): "
             "report/wall_ms improved by -40.00% beyond floor 5.00%") in report
-    assert ("- `single-write` (hypothesis `single-write`): no effect beyond the noise floor: "
+    assert ("- `single-write`: no effect beyond the noise floor: "
             "every metric within its noise floor") in report
     assert "- `tokenize-regex`: promising but unclear: report/wall_ms inconclusive at n=20 (MDE 5.00%)" in report
     next_up = report.split("## Recommended next backlog")[1]

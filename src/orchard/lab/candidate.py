@@ -39,7 +39,6 @@ from orchard.lab.report import ReportReading
 from orchard.lab.workspace import REPORT_NAME, Workspace
 
 
-
 class Flag(StrEnum):
     """What collection noticed about a candidate (see the module's docstring)."""
 
@@ -86,8 +85,6 @@ class Candidate:
     bench_base: str
     target_head: str
     patch: str  # empty when refused (binary blobs, oversize)
-    patch_bytes: int
-    binary_files: list[str]
     changed_files: list[str]
     scope: list[str]
     scope_violations: list[str]
@@ -100,9 +97,11 @@ class Candidate:
     duration_s: float
     started_at: str
     usage: AgentUsage
-    launcher: str  # the launcher that ran, as orchard.toml names it
-    launcher_failure: str | None  # the agent's own account of why it could not work at all
     flags: list[Flag] = field(default_factory=list)
+    patch_bytes: int = 0
+    binary_files: list[str] = field(default_factory=list)
+    launcher: str = ""  # the launcher that ran, as orchard.toml names it
+    launcher_failure: str | None = None  # the agent's own account of why it could not work at all
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready record for the lab's state."""

@@ -14,11 +14,24 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from orchard.lab.builds import Check, baseline_binary, checkout_with_patch, harness_tests, placeholders, run_step
+from orchard.lab.builds import (
+    Check,
+    baseline_binary,
+    checkout_with_patch,
+    harness_tests,
+    placeholders,
+    run_step,
+)
 from orchard.lab.candidate import Candidate, Flag, a_few
 from orchard.lab.judgment import Decision, Judgment, Rule
 from orchard.lab.vcs import VcsError
-from orchard.lab.verdicts import MeasureProgress, Verdict, VerdictWord, assert_bench_untouched, measure
+from orchard.lab.verdicts import (
+    MeasureProgress,
+    Verdict,
+    VerdictWord,
+    assert_bench_untouched,
+    measure,
+)
 from orchard.lab.workspace import Workspace
 
 if TYPE_CHECKING:

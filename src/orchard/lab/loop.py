@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchard.lab import backlog, land as landing, records, stop
+from orchard.lab import backlog, records, stop
+from orchard.lab import land as landing
 from orchard.lab.builds import baseline_binary, placeholders, run_step
 from orchard.lab.candidate import Candidate, Flag, collect_candidate
 from orchard.lab.executors import Executor, JobResult, make_executor

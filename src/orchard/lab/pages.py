@@ -19,7 +19,7 @@ from importlib import resources
 
 from orchard.lab.charts import Chart, ChartCache, unjudged
 from orchard.lab.records import when
-from orchard.lab.verdict_table import COLUMNS, cells, effect_cells, num
+from orchard.lab.verdict_table import COLUMNS, after_pairs, cells, effect_cells, num
 from orchard.lab.view import ExperimentView, LabView
 
 STYLE = """

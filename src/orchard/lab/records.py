@@ -17,10 +17,17 @@ from typing import Any
 
 from orchard.lab import backlog
 from orchard.lab.judgment import Decision, JudgmentEntry
+from orchard.lab.land import Publication
 from orchard.lab.start import LAB_START, LabStart, recorded_start
 from orchard.lab.state import ExperimentRecord, HypothesisRecord, JournalEvent, LabState
-from orchard.lab.land import Publication
-from orchard.lab.verdict_table import COLUMNS, MetricEffect, after_pairs, cells, effect_cells, num
+from orchard.lab.verdict_table import (
+    COLUMNS,
+    MetricEffect,
+    after_pairs,
+    cells,
+    effect_cells,
+    num,
+)
 from orchard.lab.verdicts import MetricResult, MetricVerdict, Verdict
 
 

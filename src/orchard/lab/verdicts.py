@@ -23,7 +23,14 @@ from orchard import bench
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.opportunities import rank
 from orchard.bench.runner import run
-from orchard.bench.verdict import ExternalRun, GateResult, MetricResult, MetricVerdict, Verdict, VerdictWord
+from orchard.bench.verdict import (
+    ExternalRun,
+    GateResult,
+    MetricResult,
+    MetricVerdict,
+    Verdict,
+    VerdictWord,
+)
 from orchard.errors import OrchardError
 from orchard.lab.builds import STEP_TIMEOUT_S, placeholders
 from orchard.lab.candidate import a_few
