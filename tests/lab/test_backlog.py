@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from loop_support import add_hypotheses, snapshot
 
+from loop_support import add_hypotheses, snapshot
 from orchard.bench import opportunities
 from orchard.bench.store import RunWriter
 from orchard.cli import cli

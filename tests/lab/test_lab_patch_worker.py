@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 from lab_helpers import TARGET_FILES, make_repo
-
 from orchard.lab import patch_worker, report
 
 GOOD = "--- a/src/alpha.txt\n+++ b/src/alpha.txt\n@@ -1 +1 @@\n-alpha 1\n+alpha 2\n"

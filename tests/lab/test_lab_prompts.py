@@ -7,8 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from lab_helpers import git
 
+from lab_helpers import git
 from orchard.errors import UsageError
 from orchard.lab import report
 from orchard.lab.experiment import Experiment

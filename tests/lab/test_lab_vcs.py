@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from lab_helpers import TARGET_FILES, git, make_repo
 
+from lab_helpers import TARGET_FILES, git, make_repo
 from orchard.lab.vcs import GitVcs, Identity, OakVcs, VcsError
 from orchard.lab.vcs.oak import leaked_mounts
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import libtmux
 import pytest
-from lab_helpers import assert_nothing_left, git, processes_marked
 
+from lab_helpers import assert_nothing_left, git, processes_marked
 from orchard.lab.candidate import Candidate, collect_candidate
 from orchard.lab.executors import Executor, JobResult, make_executor
 from orchard.lab.experiment import Experiment

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from lab_helpers import git
 
+from lab_helpers import git
 from orchard.cli import cli
 from orchard.errors import UsageError
 from orchard.lab.config import load

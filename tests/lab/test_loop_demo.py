@@ -12,11 +12,12 @@ from collections import Counter
 from pathlib import Path
 
 import libtmux
-from lab_helpers import assert_nothing_left, git, wait_for
 
 from orchard.demo.lab import make_demo
 from orchard.lab.state import JournalEvent, LabState
 from orchard.lab.workspace import Workspace
+
+from lab_helpers import assert_nothing_left, git, wait_for
 
 
 def orchard(*args: str, mark: str, **kwargs) -> subprocess.Popen:
