@@ -19,7 +19,15 @@ from orchard.errors import OrchardError, UsageError
 from orchard.lab.hypothesis import Lane
 
 if TYPE_CHECKING:
-    from orchard.lab.state import HypothesisRecord
+    from collections.abc import Iterator, Sequence
+    from types import TracebackType
+
+    from rich.console import Console
+    from rich.progress import TaskID
+
+    from orchard.lab.hypothesis import Hypothesis
+    from orchard.lab.state import HypothesisRecord, LabState
+    from orchard.lab.workspace import Workspace
 
 
 class _Group(click.Group):
@@ -55,7 +63,7 @@ def bench() -> None:
     """Measure binaries: suites and the version-control agent lanes."""
 
 
-def _console(stderr: bool = False):  # -> rich.console.Console
+def _console(stderr: bool = False) -> Console:
     from rich.console import Console
 
     console = Console(stderr=stderr, highlight=False)
@@ -74,14 +82,15 @@ class _ProgressBar:
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
             console=_console(stderr=True), transient=True,
         )
-        self._task: int | None = None
+        self._task: TaskID | None = None
 
-    def __enter__(self) -> "_ProgressBar":
+    def __enter__(self) -> _ProgressBar:
         self._progress.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self._progress.__exit__(*exc)
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._progress.__exit__(kind, error, tb)
 
     def say(self, text: str) -> None:
         """A timestamped log line above the bar."""
@@ -106,7 +115,9 @@ results_option = click.option(
     "--results", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
     help="Directory for rows (JSONL), summaries and the index.",
 )
-seed_option = click.option("--seed", type=int, default=None, help="Seed for the run order (printed; random if omitted).")
+seed_option = click.option(
+    "--seed", type=int, default=None, help="Seed for the run order (printed; random if omitted)."
+)
 
 
 @cli.command()
@@ -118,8 +129,16 @@ seed_option = click.option("--seed", type=int, default=None, help="Seed for the 
 @click.option("--recalibrate", is_flag=True, help="Ignore the cached A/A calibration and run a new one.")
 @seed_option
 @results_option
-def verdict(suite_path: Path, baseline: Path, candidate: Path, runs: int | None, as_json: bool,
-            recalibrate: bool, seed: int | None, results: Path) -> None:
+def verdict(
+    suite_path: Path,
+    baseline: Path,
+    candidate: Path,
+    runs: int | None,
+    as_json: bool,
+    recalibrate: bool,
+    seed: int | None,
+    results: Path,
+) -> None:
     """Judge a candidate binary against a baseline: PASS, NO-CHANGE, INCONCLUSIVE or REGRESSED.
 
     Exit 0 unless regressed (or an error): 1 for REGRESSED or ERROR.
@@ -133,8 +152,17 @@ def verdict(suite_path: Path, baseline: Path, candidate: Path, runs: int | None,
 
     suite = load_suite(suite_path)
     with _ProgressBar() as bar:
-        result = run_verdict(suite, baseline, candidate, runs=runs, seed=seed, results=results,
-                             recalibrate=recalibrate, progress=bar.update, summary=rows_summary)
+        result = run_verdict(
+            suite,
+            baseline,
+            candidate,
+            runs=runs,
+            seed=seed,
+            results=results,
+            recalibrate=recalibrate,
+            progress=bar.update,
+            summary=rows_summary,
+        )
     if as_json:
         click.echo(jsonlib.dumps(result.to_dict(), indent=2))
     else:
@@ -159,20 +187,24 @@ def calibrate(suite_path: Path, baseline: Path, runs: int | None, seed: int | No
     suite = load_suite(suite_path)
     try:
         with _ProgressBar() as bar:
-            cal = run_calibration(suite, baseline, runs=runs, seed=seed, results=results,
-                                  progress=bar.update, summary=rows_summary)
+            cal = run_calibration(
+                suite, baseline, runs=runs, seed=seed, results=results, progress=bar.update, summary=rows_summary
+            )
     except CalibrationFailed as error:
         click.echo(f"orchard: {error}", err=True)
         sys.exit(1)
     console = _console()
-    console.print(f"A/A calibration of suite {suite.name}: {cal.runs} pairs, seed {cal.seed}, "
-                  f"machine {cal.machine_fingerprint}")
+    console.print(
+        f"A/A calibration of suite {suite.name}: {cal.runs} pairs, seed {cal.seed}, machine {cal.machine_fingerprint}"
+    )
     console.print(calibration_table(cal))
 
 
 @bench.command("run")
 @suite_option
-@click.option("--subject", "subject_specs", multiple=True, metavar="NAME=BIN", help="A subject to measure (repeatable).")
+@click.option(
+    "--subject", "subject_specs", multiple=True, metavar="NAME=BIN", help="A subject to measure (repeatable)."
+)
 @click.option("--runs", type=int, default=10, show_default=True, help="Runs per subject.")
 @seed_option
 @results_option
@@ -189,18 +221,36 @@ def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, seed:
     seed = random.SystemRandom().randrange(1, 2**31) if seed is None else seed
     click.echo(f"run order seed: {seed}", err=True)
     with _ProgressBar() as bar:
-        writer = run_suite(suite, subjects, runs=runs, seed=seed, results=results, summary=rows_summary,
-                           progress=lambda done, total: bar.update(done, total))
+        writer = run_suite(
+            suite,
+            subjects,
+            runs=runs,
+            seed=seed,
+            results=results,
+            summary=rows_summary,
+            progress=lambda done, total: bar.update(done, total),
+        )
     click.echo(writer.summary_path.read_text())
     click.echo(f"rows: {writer.path}")
+
+
 @cli.command()
 @click.argument("directory", type=click.Path(path_type=Path))
-@click.option("--target", "target", required=True, metavar="REPO",
-              help="The repository to optimize: a local path or a URL.")
-@click.option("--bench", "bench", metavar="REPO",
-              help="The harness repository; without it the lab keeps bench.suite in its own bench.")
-@click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False),
-              help="Start from this orchard.toml (its repositories are replaced by --target/--bench).")
+@click.option(
+    "--target", "target", required=True, metavar="REPO", help="The repository to optimize: a local path or a URL."
+)
+@click.option(
+    "--bench",
+    "bench",
+    metavar="REPO",
+    help="The harness repository; without it the lab keeps bench.suite in its own bench.",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Start from this orchard.toml (its repositories are replaced by --target/--bench).",
+)
 def init(directory: Path, target: str, bench: str | None, config_file: Path | None) -> None:
     """Create a lab workspace in DIRECTORY: layout, orchard.toml, reference clones."""
     from orchard.lab.workspace import init_workspace
@@ -214,10 +264,21 @@ def init(directory: Path, target: str, bench: str | None, config_file: Path | No
     for warning in workspace.target_warnings():
         click.echo(f"warning: {warning}", err=True)
 
+
 @bench.command("task-loop")
-@click.option("--subjects", "subjects_spec", help="git,oak=/path/to/oak,NAME=BIN,NAME:KIND=BIN (default: every subject in the subjects file)")
-@click.option("--subjects-file", type=click.Path(path_type=Path), help="TOML subjects file (default: the one shipped with orchard)")
-@click.option("--flow", "flow_files", multiple=True, type=click.Path(path_type=Path), help="extra flow TOML file (repeatable)")
+@click.option(
+    "--subjects",
+    "subjects_spec",
+    help="git,oak=/path/to/oak,NAME=BIN,NAME:KIND=BIN (default: every subject in the subjects file)",
+)
+@click.option(
+    "--subjects-file",
+    type=click.Path(path_type=Path),
+    help="TOML subjects file (default: the one shipped with orchard)",
+)
+@click.option(
+    "--flow", "flow_files", multiple=True, type=click.Path(path_type=Path), help="extra flow TOML file (repeatable)"
+)
 @click.option("--runs", type=int, default=3, show_default=True)
 @click.option("--git-remote", type=click.Choice(["local", "daemon", "github"]), default="local", show_default=True)
 @click.option("--scenarios", default="task_loop", show_default=True, help="comma-separated scenario names")
@@ -257,9 +318,17 @@ def task_loop(
 
 
 @bench.command()
-@click.option("--subjects", "subjects_spec", default="git", show_default=True, help="git, NAME=BIN or NAME:KIND=BIN (commands from the kind's flow)")
+@click.option(
+    "--subjects",
+    "subjects_spec",
+    default="git",
+    show_default=True,
+    help="git, NAME=BIN or NAME:KIND=BIN (commands from the kind's flow)",
+)
 @click.option("--subjects-file", type=click.Path(path_type=Path))
-@click.option("--flow", "flow_files", multiple=True, type=click.Path(path_type=Path), help="extra flow TOML file (repeatable)")
+@click.option(
+    "--flow", "flow_files", multiple=True, type=click.Path(path_type=Path), help="extra flow TOML file (repeatable)"
+)
 @click.option("--workers", default="2,8,32", show_default=True, help="comma-separated worker counts")
 @click.option("--commits", type=int, default=5, show_default=True, help="commits per worker")
 @click.option("--modes", default="shared_checkout,clone_per_worker", show_default=True)
@@ -299,13 +368,39 @@ def contention(
 
 
 @bench.command()
-@click.option("--subjects", "subjects_spec", default="git", show_default=True, help="git, NAME=BIN or NAME:KIND=BIN (commands from the kind's flow)")
+@click.option(
+    "--subjects",
+    "subjects_spec",
+    default="git",
+    show_default=True,
+    help="git, NAME=BIN or NAME:KIND=BIN (commands from the kind's flow)",
+)
 @click.option("--subjects-file", type=click.Path(path_type=Path))
-@click.option("--flow", "flow_files", multiple=True, type=click.Path(path_type=Path), help="extra flow TOML file (repeatable)")
-@click.option("--files", default="1000,10000,50000", show_default=True, help="comma-separated file counts of the generated repositories")
-@click.option("--binaries/--no-binaries", default=True, show_default=True, help="also a repository with large binary files")
-@click.option("--runs", type=int, default=5, show_default=True, help="measured runs per subject and repository (after one warm-up)")
-@click.option("--cache", type=click.Path(path_type=Path), default=None, help="where generated repositories are cached (default: ~/.cache/orchard/core-fixtures)")
+@click.option(
+    "--flow", "flow_files", multiple=True, type=click.Path(path_type=Path), help="extra flow TOML file (repeatable)"
+)
+@click.option(
+    "--files",
+    default="1000,10000,50000",
+    show_default=True,
+    help="comma-separated file counts of the generated repositories",
+)
+@click.option(
+    "--binaries/--no-binaries", default=True, show_default=True, help="also a repository with large binary files"
+)
+@click.option(
+    "--runs",
+    type=int,
+    default=5,
+    show_default=True,
+    help="measured runs per subject and repository (after one warm-up)",
+)
+@click.option(
+    "--cache",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="where generated repositories are cached (default: ~/.cache/orchard/core-fixtures)",
+)
 @results_option
 @click.option("--keep-workdirs", is_flag=True)
 def core(
@@ -365,7 +460,7 @@ workspace_argument = click.argument("workspace", required=False, default=".", ty
 
 
 @contextlib.contextmanager
-def _open_lab(workspace: Path):  # -> Iterator[tuple[Workspace, LabState]]
+def _open_lab(workspace: Path) -> Iterator[tuple[Workspace, LabState]]:
     """The workspace and its lab.db, closed again however the command ends."""
     from orchard.lab.state import LabState
     from orchard.lab.workspace import Workspace
@@ -378,12 +473,12 @@ def _open_lab(workspace: Path):  # -> Iterator[tuple[Workspace, LabState]]
         state.close()
 
 
-def _print_added(hypotheses) -> None:  # hypotheses: list[Hypothesis]
+def _print_added(hypotheses: Sequence[Hypothesis]) -> None:
     for hypothesis in hypotheses:
         click.echo(f"added {hypothesis.id} (score {hypothesis.score:.2f}): {hypothesis.title}")
 
 
-def _run_lab(ws, state) -> str:  # (Workspace, LabState) -> stop reason
+def _run_lab(ws: Workspace, state: LabState) -> str:
     """Run the loop with its log lines and a progress bar for each verdict; Ctrl-C exits 130."""
     from orchard.lab.loop import Lab
 
@@ -462,8 +557,15 @@ def backlog_list(workspace: Path, as_json: bool, show_all: bool) -> None:
     with _open_lab(workspace) as (_, state):
         records = backlog.ranked(state, statuses)
     if as_json:
-        click.echo(jsonlib.dumps([{"id": r.id, "status": r.status, "score": r.hypothesis.score,
-                                   **r.hypothesis.to_dict()} for r in records], indent=2))
+        click.echo(
+            jsonlib.dumps(
+                [
+                    {"id": r.id, "status": r.status, "score": r.hypothesis.score, **r.hypothesis.to_dict()}
+                    for r in records
+                ],
+                indent=2,
+            )
+        )
         return
     _print_ranked(records)
 
@@ -471,8 +573,14 @@ def backlog_list(workspace: Path, as_json: bool, show_all: bool) -> None:
 @backlog_group.command("add")
 @workspace_argument
 @click.option("--file", "file_path", type=click.Path(path_type=Path), help="A TOML file of [[hypothesis]] tables.")
-@click.option("--from-opportunities", "from_opportunities", type=int, default=0, metavar="N",
-              help="Add the N largest gaps from the latest rows (cause left for a planner).")
+@click.option(
+    "--from-opportunities",
+    "from_opportunities",
+    type=int,
+    default=0,
+    metavar="N",
+    help="Add the N largest gaps from the latest rows (cause left for a planner).",
+)
 @click.option("--id", "hypothesis_id", default="", help="Id (default: made from the title).")
 @click.option("--title", default="")
 @click.option("--metric", default="", help="<scenario>/<metric> of the lab's suite.")
@@ -486,10 +594,24 @@ def backlog_list(workspace: Path, as_json: bool, show_all: bool) -> None:
 @click.option("--effort", type=float, default=2.0, show_default=True)
 @click.option("--lane", type=click.Choice([lane.value for lane in Lane]), default=Lane.EXPLOIT.value, show_default=True)
 @click.option("--patch", type=click.Path(path_type=Path), default=None, help="A ready patch for the patch launcher.")
-def backlog_add(workspace: Path, file_path: Path | None, from_opportunities: int, hypothesis_id: str, title: str,
-                metric: str, current_value: str, suspected_cause: str, change: str, predicted_effect: float | None,
-                scope: tuple[str, ...], impact: float, confidence: float, effort: float, lane: str,
-                patch: Path | None) -> None:
+def backlog_add(
+    workspace: Path,
+    file_path: Path | None,
+    from_opportunities: int,
+    hypothesis_id: str,
+    title: str,
+    metric: str,
+    current_value: str,
+    suspected_cause: str,
+    change: str,
+    predicted_effect: float | None,
+    scope: tuple[str, ...],
+    impact: float,
+    confidence: float,
+    effort: float,
+    lane: str,
+    patch: Path | None,
+) -> None:
     """Add hypotheses: from a TOML file, from the opportunities ranking, or from flags."""
     from orchard.lab import backlog
     from orchard.lab.hypothesis import Hypothesis
@@ -506,14 +628,27 @@ def backlog_add(workspace: Path, file_path: Path | None, from_opportunities: int
             if not hypotheses:
                 raise UsageError(f"no opportunities in {ws.results_dir}: run a lane there first")
         else:
-            data = {"id": hypothesis_id, "title": title, "metric": metric, "current_value": current_value,
-                    "suspected_cause": suspected_cause, "change": change, "scope": list(scope), "impact": impact,
-                    "confidence": confidence, "effort": effort, "lane": lane}
+            data = {
+                "id": hypothesis_id,
+                "title": title,
+                "metric": metric,
+                "current_value": current_value,
+                "suspected_cause": suspected_cause,
+                "change": change,
+                "scope": list(scope),
+                "impact": impact,
+                "confidence": confidence,
+                "effort": effort,
+                "lane": lane,
+            }
             if predicted_effect is not None:
                 data["predicted_effect"] = predicted_effect
             if patch is not None:
                 data["patch"] = str(patch.resolve())
-            hypotheses, source = [Hypothesis.from_dict({k: v for k, v in data.items() if v != ""}, source="flags")], "user"
+            hypotheses, source = (
+                [Hypothesis.from_dict({k: v for k, v in data.items() if v != ""}, source="flags")],
+                "user",
+            )
             origin = "flags"
         # an opportunity names a lane's metric, which the lab's suite need not measure
         metrics = [] if from_opportunities else metric_keys(ws)
@@ -564,8 +699,12 @@ def report(workspace: Path) -> None:
 @cli.command()
 @workspace_argument
 @click.option("--port", type=int, default=8765, show_default=True, help="Port to listen on (0: any free one).")
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to bind; any other than 127.0.0.1 requires the token printed at start.")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to bind; any other than 127.0.0.1 requires the token printed at start.",
+)
 def serve(workspace: Path, port: int, host: str) -> None:
     """A live, read-only web dashboard of the lab (workers, lock, backlog, experiments, journal, charts)."""
     from orchard.lab.serve import serve as serve_dashboard
@@ -574,8 +713,12 @@ def serve(workspace: Path, port: int, host: str) -> None:
 
 
 @cli.command()
-@click.option("--workspace", type=click.Path(path_type=Path), default=None,
-              help="Where to create the demo lab (default: ./orchard-demo-<time>).")
+@click.option(
+    "--workspace",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where to create the demo lab (default: ./orchard-demo-<time>).",
+)
 @click.option("--workers", type=int, default=3, show_default=True, help="Workers running at once.")
 @click.option("--executor", type=click.Choice(["auto", "tmux", "subprocess"]), default="auto", show_default=True)
 def demo(workspace: Path | None, workers: int, executor: str) -> None:
@@ -613,4 +756,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

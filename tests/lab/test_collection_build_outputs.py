@@ -10,9 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from helpers import orchard
-from lab_helpers import git
-
 from orchard.lab import builds, judge
 from orchard.lab.candidate import Candidate, collect_candidate
 from orchard.lab.executors import JobResult
@@ -20,6 +17,8 @@ from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.launchers import make_launcher
 from orchard.lab.workspace import Workspace
+from tests.helpers import orchard
+from tests.lab.lab_helpers import git
 
 BUILD_OUTPUTS = {
     ".venv/bin/python": b"\x7fELF\x00\x01\x02binary",
@@ -35,7 +34,8 @@ BUILD_OUTPUTS = {
 }
 
 
-def _collect(workspace: Workspace, edit: Callable[[Path], None], scope: tuple[str, ...] = ("src/alpha.txt",)) -> Candidate:
+def _collect(workspace: Workspace, edit: Callable[[Path], None],
+             scope: tuple[str, ...] = ("src/alpha.txt",)) -> Candidate:
     checkout = workspace.setup_worker("w1")
     experiment = Experiment("e1", Hypothesis(metric="wall_ms", change="x", scope=scope), checkout)
     edit(checkout.worker.target_dir)

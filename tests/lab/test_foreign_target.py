@@ -23,9 +23,9 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from lab_helpers import git
 
 from orchard.lab.state import LabState
+from tests.lab.lab_helpers import git
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 

@@ -16,8 +16,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from lab_helpers import git
-from loop_support import bare_candidate
 
 from orchard.errors import UsageError
 from orchard.lab import backlog, records
@@ -29,6 +27,8 @@ from orchard.lab.loop import Lab
 from orchard.lab.start import start
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace, init_workspace
+from tests.lab.lab_helpers import git
+from tests.lab.loop_support import bare_candidate
 
 # Prints 400 lines; the win prints 40. The "sneaky" win prints 4,000 when it runs from a
 # baseline build directory (judge/base-*), so main measured after its merge regresses.

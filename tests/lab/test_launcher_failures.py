@@ -19,11 +19,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from lab_helpers import git
-from loop_support import snapshot
 
 from orchard.lab.state import LabState
 from orchard.lab.workspace import init_workspace
+from tests.lab.lab_helpers import git
+from tests.lab.loop_support import snapshot
 
 SUITE = """
 [suite]

@@ -5,13 +5,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from loop_support import add_hypotheses, verdict_of
-
 from orchard.lab import backlog, records, stop
 from orchard.lab.hypothesis import HypothesisStatus
 from orchard.lab.judgment import Decision, Judgment
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
+from tests.lab.loop_support import add_hypotheses, verdict_of
 
 
 def test_a_small_predicted_effect_is_not_shown_as_minus_zero(lab_state: LabState) -> None:

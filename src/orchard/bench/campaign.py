@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orchard.bench import calibration as calibration_cache
-from orchard.bench.binary import binary_sha256, check_binary
 from orchard.bench import rows as rowlib
+from orchard.bench.binary import binary_sha256, check_binary
 from orchard.bench.gates import GateTracker, run_command_gates
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_fingerprint
@@ -60,7 +60,9 @@ def check_runs(runs: int | None, suite: Suite) -> tuple[int, int]:
     """(min_runs, max_runs) for a campaign, refusing counts too small to judge."""
     max_runs = suite.runs if runs is None else runs
     if max_runs < MIN_RUNS_FLOOR:
-        raise UsageError(f"--runs must be at least {MIN_RUNS_FLOOR} (got {max_runs}): fewer pairs cannot give an exact interval")
+        raise UsageError(
+            f"--runs must be at least {MIN_RUNS_FLOOR} (got {max_runs}): fewer pairs cannot give an exact interval"
+        )
     return min(suite.min_runs, max_runs), max_runs
 
 
@@ -114,7 +116,13 @@ class PairRunner:
         self.tracker = GateTracker(suite.gates, suite.scenarios)
         self.metric_names = {spec.metric for spec in suite.metrics} | set(suite.recorded_only)
         self.subjects = {
-            role: {"name": role, "kind": "binary", "label": str(path), "binary": str(path), "binary_sha256": binary_sha256(path)}
+            role: {
+                "name": role,
+                "kind": "binary",
+                "label": str(path),
+                "binary": str(path),
+                "binary_sha256": binary_sha256(path),
+            }
             for role, path in self.binaries.items()
         }
         self.base_meta = {
@@ -142,8 +150,14 @@ class PairRunner:
                         "binary": str(self.binaries[role]),
                         "binary_sha256": self.subjects[role]["binary_sha256"],
                     }
-                    spec = RunSpec(role, self.subjects[role], index, meta, self.metric_names,
-                                   self.tracker.determinism_fields(scenario.name))
+                    spec = RunSpec(
+                        role,
+                        self.subjects[role],
+                        index,
+                        meta,
+                        self.metric_names,
+                        self.tracker.determinism_fields(scenario.name),
+                    )
                     seen[role] = observe(self.bench, scenario, self.binaries[role], spec)
                     self.writer.write(seen[role].row)
                 base, cand = seen["baseline"], seen["candidate"]
@@ -154,7 +168,8 @@ class PairRunner:
 
 def _check_comparable(baseline: Observation, candidate: Observation) -> None:
     """Rows a harness produced with unlike comparability keys are never compared."""
-    for base_row, cand_row in zip(baseline.row.get("harness_rows", []), candidate.row.get("harness_rows", [])):
+    harness_rows = zip(baseline.row.get("harness_rows", []), candidate.row.get("harness_rows", []), strict=False)
+    for base_row, cand_row in harness_rows:
         present = [k for k in rowlib.COMPARABILITY_KEYS if k in base_row or k in cand_row]
         differing = [k for k in present if base_row.get(k) != cand_row.get(k)]
         if differing:
@@ -176,8 +191,13 @@ CALIBRATION_ATTEMPTS = 2
 
 
 def _aa_campaign(
-    suite: Suite, baseline: Path, count: int, seed: int, results: Path, progress: Progress,
-    summary: Callable[[Sequence[dict[str, Any]]], str] | None,
+    suite: Suite,
+    baseline: Path,
+    count: int,
+    seed: int,
+    results: Path,
+    progress: Progress,
+    summary: Callable[[Sequence[Mapping[str, Any]]], str] | None,
 ) -> tuple[dict[str, calibration_cache.MetricCalibration], list[str], Path]:
     """One A/A campaign: (noise per metric, metrics whose interval excludes zero, rows file)."""
     with workbench(suite) as bench, RunWriter(results, "calibrate", summary) as writer:
@@ -207,7 +227,7 @@ def calibrate(
     seed: int | None = None,
     results: Path = Path("results"),
     progress: Progress = _quiet,
-    summary: Callable[[Sequence[dict[str, Any]]], str] | None = None,
+    summary: Callable[[Sequence[Mapping[str, Any]]], str] | None = None,
 ) -> calibration_cache.Calibration:
     """A/A: the baseline against itself; saves and returns the calibration.
 
@@ -261,7 +281,7 @@ def run_verdict(
     results: Path = Path("results"),
     recalibrate: bool = False,
     progress: Progress = _quiet,
-    summary: Callable[[Sequence[dict[str, Any]]], str] | None = None,
+    summary: Callable[[Sequence[Mapping[str, Any]]], str] | None = None,
 ) -> Verdict:
     """Judge `candidate` against `baseline` on `suite`."""
     baseline = check_binary(baseline, "baseline")
@@ -312,6 +332,7 @@ def run_verdict(
                 level = plan.alpha_at(index)
                 if level is not None:
                     specs, values = samples.measured()
+                    assert cal is not None  # a failed calibration set `error` and measured no pair
                     metrics = decide_metrics(specs, values, _noise_for(cal, specs), level)
                     if settled(metrics):
                         break
@@ -319,10 +340,22 @@ def run_verdict(
         warnings += runner.tracker.warnings
         if cal is not None:
             warnings += _warnings(runner, samples, cal, decision)
-        writer.write({"lane": "verdict", "step_kind": "verdict", "verdict": decision.verdict,
-                      "reasons": decision.reasons, "pairs": pairs, "seed": seed, **runner.base_meta})
-    note = None if cal is None else CalibrationNote(cached, round(cal.age_s(), 1), cal.runs, cal.seed,
-                                                      cal.machine_fingerprint)
+        writer.write(
+            {
+                "lane": "verdict",
+                "step_kind": "verdict",
+                "verdict": decision.verdict,
+                "reasons": decision.reasons,
+                "pairs": pairs,
+                "seed": seed,
+                **runner.base_meta,
+            }
+        )
+    note = (
+        None
+        if cal is None
+        else CalibrationNote(cached, round(cal.age_s(), 1), cal.runs, cal.seed, cal.machine_fingerprint)
+    )
     return Verdict(
         verdict=decision.verdict,
         reasons=decision.reasons,

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import IO, Any
+from typing import Any, BinaryIO, cast
 
 from orchard.bench import rows, runner
 from orchard.bench.environment import command_display, isolated_env
@@ -113,7 +113,7 @@ def _build_fixture(bench: Workbench, fixture: Fixture) -> Path:
     return directory
 
 
-def recall(expect: tuple[str, ...], output: IO[bytes]) -> float | None:
+def recall(expect: tuple[str, ...], output: BinaryIO) -> float | None:
     """Fraction of expected lines (or facts) present anywhere in the whole output.
 
     The output is read in chunks that overlap by the longest fact, so a fact
@@ -206,9 +206,9 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec) -
             env=isolated_env(scenario.env),
             timeout_s=scenario.timeout_s,
             admitted_chars=admitted,
-            stdout_sink=whole if scenario.expect else None,
+            stdout_sink=cast(BinaryIO, whole) if scenario.expect else None,
         )
-        fraction = recall(scenario.expect, whole)
+        fraction = recall(scenario.expect, cast(BinaryIO, whole))
     # the agent types the tool's name, not the checkout it was built in
     typed = render(scenario.command, {**values, "bin": binary.name}, where)
     row = rows.step_row(
@@ -277,7 +277,9 @@ def _observe_python(
     started = time.perf_counter_ns()
     failure = ""
     try:
-        produced = list(function(binary=binary, workdir=bench.root / "work", run=spec.run, fixtures=dict(bench.fixtures)))
+        produced = list(
+            function(binary=binary, workdir=bench.root / "work", run=spec.run, fixtures=dict(bench.fixtures))
+        )
     except Exception as error:  # the lane's failure is the candidate's failure, recorded
         produced, failure = [], f"{type(error).__name__}: {error}"
     ended = time.perf_counter_ns()
@@ -286,10 +288,13 @@ def _observe_python(
     if failed_rows and not failure:
         failure = f"{len(failed_rows)} failed row(s), first: {failed_rows[0].get('operation')}"
     metric_values: dict[str, float | None] = {
-        name: _aggregate([v for v in (as_number(r.get(name)) for r in harness_rows) if v is not None], scenario.aggregate)
+        name: _aggregate(
+            [v for v in (as_number(r.get(name)) for r in harness_rows) if v is not None], scenario.aggregate
+        )
         for name in spec.metric_names
     }
-    metric_values["wall_ms"] = (ended - started) / 1e6
+    wall_ms = (ended - started) / 1e6
+    metric_values["wall_ms"] = wall_ms
     row = {
         "schema": rows.SCHEMA_VERSION,
         **meta,
@@ -299,7 +304,7 @@ def _observe_python(
         "operation": scenario.name,
         "run": spec.run,
         "step_kind": "measured",
-        "elapsed_ms": round(metric_values["wall_ms"], 3),
+        "elapsed_ms": round(wall_ms, 3),
         "returncode": 1 if failure else 0,
         "timed_out": False,
         "command": scenario.callable,

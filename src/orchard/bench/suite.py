@@ -125,7 +125,7 @@ class _Reader:
         return value
 
     def command(self, key: str, *, required: bool) -> list[str] | str | None:
-        value = self.get(key, (list, str), None, required=required)
+        value: list[str] | str | None = self.get(key, (list, str), None, required=required)
         if isinstance(value, list):
             if not value or not all(isinstance(part, str) for part in value):
                 self.fail(f"'{key}' must be a non-empty list of strings or a shell string")
@@ -146,7 +146,8 @@ class _Reader:
 
 
 def _kind_names(kinds: type | tuple[type, ...]) -> str:
-    names = {list: "a list", str: "a string", int: "an integer", float: "a number", bool: "true or false", dict: "a table"}
+    names = {list: "a list", str: "a string", int: "an integer", float: "a number", bool: "true or false",
+             dict: "a table"}
     kinds = kinds if isinstance(kinds, tuple) else (kinds,)
     return " or ".join(dict.fromkeys(names.get(kind, kind.__name__) for kind in kinds))
 
@@ -218,7 +219,7 @@ def load_suite(path: Path | str) -> Suite:
         reader.where = f"[[metric]] '{metric}'"
         direction = reader.get("direction", str, "lower")
         if direction not in ("lower", "higher"):
-            reader.fail("'direction' must be \"lower\" or \"higher\"")
+            reader.fail('\'direction\' must be "lower" or "higher"')
         floor = float(reader.get("floor", (int, float), BUILTIN_METRICS.get(metric, 0.0)))
         if floor < 0:
             reader.fail("'floor' must not be negative")
@@ -231,10 +232,7 @@ def load_suite(path: Path | str) -> Suite:
                 reader.fail(f"unknown scenario '{scenario}' (suite has: {', '.join(scenario_names)})")
             kind = next(s.kind for s in scenarios if s.name == scenario)
             if kind == "command" and metric not in BUILTIN_METRICS:
-                reader.fail(
-                    f"unknown metric for command scenario '{scenario}' "
-                    f"(known: {', '.join(BUILTIN_METRICS)})"
-                )
+                reader.fail(f"unknown metric for command scenario '{scenario}' (known: {', '.join(BUILTIN_METRICS)})")
         if compare:
             metrics += [MetricSpec(s, metric, direction, floor, target) for s in applies]
         else:
@@ -242,8 +240,7 @@ def load_suite(path: Path | str) -> Suite:
 
     known_values = {m.metric for m in metrics} | set(recorded) | set(BUILTIN_METRICS) | set(GATE_VALUES)
     gates = tuple(
-        _gate(path, i, t, scenario_names, known_values, scenarios)
-        for i, t in enumerate(_tables(path, data, "gate"))
+        _gate(path, i, t, scenario_names, known_values, scenarios) for i, t in enumerate(_tables(path, data, "gate"))
     )
     return Suite(
         path=path,
@@ -377,5 +374,7 @@ def _gate(
     if kind == "determinism":
         loose = [s.name for s in scenarios if s.name in applies and s.kind != "command"]
         if loose and not fields:
-            reader.fail(f"scenario(s) {', '.join(loose)} produce rows: name the row 'fields' that must be deterministic")
+            reader.fail(
+                f"scenario(s) {', '.join(loose)} produce rows: name the row 'fields' that must be deterministic"
+            )
     return Gate(kind, name, applies, metric, value, command, fields)

@@ -114,7 +114,8 @@ class Lab:
         self.state.update_experiment(record.name, status=Status.RUNNING)
         self.state.log("experiment-start", {"hypothesis": record.hypothesis, "worker": record.worker,
                                             "lane": record.lane, "base": record.target_base,
-                                            "launcher": launcher.label, "title": experiment.hypothesis.title, "prompt": str(prompt),
+                                            "launcher": launcher.label, "title": experiment.hypothesis.title,
+                                            "prompt": str(prompt),
                                             "log": str(ws.log_path(record.name))}, record.name)
         self.say(f"{record.name}: started on worker {record.worker} ({record.lane} lane, launcher {launcher.label})")
 
@@ -265,9 +266,17 @@ class Lab:
     def _after_win(self) -> None:
         """Re-read the opportunities; every few wins, run the full sweep."""
         items = opportunities(self.ws)
-        self.state.log("opportunities", {"items": len(items), "top": [
-            f"{i['scenario']}/{i['operation']} {i['metric']}: {i['subject']} vs {i['comparator']} gap {i['gap']}"
-            for i in items[:3]]})
+        self.state.log(
+            "opportunities",
+            {
+                "items": len(items),
+                "top": [
+                    f"{i['scenario']}/{i['operation']} {i['metric']}: {i['subject']} vs {i['comparator']} "
+                    f"gap {i['gap']}"
+                    for i in items[:3]
+                ],
+            },
+        )
         if self.state.counter(stop.MERGED) % self.ws.config.bench.sweep_every == 0:
             self._sweep()
 

@@ -11,7 +11,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ from orchard.lab.verdicts import MetricResult, MetricVerdict, Verdict
 
 
 def when(at: float) -> str:
-    return datetime.fromtimestamp(at, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -211,7 +211,8 @@ def render_final_report(state: LabState, next_backlog: Sequence[HypothesisRecord
     killed = [e for e in experiments if e.decision == Decision.KILL]
     iterated = [e for e in experiments if e.decision == Decision.ITERATE]
     lines = ["# Final report", "", f"Stopped: {reason}.", "",
-             f"{len(experiments)} experiments: {len(landed)} landed, {len(killed)} killed, {len(iterated)} iterated.", "",
+             f"{len(experiments)} experiments: {len(landed)} landed, {len(killed)} killed, {len(iterated)} iterated.",
+             "",
              *final_lines(state)]
     lines += ["", "## Landed changes", ""]
     published = {event.experiment: event.data for event in state.events("publish")}

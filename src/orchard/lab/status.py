@@ -29,7 +29,9 @@ WATCH_INTERVAL_S = 2.0
 def status(lab: LabView) -> dict[str, Any]:
     """The snapshot as `orchard status --json` prints it."""
     lock = lab.lock
-    holder = {"pid": lock.holder_pid, "label": lock.holder_label, "since": lock.holder_since} if lock.holder_pid else None
+    holder = (
+        {"pid": lock.holder_pid, "label": lock.holder_label, "since": lock.holder_since} if lock.holder_pid else None
+    )
     return {
         "workspace": lab.workspace,
         "executor": lab.executor,
@@ -39,7 +41,9 @@ def status(lab: LabView) -> dict[str, Any]:
                      "launcher": w.launcher}
                     for w in lab.workers],
         "decisions": dict(lab.decisions),
-        "backlog": [{"id": b.id, "score": round(b.score, 3), "lane": b.lane, "title": b.title} for b in lab.backlog[:8]],
+        "backlog": [
+            {"id": b.id, "score": round(b.score, 3), "lane": b.lane, "title": b.title} for b in lab.backlog[:8]
+        ],
         "leaderboard": [asdict(row) for row in lab.leaderboard],
         "lock": {"state": lock.state, "path": lock.path, "holder": holder, "queue": list(lock.queue)},
         "stopped": lab.stopped,

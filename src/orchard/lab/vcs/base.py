@@ -38,7 +38,8 @@ class VcsError(OrchardError):
         lines = [line.strip().removeprefix("remote:").strip() for line in (self.stderr or str(self)).splitlines()]
         lines = [line for line in lines if line]
         wanted = ("error:", "fatal:", "! [", "hint:")
-        picked = next((line for prefix in wanted for line in lines if line.startswith(prefix)), lines[0] if lines else "")
+        fallback = lines[0] if lines else ""
+        picked = next((line for prefix in wanted for line in lines if line.startswith(prefix)), fallback)
         return picked if len(picked) <= SUMMARY_CHARS else picked[:SUMMARY_CHARS].rsplit(" ", 1)[0] + " ..."
 
 
