@@ -146,7 +146,7 @@ def verdict(
     import json as jsonlib
 
     from orchard.bench.campaign import run_verdict
-    from orchard.bench.display import print_verdict, rows_summary
+    from orchard.bench.display import print_verdict
     from orchard.bench.suite import load_suite
     from orchard.bench.verdict import VerdictWord
 
@@ -161,7 +161,6 @@ def verdict(
             results=results,
             recalibrate=recalibrate,
             progress=bar.update,
-            summary=rows_summary,
         )
     if as_json:
         click.echo(jsonlib.dumps(result.to_dict(), indent=2))
@@ -181,14 +180,14 @@ def calibrate(suite_path: Path, baseline: Path, runs: int | None, seed: int | No
     """Measure the baseline against itself (A/A) and cache each metric's noise floor."""
     from orchard.bench.calibration import CalibrationFailed
     from orchard.bench.campaign import calibrate as run_calibration
-    from orchard.bench.display import calibration_table, rows_summary
+    from orchard.bench.display import calibration_table
     from orchard.bench.suite import load_suite
 
     suite = load_suite(suite_path)
     try:
         with _ProgressBar() as bar:
             cal = run_calibration(
-                suite, baseline, runs=runs, seed=seed, results=results, progress=bar.update, summary=rows_summary
+                suite, baseline, runs=runs, seed=seed, results=results, progress=bar.update
             )
     except CalibrationFailed as error:
         click.echo(f"orchard: {error}", err=True)
@@ -212,7 +211,6 @@ def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, seed:
     """Measure a suite for named subjects, interleaved; rows and a summary, no verdict."""
     import random
 
-    from orchard.bench.display import rows_summary
     from orchard.bench.suite import load_suite
     from orchard.bench.sweep import parse_subjects, run_suite
 
@@ -227,7 +225,6 @@ def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, seed:
             runs=runs,
             seed=seed,
             results=results,
-            summary=rows_summary,
             progress=lambda done, total: bar.update(done, total),
         )
     click.echo(writer.summary_path.read_text())
