@@ -149,7 +149,7 @@ def verdict(
     import json as jsonlib
 
     from orchard.bench.campaign import run_verdict
-    from orchard.bench.display import print_verdict, rows_summary
+    from orchard.bench.display import print_verdict
     from orchard.bench.suite import load_suite
     from orchard.bench.verdict import VerdictWord
 
@@ -164,7 +164,6 @@ def verdict(
             results=results,
             recalibrate=recalibrate,
             progress=bar.update,
-            summary=rows_summary,
         )
     if as_json:
         click.echo(jsonlib.dumps(result.to_dict(), indent=2))
@@ -184,14 +183,14 @@ def calibrate(suite_path: Path, baseline: Path, runs: int | None, seed: int | No
     """Measure the baseline against itself (A/A) and cache each metric's noise floor."""
     from orchard.bench.calibration import CalibrationFailed
     from orchard.bench.campaign import calibrate as run_calibration
-    from orchard.bench.display import calibration_table, rows_summary
+    from orchard.bench.display import calibration_table
     from orchard.bench.suite import load_suite
 
     suite = load_suite(suite_path)
     try:
         with _ProgressBar() as bar:
             cal = run_calibration(
-                suite, baseline, runs=runs, seed=seed, results=results, progress=bar.update, summary=rows_summary
+                suite, baseline, runs=runs, seed=seed, results=results, progress=bar.update
             )
     except CalibrationFailed as error:
         click.echo(f"orchard: {error}", err=True)
@@ -215,7 +214,6 @@ def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, seed:
     """Measure a suite for named subjects, interleaved; rows and a summary, no verdict."""
     import random
 
-    from orchard.bench.display import rows_summary
     from orchard.bench.suite import load_suite
     from orchard.bench.sweep import parse_subjects, run_suite
 
@@ -230,7 +228,6 @@ def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, seed:
             runs=runs,
             seed=seed,
             results=results,
-            summary=rows_summary,
             progress=lambda done, total: bar.update(done, total),
         )
     click.echo(writer.summary_path.read_text())
@@ -264,6 +261,8 @@ def init(directory: Path, target: str, bench: str | None, config_file: Path | No
     click.echo(f"target     {workspace.config.target.repo} at {workspace.target_base()}")
     bench_source = workspace.config.bench.repo or "built-in bench"
     click.echo(f"bench      {bench_source} at {workspace.bench_base()}")
+    for warning in workspace.target_warnings():
+        click.echo(f"warning: {warning}", err=True)
 
 
 @bench.command("task-loop")
@@ -616,6 +615,7 @@ def backlog_add(
     """Add hypotheses: from a TOML file, from the opportunities ranking, or from flags."""
     from orchard.lab import backlog
     from orchard.lab.hypothesis import Hypothesis
+    from orchard.lab.verdicts import metric_keys
 
     with _open_lab(workspace) as (ws, state):
         if file_path is not None:
@@ -650,7 +650,10 @@ def backlog_add(
                 "user",
             )
             origin = "flags"
-        backlog.add_all(state, hypotheses, source=source, origin=origin)
+        # an opportunity names a lane's metric, which the lab's suite need not measure
+        metrics = [] if from_opportunities else metric_keys(ws)
+        backlog.add_all(state, hypotheses, source=source, origin=origin, metrics=metrics,
+                        launchers=list(ws.config.launchers))
         from orchard.lab.records import write_atomic
 
         write_atomic(ws.root / "backlog.md", backlog.render(state))

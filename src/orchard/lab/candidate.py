@@ -11,6 +11,9 @@ builds it:
 - `worker-committed`: the target checkout's head moved (workers must not
   commit); the patch still covers everything since the base.
 - `no-changes`: the worker changed nothing.
+- `binary-files` / `patch-too-large`: the change holds binary blobs, or its
+  patch is larger than `[target] max_patch_kb` (build outputs the ignore
+  lists missed, as a rule): refused, and the patch is not stored.
 - `report-missing` / `report-malformed` / `report-invalid`: the report is
   recorded as found, never filled in.
 - `timed-out` / `cancelled` / `exit-nonzero`: how the process ended.
@@ -50,6 +53,8 @@ class Flag(StrEnum):
     SCOPE_VIOLATION = "scope-violation"
     WORKER_COMMITTED = "worker-committed"
     NO_CHANGES = "no-changes"
+    BINARY_FILES = "binary-files"
+    PATCH_TOO_LARGE = "patch-too-large"
     REPORT_MISSING = "report-missing"
     REPORT_MALFORMED = "report-malformed"
     REPORT_INVALID = "report-invalid"
@@ -57,6 +62,26 @@ class Flag(StrEnum):
     CANCELLED = "cancelled"
     EXIT_NONZERO = "exit-nonzero"
 
+
+SHOWN_NAMES = 3
+
+
+def a_few(names: list[str] | tuple[str, ...], shown: int = SHOWN_NAMES) -> str:
+    """Some names and how many more: a reason stays one line however many files there are."""
+    listed = ", ".join(names[:shown])
+    more = len(names) - shown
+    return f"{listed} and {more} more" if more > 0 else listed
+
+
+def binary_files(patch: str) -> list[str]:
+    """Files a git patch adds or changes as binary content (a deleted binary file is fine)."""
+    found = []
+    for section in patch.split("diff --git ")[1:]:
+        header, _, body = section.partition("\n")
+        if ("\nGIT binary patch\n" in "\n" + body or "\nBinary files " in "\n" + body) \
+                and "\ndeleted file mode" not in "\n" + body:
+            found.append(header.split(" b/", 1)[-1])
+    return found
 
 
 @dataclass(frozen=True)
@@ -66,7 +91,7 @@ class Candidate:
     target_base: str
     bench_base: str
     target_head: str
-    patch: str
+    patch: str  # empty when refused (binary blobs, oversize)
     changed_files: list[str]
     scope: list[str]
     scope_violations: list[str]
@@ -81,6 +106,10 @@ class Candidate:
     usage: AgentUsage
     flags: list[Flag] = field(default_factory=list)
     host: str | None = None  # the dask worker's host and address; None: this machine
+    patch_bytes: int = 0
+    binary_files: list[str] = field(default_factory=list)
+    launcher: str = ""  # the launcher that ran, as orchard.toml names it
+    launcher_failure: str | None = None  # the agent's own account of why it could not work at all
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready record for the lab's state."""
@@ -106,8 +135,8 @@ def _without_scratch(files: tuple[str, ...], scratch: tuple[str, ...]) -> list[s
                        for p in patterns)]
 
 
-def _flags(*, tampered: bool, violations: list[str], committed: bool, unchanged: bool, report: str,
-           timed_out: bool, cancelled: bool, exit_code: int | None) -> list[Flag]:
+def _flags(*, tampered: bool, violations: list[str], committed: bool, unchanged: bool, binary: bool,
+           too_large: bool, report: str, timed_out: bool, cancelled: bool, exit_code: int | None) -> list[Flag]:
     flags: list[Flag] = []
     if tampered:
         flags.append(Flag.HARNESS_TAMPERED)
@@ -117,6 +146,10 @@ def _flags(*, tampered: bool, violations: list[str], committed: bool, unchanged:
         flags.append(Flag.WORKER_COMMITTED)
     if unchanged:
         flags.append(Flag.NO_CHANGES)
+    if binary:
+        flags.append(Flag.BINARY_FILES)
+    if too_large:
+        flags.append(Flag.PATCH_TOO_LARGE)
     if report != "ok":
         flags.append(Flag(f"report-{report}"))
     if timed_out:
@@ -134,7 +167,7 @@ def collect_candidate(
     """Read what the worker left: its patch, its bench's state, its report, its usage."""
     checkout = experiment.checkout
     worker = checkout.worker
-    target = workspace.target_vcs.changes(worker.target_dir, checkout.target_base)
+    target = workspace.target_vcs.changes(worker.target_dir, checkout.target_base, workspace.config.target.ignore)
     bench = workspace.bench_vcs.changes(worker.bench_dir, checkout.bench_base)
     changed = _without_scratch(target.files, launcher.scratch)
     scope = list(experiment.hypothesis.scope)
@@ -143,9 +176,12 @@ def collect_candidate(
     log = result.log_path
     log_text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
 
+    binaries = binary_files(target.patch)
+    patch_bytes = len(target.patch.encode("utf-8", errors="surrogateescape"))
     flags = _flags(tampered=bool(bench.files) or bench.head != checkout.bench_base, violations=violations,
                    committed=target.head != checkout.target_base,
-                   unchanged=not changed and target.head == checkout.target_base, report=reading.state,
+                   unchanged=not changed and target.head == checkout.target_base, binary=bool(binaries),
+                   too_large=patch_bytes > workspace.config.target.max_patch_kb * 1024, report=reading.state,
                    timed_out=result.timed_out, cancelled=result.cancelled, exit_code=result.exit_code)
 
     return Candidate(
@@ -154,7 +190,9 @@ def collect_candidate(
         target_base=checkout.target_base,
         bench_base=checkout.bench_base,
         target_head=target.head,
-        patch=target.patch,
+        patch="" if binaries or Flag.PATCH_TOO_LARGE in flags else target.patch,
+        patch_bytes=patch_bytes,
+        binary_files=binaries,
         changed_files=changed,
         scope=scope,
         scope_violations=violations,
@@ -167,6 +205,8 @@ def collect_candidate(
         duration_s=result.duration_s,
         started_at=result.started_at,
         usage=launcher.usage(log_text),
+        launcher=launcher.label,
+        launcher_failure=launcher.failure(log_text, result.exit_code),
         flags=flags,
     )
 
@@ -218,15 +258,21 @@ def from_remote(workspace: Workspace, experiment: Experiment, outcome: RemoteOut
     scope = list(experiment.hypothesis.scope)
     violations = outside_scope(changed, scope)
     committed = bool(outcome.target_head) and outcome.target_head != checkout.target_base
+    binaries = binary_files(outcome.patch)
+    patch_bytes = len(outcome.patch.encode("utf-8", errors="surrogateescape"))
     flags = _flags(tampered=bool(outcome.bench_files) or outcome.bench_head not in ("", checkout.bench_base),
                    violations=violations, committed=committed, unchanged=not changed and not committed,
+                   binary=bool(binaries), too_large=patch_bytes > workspace.config.target.max_patch_kb * 1024,
                    report=reading.state, timed_out=outcome.timed_out, cancelled=False,
                    exit_code=outcome.exit_code)
     return Candidate(
         experiment=experiment.name, worker=checkout.worker.name, target_base=checkout.target_base,
-        bench_base=checkout.bench_base, target_head=outcome.target_head, patch=outcome.patch,
+        bench_base=checkout.bench_base, target_head=outcome.target_head,
+        patch="" if binaries or Flag.PATCH_TOO_LARGE in flags else outcome.patch, patch_bytes=patch_bytes,
+        binary_files=binaries,
         changed_files=changed, scope=scope, scope_violations=violations, bench_changes=list(outcome.bench_files),
         bench_head=outcome.bench_head, report=reading, log_path=str(log), exit_code=outcome.exit_code,
         signal=outcome.signal, duration_s=outcome.duration_s, started_at=outcome.started_at,
-        usage=launcher.usage(outcome.log_tail), flags=flags, host=where,
+        usage=launcher.usage(outcome.log_tail), launcher=launcher.label,
+        launcher_failure=launcher.failure(outcome.log_tail, outcome.exit_code), flags=flags, host=where,
     )

@@ -42,14 +42,14 @@ from orchard.errors import OrchardError
 from orchard.lab import backlog, planner, records, stop
 from orchard.lab import land as landing
 from orchard.lab.builds import baseline_binary, placeholders, run_step
-from orchard.lab.candidate import collect_candidate, from_remote
+from orchard.lab.candidate import Candidate, Flag, collect_candidate, from_remote
 from orchard.lab.executors import Executor, JobResult, SubprocessExecutor, make_executor
 from orchard.lab.executors.dask import DaskExecutor
 from orchard.lab.experiment import Experiment, ExperimentStatus
 from orchard.lab.hypothesis import HypothesisStatus, Lane
 from orchard.lab.judge import judge
 from orchard.lab.judgment import Decision, Judgment, JudgmentEntry
-from orchard.lab.launchers import Launcher, make_launcher
+from orchard.lab.launchers import Launcher, launcher_for, preflight
 from orchard.lab.prompts import render_prompt
 from orchard.lab.remote import RemoteExperiment, RemoteOutcome, lab_id
 from orchard.lab.start import start
@@ -81,9 +81,10 @@ class Lab:
         self.state = state
         self.say = say
         self.measure_progress = measure_progress
-        self.launcher: Launcher = make_launcher(ws.config.launcher)
+        self.launchers: dict[str, Launcher] = {}
+        self.down: set[str] = set()  # launchers whose agent could not work in this run: given no more work
         self.executor: Executor | DaskExecutor | None = None
-        self.started = time.monotonic()
+        self.started = time.time()
         self._pool: ThreadPoolExecutor | None = None
         self._judging: dict[str, Future[Judgment]] = {}
         self._landing: dict[str, Future[landing.LandOutcome]] = {}
@@ -102,6 +103,17 @@ class Lab:
         checkout = WorkerCheckout(self.ws.worker(record.worker), record.target_base, record.bench_base)
         return Experiment(record.name, hypothesis, checkout)
 
+    def _launcher(self, record: ExperimentRecord) -> Launcher:
+        """The launcher the experiment's hypothesis names (the lab's default when it names none)."""
+        name = self.state.hypothesis(record.hypothesis).hypothesis.launcher
+        if name not in self.launchers:
+            self.launchers[name] = launcher_for(self.ws.config, name)
+        return self.launchers[name]
+
+    def _blocked(self) -> set[str]:
+        """Open hypotheses whose launcher failed in this run."""
+        return {r.id for r in self.state.hypotheses(HypothesisStatus.OPEN) if r.hypothesis.launcher in self.down}
+
     def _name(self, hypothesis_id: str) -> str:
         attempts = self.state.hypothesis(hypothesis_id).attempts
         return hypothesis_id if attempts == 0 else f"{hypothesis_id}-{attempts + 1}"
@@ -114,18 +126,20 @@ class Lab:
             return
         ws = self.ws
         baseline_binary(ws, self.state, record.target_base)  # the worker measures against it
+        launcher = self._launcher(record)
         ws.setup_worker(record.worker, target_base=record.target_base, bench_base=record.bench_base,
-                        ignore=self.launcher.scratch)
+                        ignore=launcher.scratch)
         experiment = self._experiment(record)
         prompt = render_prompt(ws, experiment)
         ws.log_path(record.name).unlink(missing_ok=True)
-        self.executor.start(self.launcher.job(ws, experiment))
+        self.executor.start(launcher.job(ws, experiment))
         self.state.update_experiment(record.name, status=Status.RUNNING)
         self.state.log("experiment-start", {"hypothesis": record.hypothesis, "worker": record.worker,
                                             "lane": record.lane, "base": record.target_base,
-                                            "title": experiment.hypothesis.title, "prompt": str(prompt),
+                                            "launcher": launcher.label, "title": experiment.hypothesis.title,
+                                            "prompt": str(prompt),
                                             "log": str(ws.log_path(record.name))}, record.name)
-        self.say(f"{record.name}: started on worker {record.worker} ({record.lane} lane)")
+        self.say(f"{record.name}: started on worker {record.worker} ({record.lane} lane, launcher {launcher.label})")
 
     def _launch_remote(self, executor: DaskExecutor, record: ExperimentRecord) -> None:
         """Submit the experiment as a dask task; the dask worker makes its own checkouts and prompt."""
@@ -143,6 +157,7 @@ class Lab:
         self.state.update_experiment(record.name, status=Status.RUNNING)
         self.state.log("experiment-start", {"hypothesis": record.hypothesis, "worker": record.worker,
                                             "lane": record.lane, "base": record.target_base,
+                                            "launcher": self._launcher(record).label,
                                             "title": hypothesis.title, "executor": "dask",
                                             "scheduler": self.ws.config.workers.scheduler,
                                             "log": str(self.ws.log_path(record.name))}, record.name)
@@ -155,7 +170,7 @@ class Lab:
         for slot in slots(self.ws):
             if slot.worker in busy_workers:
                 continue
-            record = backlog.pick(self.state, slot.lane, busy_scopes)
+            record = backlog.pick(self.state, slot.lane, busy_scopes, skip=self._blocked())
             if record is None:
                 continue
             name = self._name(record.id)
@@ -171,7 +186,10 @@ class Lab:
 
     def _collect(self, result: JobResult) -> None:
         record = self.state.experiment(result.name)
-        candidate = collect_candidate(self.ws, self._experiment(record), result, self.launcher)
+        candidate = collect_candidate(self.ws, self._experiment(record), result, self._launcher(record))
+        if candidate.launcher_failure is not None and Flag.NO_CHANGES in candidate.flags:
+            self._launcher_failed(record, candidate)
+            return
         self.state.update_experiment(record.name, status=Status.COLLECTED, candidate=candidate,
                                      finished_at=time.time())
         flags = ", ".join(candidate.flags) or "none"
@@ -179,12 +197,30 @@ class Lab:
 
     def _collect_remote(self, outcome: RemoteOutcome) -> None:
         record = self.state.experiment(outcome.name)
-        candidate = from_remote(self.ws, self._experiment(record), outcome, self.launcher)
+        candidate = from_remote(self.ws, self._experiment(record), outcome, self._launcher(record))
+        if candidate.launcher_failure is not None and Flag.NO_CHANGES in candidate.flags:
+            self._launcher_failed(record, candidate)
+            return
         self.state.update_experiment(record.name, status=Status.COLLECTED, candidate=candidate,
                                      finished_at=time.time())
         ended = f"exit {outcome.exit_code}" if outcome.error is None else outcome.error
         self.say(f"{record.name}: worker ended on {candidate.host} ({ended}); "
                  f"flags: {', '.join(candidate.flags) or 'none'}")
+
+    def _launcher_failed(self, record: ExperimentRecord, candidate: Candidate) -> None:
+        """The agent could not work at all: its own message is the reason, the hypothesis goes back to the backlog."""
+        reason = f"launcher {candidate.launcher} failed: {candidate.launcher_failure}"
+        with self.state.transaction():
+            self.state.update_experiment(record.name, status=Status.DONE, candidate=candidate,
+                                         finished_at=time.time(), reasons=[reason])
+            self.state.update_hypothesis(record.hypothesis, status=HypothesisStatus.OPEN)
+            self.state.log("launcher-failure", {"hypothesis": record.hypothesis, "launcher": candidate.launcher,
+                                                "exit_code": candidate.exit_code, "reason": reason,
+                                                "log": candidate.log_path}, record.name)
+            self.state.set_counter(stop.LAUNCHER_FAILURES, self.state.counter(stop.LAUNCHER_FAILURES) + 1)
+        self.down.add(self.state.hypothesis(record.hypothesis).hypothesis.launcher)
+        self.say(f"{record.name}: {reason}; {record.hypothesis} goes back to the backlog")
+        self.render()
 
     def collect(self) -> None:
         assert self.executor is not None
@@ -213,7 +249,7 @@ class Lab:
             if record.status == Status.STARTING:
                 self._launch(record)
                 continue
-            job = self.launcher.job(self.ws, self._experiment(record))
+            job = self._launcher(record).job(self.ws, self._experiment(record))
             if self.executor.adopt(job):
                 self.say(f"{record.name}: still running in tmux; watching it again")
                 continue
@@ -306,6 +342,7 @@ class Lab:
             else:
                 self.state.update_hypothesis(hypothesis.id, status=HypothesisStatus.LANDED)
             stop.count_judged(self.state, self.ws.config.workers.count, judgment.decision == Decision.LAND)
+            self.state.set_counter(stop.LAUNCHER_FAILURES, 0)  # a worker that worked ends a run of launcher failures
         self.say(f"{record.name}: {judgment.decision}: {'; '.join(judgment.reasons)[:300]}")
         if judgment.checkout and judgment.decision != Decision.LAND:
             shutil.rmtree(judgment.checkout, ignore_errors=True)
@@ -320,7 +357,9 @@ class Lab:
                                          reasons=reasons)
             if won:
                 self.state.set_counter(stop.MERGED, self.state.counter(stop.MERGED) + 1)
-        merged = "merged into main" if won else "branch kept, not merged"
+        merged = "branch kept, not merged"
+        if won:
+            merged = "merged into main" + ("" if outcome.published else ", NOT published to the target")
         self.say(f"{record.name}: landed on {outcome.branch} ({merged})")
         self.render()
         if won:
@@ -394,12 +433,20 @@ class Lab:
     # -- the loop ----------------------------------------------------------------------------
 
     def finish(self, reason: str) -> None:
-        self.state.log("stop", {"reason": reason})
+        stop.final_verdict(self.ws, self.state, say=self.say, measure_progress=self.measure_progress)
+        stop.log_stop(self.state, reason)
         records.write_notebook(self.ws.root, self.state, final=True)
         self.say(f"stopped: {reason}; wrote {self.ws.root / 'FINAL_REPORT.md'}")
 
+    def preflight(self) -> None:
+        """Before anything is touched: every launcher runs, and every open hypothesis names one that exists."""
+        preflight(self.ws.config)
+        for record in self.state.hypotheses(HypothesisStatus.OPEN):
+            launcher_for(self.ws.config, record.hypothesis.launcher)
+
     def run(self) -> str:
         """Run until a stop condition holds; returns the reason."""
+        self.preflight()
         events = self.state.events()
         if events and events[-1].kind == "stop":
             self.state.set_counter(stop.IDLE_LOOPS, 0)  # a new session after a clean stop starts fresh
@@ -411,6 +458,7 @@ class Lab:
             with self.executor:
                 if self.executor.kind == "subprocess" and workers.executor == "auto":
                     self.say("tmux is not installed: workers run as plain subprocesses")
+                landing.check_publication(self.ws, self.state)
                 if start(self.ws, self.state, say=self.say, measure_progress=self.measure_progress):
                     self.render()
                 self.resume_workers()
@@ -424,7 +472,7 @@ class Lab:
                         if self.harvest():
                             continue  # a decision changes the backlog and the stop conditions
                         self.refill()
-                        reason = stop.stop_reason(self.ws, self.state, time.monotonic() - self.started,
+                        reason = stop.stop_reason(self.ws, self.state, self.started, self._blocked(),
                                                   planning=self._plan is not None)
                         if reason is None:
                             self.assign()

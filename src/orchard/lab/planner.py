@@ -21,7 +21,7 @@ from orchard.lab import backlog, records
 from orchard.lab.executors import Executor, Job, JobResult, make_executor
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.launchers import make_launcher
+from orchard.lab.launchers import Launcher, make_launcher
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 
@@ -103,6 +103,7 @@ class PlanRun:
     name: str
     job: Job
     output: Path
+    launcher: Launcher
 
 
 def start_plan(ws: Workspace, state: LabState, executor: Executor, *, say: Callable[[str], None] = print) -> PlanRun:
@@ -110,6 +111,8 @@ def start_plan(ws: Workspace, state: LabState, executor: Executor, *, say: Calla
     launcher = make_launcher(ws.config.launcher)
     if launcher.name == "patch":
         raise UsageError("the patch launcher has no model to plan with: add hypotheses with `orchard backlog add`")
+    if (problem := launcher.preflight()) is not None:
+        raise UsageError(f"launcher {launcher.label!r}: {problem}; nothing was planned")
     name = _plan_name(ws)
     checkout = ws.setup_worker("planner", ignore=launcher.scratch)
     output = ws.prompts_dir / f"{name}.toml"
@@ -118,14 +121,16 @@ def start_plan(ws: Workspace, state: LabState, executor: Executor, *, say: Calla
     ws.prompt_path(name).write_text(planning_prompt(ws, state, checkout.worker.target_dir, output), encoding="utf-8")
     say(f"planner {name}: running {launcher.name}; it writes {output}")
     executor.start(job)
-    return PlanRun(name, job, output)
+    return PlanRun(name, job, output, launcher)
 
 
 def finish_plan(ws: Workspace, state: LabState, run: PlanRun, result: JobResult) -> list[Hypothesis]:
     """Validate the planner's answer; add its hypotheses to the backlog (all or none)."""
     if not result.ok:
-        raise PlannerRejected(f"the planner ended with exit {result.exit_code} ({result.reason or 'failed'}); "
-                              f"log: {result.log_path}")
+        log = result.log_path.read_text(encoding="utf-8", errors="replace") if result.log_path.exists() else ""
+        said = run.launcher.failure(log, result.exit_code)
+        raise PlannerRejected(f"the planner ended with exit {result.exit_code} "
+                              f"({said or result.reason or 'failed'}); log: {result.log_path}")
     hypotheses = read_plan(run.output, state)
     with state.transaction():
         for h in hypotheses:

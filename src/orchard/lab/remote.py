@@ -40,7 +40,7 @@ from orchard.lab.executors.base import kill_tree
 from orchard.lab.executors.subprocess import SubprocessExecutor
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.launchers import make_launcher
+from orchard.lab.launchers import launcher_for
 from orchard.lab.prompts import render_prompt
 from orchard.lab.serving import ServedRepositories
 from orchard.lab.workspace import Workspace
@@ -180,7 +180,7 @@ def run_experiment(spec: RemoteExperiment) -> RemoteOutcome:
     ws.root.mkdir(parents=True, exist_ok=True)
     for directory in (ws.prompts_dir, ws.logs_dir, ws.judge_dir):
         directory.mkdir(exist_ok=True)
-    launcher = make_launcher(spec.config.launcher)
+    launcher = launcher_for(spec.config, spec.hypothesis.launcher)  # the one the hypothesis names
     try:
         with FileLock(str(ws.root / ".references.lock")):
             _prepare(ws, spec)
