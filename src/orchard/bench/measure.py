@@ -24,8 +24,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from orchard.bench import rows, runner
-from orchard.bench.environment import command_display, isolated_env
+from orchard.bench import rows, runner, tokens
+from orchard.bench.environment import isolated_env
 from orchard.bench.suite import BUILTIN_METRICS, Fixture, Scenario, Suite
 from orchard.errors import OrchardError, UsageError
 
@@ -55,6 +55,18 @@ class Workbench:
     suite: Suite
     root: Path
     fixtures: dict[str, Path]
+
+    def stand_ins(self, binary: Path) -> tokens.StandIns:
+        """What the counted command line shows instead of this run's paths."""
+        return tokens.StandIns.of(
+            {
+                str(binary): "BIN",
+                str(self.suite.directory): "SUITE_DIR",
+                str(self.root / "work"): "WORKDIR",
+                **{str(path): f"FIXTURE_{name}" for name, path in self.fixtures.items()},
+                str(self.root): "RUN_DIR",
+            }
+        )
 
     def template_values(self, binary: Path) -> dict[str, Any]:
         return {
@@ -189,8 +201,6 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec) -
         timeout_s=scenario.timeout_s,
         admitted_chars=admitted,
     )
-    # the agent types the tool's name, not the checkout it was built in
-    typed = render(scenario.command, {**values, "bin": binary.name}, where)
     row = rows.step_row(
         capture,
         subject=spec.subject,
@@ -200,7 +210,7 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec) -
         metadata=meta,
         step_kind="measured",
         expected_returncodes=scenario.returncodes,
-        typed_command=command_display(typed),
+        stand_ins=bench.stand_ins(binary),
     )
     row["monotonic_start_ns"] = capture.started_ns
     row["monotonic_end_ns"] = capture.ended_ns

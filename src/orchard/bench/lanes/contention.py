@@ -37,7 +37,7 @@ from typing import Any, TextIO
 import psutil
 
 from orchard.bench import rows, runner, tokens
-from orchard.bench.environment import command_display, isolated_env
+from orchard.bench.environment import isolated_env
 from orchard.bench.lanes.markdown import skips_and_failures, table
 from orchard.bench.lanes.remotes import FixtureError, harness
 from orchard.bench.lanes.steps import fail
@@ -125,6 +125,7 @@ class Campaign:
         self.subject, self.mode, self.n, self.options = subject, mode, workers, options
         self.root, self.env, self.stop = root, env, stop
         self.bare = root / "remote.git"
+        self.stand_ins = tokens.StandIns.of({self.bin: "BIN", str(root): "ROOT", subject.name: "SUBJECT"})
 
     def call(self, worker: Worker, operation: str, argv: list[str]) -> runner.Capture:
         capture = runner.run(argv, cwd=worker.checkout, env=self.env, timeout_s=self.options.step_timeout_s)
@@ -134,7 +135,8 @@ class Campaign:
                 "elapsed_ms": capture.elapsed_ms,
                 "ok": capture.ok,
                 **tokens.interaction_fields(
-                    command_display(argv), capture.stdout_text, capture.stderr_text,
+                    self.stand_ins.command(argv), self.stand_ins.text(capture.stdout_text),
+                    self.stand_ins.text(capture.stderr_text),
                     stdout_bytes=capture.stdout_bytes, stderr_bytes=capture.stderr_bytes,
                     stdout_truncated=capture.stdout_truncated, stderr_truncated=capture.stderr_truncated,
                 ),
