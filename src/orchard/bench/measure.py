@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, BinaryIO
 
 from orchard.bench import rows, runner, tokens
 from orchard.bench.environment import isolated_env
@@ -30,6 +30,9 @@ from orchard.bench.suite import BUILTIN_METRICS, Fixture, Scenario, Suite
 from orchard.errors import OrchardError, UsageError
 
 ROWS_ADMITTED_CHARS = 64 * 1024 * 1024  # a rows harness's stdout is data, read whole
+# The gates read all of stdout; past this size it is spilled to a file meanwhile.
+SPILL_BYTES = 1024 * 1024
+_SCAN_BYTES = 1024 * 1024
 
 
 class FixtureError(OrchardError):
@@ -122,11 +125,24 @@ def _build_fixture(bench: Workbench, fixture: Fixture) -> Path:
     return directory
 
 
-def recall(expect: tuple[str, ...], text: str) -> float | None:
-    """Fraction of expected lines (or facts) present in the output."""
+def recall(expect: tuple[str, ...], output: BinaryIO) -> float | None:
+    """Fraction of expected lines (or facts) present anywhere in the whole output.
+
+    The output is read in chunks that overlap by the longest fact, so a fact
+    that straddles two chunks is still found.
+    """
     if not expect:
         return None
-    return sum(1 for item in expect if item in text) / len(expect)
+    needles = [item.encode("utf-8") for item in expect]
+    overlap = max(len(needle) for needle in needles) - 1
+    found: set[int] = set()
+    output.seek(0)
+    tail = b""
+    while chunk := output.read(_SCAN_BYTES):
+        window = tail + chunk
+        found.update(i for i, needle in enumerate(needles) if i not in found and needle in window)
+        tail = window[len(window) - overlap:] if overlap else b""
+    return len(found) / len(needles)
 
 
 def as_number(value: Any) -> float | None:
@@ -194,13 +210,17 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec) -
     assert scenario.command is not None
     command = render(scenario.command, values, where)
     admitted = ROWS_ADMITTED_CHARS if scenario.kind == "rows" else bench.suite.admitted_chars
-    capture = runner.run(
-        command,
-        cwd=bench.suite.directory,
-        env=isolated_env(scenario.env),
-        timeout_s=scenario.timeout_s,
-        admitted_chars=admitted,
-    )
+    # the gates judge the whole output; only token estimates use the admitted part
+    with tempfile.SpooledTemporaryFile(max_size=SPILL_BYTES, dir=bench.root) as whole:
+        capture = runner.run(
+            command,
+            cwd=bench.suite.directory,
+            env=isolated_env(scenario.env),
+            timeout_s=scenario.timeout_s,
+            admitted_chars=admitted,
+            stdout_sink=whole if scenario.expect else None,
+        )
+        fraction = recall(scenario.expect, whole)
     row = rows.step_row(
         capture,
         subject=spec.subject,
@@ -218,7 +238,7 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec) -
     failure = "" if ok else _failure_text(capture)
     metric_values: dict[str, float | None] = {name: as_number(row.get(name)) for name in BUILTIN_METRICS}
     metric_values["wall_ms"] = row["elapsed_ms"]
-    digest: str | None = _digest(capture.stdout) if not capture.stdout_truncated else None
+    digest: str | None = capture.stdout_sha256[:16]
     text = capture.stdout_text
     if scenario.kind == "rows":
         harness_rows = _select(_parse_rows(text), scenario.where)
@@ -234,7 +254,6 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec) -
         digest = _fields_digest(harness_rows, spec.determinism_fields)
         # a harness's own stdout is data, not what an agent reads
         row["stdout_excerpt"] = text[:2000]
-    fraction = recall(scenario.expect, text)
     row["information_recall"] = fraction
     row["output_digest"] = digest
     return Observation(scenario.name, spec.role, metric_values, digest, fraction, ok, failure, row)

@@ -7,12 +7,15 @@ with the descendants it waited for: peak RSS and CPU of the process tree.
 Linux carries the launcher's own peak RSS into the child at exec, so a child
 that never grows past orchard's own footprint has no measurable peak: that is
 recorded as null (unmeasured), never as orchard's number.
-Output is read as bytes; everything is counted, but only the first
-`admitted_chars` bytes per stream are kept, as an agent would see them.
+Output is read as bytes; everything is counted and stdout is hashed whole,
+but only the first `admitted_chars` bytes per stream are kept, as an agent
+would see them. A caller that must read all of stdout (gates searching for
+facts) passes a `stdout_sink` that receives every chunk.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import resource
 import selectors
@@ -20,6 +23,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from typing import BinaryIO
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -43,6 +47,7 @@ class Capture:
     stdout: bytes  # admitted part only
     stderr: bytes
     stdout_bytes: int  # everything the stream carried
+    stdout_sha256: str  # of everything stdout carried, not only the admitted part
     stderr_bytes: int
     started_at: str
     ended_at: str
@@ -72,13 +77,18 @@ class Capture:
 
 
 class _Stream:
-    def __init__(self, admitted: int) -> None:
+    def __init__(self, admitted: int, sink: BinaryIO | None = None) -> None:
         self.admitted = admitted
         self.kept = bytearray()
         self.total = 0
+        self.hash = hashlib.sha256()
+        self.sink = sink
 
     def feed(self, chunk: bytes) -> None:
         self.total += len(chunk)
+        self.hash.update(chunk)
+        if self.sink is not None:
+            self.sink.write(chunk)
         room = self.admitted - len(self.kept)
         if room > 0:
             self.kept += chunk[:room]
@@ -122,6 +132,7 @@ def run(
     timeout_s: float | None = None,
     admitted_chars: int = DEFAULT_ADMITTED_CHARS,
     stdin: bytes | None = None,
+    stdout_sink: BinaryIO | None = None,
 ) -> Capture:
     """Run `command` (an argv list; a string runs through /bin/sh) and measure it."""
     shell = isinstance(command, str)
@@ -141,7 +152,7 @@ def run(
     )
     pgid = proc.pid
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    out, err = _Stream(admitted_chars), _Stream(admitted_chars)
+    out, err = _Stream(admitted_chars, stdout_sink), _Stream(admitted_chars)
     timed_out = False
     status: int | None = None
     rusage = None
@@ -218,6 +229,7 @@ def run(
         stdout=bytes(out.kept),
         stderr=bytes(err.kept),
         stdout_bytes=out.total,
+        stdout_sha256=out.hash.hexdigest(),
         stderr_bytes=err.total,
         started_at=started_at,
         ended_at=_now_iso(),

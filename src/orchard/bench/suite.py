@@ -260,7 +260,8 @@ def load_suite(path: Path | str) -> Suite:
         timeout_s=timeout_s,
         admitted_chars=admitted_chars,
         alpha=alpha,
-        digest=hashlib.sha256(raw).hexdigest()[:16],
+        # facts read from an expect_file are part of what the suite judges
+        digest=hashlib.sha256(raw + "\0".join(e for s in scenarios for e in s.expect).encode()).hexdigest()[:16],
     )
 
 
@@ -307,7 +308,7 @@ def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Sce
         kind=kind,
         command=command,
         callable=target,
-        expect=reader.strings("expect"),
+        expect=reader.strings("expect") + _expect_file(reader),
         returncodes=returncodes,
         timeout_s=float(reader.get("timeout_s", (int, float), default_timeout)),
         env=env,
@@ -316,6 +317,23 @@ def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Sce
     )
     reader.finish()
     return scenario
+
+
+def _expect_file(reader: _Reader) -> tuple[str, ...]:
+    """Facts listed one per line in a file beside the suite (hundreds do not belong in TOML)."""
+    name = reader.get("expect_file", str, None)
+    if name is None:
+        return ()
+    facts = reader.path.parent / name
+    try:
+        text = facts.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        reader.fail(f"'expect_file' {name!r}: cannot read {facts}: {getattr(error, 'strerror', None) or error}")
+        return ()
+    lines = tuple(line.strip() for line in text.splitlines() if line.strip())
+    if not lines:
+        reader.fail(f"'expect_file' {name!r} lists no facts")
+    return lines
 
 
 def _gate(
@@ -355,7 +373,7 @@ def _gate(
     if kind == "information_recall":
         missing = [s.name for s in scenarios if s.name in applies and not s.expect]
         if missing:
-            reader.fail(f"scenario(s) {', '.join(missing)} have no 'expect' lines to recall")
+            reader.fail(f"scenario(s) {', '.join(missing)} have no 'expect' lines (or 'expect_file') to recall")
     if kind == "determinism":
         loose = [s.name for s in scenarios if s.name in applies and s.kind != "command"]
         if loose and not fields:
