@@ -22,7 +22,7 @@ from orchard.bench.binary import binary_sha256, check_binary
 from orchard.bench import rows as rowlib
 from orchard.bench.gates import GateTracker, run_command_gates
 from orchard.bench.lock import MeasurementLock
-from orchard.bench.machine import machine_fingerprint
+from orchard.bench.machine import machine_facts, machine_fingerprint
 from orchard.bench.measure import Observation, RunSpec, Workbench, observe, workbench
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import MIN_RUNS_FLOOR, Suite
@@ -209,6 +209,7 @@ def _aa_campaign(
                 for base, cand, _ in outcome:
                     samples.add(base, cand)
                 progress(index, count, "")
+        runner.lock.print_total()
     metrics, failed = calibration_cache.compute(suite.metrics, samples.values, suite.alpha)
     return metrics, failed, writer.path
 
@@ -222,8 +223,9 @@ def calibrate(
     results: Path = Path("results"),
     progress: Progress = _quiet,
     summary: Callable[[Sequence[dict[str, Any]]], str] | None = None,
+    file: Path | None = None,
 ) -> calibration_cache.Calibration:
-    """A/A: the baseline against itself; saves and returns the calibration.
+    """A/A: the baseline against itself; saves (in the cache, and in `file` if given) and returns it.
 
     An interval that excludes zero is measured once more on fresh samples
     before the calibration is refused: a real order effect or a drifting
@@ -260,6 +262,8 @@ def calibrate(
         seed=seed,
         baseline=str(baseline),
         metrics=metrics,
+        machine=machine_facts(),
+        file=file,
     )
     calibration_cache.save(result)
     return result
@@ -276,12 +280,24 @@ def run_verdict(
     recalibrate: bool = False,
     progress: Progress = _quiet,
     summary: Callable[[Sequence[dict[str, Any]]], str] | None = None,
+    calibration_file: Path | None = None,
 ) -> CampaignResult:
-    """Judge `candidate` against `baseline` on `suite`."""
+    """Judge `candidate` against `baseline` on `suite`.
+
+    The calibration comes from `calibration_file` (or the suite's), else the
+    cache; a missing one is made now (and written to that file).
+    """
     baseline = check_binary(baseline, "baseline")
     candidate = check_binary(candidate, "candidate")
     min_runs, max_runs = check_runs(runs, suite)
-    cal = None if recalibrate else calibration_cache.load(machine_fingerprint(), suite.digest)
+    calibration_file = calibration_file or suite.calibration
+    cal = None
+    if not recalibrate:
+        cal = (
+            calibration_cache.load_file(calibration_file, suite.digest, suite.name)
+            if calibration_file is not None
+            else calibration_cache.load(machine_fingerprint(), suite.digest)
+        )
     cached = cal is not None
     seed = random.SystemRandom().randrange(1, 2**31) if seed is None else seed
     warnings: list[str] = []
@@ -292,7 +308,8 @@ def run_verdict(
         if cal is None:
             progress(0, suite.calibration_runs, "no A/A calibration cached for this machine and suite: calibrating")
             try:
-                cal = calibrate(suite, baseline, results=results, progress=progress, summary=summary)
+                cal = calibrate(suite, baseline, results=results, progress=progress, summary=summary,
+                                file=calibration_file)
             except BaselineFailed as failure:
                 error = str(failure)
         command_gates = run_command_gates(suite.gates, bench, runner.binaries)
@@ -329,6 +346,7 @@ def run_verdict(
                     metrics = decide_metrics(specs, values, _noise_for(cal, specs), level)
                     if settled(metrics):
                         break
+        runner.lock.print_total()
         decision = Decision(ERROR, reasons=[error]) if error else overall(metrics, gates)
         warnings += runner.tracker.warnings
         if cal is not None:
