@@ -101,6 +101,11 @@ results_option = click.option(
     "--results", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
     help="Directory for rows (JSONL), summaries and the index.",
 )
+calibration_option = click.option(
+    "--calibration", "calibration_file", type=click.Path(path_type=Path, dir_okay=False), default=None,
+    help="Calibration file to use, or to write when absent (committed, or restored from a CI cache); "
+         "checked against this machine. Default: the suite's `calibration`, else the per-machine cache.",
+)
 seed_option = click.option("--seed", type=int, default=None, help="Seed for the run order (printed; random if omitted).")
 
 
@@ -111,10 +116,11 @@ seed_option = click.option("--seed", type=int, default=None, help="Seed for the 
 @click.option("--runs", type=int, default=None, help="Most pairs to measure (adaptive: stops early when settled).")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON on stdout.")
 @click.option("--recalibrate", is_flag=True, help="Ignore the cached A/A calibration and run a new one.")
+@calibration_option
 @seed_option
 @results_option
 def verdict(suite_path: Path, baseline: Path, candidate: Path, runs: int | None, as_json: bool,
-            recalibrate: bool, seed: int | None, results: Path) -> None:
+            recalibrate: bool, calibration_file: Path | None, seed: int | None, results: Path) -> None:
     """Judge a candidate binary against a baseline: PASS, NO-CHANGE, INCONCLUSIVE or REGRESSED.
 
     Exit 0 unless regressed (or an error): 1 for REGRESSED or ERROR.
@@ -128,7 +134,8 @@ def verdict(suite_path: Path, baseline: Path, candidate: Path, runs: int | None,
     suite = load_suite(suite_path)
     with _ProgressBar() as bar:
         result = run_verdict(suite, baseline, candidate, runs=runs, seed=seed, results=results,
-                             recalibrate=recalibrate, progress=bar.update, summary=rows_summary)
+                             recalibrate=recalibrate, progress=bar.update, summary=rows_summary,
+                             calibration_file=calibration_file)
     if as_json:
         click.echo(jsonlib.dumps(verdict_json(result, str(suite.path)), indent=2))
     else:
@@ -141,9 +148,11 @@ def verdict(suite_path: Path, baseline: Path, candidate: Path, runs: int | None,
 @suite_option
 @click.option("--baseline", required=True, type=click.Path(path_type=Path), help="The binary measured against itself.")
 @click.option("--runs", type=int, default=None, help="A/A pairs (default: the suite's calibration_runs).")
+@calibration_option
 @seed_option
 @results_option
-def calibrate(suite_path: Path, baseline: Path, runs: int | None, seed: int | None, results: Path) -> None:
+def calibrate(suite_path: Path, baseline: Path, runs: int | None, calibration_file: Path | None,
+              seed: int | None, results: Path) -> None:
     """Measure the baseline against itself (A/A) and cache each metric's noise floor."""
     from orchard.bench.calibration import CalibrationFailed
     from orchard.bench.campaign import calibrate as run_calibration
@@ -154,7 +163,8 @@ def calibrate(suite_path: Path, baseline: Path, runs: int | None, seed: int | No
     try:
         with _ProgressBar() as bar:
             cal = run_calibration(suite, baseline, runs=runs, seed=seed, results=results,
-                                  progress=bar.update, summary=rows_summary)
+                                  progress=bar.update, summary=rows_summary,
+                                  file=calibration_file or suite.calibration)
     except CalibrationFailed as error:
         click.echo(f"orchard: {error}", err=True)
         sys.exit(1)

@@ -70,7 +70,9 @@ def calibration_line(cal: Calibration | None, cached: bool) -> str:
     if cal is None:
         return "calibration: none"
     source = "cached" if cached else "fresh"
-    return f"calibration: {source}, {cal.age_text()} old, {cal.runs} A/A pairs, machine {cal.machine_fingerprint}"
+    where = "" if cal.file is None else f", file {cal.file}"
+    return (f"calibration: {source}, {cal.age_text()} old, {cal.runs} A/A pairs, "
+            f"machine {cal.machine_fingerprint}{where}")
 
 
 def print_verdict(console: Console, result: CampaignResult) -> None:
@@ -110,6 +112,7 @@ def verdict_json(result: CampaignResult, suite: str) -> dict[str, Any]:
             "runs": cal.runs,
             "seed": cal.seed,
             "machine_fingerprint": cal.machine_fingerprint,
+            "file": None if cal.file is None else str(cal.file),
         },
         "metrics": [m.to_json() for m in result.decision.metrics],
         "gates": [{"name": g.name, "passed": g.passed, "detail": g.detail} for g in result.decision.gates],

@@ -85,6 +85,7 @@ class Suite:
     admitted_chars: int
     alpha: float
     digest: str = field(repr=False)
+    calibration: Path | None = None  # a calibration file to use and keep (committed or CI-cached)
 
     @property
     def directory(self) -> Path:
@@ -185,6 +186,7 @@ def load_suite(path: Path | str) -> Suite:
     timeout_s = float(head.get("timeout_s", (int, float), 120))
     admitted_chars = head.get("admitted_output_chars", int, 20_000)
     alpha = float(head.get("alpha", (int, float), 0.05))
+    calibration_file = head.get("calibration", str, None)
     head.finish()
     if min_runs < MIN_RUNS_FLOOR:
         head.fail(f"'min_runs' must be at least {MIN_RUNS_FLOOR}")
@@ -262,6 +264,7 @@ def load_suite(path: Path | str) -> Suite:
         alpha=alpha,
         # facts read from an expect_file are part of what the suite judges
         digest=hashlib.sha256(raw + "\0".join(e for s in scenarios for e in s.expect).encode()).hexdigest()[:16],
+        calibration=None if calibration_file is None else path.parent / calibration_file,
     )
 
 
