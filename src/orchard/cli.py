@@ -101,6 +101,15 @@ results_option = click.option(
     "--results", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
     help="Directory for rows (JSONL), summaries and the index.",
 )
+def export_options(function):  # type: ignore[no-untyped-def]
+    """--export-json/--export-csv/--export-markdown FILE, as hyperfine has them."""
+    for name, what in (("markdown", "a Markdown summary (for $GITHUB_STEP_SUMMARY)"),
+                       ("csv", "one CSV line per metric"), ("json", "the --json document")):
+        function = click.option(f"--export-{name}", f"export_{name}", type=click.Path(path_type=Path, dir_okay=False),
+                                default=None, metavar="FILE", help=f"Also write {what} to FILE.")(function)
+    return function
+
+
 calibration_option = click.option(
     "--calibration", "calibration_file", type=click.Path(path_type=Path, dir_okay=False), default=None,
     help="Calibration file to use, or to write when absent (committed, or restored from a CI cache); "
@@ -116,19 +125,27 @@ seed_option = click.option("--seed", type=int, default=None, help="Seed for the 
 @click.option("--runs", type=int, default=None, help="Most pairs to measure (adaptive: stops early when settled).")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON on stdout.")
 @click.option("--recalibrate", is_flag=True, help="Ignore the cached A/A calibration and run a new one.")
+@click.option("--fail-on", "fail_on", type=click.Choice(["regressed", "inconclusive", "any"]), default="regressed",
+              show_default=True,
+              help="Which verdicts exit 1: regressed (and ERROR); inconclusive as well; any verdict but NO-CHANGE.")
 @calibration_option
 @seed_option
 @results_option
+@export_options
 def verdict(suite_path: Path, baseline: Path, candidate: Path, runs: int | None, as_json: bool,
-            recalibrate: bool, calibration_file: Path | None, seed: int | None, results: Path) -> None:
+            recalibrate: bool, fail_on: str, calibration_file: Path | None, seed: int | None, results: Path,
+            export_json: Path | None, export_csv: Path | None, export_markdown: Path | None) -> None:
     """Judge a candidate binary against a baseline: PASS, NO-CHANGE, INCONCLUSIVE or REGRESSED.
 
-    Exit 0 unless regressed (or an error): 1 for REGRESSED or ERROR.
+    Exit 1 for REGRESSED or ERROR (and, with --fail-on, INCONCLUSIVE or any
+    verdict but NO-CHANGE), else 0.
     """
     import json as jsonlib
 
     from orchard.bench.campaign import run_verdict
-    from orchard.bench.display import print_verdict, rows_summary, verdict_json
+    from orchard.bench.display import print_verdict, rows_summary, verdict_facts, verdict_json
+    from orchard.bench.exports import Targets, export
+    from orchard.bench.policy import FailOn
     from orchard.bench.suite import load_suite
 
     suite = load_suite(suite_path)
@@ -136,11 +153,14 @@ def verdict(suite_path: Path, baseline: Path, candidate: Path, runs: int | None,
         result = run_verdict(suite, baseline, candidate, runs=runs, seed=seed, results=results,
                              recalibrate=recalibrate, progress=bar.update, summary=rows_summary,
                              calibration_file=calibration_file)
+    document = verdict_json(result, str(suite.path))
     if as_json:
-        click.echo(jsonlib.dumps(verdict_json(result, str(suite.path)), indent=2))
+        click.echo(jsonlib.dumps(document, indent=2))
     else:
         print_verdict(_console(), result)
-    if result.decision.verdict in ("REGRESSED", "ERROR"):
+    export(result.decision, document, verdict_facts(result, suite.name),
+           Targets(json=export_json, csv=export_csv, markdown=export_markdown))
+    if FailOn(fail_on).fails(result.decision.verdict):
         sys.exit(1)
 
 

@@ -20,6 +20,7 @@ from orchard.bench.campaign import CampaignResult
 from orchard.bench.calibration import Calibration
 from orchard.bench.verdict import MetricResult
 
+VERDICT_SCHEMA = "orchard.verdict/1"
 _STYLE = {"improved": "green", "regressed": "red", "no-change": "dim", "inconclusive": "yellow"}
 _OVERALL_STYLE = {"PASS": "bold green", "REGRESSED": "bold red", "NO-CHANGE": "bold", "INCONCLUSIVE": "bold yellow", "ERROR": "bold red"}
 
@@ -40,11 +41,29 @@ def quantity(value: float | None, metric: str) -> str:
     return f"{value:g}"
 
 
+NO_INTERVAL = "no interval at this n"
+
+
 def interval_text(metric: MetricResult) -> str:
+    """The interval, or why there is none (too few pairs for its confidence level)."""
     if metric.interval is None:
         return "-"
-    low, high = metric.interval
+    return bounds_text(*metric.interval)
+
+
+def bounds_text(low: float, high: float) -> str:
+    """Relative bounds; an unbounded side (-100% is log(0)) means n is too small for this level."""
+    if not (math.isfinite(low) and math.isfinite(high)) or low <= -1.0:
+        return NO_INTERVAL
     return f"[{pct(low)}, {pct(high)}]"
+
+
+def confidence_text(metric: MetricResult) -> str:
+    if metric.method == "exact":
+        return " exact"
+    if metric.confidence and interval_text(metric) != NO_INTERVAL:
+        return f" @{metric.confidence:.0%}"
+    return ""
 
 
 def metric_table(metrics: Sequence[MetricResult], title: str | None = None) -> Table:
@@ -56,7 +75,7 @@ def metric_table(metrics: Sequence[MetricResult], title: str | None = None) -> T
             m.key,
             f"[{_STYLE.get(m.verdict, '')}]{m.verdict}[/]",
             pct(m.effect),
-            interval_text(m) + (f" @{m.confidence:.0%}" if m.confidence and m.method != "exact" else " exact"),
+            interval_text(m) + confidence_text(m),
             pct(m.floor, signed=False),
             str(m.n),
             pct(m.mde, signed=False),
@@ -96,6 +115,7 @@ def print_verdict(console: Console, result: CampaignResult) -> None:
 def verdict_json(result: CampaignResult, suite: str) -> dict[str, Any]:
     cal = result.calibration
     return {
+        "schema": VERDICT_SCHEMA,
         "verdict": result.decision.verdict,
         "reasons": result.decision.reasons,
         "suite": suite,
@@ -123,6 +143,16 @@ def verdict_json(result: CampaignResult, suite: str) -> dict[str, Any]:
     }
 
 
+def verdict_facts(result: CampaignResult, suite: str) -> list[str]:
+    """What a summary states above the metric table: inputs, calibration, warnings."""
+    facts = [
+        f"suite `{suite}`: baseline `{result.baseline}`, candidate `{result.candidate}`",
+        f"{result.pairs} pairs judged of up to {result.planned_pairs}, pair order seed {result.seed}",
+        calibration_line(result.calibration, result.calibration_cached),
+    ]
+    return facts + [f"warning: {warning}" for warning in result.warnings]
+
+
 def calibration_table(cal: Calibration) -> Table:
     table = Table(show_edge=False, header_style="bold")
     for column in ("metric", "kind", "median", "floor", "A/A estimate", "A/A interval (99%)", "robust sd", "n"):
@@ -134,7 +164,7 @@ def calibration_table(cal: Calibration) -> Table:
             quantity(m.median, key.rsplit("/", 1)[-1]),
             pct(m.floor, signed=False),
             pct(m.estimate),
-            f"[{pct(m.interval[0])}, {pct(m.interval[1])}]",
+            bounds_text(*m.interval),
             f"{m.sd:.4f}",
             str(m.n),
         )

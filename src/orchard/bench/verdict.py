@@ -98,6 +98,7 @@ class MetricResult:
         return f"{self.scenario}/{self.metric}"
 
     def to_json(self) -> dict[str, Any]:
+        """Effects as fractions (0.05), as percentages (5.0) and, on the log scale, as log-ratios."""
         data = asdict(self)
         data["key"] = self.key
         for name in ("effect", "mde"):
@@ -105,7 +106,24 @@ class MetricResult:
                 data[name] = None
         if data["interval"] is not None:
             data["interval"] = [None if not math.isfinite(v) else v for v in data["interval"]]
+        data["effect_percent"] = _percent(data["effect"])
+        data["interval_percent"] = None if data["interval"] is None else [_percent(v) for v in data["interval"]]
+        data["floor_percent"] = _percent(self.floor)
+        data["mde_percent"] = _percent(data["mde"])
+        log_scale = self.scale == "log-ratio"
+        data["effect_log_ratio"] = _log_ratio(data["effect"]) if log_scale else None
+        data["interval_log_ratio"] = (
+            [_log_ratio(v) for v in data["interval"]] if log_scale and data["interval"] is not None else None
+        )
         return data
+
+
+def _percent(fraction: float | None) -> float | None:
+    return None if fraction is None or not math.isfinite(fraction) else round(100.0 * fraction, 6)
+
+
+def _log_ratio(fraction: float | None) -> float | None:
+    return None if fraction is None or fraction <= -1.0 else math.log1p(fraction)
 
 
 @dataclass
