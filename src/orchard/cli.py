@@ -390,10 +390,11 @@ def status(workspace: Path, as_json: bool) -> None:
 
     from rich.table import Table
 
+    from orchard.lab import view
     from orchard.lab.status import status as lab_status
 
     with _open_lab(workspace) as (ws, state):
-        info = lab_status(ws, state)
+        info = lab_status(view.build(ws, state))
     if as_json:
         click.echo(jsonlib.dumps(info, indent=2, default=str))
         return

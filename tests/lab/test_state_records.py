@@ -229,19 +229,6 @@ def test_journal_has_each_judgment_with_its_verdict_table(filled: Workspace) -> 
     assert "- reason: the top 5 backlog items have all been attempted" in journal
 
 
-def test_report_html_plots_every_metric_over_the_experiments(filled: Workspace) -> None:
-    page = (filled.root / "report.html").read_text()
-    assert page.count("<svg ") == 2
-    assert 'aria-label="report/wall_ms"' in page and 'aria-label="report/stdout_bytes"' in page
-    wall = page.split('aria-label="report/wall_ms"')[1].split("</svg>")[0]
-    assert "<title>count-with-dict: 38.4 (LAND)</title>" in wall and 'fill="#2a2"' in wall
-    assert "<title>single-write: 38.61 (KILL)</title>" in wall and 'fill="#c22"' in wall
-    assert "<title>tokenize-regex: 35.88 (ITERATE)</title>" in wall and "baseline" in wall
-    assert "<td>single-write</td><td>single-write</td><td>KILL</td>" in page
-    assert "every metric within its noise floor" in page
-    assert not list(filled.root.glob(".*.tmp*")), "every record was replaced atomically"
-
-
 def test_orchard_report_writes_and_prints_the_final_report(filled: Workspace) -> None:
     (filled.root / "FINAL_REPORT.md").unlink()
     (filled.root / "report.html").unlink()

@@ -7,9 +7,7 @@ database says, and a crash mid-write leaves the previous version intact.
 
 from __future__ import annotations
 
-import html
 import json
-import math
 import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
@@ -18,24 +16,11 @@ from typing import Any
 
 from orchard.lab import backlog
 from orchard.lab.state import LabState
+from orchard.lab.verdict_table import COLUMNS, MetricEffect, cells, num, pct
 
 
 def when(at: float) -> str:
     return datetime.fromtimestamp(at, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def pct(value: float | None) -> str:
-    if value is None or not math.isfinite(value):
-        return "-"
-    return f"{value:+.2%}"
-
-
-def num(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -48,23 +33,15 @@ def verdict_lines(verdict: Mapping[str, Any] | None) -> list[str]:
     """A verdict as a Markdown table: one line per metric, then its gates."""
     if not verdict:
         return []
-    lines = [
-        "| metric | verdict | effect | interval | floor | n | MDE | baseline | candidate |",
-        "|---|---|---:|---|---:|---:|---:|---:|---:|",
-    ]
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|---|---|---:|---|---:|---:|---:|---:|---:|"]
     for m in verdict.get("metrics", []):
-        low, high = (m.get("interval") or [None, None])
-        lines.append(
-            f"| {m['key']} | {m['verdict']} | {pct(m.get('effect'))} | [{pct(low)}, {pct(high)}] | "
-            f"{m['floor']:.2%} | {m['n']} | {pct(m.get('mde')).lstrip('+')} | {num(m.get('baseline_median'))} | "
-            f"{num(m.get('candidate_median'))} |"
-        )
+        lines.append("| " + " | ".join(cells(MetricEffect.from_verdict_metric(m))) + " |")
     for gate in verdict.get("gates", []):
         lines.append(f"\ngate `{gate['name']}`: {'pass' if gate['passed'] else 'FAIL'} ({gate['detail']})")
     return lines
 
 
-def _journal_entry(event: Mapping[str, Any]) -> list[str]:
+def journal_entry(event: Mapping[str, Any]) -> list[str]:
     data = event["data"]
     kind = event["kind"]
     head = f"## {when(event['at'])} · {kind}" + (f" · {event['experiment']}" if event["experiment"] else "")
@@ -112,7 +89,7 @@ def _journal_entry(event: Mapping[str, Any]) -> list[str]:
 def render_journal(state: LabState) -> str:
     lines = ["# Lab journal", "", "Every judgment, landing and stop, oldest first. Rendered from lab.db.", ""]
     for event in state.events():
-        lines += _journal_entry(event)
+        lines += journal_entry(event)
     return "\n".join(lines)
 
 
@@ -217,64 +194,6 @@ def _total_cost(experiments: Sequence[Any]) -> dict[str, float]:
     return totals
 
 
-def _svg_plot(metric: str, points: Sequence[tuple[str, float, str]], baseline: float | None) -> str:
-    """A small line plot of one metric over the experiments; landed ones in green, killed in red."""
-    width, height, pad = 640, 220, 40
-    values = [v for _, v, _ in points] + ([baseline] if baseline is not None else [])
-    if not values:
-        return ""
-    low, high = min(values), max(values)
-    span = (high - low) or abs(high) or 1.0
-    low, high = low - span * 0.1, high + span * 0.1
-
-    def x(i: int) -> float:
-        return pad + (width - 2 * pad) * (i / max(1, len(points) - 1))
-
-    def y(v: float) -> float:
-        return height - pad - (height - 2 * pad) * (v - low) / (high - low)
-
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-             f'aria-label="{html.escape(metric)}">',
-             f'<rect width="{width}" height="{height}" fill="white" stroke="#ccc"/>',
-             f'<text x="{pad}" y="20" font-size="13">{html.escape(metric)}</text>']
-    if baseline is not None:
-        parts.append(f'<line x1="{pad}" x2="{width - pad}" y1="{y(baseline):.1f}" y2="{y(baseline):.1f}" '
-                     f'stroke="#888" stroke-dasharray="4 3"/><text x="{width - pad + 2}" y="{y(baseline):.1f}" '
-                     f'font-size="10">baseline</text>')
-    if len(points) > 1:
-        path = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, (_, v, _) in enumerate(points))
-        parts.append(f'<polyline points="{path}" fill="none" stroke="#36c"/>')
-    colours = {"LAND": "#2a2", "KILL": "#c22", "ITERATE": "#e90"}
-    for i, (name, value, decision) in enumerate(points):
-        parts.append(f'<circle cx="{x(i):.1f}" cy="{y(value):.1f}" r="4" fill="{colours.get(decision, "#36c")}">'
-                     f'<title>{html.escape(name)}: {value:.4g} ({decision})</title></circle>')
-    parts.append(f'<text x="{pad}" y="{height - 10}" font-size="10">{low:.4g} .. {high:.4g}; '
-                 f'green LAND, red KILL, orange ITERATE</text></svg>')
-    return "".join(parts)
-
-
-def render_html(state: LabState) -> str:
-    """report.html: one plot per metric over the judged experiments, then the final report's tables."""
-    start = _lab_start(state)
-    series: dict[str, list[tuple[str, float, str]]] = {}
-    for e in state.experiments():
-        for metric in ((e.judgment or {}).get("verdict") or {}).get("metrics", []):
-            if metric.get("candidate_median") is not None:
-                series.setdefault(metric["key"], []).append((e.name, metric["candidate_median"], e.decision or ""))
-    body = ["<!doctype html><meta charset='utf-8'><title>orchard lab report</title>",
-            "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}svg{display:block;margin:1em 0}</style>",
-            "<h1>orchard lab report</h1>"]
-    for key in sorted(set(series) | set(start.get("baseline", {}))):
-        body.append(_svg_plot(key, series.get(key, []), start.get("baseline", {}).get(key)))
-    body.append("<h2>Experiments</h2><table border='1' cellpadding='4'><tr><th>experiment</th><th>hypothesis</th>"
-                "<th>decision</th><th>reasons</th></tr>")
-    for e in state.experiments():
-        body.append(f"<tr><td>{html.escape(e.name)}</td><td>{html.escape(e.hypothesis)}</td>"
-                    f"<td>{html.escape(e.decision or e.status)}</td><td>{html.escape('; '.join(e.reasons))}</td></tr>")
-    body.append("</table>")
-    return "\n".join(body) + "\n"
-
-
 def next_backlog(state: LabState, top: int = 6) -> list[dict[str, Any]]:
     return [{"id": r.id, "score": backlog.score(r.data), "lane": r.data.get("lane", "exploit"),
              "title": r.data.get("title", "")} for r in backlog.ranked(state)[:top]]
@@ -287,4 +206,8 @@ def write_notebook(root: Path, state: LabState, *, final: bool = False) -> None:
     write_atomic(root / "backlog.md", backlog.render(state))
     if final:
         write_atomic(root / "FINAL_REPORT.md", render_final_report(state, next_backlog(state)))
-        write_atomic(root / "report.html", render_html(state))
+        # pages reads the lab through view, which reads these records: imported here, not at the top
+        from orchard.lab import pages, view
+        from orchard.lab.workspace import Workspace
+
+        write_atomic(root / "report.html", pages.report_html(view.build(Workspace.open(root), state, live=False)))

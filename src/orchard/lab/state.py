@@ -127,15 +127,24 @@ def _decode(row: sqlite3.Row) -> dict[str, Any]:
 class LabState:
     """The lab's database. Every write is its own transaction unless grouped in `transaction()`."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
         fresh = not self.path.exists()
-        self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        if readonly:
+            if fresh:
+                raise UsageError(f"{self.path}: no lab database here (run `orchard run` first)")
+            # a reader for the dashboard: it can never write, and under WAL it never blocks the lab's writes
+            self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30,
+                                      isolation_level=None, check_same_thread=False)
+        else:
+            self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         self.db.row_factory = sqlite3.Row
         self._depth = 0
         try:
             if not fresh:
                 self._check_version()  # before any pragma writes: a refused file is left exactly as it was
+            if readonly:
+                return
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA foreign_keys=ON")
             self.db.execute("PRAGMA synchronous=FULL")
@@ -157,6 +166,10 @@ class LabState:
     @classmethod
     def open(cls, workspace: Path) -> LabState:
         return cls(Path(workspace) / DB_NAME)
+
+    @classmethod
+    def open_readonly(cls, workspace: Path) -> LabState:
+        return cls(Path(workspace) / DB_NAME, readonly=True)
 
     def close(self) -> None:
         self.db.close()
@@ -197,6 +210,20 @@ class LabState:
             self.db.execute("COMMIT")
         finally:
             self._depth = 0
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Reads inside see one consistent state of the database (a read transaction, short by design)."""
+        if self._depth:
+            yield
+            return
+        self.db.execute("BEGIN DEFERRED")
+        self._depth = 1
+        try:
+            yield
+        finally:
+            self._depth = 0
+            self.db.execute("COMMIT")
 
     # -- meta ------------------------------------------------------------------
 

@@ -1,59 +1,33 @@
-"""`orchard status`: the lab at a glance, from lab.db and the machine.
+"""`orchard status`: the lab at a glance, from the same snapshot the dashboard shows.
 
 Workers (what each runs, for how long, where its log is, and the command to
 watch it live), the top of the backlog, the leaderboard, and who holds the
-measurement lock right now.
+measurement lock right now; `--watch` redraws it while the lab runs.
 """
 
 from __future__ import annotations
 
-import time
+from dataclasses import asdict
 from typing import Any
 
-from filelock import FileLock, Timeout
-
-from orchard.bench.lock import default_lock_path, lock_disabled, read_holder
-from orchard.lab import backlog, records
 from orchard.lab.executors import attach_command
-from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace
-
-ACTIVE = ("starting", "running", "collected", "judging", "landing")
+from orchard.lab.view import LabView
 
 
-def lock_state() -> dict[str, Any]:
-    """Whether the machine-wide measurement lock is free, and who last held it."""
-    if lock_disabled():
-        return {"state": "disabled"}
-    path = default_lock_path()
-    probe = FileLock(path, mode=0o666, thread_local=False, preserve_lock_file=True)
-    try:
-        probe.acquire(timeout=0)
-    except Timeout:
-        return {"state": "held", "holder": read_holder(path), "path": str(path)}
-    probe.release()
-    return {"state": "free", "last_holder": read_holder(path), "path": str(path)}
-
-
-def status(ws: Workspace, state: LabState) -> dict[str, Any]:
-    now = time.time()
-    experiments = state.experiments()
-    workers = [
-        {"experiment": e.name, "worker": e.worker, "lane": e.lane, "status": e.status,
-         "minutes": round((now - e.started_at) / 60, 1), "log": str(ws.log_path(e.name)),
-         "hypothesis": e.hypothesis}
-        for e in experiments if e.status in ACTIVE
-    ]
-    stops = state.events("stop")
+def status(lab: LabView) -> dict[str, Any]:
+    """The snapshot as `orchard status --json` prints it."""
+    lock = lab.lock
+    holder = {"pid": lock.holder_pid, "label": lock.holder_label, "since": lock.holder_since} if lock.holder_pid else None
     return {
-        "workspace": str(ws.root),
-        "executor": ws.config.workers.executor,
-        "attach": attach_command(ws.tmux_socket) if ws.config.workers.executor != "subprocess" else None,
-        "workers": workers,
-        "decisions": {d: sum(1 for e in experiments if e.decision == d) for d in ("LAND", "KILL", "ITERATE")},
-        "backlog": [{"id": r.id, "score": round(backlog.score(r.data), 3), "lane": r.data.get("lane", "exploit"),
-                     "title": r.data.get("title", "")} for r in backlog.ranked(state)[:8]],
-        "leaderboard": records.leaderboard(state),
-        "lock": lock_state(),
-        "stopped": stops[-1]["data"]["reason"] if stops and not workers else None,
+        "workspace": lab.workspace,
+        "executor": lab.executor,
+        "attach": attach_command(lab.tmux_socket) if lab.executor != "subprocess" else None,
+        "workers": [{"experiment": w.experiment, "worker": w.worker, "lane": w.lane, "status": w.status,
+                     "minutes": round(w.elapsed_s / 60, 1), "log": w.log, "hypothesis": w.hypothesis}
+                    for w in lab.workers],
+        "decisions": dict(lab.decisions),
+        "backlog": [{"id": b.id, "score": round(b.score, 3), "lane": b.lane, "title": b.title} for b in lab.backlog[:8]],
+        "leaderboard": [asdict(row) for row in lab.leaderboard],
+        "lock": {"state": lock.state, "path": lock.path, "holder": holder, "queue": list(lock.queue)},
+        "stopped": lab.stopped,
     }

@@ -1,0 +1,268 @@
+"""The lab's charts, one set for the live dashboard and report.html.
+
+Plotly draws them: its JavaScript ships inside the `plotly` wheel
+(`plotly.min.js`), so the dashboard serves it and report.html inlines it
+with no CDN and no network; the figures are built here, in Python, with
+plotly's validated figure objects, and only their JSON reaches a page.
+
+What each chart claims is what a verdict measured:
+
+- main over time: one step per change that reached main, its effect against
+  the lab's start with the interval, the noise floor as a band. Steps a
+  sweep measured are paired against the first baseline; the others chain
+  each main check (paired against the previous main), their intervals
+  multiplied bound by bound (never narrower than the truth).
+- experiments: each experiment's effect against its own base, with its
+  interval, coloured by decision; no line joins experiments, since each has
+  its own base.
+- activity: lock waits per verdict and the number of busy workers.
+
+A deterministic metric has no interval and no noise: it is drawn as its
+exact values, labelled, never as a line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import plotly.graph_objects as go
+
+from orchard.lab.verdict_table import MetricEffect, num, pct
+from orchard.lab.verdict_table import exact as exact_value
+from orchard.lab.view import ExperimentView, LabView
+
+COLOURS = {"LAND": "#2ca02c", "KILL": "#d62728", "ITERATE": "#ff7f0e"}
+PENDING_COLOUR = "#7f7f7f"
+FLOOR_FILL = "rgba(120, 120, 120, 0.18)"
+HEIGHT = 360
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One figure: `id` names it in a page, `figure` is plotly's JSON."""
+
+    id: str
+    title: str
+    figure: str
+
+
+def unit(metric: str) -> str:
+    """The unit a metric's name declares (`wall_ms`, `stdout_bytes`), or none."""
+    name = metric.rsplit("/", 1)[-1]
+    for suffix, label in (("_ms", "ms"), ("_s", "s"), ("_bytes", "bytes"), ("_tokens", "tokens")):
+        if name.endswith(suffix):
+            return label
+    return ""
+
+
+def _utc(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text).strip("-")
+
+
+def _pct_points(effect: MetricEffect) -> tuple[float, float, float] | None:
+    """Effect and its interval's distances below and above it, in percent."""
+    if effect.effect is None:
+        return None
+    value = effect.effect * 100
+    low = value if effect.low is None else effect.low * 100
+    high = value if effect.high is None else effect.high * 100
+    return value, max(0.0, value - low), max(0.0, high - value)
+
+
+def _better(view: LabView, key: str) -> str:
+    return f"{view.directions.get(key, 'lower')} is better"
+
+
+def _layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, Any]:
+    return {"title": {"text": title}, "height": HEIGHT, "margin": {"l": 70, "r": 30, "t": 50, "b": 90},
+            "xaxis": {"title": {"text": x_title}, "showline": True, "ticks": "outside", "automargin": True},
+            "yaxis": {"title": {"text": y_title}, "showline": True, "ticks": "outside", "zeroline": True,
+                      "automargin": True},
+            "legend": {"orientation": "h", "y": -0.3}, "template": "plotly_white", **extra}
+
+
+def _floor_band(floor: float) -> dict[str, Any]:
+    return {"type": "rect", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": -floor * 100, "y1": floor * 100,
+            "fillcolor": FLOOR_FILL, "line": {"width": 0}, "layer": "below"}
+
+
+def _floor_legend(floor: float) -> go.Scatter:
+    """A legend entry for the band (shapes have none)."""
+    return go.Scatter(x=[None], y=[None], mode="markers", name=f"noise floor ±{floor:.2%}",
+                      marker={"symbol": "square", "size": 12, "color": FLOOR_FILL})
+
+
+def _chart(chart_id: str, title: str, figure: go.Figure) -> Chart:
+    return Chart(chart_id, title, figure.to_json())
+
+
+# -- (1) main over time -----------------------------------------------------------------------------------------
+
+
+def main_over_time(view: LabView) -> list[Chart]:
+    charts = []
+    for key in view.metrics():
+        points = [(step, m) for step in view.main_steps for m in step.effects if m.key == key]
+        if not points:
+            continue
+        title = f"main over time: {key}"
+        exact = all(m.exact for _, m in points[1:]) if len(points) > 1 else points[0][1].exact
+        labels = [f"{step.commit[:10]} {step.label}".strip() for step, _ in points]
+        times = [_utc(step.at) for step, _ in points]
+        how = ["paired with the lab's start" if step.paired_with_start else "chained main checks"
+               for step, _ in points]
+        if exact:
+            values = [m.candidate for _, m in points]
+            figure = go.Figure(go.Scatter(
+                x=times, y=values, mode="markers+text", name="main (exact value)", text=[exact_value(v) for v in values],
+                textposition="top center", marker={"size": 10, "symbol": "diamond", "color": "#1f77b4"},
+                customdata=labels, hovertemplate="%{customdata}<br>%{y} " + unit(key) + "<extra></extra>"))
+            y_title = f"{key} ({unit(key) or 'value'}), exact · {_better(view, key)}"
+            figure.update_layout(_layout(title, "time (UTC)", y_title))
+        else:
+            triples = [_pct_points(m) for _, m in points]
+            figure = go.Figure(go.Scatter(
+                x=times, y=[t[0] if t else None for t in triples], mode="lines+markers+text", name="main vs start",
+                line={"shape": "hv", "color": "#1f77b4"}, text=[step.commit[:10] for step, _ in points],
+                textposition="top center",
+                error_y={"type": "data", "symmetric": False, "array": [t[2] if t else None for t in triples],
+                         "arrayminus": [t[1] if t else None for t in triples], "visible": True},
+                customdata=[[label, pct(m.effect), f"[{pct(m.low)}, {pct(m.high)}]", h]
+                            for label, (_, m), h in zip(labels, points, how)],
+                hovertemplate="%{customdata[0]}<br>effect %{customdata[1]} %{customdata[2]}<br>%{customdata[3]}"
+                              "<extra></extra>"))
+            floor = view.floors.get(key, 0.0)
+            figure.add_trace(_floor_legend(floor))
+            figure.update_layout(_layout(title, "time (UTC)", f"change vs lab start (%) · {_better(view, key)}",
+                                         shapes=[_floor_band(floor)]))
+            figure.update_yaxes(ticksuffix="%")
+        charts.append(_chart(f"main-{_slug(key)}", title, figure))
+    return charts
+
+
+# -- (2) experiments ------------------------------------------------------------------------------------------------
+
+
+def _judged(view: LabView) -> list[ExperimentView]:
+    return [e for e in view.experiments if e.verdict is not None and e.verdict.metrics]
+
+
+def unjudged(view: LabView) -> list[ExperimentView]:
+    """Experiments with no verdict, finished or not: listed beside the chart with their reason."""
+    return [e for e in view.experiments if e.verdict is None or not e.verdict.metrics]
+
+
+def experiments(view: LabView) -> list[Chart]:
+    charts = []
+    judged = _judged(view)
+    for key in view.metrics():
+        rows = [(e, m) for e in judged for m in e.verdict.metrics if m.key == key]  # type: ignore[union-attr]
+        if not rows:
+            continue
+        title = f"experiments: {key}"
+        figure = go.Figure()
+        exact = all(m.exact for _, m in rows)
+        for decision in ("LAND", "KILL", "ITERATE", None):
+            mine = [(e, m) for e, m in rows if e.decision == decision]
+            if not mine:
+                continue
+            name = decision or "not decided"
+            colour = COLOURS.get(decision or "", PENDING_COLOUR)
+            hover = [[e.name, e.decision or e.status, m.verdict, pct(m.effect), f"[{pct(m.low)}, {pct(m.high)}]",
+                      f"{m.floor:.2%}", m.n, num(m.baseline), num(m.candidate)] for e, m in mine]
+            template = ("%{customdata[0]} (%{customdata[1]})<br>%{customdata[2]} %{customdata[3]} %{customdata[4]}"
+                        "<br>floor %{customdata[5]}, n %{customdata[6]}<br>base %{customdata[7]} → "
+                        "candidate %{customdata[8]}<extra></extra>")
+            if exact:
+                figure.add_trace(go.Scatter(
+                    x=[e.name for e, _ in mine], y=[m.candidate for _, m in mine], mode="markers+text", name=name,
+                    text=[f"{exact_value(m.baseline)} → {exact_value(m.candidate)}" for _, m in mine], textposition="top center",
+                    marker={"color": colour, "size": 11, "symbol": "diamond"}, customdata=hover,
+                    hovertemplate=template))
+            else:
+                triples = [_pct_points(m) for _, m in mine]
+                figure.add_trace(go.Scatter(
+                    x=[e.name for e, _ in mine], y=[t[0] if t else None for t in triples], mode="markers+text",
+                    name=name, text=[pct(m.effect) for _, m in mine], textposition="middle right",
+                    marker={"color": colour, "size": 10},
+                    error_y={"type": "data", "symmetric": False, "array": [t[2] if t else None for t in triples],
+                             "arrayminus": [t[1] if t else None for t in triples], "color": colour},
+                    customdata=hover, hovertemplate=template))
+        if exact:
+            figure.update_layout(_layout(title, "experiment (each against its own base)",
+                                         f"{key} ({unit(key) or 'value'}), exact · {_better(view, key)}"))
+        else:
+            floor = view.floors.get(key, max(m.floor for _, m in rows))
+            figure.add_trace(_floor_legend(floor))
+            figure.update_layout(_layout(title, "experiment (each against its own base)",
+                                         f"effect vs its base (%) · {_better(view, key)}",
+                                         shapes=[_floor_band(floor)]))
+            figure.update_yaxes(ticksuffix="%")
+        figure.update_xaxes(type="category", tickangle=-30)
+        charts.append(_chart(f"experiments-{_slug(key)}", title, figure))
+    return charts
+
+
+# -- (3) lock waits and worker utilisation --------------------------------------------------------------------
+
+
+def activity(view: LabView) -> Chart | None:
+    if not view.busy and not view.lock_waits:
+        return None
+    title = "lock waits and busy workers"
+    figure = go.Figure()
+    if view.busy:
+        figure.add_trace(go.Scatter(
+            x=[_utc(b.at) for b in view.busy], y=[b.workers for b in view.busy], mode="lines", name="busy workers",
+            line={"shape": "hv", "color": "#1f77b4"}, hovertemplate="%{x}<br>%{y} busy<extra></extra>"))
+    if view.lock_waits:
+        figure.add_trace(go.Bar(
+            x=[_utc(w.at) for w in view.lock_waits], y=[round(w.wait_ms / 1000, 3) for w in view.lock_waits],
+            name="lock wait per verdict (s)", yaxis="y2", marker={"color": "#9467bd"},
+            customdata=[[w.kind, w.experiment or ""] for w in view.lock_waits],
+            hovertemplate="%{customdata[0]} %{customdata[1]}<br>waited %{y} s<extra></extra>"))
+    layout = _layout(title, "time (UTC)", f"busy workers (of {view.worker_slots})")
+    layout["yaxis"].update(range=[0, view.worker_slots + 0.5], dtick=1)
+    layout["yaxis2"] = {"title": {"text": "lock wait (s)"}, "overlaying": "y", "side": "right", "showline": True,
+                        "ticks": "outside", "rangemode": "tozero"}
+    figure.update_layout(layout)
+    return _chart("activity", title, figure)
+
+
+@dataclass(frozen=True)
+class ChartSet:
+    main: list[Chart]
+    experiments: list[Chart]
+    activity: list[Chart]
+
+    def all(self) -> list[Chart]:
+        return self.main + self.experiments + self.activity
+
+
+def _inputs(view: LabView) -> str:
+    """Everything the charts are drawn from (and nothing else: not the clock, not the logs)."""
+    judged = [(e.name, e.decision, e.status, e.verdict) for e in view.experiments]
+    return repr((view.main_steps, judged, view.lock_waits, view.busy, sorted(view.floors.items()),
+                 sorted(view.directions.items()), sorted(view.baseline.items()), view.worker_slots))
+
+
+class ChartCache:
+    """Draws the charts again only when what they show changed (drawing costs far more than reading lab.db)."""
+
+    def __init__(self) -> None:
+        self._key: str | None = None
+        self._charts = ChartSet([], [], [])
+
+    def charts(self, view: LabView) -> ChartSet:
+        key = _inputs(view)
+        if key != self._key:
+            busy = activity(view)
+            self._charts = ChartSet(main_over_time(view), experiments(view), [busy] if busy else [])
+            self._key = key
+        return self._charts

@@ -1,0 +1,345 @@
+"""The lab as people look at it: one typed snapshot for the dashboard, report.html and `status`.
+
+Everything the live dashboard (`orchard serve`), the static report.html,
+FINAL_REPORT.md's charts and `orchard status --watch` show is read here,
+once, into frozen records: the readers never see lab.db's JSON columns, so
+a number is formatted from one value wherever it appears, and when lab.db's
+records change shape only this module changes.
+
+Numbers are the journal's: an experiment's effect is the verdict the
+journal printed under its judgment, main's steps come from the recorded
+main checks (each paired against the previous main) and sweeps (paired
+against the lab's first baseline).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock, Timeout
+
+from orchard.bench.lock import default_lock_path, lock_disabled, read_holder
+from orchard.lab import backlog, records
+from orchard.lab.state import LabState
+from orchard.lab.verdict_table import MetricEffect, VerdictView
+from orchard.lab.workspace import Workspace
+
+ACTIVE = ("starting", "running", "collected", "judging", "landing")
+RUNNING_STATES = ("starting", "running")
+LOG_TAIL_BYTES = 4096
+LOG_TAIL_LINES = 12
+FEED_ENTRIES = 200
+_CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b-\x1f\x7f]")
+# events whose data carries a verdict document, and what that verdict compares
+VERDICT_EVENTS = ("judgment", "rebase", "confirm", "main-check", "revert", "sweep")
+
+
+@dataclass(frozen=True)
+class ExperimentView:
+    name: str
+    hypothesis: str
+    title: str
+    worker: str
+    lane: str
+    status: str
+    decision: str | None
+    rule: str | None
+    reasons: tuple[str, ...]
+    started_at: float
+    finished_at: float | None
+    judged_at: float | None
+    verdict: VerdictView | None  # as the journal printed it under the judgment
+    branch: str | None
+    merge_commit: str | None
+
+
+@dataclass(frozen=True)
+class MainStep:
+    """main after one change: every metric's effect against the lab's start."""
+
+    at: float
+    commit: str
+    label: str  # what made this step (lab start, an experiment, a revert, a sweep)
+    effects: tuple[MetricEffect, ...]
+    paired_with_start: bool  # measured against the first baseline directly (else chained)
+
+
+@dataclass(frozen=True)
+class LockWait:
+    at: float
+    kind: str
+    experiment: str | None
+    wait_ms: float
+
+
+@dataclass(frozen=True)
+class Busy:
+    """From `at` on, `workers` workers were running an experiment."""
+
+    at: float
+    workers: int
+
+
+@dataclass(frozen=True)
+class WorkerView:
+    experiment: str
+    hypothesis: str
+    worker: str
+    lane: str
+    launcher: str
+    status: str
+    elapsed_s: float
+    host: str
+    log: str
+    log_tail: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LockView:
+    state: str  # free, held, disabled
+    path: str
+    holder_pid: int | None
+    holder_label: str | None
+    holder_since: float | None
+    queue: tuple[int, ...]  # pids waiting
+
+
+@dataclass(frozen=True)
+class BacklogItem:
+    id: str
+    score: float
+    lane: str
+    title: str
+
+
+@dataclass(frozen=True)
+class LeaderRow:
+    metric: str
+    direction: str
+    baseline: float
+    best: float
+    by: str
+    commit: str | None
+    main: float
+
+
+@dataclass(frozen=True)
+class FeedEntry:
+    at: float
+    kind: str
+    experiment: str | None
+    text: str  # the entry exactly as JOURNAL.md has it
+
+
+@dataclass(frozen=True)
+class LabView:
+    workspace: str
+    generated_at: float
+    started_at: float | None
+    base: str | None
+    executor: str
+    tmux_socket: str
+    worker_slots: int
+    baseline: Mapping[str, float]
+    floors: Mapping[str, float]
+    directions: Mapping[str, str]
+    workers: tuple[WorkerView, ...]
+    lock: LockView
+    backlog: tuple[BacklogItem, ...]
+    leaderboard: tuple[LeaderRow, ...]
+    experiments: tuple[ExperimentView, ...]
+    main_steps: tuple[MainStep, ...]
+    lock_waits: tuple[LockWait, ...]
+    busy: tuple[Busy, ...]
+    journal: tuple[FeedEntry, ...]
+    stopped: str | None
+    decisions: Mapping[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def metrics(self) -> list[str]:
+        """Every metric the lab knows, in a stable order."""
+        keys = set(self.baseline)
+        for e in self.experiments:
+            keys |= {m.key for m in (e.verdict.metrics if e.verdict else ())}
+        return sorted(keys)
+
+
+# -- the machine's side: lock and worker logs -------------------------------------------------------------------
+
+
+def read_lock(path: Path | None = None) -> LockView:
+    """Who holds the machine-wide measurement lock right now, and who queues for it."""
+    path = path or default_lock_path()
+    if lock_disabled():
+        return LockView("disabled", str(path), None, None, None, ())
+    probe = FileLock(path, mode=0o666, thread_local=False, preserve_lock_file=True)
+    try:
+        probe.acquire(timeout=0)
+    except Timeout:
+        held = True
+    else:
+        probe.release()
+        held = False
+    holder = read_holder(path) or {}
+    queue: list[int] = []
+    try:
+        for ticket in Path(f"{path}.waiting").iterdir():
+            pid = ticket.name.split("-", 1)[0]
+            if pid.isdigit():
+                queue.append(int(pid))
+    except OSError:
+        pass
+    return LockView("held" if held else "free", str(path), holder.get("pid"), holder.get("label"),
+                    holder.get("since"), tuple(sorted(set(queue))))
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> tuple[str, ...]:
+    """The last lines of a worker's log, with terminal control sequences removed (the log is the worker's)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, 2)
+            size = handle.tell()
+            handle.seek(max(0, size - LOG_TAIL_BYTES))
+            raw = handle.read()
+    except OSError:
+        return ()
+    text = _CONTROL.sub("", raw.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n"))
+    return tuple(text.splitlines()[-lines:])
+
+
+# -- lab.db's side ---------------------------------------------------------------------------------------------------
+
+
+def _chain(previous: MetricEffect | None, step: MetricEffect) -> MetricEffect:
+    """An effect against the start from the previous one and this step's effect against the previous main.
+
+    The interval multiplies the bounds: wider than a joint interval would be, never narrower."""
+    if previous is None or previous.effect is None or step.effect is None:
+        return step
+    def times(a: float | None, b: float | None) -> float | None:
+        return None if a is None or b is None else (1 + a) * (1 + b) - 1
+    return MetricEffect(key=step.key, verdict=step.verdict, effect=times(previous.effect, step.effect),
+                        low=times(previous.low, step.low), high=times(previous.high, step.high),
+                        floor=step.floor, n=step.n, mde=None, baseline=previous.baseline,
+                        candidate=step.candidate, exact=step.exact)
+
+
+def _main_steps(events: Sequence[Mapping[str, Any]], baseline: Mapping[str, float],
+                floors: Mapping[str, float]) -> list[MainStep]:
+    """main's value against the lab's start after every merge, revert and sweep, oldest first."""
+    starts = [e for e in events if e["kind"] == "lab-start"]
+    if not starts:
+        return []
+    start = starts[0]
+    zero = tuple(MetricEffect(key, "baseline", 0.0, 0.0, 0.0, floors.get(key, 0.0), 0, None, value, value,
+                              floors.get(key) == 0.0) for key, value in sorted(baseline.items()))
+    steps = [MainStep(start["at"], start["data"].get("base", ""), "lab start", zero, True)]
+    merges: dict[str | None, str] = {}
+    for event in events:
+        kind, data = event["kind"], event["data"]
+        current = {m.key: m for m in steps[-1].effects}
+        if kind == "merge":
+            merges[event["experiment"]] = data.get("commit", "")
+        elif kind == "main-check":
+            verdict = VerdictView.from_document(data.get("verdict"))
+            if verdict is None:
+                continue
+            effects = tuple(_chain(current.get(m.key), m) for m in verdict.metrics)
+            steps.append(MainStep(event["at"], merges.get(event["experiment"], ""), event["experiment"] or "",
+                                  effects, False))
+        elif kind == "revert":
+            steps.append(MainStep(event["at"], data.get("revert", ""), f"revert {event['experiment']}",
+                                  steps[-1].effects, steps[-1].paired_with_start))
+        elif kind == "sweep":
+            verdict = VerdictView.from_document(data.get("verdict"))
+            if verdict is None:
+                continue
+            if steps[-1].commit == data.get("main"):  # the sweep measured the step just drawn: its numbers win
+                last = steps.pop()
+                steps.append(MainStep(last.at, last.commit, f"{last.label} (swept)", verdict.metrics, True))
+            else:
+                steps.append(MainStep(event["at"], data.get("main", ""), "sweep", verdict.metrics, True))
+    return steps
+
+
+def _busy(experiments: Sequence[ExperimentView]) -> list[Busy]:
+    """Busy workers at every start and end (a running worker's count holds until the next change)."""
+    changes: list[tuple[float, int]] = []
+    for e in experiments:
+        changes.append((e.started_at, 1))
+        if e.finished_at is not None:
+            changes.append((e.finished_at, -1))
+    series, busy = [], 0
+    for at, delta in sorted(changes):
+        busy += delta
+        series.append(Busy(at, busy))
+    return series
+
+
+def build(ws: Workspace, state: LabState, *, now: float | None = None, live: bool = True) -> LabView:
+    """The whole snapshot, read in one transaction so every part agrees with every other."""
+    now = time.time() if now is None else now
+    with state.reading():
+        events = state.events()
+        rows = state.experiments()
+        hypotheses = {h.id: h.data for h in state.hypotheses()}
+        ranked = backlog.ranked(state)[:10]
+        board = records.leaderboard(state)
+        dirs = records.directions(state)
+        started = state.meta("started_at")
+    judgments = {e["experiment"]: e for e in events if e["kind"] == "judgment"}
+    experiments = []
+    for row in rows:
+        judged = judgments.get(row.name)
+        experiments.append(ExperimentView(
+            name=row.name, hypothesis=row.hypothesis, title=str(hypotheses.get(row.hypothesis, {}).get("title", "")),
+            worker=row.worker, lane=row.lane, status=row.status, decision=row.decision,
+            rule=(row.judgment or {}).get("rule"), reasons=tuple(row.reasons), started_at=row.started_at,
+            finished_at=row.finished_at, judged_at=judged["at"] if judged else None,
+            verdict=VerdictView.from_document(judged["data"].get("verdict") if judged else None),
+            branch=row.branch, merge_commit=row.merge_commit))
+    start = next((e for e in events if e["kind"] == "lab-start"), None)
+    baseline = dict((start or {"data": {}})["data"].get("baseline", {}))
+    floors = dict((start or {"data": {}})["data"].get("floors", {}))
+    launcher = ws.config.launcher.name
+    host = socket.gethostname()
+    workers = tuple(
+        WorkerView(experiment=e.name, hypothesis=e.hypothesis, worker=e.worker, lane=e.lane, launcher=launcher,
+                   status=e.status,
+                   elapsed_s=round(now - e.started_at, 1),
+                   host=host if ws.config.workers.executor != "dask" else "dask cluster",
+                   log=str(ws.log_path(e.name)), log_tail=log_tail(ws.log_path(e.name)) if live else ())
+        for e in experiments if e.status in ACTIVE)
+    waits = tuple(LockWait(e["at"], e["kind"], e["experiment"], float(e["data"]["verdict"].get("lock_wait_ms") or 0.0))
+                  for e in events if e["kind"] in VERDICT_EVENTS and isinstance(e["data"].get("verdict"), Mapping))
+    stops = [e for e in events if e["kind"] == "stop"]
+    return LabView(
+        workspace=str(ws.root), generated_at=now, started_at=float(started) if started else None,
+        base=(start or {"data": {}})["data"].get("base"), executor=ws.config.workers.executor,
+        tmux_socket=ws.tmux_socket, worker_slots=ws.config.workers.count, baseline=baseline,
+        floors=floors, directions=dirs, workers=workers,
+        lock=read_lock() if live else LockView("not read", "", None, None, None, ()),
+        backlog=tuple(BacklogItem(r.id, backlog.score(r.data), r.data.get("lane", "exploit"), r.data.get("title", ""))
+                      for r in ranked),
+        leaderboard=tuple(LeaderRow(r["metric"], dirs.get(r["metric"], "lower"), r["baseline"], r["best"], r["by"],
+                                    r.get("commit"), r["main"]) for r in board),
+        experiments=tuple(experiments), main_steps=tuple(_main_steps(events, baseline, floors)), lock_waits=waits,
+        busy=tuple(_busy(experiments)),
+        journal=tuple(FeedEntry(e["at"], e["kind"], e["experiment"], "\n".join(records.journal_entry(e)).strip())
+                      for e in events[-FEED_ENTRIES:]),
+        stopped=stops[-1]["data"].get("reason") if stops and not workers else None,
+        decisions={d: sum(1 for e in experiments if e.decision == d) for d in ("LAND", "KILL", "ITERATE")},
+    )
+
+
+def to_json(view: LabView) -> str:
+    return json.dumps(view.to_dict(), default=str, sort_keys=True)
