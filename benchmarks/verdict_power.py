@@ -2,11 +2,14 @@
 
 A small CPU-bound C program, its work scaled by an argument, is wrapped in
 tiny executable scripts: a baseline, an identical copy (A/A), and candidates
-doing 3%, 5% and 10% more work (sized on CPU time, which the machine's load
+doing 1%, 2% and 5% more work (sized on CPU time, which the machine's load
 does not change). Every campaign measures one warm-up pair and then a fixed
 number of pairs with orchard's own runner, each pair under the machine-wide
-measurement lock and in a random order. Each metric (wall_ms, cpu_ms) is then
-judged on the very same samples, as a suite naming that one metric would be:
+measurement lock and in a random order; each run's instructions are counted
+in a separate untimed run (perf counters where they work, else cachegrind),
+as a suite with `measure = ["instructions"]` does. Each metric (wall_ms,
+cpu_ms, instructions) is then judged on the very same samples, as a suite
+naming that one metric would be:
 
 - orchard: A/A calibration noise (`calibration.compute` on a 40-pair A/A
   run of the baseline), then the adaptive looks of `campaign.run_verdict`
@@ -48,7 +51,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as scipy_stats
 
-from orchard.bench import calibration, runner, stats
+from orchard.bench import calibration, instructions, runner, stats
 from orchard.bench.environment import isolated_env
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts
@@ -90,13 +93,14 @@ name = "verdict-power-{metric}"
 [[scenario]]
 name = "work"
 command = ["{{bin}}"]
+{measure}
 
 [[metric]]
 name = "{metric}"
 """
-METRICS = ("wall_ms", "cpu_ms")
+METRICS = ("wall_ms", "cpu_ms", "instructions")
 
-SHIFTS = (0.0, 0.03, 0.05, 0.10)
+SHIFTS = (0.0, 0.01, 0.02, 0.05)
 REGRESSION, IMPROVEMENT = "regressed", "improved"
 BOOTSTRAP_RESAMPLES = 2000
 CALIBRATION_ATTEMPTS = 3  # a failed calibration is run again, as a user would
@@ -112,12 +116,20 @@ class Lab:
     lock: MeasurementLock
     writer: RunWriter
     rng: random.Random
+    counter: instructions.Counter | None
 
     def run(self, binary: Path) -> runner.Capture:
         capture = runner.run([binary], cwd=self.directory, env=self.env, timeout_s=120)
         if not capture.ok:
             sys.exit(f"{binary} failed ({capture.returncode}): {capture.stderr_text[-300:]}")
         return capture
+
+    def count(self, binary: Path) -> instructions.Count:
+        """The untimed counting run, after the timed one (as a suite's measure = ["instructions"])."""
+        counted = instructions.count([binary], counter=self.counter, cwd=self.directory, env=self.env, timeout_s=120)
+        if counted.instructions is None:
+            sys.exit(f"{binary}: {counted.failure}")
+        return counted
 
     def pairs(self, baseline: str, candidate: str, count: int, meta: dict[str, Any]) -> list[dict[str, Any]]:
         """A warm-up pair, then `count` pairs, each locked and in random order; returns their rows."""
@@ -133,6 +145,7 @@ class Lab:
                         **meta, **self.lock.metadata(), "pair": index, "warmup": index == 0, "role": role,
                         "binary": name, "order": "-".join(r for r, _ in order),
                         "wall_ms": round(capture.elapsed_ms, 4), "cpu_ms": capture.cpu_ms,
+                        **self.count(self.binaries[name]).row_fields(),
                     }
                     self.writer.write(row)
                     recorded.append(row)
@@ -384,7 +397,8 @@ def suites(directory: Path) -> dict[str, Suite]:
     loaded = {}
     for metric in METRICS:
         path = directory / f"suite-{metric}.toml"
-        path.write_text(SUITE_TOML.format(metric=metric))
+        measure = 'measure = ["instructions"]' if metric == instructions.METRIC else ""
+        path.write_text(SUITE_TOML.format(metric=metric, measure=measure))
         loaded[metric] = load_suite(path)
     return loaded
 
@@ -406,8 +420,10 @@ def measure(args: argparse.Namespace, seed: int, directory: Path, writer: RunWri
     suite = next(iter(suites(directory).values()))  # runs, looks and calibration pairs are shared
     env = isolated_env()
     binaries, sizing = build(directory, args.work_ms, env)
-    lab = Lab(directory, binaries, env, MeasurementLock("benchmarks/verdict_power.py"), writer, random.Random(seed))
-    print(f"machine: {json.dumps(machine_facts())}")
+    counter = instructions.available()
+    lab = Lab(directory, binaries, env, MeasurementLock("benchmarks/verdict_power.py"), writer, random.Random(seed),
+              counter)
+    print(f"machine: {json.dumps(machine_facts().to_dict())}; instruction counter: {counter}")
     print(f"seed {seed}; workload {json.dumps({k: round(v, 4) for k, v in sizing.items()})}")
     print(f"suite defaults: runs {suite.runs}, min_runs {suite.min_runs}, looks "
           f"{AdaptivePlan(suite.min_runs, suite.runs).looks}, calibration pairs {suite.calibration_runs}, "
@@ -427,7 +443,7 @@ def measure(args: argparse.Namespace, seed: int, directory: Path, writer: RunWri
                       {"phase": "campaign", "campaign": campaign, "shift": shift})
         print(f"  campaign {campaign + 1}/{args.campaigns} done ({time.time() - started:.0f}s)", flush=True)
     return [
-        f"machine: {json.dumps(machine_facts())}",
+        f"machine: {json.dumps(machine_facts().to_dict())}; instructions counted by {counter} in separate untimed runs",
         f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}; duration {time.time() - started:.0f}s; "
         f"load average before {load_before[0]:.1f}, after {os.getloadavg()[0]:.1f}",
         f"seed {seed}; {args.campaigns} campaigns per shift, {suite.runs} pairs each after a warm-up pair; "

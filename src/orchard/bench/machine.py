@@ -66,6 +66,13 @@ class MachineFacts:
     def from_dict(cls, data: dict[str, Any]) -> MachineFacts:
         return cls(**{f.name: data.get(f.name) for f in fields(cls)})
 
+    def describe(self) -> str:
+        """One line for a benchmark report."""
+        memory = "unknown memory" if self.memory_gib is None else f"{self.memory_gib} GiB"
+        governor = "" if self.governor is None else f", governor {self.governor}"
+        return (f"{self.cpu_model}, {self.cpu_count} cores, {memory}, {self.system} {self.kernel}, "
+                f"Python {self.python}{governor}")
+
     def fingerprint(self) -> str:
         blob = json.dumps(self.to_dict(), sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]

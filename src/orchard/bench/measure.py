@@ -10,9 +10,11 @@ values, the output the gates look at, and the row that is recorded.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib
 import json
+import os
 import shlex
 import shutil
 import sys
@@ -24,7 +26,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, BinaryIO
 
-from orchard.bench import rows, runner, tokens
+from orchard.bench import instructions, rows, runner, tokens
 from orchard.bench.environment import isolated_env
 from orchard.bench.suite import BUILTIN_METRICS, Fixture, Scenario, Suite
 from orchard.errors import OrchardError, UsageError
@@ -59,6 +61,11 @@ class Workbench:
     root: Path
     fixtures: dict[str, Path]
 
+    @staticmethod
+    def counter() -> instructions.Counter | None:
+        """perf or cachegrind, for scenarios that measure instructions (ORCHARD_INSTRUCTION_COUNTER forces one)."""
+        return _counter(os.environ.get(instructions.ENV_COUNTER) or None)
+
     def stand_ins(self, binary: Path) -> tokens.StandIns:
         """What the counted command line shows instead of this run's paths."""
         return tokens.StandIns.of(
@@ -78,6 +85,14 @@ class Workbench:
             "workdir": str(self.root / "work"),
             "fixture": SimpleNamespace(**self.fixtures),
         }
+
+
+@functools.cache
+def _counter(forced: str | None) -> instructions.Counter | None:
+    try:
+        return instructions.available(forced)
+    except ValueError:
+        raise UsageError(f"{instructions.ENV_COUNTER}={forced!r}: choose perf or cachegrind") from None
 
 
 def render(template: list[str] | str, values: Mapping[str, Any], where: str) -> list[str] | str:
@@ -236,7 +251,15 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec) -
     row["monotonic_end_ns"] = capture.ended_ns
     ok = row["returncode"] == 0
     failure = "" if ok else _failure_text(capture)
-    metric_values: dict[str, float | None] = {name: as_number(row.get(name)) for name in BUILTIN_METRICS}
+    if instructions.METRIC in scenario.measure:
+        # a separate untimed run: the counter slows the program down, the timed run above is untouched
+        counted = instructions.count(command, counter=bench.counter(), cwd=bench.suite.directory,
+                                     env=isolated_env(scenario.env), timeout_s=scenario.timeout_s)
+        row.update(counted.row_fields())
+        if ok and counted.instructions is None:
+            ok, failure = False, counted.failure
+            row["returncode"] = 1
+    metric_values: dict[str, float | None] = {name: as_number(row.get(name)) for name in scenario.metrics()}
     metric_values["wall_ms"] = row["elapsed_ms"]
     digest: str | None = capture.stdout_sha256[:16]
     text = capture.stdout_text

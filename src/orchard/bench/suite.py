@@ -31,6 +31,10 @@ BUILTIN_METRICS: dict[str, float] = {
     "estimated_total_tokens": 0.0,
     "tool_call_count": 0.0,
 }
+# Opt-in per command scenario with `measure = [...]`, taken in separate untimed runs.
+OPTIONAL_METRICS: dict[str, float] = {
+    "instructions": 0.002,  # near-deterministic: A/A calibration sets the real floor, usually far below
+}
 # Values a gate can read besides metrics.
 GATE_VALUES = ("information_recall",)
 
@@ -55,6 +59,11 @@ class Scenario:
     env: Mapping[str, str]
     where: Mapping[str, Any]
     aggregate: str
+    measure: tuple[str, ...] = ()  # opt-in metrics from separate untimed runs ("instructions")
+
+    def metrics(self) -> dict[str, float]:
+        """Every metric this scenario yields without a harness: name -> default floor."""
+        return {**BUILTIN_METRICS, **{name: OPTIONAL_METRICS[name] for name in self.measure}}
 
 
 @dataclass(frozen=True)
@@ -210,9 +219,9 @@ def load_suite(path: Path | str) -> Suite:
     metric_tables = _tables(path, data, "metric")
     if not metric_tables:
         metrics = [
-            MetricSpec(scenario=s, metric=m, direction="lower", min_floor=floor, target=True)
-            for s in scenario_names
-            for m, floor in BUILTIN_METRICS.items()
+            MetricSpec(scenario=s.name, metric=m, direction="lower", min_floor=floor, target=True)
+            for s in scenarios
+            for m, floor in s.metrics().items()
         ]
     for index, table in enumerate(metric_tables):
         reader = _Reader(path, f"[[metric]] #{index + 1}", table)
@@ -221,7 +230,7 @@ def load_suite(path: Path | str) -> Suite:
         direction = reader.get("direction", str, "lower")
         if direction not in ("lower", "higher"):
             reader.fail("'direction' must be \"lower\" or \"higher\"")
-        floor = float(reader.get("floor", (int, float), BUILTIN_METRICS.get(metric, 0.0)))
+        floor = float(reader.get("floor", (int, float), {**BUILTIN_METRICS, **OPTIONAL_METRICS}.get(metric, 0.0)))
         if floor < 0:
             reader.fail("'floor' must not be negative")
         target = reader.get("target", bool, True)
@@ -231,11 +240,12 @@ def load_suite(path: Path | str) -> Suite:
         for scenario in applies:
             if scenario not in scenario_names:
                 reader.fail(f"unknown scenario '{scenario}' (suite has: {', '.join(scenario_names)})")
-            kind = next(s.kind for s in scenarios if s.name == scenario)
-            if kind == "command" and metric not in BUILTIN_METRICS:
+            measured = next(s for s in scenarios if s.name == scenario)
+            if measured.kind == "command" and metric not in measured.metrics():
+                hint = (f"; add measure = [\"{metric}\"] to the scenario" if metric in OPTIONAL_METRICS else "")
                 reader.fail(
                     f"unknown metric for command scenario '{scenario}' "
-                    f"(known: {', '.join(BUILTIN_METRICS)})"
+                    f"(known: {', '.join(measured.metrics())}{hint})"
                 )
         if compare:
             metrics += [MetricSpec(s, metric, direction, floor, target) for s in applies]
@@ -306,6 +316,12 @@ def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Sce
     aggregate = reader.get("aggregate", str, "sum")
     if aggregate not in ("sum", "last", "max", "mean"):
         reader.fail("'aggregate' must be one of sum, last, max, mean")
+    measure = reader.strings("measure")
+    unknown = [name for name in measure if name not in OPTIONAL_METRICS]
+    if unknown:
+        reader.fail(f"'measure' knows {', '.join(OPTIONAL_METRICS)}, not {', '.join(unknown)}")
+    if measure and kind != "command":
+        reader.fail("'measure' applies to command scenarios (a harness reports its own metrics)")
     scenario = Scenario(
         name=name,
         kind=kind,
@@ -317,6 +333,7 @@ def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Sce
         env=env,
         where=where,
         aggregate=aggregate,
+        measure=measure,
     )
     reader.finish()
     return scenario
