@@ -26,7 +26,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, BinaryIO
 
-from orchard.bench import instructions, rows, runner, tokens
+from orchard.bench import instructions, readers, rows, runner, tokens
 from orchard.bench.environment import isolated_env
 from orchard.bench.suite import BUILTIN_METRICS, Fixture, Scenario, Suite
 from orchard.errors import OrchardError, UsageError
@@ -185,18 +185,29 @@ def _select(harness_rows: list[dict[str, Any]], where: Mapping[str, Any]) -> lis
     return [row for row in harness_rows if all(row.get(k) == v for k, v in where.items())]
 
 
-def _parse_rows(text: str) -> list[dict[str, Any]]:
-    parsed = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                value = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                parsed.append(value)
-    return parsed
+def _harness_rows(scenario: Scenario, stdout: str, results_file: Path | None, ok: bool) -> list[dict[str, Any]]:
+    """The harness's rows, read from its results file or stdout in the scenario's format.
+
+    No rows from a harness that succeeded is an error naming the file: judging
+    zero rows would judge nothing. A failed harness is the run's failure.
+    """
+    fmt = readers.Format(scenario.format)
+    if results_file is None:
+        text, source = stdout, f"scenario '{scenario.name}': the harness's stdout"
+    else:
+        source = f"scenario '{scenario.name}': results file {results_file}"
+        try:
+            text = results_file.read_text(errors="replace")
+        except OSError as error:
+            if not ok:
+                return []
+            raise UsageError(f"{source}: not written by the harness ({error.strerror})") from None
+    if not ok:
+        try:
+            return readers.read(text, fmt, source)
+        except UsageError:
+            return []
+    return readers.read(text, fmt, source)
 
 
 def _digest(data: bytes) -> str:
@@ -224,6 +235,12 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec) -
         return _observe_python(bench, scenario, binary, spec, meta)
     assert scenario.command is not None
     command = render(scenario.command, values, where)
+    results_file = None
+    if scenario.file is not None:
+        rendered = render(scenario.file, values, where)
+        assert isinstance(rendered, str)
+        results_file = Path(bench.suite.directory, rendered)
+        results_file.unlink(missing_ok=True)  # never read an earlier run's results
     admitted = ROWS_ADMITTED_CHARS if scenario.kind == "rows" else bench.suite.admitted_chars
     # the gates judge the whole output; only token estimates use the admitted part
     with tempfile.SpooledTemporaryFile(max_size=SPILL_BYTES, dir=bench.root) as whole:
@@ -264,7 +281,7 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec) -
     digest: str | None = capture.stdout_sha256[:16]
     text = capture.stdout_text
     if scenario.kind == "rows":
-        harness_rows = _select(_parse_rows(text), scenario.where)
+        harness_rows = _select(_harness_rows(scenario, text, results_file, ok), scenario.where)
         row["harness_rows"] = harness_rows
         # the harness's own fields win; the harness process's builtins remain for the rest
         for name in spec.metric_names:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchard.bench.readers import Format
 from orchard.bench.verdict import MetricSpec
 from orchard.errors import UsageError
 
@@ -37,6 +38,8 @@ OPTIONAL_METRICS: dict[str, float] = {
 }
 # Values a gate can read besides metrics.
 GATE_VALUES = ("information_recall",)
+
+READER_FORMATS = tuple(str(f) for f in Format)
 
 MIN_RUNS_FLOOR = 6  # below this an exact 90% interval does not exist
 
@@ -60,6 +63,8 @@ class Scenario:
     where: Mapping[str, Any]
     aggregate: str
     measure: tuple[str, ...] = ()  # opt-in metrics from separate untimed runs ("instructions")
+    format: str = "jsonl"  # rows scenarios: which tool's results the harness writes (see readers.py)
+    file: str | None = None  # rows scenarios: the results file the harness writes (default: its stdout)
 
     def metrics(self) -> dict[str, float]:
         """Every metric this scenario yields without a harness: name -> default floor."""
@@ -322,6 +327,12 @@ def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Sce
         reader.fail(f"'measure' knows {', '.join(OPTIONAL_METRICS)}, not {', '.join(unknown)}")
     if measure and kind != "command":
         reader.fail("'measure' applies to command scenarios (a harness reports its own metrics)")
+    result_format = reader.get("format", str, "jsonl")
+    if result_format not in READER_FORMATS:
+        reader.fail(f"'format' must be one of {', '.join(READER_FORMATS)}")
+    results_file = reader.get("file", str, None)
+    if (result_format != "jsonl" or results_file is not None) and kind != "rows":
+        reader.fail("'format' and 'file' apply to rows scenarios (a harness that writes results)")
     scenario = Scenario(
         name=name,
         kind=kind,
@@ -334,6 +345,8 @@ def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Sce
         where=where,
         aggregate=aggregate,
         measure=measure,
+        format=result_format,
+        file=results_file,
     )
     reader.finish()
     return scenario
