@@ -165,6 +165,34 @@ def verdict(suite_path: Path, baseline: Path, candidate: Path, runs: int | None,
 
 
 @cli.command()
+@click.argument("old", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("new", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON (schema orchard.compare/1).")
+@click.option("--fail-on", "fail_on", type=click.Choice(["regressed", "inconclusive", "any"]), default="regressed",
+              show_default=True, help="Which verdicts exit 1 (as for `verdict`).")
+def compare(old: Path, new: Path, as_json: bool, fail_on: str) -> None:
+    """Judge two stored result sets (rows JSONL of one subject each) without measuring again.
+
+    Paired where their runs line up, unpaired with a warning otherwise.
+    """
+    import json as jsonlib
+
+    from orchard.bench.compare import compare as run_compare
+    from orchard.bench.display import print_decision
+    from orchard.bench.policy import FailOn
+
+    result = run_compare(old, new)
+    if as_json:
+        click.echo(jsonlib.dumps(result.to_json(), indent=2))
+    else:
+        console = _console()
+        console.print(f"{'paired' if result.paired else 'unpaired'} comparison of {new} against {old}")
+        print_decision(console, result.decision, result.warnings)
+    if FailOn(fail_on).fails(result.decision.verdict):
+        sys.exit(1)
+
+
+@cli.command()
 @suite_option
 @click.option("--baseline", required=True, type=click.Path(path_type=Path), help="The binary measured against itself.")
 @click.option("--runs", type=int, default=None, help="A/A pairs (default: the suite's calibration_runs).")

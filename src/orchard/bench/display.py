@@ -18,7 +18,7 @@ from rich.table import Table
 
 from orchard.bench.campaign import CampaignResult
 from orchard.bench.calibration import Calibration
-from orchard.bench.verdict import MetricResult
+from orchard.bench.verdict import Decision, MetricResult
 
 VERDICT_SCHEMA = "orchard.verdict/1"
 _STYLE = {"improved": "green", "regressed": "red", "no-change": "dim", "inconclusive": "yellow"}
@@ -98,18 +98,23 @@ def print_verdict(console: Console, result: CampaignResult) -> None:
     decision = result.decision
     console.print(calibration_line(result.calibration, result.calibration_cached))
     console.print(f"pair order seed: {result.seed}; pairs judged: {result.pairs} of up to {result.planned_pairs}")
+    print_decision(console, decision, result.warnings)
+    console.print(f"rows: {result.rows_path}")
+
+
+def print_decision(console: Console, decision: Decision, warnings: Sequence[str]) -> None:
+    """Metric table, gates, warnings, the verdict and its reasons."""
     if decision.metrics:
         console.print(metric_table(decision.metrics))
     for gate in decision.gates:
         mark = "[green]pass[/]" if gate.passed else "[red]FAIL[/]"
         console.print(f"gate {gate.name}: {mark} {gate.detail}")
-    for warning in result.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+    for warning in warnings:
+        console.print(f"[yellow]warning:[/] {warning}", markup=True)
     style = _OVERALL_STYLE.get(decision.verdict, "bold")
     console.print(f"verdict: [{style}]{decision.verdict}[/]")
     for reason in decision.reasons:
         console.print(f"  - {reason}")
-    console.print(f"rows: {result.rows_path}")
 
 
 def verdict_json(result: CampaignResult, suite: str) -> dict[str, Any]:

@@ -284,6 +284,45 @@ def decide_metrics(
     return [results[spec.key] for spec in specs]
 
 
+def decide_unpaired(
+    specs: Sequence[MetricSpec],
+    samples: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    alpha: float,
+) -> list[MetricResult]:
+    """Judge metrics of two samples that are not paired (no A/A calibration: the suite floors).
+
+    Metrics constant on both sides compare exactly; the others get the
+    two-sample Hodges-Lehmann shift on log values, Bonferroni over metrics.
+    """
+    results = []
+    varying = [spec for spec in specs if len(set(samples[spec.key][0])) > 1 or len(set(samples[spec.key][1])) > 1]
+    level = alpha / max(1, len(varying))
+    for spec in specs:
+        a = np.asarray(samples[spec.key][0], dtype=float)
+        b = np.asarray(samples[spec.key][1], dtype=float)
+        if spec not in varying:
+            results.append(_exact_result(spec, a, b))
+            continue
+        if np.all(a > 0) and np.all(b > 0):
+            scale, x, y = "log-ratio", np.log(a), np.log(b)
+        else:  # differences relative to the baseline's typical size, as paired_differences does
+            unit = float(np.median(np.abs(a))) or 1.0
+            scale, x, y = "relative", a / unit, b / unit
+        estimate, interval = stats.shift_interval(x, y, 1.0 - 2.0 * level)
+        sign = spec.bad_sign
+        floor = _from_relative(scale, spec.min_floor)
+        verdict = _classify(*sorted((sign * interval.low, sign * interval.high)), floor)
+        results.append(_result(
+            spec, verdict=verdict, method="hodges-lehmann-unpaired", scale=scale,
+            effect=_to_relative(scale, estimate), interval=(_to_relative(scale, interval.low),
+                                                            _to_relative(scale, interval.high)),
+            confidence=interval.confidence, floor=spec.min_floor, n=min(len(a), len(b)), mde=None,
+            baseline_median=float(np.median(a)), candidate_median=float(np.median(b)),
+            note="unpaired: the two sets' runs do not line up",
+        ))
+    return results
+
+
 def overall(metrics: Sequence[MetricResult], gates: Sequence[GateResult]) -> Decision:
     """Combine metric verdicts and gates into PASS / NO-CHANGE / INCONCLUSIVE / REGRESSED."""
     reasons: list[str] = []
