@@ -33,8 +33,9 @@ class _Group(click.Group):
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="orchard")
-def cli() -> None:
+@click.version_option(__version__, "-V", "--version", prog_name="orchard")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars or progress notes (warnings and results still print).")
+def cli(quiet: bool) -> None:
     """orchard: an optimization research lab for a codebase.
 
     Agent workers try ranked hypotheses in their own checkouts; every
@@ -59,15 +60,22 @@ def _console(stderr: bool = False):  # -> rich.console.Console
     return console
 
 
+def _quiet() -> bool:
+    """Whether `orchard --quiet` was given."""
+    context = click.get_current_context(silent=True)
+    return bool(context and context.find_root().params.get("quiet"))
+
+
 class _ProgressBar:
     """A rich progress bar on stderr for a measuring campaign."""
 
     def __init__(self) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+        self.quiet = _quiet()
         self._progress = Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=_console(stderr=True), transient=True,
+            console=_console(stderr=True), transient=True, disable=self.quiet,
         )
         self._task: int | None = None
 
@@ -82,10 +90,12 @@ class _ProgressBar:
         """A timestamped log line above the bar."""
         import time
 
+        if self.quiet:
+            return
         self._progress.console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {text}", highlight=False)
 
     def update(self, done: int, total: int, note: str = "") -> None:
-        if note:
+        if note and not self.quiet:
             self._progress.console.print(f"[dim]{note}[/]")
         if self._task is None or (done == 0 and note):
             if self._task is not None:
@@ -196,10 +206,11 @@ def compare(old: Path, new: Path, as_json: bool, fail_on: str) -> None:
 @suite_option
 @click.option("--baseline", required=True, type=click.Path(path_type=Path), help="The binary measured against itself.")
 @click.option("--runs", type=int, default=None, help="A/A pairs (default: the suite's calibration_runs).")
+@click.option("--json", "as_json", is_flag=True, help="Print the calibration as JSON (the calibration file's format).")
 @calibration_option
 @seed_option
 @results_option
-def calibrate(suite_path: Path, baseline: Path, runs: int | None, calibration_file: Path | None,
+def calibrate(suite_path: Path, baseline: Path, runs: int | None, as_json: bool, calibration_file: Path | None,
               seed: int | None, results: Path) -> None:
     """Measure the baseline against itself (A/A) and cache each metric's noise floor."""
     from orchard.bench.calibration import CalibrationFailed
@@ -216,6 +227,11 @@ def calibrate(suite_path: Path, baseline: Path, runs: int | None, calibration_fi
     except CalibrationFailed as error:
         click.echo(f"orchard: {error}", err=True)
         sys.exit(1)
+    if as_json:
+        import json
+
+        click.echo(json.dumps(cal.to_json(), indent=2))
+        return
     console = _console()
     console.print(f"A/A calibration of suite {suite.name}: {cal.runs} pairs, seed {cal.seed}, "
                   f"machine {cal.machine_fingerprint}")
@@ -226,23 +242,31 @@ def calibrate(suite_path: Path, baseline: Path, runs: int | None, calibration_fi
 @suite_option
 @click.option("--subject", "subject_specs", multiple=True, metavar="NAME=BIN", help="A subject to measure (repeatable).")
 @click.option("--runs", type=int, default=10, show_default=True, help="Runs per subject.")
+@click.option("--json", "as_json", is_flag=True, help="Print medians per scenario and subject as JSON.")
 @seed_option
 @results_option
-def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, seed: int | None, results: Path) -> None:
+def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, as_json: bool, seed: int | None,
+              results: Path) -> None:
     """Measure a suite for named subjects, interleaved; rows and a summary, no verdict."""
     import random
 
-    from orchard.bench.display import rows_summary
+    from orchard.bench.display import rows_summary, run_json
     from orchard.bench.suite import load_suite
     from orchard.bench.sweep import parse_subjects, run_suite
 
     suite = load_suite(suite_path)
     subjects = parse_subjects(subject_specs)
     seed = random.SystemRandom().randrange(1, 2**31) if seed is None else seed
-    click.echo(f"run order seed: {seed}", err=True)
+    if not _quiet():
+        click.echo(f"run order seed: {seed}", err=True)
     with _ProgressBar() as bar:
         writer = run_suite(suite, subjects, runs=runs, seed=seed, results=results, summary=rows_summary,
                            progress=lambda done, total: bar.update(done, total))
+    if as_json:
+        import json
+
+        click.echo(json.dumps(run_json(suite, writer, seed), indent=2))
+        return
     click.echo(writer.summary_path.read_text())
     click.echo(f"rows: {writer.path}")
 @cli.command()

@@ -72,6 +72,14 @@ class Calibration:
     def noise(self) -> dict[str, MetricNoise]:
         return {key: metric.noise() for key, metric in self.metrics.items()}
 
+    def to_json(self) -> dict[str, Any]:
+        """The calibration file's format (also `orchard calibrate --json`)."""
+        data = asdict(self)
+        data["format"] = FORMAT_VERSION
+        data["file"] = None if self.file is None else str(self.file)
+        data["machine"] = None if self.machine is None else self.machine.to_dict()
+        return data
+
     def age_s(self) -> float:
         return max(0.0, time.time() - self.created_at)
 
@@ -200,12 +208,8 @@ def load_file(path: Path, suite_digest: str, suite_name: str) -> Calibration | N
 
 def _write(path: Path, calibration: Calibration) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = asdict(calibration)
-    data["format"] = FORMAT_VERSION
-    data["file"] = None
-    data["machine"] = None if calibration.machine is None else calibration.machine.to_dict()
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2, default=str))
+    tmp.write_text(json.dumps({**calibration.to_json(), "file": None}, indent=2, default=str))
     os.replace(tmp, path)
 
 

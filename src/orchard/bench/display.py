@@ -18,9 +18,12 @@ from rich.table import Table
 
 from orchard.bench.campaign import CampaignResult
 from orchard.bench.calibration import Calibration
+from orchard.bench.store import RunWriter
+from orchard.bench.suite import Suite
 from orchard.bench.verdict import Decision, MetricResult
 
 VERDICT_SCHEMA = "orchard.verdict/1"
+RUN_SCHEMA = "orchard.bench-run/1"
 _STYLE = {"improved": "green", "regressed": "red", "no-change": "dim", "inconclusive": "yellow"}
 _OVERALL_STYLE = {"PASS": "bold green", "REGRESSED": "bold red", "NO-CHANGE": "bold", "INCONCLUSIVE": "bold yellow", "ERROR": "bold red"}
 
@@ -205,6 +208,26 @@ def rows_summary(rows: Sequence[Mapping[str, Any]]) -> str:
         lines += ["", f"**Verdict: {row.get('verdict')}** after {row.get('pairs')} pairs."]
         lines += [f"- {reason}" for reason in row.get("reasons") or []]
     return "\n".join(lines) + "\n"
+
+
+def run_json(suite: Suite, writer: RunWriter, seed: int) -> dict[str, Any]:
+    """`bench run --json`: medians per scenario and subject of every metric the suite names."""
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    for row in writer.rows:
+        if row.get("step_kind") == "measured":
+            groups[(str(row.get("scenario")), str(row.get("role") or row.get("subject")))].append(row)
+    fields = dict.fromkeys(spec.metric for spec in suite.metrics)
+    medians = []
+    for (scenario, subject), group in sorted(groups.items()):
+        values: dict[str, float | None] = {}
+        for metric in fields:
+            field = "elapsed_ms" if metric == "wall_ms" else metric
+            numbers = [float(r[field]) for r in group if isinstance(r.get(field), (int, float))]
+            values[metric] = statistics.median(numbers) if numbers else None
+        medians.append({"scenario": scenario, "subject": subject, "runs": len(group),
+                        "failures": sum(1 for r in group if r.get("returncode") != 0), "medians": values})
+    return {"schema": RUN_SCHEMA, "suite": suite.name, "seed": seed, "rows": str(writer.path),
+            "summary": str(writer.summary_path), "results": medians}
 
 
 def _median(rows: Sequence[Mapping[str, Any]], field: str) -> str:
