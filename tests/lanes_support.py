@@ -118,14 +118,26 @@ def rows_of(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def latest_rows(results: Path, lane: str) -> list[dict[str, Any]]:
+def latest_rows(results: Path, lane: str, *, warmup: bool = False) -> list[dict[str, Any]]:
+    """The newest run's rows; without `warmup`, the warm-up runs' rows are left out."""
     files = sorted((results / lane).glob("*.jsonl"))
     assert files, f"no {lane} run under {results}"
-    return rows_of(files[-1])
+    return [row for row in rows_of(files[-1]) if warmup or not row.get("warmup")]
 
 
 def totals(rows: list[dict[str, Any]], operation: str) -> list[dict[str, Any]]:
     return [row for row in rows if row.get("operation") == operation]
+
+
+def edited_flow(folder: Path, old: str, new: str) -> Path:
+    """A copy of the shipped git flow with `old` replaced by `new` (which must be there)."""
+    from orchard.bench.flows import shipped_flow_files
+
+    text = shipped_flow_files()["git"].read_text()
+    assert old in text, old
+    path = folder / "edited.toml"
+    path.write_text(text.replace(old, new, 1))
+    return path
 
 
 def without_oak_on_path(monkeypatch: pytest.MonkeyPatch) -> None:

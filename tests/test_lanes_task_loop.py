@@ -50,11 +50,11 @@ def test_local_task_loop_rows_oracle_and_oak_skips(lane_env: LaneEnv, monkeypatc
     assert [(r["returncode"], r["operation"]) for r in skips] == [(77, "task_loop.skipped")] * 2
     assert "no oak binary" in skips[0]["skip_reason"]
     summary = (lane_env.results / "task-loop").glob("*.md").__next__().read_text()
-    assert "| `git` | 0 | local_file |" in summary and "oak pays a separate `desc` call" in summary
+    assert "| `git` | 0 | local_file |" in summary and "`git` describe: git's task description is its commit message" in summary
     assert "| `oak` | task_loop | 0 | no oak binary" in summary
     with sqlite3.connect(lane_env.results / "index.db") as db:
         count = db.execute("SELECT count(*) FROM rows WHERE lane='task-loop'").fetchone()[0]
-    assert count == len(rows)
+    assert count == len(latest_rows(lane_env.results, "task-loop", warmup=True))
     assert lane_env.leftovers() == []
 
 
@@ -161,7 +161,7 @@ def test_ctrl_c_stops_servers_and_removes_workdirs(lane_env: LaneEnv) -> None:
     _, alive = psutil.wait_procs(daemons + sleepers, timeout=10)
     assert not alive, [p.pid for p in alive]
     assert lane_env.leftovers() == []
-    assert "[run] task_loop run=0 subject=slow" in stderr
+    assert "[warm-up] task_loop subject=slow" in stderr
     assert list((lane_env.results / "task-loop").glob("*.jsonl"))  # rows measured so far are kept
 
 

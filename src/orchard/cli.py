@@ -331,8 +331,9 @@ def task_loop(
 
 
 @bench.command()
-@click.option("--subjects", "subjects_spec", default="git", show_default=True, help="git, NAME=BIN or NAME:git=BIN (git-kind subjects)")
+@click.option("--subjects", "subjects_spec", default="git", show_default=True, help="git, NAME=BIN or NAME:KIND=BIN (commands from the kind's flow)")
 @click.option("--subjects-file", type=click.Path(path_type=Path))
+@click.option("--flow", "flow_files", multiple=True, type=click.Path(path_type=Path), help="extra flow TOML file (repeatable)")
 @click.option("--workers", default="2,8,32", show_default=True, help="comma-separated worker counts")
 @click.option("--commits", type=int, default=5, show_default=True, help="commits per worker")
 @click.option("--modes", default="shared_checkout,clone_per_worker", show_default=True)
@@ -342,6 +343,7 @@ def task_loop(
 def contention(
     subjects_spec: str,
     subjects_file: Path | None,
+    flow_files: tuple[Path, ...],
     workers: str,
     commits: int,
     modes: str,
@@ -354,13 +356,57 @@ def contention(
     from orchard.bench.lanes import contention as lane
     from orchard.bench.subjects import parse_subjects
 
+    flows = load_flows(flow_files)
     options = lane.ContentionOptions(
-        subjects=parse_subjects(subjects_spec, set(load_flows()), subjects_file),
+        subjects=parse_subjects(subjects_spec, set(flows), subjects_file),
+        flows=flows,
         results=results,
         workers=lane.parse_workers(workers),
         commits=commits,
         modes=[mode.strip() for mode in modes.split(",") if mode.strip()],
         runs=runs,
+        keep_workdirs=keep_workdirs,
+    )
+    result = lane.run_lane(options)
+    click.echo(result.summary_path.read_text(), nl=False)
+    sys.exit(1 if result.failed else 0)
+
+
+@bench.command()
+@click.option("--subjects", "subjects_spec", default="git", show_default=True, help="git, NAME=BIN or NAME:KIND=BIN (commands from the kind's flow)")
+@click.option("--subjects-file", type=click.Path(path_type=Path))
+@click.option("--flow", "flow_files", multiple=True, type=click.Path(path_type=Path), help="extra flow TOML file (repeatable)")
+@click.option("--files", default="1000,10000,50000", show_default=True, help="comma-separated file counts of the generated repositories")
+@click.option("--binaries/--no-binaries", default=True, show_default=True, help="also a repository with large binary files")
+@click.option("--runs", type=int, default=5, show_default=True, help="measured runs per subject and repository (after one warm-up)")
+@click.option("--cache", type=click.Path(path_type=Path), default=None, help="where generated repositories are cached (default: ~/.cache/orchard/core-fixtures)")
+@results_option
+@click.option("--keep-workdirs", is_flag=True)
+def core(
+    subjects_spec: str,
+    subjects_file: Path | None,
+    flow_files: tuple[Path, ...],
+    files: str,
+    binaries: bool,
+    runs: int,
+    cache: Path | None,
+    results: Path,
+    keep_workdirs: bool,
+) -> None:
+    """status, diff, log, show after an agent edit on 1k-50k file repositories, with absolute gates."""
+    from orchard.bench.flows import load_flows
+    from orchard.bench.lanes import core as lane
+    from orchard.bench.subjects import parse_subjects
+
+    flows = load_flows(flow_files)
+    options = lane.CoreOptions(
+        subjects=parse_subjects(subjects_spec, set(flows), subjects_file),
+        flows=flows,
+        results=results,
+        files=lane.parse_files(files),
+        binaries=binaries,
+        runs=runs,
+        cache=cache or lane.default_cache(),
         keep_workdirs=keep_workdirs,
     )
     result = lane.run_lane(options)
@@ -436,42 +482,31 @@ def run(workspace: Path) -> None:
 @cli.command()
 @workspace_argument
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
-def status(workspace: Path, as_json: bool) -> None:
-    """Workers, backlog, leaderboard and lock state at a glance."""
+@click.option("--watch", is_flag=True, help="Redraw the status in place every 2 s until Ctrl-C.")
+def status(workspace: Path, as_json: bool, watch: bool) -> None:
+    """Workers, backlog, leaderboard and lock state at a glance (or live, with --watch)."""
     import json as jsonlib
 
-    from rich.table import Table
-
+    from orchard.lab import status as lab_status
     from orchard.lab import view
-    from orchard.lab.status import status as lab_status
+    from orchard.lab.state import LabState
+    from orchard.lab.workspace import Workspace
 
-    with _open_lab(workspace) as (ws, state):
-        info = lab_status(view.build(ws, state))
+    if as_json and watch:
+        raise UsageError("--json and --watch: choose one (a JSON document, or a live display)")
+    ws = Workspace.open(workspace)
+    state = LabState.open_readonly(ws.root)  # status only reads, and never waits on the lab's writes
+    try:
+        if watch:
+            lab_status.watch(ws, state, _console())
+            return
+        snapshot = view.build(ws, state)
+    finally:
+        state.close()
     if as_json:
-        click.echo(jsonlib.dumps(info, indent=2, default=str))
-        return
-    console = _console()
-    console.print(f"lab {info['workspace']}")
-    if info["workers"]:
-        table = Table("experiment", "worker", "lane", "status", "minutes", "log", show_edge=False, header_style="bold")
-        for w in info["workers"]:
-            table.add_row(w["experiment"], w["worker"], w["lane"], w["status"], str(w["minutes"]), w["log"])
-        console.print(table)
-        if info["attach"]:
-            console.print(f"watch the workers live: {info['attach']}")
+        click.echo(jsonlib.dumps(lab_status.status(snapshot), indent=2, default=str))
     else:
-        console.print("no worker is running" + (f"; stopped: {info['stopped']}" if info["stopped"] else ""))
-    decisions = info["decisions"]
-    console.print(f"decisions: {decisions['LAND']} LAND, {decisions['KILL']} KILL, {decisions['ITERATE']} ITERATE")
-    if info["backlog"]:
-        console.print("backlog (top): " + ", ".join(f"{b['id']} ({b['score']})" for b in info["backlog"]))
-    board = Table("metric", "baseline", "best", "by", "main", show_edge=False, header_style="bold")
-    for row in info["leaderboard"]:
-        board.add_row(row["metric"], f"{row['baseline']:.4g}", f"{row['best']:.4g}", str(row["by"]), f"{row['main']:.4g}")
-    console.print(board)
-    lock = info["lock"]
-    holder = lock.get("holder") or {}
-    console.print(f"measurement lock: {lock['state']}" + (f" by pid {holder.get('pid')} ({holder.get('label')})" if holder else ""))
+        _console().print(lab_status.render(snapshot))
 
 
 @cli.group("backlog")
@@ -594,6 +629,18 @@ def report(workspace: Path) -> None:
     with _open_lab(workspace) as (ws, state):
         records.write_notebook(ws.root, state, final=True)
     click.echo((ws.root / "FINAL_REPORT.md").read_text())
+
+
+@cli.command()
+@workspace_argument
+@click.option("--port", type=int, default=8765, show_default=True, help="Port to listen on (0: any free one).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind; any other than 127.0.0.1 requires the token printed at start.")
+def serve(workspace: Path, port: int, host: str) -> None:
+    """A live, read-only web dashboard of the lab (workers, lock, backlog, experiments, journal, charts)."""
+    from orchard.lab.serve import serve as serve_dashboard
+
+    serve_dashboard(workspace, host, port, say=lambda text: click.echo(text, err=True))
 
 
 @cli.command()

@@ -68,7 +68,8 @@ def test_demo_walks_every_decision_path(tmp_path: Path, mark: str) -> None:
     report = (root / "FINAL_REPORT.md").read_text()
     assert "## Landed changes" in report and "## Killed hypotheses" in report
     assert "report/wall_ms" in (root / "LEADERBOARD.md").read_text()
-    assert "<svg" in (root / "report.html").read_text()
+    page = (root / "report.html").read_text()
+    assert "id='main-report-wall-ms'" in page and "id='experiments-report-wall-ms'" in page
     ws = Workspace.open(root)
     assert_nothing_left(mark, ws.tmux_socket)
     assert not list(Path(tempfile.gettempdir()).glob(f"{ws.tmux_socket}-*")), "executor files left in /tmp"

@@ -1,36 +1,68 @@
-"""Flows: the commands of an agent's task loop for one kind of CLI, as data.
+"""Flows: the commands of an agent's loop for one kind of CLI, as data.
 
 A flow file (TOML) gives, for each step of the loop (acquire a workspace,
-inspect, edit, snapshot, publish, describe, end, verify), the command
-templates an agent would run. Measuring a new git-like CLI means writing a
-flow, not code. A step may be an empty list only when the flow says why in
-`[notes]` (git's task description is its commit message, so git has no
-describe call): asymmetries are stated, never hidden. Flows shipped with
-orchard live in `orchard/bench/flows/<kind>.toml`.
+inspect, edit, snapshot, publish, describe, end), the command templates an
+agent would run, and optionally the commands of the other lanes (`[agent_task]`,
+`[interrupted]`, `[contention]`, `[core]`). Measuring a new git-like CLI means
+writing a flow, not code; a lane whose keys a flow lacks is a skip row naming
+them. A step may be an empty list only when the flow says why in `[notes]`
+(git's task description is its commit message, so git has no describe call):
+asymmetries are stated, never hidden.
+
+Flows are read strictly, like suites: an unknown key, a missing step or an
+unknown placeholder is a UsageError naming the file and the key, so a typo
+never silently measures something else. `env` tables (per flow, per command)
+are laid over the pinned environment of `orchard.bench.environment`.
+Oracles are never the subject's: for a flow that publishes to a git remote
+the harness's own git reads the pushed branch back, so such a flow may not
+give `verify` commands. Flows shipped with orchard live in
+`orchard/bench/flows/<kind>.toml`.
 """
 
 from __future__ import annotations
 
+import re
 import string
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from orchard.errors import UsageError
 
-STEPS = ("acquire", "inspect", "edit", "snapshot", "publish", "describe", "end", "verify")
+STEPS = ("acquire", "inspect", "edit", "snapshot", "publish", "describe", "end")
+VERIFY = "verify"
 CWDS = ("workspace", "base", "root", "verifier")
 STEP_KINDS = ("vcs", "edit")
 REMOTES = ("git", "oak")
-PLACEHOLDERS = frozenset(
+LOOP_PLACEHOLDERS = frozenset(
     {
         "bin", "workspace", "base", "root", "verifier", "branch", "payload",
         "message", "remote", "repo", "run", "phase", "bench_id", "subject",
     }
 )
+CONTENTION_PLACEHOLDERS = frozenset({"bin", "workspace", "root", "remote", "message", "path", "ref", "worker"})
+CORE_PLACEHOLDERS = frozenset({"bin", "workspace", "root", "fixture", "message"})
+CONTENTION_KEYS = ("clone", "commit_path", "commit_all", "publish", "sync")
+CORE_KEYS = ("acquire", "stage", "status", "diff", "log", "show")
+CORE_MEASURED = ("status", "diff", "log", "show")
+TOP_KEYS = frozenset(
+    {
+        "kind", "remote", "payload_file", "branch", "prepare", "cleanup", "env", "notes",
+        "steps", "probes", "agent_task", "publish_protocol", "interrupted", "contention", "core",
+    }
+)
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class PublishProtocol(StrEnum):
+    """What the interrupted-publication fixture must speak to cut a publication."""
+
+    GIT = "git"  # git's smart protocol (receive-pack) over the fixture's transport
+    OAK_HTTP = "oak-http"  # oak's HTTP push endpoint
 
 
 @dataclass(frozen=True)
@@ -42,9 +74,13 @@ class Command:
     cwd: str = "workspace"
     kind: str = "vcs"
     unmeasured: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)  # the flow's env with the command's laid over it
 
     def render(self, values: Mapping[str, Any]) -> list[str]:
         return [part.format_map(values) for part in self.argv]
+
+    def environment(self, values: Mapping[str, Any]) -> dict[str, str]:
+        return {name: value.format_map(values) for name, value in self.env.items()}
 
 
 @dataclass(frozen=True)
@@ -54,9 +90,13 @@ class Probe:
     argv: tuple[str, ...]
     cwd: str = "workspace"
     pattern: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
 
     def render(self, values: Mapping[str, Any]) -> list[str]:
         return [part.format_map(values) for part in self.argv]
+
+    def environment(self, values: Mapping[str, Any]) -> dict[str, str]:
+        return {name: value.format_map(values) for name, value in self.env.items()}
 
 
 @dataclass(frozen=True)
@@ -73,9 +113,37 @@ class Flow:
     cleanup: tuple[Command, ...] = ()
     probes: dict[str, Probe] = field(default_factory=dict)
     agent_task: dict[str, tuple[Command, ...]] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    publish_protocol: PublishProtocol | None = None
+    interrupted: dict[str, tuple[Command, ...]] = field(default_factory=dict)
+    contention: dict[str, tuple[Command, ...]] = field(default_factory=dict)
+    lost_race: str | None = None
+    core: dict[str, tuple[Command, ...]] = field(default_factory=dict)
 
     def step(self, name: str) -> tuple[Command, ...]:
         return self.steps[name]
+
+    @property
+    def harness_verifies(self) -> bool:
+        """A git remote is read back by the harness's git, never by the subject."""
+        return self.remote == "git"
+
+    def missing(self, needs: Iterable[str]) -> list[str]:
+        """Which of the keys a lane needs (`[section] key` or `key`) this flow lacks."""
+        absent = []
+        for need in needs:
+            section, _, key = need.partition("] ")
+            held = getattr(self, section.strip("[]"))
+            if not (key in held if key else held):
+                absent.append(need)
+        return absent
+
+    def skip_reason(self, lane: str, needs: Iterable[str]) -> str | None:
+        """The skip reason for a lane this flow cannot enter, or None."""
+        absent = self.missing(needs)
+        if not absent:
+            return None
+        return f"the {self.kind} flow ({self.path.name}) cannot enter {lane}: it has no {', '.join(absent)}"
 
 
 def _fields(template: str) -> Iterable[str]:
@@ -89,34 +157,58 @@ class _Reader:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.flow_env: dict[str, str] = {}
 
     def fail(self, where: str, problem: str) -> UsageError:
         return UsageError(f"flow {self.path}: {where}: {problem}")
 
-    def argv(self, where: str, value: Any) -> tuple[str, ...]:
+    def table(self, where: str, value: Any, allowed: Iterable[str]) -> dict[str, Any]:
+        """A TOML table whose keys must all be known."""
+        if not isinstance(value, dict):
+            raise self.fail(where, "must be a table")
+        allowed = tuple(allowed)
+        unknown = sorted(set(value) - set(allowed))
+        if unknown:
+            raise self.fail(where, f"unknown key `{unknown[0]}`; known: {', '.join(allowed)}")
+        return value
+
+    def template(self, where: str, part: str, known: frozenset[str]) -> None:
+        try:
+            names = list(_fields(part))
+        except ValueError as error:
+            raise self.fail(where, f"bad template {part!r}: {error}") from error
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            raise self.fail(where, f"unknown placeholder {{{unknown[0]}}}; known: {', '.join(sorted(known))}")
+
+    def argv(self, where: str, value: Any, known: frozenset[str]) -> tuple[str, ...]:
         if not isinstance(value, list) or not value or not all(isinstance(p, str) for p in value):
             raise self.fail(where, "`argv` must be a non-empty list of strings")
         for part in value:
-            try:
-                names = list(_fields(part))
-            except ValueError as error:
-                raise self.fail(where, f"bad template {part!r}: {error}") from error
-            unknown = [name for name in names if name not in PLACEHOLDERS]
-            if unknown:
-                raise self.fail(
-                    where,
-                    f"unknown placeholder {{{unknown[0]}}}; known: {', '.join(sorted(PLACEHOLDERS))}",
-                )
+            self.template(where, part, known)
         return tuple(value)
+
+    def env(self, where: str, value: Any, known: frozenset[str]) -> dict[str, str]:
+        """`env = { NAME = "value" }`: laid over the pinned environment; values may use placeholders."""
+        if not isinstance(value, dict):
+            raise self.fail(where, "`env` must be a table of NAME = \"value\"")
+        for name, text in value.items():
+            if not ENV_NAME.match(name):
+                raise self.fail(where, f"`env`: {name!r} is not a variable name")
+            if not isinstance(text, str):
+                raise self.fail(where, f"`env`: {name} must be a string, not {type(text).__name__}")
+            self.template(where, text, known)
+        return dict(value)
 
     def cwd(self, where: str, value: Any) -> str:
         if value not in CWDS:
             raise self.fail(where, f"`cwd` must be one of {', '.join(CWDS)}, not {value!r}")
         return str(value)
 
-    def command(self, where: str, value: Any) -> Command:
+    def command(self, where: str, value: Any, known: frozenset[str]) -> Command:
         if not isinstance(value, dict):
             raise self.fail(where, "each command must be a table")
+        self.table(where, value, ("argv", "name", "cwd", "kind", "unmeasured", "env"))
         name = value.get("name")
         if name is not None and not isinstance(name, str):
             raise self.fail(where, "`name` must be a string")
@@ -124,16 +216,21 @@ class _Reader:
         if kind not in STEP_KINDS:
             raise self.fail(where, f"`kind` must be one of {', '.join(STEP_KINDS)}")
         cwd = self.cwd(where, value.get("cwd", "workspace"))
+        env = {**self.flow_env, **self.env(where, value.get("env", {}), known)}
         if "unmeasured" in value:
             if not isinstance(value["unmeasured"], str) or not value["unmeasured"].strip():
                 raise self.fail(where, "`unmeasured` must give the reason")
-            return Command((), name, cwd, kind, value["unmeasured"])
-        return Command(self.argv(where, value.get("argv")), name, cwd, kind)
+            if "argv" in value:
+                raise self.fail(where, "give `argv` or `unmeasured`, not both")
+            return Command((), name, cwd, kind, value["unmeasured"], env)
+        return Command(self.argv(where, value.get("argv"), known), name, cwd, kind, None, env)
 
-    def commands(self, where: str, value: Any, *, named: bool = False) -> tuple[Command, ...]:
+    def commands(
+        self, where: str, value: Any, *, named: bool = False, known: frozenset[str] = LOOP_PLACEHOLDERS
+    ) -> tuple[Command, ...]:
         if not isinstance(value, list):
             raise self.fail(where, "must be a list of command tables")
-        result = tuple(self.command(f"{where}[{i}]", item) for i, item in enumerate(value))
+        result = tuple(self.command(f"{where}[{i}]", item, known) for i, item in enumerate(value))
         if named or len(result) > 1:
             names = [command.name for command in result]
             if any(not name for name in names) or len(set(names)) != len(names):
@@ -141,16 +238,60 @@ class _Reader:
         return result
 
     def probe(self, where: str, value: Any) -> Probe:
-        if not isinstance(value, dict):
-            raise self.fail(where, "must be a table with `argv`")
+        value = self.table(where, value, ("argv", "cwd", "pattern", "env"))
         pattern = value.get("pattern")
-        if pattern is not None and not isinstance(pattern, str):
-            raise self.fail(where, "`pattern` must be a string")
-        return Probe(self.argv(where, value.get("argv")), self.cwd(where, value.get("cwd", "workspace")), pattern)
+        if pattern is not None:
+            if not isinstance(pattern, str):
+                raise self.fail(where, "`pattern` must be a string")
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise self.fail(where, f"`pattern` is not a regular expression: {error}") from error
+        env = {**self.flow_env, **self.env(where, value.get("env", {}), LOOP_PLACEHOLDERS)}
+        argv = self.argv(where, value.get("argv"), LOOP_PLACEHOLDERS)
+        return Probe(argv, self.cwd(where, value.get("cwd", "workspace")), pattern, env)
+
+    def section(
+        self, name: str, value: Any, keys: Iterable[str], known: frozenset[str], extra: Iterable[str] = ()
+    ) -> dict[str, tuple[Command, ...]]:
+        """An optional lane section: each key a non-empty command list."""
+        keys = tuple(keys)
+        table = self.table(name, value, (*keys, *extra))
+        result = {}
+        for key in keys:
+            if key in table:
+                result[key] = self.commands(f"{name}.{key}", table[key], known=known)
+                if not result[key]:
+                    raise self.fail(f"{name}.{key}", "must give at least one command")
+        return result
+
+
+def _steps(reader: _Reader, data: dict[str, Any], notes: dict[str, str], remote: str) -> dict[str, tuple[Command, ...]]:
+    raw = reader.table("steps", data.get("steps"), (*STEPS, VERIFY)) if "steps" in data else None
+    if raw is None:
+        raise reader.fail("steps", "missing [steps] table")
+    steps: dict[str, tuple[Command, ...]] = {}
+    for name in STEPS:
+        if name not in raw:
+            raise reader.fail(f"step {name!r}", f"missing (a flow needs {', '.join(STEPS)})")
+        steps[name] = reader.commands(f"step {name!r}", raw[name])
+        if not steps[name] and name not in notes:
+            raise reader.fail(f"step {name!r}", f"empty step needs [notes] {name} = \"why\"")
+    if remote == "git" and VERIFY in raw:
+        raise reader.fail(
+            f"step {VERIFY!r}",
+            "a flow with remote = \"git\" is verified by the harness's own git (a fresh clone of the pushed "
+            "branch), never by the subject: remove it",
+        )
+    if remote != "git":
+        if not raw.get(VERIFY):
+            raise reader.fail(f"step {VERIFY!r}", f"missing (remote = {remote!r} needs commands that fetch the branch into {{verifier}})")
+        steps[VERIFY] = reader.commands(f"step {VERIFY!r}", raw[VERIFY])
+    return steps
 
 
 def load_flow(path: Path) -> Flow:
-    """Read and validate a flow file; any problem is a UsageError naming file and step."""
+    """Read and validate a flow file; any problem is a UsageError naming file and key."""
     path = Path(path)
     reader = _Reader(path)
     try:
@@ -159,52 +300,59 @@ def load_flow(path: Path) -> Flow:
         raise UsageError(f"flow file {path} does not exist") from error
     except tomllib.TOMLDecodeError as error:
         raise UsageError(f"flow {path} is not valid TOML: {error}") from error
+    unknown = sorted(set(data) - TOP_KEYS)
+    if unknown:
+        raise reader.fail(unknown[0], f"unknown key; a flow has {', '.join(sorted(TOP_KEYS))}")
     kind = data.get("kind")
     if not isinstance(kind, str) or not kind:
         raise reader.fail("kind", "missing `kind`")
-    if data.get("remote") not in REMOTES:
+    remote = data.get("remote")
+    if remote not in REMOTES:
         raise reader.fail("remote", f"`remote` must be one of {', '.join(REMOTES)}")
+    reader.flow_env = reader.env("env", data.get("env", {}), LOOP_PLACEHOLDERS)
     notes = data.get("notes", {})
-    if not isinstance(notes, dict) or not all(isinstance(v, str) for v in notes.values()):
+    if not isinstance(notes, dict):
         raise reader.fail("notes", "must be a table of strings")
-    raw_steps = data.get("steps")
-    if not isinstance(raw_steps, dict):
-        raise reader.fail("steps", "missing [steps] table")
-    steps: dict[str, tuple[Command, ...]] = {}
-    for name in STEPS:
-        if name not in raw_steps:
-            raise reader.fail(f"step {name!r}", f"missing (a flow needs {', '.join(STEPS)})")
-        steps[name] = reader.commands(f"step {name!r}", raw_steps[name])
-        if not steps[name] and name not in notes:
-            raise reader.fail(f"step {name!r}", f"empty step needs [notes] {name} = \"why\"")
-    extra = sorted(set(raw_steps) - set(STEPS))
-    if extra:
-        raise reader.fail(f"step {extra[0]!r}", f"unknown step; steps are {', '.join(STEPS)}")
+    for key, note in notes.items():
+        if not isinstance(note, str) or not note.strip():
+            raise reader.fail("notes", f"`{key}` must be a string saying why")
+    payload_file = data.get("payload_file", "task-notes.md")
+    if not isinstance(payload_file, str) or not payload_file:
+        raise reader.fail("payload_file", "must be a file name")
+    steps = _steps(reader, data, notes, str(remote))
     branch = data.get("branch")
     branch_template: str | None = None
     branch_probe: Probe | None = None
     if isinstance(branch, str):
-        reader.argv("branch", [branch])
+        reader.argv("branch", [branch], LOOP_PLACEHOLDERS)
         branch_template = branch
-    elif isinstance(branch, dict) and "probe" in branch:
-        branch_probe = reader.probe("branch.probe", branch["probe"])
+    elif isinstance(branch, dict):
+        branch_probe = reader.probe("branch.probe", reader.table("branch", branch, ("probe",)).get("probe"))
         if not branch_probe.pattern:
             raise reader.fail("branch.probe", "needs a `pattern` whose group 1 is the branch")
     else:
         raise reader.fail("branch", "give a template string or a [branch] probe")
-    probes = {
-        name: reader.probe(f"probes.{name}", value)
-        for name, value in data.get("probes", {}).items()
-    }
-    agent_task: dict[str, tuple[Command, ...]] = {}
-    raw_agent = data.get("agent_task", {})
-    for phase in raw_agent.get("phases", []):
-        agent_task[phase] = reader.commands(f"agent_task.{phase}", raw_agent.get(phase), named=True)
+    raw_probes = data.get("probes", {})
+    if not isinstance(raw_probes, dict):
+        raise reader.fail("probes", "must be a table of probes")
+    probes = {name: reader.probe(f"probes.{name}", value) for name, value in raw_probes.items()}
+    protocol = data.get("publish_protocol")
+    if protocol is not None and protocol not in set(PublishProtocol):
+        raise reader.fail("publish_protocol", f"must be one of {', '.join(PublishProtocol)}, not {protocol!r}")
+    raw_contention = data.get("contention", {})
+    lost_race = raw_contention.get("lost_race") if isinstance(raw_contention, dict) else None
+    if lost_race is not None:
+        if not isinstance(lost_race, str):
+            raise reader.fail("contention.lost_race", "must be a regular expression string")
+        try:
+            re.compile(lost_race)
+        except re.error as error:
+            raise reader.fail("contention.lost_race", f"not a regular expression: {error}") from error
     return Flow(
         kind=kind,
         path=path,
-        remote=str(data["remote"]),
-        payload_file=str(data.get("payload_file", "task-notes.md")),
+        remote=str(remote),
+        payload_file=payload_file,
         steps=steps,
         notes={str(k): str(v) for k, v in notes.items()},
         branch_template=branch_template,
@@ -212,8 +360,30 @@ def load_flow(path: Path) -> Flow:
         prepare=reader.commands("prepare", data.get("prepare", [])),
         cleanup=reader.commands("cleanup", data.get("cleanup", [])),
         probes=probes,
-        agent_task=agent_task,
+        agent_task=_agent_task(reader, data.get("agent_task")),
+        env=reader.flow_env,
+        publish_protocol=None if protocol is None else PublishProtocol(protocol),
+        interrupted=reader.section("interrupted", data.get("interrupted", {}), ("acquire", "publish"), LOOP_PLACEHOLDERS),
+        contention=reader.section("contention", raw_contention, CONTENTION_KEYS, CONTENTION_PLACEHOLDERS, ("lost_race",)),
+        lost_race=lost_race,
+        core=reader.section("core", data.get("core", {}), CORE_KEYS, CORE_PLACEHOLDERS),
     )
+
+
+def _agent_task(reader: _Reader, raw: Any) -> dict[str, tuple[Command, ...]]:
+    """`[agent_task]`: `phases` names the ordered phases; each phase is a list of named commands."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise reader.fail("agent_task", "must be a table")
+    phases = raw.get("phases")
+    if not isinstance(phases, list) or not phases or not all(isinstance(p, str) and p for p in phases):
+        raise reader.fail("agent_task", "`phases` must be a non-empty list of phase names")
+    absent = [phase for phase in phases if phase not in raw]
+    if absent:
+        raise reader.fail("agent_task", f"phase {absent[0]!r} has no command list")
+    reader.table("agent_task", {k: v for k, v in raw.items() if k not in phases}, ("phases",))
+    return {phase: reader.commands(f"agent_task.{phase}", raw[phase], named=True) for phase in phases}
 
 
 def shipped_flow_files() -> dict[str, Path]:

@@ -68,9 +68,11 @@ def _metric(row: Mapping[str, Any], metric: str) -> float | None:
 
 
 def _total_operation(row: Mapping[str, Any]) -> str:
-    """Contention totals differ by mode and worker count: both belong in the name."""
+    """Contention totals differ by mode and worker count, core totals by repository: that belongs in the name."""
     if row.get("mode") is not None:
         return f"{row['operation']}[{row['mode']},workers={row.get('workers')}]"
+    if row.get("fixture_label") is not None:  # core lane: one cell per generated repository
+        return f"{row['operation']}[{row['fixture_label']}]"
     return str(row["operation"])
 
 
@@ -97,7 +99,7 @@ class _Samples:
 
 def _collect(lane: str, lane_rows: Sequence[Mapping[str, Any]]) -> _Samples:
     samples = _Samples()
-    good = [row for row in lane_rows if row.get("returncode") == 0]
+    good = [row for row in lane_rows if row.get("returncode") == 0 and not row.get("warmup")]
     for row in good:
         samples.transport[(str(row.get("scenario")), str(row.get("subject")))] = row.get("remote_transport")
     totals = [row for row in good if row.get("step_kind") == "total"]

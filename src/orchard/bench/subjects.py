@@ -19,8 +19,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from orchard.bench.environment import isolated_env
 from orchard.bench.binary import binary_sha256, check_binary
+from orchard.bench.environment import isolated_env
 from orchard.errors import UsageError
 
 VERSION_TIMEOUT_S = 10.0
@@ -37,6 +37,7 @@ class Subject:
     version: str | None = None
     sha256: str | None = None
     absent_reason: str | None = None
+    version_error: str | None = None  # why `BIN --version` gave no version
 
     def identity(self) -> dict[str, Any]:
         """What `orchard.bench.rows` needs to name the subject."""
@@ -47,6 +48,7 @@ class Subject:
         return {
             "subject_bin": None if self.bin is None else str(self.bin),
             "subject_version": self.version,
+            "subject_version_error": self.version_error,
             "subject_binary_sha256": self.sha256,
         }
 
@@ -55,8 +57,8 @@ def default_subjects_file() -> Path:
     return Path(str(resources.files("orchard.bench").joinpath("subjects.toml")))
 
 
-def binary_version(path: Path) -> str | None:
-    """First line of `BIN --version`, or None if the binary does not say."""
+def binary_version(path: Path) -> tuple[str | None, str | None]:
+    """(first line of `BIN --version`, None), or (None, why there is no version)."""
     try:
         done = subprocess.run(
             [str(path), "--version"],
@@ -65,10 +67,17 @@ def binary_version(path: Path) -> str | None:
             timeout=VERSION_TIMEOUT_S,
             check=False,
         )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+    except subprocess.TimeoutExpired:
+        return None, f"`--version` timed out after {VERSION_TIMEOUT_S:.0f} s"
+    except OSError as error:
+        return None, f"`--version` could not start: {error.strerror or error}"
     text = (done.stdout or done.stderr).decode("utf-8", errors="replace").strip()
-    return text.splitlines()[0] if done.returncode == 0 and text else None
+    first = text.splitlines()[0][:200] if text else ""
+    if done.returncode != 0:
+        return None, f"`--version` failed (exit {done.returncode})" + (f": {first}" if first else "")
+    if not first:
+        return None, "`--version` printed nothing"
+    return first, None
 
 
 def load_subjects_file(path: Path) -> dict[str, dict[str, Any]]:
@@ -114,7 +123,8 @@ def resolve(name: str, kind: str, label: str, binary: Path | None, absent: str |
     """Fill in version and sha256 for a found binary."""
     if binary is None:
         return Subject(name, kind, label, None, absent_reason=absent)
-    return Subject(name, kind, label, binary, binary_version(binary), binary_sha256(binary))
+    version, version_error = binary_version(binary)
+    return Subject(name, kind, label, binary, version, binary_sha256(binary), version_error=version_error)
 
 
 def parse_subjects(

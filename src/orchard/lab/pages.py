@@ -212,7 +212,7 @@ def report_html(view: LabView) -> str:
     """report.html: one file, no network needed (plotly inlined), the same sections as the dashboard."""
     page = build_page(view, live=False)
     figures = _script_json(json.dumps([{"id": c.id, "figure": json.loads(c.figure)} for c in page.charts]))
-    return ("<!doctype html><html lang=en><head><meta charset='utf-8'><title>orchard lab report</title>"
+    return ("<!doctype html><html lang=en><head><meta charset='utf-8'><title>orchard lab report</title><link rel=icon href='data:,'>"
             f"<style>{STYLE}</style><script>{plotly_js()}</script></head><body>"
             f"<h1>orchard lab report</h1><p class=muted>rendered {when(view.generated_at)} from lab.db</p>"
             f"{body(page)}<script>{CHART_SCRIPT}\norchardDraw({figures});</script></body></html>\n")

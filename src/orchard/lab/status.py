@@ -7,11 +7,23 @@ measurement lock right now; `--watch` redraws it while the lab runs.
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict
 from typing import Any
 
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from orchard.lab import view
 from orchard.lab.executors import attach_command
+from orchard.lab.state import LabState
+from orchard.lab.verdict_table import num
 from orchard.lab.view import LabView
+from orchard.lab.workspace import Workspace
+
+WATCH_INTERVAL_S = 2.0
 
 
 def status(lab: LabView) -> dict[str, Any]:
@@ -31,3 +43,41 @@ def status(lab: LabView) -> dict[str, Any]:
         "lock": {"state": lock.state, "path": lock.path, "holder": holder, "queue": list(lock.queue)},
         "stopped": lab.stopped,
     }
+
+
+def render(lab: LabView) -> Group:
+    """The snapshot for a terminal: what `orchard status` prints and `--watch` redraws."""
+    parts: list[RenderableType] = [Text(f"lab {lab.workspace}")]
+    if lab.workers:
+        table = Table("experiment", "worker", "lane", "status", "minutes", "log", show_edge=False, header_style="bold")
+        for w in lab.workers:
+            table.add_row(w.experiment, w.worker, w.lane, w.status, str(round(w.elapsed_s / 60, 1)), w.log)
+        parts.append(table)
+        if lab.executor != "subprocess":
+            parts.append(Text(f"watch the workers live: {attach_command(lab.tmux_socket)}"))
+    else:
+        parts.append(Text("no worker is running" + (f"; stopped: {lab.stopped}" if lab.stopped else "")))
+    d = lab.decisions
+    parts.append(Text(f"decisions: {d.get('LAND', 0)} LAND, {d.get('KILL', 0)} KILL, {d.get('ITERATE', 0)} ITERATE"))
+    if lab.backlog:
+        parts.append(Text("backlog (top): " + ", ".join(f"{b.id} ({round(b.score, 3)})" for b in lab.backlog[:8])))
+    board = Table("metric", "baseline", "best", "by", "main", show_edge=False, header_style="bold")
+    for row in lab.leaderboard:
+        board.add_row(row.metric, num(row.baseline), num(row.best), row.by, num(row.main))
+    parts.append(board)
+    lock = lab.lock
+    holder = f" by pid {lock.holder_pid} ({lock.holder_label})" if lock.state == "held" and lock.holder_pid else ""
+    queue = f"; queue: {', '.join(f'pid {pid}' for pid in lock.queue)}" if lock.queue else ""
+    parts.append(Text(f"measurement lock: {lock.state}{holder}{queue}"))
+    return Group(*parts)
+
+
+def watch(ws: Workspace, state: LabState, console: Console, interval_s: float = WATCH_INTERVAL_S) -> None:
+    """Redraw the status in place until Ctrl-C (which ends the watch, never the lab)."""
+    with Live(render(view.build(ws, state)), console=console, refresh_per_second=4, screen=False) as live:
+        try:
+            while True:
+                time.sleep(interval_s)
+                live.update(render(view.build(ws, state)))
+        except KeyboardInterrupt:
+            pass

@@ -21,7 +21,12 @@ from typing import Any
 from orchard.bench import rows
 from orchard.bench.flows import Flow, Probe
 from orchard.bench.lanes.steps import LaneContext, Recorder, Row, fail
-from orchard.bench.lanes.task_loop import network_totals, phase_values, start
+from orchard.bench.lanes.task_loop import (
+    network_totals,
+    oracle_method,
+    phase_values,
+    start,
+)
 from orchard.bench.lanes.transport import LOOPBACK, Remote, free_port, wait_for_port
 from orchard.bench.subjects import Subject
 
@@ -59,6 +64,8 @@ def run(ctx: LaneContext, subject: Subject, flow: Flow, remote: Remote, run_inde
         TOTAL,
         oracle_payload_on_remote_branch=oracle_ok,
         oracle_by_phase=oracle,
+        oracle_method=oracle_method(flow),
+        flow_notes=flow.notes,
         acquisition_models={phase: ACQUISITION_MODELS.get(phase, "as the flow says") for phase in phases},
         os_cache_state="unknown",
         os_cache_state_reason="page cache neither purged nor instrumented",

@@ -4,11 +4,15 @@ N workers, started together, each make K commits and publish them, in two
 modes:
 
 - `shared_checkout`: every worker commits in one checkout (each to its own
-  tracked file, `git commit -- <file>`), so they contend for the index and
-  HEAD locks; each then pushes HEAD to its own branch of the remote.
-- `clone_per_worker`: one bare remote, one clone per worker; every commit is
-  pushed to `main` at once, so workers race for the one ref: a rejected push
-  is followed by `git pull --rebase` and another push.
+  tracked file, the flow's `commit_path`), so they contend for the index and
+  HEAD locks; each then publishes HEAD to its own branch of the remote.
+- `clone_per_worker`: one bare remote, one clone per worker; every commit
+  (`commit_all`) is published to `main` at once, so workers race for the one
+  ref: a rejected publication is followed by the flow's `sync` and another try.
+
+Every command comes from the subject's flow (`[contention]`): a flow without
+the keys a mode needs is a skip row naming them. The fixture and the integrity
+checks use the harness's own git, never the subject.
 
 A command that loses a race (a held lock, a rejected push) is retried with
 exponential, fully jittered backoff and counted. Integrity is checked after
@@ -38,10 +42,11 @@ import psutil
 
 from orchard.bench import rows, runner, tokens
 from orchard.bench.environment import isolated_env
-from orchard.bench.lanes.markdown import skips_and_failures, table
+from orchard.bench.flows import Flow
+from orchard.bench.lanes.markdown import skips_and_failures, subjects_section, table
 from orchard.bench.lanes.remotes import FixtureError, harness
-from orchard.bench.lanes.steps import fail
 from orchard.bench.lanes.session import LaneResult, check_common, lane_session
+from orchard.bench.lanes.steps import fail
 from orchard.bench.lanes.transport import harness_git
 from orchard.bench.runner import kill_group
 from orchard.bench.subjects import Subject
@@ -74,9 +79,16 @@ def parse_workers(text: str) -> list[int]:
     return counts
 
 
+NEEDS = {
+    "shared_checkout": ("[contention] clone", "[contention] commit_path", "[contention] publish"),
+    "clone_per_worker": ("[contention] clone", "[contention] commit_all", "[contention] publish", "[contention] sync"),
+}
+
+
 @dataclass
 class ContentionOptions:
     subjects: list[Subject]
+    flows: Mapping[str, Flow]
     results: Path
     workers: list[int] = field(default_factory=lambda: [2, 8, 32])
     commits: int = DEFAULT_COMMITS
@@ -120,15 +132,31 @@ class Worker:
 class Campaign:
     """One (subject, mode, N) measurement: fixture, workers, integrity."""
 
-    def __init__(self, git: str, subject: Subject, mode: str, workers: int, options: ContentionOptions, root: Path, env: dict[str, str], stop: threading.Event) -> None:
-        self.git, self.bin = git, str(subject.bin)
+    def __init__(self, git: str, subject: Subject, flow: Flow, mode: str, workers: int, options: ContentionOptions, root: Path, env: dict[str, str], stop: threading.Event) -> None:
+        self.git, self.bin, self.flow = git, str(subject.bin), flow
         self.subject, self.mode, self.n, self.options = subject, mode, workers, options
         self.root, self.env, self.stop = root, env, stop
         self.bare = root / "remote.git"
+        self.lost_race = re.compile(flow.lost_race, re.IGNORECASE) if flow.lost_race else LOST_RACE
         self.stand_ins = tokens.StandIns.of({self.bin: "BIN", str(root): "ROOT", subject.name: "SUBJECT"})
 
-    def call(self, worker: Worker, operation: str, argv: list[str]) -> runner.Capture:
-        capture = runner.run(argv, cwd=worker.checkout, env=self.env, timeout_s=self.options.step_timeout_s)
+    def values(self, worker: Worker, **more: str) -> dict[str, str]:
+        """Template values of the flow's `[contention]` commands for one worker."""
+        return {
+            "bin": self.bin, "root": str(self.root), "remote": str(self.bare), "workspace": str(worker.checkout),
+            "path": worker.file, "worker": str(worker.index), "message": "", "ref": "", **more,
+        }
+
+    def step(self, worker: Worker, operation: str, key: str, on_lost: str | None = None, **more: str) -> bool:
+        """Every command of the flow's `[contention] key`, each until it wins."""
+        values = self.values(worker, **more)
+        return all(
+            self.until_won(worker, operation, command.render(values), on_lost, command.environment(values))
+            for command in self.flow.contention[key]
+        )
+
+    def call(self, worker: Worker, operation: str, argv: list[str], env: Mapping[str, str]) -> runner.Capture:
+        capture = runner.run(argv, cwd=worker.checkout, env={**self.env, **env}, timeout_s=self.options.step_timeout_s)
         worker.calls.append(
             {
                 "operation": operation,
@@ -144,7 +172,7 @@ class Campaign:
         )
         return capture
 
-    def until_won(self, worker: Worker, operation: str, argv: list[str], on_lost: str | None = None) -> bool:
+    def until_won(self, worker: Worker, operation: str, argv: list[str], on_lost: str | None, env: Mapping[str, str]) -> bool:
         """Run until it succeeds; a lost race is retried (after a sync when given), anything else fails.
 
         Backoff is exponential with full jitter, so 32 workers in one checkout
@@ -157,16 +185,16 @@ class Campaign:
             if self.stop.is_set():
                 worker.error = "interrupted"
                 return False
-            capture = self.call(worker, operation, argv)
+            capture = self.call(worker, operation, argv, env)
             if capture.ok:
                 return True
             text = capture.stderr_text + capture.stdout_text
-            if capture.timed_out or not LOST_RACE.search(text):
+            if capture.timed_out or not self.lost_race.search(text):
                 worker.error = f"{operation} failed: {'timed out' if capture.timed_out else text.strip()[-300:]}"
                 return False
             if on_lost == "sync":
                 worker.publish_retries += 1
-                if not self.until_won(worker, "sync", [self.bin, "pull", "-q", "--rebase", "origin", "main"]):
+                if not self.step(worker, "sync", "sync"):
                     return False
             else:
                 worker.lock_retries += 1
@@ -190,15 +218,19 @@ class Campaign:
         ):
             harness(argv, seed, self.env)
         if self.mode == "shared_checkout":
-            shared = self.root / "shared"
-            harness([self.bin, "clone", "-q", str(self.bare), str(shared)], self.root, self.env)
-            return [Worker(index, shared) for index in range(self.n)]
-        workers = []
-        for index in range(self.n):
-            checkout = self.root / f"w{index:02d}"
-            harness([self.bin, "clone", "-q", str(self.bare), str(checkout)], self.root, self.env)
-            workers.append(Worker(index, checkout))
+            shared = Worker(0, self.root / "shared")
+            self.clone(shared)
+            return [shared] + [Worker(index, shared.checkout) for index in range(1, self.n)]
+        workers = [Worker(index, self.root / f"w{index:02d}") for index in range(self.n)]
+        for worker in workers:
+            self.clone(worker)
         return workers
+
+    def clone(self, worker: Worker) -> None:
+        """The flow's `clone` commands (untimed set-up) make the worker's checkout."""
+        values = self.values(worker)
+        for command in self.flow.contention["clone"]:
+            harness(command.render(values), Path(values[command.cwd]), {**self.env, **command.environment(values)})
 
     def work(self, worker: Worker, barrier: threading.Barrier) -> None:
         barrier.wait()
@@ -208,22 +240,18 @@ class Campaign:
                 with open(worker.checkout / worker.file, "a", encoding="utf-8") as handle:
                     handle.write(f"w{worker.index} c{commit}\n")
                 message = f"w{worker.index} c{commit}"
-                if self.mode == "shared_checkout":
-                    argv = [self.bin, "commit", "-q", "-m", message, "--", worker.file]
-                else:
-                    argv = [self.bin, "commit", "-q", "-a", "-m", message]
-                if not self.until_won(worker, "snapshot", argv):
+                key = "commit_path" if self.mode == "shared_checkout" else "commit_all"
+                if not self.step(worker, "snapshot", key, message=message):
                     return
                 worker.commits += 1
                 worker.made.append(message)
                 if self.mode == "clone_per_worker":
-                    if not self.until_won(worker, "publish", [self.bin, "push", "-q", "origin", "HEAD:main"], on_lost="sync"):
+                    if not self.step(worker, "publish", "publish", on_lost="sync", ref="main"):
                         return
                     worker.publishes += 1
-            if self.mode == "shared_checkout":
-                refspec = f"HEAD:refs/heads/worker-{worker.index:02d}"
-                if self.until_won(worker, "publish", [self.bin, "push", "-q", "origin", refspec]):
-                    worker.publishes += 1
+            shared = self.mode == "shared_checkout"
+            if shared and self.step(worker, "publish", "publish", ref=f"refs/heads/worker-{worker.index:02d}"):
+                worker.publishes += 1
         finally:
             worker.ended = time.perf_counter()
 
@@ -233,7 +261,8 @@ class Campaign:
         trees: dict[int, str] = {}
         if self.mode == "shared_checkout":
             shared = workers[0].checkout
-            log = harness([self.git, "log", "--format=%s", "HEAD"], shared, self.env)
+            # The shared checkout is read when git can read it; the remote always.
+            log = _quiet(self.git, ["log", "--format=%s", "HEAD"], self.env, shared)
             for worker in workers:
                 branch = f"refs/heads/worker-{worker.index:02d}"
                 histories[worker.index] = log + _quiet(self.git, ["--git-dir", str(self.bare), "log", "--format=%s", branch], self.env)
@@ -390,9 +419,8 @@ def run_lane(options: ContentionOptions, out: TextIO | None = None) -> LaneResul
                             "scenario": SCENARIO, "run": run_index, "mode": mode,
                             "workers": count, "commits_per_worker": options.commits,
                         }
-                        reason = subject.absent_reason if subject.bin is None else (
-                            None if subject.kind == "git" else "the contention lane drives git-kind subjects only"
-                        )
+                        flow = options.flows[subject.kind]
+                        reason = subject.absent_reason if subject.bin is None else _skip_reason(flow, mode)
                         if reason:
                             session.writer.write(rows.skip_row(subject=subject.identity(), scenario=SCENARIO, operation="contention.skipped", run=run_index, metadata=base, reason=reason))
                             continue
@@ -400,12 +428,19 @@ def run_lane(options: ContentionOptions, out: TextIO | None = None) -> LaneResul
                         folder = session.root / f"{subject.name}-{mode}-{count}-r{run_index}"
                         folder.mkdir()
                         try:
-                            measure(Campaign(git, subject, mode, count, options, folder, env, stop), base, session.writer.write)
+                            measure(Campaign(git, subject, flow, mode, count, options, folder, env, stop), base, session.writer.write)
                         except FixtureError as error:
                             session.writer.write(fail({**base, "operation": TOTAL, "step_kind": "total", "returncode": 0}, f"fixture: {error}"))
                         if not options.keep_workdirs:
                             shutil.rmtree(folder, ignore_errors=True)
     return session.result()
+
+
+def _skip_reason(flow: Flow, mode: str) -> str | None:
+    """Why this flow cannot enter this mode (the keys it lacks), or None."""
+    if flow.remote != "git":
+        return f"the {flow.kind} flow ({flow.path.name}) publishes to {flow.remote!r}; contention publishes to a git remote (remote = \"git\")"
+    return flow.skip_reason(f"contention {mode}", NEEDS[mode])
 
 
 def summary(all_rows: Sequence[Mapping[str, Any]]) -> str:
@@ -418,8 +453,10 @@ def summary(all_rows: Sequence[Mapping[str, Any]]) -> str:
         "clone_per_worker: a clone each, every commit pushed to main (a rejected push is",
         "rebased and retried). Retries count lost races. Integrity: every commit in the final",
         "history and every written line in the final tree (lost updates fail the row), git fsck clean.",
-        "",
+        "Each subject's commands come from its flow's [contention] table.",
     ]
+    lines += subjects_section(all_rows)
+    lines += [""]
     lines += table(
         ("Subject", "Mode", "Workers", "Commits/worker", "Wall ms", "Snapshots/s", "Retries", "Tool calls", "Lost updates", "fsck clean", "Result"),
         (

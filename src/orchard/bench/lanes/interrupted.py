@@ -8,13 +8,14 @@ It passes only if the fixture saw exactly one complete request (no blind
 replay), the CLI did not claim success, and the local head, the edited file
 and the "not yet published" state all survived.
 
-For git subjects the fixture is `ByteProxy` in front of `git daemon` with
+The fixture is chosen by the flow's `publish_protocol`. For `git` it is `ByteProxy` in front of `git daemon` with
 `DropAfterPushRequest`: fetches pass through; a push's service line reaches
 the daemon (which answers with its refs), but the command list and pack are
 withheld from it and parsed by `pushwire`; once the pack's SHA-1 trailer has
 arrived and matches, the connection is dropped. The daemon never sees the
 update, so its ref is checked unchanged: the fixture, not the CLI, knows the
-push was not applied. For oak subjects the fixture is an HTTP server that
+push was not applied. Any CLI that pushes over git's wire declares `git`. For
+`oak-http` the fixture is an HTTP server that
 reads a push POST to its Content-Length and drops the connection, as the seed
 harness does.
 """
@@ -24,13 +25,13 @@ from __future__ import annotations
 import hashlib
 import socket
 import threading
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from orchard.bench import rows
-from orchard.bench.flows import Flow
+from orchard.bench.flows import Flow, PublishProtocol
 from orchard.bench.lanes import pushwire
 from orchard.bench.lanes.remotes import FixtureError, harness, seed_bare
 from orchard.bench.lanes.steps import LaneContext, Recorder, Row, fail
@@ -220,23 +221,39 @@ def _sha256(path: Path) -> str | None:
         return None
 
 
-def run(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int, git: str) -> Row:
-    """One interrupted publication for one subject; returns its total row."""
-    fields = {"remote_transport": TRANSPORT, "remote_server": LOOPBACK, "benchmark_track": "failure-evidence"}
+NEEDS = ("publish_protocol", "[interrupted] acquire", "[probes] head", "[probes] unpublished")
+
+
+def run(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int) -> Row:
+    """One interrupted publication for one subject; returns its total row.
+
+    The fixture is chosen by the flow's `publish_protocol`, not by the
+    subject's kind: any CLI that publishes over git's smart protocol is cut by
+    the git fixture. The workspace comes from the flow's `[interrupted]
+    acquire` commands, the attempt is `[interrupted] publish` (else the last
+    command of the publish step).
+    """
+    protocol = flow.publish_protocol
+    fields = {
+        "remote_transport": TRANSPORT, "remote_server": LOOPBACK, "benchmark_track": "failure-evidence",
+        "publish_protocol": None if protocol is None else str(protocol),
+    }
     rec = Recorder(ctx, subject, SCENARIO, run_index, fields=fields, fixture_id=FIXTURE_ID)
     root = ctx.root / f"interrupted-{subject.name}-r{run_index}"
     workspace = root / "work"
     root.mkdir(parents=True)
     values: dict[str, Any] = {
         "bin": str(subject.bin), "root": str(root), "workspace": str(workspace), "base": str(root),
-        "run": run_index, "bench_id": ctx.bench_id, "subject": subject.name, "phase": "setup",
+        "verifier": str(root / "verifier"), "run": run_index, "bench_id": ctx.bench_id,
+        "subject": subject.name, "phase": "setup",
         "payload": f"interrupted publication run={run_index} bench={ctx.bench_id}",
         "message": f"interrupted publication {ctx.bench_id} r{run_index}", "repo": "oak/repo",
     }
+    git = ctx.git
     http_server: ThreadingHTTPServer | None = None
     thread: threading.Thread | None = None
     try:
-        if subject.kind == "git":
+        if protocol is PublishProtocol.GIT:
             fault = DropAfterPushRequest()
             report = fault.report
             name = f"interrupted-{subject.name}-r{run_index}"
@@ -244,8 +261,6 @@ def run(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int, git: str
             proxy = ctx.servers.proxy(ctx.servers.daemon().port, fault)
             values.update(remote=f"git://{LOOPBACK}:{proxy.port}/{name}.git", branch="main")
             ref_before = harness([git, "--git-dir", str(bare), "rev-parse", "refs/heads/main"], root, ctx.env).strip()
-            if not rec.harness("setup.acquire", [str(subject.bin), "clone", "-q", values["remote"], str(workspace)], root).ok:
-                raise FixtureError("clone through the fault proxy failed")
         else:
             http_server = ThreadingHTTPServer((LOOPBACK, 0), _DropPushHandler)
             http_server.report = FixtureReport()  # type: ignore[attr-defined]
@@ -253,17 +268,16 @@ def run(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int, git: str
             thread = threading.Thread(target=http_server.serve_forever, name="interrupted-http", daemon=True)
             thread.start()
             values.update(remote=f"http://{LOOPBACK}:{http_server.server_address[1]}", branch="")
-            workspace.mkdir()
-            if not rec.harness("setup.init", [str(subject.bin), "init", "."], workspace).ok:
-                raise FixtureError("oak init failed")
+        for index, command in enumerate(flow.interrupted["acquire"]):
+            Path(values[command.cwd]).mkdir(parents=True, exist_ok=True)
+            if not rec.flow_harness(f"setup.acquire.{index}", command, values).ok:
+                raise FixtureError(f"[interrupted] acquire against the {protocol} fault fixture failed")
         for step in ("edit", "snapshot"):
             if not rec.flow_step("setup", step, flow.step(step), values):
                 raise FixtureError(f"setup {step} failed")
         head_before = rec.probe("probe.head_before", flow.probes["head"], values)
         payload_before = _sha256(workspace / flow.payload_file)
-        publish = flow.step("publish")[-1]
-        if subject.kind != "git":
-            publish = replace(publish, argv=publish.argv + ("--repo", "{repo}", "--remote", "{remote}"))
+        publish = (flow.interrupted.get("publish") or flow.step("publish"))[-1]
         attempt = rec.command("publication.attempt", publish, values, expected=ANY_FAILURE)
         capture = rec.last_capture
         claim = classify_claim(attempt, capture.stdout_text if capture else "", capture.stderr_text if capture else "")
@@ -272,7 +286,7 @@ def run(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int, git: str
         unpublished = rec.probe("probe.unpublished", flow.probes["unpublished"], values) is not None
         payload_after = _sha256(workspace / flow.payload_file)
         remote_unchanged: bool | None = None
-        if subject.kind == "git":
+        if protocol is PublishProtocol.GIT:
             ref_after = harness([git, "--git-dir", str(bare), "rev-parse", "refs/heads/main"], root, ctx.env).strip()
             remote_unchanged = ref_after == ref_before
     except FixtureError as error:
@@ -287,7 +301,7 @@ def run(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int, git: str
     evidence = {
         **claim,
         **report.fields(),
-        "fixture_outcome_knowledge": "withheld_from_server_not_applied" if subject.kind == "git" else "unknown_after_complete_request_disconnect",
+        "fixture_outcome_knowledge": "withheld_from_server_not_applied" if protocol is PublishProtocol.GIT else "unknown_after_complete_request_disconnect",
         "fixture_remote_ref_unchanged": remote_unchanged,
         "local_head_before": head_before,
         "local_head_after": head_after,

@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from orchard.bench import rows
+from orchard.bench.environment import isolated_env
+from orchard.bench.lanes.steps import LaneContext
+from orchard.bench.lanes.transport import LoopbackServers, harness_git
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.store import RunWriter, Summary
 from orchard.errors import UsageError
@@ -76,3 +79,36 @@ def lane_session(
     lock.print_total()
     print(f"[result] {writer.path}", file=out, flush=True)
     print(f"[summary] {writer.summary_path}", file=out, flush=True)
+
+
+@contextmanager
+def lane_context(
+    lane: str,
+    results: Path,
+    summary: Summary,
+    *,
+    keep: bool,
+    parent: Path | None,
+    out: TextIO,
+    step_timeout_s: float,
+    admitted_chars: int,
+    metadata: dict[str, Any],
+) -> Iterator[tuple[LaneSession, LaneContext]]:
+    """A lane session plus what its scenarios share: pinned env, harness git, owned servers."""
+    git = harness_git()
+    env = isolated_env()
+    with (
+        lane_session(lane, results, summary, keep=keep, parent=parent, out=out) as session,
+        LoopbackServers(git, session.root, env) as servers,
+    ):
+        yield session, LaneContext(
+            bench_id=session.writer.stamp,
+            root=session.root,
+            env=env,
+            metadata={"lane": lane, "bench_id": session.writer.stamp, **metadata, **session.lock.metadata()},
+            servers=servers,
+            sink=session.writer.write,
+            step_timeout_s=step_timeout_s,
+            admitted_chars=admitted_chars,
+            git=git,
+        )

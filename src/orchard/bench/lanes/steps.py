@@ -36,6 +36,14 @@ class LaneContext:
     sink: Callable[[Row], None]
     step_timeout_s: float
     admitted_chars: int
+    git: str  # the harness's own git: fixtures and oracles, never the subject
+
+
+def failed_step_reason(row: Row) -> str:
+    """`step task.publish failed (exit 128): <stderr tail>`: what a reader needs first."""
+    how = "timed out" if row.get("timed_out") else f"failed (exit {row.get('process_returncode')})"
+    tail = " ".join(str(row.get("stderr_tail") or "").split())[-300:]
+    return f"step {row.get('operation')} {how}" + (f": {tail}" if tail else "")
 
 
 def fail(total: Row, reason: str) -> Row:
@@ -105,11 +113,12 @@ class Recorder:
         kind: str = "vcs",
         expected: Sequence[int] = (0,),
         extra: Mapping[str, Any] | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> Row:
-        """One agent-facing tool call, measured."""
+        """One agent-facing tool call, measured (`env` laid over the pinned environment)."""
         if self.proxy is not None:
             self.proxy.reset()
-        row = self._measure(operation, argv, cwd, self.ctx.env, kind, expected, tool_calls=1)
+        row = self._measure(operation, argv, cwd, {**self.ctx.env, **(env or {})}, kind, expected, tool_calls=1)
         if self.proxy is not None:
             row.update(self.proxy.counts().row_fields())
         row.update(extra or {})
@@ -165,6 +174,7 @@ class Recorder:
             kind=command.kind,
             expected=expected,
             extra=extra,
+            env=command.environment(values),
         )
 
     def flow_step(self, phase: str, step: str, commands: Sequence[Command], values: Mapping[str, Any]) -> bool:
@@ -202,7 +212,7 @@ class Recorder:
 
     def harness(self, operation: str, argv: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None) -> runner.Capture:
         """A fixture, probe or oracle command: recorded, never counted as the agent's."""
-        row = self._measure(operation, argv, cwd, env or self.ctx.env, "harness", (0,), tool_calls=0)
+        row = self._measure(operation, argv, cwd, {**self.ctx.env, **(env or {})}, "harness", (0,), tool_calls=0)
         self.harness_commands += 1
         for field in (*tokens.TOKEN_FIELDS, "token_estimate_method", "counted_command"):
             row.pop(field, None)
@@ -210,9 +220,13 @@ class Recorder:
         assert self.last_capture is not None
         return self.last_capture
 
+    def flow_harness(self, operation: str, command: Command | Probe, values: Mapping[str, Any]) -> runner.Capture:
+        """A flow's set-up command (prepare, cleanup, acquire a fixture): harness, with the flow's env."""
+        return self.harness(operation, command.render(values), Path(values[command.cwd]), command.environment(values))
+
     def probe(self, operation: str, probe: Probe, values: Mapping[str, Any]) -> str | None:
         """A probe's answer: group 1 of its pattern (or the whole match, or stdout)."""
-        capture = self.harness(operation, probe.render(values), Path(values[probe.cwd]))
+        capture = self.flow_harness(operation, probe, values)
         if not capture.ok:
             return None
         text = capture.stdout_text
@@ -224,13 +238,20 @@ class Recorder:
         return match.group(1) if match.groups() else match.group(0)
 
     def verify_payload(self, flow: Flow, values: Mapping[str, Any], verifier: Path) -> bool:
-        """The oracle: the flow's verify commands fetch the branch; the payload must be in it."""
+        """The oracle: fetch the pushed branch, the payload must be in it.
+
+        A git remote is read by the harness's own git (a fresh clone of the
+        branch), so a subject cannot vouch for its own publication; other
+        remotes are read by the flow's `verify` commands.
+        """
         values = {**values, "verifier": str(verifier)}
-        for command in flow.step("verify"):
-            capture = self.harness(
-                f"{values['phase']}.verify" + (f".{command.name}" if command.name else ""),
-                command.render(values),
-                Path(values[command.cwd]),
+        if flow.harness_verifies:
+            argv = [self.ctx.git, "clone", "-q", "--branch", str(values["branch"]), str(values["remote"]), str(verifier)]
+            if not self.harness(f"{values['phase']}.verify", argv, Path(values["root"])).ok:
+                return False
+        for command in flow.steps.get("verify", ()):
+            capture = self.flow_harness(
+                f"{values['phase']}.verify" + (f".{command.name}" if command.name else ""), command, values
             )
             if not capture.ok:
                 return False
@@ -248,6 +269,10 @@ class Recorder:
             metadata=self.meta,
         )
         row["harness_command_count"] = self.harness_commands
+        failed = [r for r in self.counted if rows.is_failure(r)]
+        row["failed_operations"] = [str(r["operation"]) for r in failed]
+        if failed:
+            row["failure_reason"] = failed_step_reason(failed[0])
         row.update(extra)
         return row
 

@@ -13,19 +13,30 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
 from orchard.bench import rows
-from orchard.bench.environment import isolated_env
 from orchard.bench.flows import Flow
 from orchard.bench.lanes import agent_task, interrupted, materialization, task_loop
-from orchard.bench.lanes.markdown import oracle_cell, skips_and_failures, table
-from orchard.bench.lanes.remotes import GIT_REMOTE_MODES, FixtureError, git_remote, oak_remote
-from orchard.bench.lanes.session import LaneResult, check_common, lane_session
+from orchard.bench.lanes.markdown import (
+    notes_section,
+    oracle_cell,
+    skips_and_failures,
+    subjects_section,
+    summarized,
+    table,
+    warmup_line,
+)
+from orchard.bench.lanes.remotes import (
+    GIT_REMOTE_MODES,
+    FixtureError,
+    git_remote,
+    oak_remote,
+)
+from orchard.bench.lanes.session import LaneResult, check_common, lane_context
 from orchard.bench.lanes.steps import LaneContext, Recorder, fail
-from orchard.bench.lanes.transport import LoopbackServers, harness_git
 from orchard.bench.subjects import Subject
 from orchard.errors import UsageError
 
@@ -71,7 +82,8 @@ class TaskLoopOptions:
             raise UsageError(f"--git-remote {self.git_remote!r}: choose one of {', '.join(GIT_REMOTE_MODES)}")
 
 
-Scenario = Callable[[LaneContext, Subject, Flow, int, TaskLoopOptions, str], None]
+Scenario = Callable[[LaneContext, Subject, Flow, int, TaskLoopOptions], None]
+WARMUP_RUN = -1
 
 
 def _with_git_remote(
@@ -79,7 +91,7 @@ def _with_git_remote(
 ) -> Scenario:
     """Make the run's remote (or a skip row saying why there is none), then run."""
 
-    def run(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int, options: TaskLoopOptions, git: str) -> None:
+    def run(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int, options: TaskLoopOptions) -> None:
         if flow.remote == "git":
             remote = git_remote(options.git_remote, ctx.servers, ctx.root, f"{scenario}-{subject.name}-r{run_index}", ctx.env)
         else:
@@ -93,16 +105,15 @@ def _with_git_remote(
     return run
 
 
-def _agent_task(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int, options: TaskLoopOptions, git: str) -> None:
-    if not flow.agent_task:
-        Recorder(ctx, subject, agent_task.SCENARIO, run_index).skip(
-            f"the {flow.kind} flow ({flow.path.name}) has no [agent_task] steps"
-        )
+def _agent_task(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int, options: TaskLoopOptions) -> None:
+    reason = flow.skip_reason(agent_task.SCENARIO, ["[agent_task]"])
+    if reason:
+        Recorder(ctx, subject, agent_task.SCENARIO, run_index).skip(reason)
         return
-    _with_git_remote(agent_task.run, agent_task.SCENARIO)(ctx, subject, flow, run_index, options, git)
+    _with_git_remote(agent_task.run, agent_task.SCENARIO)(ctx, subject, flow, run_index, options)
 
 
-def _oak_local(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int, options: TaskLoopOptions, git: str) -> None:
+def _oak_local(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int, options: TaskLoopOptions) -> None:
     if subject.kind != "oak":
         Recorder(ctx, subject, agent_task.OAK_LOCAL_SCENARIO, run_index).skip(
             "the owned loopback `oak serve` scenario applies to oak subjects only"
@@ -111,17 +122,12 @@ def _oak_local(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int, o
     agent_task.run_oak_local(ctx, subject, run_index)
 
 
-def _interrupted(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int, options: TaskLoopOptions, git: str) -> None:
-    missing = [name for name in ("head", "unpublished") if name not in flow.probes]
-    reason = None
-    if missing:
-        reason = f"the {flow.kind} flow ({flow.path.name}) has no [probes] {', '.join(missing)}"
-    elif subject.kind not in ("git", "oak"):
-        reason = f"no interruption fixture speaks {subject.kind}'s publication protocol (git wire or oak HTTP)"
+def _interrupted(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int, options: TaskLoopOptions) -> None:
+    reason = flow.skip_reason(interrupted.SCENARIO, interrupted.NEEDS)
     if reason:
         Recorder(ctx, subject, interrupted.SCENARIO, run_index).skip(reason)
         return
-    interrupted.run(ctx, subject, flow, run_index, git)
+    interrupted.run(ctx, subject, flow, run_index)
 
 
 DISPATCH: dict[str, Scenario] = {
@@ -136,44 +142,37 @@ def run_lane(options: TaskLoopOptions, out: TextIO | None = None) -> LaneResult:
     """Measure; returns where the rows went. Raises UsageError before measuring anything."""
     options.validate()
     out = out or sys.stderr
-    git = harness_git()
-    env = isolated_env()
-    with lane_session(LANE, options.results, summary, keep=options.keep_workdirs, parent=options.workdir, out=out) as session:
-        with LoopbackServers(git, session.root, env) as servers:
-            ctx = LaneContext(
-                bench_id=session.writer.stamp,
-                root=session.root,
-                env=env,
-                metadata={
-                    "lane": LANE,
-                    "bench_id": session.writer.stamp,
-                    "git_remote_mode": options.git_remote,
-                    "runs": options.runs,
-                    **session.lock.metadata(),
-                },
-                servers=servers,
-                sink=session.writer.write,
-                step_timeout_s=options.step_timeout_s,
-                admitted_chars=options.admitted_chars,
-            )
-            if materialization.SCENARIO in options.scenarios:
-                materialization.run_campaign(ctx, options.subjects, options.runs, git)
-            for run_index in range(options.runs):
-                for subject in options.subjects:
-                    for scenario in options.scenarios:
-                        if scenario != materialization.SCENARIO:
-                            print(f"[run] {scenario} run={run_index} subject={subject.name}", file=out, flush=True)
-                            _run_one(ctx, scenario, subject, run_index, options, git)
+    with lane_context(
+        LANE, options.results, summary, keep=options.keep_workdirs, parent=options.workdir, out=out,
+        step_timeout_s=options.step_timeout_s, admitted_chars=options.admitted_chars,
+        metadata={"git_remote_mode": options.git_remote, "runs": options.runs},
+    ) as (session, ctx):
+        if materialization.SCENARIO in options.scenarios:
+            materialization.run_campaign(ctx, options.subjects, options.runs, ctx.git)
+        scenarios = [name for name in options.scenarios if name != materialization.SCENARIO]
+        # One warm-up run per subject and scenario (first-run costs: page cache,
+        # fixtures): recorded with `warmup: true`, never summarized.
+        warm = replace(ctx, metadata={**ctx.metadata, "warmup": True})
+        for subject in options.subjects:
+            for scenario in scenarios:
+                if subject.bin is not None:
+                    print(f"[warm-up] {scenario} subject={subject.name}", file=out, flush=True)
+                    _run_one(warm, scenario, subject, WARMUP_RUN, options)
+        for run_index in range(options.runs):
+            for subject in options.subjects:
+                for scenario in scenarios:
+                    print(f"[run] {scenario} run={run_index} subject={subject.name}", file=out, flush=True)
+                    _run_one(ctx, scenario, subject, run_index, options)
     return session.result()
 
 
-def _run_one(ctx: LaneContext, scenario: str, subject: Subject, run_index: int, options: TaskLoopOptions, git: str) -> None:
+def _run_one(ctx: LaneContext, scenario: str, subject: Subject, run_index: int, options: TaskLoopOptions) -> None:
     """One scenario for one subject; an absent binary or a broken fixture is a row, not a crash."""
     if subject.bin is None:
         Recorder(ctx, subject, scenario, run_index).skip(subject.absent_reason or "no binary")
         return
     try:
-        DISPATCH[scenario](ctx, subject, options.flows[subject.kind], run_index, options, git)
+        DISPATCH[scenario](ctx, subject, options.flows[subject.kind], run_index, options)
     except FixtureError as error:
         rec = Recorder(ctx, subject, scenario, run_index)
         rec.emit_total(fail(rec.total(f"{scenario}.total"), f"fixture: {error}"))
@@ -183,11 +182,11 @@ HEADER = [
     "# Task loop summary",
     "",
     "Whole-task cost of an agent's loop: acquire a workspace, inspect, edit, snapshot,",
-    "publish, describe, end; then a follow-up task in a fresh workspace. Command",
-    "sequences are not step-equivalent across subjects: git's task description is its",
-    "commit message (paid in the snapshot step), while oak pays a separate `desc` call.",
-    "Latency is compared only between rows of the same transport; across transports",
-    "only tool calls and estimated tokens are comparable.",
+    "publish, describe, end; then a follow-up task in a fresh workspace, with each",
+    "subject's commands taken from its flow. Command sequences are not step-equivalent",
+    "across subjects: the flows' notes below say where they differ. Latency is compared",
+    "only between rows of the same transport; across transports only tool calls and",
+    "estimated tokens are comparable.",
 ]
 
 
@@ -195,12 +194,16 @@ def _totals(all_rows: Sequence[Mapping[str, Any]], operation: str) -> list[Mappi
     return [row for row in all_rows if row.get("operation") == operation]
 
 
-def summary(all_rows: Sequence[Mapping[str, Any]]) -> str:
+def summary(recorded: Sequence[Mapping[str, Any]]) -> str:
     """The lane's Markdown summary: one section per scenario that produced totals."""
     lines = list(HEADER)
-    machine = next((row.get("machine_fingerprint") for row in all_rows), None)
-    lock = next((row.get("measurement_lock") for row in all_rows), None)
-    lines += ["", f"Machine fingerprint `{machine}`; measurement lock {lock}.", ""]
+    all_rows = summarized(recorded)
+    machine = next((row.get("machine_fingerprint") for row in recorded), None)
+    lock = next((row.get("measurement_lock") for row in recorded), None)
+    lines += ["", f"Machine fingerprint `{machine}`; measurement lock {lock}."]
+    lines += warmup_line(recorded)
+    lines += subjects_section(recorded)
+    lines += [""]
     loop = sorted(_totals(all_rows, task_loop.TOTAL), key=lambda r: (str(r.get("remote_transport")), r["run"]))
     if loop:
         transports = sorted({str(r.get("remote_transport")) for r in loop})
@@ -223,14 +226,12 @@ def summary(all_rows: Sequence[Mapping[str, Any]]) -> str:
                 for r in loop
             ),
         )
-        notes = sorted({f"`{r['subject']}`: {r['describe_note']}" for r in loop if r.get("describe_note")})
-        lines += ["", *[f"- {note}" for note in notes]]
     agent = _totals(all_rows, agent_task.TOTAL) + _totals(all_rows, agent_task.OAK_LOCAL_TOTAL)
     if agent:
         lines += [
             "", "## agent_task", "",
-            "Cold: a fresh full clone. Warm: a worktree sharing the cold clone's objects",
-            "(oak-local: a second fresh clone). Hosted CI is unmeasured here (coverage partial).",
+            "The phases of each flow's [agent_task] (for git: cold, a fresh full clone; warm, a",
+            "worktree sharing the cold clone's objects). Hosted CI is unmeasured here (coverage partial).",
             "",
         ]
         lines += table(
@@ -267,5 +268,6 @@ def summary(all_rows: Sequence[Mapping[str, Any]]) -> str:
                 for r in broken
             ),
         )
-    lines += skips_and_failures(all_rows)
+    lines += notes_section(all_rows)
+    lines += skips_and_failures(recorded)
     return "\n".join(lines) + "\n"

@@ -37,6 +37,9 @@ def base_values(ctx: LaneContext, subject: Subject, remote: Remote, run: int, ro
         "run": run,
         "bench_id": ctx.bench_id,
         "subject": subject.name,
+        # set-up commands (prepare) run before any phase: they see the base checkout
+        "phase": "setup",
+        "workspace": str(root / "base"),
     }
 
 
@@ -92,7 +95,7 @@ def run(ctx: LaneContext, subject: Subject, flow: Flow, remote: Remote, run_inde
     """One task loop for one subject; returns its total row (already written)."""
     root, rec, values = start(ctx, subject, SCENARIO, run_index, remote, FIXTURE_ID)
     for index, command in enumerate(flow.prepare):
-        capture = rec.harness(f"setup.prepare.{index}", command.render(values), Path(values[command.cwd]))
+        capture = rec.flow_harness(f"setup.prepare.{index}", command, values)
         if not capture.ok:
             total = fail(rec.total(TOTAL), f"flow prepare failed: {capture.stderr_text.strip()[-300:]}")
             return rec.emit_total(total)
@@ -119,7 +122,7 @@ def run(ctx: LaneContext, subject: Subject, flow: Flow, remote: Remote, run_inde
     finally:
         for phased in open_workspaces:
             for command in flow.cleanup:
-                rec.harness(f"{phased['phase']}.cleanup", command.render(phased), Path(phased[command.cwd]))
+                rec.flow_harness(f"{phased['phase']}.cleanup", command, phased)
     oracle: dict[str, bool | None] = {}
     for phase, phased in completed.items():
         verifier = root / f"verify-{phase}"
@@ -133,8 +136,9 @@ def run(ctx: LaneContext, subject: Subject, flow: Flow, remote: Remote, run_inde
         oracle_payload_on_remote_branch=oracle_ok,
         oracle_by_phase=oracle,
         workspace_branches=branches,
-        oracle_method="flow verify commands (fresh clone of each pushed branch), payload grep",
+        oracle_method=oracle_method(flow),
         describe_note=flow.notes.get("describe"),
+        flow_notes=flow.notes,
         describe_calls=len(flow.step("describe")),
         flow_steps_without_calls=[step for step in STEPS if not flow.step(step)],
         **warm_fields(rec.counted),
@@ -143,6 +147,12 @@ def run(ctx: LaneContext, subject: Subject, flow: Flow, remote: Remote, run_inde
     if oracle_ok is False and total["returncode"] == 0:
         fail(total, "oracle: a phase's payload is missing from its pushed branch")
     return rec.emit_total(total)
+
+
+def oracle_method(flow: Flow) -> str:
+    if flow.harness_verifies:
+        return "the harness's own git clones each pushed branch; payload grep"
+    return "the flow's verify commands fetch each pushed branch; payload grep"
 
 
 def track(remote: Remote) -> str:
