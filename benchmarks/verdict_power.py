@@ -138,17 +138,19 @@ class Lab:
             order = [("baseline", baseline), ("candidate", candidate)]
             if self.rng.random() < 0.5:
                 order.reverse()
+            rows = []
             with self.lock:
                 for role, name in order:
                     capture = self.run(self.binaries[name])
-                    row = {
+                    rows.append({
                         **meta, **self.lock.metadata(), "pair": index, "warmup": index == 0, "role": role,
                         "binary": name, "order": "-".join(r for r, _ in order),
                         "wall_ms": round(capture.elapsed_ms, 4), "cpu_ms": capture.cpu_ms,
-                        **self.count(self.binaries[name]).row_fields(),
-                    }
-                    self.writer.write(row)
-                    recorded.append(row)
+                    })
+            for row in rows:  # counted after releasing the lock, as a campaign does
+                row.update(self.count(self.binaries[row["binary"]]).row_fields())
+                self.writer.write(row)
+                recorded.append(row)
         return recorded
 
 

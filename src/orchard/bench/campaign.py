@@ -23,9 +23,9 @@ from orchard.bench import rows as rowlib
 from orchard.bench.gates import GateTracker, run_command_gates
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts, machine_fingerprint
-from orchard.bench.measure import Observation, RunSpec, Workbench, observe, workbench
+from orchard.bench.measure import Observation, RunSpec, Workbench, count_instructions, observe, workbench
 from orchard.bench.store import RunWriter
-from orchard.bench.suite import MIN_RUNS_FLOOR, Suite
+from orchard.bench.suite import MIN_RUNS_FLOOR, Scenario, Suite
 from orchard.bench.verdict import (
     ERROR,
     Decision,
@@ -125,7 +125,7 @@ class PairRunner:
 
     def run_pair(self, index: int, warmup: bool) -> list[tuple[Observation, Observation, list[GateResult]]]:
         """One pair over every scenario; returns (baseline, candidate, failed gates) per scenario."""
-        results = []
+        measured: list[tuple[Scenario, dict[str, Observation]]] = []
         with self.lock:
             for scenario in self.suite.scenarios:
                 order = ("baseline", "candidate") if self.rng.random() < 0.5 else ("candidate", "baseline")
@@ -142,11 +142,17 @@ class PairRunner:
                     }
                     spec = RunSpec(role, self.subjects[role], index, meta, self.metric_names,
                                    self.tracker.determinism_fields(scenario.name))
-                    seen[role] = observe(self.bench, scenario, self.binaries[role], spec)
-                    self.writer.write(seen[role].row)
-                base, cand = seen["baseline"], seen["candidate"]
-                _check_comparable(base, cand)
-                results.append((base, cand, self.tracker.check_pair(base, cand)))
+                    seen[role] = observe(self.bench, scenario, self.binaries[role], spec, count=False)
+                measured.append((scenario, seen))
+        results = []
+        for scenario, seen in measured:
+            for role, observation in seen.items():
+                # untimed instruction counts after the lock is released: they do not move with load
+                count_instructions(self.bench, scenario, self.binaries[role], observation)
+                self.writer.write(observation.row)
+            base, cand = seen["baseline"], seen["candidate"]
+            _check_comparable(base, cand)
+            results.append((base, cand, self.tracker.check_pair(base, cand)))
         return results
 
 

@@ -226,8 +226,12 @@ class RunSpec:
     determinism_fields: tuple[str, ...] = ()
 
 
-def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec) -> Observation:
-    """Run `scenario` once against `binary` and record what happened."""
+def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *, count: bool = True) -> Observation:
+    """Run `scenario` once against `binary` and record what happened.
+
+    With `count=False` the instruction count (if the scenario measures it) is
+    left to `count_instructions`, so a caller can take it outside the lock.
+    """
     where = f"scenario '{scenario.name}'"
     values = bench.template_values(binary)
     meta = {**spec.metadata, "role": spec.role}
@@ -268,14 +272,6 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec) -
     row["monotonic_end_ns"] = capture.ended_ns
     ok = row["returncode"] == 0
     failure = "" if ok else _failure_text(capture)
-    if instructions.METRIC in scenario.measure:
-        # a separate untimed run: the counter slows the program down, the timed run above is untouched
-        counted = instructions.count(command, counter=bench.counter(), cwd=bench.suite.directory,
-                                     env=isolated_env(scenario.env), timeout_s=scenario.timeout_s)
-        row.update(counted.row_fields())
-        if ok and counted.instructions is None:
-            ok, failure = False, counted.failure
-            row["returncode"] = 1
     metric_values: dict[str, float | None] = {name: as_number(row.get(name)) for name in scenario.metrics()}
     metric_values["wall_ms"] = row["elapsed_ms"]
     digest: str | None = capture.stdout_sha256[:16]
@@ -296,7 +292,30 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec) -
         row["stdout_excerpt"] = text[:2000]
     row["information_recall"] = fraction
     row["output_digest"] = digest
-    return Observation(scenario.name, spec.role, metric_values, digest, fraction, ok, failure, row)
+    observation = Observation(scenario.name, spec.role, metric_values, digest, fraction, ok, failure, row)
+    if count:
+        count_instructions(bench, scenario, binary, observation)
+    return observation
+
+
+def count_instructions(bench: Workbench, scenario: Scenario, binary: Path, observation: Observation) -> None:
+    """The separate, untimed counting run of a scenario that measures instructions.
+
+    It needs no measurement lock (a count does not move with the machine's
+    load), and takes 20-100x the run's time under cachegrind: campaigns take
+    it after releasing the lock, so other measurements are not held up.
+    """
+    if instructions.METRIC not in scenario.measure:
+        return
+    assert scenario.command is not None
+    command = render(scenario.command, bench.template_values(binary), f"scenario '{scenario.name}'")
+    counted = instructions.count(command, counter=bench.counter(), cwd=bench.suite.directory,
+                                 env=isolated_env(scenario.env), timeout_s=scenario.timeout_s)
+    observation.row.update(counted.row_fields())
+    observation.values[instructions.METRIC] = None if counted.instructions is None else float(counted.instructions)
+    if observation.ok and counted.instructions is None:
+        observation.ok, observation.failure = False, counted.failure
+        observation.row["returncode"] = 1
 
 
 def _fields_digest(harness_rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str | None:
