@@ -108,3 +108,22 @@ def test_a_harness_that_writes_no_rows_exits_2_naming_the_file(tmp_path: Path) -
     result = orchard("bench", "run", "--suite", "suite.toml", "--subject", "tool=tool", "--runs", "1", cwd=tmp_path)
     assert result.returncode == 2
     assert "results file" in result.stderr and "h.json" in result.stderr and "no hyperfine results" in result.stderr
+
+
+def test_a_candidate_whose_harness_yields_nothing_fails_its_run_and_is_regressed(tmp_path: Path) -> None:
+    (tmp_path / "base").write_text('#!/bin/sh\necho \'{"score": 1}\'\n')
+    (tmp_path / "mute").write_text("#!/bin/sh\nexit 0\n")
+    for name in ("base", "mute"):
+        (tmp_path / name).chmod(0o755)
+    (tmp_path / "suite.toml").write_text(
+        '[suite]\nruns = 6\nmin_runs = 6\ncalibration_runs = 6\n\n[[scenario]]\nname = "s"\nkind = "rows"\n'
+        'command = ["{bin}"]\n\n[[metric]]\nname = "score"\n'
+    )
+    result = orchard("verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", "mute", "--json",
+                     cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert report["verdict"] == "REGRESSED"
+    assert any("no jsonl results found" in reason for reason in report["reasons"]), report["reasons"]
+    swapped = orchard("verdict", "--suite", "suite.toml", "--baseline", "mute", "--candidate", "base", cwd=tmp_path)
+    assert swapped.returncode == 2 and "stdout" in swapped.stderr and "no jsonl results found" in swapped.stderr

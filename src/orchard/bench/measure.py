@@ -189,7 +189,8 @@ def _harness_rows(scenario: Scenario, stdout: str, results_file: Path | None, ok
     """The harness's rows, read from its results file or stdout in the scenario's format.
 
     No rows from a harness that succeeded is an error naming the file: judging
-    zero rows would judge nothing. A failed harness is the run's failure.
+    zero rows would judge nothing (exit 2 for a baseline or a subject; for a
+    candidate, its failed run). A failed harness is the run's failure.
     """
     fmt = readers.Format(scenario.format)
     if results_file is None:
@@ -277,7 +278,14 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *
     digest: str | None = capture.stdout_sha256[:16]
     text = capture.stdout_text
     if scenario.kind == "rows":
-        harness_rows = _select(_harness_rows(scenario, text, results_file, ok), scenario.where)
+        try:
+            harness_rows = _select(_harness_rows(scenario, text, results_file, ok), scenario.where)
+        except UsageError as error:
+            if spec.role != "candidate":
+                raise  # the baseline's (or a subject's) harness yields nothing: the suite is wrong
+            # a candidate that makes the harness yield nothing failed its run; it never ends the campaign
+            harness_rows, ok, failure = [], False, str(error)
+            row["returncode"] = 1
         row["harness_rows"] = harness_rows
         # the harness's own fields win; the harness process's builtins remain for the rest
         for name in spec.metric_names:
