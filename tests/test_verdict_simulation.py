@@ -16,12 +16,10 @@ import pytest
 
 from orchard.bench import calibration
 from orchard.bench.verdict import (
-    IMPROVED,
-    NO_CHANGE,
-    PASS,
-    REGRESSED,
     AdaptivePlan,
     MetricSpec,
+    MetricVerdict,
+    VerdictWord,
     decide_metrics,
     overall,
     settled,
@@ -95,15 +93,15 @@ def rates(shift: float, seed: int) -> dict[str, float]:
 
 def test_aa_false_claims_stay_under_five_percent() -> None:
     observed = rates(0.0, seed=11)
-    false_claims = observed.get(PASS, 0.0) + observed.get(REGRESSED, 0.0)
+    false_claims = observed.get(VerdictWord.PASS, 0.0) + observed.get(VerdictWord.REGRESSED, 0.0)
     assert false_claims <= 0.05, observed
 
 
-@pytest.mark.parametrize("shift, claim", [(0.05, REGRESSED), (-0.05, PASS)])
+@pytest.mark.parametrize("shift, claim", [(0.05, VerdictWord.REGRESSED), (-0.05, VerdictWord.PASS)])
 def test_five_percent_shift_is_detected_within_twenty_pairs(shift: float, claim: str) -> None:
     observed = rates(shift, seed=23)
     assert observed.get(claim, 0.0) >= 0.80, observed
-    wrong = REGRESSED if claim == PASS else PASS
+    wrong = VerdictWord.REGRESSED if claim == VerdictWord.PASS else VerdictWord.PASS
     assert observed.get(wrong, 0.0) == 0.0
 
 
@@ -128,8 +126,8 @@ def test_deterministic_metric_is_compared_exactly() -> None:
     noise = {TOKENS.key: cal[TOKENS.key].noise()}
     # one pair is enough: there is no noise to average away
     fewer = decide_metrics([TOKENS], {TOKENS.key: ([1200.0] * 6, [1188.0] * 6)}, noise, 0.05)[0]
-    assert (fewer.verdict, fewer.method) == (IMPROVED, "exact")
+    assert (fewer.verdict, fewer.method) == (MetricVerdict.IMPROVED, "exact")
     assert fewer.effect == pytest.approx(-0.01)
     same = decide_metrics([TOKENS], {TOKENS.key: ([1200.0] * 6, [1200.0] * 6)}, noise, 0.05)[0]
     assert same.verdict == "no-change" and same.interval == (0.0, 0.0)
-    assert overall([same], []).verdict == NO_CHANGE
+    assert overall([same], []).verdict == VerdictWord.NO_CHANGE

@@ -10,11 +10,16 @@ from __future__ import annotations
 import contextlib
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from orchard import __version__
 from orchard.errors import OrchardError, UsageError
+from orchard.lab.hypothesis import Lane
+
+if TYPE_CHECKING:
+    from orchard.lab.state import HypothesisRecord
 
 
 class _Group(click.Group):
@@ -153,7 +158,7 @@ def verdict(suite_path: Path, baseline: Path, candidate: Path, runs: int | None,
     import json as jsonlib
 
     from orchard.bench.campaign import run_verdict
-    from orchard.bench.display import print_verdict, rows_summary, verdict_facts, verdict_json
+    from orchard.bench.display import as_decision, print_verdict, rows_summary, verdict_facts
     from orchard.bench.exports import Targets, export
     from orchard.bench.policy import FailOn
     from orchard.bench.suite import load_suite
@@ -163,14 +168,14 @@ def verdict(suite_path: Path, baseline: Path, candidate: Path, runs: int | None,
         result = run_verdict(suite, baseline, candidate, runs=runs, seed=seed, results=results,
                              recalibrate=recalibrate, progress=bar.update, summary=rows_summary,
                              calibration_file=calibration_file)
-    document = verdict_json(result, str(suite.path))
+    document = result.to_dict()
     if as_json:
         click.echo(jsonlib.dumps(document, indent=2))
     else:
         print_verdict(_console(), result)
-    export(result.decision, document, verdict_facts(result, suite.name),
+    export(as_decision(result), document, verdict_facts(result, suite.name),
            Targets(json=export_json, csv=export_csv, markdown=export_markdown))
-    if FailOn(fail_on).fails(result.decision.verdict):
+    if FailOn(fail_on).fails(result.verdict):
         sys.exit(1)
 
 
@@ -514,12 +519,11 @@ def backlog_group() -> None:
     """The ranked hypotheses: list, add, rank."""
 
 
-def _print_ranked(records) -> None:  # records: list[HypothesisRecord], best first
-    from orchard.lab import backlog
-
+def _print_ranked(records: list[HypothesisRecord]) -> None:
+    """Hypotheses, best first: rank, id, score, status, lane, title."""
     for rank, r in enumerate(records, 1):
-        click.echo(f"{rank:>3}. {r.id:<32} {backlog.score(r.data):6.2f}  {r.status:<8} "
-                   f"{r.data.get('lane', 'exploit'):<8} {r.data.get('title', '')}")
+        h = r.hypothesis
+        click.echo(f"{rank:>3}. {r.id:<32} {h.score:6.2f}  {r.status:<8} {h.lane:<8} {h.title}")
 
 
 @backlog_group.command("list")
@@ -531,13 +535,14 @@ def backlog_list(workspace: Path, as_json: bool, show_all: bool) -> None:
     import json as jsonlib
 
     from orchard.lab import backlog
+    from orchard.lab.hypothesis import HypothesisStatus
 
-    statuses = (backlog.OPEN, backlog.RUNNING, backlog.LANDED, backlog.KILLED, backlog.ITERATED) if show_all else (backlog.OPEN,)
+    statuses = tuple(HypothesisStatus) if show_all else (HypothesisStatus.OPEN,)
     with _open_lab(workspace) as (_, state):
         records = backlog.ranked(state, statuses)
     if as_json:
-        click.echo(jsonlib.dumps([{"id": r.id, "status": r.status, "score": backlog.score(r.data), **r.data}
-                                  for r in records], indent=2))
+        click.echo(jsonlib.dumps([{"id": r.id, "status": r.status, "score": r.hypothesis.score,
+                                   **r.hypothesis.to_dict()} for r in records], indent=2))
         return
     _print_ranked(records)
 
@@ -558,7 +563,7 @@ def backlog_list(workspace: Path, as_json: bool, show_all: bool) -> None:
 @click.option("--impact", type=float, default=3.0, show_default=True)
 @click.option("--confidence", type=float, default=0.5, show_default=True)
 @click.option("--effort", type=float, default=2.0, show_default=True)
-@click.option("--lane", type=click.Choice(["exploit", "explore"]), default="exploit", show_default=True)
+@click.option("--lane", type=click.Choice([lane.value for lane in Lane]), default=Lane.EXPLOIT.value, show_default=True)
 @click.option("--patch", type=click.Path(path_type=Path), default=None, help="A ready patch for the patch launcher.")
 def backlog_add(workspace: Path, file_path: Path | None, from_opportunities: int, hypothesis_id: str, title: str,
                 metric: str, current_value: str, suspected_cause: str, change: str, predicted_effect: float | None,

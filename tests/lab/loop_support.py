@@ -1,5 +1,6 @@
-"""Helpers for the research-loop tests: verdicts in the exact shape `orchard verdict --json`
-prints (built by the bench's own `overall()` and `verdict_json()`), and hypotheses in a lab.db."""
+"""Helpers for the research-loop tests: verdicts as the bench makes them (built by its own
+`overall()` into its typed `Verdict`, the record `orchard verdict --json` prints), and hypotheses
+in a lab.db."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orchard.bench.campaign import CampaignResult
-from orchard.bench.display import verdict_json
-from orchard.bench.verdict import GateResult, MetricResult, overall
+from orchard.bench.verdict import GateResult, MetricResult, Verdict, overall
 from orchard.lab import backlog
+from orchard.lab.candidate import Candidate
+from orchard.lab.launchers import AgentUsage
+from orchard.lab.report import ReportReading
 from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.state import LabState
 
@@ -30,16 +32,16 @@ def metric(key: str, verdict: str, effect: float, *, interval: tuple[float, floa
     )
 
 
-def verdict_of(metrics: Sequence[MetricResult], gates: Sequence[tuple[str, bool, str]] = ()) -> dict[str, Any]:
-    """The verdict document for these results, as `orchard verdict --json` prints and lab.db stores it."""
+def verdict_of(metrics: Sequence[MetricResult], gates: Sequence[tuple[str, bool, str]] = ()) -> Verdict:
+    """The verdict for these results, read back from the JSON `orchard verdict --json` prints and lab.db stores."""
     decision = overall(list(metrics), [GateResult(*gate) for gate in gates])
-    pairs = max((m.n for m in metrics), default=0)
-    result = CampaignResult(
-        decision=decision, seed=7, pairs=pairs, planned_pairs=20, calibration=None, calibration_cached=False,
-        rows_path=Path("results/verdict/run.jsonl"), summary_path=Path("results/verdict/run.md"), warnings=[],
-        lock_wait_ms=0.0, baseline=Path("baseline"), candidate=Path("candidate"),
+    verdict = Verdict(
+        verdict=decision.verdict, reasons=decision.reasons, baseline=Path("baseline"), candidate=Path("candidate"),
+        metrics=decision.metrics, gates=decision.gates, suite="suite.toml", seed=7,
+        pairs=max((m.n for m in metrics), default=0), planned_pairs=20, rows=Path("results/verdict/run.jsonl"),
+        summary=Path("results/verdict/run.md"),
     )
-    return json.loads(json.dumps(verdict_json(result, "suite.toml")))
+    return Verdict.from_dict(json.loads(json.dumps(verdict.to_dict())))
 
 
 def add_hypotheses(state: LabState, *specs: dict[str, Any], source: str = "user") -> list[str]:
@@ -56,7 +58,19 @@ def snapshot(workspace_root: Path) -> str:
     """What lab.db holds of the backlog and the journal (a refused command must leave it exactly so)."""
     state = LabState.open(workspace_root)
     try:
-        rows = [(r.id, r.status, r.source, r.data) for r in state.hypotheses()]
-        return hashlib.sha256(json.dumps([rows, state.events()], default=str, sort_keys=True).encode()).hexdigest()
+        rows = [(r.id, r.status, r.source, r.hypothesis.to_dict()) for r in state.hypotheses()]
+        events = [(e.id, e.at, e.kind, e.experiment, e.data) for e in state.events()]
+        return hashlib.sha256(json.dumps([rows, events], default=str, sort_keys=True).encode()).hexdigest()
     finally:
         state.close()
+
+
+def bare_candidate(**fields: Any) -> Candidate:
+    """A collected candidate with nothing in it but `fields` (for rules that read only a few)."""
+    values: dict[str, Any] = {
+        "experiment": "x", "worker": "w1", "target_base": "", "bench_base": "", "target_head": "", "patch": "",
+        "changed_files": [], "scope": [], "scope_violations": [], "bench_changes": [], "bench_head": "",
+        "report": ReportReading("missing", ""), "log_path": "", "exit_code": 0, "signal": None, "duration_s": 0.0,
+        "started_at": "", "usage": AgentUsage(), "flags": [],
+    }
+    return Candidate(**(values | fields))

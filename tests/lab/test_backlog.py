@@ -14,6 +14,7 @@ from orchard.bench.store import RunWriter
 from orchard.cli import cli
 from orchard.demo.lab import make_demo
 from orchard.lab import backlog
+from orchard.lab.hypothesis import HypothesisStatus
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 
@@ -57,10 +58,10 @@ def test_ranking_is_impact_times_confidence_over_effort(lab_state: LabState) -> 
         {"id": "tie-later", "impact": 2, "confidence": 0.5, "effort": 1},  # 1.0, added after big-costly
     )
     assert [r.id for r in backlog.ranked(lab_state)] == ["best", "cheap-sure", "big-unsure", "big-costly", "tie-later"]
-    assert backlog.score(lab_state.hypothesis("best").data) == pytest.approx(2.0)
-    lab_state.update_hypothesis("best", status=backlog.KILLED)
+    assert lab_state.hypothesis("best").hypothesis.score == pytest.approx(2.0)
+    lab_state.update_hypothesis("best", status=HypothesisStatus.KILLED)
     assert backlog.ranked(lab_state)[0].id == "cheap-sure", "only open hypotheses are ranked for work"
-    everything = backlog.ranked(lab_state, (backlog.OPEN, backlog.KILLED))
+    everything = backlog.ranked(lab_state, (HypothesisStatus.OPEN, HypothesisStatus.KILLED))
     assert everything[0].id == "best"
 
 
@@ -74,11 +75,11 @@ def test_a_kill_lowers_the_confidence_of_its_siblings_only(lab_state: LabState) 
         {"id": "other-metric", "metric": "report/stdout_bytes", "scope": ["wordfreq/count.py"], "confidence": 0.5},
         {"id": "already-landed", "metric": "report/wall_ms", "scope": ["wordfreq/count.py"], "confidence": 0.5},
     )
-    lab_state.update_hypothesis("already-landed", status=backlog.LANDED)
-    lab_state.update_hypothesis("killed", status=backlog.KILLED)
+    lab_state.update_hypothesis("already-landed", status=HypothesisStatus.LANDED)
+    lab_state.update_hypothesis("killed", status=HypothesisStatus.KILLED)
     lowered = backlog.learn_from_kill(lab_state, lab_state.hypothesis("killed"))
     assert sorted(lowered) == ["same-dir", "same-file"]
-    confidence = {r.id: r.data["confidence"] for r in lab_state.hypotheses()}
+    confidence = {r.id: r.hypothesis.confidence for r in lab_state.hypotheses()}
     assert confidence == {"killed": 0.8, "same-file": 0.4, "same-dir": 0.48, "other-file": 0.5,
                           "other-metric": 0.5, "already-landed": 0.5}
     # it moves the ranking: the sibling now ranks below the untouched hypothesis it tied with
@@ -127,12 +128,12 @@ def test_top_attempted_looks_at_the_best_of_the_whole_backlog(lab_state: LabStat
     assert not backlog.top_attempted(lab_state, 2), "an empty backlog has nothing attempted"
     add_hypotheses(lab_state, {"id": "a", "impact": 5}, {"id": "b", "impact": 4}, {"id": "c", "impact": 1})
     assert not backlog.top_attempted(lab_state, 2)
-    lab_state.update_hypothesis("a", status=backlog.LANDED)
+    lab_state.update_hypothesis("a", status=HypothesisStatus.LANDED)
     assert not backlog.top_attempted(lab_state, 2)
-    lab_state.update_hypothesis("b", status=backlog.KILLED)
+    lab_state.update_hypothesis("b", status=HypothesisStatus.KILLED)
     assert backlog.top_attempted(lab_state, 2), "the two best were tried, whatever came of them"
     assert not backlog.top_attempted(lab_state, 3)
-    lab_state.update_hypothesis("c", status=backlog.RUNNING)
+    lab_state.update_hypothesis("c", status=HypothesisStatus.RUNNING)
     assert backlog.top_attempted(lab_state, 3)
 
 
@@ -246,14 +247,14 @@ def test_add_from_opportunities(demo: Workspace) -> None:
         added = [r for r in state.hypotheses() if r.source == "opportunities"]
     finally:
         state.close()
-    assert len(added) == 1 and added[0].data["metric"].startswith("task_loop/")
-    assert added[0].data["lane"] == "explore"
+    assert len(added) == 1 and added[0].hypothesis.metric.startswith("task_loop/")
+    assert added[0].hypothesis.lane == "explore"
 
 
 def test_list_all_and_rank_write_backlog_md(demo: Workspace) -> None:
     state = LabState.open(demo.root)
     try:
-        state.update_hypothesis("count-with-dict", status=backlog.KILLED)
+        state.update_hypothesis("count-with-dict", status=HypothesisStatus.KILLED)
     finally:
         state.close()
     assert [h["id"] for h in listed(demo)] == ["single-write"]
@@ -273,21 +274,17 @@ def test_list_all_and_rank_write_backlog_md(demo: Workspace) -> None:
 
 
 def test_an_iterate_adds_a_numbered_sharpened_child_that_never_collides(demo: Workspace) -> None:
-    from orchard.lab.judge import ITERATE, Judgment
-    from orchard.lab.loop import Lab
-
     state = LabState.open(demo.root)
     try:
-        lab = Lab(demo, state, say=lambda _: None)
-        judgment = Judgment(ITERATE, ["promising but unclear"])
         ids = []
         parent = "single-write"
         for _ in range(3):
-            child = lab._sharpened(parent, state.hypothesis(parent).data, judgment)
-            state.add_hypothesis(child["id"], child, source="iterate", parent=parent)
-            ids.append(child["id"])
-            parent = child["id"]
+            child = backlog.sharpen(state, state.hypothesis(parent).hypothesis, ["promising but unclear"])
+            state.add_hypothesis(child, source="iterate", parent=parent)
+            ids.append(child.id)
+            parent = child.id
         assert ids == ["single-write-r1", "single-write-r2", "single-write-r3"]
-        assert "learned from single-write-r2: promising but unclear" in state.hypothesis("single-write-r3").data["notes"]
+        notes = state.hypothesis("single-write-r3").hypothesis.notes
+        assert "learned from single-write-r2: promising but unclear" in notes
     finally:
         state.close()

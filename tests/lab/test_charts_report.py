@@ -15,7 +15,7 @@ from test_state_records import MERGE, fill
 from orchard.lab import pages, records
 from orchard.lab import view as lab_view
 from orchard.lab.charts import ChartCache
-from orchard.lab.state import LabState
+from orchard.lab.state import JournalEvent, LabState
 from orchard.lab.workspace import Workspace
 
 SWEPT = "e5" * 20
@@ -31,14 +31,14 @@ def lab(make_workspace: Any) -> Workspace:
         check = verdict_of([metric("report/wall_ms", "improved", -0.39, interval=(-0.42, -0.36), baseline=64.0,
                                    floor=0.05),
                             _exact("report/stdout_bytes", 11502.0, 11502.0)])
-        state.log("main-check", {"verdict": check}, "count-with-dict")
+        state.log("main-check", {"verdict": check.to_dict()}, "count-with-dict")
         state.log("merge", {"branch": "lab/terse", "into": "main", "commit": SWEPT}, "terse")
         second = verdict_of([metric("report/wall_ms", "no-change", 0.01, interval=(-0.02, 0.03), baseline=39.0,
                                     floor=0.05), _exact("report/stdout_bytes", 11502.0, 560.0)])
-        state.log("main-check", {"verdict": second}, "terse")
+        state.log("main-check", {"verdict": second.to_dict()}, "terse")
         sweep = verdict_of([metric("report/wall_ms", "improved", -0.38, interval=(-0.40, -0.35), baseline=64.0,
                                    floor=0.05), _exact("report/stdout_bytes", 11502.0, 560.0)])
-        state.log("sweep", {"main": SWEPT, "verdict": sweep})
+        state.log("sweep", {"main": SWEPT, "verdict": sweep.to_dict()})
         records.write_notebook(ws.root, state, final=True)
     finally:
         state.close()
@@ -134,14 +134,13 @@ def test_main_over_time_steps_per_landed_change_against_the_start(lab: Workspace
 
 
 def test_a_chain_of_main_checks_multiplies_effects_and_bounds() -> None:
+    won = verdict_of([metric("s/wall_ms", "improved", -0.5, interval=(-0.6, -0.4))]).to_dict()
     view_steps = lab_view._main_steps(
-        [{"kind": "lab-start", "at": 1.0, "experiment": None, "data": {"base": "a" * 40}},
-         {"kind": "merge", "at": 2.0, "experiment": "x", "data": {"commit": "b" * 40}},
-         {"kind": "main-check", "at": 3.0, "experiment": "x",
-          "data": {"verdict": verdict_of([metric("s/wall_ms", "improved", -0.5, interval=(-0.6, -0.4))])}},
-         {"kind": "merge", "at": 4.0, "experiment": "y", "data": {"commit": "c" * 40}},
-         {"kind": "main-check", "at": 5.0, "experiment": "y",
-          "data": {"verdict": verdict_of([metric("s/wall_ms", "improved", -0.5, interval=(-0.6, -0.4))])}}],
+        [JournalEvent(1, 1.0, "lab-start", None, {"base": "a" * 40}),
+         JournalEvent(2, 2.0, "merge", "x", {"commit": "b" * 40}),
+         JournalEvent(3, 3.0, "main-check", "x", {"verdict": won}),
+         JournalEvent(4, 4.0, "merge", "y", {"commit": "c" * 40}),
+         JournalEvent(5, 5.0, "main-check", "y", {"verdict": won})],
         {"s/wall_ms": 100.0}, {"s/wall_ms": 0.03})
     last = view_steps[-1].effects[0]
     # (1 - 0.5)^2 - 1; the bounds multiply the same way: (1 - 0.6)^2 - 1 and (1 - 0.4)^2 - 1

@@ -3,7 +3,7 @@
 Verdicts come from really running `orchard verdict --json` on tiny subjects
 (a rows suite whose metric is exact, so every outcome is certain) or, where
 a real run cannot produce the outcome on demand (INCONCLUSIVE, a gate failure
-beside measured wins), from the bench's own `overall()` and `verdict_json()`.
+beside measured wins), from the bench's own `overall()` and typed `Verdict`.
 Checks come from real shell steps, candidates from real worker checkouts.
 """
 
@@ -11,22 +11,26 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from lab_helpers import git
 from helpers import orchard
-from loop_support import add_hypotheses, metric, verdict_of
-from orchard.lab import backlog, judge as judging
-from orchard.lab.candidate import collect_candidate
+from loop_support import add_hypotheses, bare_candidate, metric, verdict_of
+from orchard.bench.verdict import Verdict
+from orchard.lab import backlog, builds, judge as judging
+from orchard.lab.judgment import Decision, Judgment, Rule
+from orchard.lab.candidate import Candidate, collect_candidate
 from orchard.lab.config import LauncherConfig
 from orchard.lab.executors import JobResult
 from orchard.lab.experiment import Experiment
-from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.judge import Check, LabIntegrityError, decide
+from orchard.lab.hypothesis import Hypothesis, HypothesisStatus
+from orchard.lab.builds import Check
+from orchard.lab.judge import decide
+from orchard.lab.verdicts import LabIntegrityError, assert_bench_untouched
 from orchard.lab.launchers import make_launcher
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
@@ -68,7 +72,7 @@ SUBJECTS = {
 
 
 @pytest.fixture(scope="module")
-def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Verdict]:
     """`orchard verdict --json` of each subject against `base`, really run."""
     root = tmp_path_factory.mktemp("verdicts")
     (root / "suite.toml").write_text(SUITE)
@@ -86,19 +90,19 @@ def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, An
         result = orchard("verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", name, "--json",
                          cwd=root, env=env)
         assert result.returncode in (0, 1), result.stderr
-        found[name] = json.loads(result.stdout)
+        found[name] = Verdict.from_dict(json.loads(result.stdout))
     return found
 
 
 def step(tmp_path: Path, name: str, command: str) -> Check:
     """A real shell step, the way the judge runs build and tests."""
-    return judging.run_step(name, command, tmp_path, {}, tmp_path / "logs")
+    return builds.run_step(name, command, tmp_path, {}, tmp_path / "logs")
 
 
 @pytest.fixture
 def green(tmp_path: Path) -> list[Check]:
     """Collection checks passed, the patch applied, build and both test suites green."""
-    candidate = {"flags": [], "scope": ["src/a.py"], "scope_violations": [], "bench_changes": []}
+    candidate = bare_candidate(scope=["src/a.py"])
     return [*judging.collection_checks(candidate), Check("apply", True, "patch applies to a clean base"),
             step(tmp_path, "build", "true"), step(tmp_path, "tests", "true"), step(tmp_path, "bench-tests", "true")]
 
@@ -110,17 +114,17 @@ def replaced(checks: list[Check], new: Check) -> list[Check]:
 # -- the verdicts the rules are judged on are the real ones ------------------------------------------
 
 
-def test_the_real_verdicts_are_the_outcomes_the_rules_are_about(verdicts: dict[str, dict[str, Any]]) -> None:
-    assert {name: v["verdict"] for name, v in verdicts.items()} == {
+def test_the_real_verdicts_are_the_outcomes_the_rules_are_about(verdicts: dict[str, Verdict]) -> None:
+    assert {name: v.verdict for name, v in verdicts.items()} == {
         "same": "NO-CHANGE", "lean": "PASS", "fat": "REGRESSED", "cheat": "REGRESSED", "networked": "ERROR"}
-    assert verdicts["lean"]["metrics"][0]["effect"] == pytest.approx(-0.25)
-    assert verdicts["lean"]["metrics"][0]["n"] >= 8
+    assert verdicts["lean"].metrics[0].effect == pytest.approx(-0.25)
+    assert verdicts["lean"].metrics[0].n >= 8
 
 
-def test_green_checks_and_a_pass_land(green: list[Check], verdicts: dict[str, dict[str, Any]]) -> None:
+def test_green_checks_and_a_pass_land(green: list[Check], verdicts: dict[str, Verdict]) -> None:
     judgment = decide(green, verdicts["lean"], [])
-    assert judgment.decision == judging.LAND and judgment.rule is None
-    assert judgment.reasons == verdicts["lean"]["reasons"]
+    assert judgment.decision == Decision.LAND and judgment.rule is None
+    assert judgment.reasons == verdicts["lean"].reasons
 
 
 # -- each rule, violated once ------------------------------------------------------------------------
@@ -135,7 +139,7 @@ def lab(make_workspace: Callable[..., Workspace]) -> Iterator[tuple[Workspace, L
 
 
 def judged_worker(lab: tuple[Workspace, LabState], name: str, scope: list[str],
-                  writes: dict[str, str]) -> tuple[dict[str, Any], judging.Judgment]:
+                  writes: dict[str, str]) -> tuple[Candidate, Judgment]:
     """A real worker checkout with `writes` made (paths under `target/` or `bench/`), collected as the
     lab collects it, then judged."""
     ws, state = lab
@@ -147,42 +151,42 @@ def judged_worker(lab: tuple[Workspace, LabState], name: str, scope: list[str],
     hypothesis = Hypothesis(metric="task/estimated_total_tokens", change="edit", id=name, scope=tuple(scope))
     result = JobResult(name, 0, None, False, False, "2026-01-01T00:00:00+00:00", 1.0, log)
     launcher = make_launcher(LauncherConfig(name="claude"))
-    candidate = collect_candidate(ws, Experiment(name, hypothesis, checkout), result, launcher).to_dict()
+    candidate = collect_candidate(ws, Experiment(name, hypothesis, checkout), result, launcher)
     return candidate, judging.judge(ws, state, name, candidate, checkout.target_base, checkout.bench_base)
 
 
 def test_a_tampered_harness_voids_the_experiment_before_anything_is_built(
-    lab: tuple[Workspace, LabState], green: list[Check], verdicts: dict[str, dict[str, Any]]
+    lab: tuple[Workspace, LabState], green: list[Check], verdicts: dict[str, Verdict]
 ) -> None:
     candidate, judgment = judged_worker(lab, "tamper", ["src/alpha.txt"], {
         "target/src/alpha.txt": "alpha 1 faster\n", "bench/bench.py": "print('measuring, but kindly')\n"})
-    assert judgment.decision == judging.KILL and judgment.rule == judging.RULE_HARNESS
+    assert judgment.decision == Decision.KILL and judgment.rule == Rule.HARNESS
     assert judgment.reasons[0].startswith("harness tampered") and "bench.py" in judgment.reasons[0]
     assert "void" in judgment.reasons[0]
     assert not (lab[0].judge_dir / "tamper").exists(), "nothing is checked out or built for a void experiment"
     # the rule holds whatever else is true: a winning verdict does not rescue it
     checks = replaced(green, judging.collection_checks(candidate)[0])
-    assert decide(checks, verdicts["lean"], candidate["flags"]).rule == judging.RULE_HARNESS
+    assert decide(checks, verdicts["lean"], candidate.flags).rule == Rule.HARNESS
 
 
 def test_leaving_the_scope_is_killed_naming_the_files(
-    lab: tuple[Workspace, LabState], green: list[Check], verdicts: dict[str, dict[str, Any]]
+    lab: tuple[Workspace, LabState], green: list[Check], verdicts: dict[str, Verdict]
 ) -> None:
     candidate, judgment = judged_worker(lab, "wander", ["src/alpha.txt"], {
         "target/src/alpha.txt": "alpha 1 faster\n", "target/src/beta.txt": "beta 2\n", "target/src/new.txt": "new\n"})
-    assert judgment.decision == judging.KILL and judgment.rule == judging.RULE_SCOPE
+    assert judgment.decision == Decision.KILL and judgment.rule == Rule.SCOPE
     assert judgment.reasons[0].startswith("left its scope")
     assert "src/beta.txt" in judgment.reasons[0] and "src/new.txt" in judgment.reasons[0]
     assert "src/alpha.txt" not in judgment.reasons[0].split(":", 2)[-1]
     checks = replaced(green, judging.collection_checks(candidate)[1])
-    assert decide(checks, verdicts["lean"], []).rule == judging.RULE_SCOPE
+    assert decide(checks, verdicts["lean"], []).rule == Rule.SCOPE
 
 
 def test_a_candidate_that_does_not_build_from_clean_is_killed(
-    lab: tuple[Workspace, LabState], green: list[Check], tmp_path: Path, verdicts: dict[str, dict[str, Any]]
+    lab: tuple[Workspace, LabState], green: list[Check], tmp_path: Path, verdicts: dict[str, Verdict]
 ) -> None:
     _, judgment = judged_worker(lab, "nobuild", ["src/alpha.txt"], {"target/src/alpha.txt": "alpha 2\n"})
-    assert judgment.decision == judging.KILL and judgment.rule == judging.RULE_TESTS
+    assert judgment.decision == Decision.KILL and judgment.rule == Rule.TESTS
     assert judgment.reasons[0].startswith("does not build from clean") and "exit 1" in judgment.reasons[0]
     assert judgment.verdict is None, "nothing is measured that did not build"
     build = next(c for c in judgment.checks if c.name == "build")
@@ -192,103 +196,103 @@ def test_a_candidate_that_does_not_build_from_clean_is_killed(
     # decide() alone: a failed build is a KILL even beside a winning verdict
     failed = replaced(green, step(tmp_path, "build", "echo 'error: no such symbol' >&2; exit 3"))
     judgment = decide(failed, verdicts["lean"], [])
-    assert judgment.decision == judging.KILL and judgment.rule == judging.RULE_TESTS
+    assert judgment.decision == Decision.KILL and judgment.rule == Rule.TESTS
     assert "exit 3" in judgment.reasons[0] and "no such symbol" in judgment.reasons[0]
 
 
 def test_failing_target_tests_kill_or_send_a_win_back(
-    green: list[Check], tmp_path: Path, verdicts: dict[str, dict[str, Any]]
+    green: list[Check], tmp_path: Path, verdicts: dict[str, Verdict]
 ) -> None:
     red = replaced(green, step(tmp_path, "tests", "echo 'FAILED test_count' >&2; exit 1"))
     killed = decide(red, verdicts["same"], [])
-    assert killed.decision == judging.KILL and killed.rule == judging.RULE_TESTS
+    assert killed.decision == Decision.KILL and killed.rule == Rule.TESTS
     assert killed.reasons[0].startswith("tests failed") and "FAILED test_count" in killed.reasons[0]
     assert killed.reasons[-1] == "verdict NO-CHANGE"
     win = decide(red, verdicts["lean"], [])
-    assert win.decision == judging.ITERATE and win.rule == judging.RULE_TESTS
+    assert win.decision == Decision.ITERATE and win.rule == Rule.TESTS
     assert win.reasons[0].startswith("a measured win, but tests failed") and "fix correctness" in win.reasons[0]
 
 
-def test_failing_harness_tests_never_land(green: list[Check], tmp_path: Path, verdicts: dict[str, dict[str, Any]]) -> None:
+def test_failing_harness_tests_never_land(green: list[Check], tmp_path: Path, verdicts: dict[str, Verdict]) -> None:
     red = replaced(green, step(tmp_path, "bench-tests", "echo 'harness self-test failed' >&2; exit 2"))
     killed = decide(red, verdicts["same"], [])
-    assert killed.decision == judging.KILL and killed.rule == judging.RULE_TESTS
+    assert killed.decision == Decision.KILL and killed.rule == Rule.TESTS
     assert killed.reasons[0].startswith("bench-tests failed") and "exit 2" in killed.reasons[0]
     win = decide(red, verdicts["lean"], [])
-    assert win.decision == judging.ITERATE and "bench-tests failed" in win.reasons[0]
+    assert win.decision == Decision.ITERATE and "bench-tests failed" in win.reasons[0]
 
 
 def test_a_quality_gate_failure_kills_whatever_the_metrics_win(
-    green: list[Check], verdicts: dict[str, dict[str, Any]]
+    green: list[Check], verdicts: dict[str, Verdict]
 ) -> None:
     real = decide(green, verdicts["cheat"], [])
-    assert real.decision == judging.KILL and real.rule == judging.RULE_GATES
+    assert real.decision == Decision.KILL and real.rule == Rule.GATES
     assert real.reasons == ["quality gate no_drop failed (task: oracle_passed dropped 1.0 -> 0.0): "
                             "REGRESSED whatever the metrics say"]
     # the same gate failure beside a clear, large measured win
     winning = verdict_of([metric("task/wall_ms", "improved", -0.40), metric("task/estimated_total_tokens", "improved",
                                                                             -0.75, floor=0.0)],
                          [("information_recall", False, "missing: 'unique words: 826'"), ("determinism", True, "ok")])
-    assert winning["verdict"] == "REGRESSED"
-    assert all(m["verdict"] == "improved" for m in winning["metrics"])
+    assert winning.verdict == "REGRESSED"
+    assert all(m.verdict == "improved" for m in winning.metrics)
     judgment = decide(green, winning, [])
-    assert judgment.decision == judging.KILL and judgment.rule == judging.RULE_GATES
+    assert judgment.decision == Decision.KILL and judgment.rule == Rule.GATES
     assert judgment.reasons == ["quality gate information_recall failed (missing: 'unique words: 826'): "
                                 "REGRESSED whatever the metrics say"]
 
 
-def test_a_regressed_metric_is_killed_but_not_as_a_gate(green: list[Check], verdicts: dict[str, dict[str, Any]]) -> None:
+def test_a_regressed_metric_is_killed_but_not_as_a_gate(green: list[Check], verdicts: dict[str, Verdict]) -> None:
     judgment = decide(green, verdicts["fat"], [])
-    assert judgment.decision == judging.KILL and judgment.rule is None
+    assert judgment.decision == Decision.KILL and judgment.rule is None
     assert judgment.reasons == ["REGRESSED: task/estimated_total_tokens regressed by +25.00% (floor 0.00%)"]
 
 
-def test_no_claim_below_the_noise_floor(green: list[Check], verdicts: dict[str, dict[str, Any]]) -> None:
+def test_no_claim_below_the_noise_floor(green: list[Check], verdicts: dict[str, Verdict]) -> None:
     no_change = decide(green, verdicts["same"], [])
-    assert no_change.decision == judging.KILL and no_change.rule == judging.RULE_FLOOR
+    assert no_change.decision == Decision.KILL and no_change.rule == Rule.FLOOR
     assert no_change.reasons == ["no effect beyond the noise floor: every metric within its noise floor"]
     # INCONCLUSIVE whose estimate is inside the floor: nothing to claim, killed
     faint = verdict_of([metric("report/wall_ms", "inconclusive", -0.01, interval=(-0.05, 0.03), floor=0.03, mde=0.06)])
-    assert faint["verdict"] == "INCONCLUSIVE"
+    assert faint.verdict == "INCONCLUSIVE"
     killed = decide(green, faint, [])
-    assert killed.decision == judging.KILL and killed.rule == judging.RULE_FLOOR
+    assert killed.decision == Decision.KILL and killed.rule == Rule.FLOOR
     assert killed.reasons[0].startswith("below the printed noise floor") and "MDE 6.00%" in killed.reasons[0]
     # INCONCLUSIVE whose estimate is beyond the floor on the good side: worth another, sharper try
     promising = verdict_of([metric("report/wall_ms", "inconclusive", -0.06, interval=(-0.12, 0.01), floor=0.03)])
-    assert promising["verdict"] == "INCONCLUSIVE"
+    assert promising.verdict == "INCONCLUSIVE"
     again = decide(green, promising, [])
-    assert again.decision == judging.ITERATE and again.rule is None
+    assert again.decision == Decision.ITERATE and again.rule is None
     assert again.reasons[0].startswith("promising but unclear")
     # the good side depends on the metric's direction: higher-is-better moving down is not promising
     wrong_way = verdict_of([metric("report/throughput", "inconclusive", -0.06, interval=(-0.12, 0.01),
                                    direction="higher")])
-    assert decide(green, wrong_way, []).rule == judging.RULE_FLOOR
+    assert decide(green, wrong_way, []).rule == Rule.FLOOR
 
 
 def test_rows_with_unlike_comparability_keys_are_never_compared(
-    green: list[Check], verdicts: dict[str, dict[str, Any]]
+    green: list[Check], verdicts: dict[str, Verdict]
 ) -> None:
     judgment = decide(green, verdicts["networked"], [])
-    assert judgment.decision == judging.KILL and judgment.rule == judging.RULE_COMPARABLE
+    assert judgment.decision == Decision.KILL and judgment.rule == Rule.COMPARABLE
     assert judgment.reasons[0].startswith("the verdict could not compare")
     assert "remote_transport" in judgment.reasons[0] and "'network'" in judgment.reasons[0]
     # an ERROR for another cause is a KILL too, but not under this rule
-    broken = dict(verdicts["networked"], reasons=["baseline failed scenario 'task' (exit 3); nothing can be compared"])
+    broken = replace(verdicts["networked"], reasons=["baseline failed scenario 'task' (exit 3); nothing can be compared"])
     other = decide(green, broken, [])
-    assert other.decision == judging.KILL and other.rule is None
+    assert other.decision == Decision.KILL and other.rule is None
 
 
-def test_the_first_rule_that_applies_decides(green: list[Check], tmp_path: Path, verdicts: dict[str, dict[str, Any]]) -> None:
+def test_the_first_rule_that_applies_decides(green: list[Check], tmp_path: Path, verdicts: dict[str, Verdict]) -> None:
     everything_wrong = [
         Check("harness", False, "bench clone changed: suite.toml"),
         Check("scope", False, "files outside ['a']: b"),
         step(tmp_path, "build", "exit 1"),
     ]
-    assert decide(everything_wrong, verdicts["cheat"], []).rule == judging.RULE_HARNESS
-    assert decide(everything_wrong[1:], verdicts["cheat"], []).rule == judging.RULE_SCOPE
-    assert decide(everything_wrong[2:], verdicts["cheat"], []).rule == judging.RULE_TESTS
+    assert decide(everything_wrong, verdicts["cheat"], []).rule == Rule.HARNESS
+    assert decide(everything_wrong[1:], verdicts["cheat"], []).rule == Rule.SCOPE
+    assert decide(everything_wrong[2:], verdicts["cheat"], []).rule == Rule.TESTS
     nothing = decide(green, None, ["no-changes"])
-    assert nothing.decision == judging.KILL and nothing.reasons == ["the worker changed nothing"]
+    assert nothing.decision == Decision.KILL and nothing.reasons == ["the worker changed nothing"]
 
 
 # -- the lab's own bench clone is never modified ------------------------------------------------------------
@@ -297,24 +301,24 @@ def test_the_first_rule_that_applies_decides(green: list[Check], tmp_path: Path,
 def test_a_modified_bench_clone_stops_the_judge(make_workspace: Callable[..., Workspace]) -> None:
     ws = make_workspace()
     base = ws.bench_base()
-    judging.assert_bench_untouched(ws, base)  # clean: nothing raised
+    assert_bench_untouched(ws, base)  # clean: nothing raised
     (ws.bench_dir / "results").mkdir()
     (ws.bench_dir / "results" / "run.jsonl").write_text("{}\n")  # ignored by the harness: still clean
-    judging.assert_bench_untouched(ws, base)
+    assert_bench_untouched(ws, base)
 
     (ws.bench_dir / "bench.py").write_text("print('tuned')\n")
     with pytest.raises(LabIntegrityError, match=r"bench\.py") as caught:
-        judging.assert_bench_untouched(ws, base)
+        assert_bench_untouched(ws, base)
     assert "no verdict was taken" in str(caught.value) and str(ws.bench_dir) in str(caught.value)
     git(ws.bench_dir, "checkout", "--", "bench.py")
 
     (ws.bench_dir / "extra_fixture.txt").write_text("x\n")
     with pytest.raises(LabIntegrityError, match="extra_fixture.txt"):
-        judging.assert_bench_untouched(ws, base)
+        assert_bench_untouched(ws, base)
     git(ws.bench_dir, "add", "extra_fixture.txt")
     git(ws.bench_dir, "commit", "-qm", "a fixture")
     with pytest.raises(LabIntegrityError, match="head moved|extra_fixture.txt"):
-        judging.assert_bench_untouched(ws, base)
+        assert_bench_untouched(ws, base)
 
 
 def test_harness_tests_that_dirty_the_bench_clone_stop_the_judgment(make_workspace: Callable[..., Workspace]) -> None:
@@ -325,7 +329,7 @@ def test_harness_tests_that_dirty_the_bench_clone_stop_the_judgment(make_workspa
         checkout = ws.setup_worker("w1")
         (checkout.worker.target_dir / "src/alpha.txt").write_text("alpha 1 faster\n")
         patch = ws.target_vcs.changes(checkout.worker.target_dir, checkout.target_base).patch
-        candidate = {"patch": patch, "flags": [], "scope": [], "scope_violations": [], "bench_changes": []}
+        candidate = bare_candidate(patch=patch)
         with pytest.raises(LabIntegrityError, match=r"bench\.py"):
             judging.judge(ws, state, "dirty", candidate, checkout.target_base, checkout.bench_base)
         assert state.baseline(checkout.target_base) is None, "no baseline was built and nothing measured"
@@ -340,14 +344,14 @@ def test_a_passing_harness_suite_runs_once_per_bench_base_and_a_failing_one_ever
     ws = make_workspace(f'[bench]\ntest = "echo run >> {counter} && test -e {tmp_path}/red && exit 1 || true"\n')
     state = LabState.open(ws.root)
     try:
-        values = judging.placeholders(ws, ws.reference_target, None)
+        values = builds.placeholders(ws, ws.reference_target, None)
         base = ws.bench_base()
-        checks = [judging.harness_tests(ws, state, base, values, tmp_path / "logs") for _ in range(3)]
+        checks = [builds.harness_tests(ws, state, base, values, tmp_path / "logs") for _ in range(3)]
         assert all(c.passed for c in checks) and counter.read_text().count("run") == 1
-        other = judging.harness_tests(ws, state, "0" * 40, values, tmp_path / "logs")  # another bench base
+        other = builds.harness_tests(ws, state, "0" * 40, values, tmp_path / "logs")  # another bench base
         assert other.passed and counter.read_text().count("run") == 2
         (tmp_path / "red").touch()
-        reds = [judging.harness_tests(ws, state, "f" * 40, values, tmp_path / "logs") for _ in range(2)]
+        reds = [builds.harness_tests(ws, state, "f" * 40, values, tmp_path / "logs") for _ in range(2)]
         assert not any(c.passed for c in reds) and counter.read_text().count("run") == 4
     finally:
         state.close()
@@ -392,7 +396,7 @@ def test_globs_and_directories_of_running_experiments_block_the_files_they_cover
     # ...and the pick's own choice would overlap nothing that runs
     for busy in (["lib/*.c"], ["lib"], ["include/*.h"], ["tests/"]):
         picked = backlog.pick(lab_state, "exploit", [busy])
-        assert picked is not None and not backlog.scopes_overlap(picked.data["scope"], busy)
+        assert picked is not None and not backlog.scopes_overlap(picked.hypothesis.scope, busy)
 
 
 def test_explore_lanes_take_explore_hypotheses_and_respect_scopes_too(lab_state: LabState) -> None:
@@ -405,5 +409,5 @@ def test_explore_lanes_take_explore_hypotheses_and_respect_scopes_too(lab_state:
     assert backlog.pick(lab_state, "explore", []).id == "wild"
     assert backlog.pick(lab_state, "explore", [["b.py"]]).id == "wilder"
     assert backlog.pick(lab_state, "exploit", [["a.py"]]).id == "wild"  # nothing else free for an exploit lane
-    lab_state.update_hypothesis("top", status=backlog.RUNNING)
+    lab_state.update_hypothesis("top", status=HypothesisStatus.RUNNING)
     assert backlog.pick(lab_state, "exploit", [["a.py"], ["b.py"]]).id == "wilder"

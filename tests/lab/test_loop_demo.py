@@ -14,7 +14,7 @@ from pathlib import Path
 import libtmux
 
 from orchard.demo.lab import make_demo
-from orchard.lab.state import LabState
+from orchard.lab.state import JournalEvent, LabState
 from orchard.lab.workspace import Workspace
 
 from lab_helpers import assert_nothing_left, git, wait_for
@@ -29,12 +29,12 @@ def orchard(*args: str, mark: str, **kwargs) -> subprocess.Popen:
 def decisions(root: Path) -> dict[str, tuple[str, str, list[str]]]:
     state = LabState.open(root)
     try:
-        return {e.hypothesis: (e.decision, (e.judgment or {}).get("rule"), e.reasons) for e in state.experiments()}
+        return {e.hypothesis: (e.decision, e.judgment and e.judgment.rule, e.reasons) for e in state.experiments()}
     finally:
         state.close()
 
 
-def events(root: Path, kind: str) -> list[dict]:
+def events(root: Path, kind: str) -> list[JournalEvent]:
     state = LabState.open(root)
     try:
         return state.events(kind)
@@ -117,9 +117,9 @@ def test_resume_after_sigkill_loses_and_doubles_nothing(tmp_path: Path, mark: st
     assert set(found) == set(HYPOTHESES)
     assert found["terse-report"][0] == "LAND" and found["count-with-dict"][0] == "LAND"
     assert found["top-ten-default"][:2] == ("KILL", "gates-absolute")
-    judged = Counter(e["experiment"] for e in events(root, "judgment"))
+    judged = Counter(e.experiment for e in events(root, "judgment"))
     assert all(count == 1 for count in judged.values()), judged  # nothing judged twice
-    assert Counter(e["experiment"] for e in events(root, "merge")) == Counter({"terse-report": 1, "count-with-dict": 1})
+    assert Counter(e.experiment for e in events(root, "merge")) == Counter({"terse-report": 1, "count-with-dict": 1})
     merges = git(root / "origin" / "target.git", "log", "--format=%s", "main").count("lab: merge")
     assert merges == 2  # nothing landed twice
     state = LabState.open(root)
@@ -147,8 +147,10 @@ def test_the_bench_own_verdict_command_is_recorded_and_mapped(tmp_path: Path, ma
     assert decision == "KILL" and "REGRESSED" in " ".join(reasons)
     state = LabState.open(ws.root)
     try:
-        verdict = state.experiment("terse-report").judgment["verdict"]
+        judgment = state.experiment("terse-report").judgment
     finally:
         state.close()
-    assert verdict["source"] == "command" and "verdict: REGRESSED" in verdict["output_tail"]
-    assert str(ws.judge_dir) in verdict["command"]  # the binary was passed explicitly
+    assert judgment is not None and judgment.verdict is not None
+    external = judgment.verdict.external
+    assert external is not None and "verdict: REGRESSED" in external.output_tail
+    assert str(ws.judge_dir) in external.command  # the binary was passed explicitly  # the binary was passed explicitly

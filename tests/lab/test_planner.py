@@ -81,9 +81,9 @@ def test_a_good_answer_adds_its_hypotheses_from_the_planner(planner: tuple[Works
         added = {r.id: r for r in state.hypotheses()}
         assert sorted(added) == ["alpha-cache", "beta-batch", "gamma-lazy"]
         assert {r.source for r in added.values()} == {"planner"} and {r.status for r in added.values()} == {"open"}
-        assert added["beta-batch"].data["scope"] == ["src/beta-batch.py"]
-        assert added["beta-batch"].data["suspected_cause"] == "src/beta-batch.py: slow loop"
-        event = state.events("backlog")[-1]["data"]
+        assert added["beta-batch"].hypothesis.scope == ("src/beta-batch.py",)
+        assert added["beta-batch"].hypothesis.suspected_cause == "src/beta-batch.py: slow loop"
+        event = state.events("backlog")[-1].data
         assert event["planner"].startswith("plan-") and event["added"] == ["alpha-cache", "beta-batch", "gamma-lazy"]
     finally:
         state.close()

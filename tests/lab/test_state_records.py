@@ -12,11 +12,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from loop_support import add_hypotheses, metric, verdict_of
+from loop_support import add_hypotheses, bare_candidate, metric, verdict_of
+from orchard.bench.verdict import Verdict
 from orchard.cli import cli
 from orchard.demo.lab import make_demo
 from orchard.errors import UsageError
-from orchard.lab import backlog, records
+from orchard.lab import records
+from orchard.lab.experiment import ExperimentStatus
+from orchard.lab.hypothesis import HypothesisStatus, Lane
+from orchard.lab.judgment import Decision, Judgment, JudgmentEntry, Rule
+from orchard.lab.launchers import AgentUsage
 from orchard.lab.state import SCHEMA_VERSION, LabState
 from orchard.lab.workspace import Workspace
 
@@ -93,7 +98,7 @@ def test_a_failed_transaction_leaves_nothing_behind(lab_state: LabState, tmp_pat
         with lab_state.transaction():
             add_hypotheses(lab_state, {"id": "half", "scope": ["b.py"]})
             lab_state.add_experiment("half", "half", "w1", "exploit", 1, BASE, BENCH, "starting")
-            lab_state.update_hypothesis("before", status=backlog.RUNNING, attempt=True)
+            lab_state.update_hypothesis("before", status=HypothesisStatus.RUNNING, attempt=True)
             lab_state.log("experiment-start", {"hypothesis": "half"}, "half")
             raise RuntimeError("crash between two writes")
     assert [h.id for h in lab_state.hypotheses()] == ["before"]
@@ -131,17 +136,19 @@ def test_nested_writes_commit_with_the_outer_transaction_only(lab_state: LabStat
 # -- the notebook from a hand-filled lab.db -----------------------------------------------------------------
 
 
-def _judged(state: LabState, name: str, decision: str, verdict: dict, reasons: list[str], *, cost: float,
+def _judged(state: LabState, name: str, decision: str, verdict: Verdict, reasons: list[str], *, cost: float,
             rule: str | None = None, **fields: str) -> None:
     """One experiment judged, recorded the way the loop records it."""
-    data = state.hypothesis(name).data
-    state.add_experiment(name, name, "w1", "exploit", 1, BASE, BENCH, "running")
-    state.update_experiment(name, status="done", candidate={"usage": {"cost_usd": cost, "input_tokens": 1000}},
-                            judgment={"decision": decision, "reasons": reasons, "verdict": verdict, "checks": []},
+    hypothesis = state.hypothesis(name).hypothesis
+    state.add_experiment(name, name, "w1", Lane.EXPLOIT, 1, BASE, BENCH, ExperimentStatus.RUNNING)
+    state.update_experiment(name, status=ExperimentStatus.DONE,
+                            candidate=bare_candidate(usage=AgentUsage(cost_usd=cost, input_tokens=1000)),
+                            judgment=Judgment(Decision(decision), reasons, verdict=verdict),
                             decision=decision, reasons=reasons, **fields)
-    state.log("judgment", {"hypothesis": name, "title": data["title"], "metric": data["metric"], "predicted": "-40%",
-                           "cause": data.get("suspected_cause"), "decision": decision, "reasons": reasons, "rule": rule,
-                           "verdict": verdict, "checks": [], "usage": {"cost_usd": cost}}, name)
+    entry = JudgmentEntry(hypothesis=name, title=hypothesis.title, decision=Decision(decision), reasons=reasons,
+                          metric=hypothesis.metric, predicted="-40%", cause=hypothesis.suspected_cause,
+                          rule=None if rule is None else Rule(rule), verdict=verdict, usage={"cost_usd": cost})
+    state.log("judgment", entry.to_dict(), name)
 
 
 def fill(state: LabState) -> None:
@@ -161,19 +168,19 @@ def fill(state: LabState) -> None:
     )
     win = verdict_of([metric("report/wall_ms", "improved", -0.40, baseline=64.0, floor=0.05),
                       metric("report/stdout_bytes", "no-change", 0.0, interval=(0.0, 0.0), baseline=11502.0, floor=0.0)])
-    _judged(state, "count-with-dict", "LAND", win, win["reasons"], cost=0.12, branch="lab/count-with-dict",
+    _judged(state, "count-with-dict", "LAND", win, win.reasons, cost=0.12, branch="lab/count-with-dict",
             land_commit=LAND_COMMIT, merge_commit=MERGE)
     state.log("merge", {"branch": "lab/count-with-dict", "into": "main", "commit": MERGE}, "count-with-dict")
     state.add_measurement("main", MERGE, {"report/wall_ms": 39.0, "report/stdout_bytes": 11502.0}, "count-with-dict")
-    state.update_hypothesis("count-with-dict", status=backlog.LANDED)
+    state.update_hypothesis("count-with-dict", status=HypothesisStatus.LANDED)
     flat = verdict_of([metric("report/wall_ms", "no-change", -0.01, interval=(-0.03, 0.02), baseline=39.0, floor=0.05)])
     kill = ["no effect beyond the noise floor: every metric within its noise floor"]
     _judged(state, "single-write", "KILL", flat, kill, cost=0.30, rule="no-claim-below-floor")
-    state.update_hypothesis("single-write", status=backlog.KILLED)
+    state.update_hypothesis("single-write", status=HypothesisStatus.KILLED)
     unclear = verdict_of([metric("report/wall_ms", "inconclusive", -0.08, interval=(-0.15, 0.01), baseline=39.0)])
-    iterate = ["promising but unclear: " + "; ".join(unclear["reasons"])]
+    iterate = ["promising but unclear: " + "; ".join(unclear.reasons)]
     _judged(state, "tokenize-regex", "ITERATE", unclear, iterate, cost=0.05)
-    state.update_hypothesis("tokenize-regex", status=backlog.ITERATED)
+    state.update_hypothesis("tokenize-regex", status=HypothesisStatus.ITERATED)
     add_hypotheses(state, {"id": "tokenize-regex-r1", "title": "Tokenize with a regex (sharpened)",
                            "scope": ["wordfreq/tokenize.py"], "impact": 4, "confidence": 0.45}, source="iterate")
     state.log("stop", {"reason": "the top 5 backlog items have all been attempted"})
@@ -270,7 +277,7 @@ def test_status_shows_a_running_worker_and_its_log(demo: Workspace) -> None:
     state = LabState.open(demo.root)
     try:
         state.add_experiment("terse-report", "terse-report", "w2", "exploit", 1, BASE, BENCH, "running")
-        state.update_hypothesis("terse-report", status=backlog.RUNNING, attempt=True)
+        state.update_hypothesis("terse-report", status=HypothesisStatus.RUNNING, attempt=True)
     finally:
         state.close()
     info = json.loads(invoke("status", demo.root, "--json").output)

@@ -6,21 +6,18 @@ verdict, read rows. Nothing in bench imports lab.
 
 from orchard.bench.calibration import Calibration, CalibrationFailed
 from orchard.bench.binary import check_binary
-from orchard.bench.campaign import CampaignResult, calibrate, run_verdict
+from orchard.bench.campaign import calibrate, run_verdict
 from orchard.bench.store import latest_rows, read_jsonl
 from orchard.bench.suite import Suite, load_suite
-from orchard.bench.verdict import ERROR, INCONCLUSIVE, NO_CHANGE, PASS, REGRESSED, MetricResult
+from orchard.bench.verdict import ExternalRun, GateResult, MetricResult, MetricVerdict, Verdict, VerdictWord
 
 __all__ = [
-    "ERROR",
-    "INCONCLUSIVE",
-    "NO_CHANGE",
-    "PASS",
-    "REGRESSED",
-    "CampaignResult",
     "Calibration",
     "CalibrationFailed",
+    "ExternalRun",
+    "GateResult",
     "MetricResult",
+    "MetricVerdict",
     "Suite",
     "calibrate",
     "check_binary",
@@ -28,4 +25,6 @@ __all__ = [
     "load_suite",
     "read_jsonl",
     "run_verdict",
+    "Verdict",
+    "VerdictWord",
 ]

@@ -84,14 +84,18 @@ class Calibration:
         return max(0.0, time.time() - self.created_at)
 
     def age_text(self) -> str:
-        seconds = self.age_s()
-        if seconds < 90:
-            return f"{seconds:.0f}s"
-        if seconds < 5400:
-            return f"{seconds / 60:.0f}min"
-        if seconds < 2 * 86400:
-            return f"{seconds / 3600:.1f}h"
-        return f"{seconds / 86400:.1f} days"
+        return age_text(self.age_s())
+
+
+def age_text(seconds: float) -> str:
+    """An age for people: seconds, minutes, hours or days."""
+    if seconds < 90:
+        return f"{seconds:.0f}s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f}min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 86400:.1f} days"
 
 
 def compute(

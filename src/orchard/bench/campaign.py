@@ -27,12 +27,14 @@ from orchard.bench.measure import Observation, RunSpec, Workbench, count_instruc
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import MIN_RUNS_FLOOR, Scenario, Suite
 from orchard.bench.verdict import (
-    ERROR,
+    AdaptivePlan,
+    CalibrationNote,
     Decision,
     GateResult,
     MetricResult,
     MetricSpec,
-    AdaptivePlan,
+    Verdict,
+    VerdictWord,
     decide_metrics,
     overall,
     settled,
@@ -169,22 +171,6 @@ def _check_comparable(baseline: Observation, candidate: Observation) -> None:
             )
 
 
-@dataclass
-class CampaignResult:
-    decision: Decision
-    seed: int
-    pairs: int
-    planned_pairs: int
-    calibration: calibration_cache.Calibration | None
-    calibration_cached: bool
-    rows_path: Path
-    summary_path: Path
-    warnings: list[str]
-    lock_wait_ms: float
-    baseline: Path
-    candidate: Path
-
-
 def _baseline_error(results: list[tuple[Observation, Observation, list[GateResult]]]) -> str | None:
     for base, _, _ in results:
         if not base.ok:
@@ -287,7 +273,7 @@ def run_verdict(
     progress: Progress = _quiet,
     summary: Callable[[Sequence[dict[str, Any]]], str] | None = None,
     calibration_file: Path | None = None,
-) -> CampaignResult:
+) -> Verdict:
     """Judge `candidate` against `baseline` on `suite`.
 
     The calibration comes from `calibration_file` (or the suite's), else the
@@ -353,25 +339,31 @@ def run_verdict(
                     if settled(metrics):
                         break
         runner.lock.print_total()
-        decision = Decision(ERROR, reasons=[error]) if error else overall(metrics, gates)
+        decision = Decision(VerdictWord.ERROR, reasons=[error]) if error else overall(metrics, gates)
         warnings += runner.tracker.warnings
         if cal is not None:
             warnings += _warnings(runner, samples, cal, decision)
         writer.write({"lane": "verdict", "step_kind": "verdict", "verdict": decision.verdict,
                       "reasons": decision.reasons, "pairs": pairs, "seed": seed, **runner.base_meta})
-    return CampaignResult(
-        decision=decision,
+    note = None if cal is None else CalibrationNote(cached, round(cal.age_s(), 1), cal.runs, cal.seed,
+                                                      cal.machine_fingerprint,
+                                                      None if cal.file is None else str(cal.file))
+    return Verdict(
+        verdict=decision.verdict,
+        reasons=decision.reasons,
+        baseline=baseline,
+        candidate=candidate,
+        metrics=decision.metrics,
+        gates=decision.gates,
+        suite=str(suite.path),
         seed=seed,
         pairs=pairs,
         planned_pairs=max_runs,
-        calibration=cal,
-        calibration_cached=cached,
-        rows_path=writer.path,
-        summary_path=writer.summary_path,
+        calibration=note,
         warnings=warnings,
         lock_wait_ms=runner.lock.total_wait_ms,
-        baseline=baseline,
-        candidate=candidate,
+        rows=writer.path,
+        summary=writer.summary_path,
     )
 
 

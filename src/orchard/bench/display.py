@@ -16,16 +16,16 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from orchard.bench.campaign import CampaignResult
-from orchard.bench.calibration import Calibration
+from orchard.bench.calibration import Calibration, age_text
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import Suite
-from orchard.bench.verdict import Decision, MetricResult
+from orchard.bench.verdict import CalibrationNote, Decision, MetricResult, MetricVerdict, Verdict, VerdictWord
 
-VERDICT_SCHEMA = "orchard.verdict/1"
 RUN_SCHEMA = "orchard.bench-run/1"
-_STYLE = {"improved": "green", "regressed": "red", "no-change": "dim", "inconclusive": "yellow"}
-_OVERALL_STYLE = {"PASS": "bold green", "REGRESSED": "bold red", "NO-CHANGE": "bold", "INCONCLUSIVE": "bold yellow", "ERROR": "bold red"}
+_STYLE = {MetricVerdict.IMPROVED: "green", MetricVerdict.REGRESSED: "red", MetricVerdict.UNCHANGED: "dim",
+          MetricVerdict.UNCLEAR: "yellow"}
+_OVERALL_STYLE = {VerdictWord.PASS: "bold green", VerdictWord.REGRESSED: "bold red", VerdictWord.NO_CHANGE: "bold",
+                  VerdictWord.INCONCLUSIVE: "bold yellow", VerdictWord.ERROR: "bold red"}
 
 
 def pct(value: float | None, signed: bool = True) -> str:
@@ -88,21 +88,25 @@ def metric_table(metrics: Sequence[MetricResult], title: str | None = None) -> T
     return table
 
 
-def calibration_line(cal: Calibration | None, cached: bool) -> str:
+def calibration_line(cal: CalibrationNote | None) -> str:
     if cal is None:
         return "calibration: none"
-    source = "cached" if cached else "fresh"
+    source = "cached" if cal.cached else "fresh"
     where = "" if cal.file is None else f", file {cal.file}"
-    return (f"calibration: {source}, {cal.age_text()} old, {cal.runs} A/A pairs, "
+    return (f"calibration: {source}, {age_text(cal.age_s)} old, {cal.runs} A/A pairs, "
             f"machine {cal.machine_fingerprint}{where}")
 
 
-def print_verdict(console: Console, result: CampaignResult) -> None:
-    decision = result.decision
-    console.print(calibration_line(result.calibration, result.calibration_cached))
-    console.print(f"pair order seed: {result.seed}; pairs judged: {result.pairs} of up to {result.planned_pairs}")
-    print_decision(console, decision, result.warnings)
-    console.print(f"rows: {result.rows_path}")
+def print_verdict(console: Console, verdict: Verdict) -> None:
+    console.print(calibration_line(verdict.calibration))
+    console.print(f"pair order seed: {verdict.seed}; pairs judged: {verdict.pairs} of up to {verdict.planned_pairs}")
+    print_decision(console, as_decision(verdict), verdict.warnings)
+    console.print(f"rows: {verdict.rows}")
+
+
+def as_decision(verdict: Verdict) -> Decision:
+    """The verdict's judgement alone (what `orchard compare` also produces)."""
+    return Decision(verdict.verdict, verdict.metrics, verdict.gates, verdict.reasons)
 
 
 def print_decision(console: Console, decision: Decision, warnings: Sequence[str]) -> None:
@@ -113,52 +117,21 @@ def print_decision(console: Console, decision: Decision, warnings: Sequence[str]
         mark = "[green]pass[/]" if gate.passed else "[red]FAIL[/]"
         console.print(f"gate {gate.name}: {mark} {gate.detail}")
     for warning in warnings:
-        console.print(f"[yellow]warning:[/] {warning}", markup=True)
+        console.print(f"[yellow]warning:[/] {warning}")
     style = _OVERALL_STYLE.get(decision.verdict, "bold")
     console.print(f"verdict: [{style}]{decision.verdict}[/]")
     for reason in decision.reasons:
         console.print(f"  - {reason}")
 
 
-def verdict_json(result: CampaignResult, suite: str) -> dict[str, Any]:
-    cal = result.calibration
-    return {
-        "schema": VERDICT_SCHEMA,
-        "verdict": result.decision.verdict,
-        "reasons": result.decision.reasons,
-        "suite": suite,
-        "baseline": str(result.baseline),
-        "candidate": str(result.candidate),
-        "seed": result.seed,
-        "pairs": result.pairs,
-        "planned_pairs": result.planned_pairs,
-        "calibration": None
-        if cal is None
-        else {
-            "cached": result.calibration_cached,
-            "age_s": round(cal.age_s(), 1),
-            "runs": cal.runs,
-            "seed": cal.seed,
-            "machine_fingerprint": cal.machine_fingerprint,
-            "file": None if cal.file is None else str(cal.file),
-        },
-        "metrics": [m.to_json() for m in result.decision.metrics],
-        "gates": [{"name": g.name, "passed": g.passed, "detail": g.detail} for g in result.decision.gates],
-        "warnings": result.warnings,
-        "lock_wait_ms": round(result.lock_wait_ms, 3),
-        "rows": str(result.rows_path),
-        "summary": str(result.summary_path),
-    }
-
-
-def verdict_facts(result: CampaignResult, suite: str) -> list[str]:
+def verdict_facts(verdict: Verdict, suite: str) -> list[str]:
     """What a summary states above the metric table: inputs, calibration, warnings."""
     facts = [
-        f"suite `{suite}`: baseline `{result.baseline}`, candidate `{result.candidate}`",
-        f"{result.pairs} pairs judged of up to {result.planned_pairs}, pair order seed {result.seed}",
-        calibration_line(result.calibration, result.calibration_cached),
+        f"suite `{suite}`: baseline `{verdict.baseline}`, candidate `{verdict.candidate}`",
+        f"{verdict.pairs} pairs judged of up to {verdict.planned_pairs}, pair order seed {verdict.seed}",
+        calibration_line(verdict.calibration),
     ]
-    return facts + [f"warning: {warning}" for warning in result.warnings]
+    return facts + [f"warning: {warning}" for warning in verdict.warnings]
 
 
 def calibration_table(cal: Calibration) -> Table:

@@ -20,23 +20,36 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from orchard.bench import stats
 
-PASS = "PASS"
-NO_CHANGE = "NO-CHANGE"
-INCONCLUSIVE = "INCONCLUSIVE"
-REGRESSED = "REGRESSED"
-ERROR = "ERROR"
 
-IMPROVED = "improved"
-REGRESSED_METRIC = "regressed"
-UNCHANGED = "no-change"
-UNCLEAR = "inconclusive"
 
+class VerdictWord(StrEnum):
+    """A candidate's overall verdict against its baseline (ERROR: nothing could be compared)."""
+
+    PASS = "PASS"
+    NO_CHANGE = "NO-CHANGE"
+    INCONCLUSIVE = "INCONCLUSIVE"
+    REGRESSED = "REGRESSED"
+    ERROR = "ERROR"
+
+
+class MetricVerdict(StrEnum):
+    """One metric's verdict: where its interval lies against the noise floor."""
+
+    IMPROVED = "improved"
+    REGRESSED = "regressed"
+    UNCHANGED = "no-change"
+    UNCLEAR = "inconclusive"
+
+
+VERDICT_SCHEMA = "orchard.verdict/1"  # the id of Verdict.to_dict, the `--json` document
 DEFAULT_ALPHA = 0.05  # one-sided, per claim; intervals are two-sided at 1 - 2 alpha
 
 
@@ -79,7 +92,7 @@ class MetricResult:
     metric: str
     direction: str
     target: bool
-    verdict: str
+    verdict: MetricVerdict
     method: str  # "hodges-lehmann" or "exact"
     scale: str  # "log-ratio", "relative" or "absolute"
     effect: float | None  # candidate vs baseline, relative (0.05 = 5% larger)
@@ -117,6 +130,23 @@ class MetricResult:
         )
         return data
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MetricResult:
+        """The inverse of `to_json` (an unbounded interval end comes back as infinity)."""
+        interval = data.get("interval")
+        return cls(
+            scenario=str(data["scenario"]), metric=str(data["metric"]), direction=str(data["direction"]),
+            target=bool(data.get("target", True)), verdict=MetricVerdict(data["verdict"]),
+            method=str(data.get("method", "")), scale=str(data.get("scale", "")), effect=data.get("effect"),
+            interval=None if interval is None else (
+                -math.inf if interval[0] is None else float(interval[0]),
+                math.inf if interval[1] is None else float(interval[1])),
+            confidence=data.get("confidence"), floor=float(data.get("floor", 0.0)), n=int(data.get("n", 0)),
+            mde=data.get("mde"), baseline_median=data.get("baseline_median"),
+            candidate_median=data.get("candidate_median"), p_value=data.get("p_value"),
+            note=str(data.get("note", "")),
+        )
+
 
 def _percent(fraction: float | None) -> float | None:
     return None if fraction is None or not math.isfinite(fraction) else round(100.0 * fraction, 6)
@@ -132,10 +162,17 @@ class GateResult:
     passed: bool
     detail: str
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "passed": self.passed, "detail": self.detail}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GateResult:
+        return cls(str(data["name"]), bool(data["passed"]), str(data.get("detail", "")))
+
 
 @dataclass
 class Decision:
-    verdict: str
+    verdict: VerdictWord
     metrics: list[MetricResult] = field(default_factory=list)
     gates: list[GateResult] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
@@ -197,12 +234,12 @@ class AdaptivePlan:
 def _classify(low: float, high: float, floor: float) -> str:
     """Classify an interval on the bad-is-positive scale."""
     if low > floor:
-        return REGRESSED_METRIC
+        return MetricVerdict.REGRESSED
     if high < -floor:
-        return IMPROVED
+        return MetricVerdict.IMPROVED
     if low >= -floor and high <= floor:
-        return UNCHANGED
-    return UNCLEAR
+        return MetricVerdict.UNCHANGED
+    return MetricVerdict.UNCLEAR
 
 
 def _claim_p(bad: np.ndarray, floor: float) -> float:
@@ -225,9 +262,9 @@ def _exact_result(spec: MetricSpec, a: np.ndarray, b: np.ndarray) -> MetricResul
     scale, d = paired_differences(a[:1], b[:1])
     effect = _to_relative(scale, float(d[0]))
     if abs(effect) <= spec.min_floor:
-        verdict = UNCHANGED
+        verdict = MetricVerdict.UNCHANGED
     else:
-        verdict = REGRESSED_METRIC if spec.bad_sign * effect > 0 else IMPROVED
+        verdict = MetricVerdict.REGRESSED if spec.bad_sign * effect > 0 else MetricVerdict.IMPROVED
     return _result(spec, verdict=verdict, method="exact", scale=scale, effect=effect, interval=(effect, effect),
                    confidence=1.0, floor=spec.min_floor, n=len(a), mde=0.0, baseline_median=float(a[0]),
                    candidate_median=float(b[0]))
@@ -257,7 +294,7 @@ def decide_metrics(
         bad = spec.bad_sign * d
         statistical.append((spec, scale, bad, _from_relative(scale, spec.floor(cal))))
         results[spec.key] = _result(
-            spec, verdict=UNCLEAR, method="hodges-lehmann", scale=scale, effect=None, interval=None,
+            spec, verdict=MetricVerdict.UNCLEAR, method="hodges-lehmann", scale=scale, effect=None, interval=None,
             confidence=None, floor=spec.floor(cal), n=len(d), mde=None,
             baseline_median=float(np.median(a)) if len(a) else None,
             candidate_median=float(np.median(b)) if len(b) else None,
@@ -327,27 +364,144 @@ def overall(metrics: Sequence[MetricResult], gates: Sequence[GateResult]) -> Dec
     """Combine metric verdicts and gates into PASS / NO-CHANGE / INCONCLUSIVE / REGRESSED."""
     reasons: list[str] = []
     failed_gates = [gate for gate in gates if not gate.passed]
-    regressed = [m for m in metrics if m.verdict == REGRESSED_METRIC]
+    regressed = [m for m in metrics if m.verdict == MetricVerdict.REGRESSED]
     for gate in failed_gates:
         reasons.append(f"gate {gate.name} failed: {gate.detail}")
     for metric in regressed:
         reasons.append(f"{metric.key} regressed by {metric.effect:+.2%} (floor {metric.floor:.2%})")
     if failed_gates or regressed:
-        return Decision(REGRESSED, list(metrics), list(gates), reasons)
-    improved = [m for m in metrics if m.verdict == IMPROVED and m.target]
+        return Decision(VerdictWord.REGRESSED, list(metrics), list(gates), reasons)
+    improved = [m for m in metrics if m.verdict == MetricVerdict.IMPROVED and m.target]
     if improved:
         reasons += [f"{m.key} improved by {m.effect:+.2%} beyond floor {m.floor:.2%}" for m in improved]
-        return Decision(PASS, list(metrics), list(gates), reasons)
-    unclear = [m for m in metrics if m.verdict == UNCLEAR]
+        return Decision(VerdictWord.PASS, list(metrics), list(gates), reasons)
+    unclear = [m for m in metrics if m.verdict == MetricVerdict.UNCLEAR]
     if unclear:
         reasons += [f"{m.key} inconclusive at n={m.n} (MDE {m.mde:.2%})" for m in unclear if m.mde is not None]
-        return Decision(INCONCLUSIVE, list(metrics), list(gates), reasons)
+        return Decision(VerdictWord.INCONCLUSIVE, list(metrics), list(gates), reasons)
     reasons.append("every metric within its noise floor")
-    return Decision(NO_CHANGE, list(metrics), list(gates), reasons)
+    return Decision(VerdictWord.NO_CHANGE, list(metrics), list(gates), reasons)
 
 
 def settled(metrics: Sequence[MetricResult]) -> bool:
     """An adaptive campaign may stop: something regressed or nothing is unclear."""
-    return any(m.verdict == REGRESSED_METRIC for m in metrics) or all(
-        m.verdict != UNCLEAR for m in metrics
+    return any(m.verdict == MetricVerdict.REGRESSED for m in metrics) or all(
+        m.verdict != MetricVerdict.UNCLEAR for m in metrics
     )
+
+
+@dataclass(frozen=True)
+class CalibrationNote:
+    """Which calibration a verdict used: enough to judge how far to trust its floors."""
+
+    cached: bool
+    age_s: float
+    runs: int
+    seed: int
+    machine_fingerprint: str
+    file: str | None = None  # the calibration file it came from, when one was named
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CalibrationNote:
+        return cls(bool(data["cached"]), float(data["age_s"]), int(data["runs"]), int(data["seed"]),
+                   str(data["machine_fingerprint"]), data.get("file"))
+
+
+@dataclass(frozen=True)
+class ExternalRun:
+    """A verdict taken by a bench's own verdict script rather than a suite: what ran, how it ended."""
+
+    command: str
+    exit_code: int | None
+    output_tail: str
+
+
+@dataclass
+class Verdict:
+    """A candidate's verdict against its baseline, with everything needed to read it again later.
+
+    The one record `orchard verdict --json` prints, the lab stores and every
+    display reads; `to_dict` is that JSON (the fields of an external run are
+    added only when there was one).
+    """
+
+    verdict: VerdictWord
+    reasons: list[str]
+    baseline: Path
+    candidate: Path
+    metrics: list[MetricResult] = field(default_factory=list)
+    gates: list[GateResult] = field(default_factory=list)
+    suite: str | None = None
+    seed: int | None = None
+    pairs: int | None = None
+    planned_pairs: int | None = None
+    calibration: CalibrationNote | None = None
+    warnings: list[str] = field(default_factory=list)
+    lock_wait_ms: float = 0.0
+    rows: Path | None = None
+    summary: Path | None = None
+    external: ExternalRun | None = None
+
+    @property
+    def failed_gates(self) -> list[GateResult]:
+        return [gate for gate in self.gates if not gate.passed]
+
+    def medians(self) -> tuple[dict[str, float | None], dict[str, float | None]]:
+        """(baseline medians, candidate medians) per metric key."""
+        return ({m.key: m.baseline_median for m in self.metrics}, {m.key: m.candidate_median for m in self.metrics})
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "schema": VERDICT_SCHEMA,
+            "verdict": self.verdict,
+            "reasons": list(self.reasons),
+            "suite": self.suite,
+            "baseline": str(self.baseline),
+            "candidate": str(self.candidate),
+            "seed": self.seed,
+            "pairs": self.pairs,
+            "planned_pairs": self.planned_pairs,
+            "calibration": None if self.calibration is None else self.calibration.to_dict(),
+            "metrics": [m.to_json() for m in self.metrics],
+            "gates": [g.to_dict() for g in self.gates],
+            "warnings": list(self.warnings),
+            "lock_wait_ms": round(self.lock_wait_ms, 3),
+            "rows": None if self.rows is None else str(self.rows),
+            "summary": None if self.summary is None else str(self.summary),
+        }
+        if self.external is not None:
+            data |= {"source": "command", "command": self.external.command, "exit_code": self.external.exit_code,
+                     "output_tail": self.external.output_tail}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Verdict:
+        def path(key: str) -> Path | None:
+            return None if data.get(key) is None else Path(data[key])
+
+        calibration = data.get("calibration")
+        external = None
+        if data.get("source") == "command":
+            external = ExternalRun(str(data.get("command", "")), data.get("exit_code"),
+                                   str(data.get("output_tail", "")))
+        return cls(
+            verdict=VerdictWord(data["verdict"]),
+            reasons=[str(r) for r in data.get("reasons", [])],
+            baseline=Path(data.get("baseline", "")),
+            candidate=Path(data.get("candidate", "")),
+            metrics=[MetricResult.from_dict(m) for m in data.get("metrics", [])],
+            gates=[GateResult.from_dict(g) for g in data.get("gates", [])],
+            suite=data.get("suite"),
+            seed=data.get("seed"),
+            pairs=data.get("pairs"),
+            planned_pairs=data.get("planned_pairs"),
+            calibration=None if calibration is None else CalibrationNote.from_dict(calibration),
+            warnings=[str(w) for w in data.get("warnings", [])],
+            lock_wait_ms=float(data.get("lock_wait_ms") or 0.0),
+            rows=path("rows"),
+            summary=path("summary"),
+            external=external,
+        )

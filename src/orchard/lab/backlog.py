@@ -13,25 +13,22 @@ import fnmatch
 import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from orchard.errors import UsageError
-from orchard.lab.hypothesis import Hypothesis, slug
+from orchard.lab.hypothesis import Hypothesis, HypothesisStatus, Lane, slug
 from orchard.lab.state import HypothesisRecord, LabState
 
-OPEN, RUNNING, LANDED, KILLED, ITERATED = "open", "running", "landed", "killed", "iterated"
 KILL_CONFIDENCE_FACTOR = 0.8  # a sibling of a killed hypothesis keeps 80% of its confidence
+ITERATE_CONFIDENCE_FACTOR = 0.9  # a sharpened child starts a little less sure than its parent
 
 
-def score(data: Mapping[str, Any]) -> float:
-    return float(data.get("impact", 1)) * float(data.get("confidence", 0.5)) / float(data.get("effort", 1))
-
-
-def ranked(state: LabState, statuses: Sequence[str] = (OPEN,)) -> list[HypothesisRecord]:
+def ranked(state: LabState, statuses: Sequence[HypothesisStatus] = (HypothesisStatus.OPEN,)) -> list[HypothesisRecord]:
     """Hypotheses with these statuses, best score first (older first among equals)."""
     records = [r for r in state.hypotheses() if r.status in statuses]
-    return sorted(records, key=lambda r: (-score(r.data), r.created_at, r.id))
+    return sorted(records, key=lambda r: (-r.hypothesis.score, r.created_at, r.id))
 
 
 def _literal_prefix(pattern: str) -> str:
@@ -64,24 +61,24 @@ def scopes_overlap(a: Iterable[str], b: Iterable[str]) -> bool:
     return any(_entries_overlap(x, y) for x in a for y in b)
 
 
-def pick(state: LabState, lane: str, busy_scopes: Sequence[Sequence[str]]) -> HypothesisRecord | None:
+def pick(state: LabState, lane: Lane, busy_scopes: Sequence[Sequence[str]]) -> HypothesisRecord | None:
     """The best open hypothesis for `lane` whose scope avoids every running experiment.
 
     Exploit lanes take the top of the whole ranking; explore lanes take the
     best hypothesis marked `explore`, falling back to the ranking's tail.
     """
-    candidates = [r for r in ranked(state) if not any(scopes_overlap(r.data.get("scope", []), s) for s in busy_scopes)]
-    if lane == "explore":
-        speculative = [r for r in candidates if r.data.get("lane") == "explore"]
+    candidates = [r for r in ranked(state) if not any(scopes_overlap(r.hypothesis.scope, s) for s in busy_scopes)]
+    if lane == Lane.EXPLORE:
+        speculative = [r for r in candidates if r.hypothesis.lane == Lane.EXPLORE]
         return speculative[0] if speculative else (candidates[-1] if candidates else None)
-    exploit = [r for r in candidates if r.data.get("lane", "exploit") == "exploit"]
+    exploit = [r for r in candidates if r.hypothesis.lane == Lane.EXPLOIT]
     return exploit[0] if exploit else (candidates[0] if candidates else None)
 
 
 def add(state: LabState, hypothesis: Hypothesis, *, source: str, parent: str | None = None) -> str:
     if state.has_hypothesis(hypothesis.id):
         raise UsageError(f"hypothesis id {hypothesis.id!r} is already in the backlog")
-    state.add_hypothesis(hypothesis.id, hypothesis.to_dict(), source=source, parent=parent)
+    state.add_hypothesis(hypothesis, source=source, parent=parent)
     return hypothesis.id
 
 
@@ -150,7 +147,7 @@ def from_opportunities(items: Sequence[Mapping[str, Any]], top: int) -> list[Hyp
             impact=min(5.0, 1.0 + float(item.get("score") or 0.0)),
             confidence=0.3,
             effort=3.0,
-            lane="explore",
+            lane=Lane.EXPLORE,
         ))
     return found
 
@@ -158,35 +155,46 @@ def from_opportunities(items: Sequence[Mapping[str, Any]], top: int) -> list[Hyp
 def learn_from_kill(state: LabState, killed: HypothesisRecord) -> list[str]:
     """Lower the confidence of open siblings (same metric, overlapping scope); returns their ids."""
     touched = []
-    for record in state.hypotheses(OPEN):
-        if record.id == killed.id or record.data.get("metric") != killed.data.get("metric"):
+    for record in state.hypotheses(HypothesisStatus.OPEN):
+        sibling = record.hypothesis
+        if record.id == killed.id or sibling.metric != killed.hypothesis.metric:
             continue
-        if scopes_overlap(record.data.get("scope", []), killed.data.get("scope", [])):
-            data = dict(record.data)
-            data["confidence"] = round(float(data.get("confidence", 0.5)) * KILL_CONFIDENCE_FACTOR, 4)
-            state.update_hypothesis(record.id, data=data)
+        if scopes_overlap(sibling.scope, killed.hypothesis.scope):
+            lowered = replace(sibling, confidence=round(sibling.confidence * KILL_CONFIDENCE_FACTOR, 4))
+            state.update_hypothesis(record.id, hypothesis=lowered)
             touched.append(record.id)
     return touched
 
 
+def sharpen(state: LabState, parent: Hypothesis, reasons: Sequence[str]) -> Hypothesis:
+    """The ITERATE child of `parent`: `<root>-r<n>` with the first free n, a little less confident,
+    carrying what the judgment said."""
+    root = re.sub(r"-r\d+$", "", parent.id)[:44]
+    n = 1
+    while state.has_hypothesis(f"{root}-r{n}"):
+        n += 1
+    return replace(parent, id=f"{root}-r{n}", title=f"{parent.title} (sharpened)",
+                   confidence=round(parent.confidence * ITERATE_CONFIDENCE_FACTOR, 4),
+                   notes=(parent.notes + f"\nlearned from {parent.id}: " + "; ".join(reasons)).strip())
+
+
 def top_attempted(state: LabState, top: int) -> bool:
     """Whether the `top` best hypotheses of the whole backlog have all been tried."""
-    best = ranked(state, (OPEN, RUNNING, LANDED, KILLED, ITERATED))[:top]
-    return bool(best) and all(r.status != OPEN for r in best)
+    best = ranked(state, tuple(HypothesisStatus))[:top]
+    return bool(best) and all(r.status != HypothesisStatus.OPEN for r in best)
 
 
 def render(state: LabState) -> str:
     lines = ["# Backlog", "", "Ranked by score = impact x confidence / effort. Rendered from lab.db.", "",
              "| rank | id | lane | score | status | metric | predicted | scope | title |",
              "|---:|---|---|---:|---|---|---:|---|---|"]
-    order = ranked(state, (OPEN,)) + ranked(state, (RUNNING, ITERATED, LANDED, KILLED))
+    done = (HypothesisStatus.RUNNING, HypothesisStatus.ITERATED, HypothesisStatus.LANDED, HypothesisStatus.KILLED)
+    order = ranked(state) + ranked(state, done)
     for rank, record in enumerate(order, 1):
-        d = record.data
-        predicted = d.get("predicted_effect")
+        h = record.hypothesis
         lines.append(
-            f"| {rank if record.status == OPEN else '-'} | `{record.id}` | {d.get('lane', 'exploit')} | "
-            f"{score(d):.2f} | {record.status} | {d.get('metric', '')} | "
-            f"{'-' if predicted is None else f'{predicted:+.0%}'} | {', '.join(d.get('scope', [])) or 'any'} | "
-            f"{d.get('title', '')} |"
+            f"| {rank if record.status == HypothesisStatus.OPEN else '-'} | `{record.id}` | {h.lane} | "
+            f"{h.score:.2f} | {record.status} | {h.metric} | {h.predicted_text} | {', '.join(h.scope) or 'any'} | "
+            f"{h.title} |"
         )
     return "\n".join(lines) + "\n"

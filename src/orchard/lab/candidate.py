@@ -22,7 +22,9 @@ own cost and token figures, this is what the lab stores for the experiment.
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from orchard.lab import report as report_module
@@ -33,13 +35,22 @@ from orchard.lab.launchers import AgentUsage, Launcher
 from orchard.lab.report import ReportReading
 from orchard.lab.workspace import REPORT_NAME, Workspace
 
-HARNESS_TAMPERED = "harness-tampered"
-SCOPE_VIOLATION = "scope-violation"
-WORKER_COMMITTED = "worker-committed"
-NO_CHANGES = "no-changes"
-TIMED_OUT = "timed-out"
-CANCELLED = "cancelled"
-EXIT_NONZERO = "exit-nonzero"
+
+
+class Flag(StrEnum):
+    """What collection noticed about a candidate (see the module's docstring)."""
+
+    HARNESS_TAMPERED = "harness-tampered"
+    SCOPE_VIOLATION = "scope-violation"
+    WORKER_COMMITTED = "worker-committed"
+    NO_CHANGES = "no-changes"
+    REPORT_MISSING = "report-missing"
+    REPORT_MALFORMED = "report-malformed"
+    REPORT_INVALID = "report-invalid"
+    TIMED_OUT = "timed-out"
+    CANCELLED = "cancelled"
+    EXIT_NONZERO = "exit-nonzero"
+
 
 
 @dataclass(frozen=True)
@@ -62,11 +73,7 @@ class Candidate:
     duration_s: float
     started_at: str
     usage: AgentUsage
-    flags: list[str] = field(default_factory=list)
-
-    @property
-    def harness_tampered(self) -> bool:
-        return HARNESS_TAMPERED in self.flags
+    flags: list[Flag] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready record for the lab's state."""
@@ -74,6 +81,14 @@ class Candidate:
         data["report"] = self.report.to_dict()
         data["usage"] = self.usage.to_dict()
         return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Candidate:
+        values = {key: data[key] for key in cls.__dataclass_fields__ if key in data}
+        values["report"] = ReportReading.from_dict(data["report"])
+        values["usage"] = AgentUsage.from_dict(data.get("usage") or {})
+        values["flags"] = [Flag(flag) for flag in data.get("flags", [])]
+        return cls(**values)
 
 
 def _without_scratch(files: tuple[str, ...], scratch: tuple[str, ...]) -> list[str]:
@@ -99,23 +114,23 @@ def collect_candidate(
     log = result.log_path
     log_text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
 
-    flags: list[str] = []
+    flags: list[Flag] = []
     if bench.files or bench.head != checkout.bench_base:
-        flags.append(HARNESS_TAMPERED)
+        flags.append(Flag.HARNESS_TAMPERED)
     if violations:
-        flags.append(SCOPE_VIOLATION)
+        flags.append(Flag.SCOPE_VIOLATION)
     if target.head != checkout.target_base:
-        flags.append(WORKER_COMMITTED)
+        flags.append(Flag.WORKER_COMMITTED)
     if not changed and target.head == checkout.target_base:
-        flags.append(NO_CHANGES)
+        flags.append(Flag.NO_CHANGES)
     if reading.state != "ok":
-        flags.append(f"report-{reading.state}")
+        flags.append(Flag(f"report-{reading.state}"))
     if result.timed_out:
-        flags.append(TIMED_OUT)
+        flags.append(Flag.TIMED_OUT)
     elif result.cancelled:
-        flags.append(CANCELLED)
+        flags.append(Flag.CANCELLED)
     elif result.exit_code != 0:
-        flags.append(EXIT_NONZERO)
+        flags.append(Flag.EXIT_NONZERO)
 
     return Candidate(
         experiment=experiment.name,

@@ -29,11 +29,12 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from orchard.lab.judgment import Decision
 from orchard.lab.verdict_table import MetricEffect, num, pct
 from orchard.lab.verdict_table import exact as exact_value
 from orchard.lab.view import ExperimentView, LabView
 
-COLOURS = {"LAND": "#2ca02c", "KILL": "#d62728", "ITERATE": "#ff7f0e"}
+COLOURS = {Decision.LAND: "#2ca02c", Decision.KILL: "#d62728", Decision.ITERATE: "#ff7f0e"}
 PENDING_COLOUR = "#7f7f7f"
 FLOOR_FILL = "rgba(120, 120, 120, 0.18)"
 HEIGHT = 360
@@ -168,7 +169,7 @@ def experiments(view: LabView) -> list[Chart]:
         title = f"experiments: {key}"
         figure = go.Figure()
         exact = all(m.exact for _, m in rows)
-        for decision in ("LAND", "KILL", "ITERATE", None):
+        for decision in (*Decision, None):
             mine = [(e, m) for e, m in rows if e.decision == decision]
             if not mine:
                 continue

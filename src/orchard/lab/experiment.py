@@ -10,10 +10,27 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.workspace import WorkerCheckout, Workspace, check_name
+
+
+class ExperimentStatus(StrEnum):
+    """An experiment's progress through the loop, in order."""
+
+    STARTING = "starting"  # recorded, worker not yet launched
+    RUNNING = "running"  # the worker is at work
+    COLLECTED = "collected"  # the worker ended; its candidate is in lab.db
+    JUDGING = "judging"
+    LANDING = "landing"  # judged LAND; the landing steps are under way
+    DONE = "done"
+
+    @classmethod
+    def active(cls) -> tuple[ExperimentStatus, ...]:
+        """Every status before DONE: the experiment still occupies a worker or the judge."""
+        return (cls.STARTING, cls.RUNNING, cls.COLLECTED, cls.JUDGING, cls.LANDING)
 
 
 @dataclass(frozen=True)
@@ -42,18 +59,27 @@ class ExperimentPaths:
     log_file: Path
 
     def placeholders(self) -> dict[str, str]:
-        """Values for the placeholders of orchard.toml commands (unset paths are empty)."""
-        return {
-            "target_dir": str(self.target_dir),
-            "bench_dir": str(self.bench_dir),
-            "binary": str(self.binary or ""),
-            "baseline": str(self.baseline or ""),
-            "suite": str(self.suite or ""),
-            "report": str(self.report),
-            "prompt_file": str(self.prompt_file),
-            "experiment": self.experiment,
-            "workspace": str(self.workspace),
-        }
+        """Values for the placeholders of orchard.toml commands."""
+        return placeholder_values(workspace=self.workspace, experiment=self.experiment, target_dir=self.target_dir,
+                                  bench_dir=self.bench_dir, binary=self.binary, baseline=self.baseline,
+                                  suite=self.suite, report=self.report, prompt_file=self.prompt_file)
+
+
+def placeholder_values(*, workspace: Path, experiment: str, target_dir: Path, bench_dir: Path,
+                       binary: Path | None = None, baseline: Path | None = None, suite: Path | None = None,
+                       report: Path | None = None, prompt_file: Path | None = None) -> dict[str, str]:
+    """The one mapping of `config.PLACEHOLDERS` to values (a path not known here is empty)."""
+    return {
+        "target_dir": str(target_dir),
+        "bench_dir": str(bench_dir),
+        "binary": str(binary or ""),
+        "baseline": str(baseline or ""),
+        "suite": str(suite or ""),
+        "report": str(report or ""),
+        "prompt_file": str(prompt_file or ""),
+        "experiment": experiment,
+        "workspace": str(workspace),
+    }
 
 
 @dataclass(frozen=True)
@@ -63,7 +89,6 @@ class Commands:
     build: str
     test: str
     measure: str
-    bench_test: str
 
 
 def render_command(template: str, placeholders: dict[str, str]) -> str:
@@ -94,5 +119,4 @@ def experiment_commands(workspace: Workspace, paths: ExperimentPaths) -> Command
         build=render_command(target.build, values),
         test=render_command(target.test, values),
         measure=render_command(bench.measure, values),
-        bench_test=render_command(bench.test, values),
     )

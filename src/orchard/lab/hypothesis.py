@@ -17,12 +17,29 @@ import fnmatch
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from orchard.errors import UsageError
 
-LANES = ("exploit", "explore")
+
+class Lane(StrEnum):
+    """Exploit lanes take the best-ranked hypotheses, explore lanes the speculative ones."""
+
+    EXPLOIT = "exploit"
+    EXPLORE = "explore"
+
+
+class HypothesisStatus(StrEnum):
+    """Where a hypothesis stands in the backlog."""
+
+    OPEN = "open"
+    RUNNING = "running"  # an experiment is trying it
+    LANDED = "landed"
+    KILLED = "killed"
+    ITERATED = "iterated"  # a sharpened child replaced it
+
 _TEXT_FIELDS = ("id", "title", "metric", "suspected_cause", "change")
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,47}$")
 
@@ -46,7 +63,7 @@ class Hypothesis:
     impact: float = 1.0
     confidence: float = 0.5
     effort: float = 1.0
-    lane: str = "exploit"
+    lane: Lane = Lane.EXPLOIT
     patch: str | None = None
     bench_patch: str | None = None
     notes: str = field(default="")
@@ -65,6 +82,7 @@ class Hypothesis:
 
     @property
     def predicted_text(self) -> str:
+        """The predicted effect as every record shows it."""
         return "(not given)" if self.predicted_effect is None else f"{self.predicted_effect:+.0%}"
 
     @property
@@ -104,8 +122,8 @@ class Hypothesis:
             value = data.get(key, 1.0)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
                 problems.append(f"{source}.{key}: expected a positive number, got {value!r}")
-        if data.get("lane", "exploit") not in LANES:
-            problems.append(f"{source}.lane: {data.get('lane')!r} is not one of {', '.join(LANES)}")
+        if data.get("lane", Lane.EXPLOIT) not in tuple(Lane):
+            problems.append(f"{source}.lane: {data.get('lane')!r} is not one of {', '.join(Lane)}")
         for key in ("patch", "bench_patch"):
             if data.get(key) is not None and not isinstance(data[key], str):
                 problems.append(f"{source}.{key}: expected a file path, got {data[key]!r}")
@@ -113,6 +131,7 @@ class Hypothesis:
             raise UsageError("; ".join(problems))  # each problem already names `source`
         values = {key: value for key, value in data.items() if key in known}
         values["scope"] = tuple(scope)
+        values["lane"] = Lane(data.get("lane", Lane.EXPLOIT))
         if "current_value" in values:
             values["current_value"] = str(values["current_value"])
         if values.get("predicted_effect") is not None:

@@ -3,244 +3,42 @@
 For each finished candidate, from a clean checkout of its base plus its
 patch (in `judge/<experiment>/target`): the collection checks (harness
 untouched, scope kept), build, the target's tests, the bench's own tests,
-then `orchard.bench`'s verdict from the lab's bench against the baseline
-binary built from the same base (cached by commit), gates included. The
-hard rules of the seed are enforced here, each with its own reason, and
-`decide` turns the findings into LAND, KILL or ITERATE.
+then the bench's verdict against the baseline binary built from the same
+base, gates included. The hard rules of the seed are enforced here, each
+with its own reason, and `decide` turns the findings into LAND, KILL or
+ITERATE. Building is `builds`' job, measuring `verdicts`'.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
-import os
-import re
-import shutil
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from orchard import bench
-from orchard.bench.display import verdict_json
-from orchard.bench.lock import MeasurementLock
-from orchard.bench.runner import run
-from orchard.errors import OrchardError
-from orchard.lab.experiment import render_command
-from orchard.lab.state import LabState
+from orchard.lab.builds import Check, baseline_binary, checkout_with_patch, harness_tests, placeholders, run_step
+from orchard.lab.candidate import Candidate, Flag
+from orchard.lab.judgment import Decision, Judgment, Rule
 from orchard.lab.vcs import VcsError
+from orchard.lab.verdicts import MeasureProgress, Verdict, VerdictWord, assert_bench_untouched, measure
 from orchard.lab.workspace import Workspace
 
-LAND, KILL, ITERATE = "LAND", "KILL", "ITERATE"
-STEP_TIMEOUT_S = 3600.0
-
-# The hard rules, by the name their reason strings carry.
-RULE_HARNESS = "harness-untouched"
-RULE_SCOPE = "scope-kept"
-RULE_TESTS = "tests-green"
-RULE_GATES = "gates-absolute"
-RULE_FLOOR = "no-claim-below-floor"
-RULE_COMPARABLE = "comparable-rows-only"
+if TYPE_CHECKING:
+    from orchard.lab.state import LabState
 
 Progress = Callable[[str], None]
 
 
-class LabIntegrityError(OrchardError):
-    """The lab's own bench clone changed: no verdict from it can be trusted."""
-
-
-@dataclass
-class Check:
-    name: str
-    passed: bool
-    detail: str
-    log: str | None = None
-
-
-@dataclass
-class Judgment:
-    decision: str
-    reasons: list[str]
-    rule: str | None = None  # the hard rule that decided, if one did
-    checks: list[Check] = field(default_factory=list)
-    verdict: dict[str, Any] | None = None
-    checkout: str | None = None  # judge checkout holding base + patch (kept for LAND)
-    binary: str | None = None
-    base: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def placeholders(ws: Workspace, target_dir: Path, binary: Path | None) -> dict[str, str]:
-    suite = ws.suite(ws.bench_dir)
-    return {
-        "target_dir": str(target_dir),
-        "bench_dir": str(ws.bench_dir),
-        "binary": str(binary or ""),
-        "baseline": str(binary or ""),
-        "suite": str(suite or ""),
-        "report": "",
-        "prompt_file": "",
-        "experiment": target_dir.parent.name,
-        "workspace": str(ws.root),
-    }
-
-
-def run_step(name: str, template: str, cwd: Path, placeholders: Mapping[str, str], log_dir: Path) -> Check:
-    """Run one configured shell command; its whole output goes to a log file."""
-    if not template:
-        return Check(name, True, "not configured")
-    command = render_command(template, dict(placeholders))
-    capture = run(["bash", "-c", command], cwd=cwd, env=dict(os.environ), timeout_s=STEP_TIMEOUT_S,
-                  admitted_chars=1 << 30)
-    log_dir.mkdir(parents=True, exist_ok=True)
-    log = log_dir / f"{name}.log"
-    log.write_bytes(b"$ " + command.encode() + b"\n" + capture.stdout + capture.stderr)
-    if capture.ok:
-        return Check(name, True, f"`{command}` passed", str(log))
-    what = "timed out" if capture.timed_out else f"exit {capture.returncode}"
-    tail = (capture.stderr_text or capture.stdout_text).strip().splitlines()[-1:] or [""]
-    return Check(name, False, f"`{command}` failed ({what}): {tail[0][:200]}", str(log))
-
-
-def harness_tests(ws: Workspace, state: LabState, bench_base: str, values: Mapping[str, str],
-                  log_dir: Path) -> Check:
-    """The bench's own test suite, run once per bench base and rendered command.
-
-    The lab's bench clone cannot change (it is checked around every verdict),
-    so the same command at the same base gives the same answer: a pass is
-    recorded in lab.db and reused, not run again for every candidate (a
-    failure is run again: its cause may be outside the clone).
-    """
-    command = render_command(ws.config.bench.test, dict(values)) if ws.config.bench.test else ""
-    key = "harness-tests:" + hashlib.sha256(f"{bench_base}\0{command}".encode()).hexdigest()[:16]
-    recorded = state.meta(key)
-    if recorded is not None:
-        return Check(**json.loads(recorded))
-    check = run_step("bench-tests", ws.config.bench.test, ws.bench_dir, values, log_dir)
-    if check.passed:
-        state.set_meta(key, json.dumps(asdict(check)))
-    return check
-
-
-def checkout_with_patch(ws: Workspace, directory: Path, base: str, patch: str) -> Path:
-    """A clean clone of the lab's target at `base`, with `patch` applied."""
-    if directory.exists():
-        shutil.rmtree(directory)
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    ws.target_vcs.clone(str(ws.reference_target), directory, commit=base)
-    if patch:
-        ws.target_vcs.apply(directory, patch)
-    return directory
-
-
-def binary_in(ws: Workspace, checkout: Path) -> Path | None:
-    return checkout / ws.config.target.binary if ws.config.target.binary else None
-
-
-def baseline_binary(ws: Workspace, state: LabState, commit: str) -> Path:
-    """The binary built from `commit`, built once and cached by commit."""
-    cached = state.baseline(commit)
-    if cached and Path(cached).exists():
-        return Path(cached)
-    checkout = checkout_with_patch(ws, ws.baseline_dir(commit), commit, "")
-    check = run_step("build", ws.config.target.build, checkout, placeholders(ws, checkout, None),
-                     checkout.parent / "logs")
-    binary = binary_in(ws, checkout)
-    if not check.passed or binary is None or not binary.exists():
-        raise OrchardError(f"the baseline at {commit[:12]} does not build: {check.detail}")
-    state.add_baseline(commit, str(binary))
-    return binary
-
-
-def assert_bench_untouched(ws: Workspace, bench_base: str) -> None:
-    """Hard rule: the lab's own bench clone is never modified (else nothing it says counts)."""
-    changes = ws.bench_vcs.changes(ws.bench_dir, bench_base)
-    if changes.files or changes.head != bench_base:
-        raise LabIntegrityError(
-            f"the lab's bench clone {ws.bench_dir} differs from {bench_base[:12]} "
-            f"({', '.join(changes.files) or 'head moved'}): fix it by hand; no verdict was taken"
-        )
-
-
-VERDICT_WORDS = re.compile(r"\b(PASS|REGRESSED|NO-CHANGE|INCONCLUSIVE)\b")
-
-
-def external_verdict(ws: Workspace, baseline: Path, candidate: Path) -> dict[str, Any]:
-    """Run the bench's own verdict script under the lock; record its output, map its result.
-
-    A JSON object with a `verdict` key on stdout is taken as it is (metrics
-    and gates in orchard's shape are kept); otherwise the last verdict word
-    the script printed decides, and no word at all is INCONCLUSIVE.
-    """
-    values = placeholders(ws, ws.reference_target, candidate)
-    values["baseline"] = str(baseline)
-    command = render_command(ws.config.bench.verdict, values)
-    lock = MeasurementLock(f"orchard lab verdict command ({ws.root.name})")
-    with lock:
-        capture = run(["bash", "-c", command], cwd=ws.bench_dir, env=dict(os.environ), timeout_s=STEP_TIMEOUT_S,
-                      admitted_chars=1 << 24)
-    text = capture.stdout_text
-    parsed: dict[str, Any] = {}
-    for line in reversed(text.strip().splitlines()):
-        with contextlib.suppress(ValueError):
-            candidate_json = json.loads(line)
-            if isinstance(candidate_json, dict) and "verdict" in candidate_json:
-                parsed = candidate_json
-                break
-    words = VERDICT_WORDS.findall(text)
-    outcome = str(parsed.get("verdict") or (words[-1] if words else bench.INCONCLUSIVE))
-    if outcome not in (bench.PASS, bench.REGRESSED, bench.NO_CHANGE, bench.INCONCLUSIVE):
-        outcome = bench.INCONCLUSIVE
-    reasons = list(parsed.get("reasons", [])) or [f"the bench's verdict command said {outcome}"
-                                                  + ("" if words or parsed else " (it printed no verdict word)")]
-    if not capture.ok and outcome == bench.PASS:
-        outcome, reasons = bench.ERROR, [f"the verdict command failed ({capture.returncode}) yet printed PASS"]
-    return {"verdict": outcome, "reasons": reasons, "metrics": parsed.get("metrics", []),
-            "gates": parsed.get("gates", []), "source": "command", "command": command,
-            "exit_code": capture.returncode, "output_tail": text[-4000:], "lock_wait_ms": lock.last_wait_ms,
-            "baseline": str(baseline), "candidate": str(candidate), "pairs": parsed.get("pairs"),
-            "seed": parsed.get("seed")}
-
-
-def measure(
-    ws: Workspace, baseline: Path, candidate: Path, *, runs: int | None = None, seed: int | None = None,
-    progress: Callable[[int, int, str], None] | None = None,
-) -> dict[str, Any]:
-    """The bench's verdict of `candidate` against `baseline`, as the JSON `orchard verdict --json` prints."""
-    if ws.config.bench.verdict:
-        return external_verdict(ws, baseline, candidate)
-    suite_path = ws.suite(ws.bench_dir)
-    if suite_path is None:
-        raise OrchardError("bench.suite is not configured: the lab has nothing to judge with")
-    suite = bench.load_suite(suite_path)
-    result = bench.run_verdict(suite, baseline, candidate, runs=runs, seed=seed, results=ws.results_dir,
-                               progress=progress or (lambda *_: None))
-    return verdict_json(result, str(suite.path))
-
-
-def verdict_medians(verdict: Mapping[str, Any]) -> tuple[dict[str, float | None], dict[str, float | None]]:
-    """(baseline medians, candidate medians) per metric key of a verdict."""
-    metrics = verdict.get("metrics", [])
-    return ({m["key"]: m.get("baseline_median") for m in metrics},
-            {m["key"]: m.get("candidate_median") for m in metrics})
-
-
-def _promising(verdict: Mapping[str, Any]) -> bool:
+def _promising(verdict: Verdict) -> bool:
     """An unclear verdict worth another try: a target's estimate beyond its floor on the good side."""
-    for m in verdict.get("metrics", []):
-        effect = m.get("effect")
-        if not m.get("target") or effect is None:
+    for m in verdict.metrics:
+        if not m.target or m.effect is None:
             continue
-        good = -effect if m.get("direction") == "lower" else effect
-        if good > m.get("floor", 0.0):
+        good = -m.effect if m.direction == "lower" else m.effect
+        if good > m.floor:
             return True
     return False
 
 
-def decide(checks: Sequence[Check], verdict: Mapping[str, Any] | None, flags: Sequence[str]) -> Judgment:
+def decide(checks: Sequence[Check], verdict: Verdict | None, flags: Sequence[str]) -> Judgment:
     """The hard rules, in order; the first that applies decides, with its reason."""
     by_name = {check.name: check for check in checks}
 
@@ -249,54 +47,52 @@ def decide(checks: Sequence[Check], verdict: Mapping[str, Any] | None, flags: Se
         return check if check is not None and not check.passed else None
 
     if (check := failed("harness")) is not None:
-        return Judgment(KILL, [f"harness tampered: {check.detail}; the experiment is void"], RULE_HARNESS)
+        return Judgment(Decision.KILL, [f"harness tampered: {check.detail}; the experiment is void"], Rule.HARNESS)
     if (check := failed("scope")) is not None:
-        return Judgment(KILL, [f"left its scope: {check.detail}"], RULE_SCOPE)
-    if "no-changes" in flags:
-        return Judgment(KILL, ["the worker changed nothing"])
+        return Judgment(Decision.KILL, [f"left its scope: {check.detail}"], Rule.SCOPE)
+    if Flag.NO_CHANGES in flags:
+        return Judgment(Decision.KILL, ["the worker changed nothing"])
     if (check := failed("apply")) is not None:
-        return Judgment(KILL, [f"the patch does not apply to a clean base: {check.detail}"])
+        return Judgment(Decision.KILL, [f"the patch does not apply to a clean base: {check.detail}"])
     if (check := failed("build")) is not None:
-        return Judgment(KILL, [f"does not build from clean: {check.detail}"], RULE_TESTS)
+        return Judgment(Decision.KILL, [f"does not build from clean: {check.detail}"], Rule.TESTS)
     tests_red = [c for c in (failed("tests"), failed("bench-tests")) if c is not None]
     if verdict is None:
-        return Judgment(KILL, ["no verdict could be taken"] + [c.detail for c in tests_red])
-    outcome = verdict["verdict"]
-    reasons = list(verdict.get("reasons", []))
-    if outcome == bench.ERROR:
-        rule = RULE_COMPARABLE if any("not comparable" in r for r in reasons) else None
-        return Judgment(KILL, ["the verdict could not compare: " + "; ".join(reasons)], rule)
-    if outcome == bench.REGRESSED:
-        gates = [g for g in verdict.get("gates", []) if not g["passed"]]
-        if gates:
-            return Judgment(KILL, [f"quality gate {g['name']} failed ({g['detail']}): REGRESSED whatever "
-                                   "the metrics say" for g in gates], RULE_GATES)
-        return Judgment(KILL, ["REGRESSED: " + "; ".join(reasons)])
+        return Judgment(Decision.KILL, ["no verdict could be taken"] + [c.detail for c in tests_red])
+    outcome = verdict.verdict
+    reasons = list(verdict.reasons)
+    if outcome == VerdictWord.ERROR:
+        rule = Rule.COMPARABLE if any("not comparable" in r for r in reasons) else None
+        return Judgment(Decision.KILL, ["the verdict could not compare: " + "; ".join(reasons)], rule)
+    if outcome == VerdictWord.REGRESSED:
+        if gates := verdict.failed_gates:
+            return Judgment(Decision.KILL, [f"quality gate {g.name} failed ({g.detail}): REGRESSED whatever "
+                                            "the metrics say" for g in gates], Rule.GATES)
+        return Judgment(Decision.KILL, ["REGRESSED: " + "; ".join(reasons)])
     if tests_red:
         red = [f"{c.name} failed: {c.detail}" for c in tests_red]
-        if outcome == bench.PASS:
-            return Judgment(ITERATE, ["a measured win, but " + "; ".join(red) + ": fix correctness and retry"],
-                            RULE_TESTS)
-        return Judgment(KILL, red + [f"verdict {outcome}"], RULE_TESTS)
-    if outcome == bench.PASS:
-        return Judgment(LAND, reasons)
-    if outcome == bench.NO_CHANGE:
-        return Judgment(KILL, ["no effect beyond the noise floor: " + "; ".join(reasons)], RULE_FLOOR)
+        if outcome == VerdictWord.PASS:
+            return Judgment(Decision.ITERATE,
+                            ["a measured win, but " + "; ".join(red) + ": fix correctness and retry"], Rule.TESTS)
+        return Judgment(Decision.KILL, red + [f"verdict {outcome}"], Rule.TESTS)
+    if outcome == VerdictWord.PASS:
+        return Judgment(Decision.LAND, reasons)
+    if outcome == VerdictWord.NO_CHANGE:
+        return Judgment(Decision.KILL, ["no effect beyond the noise floor: " + "; ".join(reasons)], Rule.FLOOR)
     if _promising(verdict):
-        return Judgment(ITERATE, ["promising but unclear: " + "; ".join(reasons)])
-    return Judgment(KILL, ["below the printed noise floor: " + "; ".join(reasons)], RULE_FLOOR)
+        return Judgment(Decision.ITERATE, ["promising but unclear: " + "; ".join(reasons)])
+    return Judgment(Decision.KILL, ["below the printed noise floor: " + "; ".join(reasons)], Rule.FLOOR)
 
 
-def collection_checks(candidate: Mapping[str, Any]) -> list[Check]:
+def collection_checks(candidate: Candidate) -> list[Check]:
     """What the candidate's collection already established."""
-    bench_changes = candidate.get("bench_changes") or []
-    tampered = "harness-tampered" in candidate.get("flags", [])
-    violations = candidate.get("scope_violations") or []
+    tampered = Flag.HARNESS_TAMPERED in candidate.flags
+    violations = candidate.scope_violations
+    changed = ", ".join(candidate.bench_changes) or "its head moved"
     return [
-        Check("harness", not tampered,
-              f"bench clone changed: {', '.join(bench_changes) or 'its head moved'}" if tampered else "bench clone unchanged"),
+        Check("harness", not tampered, f"bench clone changed: {changed}" if tampered else "bench clone unchanged"),
         Check("scope", not violations,
-              f"files outside {candidate.get('scope') or 'the scope'}: {', '.join(violations)}" if violations
+              f"files outside {candidate.scope or 'the scope'}: {', '.join(violations)}" if violations
               else "every change inside the scope"),
     ]
 
@@ -305,30 +101,28 @@ def judge(
     ws: Workspace,
     state: LabState,
     name: str,
-    candidate: Mapping[str, Any],
+    candidate: Candidate,
     base: str,
     bench_base: str,
     *,
     progress: Progress = lambda _: None,
-    measure_progress: Callable[[int, int, str], None] | None = None,
+    measure_progress: MeasureProgress | None = None,
 ) -> Judgment:
     """Judge one candidate end to end (idempotent: everything is rebuilt from clean)."""
     checks = collection_checks(candidate)
-    flags = list(candidate.get("flags", []))
-    early = decide(checks, None, flags) if not all(c.passed for c in checks) or "no-changes" in flags else None
-    if early is not None:
-        early.checks, early.base = checks, base
-        return early
+    flags = list(candidate.flags)
+    if not all(c.passed for c in checks) or Flag.NO_CHANGES in flags:
+        return _finish(decide(checks, None, flags), checks, None, None, base)
     directory = ws.judge_dir / name / "target"
     logs = ws.judge_dir / name / "logs"
     progress(f"{name}: clean checkout of {base[:12]} plus the patch")
     try:
-        checkout = checkout_with_patch(ws, directory, base, candidate.get("patch", ""))
+        checkout = checkout_with_patch(ws, directory, base, candidate.patch)
         checks.append(Check("apply", True, "patch applies to a clean base"))
     except VcsError as error:
         checks.append(Check("apply", False, str(error)[:300]))
         return _finish(decide(checks, None, flags), checks, None, None, base)
-    binary = binary_in(ws, checkout)
+    binary = ws.binary_in(checkout)
     values = placeholders(ws, checkout, binary)
     progress(f"{name}: build")
     checks.append(run_step("build", ws.config.target.build, checkout, values, logs))
@@ -342,14 +136,14 @@ def judge(
     baseline = baseline_binary(ws, state, base)
     if binary is None or not binary.exists():
         checks.append(Check("binary", False, f"the build made no binary at {ws.config.target.binary}"))
-        return _finish(Judgment(KILL, [checks[-1].detail]), checks, str(checkout), None, base)
+        return _finish(Judgment(Decision.KILL, [checks[-1].detail]), checks, str(checkout), None, base)
     progress(f"{name}: verdict against the baseline built from {base[:12]}")
     verdict = measure(ws, baseline, binary, progress=measure_progress)
     assert_bench_untouched(ws, bench_base)
     return _finish(decide(checks, verdict, flags), checks, str(checkout), verdict, base, str(binary))
 
 
-def _finish(judgment: Judgment, checks: list[Check], checkout: str | None, verdict: dict[str, Any] | None,
+def _finish(judgment: Judgment, checks: list[Check], checkout: str | None, verdict: Verdict | None,
             base: str, binary: str | None = None) -> Judgment:
     judgment.checks = checks
     judgment.checkout = checkout

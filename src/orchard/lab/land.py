@@ -17,17 +17,24 @@ landing anything twice.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+import math
 
-from orchard import bench
-from orchard.lab import judge as judging
-from orchard.lab.judge import Judgment
-from orchard.lab.state import ExperimentRecord, LabState
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from orchard.lab.builds import baseline_binary
+from orchard.lab.experiment import ExperimentStatus
+from orchard.lab.hypothesis import Hypothesis
+from orchard.lab.judge import judge
+from orchard.lab.judgment import Decision, Judgment
 from orchard.lab.vcs import VcsError
+from orchard.lab.verdicts import MeasureProgress, VerdictWord, measure
 from orchard.lab.workspace import Workspace
+
+if TYPE_CHECKING:
+    from orchard.lab.state import ExperimentRecord, LabState
 
 Progress = Callable[[str], None]
 
@@ -42,27 +49,30 @@ class LandOutcome:
     notes: list[str]
 
 
-def lab_note(title: str, hypothesis: Mapping[str, Any], judgment: Judgment, experiment: str) -> str:
+def _signed(value: float | None) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:+.2%}"
+
+
+def lab_note(hypothesis: Hypothesis, judgment: Judgment, experiment: str) -> str:
     """The commit message: what was tried, what came out, with the numbers."""
-    verdict = judgment.verdict or {}
+    verdict = judgment.verdict
+    result = "?" if verdict is None else f"{verdict.verdict} after {verdict.pairs} pairs (seed {verdict.seed})"
     lines = [
-        f"lab: {title}",
+        f"lab: {hypothesis.title}",
         "",
-        f"Experiment {experiment}, hypothesis {hypothesis.get('id')} ({hypothesis.get('lane', 'exploit')} lane).",
+        f"Experiment {experiment}, hypothesis {hypothesis.id} ({hypothesis.lane} lane).",
         "",
-        f"Hypothesis: {hypothesis.get('change', '')}",
-        f"Suspected cause: {hypothesis.get('suspected_cause') or '(not given)'}",
-        f"Metric: {hypothesis.get('metric', '')}; predicted effect: "
-        + ("(not given)" if hypothesis.get("predicted_effect") is None else f"{hypothesis['predicted_effect']:+.0%}"),
+        f"Hypothesis: {hypothesis.change}",
+        f"Suspected cause: {hypothesis.suspected_cause or '(not given)'}",
+        f"Metric: {hypothesis.metric}; predicted effect: {hypothesis.predicted_text}",
         "",
-        f"Result: {verdict.get('verdict', '?')} after {verdict.get('pairs', '?')} pairs (seed {verdict.get('seed', '?')}).",
+        f"Result: {result}.",
     ]
-    for m in verdict.get("metrics", []):
-        low, high = m.get("interval") or [None, None]
-        fmt = lambda v: "-" if v is None else f"{v:+.2%}"  # noqa: E731
+    for m in [] if verdict is None else verdict.metrics:
+        low, high = m.interval or (None, None)
         lines.append(
-            f"  {m['key']}: {m['verdict']} {fmt(m.get('effect'))} [{fmt(low)}, {fmt(high)}], floor {m['floor']:.2%}, "
-            f"n={m['n']}, {m.get('baseline_median')} -> {m.get('candidate_median')}"
+            f"  {m.key}: {m.verdict} {_signed(m.effect)} [{_signed(low)}, {_signed(high)}], floor {m.floor:.2%}, "
+            f"n={m.n}, {m.baseline_median} -> {m.candidate_median}"
         )
     lines += ["", "Checks: " + "; ".join(f"{c.name} {'ok' if c.passed else 'FAILED'}" for c in judgment.checks)]
     return "\n".join(lines) + "\n"
@@ -108,13 +118,13 @@ def land(
     state: LabState,
     record: ExperimentRecord,
     judgment: Judgment,
-    hypothesis: Mapping[str, Any],
+    hypothesis: Hypothesis,
     *,
     progress: Progress = lambda _: None,
-    measure_progress: Callable[[int, int, str], None] | None = None,
+    measure_progress: MeasureProgress | None = None,
 ) -> LandOutcome:
     name = record.name
-    title = hypothesis.get("title") or hypothesis.get("change", name)
+    title = hypothesis.title
     notes: list[str] = []
     branch = record.branch or f"lab/{name}"
     vcs, reference = ws.target_vcs, ws.reference_target
@@ -125,8 +135,8 @@ def land(
     if commit is None or not vcs.contains(reference, commit, branch):
         progress(f"{name}: commit on {branch}")
         commit = _commit_branch(ws, judgment.checkout, branch, judgment.base,
-                                lab_note(title, hypothesis, judgment, name))
-        state.update_experiment(name, branch=branch, land_commit=commit, status="landing")
+                                lab_note(hypothesis, judgment, name))
+        state.update_experiment(name, branch=branch, land_commit=commit, status=ExperimentStatus.LANDING)
         state.log("land", {"branch": branch, "commit": commit}, name)
     if (refused := _publish(ws, state, branch, name)) is not None:
         notes.append(refused)
@@ -144,30 +154,30 @@ def land(
     current = judgment
     if main_head != judgment.base:
         progress(f"{name}: main moved ({judgment.base[:10]} -> {main_head[:10]}): rebase and judge again")
-        rebased = judging.judge(ws, state, f"{name}-on-{main_head[:10]}", {**(record.candidate or {}),
-                                "flags": []}, main_head, record.bench_base, progress=progress,
-                                measure_progress=measure_progress)
+        assert record.candidate is not None
+        rebased = judge(ws, state, f"{name}-on-{main_head[:10]}", replace(record.candidate, flags=[]), main_head,
+                        record.bench_base, progress=progress, measure_progress=measure_progress)
         state.log("rebase", {"onto": main_head, "decision": rebased.decision, "reasons": rebased.reasons,
-                             "verdict": rebased.verdict}, name)
-        if rebased.decision != judging.LAND:
+                             "verdict": None if rebased.verdict is None else rebased.verdict.to_dict()}, name)
+        if rebased.decision != Decision.LAND:
             notes.append(f"not merged: on the new main {main_head[:10]} it no longer lands "
                          f"({'; '.join(rebased.reasons)})")
             return LandOutcome(branch, commit, False, None, False, notes)
         branch = f"{branch}-on-{main_head[:10]}"
         commit = _commit_branch(ws, rebased.checkout or "", branch, main_head,
-                                lab_note(title, hypothesis, rebased, name))
-        state.update_experiment(name, branch=branch, land_commit=commit, judgment=rebased.to_dict())
+                                lab_note(hypothesis, rebased, name))
+        state.update_experiment(name, branch=branch, land_commit=commit, judgment=rebased)
         _publish(ws, state, branch, name)
         current = rebased
 
     # 3. a confirmation verdict on fresh samples guards against a lucky winner
     progress(f"{name}: confirmation verdict on fresh samples")
-    baseline = judging.baseline_binary(ws, state, main_head)
-    confirm = judging.measure(ws, baseline, Path(current.binary or ""), progress=measure_progress)
-    state.log("confirm", {"verdict": confirm}, name)
-    if confirm["verdict"] != bench.PASS:
-        notes.append(f"not merged: the confirmation verdict was {confirm['verdict']} "
-                     f"({'; '.join(confirm.get('reasons', []))}); the branch stays, described")
+    baseline = baseline_binary(ws, state, main_head)
+    confirm = measure(ws, baseline, Path(current.binary or ""), progress=measure_progress)
+    state.log("confirm", {"verdict": confirm.to_dict()}, name)
+    if confirm.verdict != VerdictWord.PASS:
+        notes.append(f"not merged: the confirmation verdict was {confirm.verdict} "
+                     f"({'; '.join(confirm.reasons)}); the branch stays, described")
         return LandOutcome(branch, commit, False, None, False, notes)
 
     # 4. merge, publish, then re-check main against the previous main
@@ -178,17 +188,17 @@ def land(
     if (refused := _publish(ws, state, main, name)) is not None:
         notes.append(refused)
     progress(f"{name}: main after the merge against the previous main")
-    new_main = judging.baseline_binary(ws, state, merge_commit)
-    check = judging.measure(ws, baseline, new_main, progress=measure_progress)
-    before, after = judging.verdict_medians(check)
-    if check["verdict"] in (bench.REGRESSED, bench.ERROR):
+    new_main = baseline_binary(ws, state, merge_commit)
+    check = measure(ws, baseline, new_main, progress=measure_progress)
+    before, after = check.medians()
+    if check.verdict in (VerdictWord.REGRESSED, VerdictWord.ERROR):
         revert = vcs.revert(reference, merge_commit, f"lab: revert {branch}: main regressed after the merge\n")
-        state.log("revert", {"merge": merge_commit, "revert": revert, "verdict": check,
+        state.log("revert", {"merge": merge_commit, "revert": revert, "verdict": check.to_dict(),
                              "why": "main measured against the previous main regressed after the merge"}, name)
         _publish(ws, state, main, name)
         state.add_measurement("main", revert, before, name)
-        notes.append(f"merged, then reverted: main after the merge was {check['verdict']}")
+        notes.append(f"merged, then reverted: main after the merge was {check.verdict}")
         return LandOutcome(branch, commit, True, merge_commit, True, notes)
     state.add_measurement("main", merge_commit, after, name)
-    state.log("main-check", {"verdict": check}, name)
+    state.log("main-check", {"verdict": check.to_dict()}, name)
     return LandOutcome(branch, commit, True, merge_commit, False, notes)

@@ -27,6 +27,7 @@ import re
 import shlex
 import sys
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -68,6 +69,10 @@ class AgentUsage:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AgentUsage:
+        return cls(**{key: data.get(key) for key in cls.__dataclass_fields__})
 
 
 @dataclass(frozen=True)

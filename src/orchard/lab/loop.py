@@ -1,8 +1,7 @@
 """The research loop: keep the lanes busy, judge what comes back, stop on clear conditions.
 
-One `Lab` drives one workspace. On its first run it anchors everything:
-builds the base, checks the harness suite, calibrates the verdict (A/A) and
-records the baseline. Then, until a stop condition holds:
+One `Lab` drives one workspace. On its first run it anchors everything
+(`start`). Then, until a stop condition holds (`stop`):
 
 1. assign: each free worker takes the best open hypothesis of its lane whose
    scope is disjoint from every running experiment's;
@@ -23,8 +22,6 @@ judged or landed twice.
 
 from __future__ import annotations
 
-import json
-import re
 import shutil
 import time
 from collections.abc import Callable
@@ -32,46 +29,41 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchard import bench
-from orchard.errors import OrchardError
-from orchard.lab import backlog, judge as judging, land as landing, records
+from orchard.lab import backlog, land as landing, records, stop
+from orchard.lab.builds import baseline_binary, placeholders, run_step
 from orchard.lab.candidate import collect_candidate
-from orchard.lab.executors import DONE_MARKER, Executor, JobResult, make_executor
-from orchard.lab.experiment import Experiment
-from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.judge import Check, Judgment
+from orchard.lab.executors import Executor, JobResult, make_executor
+from orchard.lab.experiment import Experiment, ExperimentStatus
+from orchard.lab.hypothesis import HypothesisStatus, Lane
+from orchard.lab.judge import judge
+from orchard.lab.judgment import Decision, Judgment, JudgmentEntry
 from orchard.lab.launchers import Launcher, make_launcher
 from orchard.lab.prompts import render_prompt
+from orchard.lab.start import start
 from orchard.lab.state import ExperimentRecord, LabState
+from orchard.lab.verdicts import MeasureProgress, measure, opportunities
 from orchard.lab.workspace import WorkerCheckout, Workspace
 
 POLL_S = 0.5
 Say = Callable[[str], None]
-
-# experiment statuses
-STARTING, RUNNING, COLLECTED, JUDGING, LANDING, DONE = "starting", "running", "collected", "judging", "landing", "done"
+Status = ExperimentStatus
 
 
 @dataclass(frozen=True)
 class Slot:
     worker: str
-    lane: str
+    lane: Lane
 
 
 def slots(ws: Workspace) -> list[Slot]:
     """Worker names and their lanes: exploit lanes first, then explore."""
     workers = ws.config.workers
-    return [Slot(f"w{i + 1}", "exploit" if i < workers.exploit else "explore") for i in range(workers.count)]
-
-
-def judgment_from(data: dict[str, Any]) -> Judgment:
-    checks = [Check(**c) for c in data.get("checks", [])]
-    return Judgment(**{**data, "checks": checks})
+    return [Slot(f"w{i + 1}", Lane.EXPLOIT if i < workers.exploit else Lane.EXPLORE) for i in range(workers.count)]
 
 
 class Lab:
     def __init__(self, ws: Workspace, state: LabState, *, say: Say = print,
-                 measure_progress: Callable[[int, int, str], None] | None = None) -> None:
+                 measure_progress: MeasureProgress | None = None) -> None:
         self.ws = ws
         self.state = state
         self.say = say
@@ -80,62 +72,13 @@ class Lab:
         self.executor: Executor | None = None
         self.started = time.monotonic()
 
-    # -- records ---------------------------------------------------------------
-
     def render(self) -> None:
         records.write_notebook(self.ws.root, self.state)
-
-    def _counter(self, key: str) -> int:
-        return int(self.state.meta(key) or 0)
-
-    # -- the lab's start -----------------------------------------------------------
-
-    def start(self) -> None:
-        """Build the base, check the harness, calibrate and measure the baseline (once)."""
-        if self.state.meta("started_at") is not None:
-            return
-        ws, state = self.ws, self.state
-        base, bench_base = ws.target_base(), ws.bench_base()
-        landing.main_branch(ws, state)
-        self.say(f"lab start: base {base[:12]}, bench {bench_base[:12]}")
-        values = judging.placeholders(ws, ws.reference_target, None)
-        bench_tests = judging.harness_tests(ws, state, bench_base, values, ws.judge_dir / "start-logs")
-        if not bench_tests.passed:
-            raise OrchardError(f"the harness suite fails at the bench base: {bench_tests.detail}; "
-                               "fix the harness before running the lab")
-        binary = judging.baseline_binary(ws, state, base)
-        suite_path = ws.suite(ws.bench_dir)
-        if suite_path is None and ws.config.bench.verdict:
-            with state.transaction():
-                state.log("lab-start", {"base": base, "bench_base": bench_base, "baseline": {}, "floors": {},
-                                        "calibration": "by the bench's own verdict command", "binary": str(binary)})
-                state.set_meta("started_at", str(time.time()))
-                state.set_meta("first_baseline", str(binary))
-            self.render()
-            return
-        if suite_path is None:
-            raise OrchardError("bench.suite is not configured: the lab has nothing to judge with")
-        suite = bench.load_suite(suite_path)
-        self.say(f"calibrating the verdict (A/A, {suite.calibration_runs} pairs) on this machine")
-        cal = bench.calibrate(suite, binary, results=ws.results_dir, progress=self.measure_progress or (lambda *_: None))
-        baseline = {key: m.median for key, m in cal.metrics.items()}
-        floors = {spec.key: spec.floor(cal.metrics[spec.key].noise()) for spec in suite.metrics
-                  if spec.key in cal.metrics}
-        state.set_meta("metric_directions", json.dumps({s.key: s.direction for s in suite.metrics}))
-        with state.transaction():
-            state.add_measurement("baseline", base, baseline)
-            state.add_measurement("main", base, baseline)
-            state.log("lab-start", {"base": base, "bench_base": bench_base, "baseline": baseline, "floors": floors,
-                                    "calibration": f"{cal.runs} A/A pairs, seed {cal.seed}, machine "
-                                                   f"{cal.machine_fingerprint}", "binary": str(binary)})
-            state.set_meta("started_at", str(time.time()))
-            state.set_meta("first_baseline", str(binary))
-        self.render()
 
     # -- assigning -------------------------------------------------------------------
 
     def _experiment(self, record: ExperimentRecord) -> Experiment:
-        hypothesis = Hypothesis.from_dict(self.state.hypothesis(record.hypothesis).data, source=record.hypothesis)
+        hypothesis = self.state.hypothesis(record.hypothesis).hypothesis
         checkout = WorkerCheckout(self.ws.worker(record.worker), record.target_base, record.bench_base)
         return Experiment(record.name, hypothesis, checkout)
 
@@ -147,14 +90,14 @@ class Lab:
         """Give the worker clean checkouts at the recorded bases, render its prompt, start it."""
         assert self.executor is not None
         ws = self.ws
-        judging.baseline_binary(ws, self.state, record.target_base)  # the worker measures against it
+        baseline_binary(ws, self.state, record.target_base)  # the worker measures against it
         ws.setup_worker(record.worker, target_base=record.target_base, bench_base=record.bench_base,
                         ignore=self.launcher.scratch)
         experiment = self._experiment(record)
         prompt = render_prompt(ws, experiment)
         ws.log_path(record.name).unlink(missing_ok=True)
         self.executor.start(self.launcher.job(ws, experiment))
-        self.state.update_experiment(record.name, status=RUNNING)
+        self.state.update_experiment(record.name, status=Status.RUNNING)
         self.state.log("experiment-start", {"hypothesis": record.hypothesis, "worker": record.worker,
                                             "lane": record.lane, "base": record.target_base,
                                             "title": experiment.hypothesis.title, "prompt": str(prompt),
@@ -162,9 +105,9 @@ class Lab:
         self.say(f"{record.name}: started on worker {record.worker} ({record.lane} lane)")
 
     def assign(self) -> None:
-        running = self.state.experiments(STARTING, RUNNING)
+        running = self.state.experiments(Status.STARTING, Status.RUNNING)
         busy_workers = {e.worker for e in running}
-        busy_scopes = [self.state.hypothesis(e.hypothesis).data.get("scope", []) for e in running]
+        busy_scopes = [self.state.hypothesis(e.hypothesis).hypothesis.scope for e in running]
         for slot in slots(self.ws):
             if slot.worker in busy_workers:
                 continue
@@ -173,10 +116,11 @@ class Lab:
                 continue
             name = self._name(record.id)
             with self.state.transaction():
-                self.state.update_hypothesis(record.id, status=backlog.RUNNING, attempt=True)
-                self.state.add_experiment(name, record.id, slot.worker, slot.lane, self._counter("loop") + 1,
-                                          self.ws.target_base(), self.ws.bench_base(), STARTING)
-            busy_scopes.append(record.data.get("scope", []))
+                self.state.update_hypothesis(record.id, status=HypothesisStatus.RUNNING, attempt=True)
+                self.state.add_experiment(name, record.id, slot.worker, slot.lane,
+                                          self.state.counter(stop.LOOP) + 1, self.ws.target_base(),
+                                          self.ws.bench_base(), Status.STARTING)
+            busy_scopes.append(record.hypothesis.scope)
             self._launch(self.state.experiment(name))
 
     # -- collecting -------------------------------------------------------------------
@@ -184,9 +128,10 @@ class Lab:
     def _collect(self, result: JobResult) -> None:
         record = self.state.experiment(result.name)
         candidate = collect_candidate(self.ws, self._experiment(record), result, self.launcher)
-        self.state.update_experiment(record.name, status=COLLECTED, candidate=candidate.to_dict(),
+        self.state.update_experiment(record.name, status=Status.COLLECTED, candidate=candidate,
                                      finished_at=time.time())
-        self.say(f"{record.name}: worker ended (exit {result.exit_code}); flags: {', '.join(candidate.flags) or 'none'}")
+        flags = ", ".join(candidate.flags) or "none"
+        self.say(f"{record.name}: worker ended (exit {result.exit_code}); flags: {flags}")
 
     def collect(self) -> None:
         assert self.executor is not None
@@ -196,18 +141,17 @@ class Lab:
     def resume_workers(self) -> None:
         """Experiments an earlier orchard left running: adopt, collect, or start again."""
         assert self.executor is not None
-        for record in self.state.experiments(STARTING, RUNNING):
-            if record.status == STARTING:
+        for record in self.state.experiments(Status.STARTING, Status.RUNNING):
+            if record.status == Status.STARTING:
                 self._launch(record)
                 continue
             job = self.launcher.job(self.ws, self._experiment(record))
             if self.executor.adopt(job):
                 self.say(f"{record.name}: still running in tmux; watching it again")
                 continue
-            exit_code = _logged_exit(job.log_path)
-            if exit_code is not None:
-                self._collect(JobResult(record.name, exit_code, None, False, False, "", 0.0, job.log_path,
-                                        "collected after a restart"))
+            ended = self.executor.ended_earlier(job)
+            if ended is not None:
+                self._collect(ended)
             else:
                 self.say(f"{record.name}: its worker died with the previous orchard; starting it again")
                 self._launch(record)
@@ -216,195 +160,129 @@ class Lab:
 
     def judge_next(self) -> bool:
         """Judge (or finish landing) one experiment; False when there is none."""
-        pending = self.state.experiments(LANDING) or self.state.experiments(JUDGING, COLLECTED)
+        pending = self.state.experiments(Status.LANDING) or self.state.experiments(Status.JUDGING, Status.COLLECTED)
         if not pending:
             return False
         record = pending[0]
-        if record.status == LANDING:
-            self._land(record, judgment_from(record.judgment or {}))
+        if record.status == Status.LANDING:
+            assert record.judgment is not None
+            self._land(record, record.judgment)
             return True
-        self.state.update_experiment(record.name, status=JUDGING)
+        assert record.candidate is not None
+        self.state.update_experiment(record.name, status=Status.JUDGING)
         self.say(f"{record.name}: judging")
-        judgment = judging.judge(self.ws, self.state, record.name, record.candidate or {}, record.target_base,
-                                 record.bench_base, progress=self.say, measure_progress=self.measure_progress)
+        judgment = judge(self.ws, self.state, record.name, record.candidate, record.target_base,
+                         record.bench_base, progress=self.say, measure_progress=self.measure_progress)
         self._decide(record, judgment)
         return True
 
     def _decide(self, record: ExperimentRecord, judgment: Judgment) -> None:
-        hypothesis = self.state.hypothesis(record.hypothesis)
-        data = hypothesis.data
-        status = {judging.LAND: LANDING, judging.KILL: DONE, judging.ITERATE: DONE}[judgment.decision]
-        event = {"hypothesis": hypothesis.id, "title": data.get("title", ""), "metric": data.get("metric"),
-                 "predicted": None if data.get("predicted_effect") is None else f"{data['predicted_effect']:+.0%}",
-                 "cause": data.get("suspected_cause"), "decision": judgment.decision, "reasons": judgment.reasons,
-                 "rule": judgment.rule, "verdict": judgment.verdict,
-                 "checks": [f"{c.name}: {'ok' if c.passed else 'FAILED'} {c.detail}" for c in judgment.checks],
-                 "usage": (record.candidate or {}).get("usage")}
+        entry = self.state.hypothesis(record.hypothesis)
+        hypothesis = entry.hypothesis
+        status = Status.LANDING if judgment.decision == Decision.LAND else Status.DONE
+        event = JudgmentEntry(
+            hypothesis=hypothesis.id, title=hypothesis.title, decision=judgment.decision, reasons=judgment.reasons,
+            metric=hypothesis.metric, predicted=hypothesis.predicted_text, cause=hypothesis.suspected_cause,
+            rule=judgment.rule, verdict=judgment.verdict, checks=judgment.check_lines(),
+            usage=None if record.candidate is None else record.candidate.usage.to_dict())
         with self.state.transaction():
-            self.state.update_experiment(record.name, status=status, judgment=judgment.to_dict(),
+            self.state.update_experiment(record.name, status=status, judgment=judgment,
                                          decision=judgment.decision, reasons=judgment.reasons)
-            self.state.log("judgment", event, record.name)
-            if judgment.decision == judging.KILL:
-                self.state.update_hypothesis(hypothesis.id, status=backlog.KILLED)
-                lowered = backlog.learn_from_kill(self.state, hypothesis)
+            self.state.log("judgment", event.to_dict(), record.name)
+            if judgment.decision == Decision.KILL:
+                self.state.update_hypothesis(hypothesis.id, status=HypothesisStatus.KILLED)
+                lowered = backlog.learn_from_kill(self.state, entry)
                 if lowered:
                     self.state.log("backlog", {"lowered confidence": lowered,
                                                "because": f"{hypothesis.id} was killed"}, record.name)
-            elif judgment.decision == judging.ITERATE:
-                self.state.update_hypothesis(hypothesis.id, status=backlog.ITERATED)
-                child = self._sharpened(hypothesis.id, data, judgment)
-                self.state.add_hypothesis(child["id"], child, source="iterate", parent=hypothesis.id)
+            elif judgment.decision == Decision.ITERATE:
+                self.state.update_hypothesis(hypothesis.id, status=HypothesisStatus.ITERATED)
+                child = backlog.sharpen(self.state, hypothesis, judgment.reasons)
+                self.state.add_hypothesis(child, source="iterate", parent=hypothesis.id)
             else:
-                self.state.update_hypothesis(hypothesis.id, status=backlog.LANDED)
-            self._count_judged(judgment.decision == judging.LAND)
+                self.state.update_hypothesis(hypothesis.id, status=HypothesisStatus.LANDED)
+            stop.count_judged(self.state, self.ws.config.workers.count, judgment.decision == Decision.LAND)
         self.say(f"{record.name}: {judgment.decision}: {'; '.join(judgment.reasons)[:300]}")
-        if judgment.checkout and judgment.decision != judging.LAND:
+        if judgment.checkout and judgment.decision != Decision.LAND:
             shutil.rmtree(judgment.checkout, ignore_errors=True)
         self.render()
-        if judgment.decision == judging.LAND:
+        if judgment.decision == Decision.LAND:
             self._land(self.state.experiment(record.name), judgment)
 
-    def _sharpened(self, parent: str, data: dict[str, Any], judgment: Judgment) -> dict[str, Any]:
-        # "-r<n>": the n-th sharpening of the original; the first number not yet taken
-        root = re.sub(r"-r\d+$", "", parent)[:44]
-        n = 1
-        while self.state.has_hypothesis(f"{root}-r{n}"):
-            n += 1
-        child = dict(data)
-        child["id"] = f"{root}-r{n}"
-        child["title"] = f"{data.get('title', parent)} (sharpened)"
-        child["confidence"] = round(float(data.get("confidence", 0.5)) * 0.9, 4)
-        child["notes"] = (data.get("notes", "") + f"\nlearned from {parent}: " + "; ".join(judgment.reasons)).strip()
-        return child
-
-    def _count_judged(self, landed: bool) -> None:
-        """A loop is one round of `workers.count` judgments; count the idle ones in a row."""
-        judged = self._counter("judged") + 1
-        landed_in_loop = self._counter("landed_in_loop") + int(landed)
-        self.state.set_meta("judged", str(judged))
-        self.state.set_meta("landed_in_loop", str(landed_in_loop))
-        if judged % self.ws.config.workers.count == 0:
-            self.state.set_meta("loop", str(self._counter("loop") + 1))
-            idle = 0 if landed_in_loop else self._counter("idle_loops") + 1
-            self.state.set_meta("idle_loops", str(idle))
-            self.state.set_meta("landed_in_loop", "0")
-
     def _land(self, record: ExperimentRecord, judgment: Judgment) -> None:
-        hypothesis = self.state.hypothesis(record.hypothesis).data
+        hypothesis = self.state.hypothesis(record.hypothesis).hypothesis
         outcome = landing.land(self.ws, self.state, record, judgment, hypothesis, progress=self.say,
                                measure_progress=self.measure_progress)
         reasons = list(record.reasons) + outcome.notes
+        won = outcome.merged and not outcome.reverted
         with self.state.transaction():
-            self.state.update_experiment(record.name, status=DONE, branch=outcome.branch,
+            self.state.update_experiment(record.name, status=Status.DONE, branch=outcome.branch,
                                          land_commit=outcome.commit, merge_commit=outcome.merge_commit,
                                          reasons=reasons)
-            if outcome.merged and not outcome.reverted:
-                self.state.set_meta("merged", str(self._counter("merged") + 1))
-        merged = "merged into main" if outcome.merged and not outcome.reverted else "branch kept, not merged"
-        self.say(f"{record.name}: landed on {outcome.branch} ({merged})")
+            if won:
+                self.state.set_counter(stop.MERGED, self.state.counter(stop.MERGED) + 1)
+        self.say(f"{record.name}: landed on {outcome.branch} ({'merged into main' if won else 'branch kept, not merged'})")
         self.render()
-        if outcome.merged and not outcome.reverted:
+        if won:
             self._after_win()
 
     def _after_win(self) -> None:
         """Re-read the opportunities; every few wins, run the full sweep."""
-        items = self._opportunities()
+        items = opportunities(self.ws)
         self.state.log("opportunities", {"items": len(items), "top": [
             f"{i['scenario']}/{i['operation']} {i['metric']}: {i['subject']} vs {i['comparator']} gap {i['gap']}"
             for i in items[:3]]})
-        merged = self._counter("merged")
-        if merged % self.ws.config.bench.sweep_every == 0:
+        if self.state.counter(stop.MERGED) % self.ws.config.bench.sweep_every == 0:
             self._sweep()
-
-    def _opportunities(self) -> list[dict[str, Any]]:
-        from orchard.bench.opportunities import rank
-
-        return list(rank(self.ws.results_dir).get("items", []))
 
     def _sweep(self) -> None:
         ws = self.ws
         main = ws.target_base()
         self.say(f"full sweep: main {main[:12]} against the lab's first baseline")
         first = Path(self.state.meta("first_baseline") or "")
-        verdict = judging.measure(ws, first, judging.baseline_binary(ws, self.state, main),
-                                  progress=self.measure_progress)
-        data: dict[str, Any] = {"main": main, "verdict": verdict}
+        verdict = measure(ws, first, baseline_binary(ws, self.state, main), progress=self.measure_progress)
+        data: dict[str, Any] = {"main": main, "verdict": verdict.to_dict()}
         if ws.config.bench.sweep:
-            values = judging.placeholders(ws, ws.reference_target, judging.baseline_binary(ws, self.state, main))
-            check = judging.run_step("sweep", ws.config.bench.sweep, ws.bench_dir, values, ws.judge_dir / "sweep-logs")
+            values = placeholders(ws, ws.reference_target, baseline_binary(ws, self.state, main))
+            check = run_step("sweep", ws.config.bench.sweep, ws.bench_dir, values, ws.judge_dir / "sweep-logs")
             data["command"] = check.detail
             data["command_log"] = check.log
         self.state.log("sweep", data)
         self.render()
 
-    # -- stopping ------------------------------------------------------------------------
-
-    def stop_reason(self) -> str | None:
-        stop = self.ws.config.stop
-        experiments = self.state.experiments()
-        if backlog.top_attempted(self.state, stop.top_attempted):
-            return f"the top {stop.top_attempted} backlog items have all been attempted"
-        if self._counter("idle_loops") >= stop.idle_loops:
-            return f"{stop.idle_loops} consecutive loops landed nothing"
-        if stop.max_experiments and len(experiments) >= stop.max_experiments:
-            return f"the budget of {stop.max_experiments} experiments is spent"
-        if stop.max_wall_minutes and (time.monotonic() - self.started) / 60 >= stop.max_wall_minutes:
-            return f"the wall-time budget of {stop.max_wall_minutes:g} minutes is spent"
-        cost = sum(float(((e.candidate or {}).get("usage") or {}).get("cost_usd") or 0) for e in experiments)
-        if stop.max_cost_usd and cost >= stop.max_cost_usd:
-            return f"the agent cost budget of ${stop.max_cost_usd:g} is spent (${cost:.2f})"
-        recent = [e.judgment.get("verdict") or {} for e in experiments[-self.ws.config.workers.count:] if e.judgment]
-        waited_ms = sum(float(verdict.get("lock_wait_ms") or 0.0) for verdict in recent)
-        if waited_ms / 60000 >= stop.lock_wait_minutes:
-            return "sustained lock contention makes verdicts unreliable"
-        if not self.state.hypotheses(backlog.OPEN) and not self.state.experiments(STARTING, RUNNING, COLLECTED,
-                                                                                   JUDGING, LANDING):
-            return "the backlog is empty"
-        return None
+    # -- the loop ----------------------------------------------------------------------------
 
     def finish(self, reason: str) -> None:
         self.state.log("stop", {"reason": reason})
         records.write_notebook(self.ws.root, self.state, final=True)
         self.say(f"stopped: {reason}; wrote {self.ws.root / 'FINAL_REPORT.md'}")
 
-    # -- the loop ----------------------------------------------------------------------------
-
     def run(self) -> str:
         """Run until a stop condition holds; returns the reason."""
         events = self.state.events()
-        if events and events[-1]["kind"] == "stop":
-            self.state.set_meta("idle_loops", "0")  # a new session after a clean stop starts fresh
+        if events and events[-1].kind == "stop":
+            self.state.set_counter(stop.IDLE_LOOPS, 0)  # a new session after a clean stop starts fresh
         self.executor = make_executor(self.ws.config.workers.executor, self.ws.tmux_socket, self.ws.executor_dir)
+        reason: str | None = None
         try:
             with self.executor:
                 if self.executor.kind == "subprocess" and self.ws.config.workers.executor == "auto":
                     self.say("tmux is not installed: workers run as plain subprocesses")
-                self.start()
+                if start(self.ws, self.state, say=self.say, measure_progress=self.measure_progress):
+                    self.render()
                 self.resume_workers()
-                reason: str | None = None
                 while True:
                     self.collect()
                     if self.judge_next():
                         continue
-                    reason = self.stop_reason()
-                    active = self.state.experiments(STARTING, RUNNING, COLLECTED, JUDGING, LANDING)
+                    reason = stop.stop_reason(self.ws, self.state, time.monotonic() - self.started)
                     if reason is None:
                         self.assign()
-                    elif not active:
+                    elif not self.state.experiments(*Status.active()):
                         break
                     time.sleep(POLL_S)
         finally:
             self.executor = None
+        assert reason is not None
         self.finish(reason)
         return reason
-
-
-def _logged_exit(log: Path) -> int | None:
-    """The exit code the wrapper wrote as its last line, if the worker got that far."""
-    if not log.exists():
-        return None
-    lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
-    for line in reversed(lines[-5:]):
-        if line.startswith(DONE_MARKER) and line[len(DONE_MARKER):].isdigit():
-            return int(line[len(DONE_MARKER):])
-    return None

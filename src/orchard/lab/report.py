@@ -28,6 +28,7 @@ null), `n` (integer or null: pairs or runs behind the numbers),
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,11 @@ class ReportReading:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ReportReading:
+        return cls(str(data["state"]), str(data["path"]), data.get("report"), list(data.get("problems", [])),
+                   data.get("raw"))
 
 
 def _is_number(value: Any) -> bool:

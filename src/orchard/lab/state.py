@@ -20,6 +20,10 @@ from typing import Any
 
 from orchard import __version__
 from orchard.errors import UsageError
+from orchard.lab.candidate import Candidate
+from orchard.lab.experiment import ExperimentStatus
+from orchard.lab.hypothesis import Hypothesis, HypothesisStatus, Lane
+from orchard.lab.judgment import Decision, Judgment
 
 SCHEMA_VERSION = 1
 DB_NAME = "lab.db"
@@ -80,48 +84,103 @@ CREATE TABLE baselines (
 
 @dataclass(frozen=True)
 class HypothesisRecord:
-    id: str
-    data: dict[str, Any]
-    status: str
-    source: str
-    parent: str | None
+    """A hypothesis as the backlog holds it: the hypothesis, where it stands, where it came from."""
+
+    hypothesis: Hypothesis
+    status: HypothesisStatus
+    source: str  # user, opportunities, planner, iterate
+    parent: str | None  # the hypothesis an ITERATE sharpened
     attempts: int
     created_at: float
     updated_at: float
 
+    @property
+    def id(self) -> str:
+        return self.hypothesis.id
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> HypothesisRecord:
+        return cls(Hypothesis.from_dict(json.loads(row["data"]), source=row["id"]), HypothesisStatus(row["status"]),
+                   row["source"], row["parent"], row["attempts"], row["created_at"], row["updated_at"])
+
 
 @dataclass(frozen=True)
 class ExperimentRecord:
+    """One experiment as lab.db holds it, with its candidate and judgment once it has them."""
+
     name: str
     hypothesis: str
     worker: str
-    lane: str
+    lane: Lane
     loop: int
-    status: str
+    status: ExperimentStatus
     target_base: str
     bench_base: str
     started_at: float
     finished_at: float | None
-    candidate: dict[str, Any] | None
-    judgment: dict[str, Any] | None
-    decision: str | None
+    candidate: Candidate | None
+    judgment: Judgment | None
+    decision: Decision | None
     reasons: list[str]
     branch: str | None
     land_commit: str | None
     merge_commit: str | None
 
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> ExperimentRecord:
+        def loaded(key: str) -> Any:
+            return None if row[key] is None else json.loads(row[key])
+
+        candidate, judgment = loaded("candidate"), loaded("judgment")
+        return cls(
+            name=row["name"], hypothesis=row["hypothesis"], worker=row["worker"], lane=Lane(row["lane"]),
+            loop=row["loop"], status=ExperimentStatus(row["status"]), target_base=row["target_base"],
+            bench_base=row["bench_base"], started_at=row["started_at"], finished_at=row["finished_at"],
+            candidate=None if candidate is None else Candidate.from_dict(candidate),
+            judgment=None if judgment is None else Judgment.from_dict(judgment),
+            decision=None if row["decision"] is None else Decision(row["decision"]),
+            reasons=loaded("reasons") or [], branch=row["branch"], land_commit=row["land_commit"],
+            merge_commit=row["merge_commit"],
+        )
+
+    @property
+    def cost_usd(self) -> float:
+        """What the worker's agent reported spending (0 when it reported nothing)."""
+        return float(self.candidate.usage.cost_usd or 0) if self.candidate else 0.0
+
+
+@dataclass(frozen=True)
+class JournalEvent:
+    """One journal entry: what happened (`kind`), when, to which experiment, with its details."""
+
+    id: int
+    at: float
+    kind: str
+    experiment: str | None
+    data: dict[str, Any]
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> JournalEvent:
+        return cls(row["id"], row["at"], row["kind"], row["experiment"], json.loads(row["data"]))
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Medians per metric of one commit, measured by the lab (baseline, main after a merge)."""
+
+    id: int
+    at: float
+    kind: str  # baseline, main
+    commit_id: str
+    experiment: str | None
+    metrics: dict[str, float | None]
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Measurement:
+        return cls(row["id"], row["at"], row["kind"], row["commit_id"], row["experiment"], json.loads(row["metrics"]))
+
 
 _JSON_COLUMNS = {"data", "candidate", "judgment", "reasons", "metrics"}
-
-
-def _decode(row: sqlite3.Row) -> dict[str, Any]:
-    out = {}
-    for key in row.keys():
-        value = row[key]
-        if key in _JSON_COLUMNS:
-            value = json.loads(value) if value is not None else ([] if key == "reasons" else None)
-        out[key] = value
-    return out
 
 
 class LabState:
@@ -238,15 +297,21 @@ class LabState:
         with self.transaction():
             self._put(key, value)
 
+    def counter(self, key: str) -> int:
+        """A loop counter (judged, merged, idle loops, ...); 0 before its first count."""
+        return int(self.meta(key) or 0)
+
+    def set_counter(self, key: str, value: int) -> None:
+        self.set_meta(key, str(value))
+
     # -- hypotheses --------------------------------------------------------------
 
-    def add_hypothesis(self, hypothesis_id: str, data: Mapping[str, Any], *, source: str,
-                       parent: str | None = None) -> None:
+    def add_hypothesis(self, hypothesis: Hypothesis, *, source: str, parent: str | None = None) -> None:
         now = time.time()
         with self.transaction():
             self.db.execute(
                 "INSERT INTO hypotheses VALUES (?, ?, 'open', ?, ?, 0, ?, ?)",
-                (hypothesis_id, json.dumps(dict(data), sort_keys=True), source, parent, now, now),
+                (hypothesis.id, json.dumps(hypothesis.to_dict(), sort_keys=True), source, parent, now, now),
             )
 
     def has_hypothesis(self, hypothesis_id: str) -> bool:
@@ -256,30 +321,31 @@ class LabState:
         row = self.db.execute("SELECT * FROM hypotheses WHERE id = ?", (hypothesis_id,)).fetchone()
         if row is None:
             raise KeyError(hypothesis_id)
-        return HypothesisRecord(**_decode(row))
+        return HypothesisRecord.from_row(row)
 
-    def hypotheses(self, status: str | None = None) -> list[HypothesisRecord]:
+    def hypotheses(self, status: HypothesisStatus | None = None) -> list[HypothesisRecord]:
         query, args = "SELECT * FROM hypotheses", ()
         if status is not None:
             query, args = query + " WHERE status = ?", (status,)
-        return [HypothesisRecord(**_decode(row)) for row in self.db.execute(query + " ORDER BY created_at, id", args)]
+        rows = self.db.execute(query + " ORDER BY created_at, id", args)
+        return [HypothesisRecord.from_row(row) for row in rows]
 
-    def update_hypothesis(self, hypothesis_id: str, *, status: str | None = None,
-                          data: Mapping[str, Any] | None = None, attempt: bool = False) -> None:
+    def update_hypothesis(self, hypothesis_id: str, *, status: HypothesisStatus | None = None,
+                          hypothesis: Hypothesis | None = None, attempt: bool = False) -> None:
         with self.transaction():
             if status is not None:
                 self.db.execute("UPDATE hypotheses SET status = ? WHERE id = ?", (status, hypothesis_id))
-            if data is not None:
+            if hypothesis is not None:
                 self.db.execute("UPDATE hypotheses SET data = ? WHERE id = ?",
-                                (json.dumps(dict(data), sort_keys=True), hypothesis_id))
+                                (json.dumps(hypothesis.to_dict(), sort_keys=True), hypothesis_id))
             if attempt:
                 self.db.execute("UPDATE hypotheses SET attempts = attempts + 1 WHERE id = ?", (hypothesis_id,))
             self.db.execute("UPDATE hypotheses SET updated_at = ? WHERE id = ?", (time.time(), hypothesis_id))
 
     # -- experiments --------------------------------------------------------------
 
-    def add_experiment(self, name: str, hypothesis: str, worker: str, lane: str, loop: int,
-                       target_base: str, bench_base: str, status: str) -> None:
+    def add_experiment(self, name: str, hypothesis: str, worker: str, lane: Lane, loop: int,
+                       target_base: str, bench_base: str, status: ExperimentStatus) -> None:
         with self.transaction():
             self.db.execute(
                 "INSERT INTO experiments (name, hypothesis, worker, lane, loop, status, target_base, "
@@ -291,21 +357,24 @@ class LabState:
         row = self.db.execute("SELECT * FROM experiments WHERE name = ?", (name,)).fetchone()
         if row is None:
             raise KeyError(name)
-        return ExperimentRecord(**_decode(row))
+        return ExperimentRecord.from_row(row)
 
-    def experiments(self, *statuses: str) -> list[ExperimentRecord]:
+    def experiments(self, *statuses: ExperimentStatus) -> list[ExperimentRecord]:
         query, args = "SELECT * FROM experiments", tuple(statuses)
         if statuses:
             query += f" WHERE status IN ({','.join('?' * len(statuses))})"
-        return [ExperimentRecord(**_decode(row)) for row in self.db.execute(query + " ORDER BY started_at, name", args)]
+        rows = self.db.execute(query + " ORDER BY started_at, name", args)
+        return [ExperimentRecord.from_row(row) for row in rows]
 
     def update_experiment(self, name: str, **fields: Any) -> None:
+        """Set these columns; a `candidate` or `judgment` record is stored as its JSON."""
         allowed = {"status", "finished_at", "candidate", "judgment", "decision", "reasons", "branch",
                    "land_commit", "merge_commit", "target_base"}
         unknown = set(fields) - allowed
         if unknown:
             raise ValueError(f"unknown experiment fields: {sorted(unknown)}")
-        values = [json.dumps(v, sort_keys=True, default=str) if k in _JSON_COLUMNS else v for k, v in fields.items()]
+        values = [json.dumps(v.to_dict() if isinstance(v, (Candidate, Judgment)) else v, sort_keys=True, default=str)
+                  if k in _JSON_COLUMNS else v for k, v in fields.items()]
         with self.transaction():
             self.db.execute(
                 f"UPDATE experiments SET {', '.join(f'{k} = ?' for k in fields)} WHERE name = ?",
@@ -321,11 +390,11 @@ class LabState:
                 (time.time(), kind, experiment, json.dumps(dict(data), sort_keys=True, default=str)),
             )
 
-    def events(self, kind: str | None = None) -> list[dict[str, Any]]:
+    def events(self, kind: str | None = None) -> list[JournalEvent]:
         query, args = "SELECT * FROM events", ()
         if kind is not None:
             query, args = query + " WHERE kind = ?", (kind,)
-        return [_decode(row) | {"data": json.loads(row["data"])} for row in self.db.execute(query + " ORDER BY id", args)]
+        return [JournalEvent.from_row(row) for row in self.db.execute(query + " ORDER BY id", args)]
 
     def add_measurement(self, kind: str, commit_id: str, metrics: Mapping[str, float | None],
                         experiment: str | None = None) -> None:
@@ -335,11 +404,11 @@ class LabState:
                 (time.time(), kind, commit_id, experiment, json.dumps(dict(metrics), sort_keys=True)),
             )
 
-    def measurements(self, kind: str | None = None) -> list[dict[str, Any]]:
+    def measurements(self, kind: str | None = None) -> list[Measurement]:
         query, args = "SELECT * FROM measurements", ()
         if kind is not None:
             query, args = query + " WHERE kind = ?", (kind,)
-        return [_decode(row) for row in self.db.execute(query + " ORDER BY id", args)]
+        return [Measurement.from_row(row) for row in self.db.execute(query + " ORDER BY id", args)]
 
     def baseline(self, commit_id: str) -> str | None:
         row = self.db.execute("SELECT binary FROM baselines WHERE commit_id = ?", (commit_id,)).fetchone()

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from orchard.lab.verdicts import MetricResult, Verdict
+
 COLUMNS = ("metric", "verdict", "effect", "interval", "floor", "n", "MDE", "baseline", "candidate")
 
 
@@ -51,12 +53,10 @@ class MetricEffect:
     exact: bool  # a deterministic metric: compared exactly, no interval
 
     @classmethod
-    def from_verdict_metric(cls, data: Mapping[str, Any]) -> MetricEffect:
-        low, high = data.get("interval") or (None, None)
-        return cls(key=data["key"], verdict=data["verdict"], effect=data.get("effect"), low=low, high=high,
-                   floor=float(data.get("floor") or 0.0), n=int(data.get("n") or 0), mde=data.get("mde"),
-                   baseline=data.get("baseline_median"), candidate=data.get("candidate_median"),
-                   exact=data.get("method") == "exact")
+    def from_metric(cls, m: MetricResult) -> MetricEffect:
+        low, high = m.interval or (None, None)
+        return cls(key=m.key, verdict=m.verdict, effect=m.effect, low=low, high=high, floor=m.floor, n=m.n,
+                   mde=m.mde, baseline=m.baseline_median, candidate=m.candidate_median, exact=m.method == "exact")
 
 
 @dataclass(frozen=True)
@@ -77,13 +77,17 @@ class VerdictView:
     gates: tuple[Gate, ...]
 
     @classmethod
-    def from_document(cls, data: Mapping[str, Any] | None) -> VerdictView | None:
-        if not data:
+    def from_verdict(cls, verdict: Verdict | None) -> VerdictView | None:
+        if verdict is None:
             return None
-        return cls(verdict=str(data.get("verdict")), pairs=data.get("pairs"), seed=data.get("seed"),
-                   lock_wait_ms=float(data.get("lock_wait_ms") or 0.0), reasons=tuple(data.get("reasons", [])),
-                   metrics=tuple(MetricEffect.from_verdict_metric(m) for m in data.get("metrics", [])),
-                   gates=tuple(Gate(g["name"], bool(g["passed"]), g.get("detail", "")) for g in data.get("gates", [])))
+        return cls(verdict=verdict.verdict, pairs=verdict.pairs, seed=verdict.seed, lock_wait_ms=verdict.lock_wait_ms,
+                   reasons=tuple(verdict.reasons), metrics=tuple(MetricEffect.from_metric(m) for m in verdict.metrics),
+                   gates=tuple(Gate(g.name, g.passed, g.detail) for g in verdict.gates))
+
+    @classmethod
+    def from_document(cls, data: Mapping[str, Any] | None) -> VerdictView | None:
+        """From a verdict as an event in lab.db stores it."""
+        return cls.from_verdict(Verdict.from_dict(data)) if data else None
 
 
 def cells(m: MetricEffect) -> list[str]:

@@ -27,12 +27,14 @@ from filelock import FileLock, Timeout
 
 from orchard.bench.lock import default_lock_path, lock_disabled, read_holder
 from orchard.lab import backlog, records
-from orchard.lab.state import LabState
+from orchard.lab.experiment import ExperimentStatus
+from orchard.lab.judgment import Decision
+from orchard.lab.start import LAB_START, LabStart
+from orchard.lab.state import JournalEvent, LabState
 from orchard.lab.verdict_table import MetricEffect, VerdictView
 from orchard.lab.workspace import Workspace
 
-ACTIVE = ("starting", "running", "collected", "judging", "landing")
-RUNNING_STATES = ("starting", "running")
+RUNNING_STATES = (ExperimentStatus.STARTING, ExperimentStatus.RUNNING)
 LOG_TAIL_BYTES = 4096
 LOG_TAIL_LINES = 12
 FEED_ENTRIES = 200
@@ -233,31 +235,31 @@ def _chain(previous: MetricEffect | None, step: MetricEffect) -> MetricEffect:
                         candidate=step.candidate, exact=step.exact)
 
 
-def _main_steps(events: Sequence[Mapping[str, Any]], baseline: Mapping[str, float],
+def _main_steps(events: Sequence[JournalEvent], baseline: Mapping[str, float],
                 floors: Mapping[str, float]) -> list[MainStep]:
     """main's value against the lab's start after every merge, revert and sweep, oldest first."""
-    starts = [e for e in events if e["kind"] == "lab-start"]
+    starts = [e for e in events if e.kind == LAB_START]
     if not starts:
         return []
     start = starts[0]
     zero = tuple(MetricEffect(key, "baseline", 0.0, 0.0, 0.0, floors.get(key, 0.0), 0, None, value, value,
                               floors.get(key) == 0.0) for key, value in sorted(baseline.items()))
-    steps = [MainStep(start["at"], start["data"].get("base", ""), "lab start", zero, True)]
+    steps = [MainStep(start.at, LabStart.from_dict(start.data).base, "lab start", zero, True)]
     merges: dict[str | None, str] = {}
     for event in events:
-        kind, data = event["kind"], event["data"]
+        kind, data = event.kind, event.data
         current = {m.key: m for m in steps[-1].effects}
         if kind == "merge":
-            merges[event["experiment"]] = data.get("commit", "")
+            merges[event.experiment] = data.get("commit", "")
         elif kind == "main-check":
             verdict = VerdictView.from_document(data.get("verdict"))
             if verdict is None:
                 continue
             effects = tuple(_chain(current.get(m.key), m) for m in verdict.metrics)
-            steps.append(MainStep(event["at"], merges.get(event["experiment"], ""), event["experiment"] or "",
+            steps.append(MainStep(event.at, merges.get(event.experiment, ""), event.experiment or "",
                                   effects, False))
         elif kind == "revert":
-            steps.append(MainStep(event["at"], data.get("revert", ""), f"revert {event['experiment']}",
+            steps.append(MainStep(event.at, data.get("revert", ""), f"revert {event.experiment}",
                                   steps[-1].effects, steps[-1].paired_with_start))
         elif kind == "sweep":
             verdict = VerdictView.from_document(data.get("verdict"))
@@ -267,7 +269,7 @@ def _main_steps(events: Sequence[Mapping[str, Any]], baseline: Mapping[str, floa
                 last = steps.pop()
                 steps.append(MainStep(last.at, last.commit, f"{last.label} (swept)", verdict.metrics, True))
             else:
-                steps.append(MainStep(event["at"], data.get("main", ""), "sweep", verdict.metrics, True))
+                steps.append(MainStep(event.at, data.get("main", ""), "sweep", verdict.metrics, True))
     return steps
 
 
@@ -291,25 +293,26 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
     with state.reading():
         events = state.events()
         rows = state.experiments()
-        hypotheses = {h.id: h.data for h in state.hypotheses()}
+        titles = {h.id: h.hypothesis.title for h in state.hypotheses()}
         ranked = backlog.ranked(state)[:10]
         board = records.leaderboard(state)
         dirs = records.directions(state)
         started = state.meta("started_at")
-    judgments = {e["experiment"]: e for e in events if e["kind"] == "judgment"}
+    judgments = {e.experiment: e for e in events if e.kind == "judgment"}
     experiments = []
     for row in rows:
         judged = judgments.get(row.name)
         experiments.append(ExperimentView(
-            name=row.name, hypothesis=row.hypothesis, title=str(hypotheses.get(row.hypothesis, {}).get("title", "")),
+            name=row.name, hypothesis=row.hypothesis, title=titles.get(row.hypothesis, ""),
             worker=row.worker, lane=row.lane, status=row.status, decision=row.decision,
-            rule=(row.judgment or {}).get("rule"), reasons=tuple(row.reasons), started_at=row.started_at,
-            finished_at=row.finished_at, judged_at=judged["at"] if judged else None,
-            verdict=VerdictView.from_document(judged["data"].get("verdict") if judged else None),
+            rule=row.judgment.rule if row.judgment else None, reasons=tuple(row.reasons), started_at=row.started_at,
+            finished_at=row.finished_at, judged_at=judged.at if judged else None,
+            verdict=VerdictView.from_document(judged.data.get("verdict") if judged else None),
             branch=row.branch, merge_commit=row.merge_commit))
-    start = next((e for e in events if e["kind"] == "lab-start"), None)
-    baseline = dict((start or {"data": {}})["data"].get("baseline", {}))
-    floors = dict((start or {"data": {}})["data"].get("floors", {}))
+    start_event = next((e for e in events if e.kind == LAB_START), None)
+    start = None if start_event is None else LabStart.from_dict(start_event.data)
+    baseline = {} if start is None else dict(start.baseline)
+    floors = {} if start is None else dict(start.floors)
     launcher = ws.config.launcher.name
     host = socket.gethostname()
     workers = tuple(
@@ -318,26 +321,25 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
                    elapsed_s=round(now - e.started_at, 1),
                    host=host if ws.config.workers.executor != "dask" else "dask cluster",
                    log=str(ws.log_path(e.name)), log_tail=log_tail(ws.log_path(e.name)) if live else ())
-        for e in experiments if e.status in ACTIVE)
-    waits = tuple(LockWait(e["at"], e["kind"], e["experiment"], float(e["data"]["verdict"].get("lock_wait_ms") or 0.0))
-                  for e in events if e["kind"] in VERDICT_EVENTS and isinstance(e["data"].get("verdict"), Mapping))
-    stops = [e for e in events if e["kind"] == "stop"]
+        for e in experiments if e.status in ExperimentStatus.active())
+    waits = tuple(LockWait(e.at, e.kind, e.experiment, float(e.data["verdict"].get("lock_wait_ms") or 0.0))
+                  for e in events if e.kind in VERDICT_EVENTS and isinstance(e.data.get("verdict"), Mapping))
+    stops = [e for e in events if e.kind == "stop"]
     return LabView(
         workspace=str(ws.root), generated_at=now, started_at=float(started) if started else None,
-        base=(start or {"data": {}})["data"].get("base"), executor=ws.config.workers.executor,
+        base=None if start is None else start.base, executor=ws.config.workers.executor,
         tmux_socket=ws.tmux_socket, worker_slots=ws.config.workers.count, baseline=baseline,
         floors=floors, directions=dirs, workers=workers,
         lock=read_lock() if live else LockView("not read", "", None, None, None, ()),
-        backlog=tuple(BacklogItem(r.id, backlog.score(r.data), r.data.get("lane", "exploit"), r.data.get("title", ""))
-                      for r in ranked),
-        leaderboard=tuple(LeaderRow(r["metric"], dirs.get(r["metric"], "lower"), r["baseline"], r["best"], r["by"],
-                                    r.get("commit"), r["main"]) for r in board),
+        backlog=tuple(BacklogItem(r.id, r.hypothesis.score, r.hypothesis.lane, r.hypothesis.title) for r in ranked),
+        leaderboard=tuple(LeaderRow(r.metric, dirs.get(r.metric, "lower"), r.baseline, r.best, r.by, r.commit, r.main)
+                          for r in board),
         experiments=tuple(experiments), main_steps=tuple(_main_steps(events, baseline, floors)), lock_waits=waits,
         busy=tuple(_busy(experiments)),
-        journal=tuple(FeedEntry(e["at"], e["kind"], e["experiment"], "\n".join(records.journal_entry(e)).strip())
+        journal=tuple(FeedEntry(e.at, e.kind, e.experiment, "\n".join(records.journal_entry(e)).strip())
                       for e in events[-FEED_ENTRIES:]),
-        stopped=stops[-1]["data"].get("reason") if stops and not workers else None,
-        decisions={d: sum(1 for e in experiments if e.decision == d) for d in ("LAND", "KILL", "ITERATE")},
+        stopped=stops[-1].data.get("reason") if stops and not workers else None,
+        decisions={d: sum(1 for e in experiments if e.decision == d) for d in Decision},
     )
 
 

@@ -143,9 +143,13 @@ class Workspace:
         return [self.worker(path.name[len("worker-"):])
                 for path in sorted(self.root.glob("worker-*")) if path.is_dir()]
 
+    def binary_in(self, checkout: Path) -> Path | None:
+        """The binary a build of `checkout` makes (None when the configuration names none)."""
+        return checkout / self.config.target.binary if self.config.target.binary else None
+
     def binary(self, worker: Worker) -> Path | None:
-        """The binary a worker builds (None when the configuration names none)."""
-        return worker.target_dir / self.config.target.binary if self.config.target.binary else None
+        """The binary a worker builds."""
+        return self.binary_in(worker.target_dir)
 
     def baseline_dir(self, commit: str) -> Path:
         """Where the judge builds the target at `commit` (its baseline builds are cached by commit)."""
@@ -153,7 +157,7 @@ class Workspace:
 
     def baseline_binary(self, commit: str) -> Path | None:
         """The binary built from `commit` by the judge."""
-        return self.baseline_dir(commit) / self.config.target.binary if self.config.target.binary else None
+        return self.binary_in(self.baseline_dir(commit))
 
     def suite(self, bench_dir: Path) -> Path | None:
         return bench_dir / self.config.bench.suite if self.config.bench.suite else None

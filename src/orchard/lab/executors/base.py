@@ -191,6 +191,22 @@ class Executor(ABC):
         """The command a user runs to watch the workers live (None: nothing to attach to)."""
         return None
 
+    def ended_earlier(self, job: Job) -> JobResult | None:
+        """How a job an earlier orchard started ended while nobody watched, from its log's exit line.
+
+        None when the log has no exit line: the worker died with that orchard.
+        """
+        if not job.log_path.exists():
+            return None
+        lines = job.log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+        for line in reversed(lines[-5:]):
+            code = line[len(DONE_MARKER):]
+            if line.startswith(DONE_MARKER) and code.isdigit():
+                return JobResult(name=job.name, exit_code=int(code), signal=None, timed_out=False, cancelled=False,
+                                 started_at="", duration_s=0.0, log_path=job.log_path,
+                                 reason="collected after a restart")
+        return None
+
     # -- the contract ----------------------------------------------------------
 
     def start(self, job: Job) -> None:

@@ -1,0 +1,139 @@
+"""Verdicts for the lab: the one lab module that measures through `orchard.bench`.
+
+The judge, the landing steps, the lab's start and the sweep ask here for a
+verdict of a candidate binary against a baseline binary (from the bench's
+suite, or from the bench's own verdict script), for the lab-start
+calibration, and for the ranked opportunities. Around every verdict the
+lab's own bench clone is checked: nothing measured with a changed harness
+counts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchard import bench
+from orchard.bench.lock import MeasurementLock
+from orchard.bench.opportunities import rank
+from orchard.bench.runner import run
+from orchard.bench.verdict import ExternalRun, GateResult, MetricResult, MetricVerdict, Verdict, VerdictWord
+from orchard.errors import OrchardError
+from orchard.lab.builds import STEP_TIMEOUT_S, placeholders
+from orchard.lab.experiment import render_command
+from orchard.lab.workspace import Workspace
+
+__all__ = ["GateResult", "MetricResult", "MetricVerdict", "Verdict", "VerdictWord"]
+
+MeasureProgress = Callable[[int, int, str], None]
+VERDICT_WORDS = re.compile(r"\b(PASS|REGRESSED|NO-CHANGE|INCONCLUSIVE)\b")
+
+
+class LabIntegrityError(OrchardError):
+    """The lab's own bench clone changed: no verdict from it can be trusted."""
+
+
+def assert_bench_untouched(ws: Workspace, bench_base: str) -> None:
+    """Hard rule: the lab's own bench clone is never modified (else nothing it says counts)."""
+    changes = ws.bench_vcs.changes(ws.bench_dir, bench_base)
+    if changes.files or changes.head != bench_base:
+        raise LabIntegrityError(
+            f"the lab's bench clone {ws.bench_dir} differs from {bench_base[:12]} "
+            f"({', '.join(changes.files) or 'head moved'}): fix it by hand; no verdict was taken"
+        )
+
+
+def _last_json_verdict(text: str) -> Mapping[str, Any]:
+    for line in reversed(text.strip().splitlines()):
+        with contextlib.suppress(ValueError):
+            found = json.loads(line)
+            if isinstance(found, dict) and "verdict" in found:
+                return found
+    return {}
+
+
+def external_verdict(ws: Workspace, baseline: Path, candidate: Path) -> Verdict:
+    """Run the bench's own verdict script under the lock; record its output, map its result.
+
+    A JSON object with a `verdict` key on stdout is taken as it is (metrics
+    and gates in orchard's shape are kept); otherwise the last verdict word
+    the script printed decides, and no word at all is INCONCLUSIVE.
+    """
+    values = placeholders(ws, ws.reference_target, candidate)
+    values["baseline"] = str(baseline)
+    command = render_command(ws.config.bench.verdict, values)
+    lock = MeasurementLock(f"orchard lab verdict command ({ws.root.name})")
+    with lock:
+        capture = run(["bash", "-c", command], cwd=ws.bench_dir, env=dict(os.environ), timeout_s=STEP_TIMEOUT_S,
+                      admitted_chars=1 << 24)
+    text = capture.stdout_text
+    parsed = _last_json_verdict(text)
+    words = VERDICT_WORDS.findall(text)
+    said = str(parsed.get("verdict") or (words[-1] if words else VerdictWord.INCONCLUSIVE))
+    known = (VerdictWord.PASS, VerdictWord.REGRESSED, VerdictWord.NO_CHANGE, VerdictWord.INCONCLUSIVE)
+    outcome = VerdictWord(said) if said in known else VerdictWord.INCONCLUSIVE
+    reasons = [str(r) for r in parsed.get("reasons", [])] or [
+        f"the bench's verdict command said {outcome}" + ("" if words or parsed else " (it printed no verdict word)")]
+    if not capture.ok and outcome == VerdictWord.PASS:
+        outcome = VerdictWord.ERROR
+        reasons = [f"the verdict command failed ({capture.returncode}) yet printed PASS"]
+    return Verdict(
+        verdict=outcome, reasons=reasons, baseline=baseline, candidate=candidate,
+        metrics=[MetricResult.from_dict(m) for m in parsed.get("metrics", [])],
+        gates=[GateResult.from_dict(g) for g in parsed.get("gates", [])],
+        seed=parsed.get("seed"), pairs=parsed.get("pairs"), lock_wait_ms=lock.last_wait_ms,
+        external=ExternalRun(command, capture.returncode, text[-4000:]),
+    )
+
+
+def measure(ws: Workspace, baseline: Path, candidate: Path, *, runs: int | None = None, seed: int | None = None,
+            progress: MeasureProgress | None = None) -> Verdict:
+    """The bench's verdict of `candidate` against `baseline`."""
+    if ws.config.bench.verdict:
+        return external_verdict(ws, baseline, candidate)
+    suite = bench.load_suite(_suite_path(ws))
+    return bench.run_verdict(suite, baseline, candidate, runs=runs, seed=seed, results=ws.results_dir,
+                             progress=progress or (lambda *_: None))
+
+
+def _suite_path(ws: Workspace) -> Path:
+    suite_path = ws.suite(ws.bench_dir)
+    if suite_path is None:
+        raise OrchardError("bench.suite is not configured: the lab has nothing to judge with")
+    return suite_path
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The lab-start measurement every later delta is anchored to."""
+
+    medians: dict[str, float]
+    floors: dict[str, float]
+    directions: dict[str, str]
+    calibration: str  # how it was calibrated, for the journal
+
+
+def calibrate(ws: Workspace, binary: Path, progress: MeasureProgress | None = None,
+              say: Callable[[str], None] = lambda _: None) -> Baseline:
+    """A/A-calibrate the suite on this machine with `binary` and read the baseline from it."""
+    suite = bench.load_suite(_suite_path(ws))
+    say(f"calibrating the verdict (A/A, {suite.calibration_runs} pairs) on this machine")
+    cal = bench.calibrate(suite, binary, results=ws.results_dir, progress=progress or (lambda *_: None))
+    return Baseline(
+        medians={key: m.median for key, m in cal.metrics.items()},
+        floors={spec.key: spec.floor(cal.metrics[spec.key].noise()) for spec in suite.metrics
+                if spec.key in cal.metrics},
+        directions={spec.key: spec.direction for spec in suite.metrics},
+        calibration=f"{cal.runs} A/A pairs, seed {cal.seed}, machine {cal.machine_fingerprint}",
+    )
+
+
+def opportunities(ws: Workspace) -> list[dict[str, Any]]:
+    """The largest gaps in the lab's results, ranked by the bench."""
+    return list(rank(ws.results_dir).get("items", []))
