@@ -58,10 +58,9 @@ from orchard.bench.machine import machine_facts
 from orchard.bench.store import RunWriter, read_jsonl
 from orchard.bench.suite import Suite, load_suite
 from orchard.bench.verdict import (
-    PASS,
-    REGRESSED,
     AdaptivePlan,
     MetricNoise,
+    VerdictWord,
     decide_metrics,
     overall,
     settled,
@@ -358,7 +357,7 @@ def analyse(suite: Suite, rows: Sequence[dict[str, Any]], seed: int) -> tuple[st
             verdict, used = judge(a, b)
             tally.verdicts[verdict] += 1
             tally.pairs_used.append(used)
-            tally.add(RULES[0], REGRESSION if verdict == REGRESSED else IMPROVEMENT if verdict == PASS else None)
+            tally.add(RULES[0], REGRESSION if verdict == VerdictWord.REGRESSED else IMPROVEMENT if verdict == VerdictWord.PASS else None)
         for rule, decide in peers.items():
             tally.add(rule, decide(a, b))
     return cal.text, tallies
