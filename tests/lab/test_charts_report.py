@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -202,3 +203,17 @@ def test_report_html_of_a_lab_that_never_started(make_workspace: Any) -> None:
         state.close()
     page = (Path(ws.root) / "report.html").read_text()
     assert "no measurements yet" in page and "no experiment yet" in page
+
+
+def test_a_lab_that_just_started_has_a_readable_time_axis(make_workspace: Any) -> None:
+    """One moment on a time axis: a minute either side, not plotly's default of a millisecond."""
+    ws = make_workspace()
+    state = LabState.open(ws.root)
+    try:
+        state.log("lab-start", {"base": "a1" * 20, "bench_base": "b2" * 20, "baseline": {"report/wall_ms": 64.0},
+                                "floors": {"report/wall_ms": 0.05}, "calibration": "20 A/A pairs"})
+    finally:
+        state.close()
+    [chart] = [c for c in pages.build_page(_snapshot(ws), live=False).charts if c.id == "main-report-wall-ms"]
+    low, high = json.loads(chart.figure)["layout"]["xaxis"]["range"]
+    assert (datetime.fromisoformat(high) - datetime.fromisoformat(low)).total_seconds() == 120

@@ -23,6 +23,7 @@ exact values, labelled, never as a line.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -99,7 +100,10 @@ def _floor_legend(floor: float) -> go.Scatter:
                       marker={"symbol": "square", "size": 12, "color": FLOOR_FILL})
 
 
-def _chart(chart_id: str, title: str, figure: go.Figure) -> Chart:
+def _chart(chart_id: str, title: str, figure: go.Figure, at: Sequence[float] = ()) -> Chart:
+    """The figure as JSON; a time axis with a single moment gets a minute either side (not milliseconds)."""
+    if at and max(at) - min(at) < 1.0:
+        figure.update_xaxes(range=[_utc(min(at) - 60), _utc(max(at) + 60)])
     return Chart(chart_id, title, figure.to_json())
 
 
@@ -143,7 +147,7 @@ def main_over_time(view: LabView) -> list[Chart]:
             figure.update_layout(_layout(title, "time (UTC)", f"change vs lab start (%) · {_better(view, key)}",
                                          shapes=[_floor_band(floor)]))
             figure.update_yaxes(ticksuffix="%")
-        charts.append(_chart(f"main-{_slug(key)}", title, figure))
+        charts.append(_chart(f"main-{_slug(key)}", title, figure, [step.at for step, _ in points]))
     return charts
 
 
@@ -163,7 +167,7 @@ def experiments(view: LabView) -> list[Chart]:
     charts = []
     judged = _judged(view)
     for key in view.metrics():
-        rows = [(e, m) for e in judged for m in e.verdict.metrics if m.key == key]  # type: ignore[union-attr]
+        rows = [(e, m) for e in judged if e.verdict for m in e.verdict.metrics if m.key == key]
         if not rows:
             continue
         title = f"experiments: {key}"
@@ -174,7 +178,7 @@ def experiments(view: LabView) -> list[Chart]:
             if not mine:
                 continue
             name = decision or "not decided"
-            colour = COLOURS.get(decision or "", PENDING_COLOUR)
+            colour = PENDING_COLOUR if decision is None else COLOURS[decision]
             hover = [[e.name, e.decision or e.status, m.verdict, pct(m.effect), f"[{pct(m.low)}, {pct(m.high)}]",
                       f"{m.floor:.2%}", m.n, num(m.baseline), num(m.candidate)] for e, m in mine]
             template = ("%{customdata[0]} (%{customdata[1]})<br>%{customdata[2]} %{customdata[3]} %{customdata[4]}"
@@ -233,7 +237,7 @@ def activity(view: LabView) -> Chart | None:
     layout["yaxis2"] = {"title": {"text": "lock wait (s)"}, "overlaying": "y", "side": "right", "showline": True,
                         "ticks": "outside", "rangemode": "tozero"}
     figure.update_layout(layout)
-    return _chart("activity", title, figure)
+    return _chart("activity", title, figure, [b.at for b in view.busy] + [w.at for w in view.lock_waits])
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from filelock import FileLock, Timeout
 from orchard.bench.lock import default_lock_path, lock_disabled, read_holder
 from orchard.lab import backlog, records
 from orchard.lab.experiment import ExperimentStatus
-from orchard.lab.judgment import Decision
+from orchard.lab.judgment import Decision, JudgmentEntry
 from orchard.lab.start import LAB_START, LabStart
 from orchard.lab.state import JournalEvent, LabState
 from orchard.lab.verdict_table import MetricEffect, VerdictView
@@ -307,7 +307,7 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
             worker=row.worker, lane=row.lane, status=row.status, decision=row.decision,
             rule=row.judgment.rule if row.judgment else None, reasons=tuple(row.reasons), started_at=row.started_at,
             finished_at=row.finished_at, judged_at=judged.at if judged else None,
-            verdict=VerdictView.from_document(judged.data.get("verdict") if judged else None),
+            verdict=VerdictView.from_verdict(JudgmentEntry.from_dict(judged.data).verdict if judged else None),
             branch=row.branch, merge_commit=row.merge_commit))
     start_event = next((e for e in events if e.kind == LAB_START), None)
     start = None if start_event is None else LabStart.from_dict(start_event.data)

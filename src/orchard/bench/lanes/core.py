@@ -334,4 +334,5 @@ def summary(recorded: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _files(group: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
-    return int(group[0].get("files") or 0), int(group[0].get("binaries") or 0)
+    """Text repositories by size first, then those with binaries."""
+    return int(group[0].get("binaries") or 0), int(group[0].get("files") or 0)

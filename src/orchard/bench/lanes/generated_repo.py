@@ -38,6 +38,7 @@ DIRS_PER_PACKAGE = 20
 HISTORY_TOUCHES = 3  # files each later history commit changes
 MIB = 1024 * 1024
 MANIFEST = "orchard-fixture.json"
+BUILD_TIMEOUT_S = 1800.0  # adding 50,000 files on a busy 2-core machine took over 2 minutes
 
 
 @dataclass(frozen=True)
@@ -92,25 +93,28 @@ def _write(root: Path, relative: str, data: str | bytes) -> None:
 
 
 def _build(spec: RepoSpec, target: Path, git: str, env: Mapping[str, str]) -> str:
+    def run(*argv: str) -> str:
+        return harness([*builder, *argv], target, env, BUILD_TIMEOUT_S)
+
+    # No automatic gc: a detached `gc --auto` would outlive the build and repack
+    # the objects while a checkout is being cloned from them. One explicit gc
+    # at the end packs everything in the foreground instead.
+    builder = [git, "-c", "gc.auto=0"]
     target.mkdir(parents=True)
     for index in range(spec.files):
         _write(target, text_path(index), text_content(index))
     for index in range(spec.binaries):
         _write(target, f"assets/blob{index:02d}.bin", random.Random(index).randbytes(spec.binary_mib * MIB))
-    # No automatic gc: a detached `gc --auto` would outlive the build and repack
-    # the objects while a checkout is being cloned from them. One explicit gc
-    # at the end packs everything in the foreground instead.
-    builder = [git, "-c", "gc.auto=0"]
-    harness([*builder, "init", "-q", "-b", "main"], target, env)
-    harness([*builder, "add", "-A"], target, env)
-    harness([*builder, "commit", "-q", "-m", f"generated repository {spec.label}"], target, env)
+    run("init", "-q", "-b", "main")
+    run("add", "-A")
+    run("commit", "-q", "-m", f"generated repository {spec.label}")
     for revision in range(1, spec.history):
         touched = [(revision * 7919 + k * 104729) % spec.files for k in range(HISTORY_TOUCHES)]
         for index in touched:
             _write(target, text_path(index), text_content(index, revision))
-        harness([*builder, "commit", "-q", "-a", "-m", f"history commit {revision}: touch {len(touched)} files"], target, env)
-    harness([*builder, "gc", "-q", "--prune=now"], target, env)
-    return harness([git, "rev-parse", "HEAD"], target, env).strip()
+        run("commit", "-q", "-a", "-m", f"history commit {revision}: touch {len(touched)} files")
+    run("gc", "-q", "--prune=now")
+    return run("rev-parse", "HEAD").strip()
 
 
 def ensure(spec: RepoSpec, cache: Path, git: str, env: Mapping[str, str]) -> Fixture:

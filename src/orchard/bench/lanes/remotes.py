@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from orchard.bench import runner
+from orchard.bench.environment import command_display
 from orchard.bench.lanes.transport import LOOPBACK, LoopbackServers, Remote
 
 GIT_REMOTE_MODES = ("local", "daemon", "github")
@@ -38,12 +39,12 @@ class FixtureError(RuntimeError):
     """A harness set-up command failed: the measured run cannot start."""
 
 
-def harness(argv: list[str], cwd: Path, env: Mapping[str, str]) -> str:
+def harness(argv: list[str], cwd: Path, env: Mapping[str, str], timeout_s: float = HARNESS_TIMEOUT_S) -> str:
     """Run an untimed fixture command; its stdout, or FixtureError with its stderr."""
-    capture = runner.run(argv, cwd=cwd, env=env, timeout_s=HARNESS_TIMEOUT_S)
+    capture = runner.run(argv, cwd=cwd, env=env, timeout_s=timeout_s)
     if not capture.ok:
-        detail = "timed out" if capture.timed_out else capture.stderr_text.strip()[-300:]
-        raise FixtureError(f"`{' '.join(argv[1:3])}` failed: {detail}")
+        detail = f"timed out after {timeout_s:.0f} s" if capture.timed_out else capture.stderr_text.strip()[-300:]
+        raise FixtureError(f"`{command_display(argv[1:])[:120]}` failed: {detail}")
     return capture.stdout_text
 
 
