@@ -1,11 +1,15 @@
 # `make test` and `make demo` are the whole set-up on a fresh machine:
 # each creates .venv and installs orchard into it when missing.
+#   make lint       ruff (src, tests, benchmarks) and mypy --strict (src)
+#   make test       lint, then the fast tier (everything not marked slow)
+#   make test-slow  the slow tier: whole lab runs, long measurements
+#   make test-all   both tiers
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.orchard-installed
 
-.PHONY: test test-all demo clean
+.PHONY: lint test test-slow test-all demo clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,14 +17,20 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-test: $(STAMP)
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/mypy
+
+test: lint
 	$(BIN)/python -m pytest
 
-test-all: $(STAMP)
-	$(BIN)/python -m pytest -m ''
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -m slow
+
+test-all: test test-slow
 
 demo: $(STAMP)
 	$(BIN)/orchard demo
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info .pytest_cache
+	rm -rf $(VENV) build src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

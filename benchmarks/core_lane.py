@@ -128,7 +128,10 @@ def warmup_table(rows: list[dict[str, Any]]) -> list[str]:
     measured = [float(r["elapsed_ms"]) for r in totals if not r.get("warmup")]
     return table(
         ("Task loop (git, local_file)", "Runs", "Wall ms median (min-max)"),
-        [("warm-up (recorded, not summarized)", len(warm), spread(warm)), ("measured runs", len(measured), spread(measured))],
+        [
+            ("warm-up (recorded, not summarized)", len(warm), spread(warm)),
+            ("measured runs", len(measured), spread(measured)),
+        ],
     )
 
 

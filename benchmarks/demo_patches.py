@@ -45,8 +45,12 @@ def effect(metric) -> str:  # metric: orchard.bench.MetricResult
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=None,
-                        help="pairs per verdict and for the calibration (default: the suite's runs and calibration_runs)")
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=None,
+        help="pairs per verdict and for the calibration (default: the suite's runs and calibration_runs)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="orchard-demo-patches-") as tmp:
         root = Path(tmp)
@@ -63,9 +67,11 @@ def main() -> None:
         with open(demo.HYPOTHESES, "rb") as handle:
             hypotheses = tomllib.load(handle)["hypothesis"]
         keys = [spec.key for spec in suite.metrics]
-        print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-              f"load average {os.getloadavg()[0]:.1f}; python {platform.python_version()}; "
-              f"{calibration.runs} A/A pairs, {args.runs or suite.runs} pairs at most per verdict")
+        print(
+            f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+            f"load average {os.getloadavg()[0]:.1f}; python {platform.python_version()}; "
+            f"{calibration.runs} A/A pairs, {args.runs or suite.runs} pairs at most per verdict"
+        )
         floors = ", ".join(f"{key} {m.floor:.1%}" for key, m in calibration.metrics.items() if not m.deterministic)
         print(f"A/A floors: {floors}\n")
         print("| hypothesis | verdict | n | " + " | ".join(keys) + " | medians (baseline -> candidate) |")
@@ -79,12 +85,16 @@ def main() -> None:
             by_key = {m.key: m for m in decision.metrics}
             cells = [effect(by_key[key]) if key in by_key else "-" for key in keys]
             medians = "; ".join(
-                f"{m.key} {m.baseline_median:.6g} -> {m.candidate_median:.6g}" for m in decision.metrics
+                f"{m.key} {m.baseline_median:.6g} -> {m.candidate_median:.6g}"
+                for m in decision.metrics
                 if m.baseline_median is not None and m.candidate_median is not None
             )
             gates = "; ".join(f"{g.name}: {g.detail}" for g in decision.gates if not g.passed)
-            print(f"| {hypothesis['id']} | {decision.verdict} | {result.pairs} | " + " | ".join(cells)
-                  + f" | {medians or gates} |")
+            print(
+                f"| {hypothesis['id']} | {decision.verdict} | {result.pairs} | "
+                + " | ".join(cells)
+                + f" | {medians or gates} |"
+            )
             sys.stdout.flush()
 
 

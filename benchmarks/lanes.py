@@ -16,7 +16,7 @@ import subprocess
 import sys
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +125,7 @@ def main() -> int:
         if path.is_dir() and run_files(path, "task-loop"):
             task_rows += read_jsonl(run_files(path, "task-loop")[-1])
     lines = [
-        f"Measured {datetime.now(timezone.utc).date()} on {facts.describe()} "
+        f"Measured {datetime.now(UTC).date()} on {facts.describe()} "
         f"(fingerprint `{machine_fingerprint()}`).",
         "",
         "### Task loop (git)",

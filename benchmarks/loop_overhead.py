@@ -35,14 +35,15 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from orchard import bench
 from orchard.bench.machine import machine_facts, machine_fingerprint
 from orchard.demo.lab import make_demo
-from orchard.lab import judge as judging, loop as loop_module
+from orchard.lab import judge as judging
+from orchard.lab import loop as loop_module
 from orchard.lab.loop import Lab
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
@@ -160,7 +161,7 @@ def report(runs: list[dict[str, Any]], hypotheses: Sequence[str], workers: int, 
     lines = [
         "# Research loop: orchestrator overhead",
         "",
-        f"Measured {started:%Y-%m-%d %H:%M}-{datetime.now(timezone.utc):%H:%M} UTC on {facts.describe()} "
+        f"Measured {started:%Y-%m-%d %H:%M}-{datetime.now(UTC):%H:%M} UTC on {facts.describe()} "
         f"(fingerprint `{machine_fingerprint()}`). {len(runs)} run{'s' if len(runs) != 1 else ''} "
         f"of `{command}`.",
         "",
@@ -179,11 +180,19 @@ def report(runs: list[dict[str, Any]], hypotheses: Sequence[str], workers: int, 
         f"| whole run (wall) | {spread([per(r, 'wall_s') for r in runs])} |",
     ]
     for category in EXCLUDED:
-        lines.append(f"| excluded: {category} | {spread([r['seconds'].get(category, 0.0) / r['experiments'] for r in runs])} |")
-    lines += ["", "Where the orchestrator's time goes (self time, per judged experiment; calls per run):", "",
-              "| phase | median ms (min-max) | calls per run |", "|---|---:|---:|"]
-    categories = sorted({c for r in runs for c in r["seconds"] if c not in EXCLUDED},
-                        key=lambda c: -statistics.median([r["seconds"].get(c, 0.0) for r in runs]))
+        per_experiment = [r["seconds"].get(category, 0.0) / r["experiments"] for r in runs]
+        lines.append(f"| excluded: {category} | {spread(per_experiment)} |")
+    lines += [
+        "",
+        "Where the orchestrator's time goes (self time, per judged experiment; calls per run):",
+        "",
+        "| phase | median ms (min-max) | calls per run |",
+        "|---|---:|---:|",
+    ]
+    categories = sorted(
+        {c for r in runs for c in r["seconds"] if c not in EXCLUDED},
+        key=lambda c: -statistics.median([r["seconds"].get(c, 0.0) for r in runs]),
+    )
     for category in categories:
         values = [r["seconds"].get(category, 0.0) / r["experiments"] for r in runs]
         calls = statistics.median([r["calls"].get(category, 0) for r in runs])
@@ -209,9 +218,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="also write the Markdown here")
     args = parser.parse_args()
     hypotheses = [h for h in args.hypotheses.split(",") if h]
-    command = (f"python benchmarks/loop_overhead.py --runs {args.runs} --workers {args.workers} "
-               f"--executor {args.executor}")
-    load_start, started = os.getloadavg(), datetime.now(timezone.utc)
+    command = (
+        f"python benchmarks/loop_overhead.py --runs {args.runs} --workers {args.workers} --executor {args.executor}"
+    )
+    load_start, started = os.getloadavg(), datetime.now(UTC)
     runs = []
     cache = Path(tempfile.mkdtemp(prefix="orchard-loop-overhead-cache-"))
     previous_cache = os.environ.get("ORCHARD_CACHE_DIR")
@@ -224,9 +234,11 @@ def main() -> None:
             finally:
                 shutil.rmtree(root, ignore_errors=True)
             runs.append(run)
-            print(f"run {index + 1}/{args.runs}: {run['experiments']} experiments, wall {run['wall_s']:.1f} s, "
-                  f"orchestrator {run['orchestrator_s']:.2f} s ({run['decisions']}; stopped: {run['reason']})",
-                  flush=True)
+            print(
+                f"run {index + 1}/{args.runs}: {run['experiments']} experiments, wall {run['wall_s']:.1f} s, "
+                f"orchestrator {run['orchestrator_s']:.2f} s ({run['decisions']}; stopped: {run['reason']})",
+                flush=True,
+            )
     finally:
         shutil.rmtree(cache, ignore_errors=True)
         if previous_cache is None:

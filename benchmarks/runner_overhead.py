@@ -123,7 +123,8 @@ def main() -> None:
         for name in names:
             per_rep[name].append((statistics.median(measured[name]), p90(measured[name])))
         for name in paired:
-            paired[name].append(statistics.median(r / b for r, b in zip(measured[RECORDED], measured[name])))
+            ratios = (r / b for r, b in zip(measured[RECORDED], measured[name], strict=True))
+            paired[name].append(statistics.median(ratios))
         print(f"  repetition {rep + 1}: lock wait {lock.last_wait_ms:.0f} ms; medians "
               + ", ".join(f"{statistics.median(measured[name]):.3f}" for name in names) + " ms")
     print(f"load average after: {os.getloadavg()[0]:.1f}; lock waits {lock.total_wait_ms / 1000:.1f}s in total")

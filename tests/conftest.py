@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.lanes_support import LaneEnv, assert_no_children
 
 
 @pytest.fixture(autouse=True)
@@ -14,3 +18,18 @@ def _private_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.setenv("ORCHARD_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
     lock_dir = Path(os.environ.get("ORCHARD_TEST_LOCK_DIR", tmp_path_factory.getbasetemp()))
     monkeypatch.setenv("ORCHARD_LOCK_FILE", str(lock_dir / "orchard-test.lock"))
+
+
+@pytest.fixture
+def lane_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LaneEnv]:
+    """Private lock file, private temp dir; asserts no child process outlives the test."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setenv("ORCHARD_LOCK_FILE", str(tmp_path / "bench.lock"))
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    monkeypatch.delenv("GIT_BENCH_REMOTE", raising=False)
+    monkeypatch.delenv("OAK_BENCH_SYNC_REPO", raising=False)
+    env = LaneEnv(tmp_path / "results", temp, tmp_path / "bin")
+    yield env
+    assert_no_children()

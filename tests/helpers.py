@@ -17,7 +17,13 @@ exit {code}
 """
 
 
-def make_binary(directory: Path, name: str, iterations: int = 15000, output: str = 'echo "count 15000"; echo "fact: alpha"', code: int = 0) -> Path:
+def make_binary(
+    directory: Path,
+    name: str,
+    iterations: int = 15000,
+    output: str = 'echo "count 15000"; echo "fact: alpha"',
+    code: int = 0,
+) -> Path:
     """An executable whose run time scales with `iterations`."""
     path = directory / name
     path.write_text(LOOP.format(iterations=iterations, output=output, code=code))
@@ -62,7 +68,9 @@ def make_suite(directory: Path, runs: int = 20, calibration_runs: int = 20, text
     return path
 
 
-def orchard(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def orchard(
+    *args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*ORCHARD, *map(str, args)],
         cwd=cwd,

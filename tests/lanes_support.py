@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -39,21 +38,6 @@ class LaneEnv:
         return sorted(p.name for p in self.temp.iterdir())
 
 
-@pytest.fixture
-def lane_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LaneEnv]:
-    """Private lock file, private temp dir; asserts no child process outlives the test."""
-    temp = tmp_path / "tmp"
-    temp.mkdir()
-    (tmp_path / "bin").mkdir()
-    monkeypatch.setenv("ORCHARD_LOCK_FILE", str(tmp_path / "bench.lock"))
-    monkeypatch.setattr(tempfile, "tempdir", str(temp))
-    monkeypatch.delenv("GIT_BENCH_REMOTE", raising=False)
-    monkeypatch.delenv("OAK_BENCH_SYNC_REPO", raising=False)
-    env = LaneEnv(tmp_path / "results", temp, tmp_path / "bin")
-    yield env
-    assert_no_children()
-
-
 def assert_no_children(grace_s: float = 5.0) -> None:
     """Every process the lanes started is gone (by our own process tree)."""
     deadline = time.monotonic() + grace_s
@@ -82,7 +66,9 @@ def descendants(pid: int, predicate: Callable[[psutil.Process], bool]) -> list[p
     return found
 
 
-def wait_for(pid: int, predicate: Callable[[psutil.Process], bool], count: int = 1, timeout_s: float = 60) -> list[psutil.Process]:
+def wait_for(
+    pid: int, predicate: Callable[[psutil.Process], bool], count: int = 1, timeout_s: float = 60
+) -> list[psutil.Process]:
     deadline = time.monotonic() + timeout_s
     found: list[psutil.Process] = []
     while time.monotonic() < deadline:
@@ -99,7 +85,10 @@ def cli_process(args: list[str], temp: Path) -> Iterator[subprocess.Popen[str]]:
     process = subprocess.Popen(
         [sys.executable, "-m", "orchard", *args],
         env={**os.environ, "TMPDIR": str(temp)},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     try:
         yield process

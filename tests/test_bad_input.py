@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import SUITE, make_binary, make_suite, orchard
+from tests.helpers import SUITE, make_binary, make_suite, orchard
 
 
 @pytest.fixture
@@ -27,7 +27,7 @@ def assert_usage_error(result, *needles: str) -> None:
 
 def run_verdict(lab: Path, *args: str):
     base = {"--suite": "suite.toml", "--baseline": "fast", "--candidate": "fast"}
-    for flag, value in zip(args[::2], args[1::2]):
+    for flag, value in zip(args[::2], args[1::2], strict=True):
         base[flag] = value
     return orchard("verdict", *[x for pair in base.items() for x in pair], cwd=lab)
 
@@ -86,7 +86,9 @@ def test_nothing_recorded_is_lost(lab: Path) -> None:
     earlier.write_text('{"verdict": "PASS"}\n')
     assert_usage_error(run_verdict(lab, "--runs", "2"), "--runs")
     assert earlier.read_text() == '{"verdict": "PASS"}\n'
-    ok = orchard("verdict", "--suite", "suite.toml", "--baseline", "fast", "--candidate", "fast", "--runs", "8", cwd=lab)
+    ok = orchard(
+        "verdict", "--suite", "suite.toml", "--baseline", "fast", "--candidate", "fast", "--runs", "8", cwd=lab
+    )
     assert ok.returncode == 0, ok.stderr
     assert earlier.read_text() == '{"verdict": "PASS"}\n'
     assert len(list(results.glob("*.jsonl"))) == 2

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import orchard
 from orchard import demo
 from orchard.bench.suite import load_suite
+from tests.helpers import orchard
 
 # What each hypothesis is built to show in one lab run.
 OUTCOMES = {

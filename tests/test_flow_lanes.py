@@ -10,11 +10,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-import twig
-from lanes_support import LaneEnv, edited_flow, invoke, lane_env, latest_rows, totals  # noqa: F401
 
 from orchard.bench.flows import load_flow
 from orchard.errors import UsageError
+from tests import twig
+from tests.lanes_support import LaneEnv, edited_flow, invoke, latest_rows, totals
 
 INTERRUPTED = "interrupted_publication_after_request_v1"
 
@@ -24,7 +24,9 @@ def _summary(results: Path, lane: str) -> str:
 
 
 def test_cli_names_the_file_and_unknown_key_and_writes_nothing(lane_env: LaneEnv, tmp_path: Path) -> None:
-    path = edited_flow(tmp_path, 'payload_file = "task-notes.md"', 'payload_file = "task-notes.md"\nenvironment = { A = "1" }')
+    path = edited_flow(
+        tmp_path, 'payload_file = "task-notes.md"', 'payload_file = "task-notes.md"\nenvironment = { A = "1" }'
+    )
     result = invoke("bench", "task-loop", "--subjects", "git", "--flow", str(path), "--results", str(lane_env.results))
     assert result.exit_code == 2
     assert f"flow {path}: environment: unknown key" in result.output
@@ -32,7 +34,12 @@ def test_cli_names_the_file_and_unknown_key_and_writes_nothing(lane_env: LaneEnv
 
 
 def test_a_git_remote_flow_may_not_verify_with_the_subject(tmp_path: Path) -> None:
-    path = edited_flow(tmp_path, "describe = []", 'describe = []\nverify = [{ argv = ["{bin}", "clone", "-q", "--branch", "{branch}", "{remote}", "{verifier}"], cwd = "root" }]')
+    path = edited_flow(
+        tmp_path,
+        "describe = []",
+        'describe = []\nverify = [{ argv = ["{bin}", "clone", "-q", "--branch", "{branch}", "{remote}", "{verifier}"], '
+        'cwd = "root" }]',
+    )
     with pytest.raises(UsageError, match=r"step 'verify': .*harness's own git"):
         load_flow(path)
 
@@ -40,25 +47,53 @@ def test_a_git_remote_flow_may_not_verify_with_the_subject(tmp_path: Path) -> No
 def test_env_per_flow_and_per_command_reach_the_commands(lane_env: LaneEnv, tmp_path: Path) -> None:
     log = tmp_path / "env.log"
     spy = lane_env.wrapper("spy-git", f'echo "$1 $BENCH_TAG" >> {log}\nexec git "$@"\n')
-    flow = edited_flow(tmp_path, 'payload_file = "task-notes.md"', 'payload_file = "task-notes.md"\nenv = { BENCH_TAG = "flow-{phase}" }')
+    flow = edited_flow(
+        tmp_path,
+        'payload_file = "task-notes.md"',
+        'payload_file = "task-notes.md"\nenv = { BENCH_TAG = "flow-{phase}" }',
+    )
     flow.write_text(
         flow.read_text().replace(
             'publish = [{ argv = ["{bin}", "push", "-q", "-u", "origin", "{branch}"] }]',
-            'publish = [{ argv = ["{bin}", "push", "-q", "-u", "origin", "{branch}"], env = { BENCH_TAG = "command" } }]',
+            'publish = [{ argv = ["{bin}", "push", "-q", "-u", "origin", "{branch}"], '
+            'env = { BENCH_TAG = "command" } }]',
         )
     )
-    result = invoke("bench", "task-loop", "--subjects", f"spy:git={spy}", "--flow", str(flow), "--runs", "1", "--results", str(lane_env.results))
+    result = invoke(
+        "bench",
+        "task-loop",
+        "--subjects",
+        f"spy:git={spy}",
+        "--flow",
+        str(flow),
+        "--runs",
+        "1",
+        "--results",
+        str(lane_env.results),
+    )
     assert result.exit_code == 0, result.output
     lines = log.read_text().splitlines()
     assert "status flow-task" in lines and "status flow-followup" in lines
     assert "push command" in lines and not any(line.startswith("push flow") for line in lines)
 
 
-def test_twig_enters_the_task_loop_agent_task_and_interrupted_publication_by_its_flow(lane_env: LaneEnv, tmp_path: Path) -> None:
+def test_twig_enters_the_task_loop_agent_task_and_interrupted_publication_by_its_flow(
+    lane_env: LaneEnv, tmp_path: Path
+) -> None:
     binary, flow = twig.install(tmp_path)
     result = invoke(
-        "bench", "task-loop", "--subjects", f"twig={binary}", "--flow", str(flow), "--runs", "1",
-        "--scenarios", f"task_loop,agent_task_baseline_v1,{INTERRUPTED}", "--results", str(lane_env.results),
+        "bench",
+        "task-loop",
+        "--subjects",
+        f"twig={binary}",
+        "--flow",
+        str(flow),
+        "--runs",
+        "1",
+        "--scenarios",
+        f"task_loop,agent_task_baseline_v1,{INTERRUPTED}",
+        "--results",
+        str(lane_env.results),
     )
     assert result.exit_code == 0, result.output
     rows = latest_rows(lane_env.results, "task-loop", warmup=True)
@@ -80,8 +115,18 @@ def test_twig_enters_the_task_loop_agent_task_and_interrupted_publication_by_its
 def test_twig_enters_the_contention_lane_by_its_flow(lane_env: LaneEnv, tmp_path: Path) -> None:
     binary, flow = twig.install(tmp_path)
     result = invoke(
-        "bench", "contention", "--subjects", f"twig={binary}", "--flow", str(flow), "--workers", "2",
-        "--commits", "2", "--results", str(lane_env.results),
+        "bench",
+        "contention",
+        "--subjects",
+        f"twig={binary}",
+        "--flow",
+        str(flow),
+        "--workers",
+        "2",
+        "--commits",
+        "2",
+        "--results",
+        str(lane_env.results),
     )
     assert result.exit_code == 0, result.output
     runs = totals(latest_rows(lane_env.results, "contention"), "contention.total")
@@ -93,22 +138,60 @@ def test_twig_enters_the_contention_lane_by_its_flow(lane_env: LaneEnv, tmp_path
 def test_a_flow_without_what_a_lane_needs_is_a_skip_row_naming_the_keys(lane_env: LaneEnv, tmp_path: Path) -> None:
     binary, flow = twig.install(tmp_path)
     text = flow.read_text()
-    flow.write_text(text[: text.index("[contention]")].replace("[interrupted]\n", "[interruptedx]\n").replace("[interruptedx]\n", "", 1).replace('acquire = [{ argv = ["{bin}", "fetch", "{remote}", "{workspace}"], cwd = "root" }]\n\n[agent_task]', "[agent_task]"))
-    result = invoke("bench", "contention", "--subjects", f"twig={binary}", "--flow", str(flow), "--workers", "2", "--modes", "shared_checkout", "--results", str(lane_env.results))
+    flow.write_text(
+        text[: text.index("[contention]")]
+        .replace("[interrupted]\n", "[interruptedx]\n")
+        .replace("[interruptedx]\n", "", 1)
+        .replace(
+            'acquire = [{ argv = ["{bin}", "fetch", "{remote}", "{workspace}"], cwd = "root" }]\n\n[agent_task]',
+            "[agent_task]",
+        )
+    )
+    result = invoke(
+        "bench",
+        "contention",
+        "--subjects",
+        f"twig={binary}",
+        "--flow",
+        str(flow),
+        "--workers",
+        "2",
+        "--modes",
+        "shared_checkout",
+        "--results",
+        str(lane_env.results),
+    )
     assert result.exit_code == 0, result.output
     (skip,) = latest_rows(lane_env.results, "contention")
     assert skip["returncode"] == 77
     for key in ("[contention] clone", "commit_path", "publish"):
         assert key in skip["skip_reason"]
-    result = invoke("bench", "task-loop", "--subjects", f"twig={binary}", "--flow", str(flow), "--runs", "1", "--scenarios", INTERRUPTED, "--results", str(lane_env.results))
+    result = invoke(
+        "bench",
+        "task-loop",
+        "--subjects",
+        f"twig={binary}",
+        "--flow",
+        str(flow),
+        "--runs",
+        "1",
+        "--scenarios",
+        INTERRUPTED,
+        "--results",
+        str(lane_env.results),
+    )
     assert result.exit_code == 0, result.output
     skips = [r for r in latest_rows(lane_env.results, "task-loop") if r["returncode"] == 77]
     assert skips and "[interrupted] acquire" in skips[0]["skip_reason"]
 
 
 def test_a_failed_step_is_named_in_the_row_and_the_summary(lane_env: LaneEnv) -> None:
-    broken = lane_env.wrapper("nopush-git", 'if [ "$1" = push ]; then echo "push refused by policy" >&2; exit 5; fi\nexec git "$@"\n')
-    result = invoke("bench", "task-loop", "--subjects", f"nopush:git={broken}", "--runs", "1", "--results", str(lane_env.results))
+    broken = lane_env.wrapper(
+        "nopush-git", 'if [ "$1" = push ]; then echo "push refused by policy" >&2; exit 5; fi\nexec git "$@"\n'
+    )
+    result = invoke(
+        "bench", "task-loop", "--subjects", f"nopush:git={broken}", "--runs", "1", "--results", str(lane_env.results)
+    )
     assert result.exit_code == 1
     (total,) = totals(latest_rows(lane_env.results, "task-loop"), "task_loop.total")
     assert total["failed_operations"] == ["task.publish"]
@@ -119,8 +202,12 @@ def test_a_failed_step_is_named_in_the_row_and_the_summary(lane_env: LaneEnv) ->
 
 
 def test_versions_are_shown_and_a_failing_version_says_so(lane_env: LaneEnv) -> None:
-    mute = lane_env.wrapper("mute-git", 'if [ "$1" = --version ]; then echo "usage: no such option" >&2; exit 3; fi\nexec git "$@"\n')
-    result = invoke("bench", "task-loop", "--subjects", f"git,mute:git={mute}", "--runs", "1", "--results", str(lane_env.results))
+    mute = lane_env.wrapper(
+        "mute-git", 'if [ "$1" = --version ]; then echo "usage: no such option" >&2; exit 3; fi\nexec git "$@"\n'
+    )
+    result = invoke(
+        "bench", "task-loop", "--subjects", f"git,mute:git={mute}", "--runs", "1", "--results", str(lane_env.results)
+    )
     assert result.exit_code == 0, result.output
     rows = latest_rows(lane_env.results, "task-loop")
     mute_total = next(r for r in rows if r["subject"] == "mute" and r["operation"] == "task_loop.total")
@@ -133,7 +220,9 @@ def test_versions_are_shown_and_a_failing_version_says_so(lane_env: LaneEnv) -> 
 
 def test_the_oracle_is_the_harness_git_not_the_subject(lane_env: LaneEnv) -> None:
     other = lane_env.wrapper("other-git", 'exec git "$@"\n')
-    result = invoke("bench", "task-loop", "--subjects", f"other:git={other}", "--runs", "1", "--results", str(lane_env.results))
+    result = invoke(
+        "bench", "task-loop", "--subjects", f"other:git={other}", "--runs", "1", "--results", str(lane_env.results)
+    )
     assert result.exit_code == 0, result.output
     verifies = [r for r in latest_rows(lane_env.results, "task-loop") if ".verify" in r["operation"]]
     assert verifies and all(r["command"].startswith(shutil.which("git") or "git") for r in verifies)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from lanes_support import LaneEnv, edited_flow, invoke, lane_env, latest_rows, totals  # noqa: F401
 
 from orchard.bench.flows import STEPS, load_flow, load_flows, shipped_flow_files
 from orchard.errors import UsageError
+from tests.lanes_support import LaneEnv, edited_flow, invoke, latest_rows, totals
 
 GIT_FLOW = shipped_flow_files()["git"]
 
@@ -27,7 +27,11 @@ def test_shipped_flows_have_every_step_and_state_the_describe_asymmetry() -> Non
 @pytest.mark.parametrize(
     ("old", "new", "message"),
     [
-        ('publish = [{ argv = ["{bin}", "push", "-q", "-u", "origin", "{branch}"] }]\n', "", r"step 'publish': missing"),
+        (
+            'publish = [{ argv = ["{bin}", "push", "-q", "-u", "origin", "{branch}"] }]\n',
+            "",
+            r"step 'publish': missing",
+        ),
         ("describe = []", "describe = []\nsnooze = []", r"steps: unknown key `snooze`"),
         ('"{bin}", "add", "."', '"{bin}", "add", "{nowhere}"', r"unknown placeholder \{nowhere\}"),
         ('kind = "git"', 'kind = "gitx"\n[x]', "x: unknown key"),
@@ -36,13 +40,32 @@ def test_shipped_flows_have_every_step_and_state_the_describe_asymmetry() -> Non
         ('cwd = "base" },\n]\ninspect', 'cwd = "attic" },\n]\ninspect', "`cwd` must be one of"),
         # strict like suites: unknown keys anywhere, bad env, bad protocol
         ('payload_file = "task-notes.md"', 'payload_file = "task-notes.md"\ncolour = "blue"', r"colour: unknown key"),
-        ('inspect = [{ argv = ["{bin}", "status", "--porcelain=v1"] }]',
-         'inspect = [{ argv = ["{bin}", "status", "--porcelain=v1"], evn = { A = "1" } }]', r"step 'inspect'\[0\]: unknown key `evn`"),
-        ('head = { argv = ["{bin}", "rev-parse", "HEAD"] }', 'head = { argv = ["{bin}", "rev-parse", "HEAD"], patern = "x" }', r"probes.head: unknown key `patern`"),
-        ('phases = ["cold", "warm"]', 'phases = ["cold", "warm"]\nlukewarm = []', r"agent_task: unknown key `lukewarm`"),
+        (
+            'inspect = [{ argv = ["{bin}", "status", "--porcelain=v1"] }]',
+            'inspect = [{ argv = ["{bin}", "status", "--porcelain=v1"], evn = { A = "1" } }]',
+            r"step 'inspect'\[0\]: unknown key `evn`",
+        ),
+        (
+            'head = { argv = ["{bin}", "rev-parse", "HEAD"] }',
+            'head = { argv = ["{bin}", "rev-parse", "HEAD"], patern = "x" }',
+            r"probes.head: unknown key `patern`",
+        ),
+        (
+            'phases = ["cold", "warm"]',
+            'phases = ["cold", "warm"]\nlukewarm = []',
+            r"agent_task: unknown key `lukewarm`",
+        ),
         ('phases = ["cold", "warm"]', 'phases = ["cold", "hot"]', r"agent_task: phase 'hot' has no command list"),
-        ('payload_file = "task-notes.md"', 'payload_file = "task-notes.md"\nenv = { GIT_DIR = 3 }', r"env: .*GIT_DIR.* must be a string"),
-        ('payload_file = "task-notes.md"', 'payload_file = "task-notes.md"\nenv = { X = "{nowhere}" }', r"unknown placeholder \{nowhere\}"),
+        (
+            'payload_file = "task-notes.md"',
+            'payload_file = "task-notes.md"\nenv = { GIT_DIR = 3 }',
+            r"env: .*GIT_DIR.* must be a string",
+        ),
+        (
+            'payload_file = "task-notes.md"',
+            'payload_file = "task-notes.md"\nenv = { X = "{nowhere}" }',
+            r"unknown placeholder \{nowhere\}",
+        ),
         ('publish_protocol = "git"', 'publish_protocol = "carrier-pigeon"', r"publish_protocol: must be one of"),
         ("[notes]\n", "[notes]\nsnapshot = 3\n", r"notes: .*must be a string"),
     ],
@@ -55,7 +78,9 @@ def test_broken_flow_is_a_usage_error_naming_file_and_place(tmp_path: Path, old:
 
 
 def test_cli_rejects_a_flow_missing_a_step(lane_env: LaneEnv, tmp_path: Path) -> None:
-    path = edited_flow(tmp_path, 'end = [{ argv = ["{bin}", "worktree", "remove", "--force", "{workspace}"], cwd = "base" }]\n', "")
+    path = edited_flow(
+        tmp_path, 'end = [{ argv = ["{bin}", "worktree", "remove", "--force", "{workspace}"], cwd = "base" }]\n', ""
+    )
     result = invoke("bench", "task-loop", "--subjects", "git", "--flow", str(path), "--results", str(lane_env.results))
     assert result.exit_code == 2
     assert f"flow {path}: step 'end': missing" in result.output
@@ -69,8 +94,16 @@ def test_a_new_kind_is_measured_by_writing_a_flow(lane_env: LaneEnv, tmp_path: P
     flow = tmp_path / "gitnotes.toml"
     flow.write_text(text)
     result = invoke(
-        "bench", "task-loop", "--subjects", "notes:gitnotes=git", "--flow", str(flow),
-        "--runs", "1", "--results", str(lane_env.results),
+        "bench",
+        "task-loop",
+        "--subjects",
+        "notes:gitnotes=git",
+        "--flow",
+        str(flow),
+        "--runs",
+        "1",
+        "--results",
+        str(lane_env.results),
     )
     assert result.exit_code == 0, result.output
     rows = latest_rows(lane_env.results, "task-loop")

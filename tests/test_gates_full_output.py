@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import orchard
+from tests.helpers import orchard
 
-HEAD = 'i=0; while [ $i -lt 600 ]; do echo "line $i of a long deterministic report, padded out to fifty"; i=$((i+1)); done'
+HEAD = (
+    'i=0; while [ $i -lt 600 ]; do echo "line $i of a long deterministic report, padded out to fifty"; i=$((i+1)); done'
+)
 
 PROGRAMS = {
     "base": f'{HEAD}\necho "fact: omega"\necho "count 15000"\n',
@@ -57,8 +59,9 @@ def _lab(tmp_path: Path, kind: str, gate: str = "", extra: str = "") -> Path:
 
 
 def _verdict(lab: Path, candidate: str) -> dict:
-    result = orchard("verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", candidate,
-                     "--json", cwd=lab)
+    result = orchard(
+        "verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", candidate, "--json", cwd=lab
+    )
     assert result.returncode in (0, 1), result.stderr
     return json.loads(result.stdout)
 
@@ -108,7 +111,7 @@ def test_an_exit_status_after_long_output_fails(tmp_path: Path) -> None:
 
 
 def test_a_command_gate_sees_the_binary_not_the_admitted_output(tmp_path: Path) -> None:
-    gate = 'command = "{bin} | grep -q \'fact: omega\'"'
+    gate = "command = \"{bin} | grep -q 'fact: omega'\""
     report = _verdict(_lab(tmp_path, "command", gate), "drops-fact")
     assert report["verdict"] == "REGRESSED"
     assert _failed(report) == ["command"]

@@ -8,18 +8,32 @@ import time
 import psutil
 import pytest
 
-from lanes_support import LaneEnv, cli_process, invoke, lane_env, latest_rows, totals, wait_for, without_oak_on_path  # noqa: F401
 from orchard.bench.lanes.contention import parse_workers
 from orchard.errors import UsageError
+from tests.lanes_support import LaneEnv, cli_process, invoke, latest_rows, totals, wait_for, without_oak_on_path
 
 
 def test_two_and_eight_workers_in_both_modes_keep_every_commit(lane_env: LaneEnv) -> None:
-    result = invoke("bench", "contention", "--subjects", "git", "--workers", "2,8", "--commits", "3", "--results", str(lane_env.results))
+    result = invoke(
+        "bench",
+        "contention",
+        "--subjects",
+        "git",
+        "--workers",
+        "2,8",
+        "--commits",
+        "3",
+        "--results",
+        str(lane_env.results),
+    )
     assert result.exit_code == 0, result.output
     rows = latest_rows(lane_env.results, "contention")
     runs = totals(rows, "contention.total")
     assert [(r["mode"], r["workers"]) for r in runs] == [
-        ("shared_checkout", 2), ("shared_checkout", 8), ("clone_per_worker", 2), ("clone_per_worker", 8),
+        ("shared_checkout", 2),
+        ("shared_checkout", 8),
+        ("clone_per_worker", 2),
+        ("clone_per_worker", 8),
     ]
     for total in runs:
         assert total["returncode"] == 0, total.get("failure_reason")
@@ -43,8 +57,18 @@ def test_a_lost_commit_fails_the_row(lane_env: LaneEnv) -> None:
     # A CLI that reports success for one commit without making it.
     lossy = lane_env.wrapper("lossy-git", 'case "$*" in *"w1 c1"*) exit 0;; esac\nexec git "$@"\n')
     result = invoke(
-        "bench", "contention", "--subjects", f"lossy:git={lossy}", "--workers", "2", "--commits", "3",
-        "--modes", "clone_per_worker", "--results", str(lane_env.results),
+        "bench",
+        "contention",
+        "--subjects",
+        f"lossy:git={lossy}",
+        "--workers",
+        "2",
+        "--commits",
+        "3",
+        "--modes",
+        "clone_per_worker",
+        "--results",
+        str(lane_env.results),
     )
     assert result.exit_code == 1
     (total,) = totals(latest_rows(lane_env.results, "contention"), "contention.total")
@@ -55,7 +79,18 @@ def test_a_lost_commit_fails_the_row(lane_env: LaneEnv) -> None:
 
 def test_absent_or_non_git_subjects_are_skip_rows(lane_env: LaneEnv, monkeypatch: pytest.MonkeyPatch) -> None:
     without_oak_on_path(monkeypatch)
-    result = invoke("bench", "contention", "--subjects", "oak", "--workers", "2", "--modes", "shared_checkout", "--results", str(lane_env.results))
+    result = invoke(
+        "bench",
+        "contention",
+        "--subjects",
+        "oak",
+        "--workers",
+        "2",
+        "--modes",
+        "shared_checkout",
+        "--results",
+        str(lane_env.results),
+    )
     assert result.exit_code == 0
     (skip,) = latest_rows(lane_env.results, "contention")
     assert skip["returncode"] == 77 and "no oak binary" in skip["skip_reason"]
@@ -75,8 +110,20 @@ def test_cli_bad_mode_exits_2(lane_env: LaneEnv) -> None:
 
 def test_ctrl_c_stops_every_worker_command(lane_env: LaneEnv) -> None:
     slow = lane_env.wrapper("slow-git", 'if [ "$1" = commit ]; then sleep 60; fi\nexec git "$@"\n')
-    args = ["bench", "contention", "--subjects", f"slow:git={slow}", "--workers", "4", "--commits", "2",
-            "--modes", "clone_per_worker", "--results", str(lane_env.results)]
+    args = [
+        "bench",
+        "contention",
+        "--subjects",
+        f"slow:git={slow}",
+        "--workers",
+        "4",
+        "--commits",
+        "2",
+        "--modes",
+        "clone_per_worker",
+        "--results",
+        str(lane_env.results),
+    ]
     with cli_process(args, lane_env.temp) as process:
         sleepers = wait_for(process.pid, lambda p: p.name() == "sleep", count=4)
         assert len(sleepers) == 4

@@ -8,8 +8,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import twig
-from lanes_support import LaneEnv, invoke, lane_env, latest_rows, totals  # noqa: F401
 
 from orchard.bench import opportunities
 from orchard.bench.environment import isolated_env
@@ -17,6 +15,8 @@ from orchard.bench.flows import shipped_flow_files
 from orchard.bench.lanes.core import parse_files
 from orchard.bench.lanes.generated_repo import RepoSpec, ensure, typical_edit
 from orchard.errors import UsageError
+from tests import twig
+from tests.lanes_support import LaneEnv, invoke, latest_rows, totals
 
 OPS = ["core.status", "core.diff", "core.log", "core.show"]
 
@@ -62,8 +62,12 @@ def test_git_at_1000_files_passes_every_gate_and_the_fixture_is_cached(lane_env:
 
 
 def test_a_broken_subject_fails_each_gate(lane_env: LaneEnv, cache: Path) -> None:
-    drops = lane_env.wrapper("drops-git", 'if [ "$1" = status ]; then git "$@" | grep -v added_by_agent; exit 0; fi\nexec git "$@"\n')
-    mangles = lane_env.wrapper("mangles-git", 'if [ "$1" = diff ]; then git "$@" | sed "s/^-file/-FILE/"; exit 0; fi\nexec git "$@"\n')
+    drops = lane_env.wrapper(
+        "drops-git", 'if [ "$1" = status ]; then git "$@" | grep -v added_by_agent; exit 0; fi\nexec git "$@"\n'
+    )
+    mangles = lane_env.wrapper(
+        "mangles-git", 'if [ "$1" = diff ]; then git "$@" | sed "s/^-file/-FILE/"; exit 0; fi\nexec git "$@"\n'
+    )
     stamps = lane_env.wrapper("stamps-git", 'if [ "$1" = log ]; then date +%s%N; fi\nexec git "$@"\n')
     result = _core(lane_env, cache, f"drops:git={drops},mangles:git={mangles},stamps:git={stamps}")
     assert result.exit_code == 1
@@ -75,7 +79,9 @@ def test_a_broken_subject_fails_each_gate(lane_env: LaneEnv, cache: Path) -> Non
         assert drop["information_recall_missing"] == ["status: src/added_by_agent.txt"]
         assert "gate information_recall" in drop["failure_reason"]
         mangle = by_subject[("mangles", run)]
-        assert mangle["gates_failed"] == ["pipe_compatible_unified"] and "git apply --check" in mangle["pipe_check_error"]
+        assert (
+            mangle["gates_failed"] == ["pipe_compatible_unified"] and "git apply --check" in mangle["pipe_check_error"]
+        )
         stamp = by_subject[("stamps", run)]
         assert stamp["gates_failed"] == ["determinism"] and stamp["determinism_changed"] == ["log"]
     assert result.output.count("| FAIL |") == 3
@@ -90,15 +96,32 @@ def test_twig_enters_the_core_lane_by_its_flow_and_opportunities_rank_core_besid
     measured = totals(latest_rows(lane_env.results, "core"), "core.total")
     assert {r["subject"] for r in measured} == {"git", "twig"}
     assert all(r["returncode"] == 0 and r["gates_failed"] == [] for r in measured)
-    twig_status = next(r for r in latest_rows(lane_env.results, "core") if r["subject"] == "twig" and r["operation"] == "core.status")
+    twig_status = next(
+        r for r in latest_rows(lane_env.results, "core") if r["subject"] == "twig" and r["operation"] == "core.status"
+    )
     assert twig_status["command"].endswith("twig look")
-    loop = invoke("bench", "task-loop", "--subjects", f"git,twig={binary}", "--flow", str(flow), "--runs", "1", "--results", str(lane_env.results))
+    loop = invoke(
+        "bench",
+        "task-loop",
+        "--subjects",
+        f"git,twig={binary}",
+        "--flow",
+        str(flow),
+        "--runs",
+        "1",
+        "--results",
+        str(lane_env.results),
+    )
     assert loop.exit_code == 0, loop.output
     document = opportunities.rank(lane_env.results)
     lanes = {item["lane"] for item in document["items"]}
     assert {"core", "task-loop"} <= lanes
     # git's commands are longer to type than twig's: a token gap in the core lane, located by step
-    core_tokens = [i for i in document["items"] if i["lane"] == "core" and i["metric"] == "estimated_total_tokens" and i["level"] == "total"]
+    core_tokens = [
+        i
+        for i in document["items"]
+        if i["lane"] == "core" and i["metric"] == "estimated_total_tokens" and i["level"] == "total"
+    ]
     assert core_tokens and core_tokens[0]["operation"] == "core.total[files-1000]"
     assert {part["part"].split(".")[0] for part in core_tokens[0]["where"]} == {"files-1000"}
     listed = invoke("opportunities", "--results", str(lane_env.results), "--json")
@@ -109,7 +132,7 @@ def test_a_flow_without_core_commands_is_a_skip_row_naming_them(lane_env: LaneEn
     text = shipped_flow_files()["git"].read_text().replace('kind = "git"', 'kind = "plain"', 1)
     start = text.index("[core]")
     flow = tmp_path / "plain.toml"
-    flow.write_text(text[:start] + text[text.index("# agent_task_baseline_v1"):])
+    flow.write_text(text[:start] + text[text.index("# agent_task_baseline_v1") :])
     result = _core(lane_env, cache, "plain:plain=git", "--flow", str(flow))
     assert result.exit_code == 0, result.output
     (skip,) = latest_rows(lane_env.results, "core", warmup=True)
@@ -129,7 +152,9 @@ def test_a_damaged_cache_entry_is_rebuilt(tmp_path: Path) -> None:
     first = ensure(spec, tmp_path, "git", env)
     assert first.built
     # packed in the foreground: no loose objects left for a detached auto gc to repack under a clone
-    counts = subprocess.run(["git", "count-objects", "-v"], cwd=first.path, env=env, capture_output=True, text=True, check=True).stdout
+    counts = subprocess.run(
+        ["git", "count-objects", "-v"], cwd=first.path, env=env, capture_output=True, text=True, check=True
+    ).stdout
     assert "count: 0\n" in counts and "packs: 1\n" in counts
     assert ensure(spec, tmp_path, "git", env) == first.__class__(spec, first.path, first.head, built=False)
     (first.path / ".git" / "HEAD").write_text("ref: refs/heads/nowhere\n")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from lanes_support import LaneEnv, invoke, lane_env, latest_rows, totals, without_oak_on_path  # noqa: F401
 from orchard.bench.environment import isolated_env
 from orchard.bench.lanes import pushwire
+from tests.lanes_support import LaneEnv, invoke, latest_rows, totals, without_oak_on_path
 
 SCENARIO = "interrupted_publication_after_request_v1"
 ZERO = "0" * 40
@@ -17,7 +17,18 @@ ZERO = "0" * 40
 
 def test_git_push_is_cut_after_a_complete_request(lane_env: LaneEnv, monkeypatch: pytest.MonkeyPatch) -> None:
     without_oak_on_path(monkeypatch)
-    result = invoke("bench", "task-loop", "--subjects", "git,oak", "--runs", "1", "--scenarios", SCENARIO, "--results", str(lane_env.results))
+    result = invoke(
+        "bench",
+        "task-loop",
+        "--subjects",
+        "git,oak",
+        "--runs",
+        "1",
+        "--scenarios",
+        SCENARIO,
+        "--results",
+        str(lane_env.results),
+    )
     assert result.exit_code == 0, result.output
     rows = latest_rows(lane_env.results, "task-loop")
     (total,) = totals(rows, "interrupted_publication.total")
@@ -34,7 +45,9 @@ def test_git_push_is_cut_after_a_complete_request(lane_env: LaneEnv, monkeypatch
     (command,) = total["fixture_request_commands"]
     assert command.endswith("refs/heads/main") and command.split()[1] == total["local_head_after"]
     assert total["fixture_remote_ref_unchanged"] is True
-    assert total["local_head_preserved"] and total["worktree_payload_preserved"] and total["unpublished_state_preserved"]
+    assert (
+        total["local_head_preserved"] and total["worktree_payload_preserved"] and total["unpublished_state_preserved"]
+    )
     assert total["remote_transport"] == "loopback_fault_fixture"
     assert total["returncode"] == 0
     attempt = next(r for r in rows if r["operation"] == "publication.attempt")
@@ -46,8 +59,21 @@ def test_git_push_is_cut_after_a_complete_request(lane_env: LaneEnv, monkeypatch
 
 
 def test_a_cli_that_retries_blindly_fails_the_row(lane_env: LaneEnv) -> None:
-    retry = lane_env.wrapper("retry-git", 'if [ "$1" = push ]; then git "$@" || exec git "$@"; exit 0; fi\nexec git "$@"\n')
-    result = invoke("bench", "task-loop", "--subjects", f"retry:git={retry}", "--runs", "1", "--scenarios", SCENARIO, "--results", str(lane_env.results))
+    retry = lane_env.wrapper(
+        "retry-git", 'if [ "$1" = push ]; then git "$@" || exec git "$@"; exit 0; fi\nexec git "$@"\n'
+    )
+    result = invoke(
+        "bench",
+        "task-loop",
+        "--subjects",
+        f"retry:git={retry}",
+        "--runs",
+        "1",
+        "--scenarios",
+        SCENARIO,
+        "--results",
+        str(lane_env.results),
+    )
     assert result.exit_code == 1
     (total,) = totals(latest_rows(lane_env.results, "task-loop"), "interrupted_publication.total")
     assert total["mutation_requests_observed"] == 2 and total["blind_replay_requests"] == 1
@@ -56,10 +82,23 @@ def test_a_cli_that_retries_blindly_fails_the_row(lane_env: LaneEnv) -> None:
 
 def test_a_cli_that_claims_success_fails_the_row(lane_env: LaneEnv) -> None:
     liar = lane_env.wrapper("liar-git", 'if [ "$1" = push ]; then git "$@"; exit 0; fi\nexec git "$@"\n')
-    result = invoke("bench", "task-loop", "--subjects", f"liar:git={liar}", "--runs", "1", "--scenarios", SCENARIO, "--results", str(lane_env.results))
+    result = invoke(
+        "bench",
+        "task-loop",
+        "--subjects",
+        f"liar:git={liar}",
+        "--runs",
+        "1",
+        "--scenarios",
+        SCENARIO,
+        "--results",
+        str(lane_env.results),
+    )
     assert result.exit_code == 1
     (total,) = totals(latest_rows(lane_env.results, "task-loop"), "interrupted_publication.total")
-    assert total["publication_outcome"] == "published" and total["fixture_delivery_state"] == "complete_request_observed"
+    assert (
+        total["publication_outcome"] == "published" and total["fixture_delivery_state"] == "complete_request_observed"
+    )
     assert "did not end with a failure" in total["failure_reason"]
 
 
@@ -76,8 +115,17 @@ def real_push(tmp_path: Path) -> tuple[bytes, int]:
     (repo / "a.txt").write_text("hello\n" * 50)
     subprocess.run(["git", "add", "."], cwd=repo, check=True, env=env)
     subprocess.run(["git", "commit", "-q", "-m", "one"], cwd=repo, check=True, env=env)
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True, env=env, capture_output=True, text=True).stdout.strip()
-    pack = subprocess.run(["git", "pack-objects", "--stdout", "--revs"], cwd=repo, input=b"HEAD\n", check=True, env=env, capture_output=True).stdout
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo, check=True, env=env, capture_output=True, text=True
+    ).stdout.strip()
+    pack = subprocess.run(
+        ["git", "pack-objects", "--stdout", "--revs"],
+        cwd=repo,
+        input=b"HEAD\n",
+        check=True,
+        env=env,
+        capture_output=True,
+    ).stdout
     commands = _pkt(f"{ZERO} {head} refs/heads/main\0 report-status side-band-64k\n".encode()) + b"0000"
     return commands + pack, len(commands)
 

@@ -8,8 +8,8 @@ import sqlite3
 import psutil
 import pytest
 
-from lanes_support import LaneEnv, cli_process, invoke, lane_env, latest_rows, totals, wait_for, without_oak_on_path  # noqa: F401
 from orchard.bench.rows import COMPARABILITY_KEYS
+from tests.lanes_support import LaneEnv, cli_process, invoke, latest_rows, totals, wait_for, without_oak_on_path
 
 TASK_LOOP_OPS = [
     f"{phase}.{step}"
@@ -34,7 +34,9 @@ def test_local_task_loop_rows_oracle_and_oak_skips(lane_env: LaneEnv, monkeypatc
         assert total["estimated_total_tokens"] > 0 and total["coverage_complete"] is True
         assert total["remote_transport"] == "local_file" and total["remote_server"] is None
         assert total["network_bytes"] is None and "not observed" in total["network_bytes_reason"]
-        assert total["followup_warm_delta_ms"] == pytest.approx(total["acquire_ms_followup"] - total["acquire_ms_task"], abs=0.01)
+        assert total["followup_warm_delta_ms"] == pytest.approx(
+            total["acquire_ms_followup"] - total["acquire_ms_task"], abs=0.01
+        )
         assert total["describe_calls"] == 0 and "commit message" in total["describe_note"]
         assert total["measurement_lock"] == "private"  # ORCHARD_LOCK_FILE is set for tests
         assert total["subject_version"].startswith("git version") and len(total["subject_binary_sha256"]) == 64
@@ -50,7 +52,10 @@ def test_local_task_loop_rows_oracle_and_oak_skips(lane_env: LaneEnv, monkeypatc
     assert [(r["returncode"], r["operation"]) for r in skips] == [(77, "task_loop.skipped")] * 2
     assert "no oak binary" in skips[0]["skip_reason"]
     summary = (lane_env.results / "task-loop").glob("*.md").__next__().read_text()
-    assert "| `git` | 0 | local_file |" in summary and "`git` describe: git's task description is its commit message" in summary
+    assert (
+        "| `git` | 0 | local_file |" in summary
+        and "`git` describe: git's task description is its commit message" in summary
+    )
     assert "| `oak` | task_loop | 0 | no oak binary" in summary
     with sqlite3.connect(lane_env.results / "index.db") as db:
         count = db.execute("SELECT count(*) FROM rows WHERE lane='task-loop'").fetchone()[0]
@@ -60,8 +65,18 @@ def test_local_task_loop_rows_oracle_and_oak_skips(lane_env: LaneEnv, monkeypatc
 
 def test_daemon_transport_measures_network_bytes_and_stops_its_servers(lane_env: LaneEnv) -> None:
     result = invoke(
-        "bench", "task-loop", "--subjects", "git", "--runs", "1", "--git-remote", "daemon",
-        "--scenarios", "task_loop,agent_task_baseline_v1", "--results", str(lane_env.results),
+        "bench",
+        "task-loop",
+        "--subjects",
+        "git",
+        "--runs",
+        "1",
+        "--git-remote",
+        "daemon",
+        "--scenarios",
+        "task_loop,agent_task_baseline_v1",
+        "--results",
+        str(lane_env.results),
     )
     assert result.exit_code == 0, result.output
     rows = latest_rows(lane_env.results, "task-loop")
@@ -74,7 +89,8 @@ def test_daemon_transport_measures_network_bytes_and_stops_its_servers(lane_env:
     assert edits[0]["network_connections"] == 0
     assert loop["network_bytes"] == sum(
         r["network_client_to_server_bytes"] + r["network_server_to_client_bytes"]
-        for r in rows if r["scenario"] == "task_loop" and r["step_kind"] in ("vcs", "edit")
+        for r in rows
+        if r["scenario"] == "task_loop" and r["step_kind"] in ("vcs", "edit")
     )
     (agent,) = totals(rows, "agent_task.total")
     cold = next(r for r in rows if r["operation"] == "cold.acquire")
@@ -85,8 +101,16 @@ def test_daemon_transport_measures_network_bytes_and_stops_its_servers(lane_env:
 
 def test_agent_task_baseline_marks_ci_unmeasured(lane_env: LaneEnv) -> None:
     result = invoke(
-        "bench", "task-loop", "--subjects", "git", "--runs", "1",
-        "--scenarios", "agent_task_baseline_v1", "--results", str(lane_env.results),
+        "bench",
+        "task-loop",
+        "--subjects",
+        "git",
+        "--runs",
+        "1",
+        "--scenarios",
+        "agent_task_baseline_v1",
+        "--results",
+        str(lane_env.results),
     )
     assert result.exit_code == 0, result.output
     rows = latest_rows(lane_env.results, "task-loop")
@@ -97,19 +121,41 @@ def test_agent_task_baseline_marks_ci_unmeasured(lane_env: LaneEnv) -> None:
     assert total["acquisition_models"] == {"cold": "fresh_full_clone", "warm": "shared_object_worktree"}
     ci = next(r for r in rows if r["operation"] == "cold.ci.observe")
     assert ci["returncode"] == 77 and "CI" in ci["skip_reason"]
-    ops = [r["operation"] for r in rows if r["scenario"] == "agent_task_baseline_v1" and r["step_kind"] in ("vcs", "edit")]
+    ops = [
+        r["operation"] for r in rows if r["scenario"] == "agent_task_baseline_v1" and r["step_kind"] in ("vcs", "edit")
+    ]
     assert ops[0] == "cold.acquire" and "warm.acquire" in ops and ops[-1] == "warm.cleanup"
 
 
 def test_github_without_remote_is_a_skip_row(lane_env: LaneEnv) -> None:
-    result = invoke("bench", "task-loop", "--subjects", "git", "--runs", "1", "--git-remote", "github", "--results", str(lane_env.results))
+    result = invoke(
+        "bench",
+        "task-loop",
+        "--subjects",
+        "git",
+        "--runs",
+        "1",
+        "--git-remote",
+        "github",
+        "--results",
+        str(lane_env.results),
+    )
     assert result.exit_code == 0, result.output
     (skip,) = latest_rows(lane_env.results, "task-loop")
     assert skip["returncode"] == 77 and "GIT_BENCH_REMOTE" in skip["skip_reason"]
 
 
 def test_unknown_scenario_lists_the_valid_ones(lane_env: LaneEnv) -> None:
-    result = invoke("bench", "task-loop", "--subjects", "git", "--scenarios", "task_loop,warp_drive", "--results", str(lane_env.results))
+    result = invoke(
+        "bench",
+        "task-loop",
+        "--subjects",
+        "git",
+        "--scenarios",
+        "task_loop,warp_drive",
+        "--results",
+        str(lane_env.results),
+    )
     assert result.exit_code == 2
     assert "unknown scenario warp_drive; valid: task_loop, agent_task_baseline_v1" in result.output
     assert not lane_env.results.exists()
@@ -117,7 +163,9 @@ def test_unknown_scenario_lists_the_valid_ones(lane_env: LaneEnv) -> None:
 
 def test_push_that_lies_fails_the_oracle(lane_env: LaneEnv) -> None:
     liar = lane_env.wrapper("liar-git", 'if [ "$1" = push ]; then exit 0; fi\nexec git "$@"\n')
-    result = invoke("bench", "task-loop", "--subjects", f"liar:git={liar}", "--runs", "1", "--results", str(lane_env.results))
+    result = invoke(
+        "bench", "task-loop", "--subjects", f"liar:git={liar}", "--runs", "1", "--results", str(lane_env.results)
+    )
     assert result.exit_code == 1
     (total,) = totals(latest_rows(lane_env.results, "task-loop"), "task_loop.total")
     assert total["oracle_payload_on_remote_branch"] is False
@@ -128,8 +176,16 @@ def test_push_that_lies_fails_the_oracle(lane_env: LaneEnv) -> None:
 def test_hanging_step_times_out_and_the_next_subject_runs(lane_env: LaneEnv) -> None:
     hang = lane_env.wrapper("hang-git", 'if [ "$1" = status ]; then sleep 60; fi\nexec git "$@"\n')
     result = invoke(
-        "bench", "task-loop", "--subjects", f"hang:git={hang},git", "--runs", "1",
-        "--step-timeout", "1", "--results", str(lane_env.results),
+        "bench",
+        "task-loop",
+        "--subjects",
+        f"hang:git={hang},git",
+        "--runs",
+        "1",
+        "--step-timeout",
+        "1",
+        "--results",
+        str(lane_env.results),
     )
     assert result.exit_code == 1
     rows = latest_rows(lane_env.results, "task-loop")
@@ -142,7 +198,9 @@ def test_hanging_step_times_out_and_the_next_subject_runs(lane_env: LaneEnv) -> 
 
 
 def test_keep_workdirs_keeps_them(lane_env: LaneEnv) -> None:
-    result = invoke("bench", "task-loop", "--subjects", "git", "--runs", "1", "--keep-workdirs", "--results", str(lane_env.results))
+    result = invoke(
+        "bench", "task-loop", "--subjects", "git", "--runs", "1", "--keep-workdirs", "--results", str(lane_env.results)
+    )
     assert result.exit_code == 0, result.output
     (kept,) = lane_env.leftovers()
     assert (lane_env.temp / kept / "task_loop-git-r0" / "base" / ".git").is_dir()
@@ -150,7 +208,18 @@ def test_keep_workdirs_keeps_them(lane_env: LaneEnv) -> None:
 
 def test_ctrl_c_stops_servers_and_removes_workdirs(lane_env: LaneEnv) -> None:
     slow = lane_env.wrapper("slow-git", 'if [ "$1" = status ]; then sleep 60; fi\nexec git "$@"\n')
-    args = ["bench", "task-loop", "--subjects", f"slow:git={slow}", "--git-remote", "daemon", "--runs", "1", "--results", str(lane_env.results)]
+    args = [
+        "bench",
+        "task-loop",
+        "--subjects",
+        f"slow:git={slow}",
+        "--git-remote",
+        "daemon",
+        "--runs",
+        "1",
+        "--results",
+        str(lane_env.results),
+    ]
     with cli_process(args, lane_env.temp) as process:
         daemons = wait_for(process.pid, lambda p: p.cmdline()[1:2] == ["daemon"])
         sleepers = wait_for(process.pid, lambda p: p.name() == "sleep")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 import subprocess
@@ -30,7 +31,8 @@ for _ in range(times):
         start = time.monotonic_ns()
         while not release.exists():
             time.sleep(0.005)
-        print(json.dumps({"pid": os.getpid(), "start": start, "end": time.monotonic_ns(), **lock.metadata()}), flush=True)
+        end = time.monotonic_ns()
+        print(json.dumps({"pid": os.getpid(), "start": start, "end": end, **lock.metadata()}), flush=True)
 """
 
 
@@ -153,10 +155,11 @@ def test_sections_of_two_processes_never_overlap(
     first = _start(parties, tmp_path, "a", lock_env, times=15, released=True)
     second = _start(parties, tmp_path, "b", lock_env, times=15, released=True)
     sections = sorted(
-        (row["start"], row["end"]) for row in first.finish() + second.finish()  # type: ignore[misc]
+        (row["start"], row["end"])
+        for row in first.finish() + second.finish()  # type: ignore[misc]
     )
     assert len(sections) == 30
-    for (_, end), (start, _) in zip(sections, sections[1:]):
+    for (_, end), (start, _) in itertools.pairwise(sections):
         assert start > end
 
 
@@ -258,7 +261,7 @@ def test_two_campaigns_take_turns_instead_of_one_keeping_the_machine(tmp_path: P
             assert "[runlock] waited" in err and "in total" in err
         rows += [json.loads(line) for line in out.splitlines()]
     order = [row["pid"] for row in sorted(rows, key=lambda row: row["start"])]
-    switches = sum(1 for a, b in zip(order, order[1:]) if a != b)
+    switches = sum(1 for a, b in itertools.pairwise(order) if a != b)
     assert len(order) == 80
     assert switches >= 10, f"only {switches} hand-overs: one campaign kept the lock"
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from lanes_support import LaneEnv, assert_no_children, invoke
 from orchard.bench import opportunities
 from orchard.bench.flows import shipped_flow_files
 from orchard.bench.store import RunWriter
+from tests.lanes_support import LaneEnv, assert_no_children, invoke
 
 ITEM_FIELDS = {
     "rank", "lane", "scenario", "operation", "level", "metric", "direction", "subject", "value", "runs",
@@ -31,13 +31,25 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ORCHARD_LOCK_FILE", str(root / "bench.lock"))
         patch.setattr(tempfile, "tempdir", str(env.temp))
-        chatty = env.wrapper("chatty-git", 'echo "chatty: about to run git $1, here is a long banner nobody needs" >&2\nexec git "$@"\n')
+        chatty = env.wrapper(
+            "chatty-git", 'echo "chatty: about to run git $1, here is a long banner nobody needs" >&2\nexec git "$@"\n'
+        )
         flow = root / "gitnotes.toml"
         text = shipped_flow_files()["git"].read_text().replace('kind = "git"', 'kind = "gitnotes"', 1)
-        flow.write_text(text.replace("describe = []", 'describe = [{ argv = ["{bin}", "notes", "add", "-m", "{message}"] }]', 1))
+        flow.write_text(
+            text.replace("describe = []", 'describe = [{ argv = ["{bin}", "notes", "add", "-m", "{message}"] }]', 1)
+        )
         result = invoke(
-            "bench", "task-loop", "--subjects", f"git,chatty:git={chatty},notes:gitnotes=git",
-            "--flow", str(flow), "--runs", "2", "--results", str(env.results),
+            "bench",
+            "task-loop",
+            "--subjects",
+            f"git,chatty:git={chatty},notes:gitnotes=git",
+            "--flow",
+            str(flow),
+            "--runs",
+            "2",
+            "--results",
+            str(env.results),
         )
         assert result.exit_code == 0, result.output
         assert_no_children()
@@ -59,21 +71,34 @@ def test_items_rank_gaps_with_where_it_goes(measured: dict) -> None:
     for item in items:
         assert item["score"] == pytest.approx(item["weight"] * item["gap_ratio"], abs=1e-4)
         assert item["subject"] != item["comparator"] and item["gap"] > 0
-    inspect = next(i for i in items if i["subject"] == "chatty" and i["operation"] == "task.inspect" and i["metric"] == "estimated_total_tokens")
+    inspect = next(
+        i
+        for i in items
+        if i["subject"] == "chatty" and i["operation"] == "task.inspect" and i["metric"] == "estimated_total_tokens"
+    )
     assert inspect["comparator"] in ("git", "notes") and inspect["value"] > inspect["comparator_value"]
     assert inspect["where"][0]["part"] == "task.inspect"
-    total = next(i for i in items if i["subject"] == "chatty" and i["operation"] == "task_loop.total" and i["metric"] == "estimated_total_tokens")
+    total = next(
+        i
+        for i in items
+        if i["subject"] == "chatty" and i["operation"] == "task_loop.total" and i["metric"] == "estimated_total_tokens"
+    )
     assert len(total["where"]) == 4 and sum(part["share"] for part in total["where"]) <= 1.0
 
 
 def test_describe_asymmetry_is_an_item_with_the_flows_note(measured: dict) -> None:
     describe = next(
-        i for i in measured["items"]
+        i
+        for i in measured["items"]
         if i["subject"] == "notes" and i["operation"] == "task.describe" and i["metric"] == "tool_call_count"
     )
     assert describe["value"] == 1 and describe["comparator_value"] == 0
     assert "commit message" in describe["note"]
-    calls = next(i for i in measured["items"] if i["subject"] == "notes" and i["operation"] == "task_loop.total" and i["metric"] == "tool_call_count")
+    calls = next(
+        i
+        for i in measured["items"]
+        if i["subject"] == "notes" and i["operation"] == "task_loop.total" and i["metric"] == "tool_call_count"
+    )
     assert calls["gap"] == 1 and calls["where"][0]["part"] == "task.describe"
     assert not any(i["subject"] == "git" and i["metric"] == "tool_call_count" for i in measured["items"])
 
@@ -90,9 +115,18 @@ def test_text_listing_and_bad_results_dir(measured: dict) -> None:
 
 def _row(subject: str, transport: str, run: int, elapsed: float, calls: int) -> dict:
     return {
-        "subject": subject, "scenario": "task_loop", "operation": "task_loop.total", "step_kind": "total",
-        "run": run, "returncode": 0, "remote_transport": transport, "elapsed_ms": elapsed,
-        "tool_call_count": calls, "estimated_total_tokens": 100, "stdout_bytes": 0, "stderr_bytes": 0,
+        "subject": subject,
+        "scenario": "task_loop",
+        "operation": "task_loop.total",
+        "step_kind": "total",
+        "run": run,
+        "returncode": 0,
+        "remote_transport": transport,
+        "elapsed_ms": elapsed,
+        "tool_call_count": calls,
+        "estimated_total_tokens": 100,
+        "stdout_bytes": 0,
+        "stderr_bytes": 0,
     }
 
 

@@ -229,7 +229,8 @@ def test_argv_parts_are_converted_to_strings(tmp_path: Path) -> None:
 
 
 def test_cwd_and_env_are_the_ones_given(tmp_path: Path) -> None:
-    capture = run("pwd; echo $ORCHARD_T; echo ${HOME:-unset}", cwd=tmp_path, env={"ORCHARD_T": "v", "PATH": "/usr/bin:/bin"})
+    env = {"ORCHARD_T": "v", "PATH": "/usr/bin:/bin"}
+    capture = run("pwd; echo $ORCHARD_T; echo ${HOME:-unset}", cwd=tmp_path, env=env)
     assert capture.stdout_text.splitlines() == [str(tmp_path), "v", "unset"]
 
 

@@ -21,7 +21,7 @@ def brute_signed_rank_counts(n: int) -> dict[int, int]:
     """Distribution of T+ by enumerating every sign vector."""
     counts: dict[int, int] = {}
     for signs in itertools.product((0, 1), repeat=n):
-        t = sum(rank for rank, sign in zip(range(1, n + 1), signs) if sign)
+        t = sum(rank for rank, sign in zip(range(1, n + 1), signs, strict=True) if sign)
         counts[t] = counts.get(t, 0) + 1
     return counts
 
@@ -121,13 +121,15 @@ def test_interval_contains_estimate_and_widens_with_confidence(x: list[float], c
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=8), st.floats(min_value=0.001, max_value=0.2))
+@given(
+    st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=8), st.floats(min_value=0.001, max_value=0.2)
+)
 def test_holm_levels_never_exceed_alpha_and_follow_p_order(p_values: list[float], alpha: float) -> None:
     levels = stats.holm_levels(p_values, alpha)
     assert all(0 < level <= alpha for level in levels)
     assert min(levels) == pytest.approx(alpha / len(p_values))
     order = sorted(range(len(p_values)), key=lambda i: p_values[i])
-    for earlier, later in zip(order, order[1:]):
+    for earlier, later in itertools.pairwise(order):
         assert levels[earlier] <= levels[later] + 1e-15
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from lanes_support import LaneEnv, invoke, lane_env, without_oak_on_path  # noqa: F401
 from orchard.bench.subjects import parse_subjects
 from orchard.errors import UsageError
+from tests.lanes_support import LaneEnv, invoke, without_oak_on_path
 
 KINDS = {"git", "oak"}
 

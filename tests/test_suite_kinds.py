@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import orchard
+from tests.helpers import orchard
 
 HARNESS = '''
 import json, subprocess, sys
@@ -72,7 +72,9 @@ def measure(binary, workdir, run, fixtures):
 '''
 
 
-def subject(directory: Path, name: str, calls: int = 5, tokens: int = 1200, oracle: int = 1, transport: str = "local") -> str:
+def subject(
+    directory: Path, name: str, calls: int = 5, tokens: int = 1200, oracle: int = 1, transport: str = "local"
+) -> str:
     path = directory / name
     path.write_text(f"#!/bin/sh\necho calls {calls} tokens {tokens} oracle {oracle} transport {transport}\n")
     path.chmod(0o755)
@@ -89,7 +91,9 @@ def lab(tmp_path: Path) -> Path:
 
 
 def verdict(lab: Path, candidate: str) -> tuple[int, dict]:
-    result = orchard("verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", candidate, "--json", cwd=lab)
+    result = orchard(
+        "verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", candidate, "--json", cwd=lab
+    )
     assert result.returncode in (0, 1), result.stderr
     return result.returncode, json.loads(result.stdout)
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import make_binary, make_suite, orchard
 from orchard.bench.store import read_jsonl
+from tests.helpers import make_binary, make_suite, orchard
 
 
 @pytest.fixture

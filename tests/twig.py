@@ -67,7 +67,7 @@ def main(argv):
 sys.exit(main(sys.argv[1:]))
 '''
 
-FLOW = r'''
+FLOW = r"""
 kind = "twig"
 remote = "git"
 publish_protocol = "git"
@@ -128,7 +128,7 @@ status = [{ argv = ["{bin}", "look"] }]
 diff = [{ argv = ["{bin}", "patch"] }]
 log = [{ argv = ["{bin}", "history", "10"] }]
 show = [{ argv = ["{bin}", "last"] }]
-'''
+"""
 
 
 def install(folder: Path) -> tuple[Path, Path]:

@@ -19,7 +19,15 @@ from orchard.errors import OrchardError, UsageError
 from orchard.lab.hypothesis import Lane
 
 if TYPE_CHECKING:
-    from orchard.lab.state import HypothesisRecord
+    from collections.abc import Iterator, Sequence
+    from types import TracebackType
+
+    from rich.console import Console
+    from rich.progress import TaskID
+
+    from orchard.lab.hypothesis import Hypothesis
+    from orchard.lab.state import HypothesisRecord, LabState
+    from orchard.lab.workspace import Workspace
 
 
 class _Group(click.Group):
@@ -56,7 +64,7 @@ def bench() -> None:
     """Measure binaries: suites and the version-control agent lanes."""
 
 
-def _console(stderr: bool = False):  # -> rich.console.Console
+def _console(stderr: bool = False) -> Console:
     from rich.console import Console
 
     console = Console(stderr=stderr, highlight=False)
@@ -82,14 +90,15 @@ class _ProgressBar:
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
             console=_console(stderr=True), transient=True, disable=self.quiet,
         )
-        self._task: int | None = None
+        self._task: TaskID | None = None
 
-    def __enter__(self) -> "_ProgressBar":
+    def __enter__(self) -> _ProgressBar:
         self._progress.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self._progress.__exit__(*exc)
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._progress.__exit__(kind, error, tb)
 
     def say(self, text: str) -> None:
         """A timestamped log line above the bar."""
@@ -238,14 +247,17 @@ def calibrate(suite_path: Path, baseline: Path, runs: int | None, as_json: bool,
         click.echo(json.dumps(cal.to_json(), indent=2))
         return
     console = _console()
-    console.print(f"A/A calibration of suite {suite.name}: {cal.runs} pairs, seed {cal.seed}, "
-                  f"machine {cal.machine_fingerprint}")
+    console.print(
+        f"A/A calibration of suite {suite.name}: {cal.runs} pairs, seed {cal.seed}, machine {cal.machine_fingerprint}"
+    )
     console.print(calibration_table(cal))
 
 
 @bench.command("run")
 @suite_option
-@click.option("--subject", "subject_specs", multiple=True, metavar="NAME=BIN", help="A subject to measure (repeatable).")
+@click.option(
+    "--subject", "subject_specs", multiple=True, metavar="NAME=BIN", help="A subject to measure (repeatable)."
+)
 @click.option("--runs", type=int, default=10, show_default=True, help="Runs per subject.")
 @click.option("--json", "as_json", is_flag=True, help="Print medians per scenario and subject as JSON.")
 @seed_option
@@ -274,14 +286,25 @@ def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, as_js
         return
     click.echo(writer.summary_path.read_text())
     click.echo(f"rows: {writer.path}")
+
+
 @cli.command()
 @click.argument("directory", type=click.Path(path_type=Path))
-@click.option("--target", "target", required=True, metavar="REPO",
-              help="The repository to optimize: a local path or a URL.")
-@click.option("--bench", "bench", metavar="REPO",
-              help="The harness repository; without it the lab keeps bench.suite in its own bench.")
-@click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False),
-              help="Start from this orchard.toml (its repositories are replaced by --target/--bench).")
+@click.option(
+    "--target", "target", required=True, metavar="REPO", help="The repository to optimize: a local path or a URL."
+)
+@click.option(
+    "--bench",
+    "bench",
+    metavar="REPO",
+    help="The harness repository; without it the lab keeps bench.suite in its own bench.",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Start from this orchard.toml (its repositories are replaced by --target/--bench).",
+)
 def init(directory: Path, target: str, bench: str | None, config_file: Path | None) -> None:
     """Create a lab workspace in DIRECTORY: layout, orchard.toml, reference clones."""
     from orchard.lab.workspace import init_workspace
@@ -293,10 +316,21 @@ def init(directory: Path, target: str, bench: str | None, config_file: Path | No
     bench_source = workspace.config.bench.repo or "built-in bench"
     click.echo(f"bench      {bench_source} at {workspace.bench_base()}")
 
+
 @bench.command("task-loop")
-@click.option("--subjects", "subjects_spec", help="git,oak=/path/to/oak,NAME=BIN,NAME:KIND=BIN (default: every subject in the subjects file)")
-@click.option("--subjects-file", type=click.Path(path_type=Path), help="TOML subjects file (default: the one shipped with orchard)")
-@click.option("--flow", "flow_files", multiple=True, type=click.Path(path_type=Path), help="extra flow TOML file (repeatable)")
+@click.option(
+    "--subjects",
+    "subjects_spec",
+    help="git,oak=/path/to/oak,NAME=BIN,NAME:KIND=BIN (default: every subject in the subjects file)",
+)
+@click.option(
+    "--subjects-file",
+    type=click.Path(path_type=Path),
+    help="TOML subjects file (default: the one shipped with orchard)",
+)
+@click.option(
+    "--flow", "flow_files", multiple=True, type=click.Path(path_type=Path), help="extra flow TOML file (repeatable)"
+)
 @click.option("--runs", type=int, default=3, show_default=True)
 @click.option("--git-remote", type=click.Choice(["local", "daemon", "github"]), default="local", show_default=True)
 @click.option("--scenarios", default="task_loop", show_default=True, help="comma-separated scenario names")
@@ -336,9 +370,17 @@ def task_loop(
 
 
 @bench.command()
-@click.option("--subjects", "subjects_spec", default="git", show_default=True, help="git, NAME=BIN or NAME:KIND=BIN (commands from the kind's flow)")
+@click.option(
+    "--subjects",
+    "subjects_spec",
+    default="git",
+    show_default=True,
+    help="git, NAME=BIN or NAME:KIND=BIN (commands from the kind's flow)",
+)
 @click.option("--subjects-file", type=click.Path(path_type=Path))
-@click.option("--flow", "flow_files", multiple=True, type=click.Path(path_type=Path), help="extra flow TOML file (repeatable)")
+@click.option(
+    "--flow", "flow_files", multiple=True, type=click.Path(path_type=Path), help="extra flow TOML file (repeatable)"
+)
 @click.option("--workers", default="2,8,32", show_default=True, help="comma-separated worker counts")
 @click.option("--commits", type=int, default=5, show_default=True, help="commits per worker")
 @click.option("--modes", default="shared_checkout,clone_per_worker", show_default=True)
@@ -378,13 +420,39 @@ def contention(
 
 
 @bench.command()
-@click.option("--subjects", "subjects_spec", default="git", show_default=True, help="git, NAME=BIN or NAME:KIND=BIN (commands from the kind's flow)")
+@click.option(
+    "--subjects",
+    "subjects_spec",
+    default="git",
+    show_default=True,
+    help="git, NAME=BIN or NAME:KIND=BIN (commands from the kind's flow)",
+)
 @click.option("--subjects-file", type=click.Path(path_type=Path))
-@click.option("--flow", "flow_files", multiple=True, type=click.Path(path_type=Path), help="extra flow TOML file (repeatable)")
-@click.option("--files", default="1000,10000,50000", show_default=True, help="comma-separated file counts of the generated repositories")
-@click.option("--binaries/--no-binaries", default=True, show_default=True, help="also a repository with large binary files")
-@click.option("--runs", type=int, default=5, show_default=True, help="measured runs per subject and repository (after one warm-up)")
-@click.option("--cache", type=click.Path(path_type=Path), default=None, help="where generated repositories are cached (default: ~/.cache/orchard/core-fixtures)")
+@click.option(
+    "--flow", "flow_files", multiple=True, type=click.Path(path_type=Path), help="extra flow TOML file (repeatable)"
+)
+@click.option(
+    "--files",
+    default="1000,10000,50000",
+    show_default=True,
+    help="comma-separated file counts of the generated repositories",
+)
+@click.option(
+    "--binaries/--no-binaries", default=True, show_default=True, help="also a repository with large binary files"
+)
+@click.option(
+    "--runs",
+    type=int,
+    default=5,
+    show_default=True,
+    help="measured runs per subject and repository (after one warm-up)",
+)
+@click.option(
+    "--cache",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="where generated repositories are cached (default: ~/.cache/orchard/core-fixtures)",
+)
 @results_option
 @click.option("--keep-workdirs", is_flag=True)
 def core(
@@ -444,7 +512,7 @@ workspace_argument = click.argument("workspace", required=False, default=".", ty
 
 
 @contextlib.contextmanager
-def _open_lab(workspace: Path):  # -> Iterator[tuple[Workspace, LabState]]
+def _open_lab(workspace: Path) -> Iterator[tuple[Workspace, LabState]]:
     """The workspace and its lab.db, closed again however the command ends."""
     from orchard.lab.state import LabState
     from orchard.lab.workspace import Workspace
@@ -457,12 +525,12 @@ def _open_lab(workspace: Path):  # -> Iterator[tuple[Workspace, LabState]]
         state.close()
 
 
-def _print_added(hypotheses) -> None:  # hypotheses: list[Hypothesis]
+def _print_added(hypotheses: Sequence[Hypothesis]) -> None:
     for hypothesis in hypotheses:
         click.echo(f"added {hypothesis.id} (score {hypothesis.score:.2f}): {hypothesis.title}")
 
 
-def _run_lab(ws, state) -> str:  # (Workspace, LabState) -> stop reason
+def _run_lab(ws: Workspace, state: LabState) -> str:
     """Run the loop with its log lines and a progress bar for each verdict; Ctrl-C exits 130."""
     from orchard.lab.loop import Lab
 
@@ -541,8 +609,15 @@ def backlog_list(workspace: Path, as_json: bool, show_all: bool) -> None:
     with _open_lab(workspace) as (_, state):
         records = backlog.ranked(state, statuses)
     if as_json:
-        click.echo(jsonlib.dumps([{"id": r.id, "status": r.status, "score": r.hypothesis.score,
-                                   **r.hypothesis.to_dict()} for r in records], indent=2))
+        click.echo(
+            jsonlib.dumps(
+                [
+                    {"id": r.id, "status": r.status, "score": r.hypothesis.score, **r.hypothesis.to_dict()}
+                    for r in records
+                ],
+                indent=2,
+            )
+        )
         return
     _print_ranked(records)
 
@@ -550,8 +625,14 @@ def backlog_list(workspace: Path, as_json: bool, show_all: bool) -> None:
 @backlog_group.command("add")
 @workspace_argument
 @click.option("--file", "file_path", type=click.Path(path_type=Path), help="A TOML file of [[hypothesis]] tables.")
-@click.option("--from-opportunities", "from_opportunities", type=int, default=0, metavar="N",
-              help="Add the N largest gaps from the latest rows (cause left for a planner).")
+@click.option(
+    "--from-opportunities",
+    "from_opportunities",
+    type=int,
+    default=0,
+    metavar="N",
+    help="Add the N largest gaps from the latest rows (cause left for a planner).",
+)
 @click.option("--id", "hypothesis_id", default="", help="Id (default: made from the title).")
 @click.option("--title", default="")
 @click.option("--metric", default="", help="<scenario>/<metric> of the lab's suite.")
@@ -565,10 +646,24 @@ def backlog_list(workspace: Path, as_json: bool, show_all: bool) -> None:
 @click.option("--effort", type=float, default=2.0, show_default=True)
 @click.option("--lane", type=click.Choice([lane.value for lane in Lane]), default=Lane.EXPLOIT.value, show_default=True)
 @click.option("--patch", type=click.Path(path_type=Path), default=None, help="A ready patch for the patch launcher.")
-def backlog_add(workspace: Path, file_path: Path | None, from_opportunities: int, hypothesis_id: str, title: str,
-                metric: str, current_value: str, suspected_cause: str, change: str, predicted_effect: float | None,
-                scope: tuple[str, ...], impact: float, confidence: float, effort: float, lane: str,
-                patch: Path | None) -> None:
+def backlog_add(
+    workspace: Path,
+    file_path: Path | None,
+    from_opportunities: int,
+    hypothesis_id: str,
+    title: str,
+    metric: str,
+    current_value: str,
+    suspected_cause: str,
+    change: str,
+    predicted_effect: float | None,
+    scope: tuple[str, ...],
+    impact: float,
+    confidence: float,
+    effort: float,
+    lane: str,
+    patch: Path | None,
+) -> None:
     """Add hypotheses: from a TOML file, from the opportunities ranking, or from flags."""
     from orchard.lab import backlog
     from orchard.lab.hypothesis import Hypothesis
@@ -584,14 +679,27 @@ def backlog_add(workspace: Path, file_path: Path | None, from_opportunities: int
             if not hypotheses:
                 raise UsageError(f"no opportunities in {ws.results_dir}: run a lane there first")
         else:
-            data = {"id": hypothesis_id, "title": title, "metric": metric, "current_value": current_value,
-                    "suspected_cause": suspected_cause, "change": change, "scope": list(scope), "impact": impact,
-                    "confidence": confidence, "effort": effort, "lane": lane}
+            data = {
+                "id": hypothesis_id,
+                "title": title,
+                "metric": metric,
+                "current_value": current_value,
+                "suspected_cause": suspected_cause,
+                "change": change,
+                "scope": list(scope),
+                "impact": impact,
+                "confidence": confidence,
+                "effort": effort,
+                "lane": lane,
+            }
             if predicted_effect is not None:
                 data["predicted_effect"] = predicted_effect
             if patch is not None:
                 data["patch"] = str(patch.resolve())
-            hypotheses, source = [Hypothesis.from_dict({k: v for k, v in data.items() if v != ""}, source="flags")], "user"
+            hypotheses, source = (
+                [Hypothesis.from_dict({k: v for k, v in data.items() if v != ""}, source="flags")],
+                "user",
+            )
             origin = "flags"
         backlog.add_all(state, hypotheses, source=source, origin=origin)
         from orchard.lab.records import write_atomic
@@ -639,8 +747,12 @@ def report(workspace: Path) -> None:
 @cli.command()
 @workspace_argument
 @click.option("--port", type=int, default=8765, show_default=True, help="Port to listen on (0: any free one).")
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to bind; any other than 127.0.0.1 requires the token printed at start.")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to bind; any other than 127.0.0.1 requires the token printed at start.",
+)
 def serve(workspace: Path, port: int, host: str) -> None:
     """A live, read-only web dashboard of the lab (workers, lock, backlog, experiments, journal, charts)."""
     from orchard.lab.serve import serve as serve_dashboard
@@ -649,8 +761,12 @@ def serve(workspace: Path, port: int, host: str) -> None:
 
 
 @cli.command()
-@click.option("--workspace", type=click.Path(path_type=Path), default=None,
-              help="Where to create the demo lab (default: ./orchard-demo-<time>).")
+@click.option(
+    "--workspace",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where to create the demo lab (default: ./orchard-demo-<time>).",
+)
 @click.option("--workers", type=int, default=3, show_default=True, help="Workers running at once.")
 @click.option("--executor", type=click.Choice(["auto", "tmux", "subprocess"]), default="auto", show_default=True)
 def demo(workspace: Path | None, workers: int, executor: str) -> None:
@@ -688,4 +804,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

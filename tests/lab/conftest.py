@@ -10,9 +10,9 @@ from pathlib import Path
 import libtmux
 import pytest
 
-from lab_helpers import AGENT_CLIS, BENCH_FILES, STANDIN, TARGET_FILES, make_repo
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace, init_workspace
+from tests.lab.lab_helpers import AGENT_CLIS, BENCH_FILES, STANDIN, TARGET_FILES, make_repo
 
 
 @pytest.fixture

@@ -13,9 +13,9 @@ from typing import Any
 from orchard.bench.verdict import GateResult, MetricResult, Verdict, overall
 from orchard.lab import backlog
 from orchard.lab.candidate import Candidate
+from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.launchers import AgentUsage
 from orchard.lab.report import ReportReading
-from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.state import LabState
 
 

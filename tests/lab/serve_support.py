@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab_helpers import wait_for
+from tests.lab.lab_helpers import wait_for
 
 
 @dataclass

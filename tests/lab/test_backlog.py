@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from loop_support import add_hypotheses, snapshot
 from orchard.bench import opportunities
 from orchard.bench.store import RunWriter
 from orchard.cli import cli
@@ -17,6 +16,7 @@ from orchard.lab import backlog
 from orchard.lab.hypothesis import HypothesisStatus
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
+from tests.lab.loop_support import add_hypotheses, snapshot
 
 
 def invoke(*args: str | Path) -> Result:
@@ -158,14 +158,17 @@ effort = 1
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        (GOOD.replace('effort = 1', 'effort = '), "invalid TOML"),
+        (GOOD.replace("effort = 1", "effort = "), "invalid TOML"),
         (GOOD + 'speed = "fast"\n', "#2.speed: unknown field"),
         (GOOD.replace('metric = "report/wall_ms"\n', ""), "#2.metric: missing"),
         (GOOD.replace("impact = 2", "impact = -1"), "#2.impact: expected a positive number"),
         (GOOD.replace('scope = ["wordfreq/report.py"]', 'scope = "wordfreq/report.py"'), "#2.scope: expected a list"),
         (GOOD + GOOD, "duplicate id 'fewer-syscalls'"),
         ("[hypotheses]\nid = 'x'\n", "unknown top-level key(s) hypotheses"),
-        (GOOD.replace("fewer-syscalls", "count-with-dict"), "already in the backlog: count-with-dict; nothing was added"),
+        (
+            GOOD.replace("fewer-syscalls", "count-with-dict"),
+            "already in the backlog: count-with-dict; nothing was added",
+        ),
     ],
 )
 def test_a_malformed_file_is_refused_whole_naming_file_and_problem(
@@ -212,10 +215,33 @@ def test_add_from_a_file_then_list_and_rank(demo: Workspace, tmp_path: Path) -> 
 
 
 def test_add_with_flags(demo: Workspace) -> None:
-    result = invoke("backlog", "add", demo.root, "--title", "Cache the tokenizer regex", "--metric", "report/cpu_ms",
-                    "--cause", "wordfreq/tokenize.py: compiles per call", "--change", "compile once at import",
-                    "--predicted", "-0.1", "--scope", "wordfreq/tokenize.py", "--scope", "wordfreq/util/*.py",
-                    "--impact", "5", "--confidence", "0.9", "--effort", "1", "--lane", "explore")
+    result = invoke(
+        "backlog",
+        "add",
+        demo.root,
+        "--title",
+        "Cache the tokenizer regex",
+        "--metric",
+        "report/cpu_ms",
+        "--cause",
+        "wordfreq/tokenize.py: compiles per call",
+        "--change",
+        "compile once at import",
+        "--predicted",
+        "-0.1",
+        "--scope",
+        "wordfreq/tokenize.py",
+        "--scope",
+        "wordfreq/util/*.py",
+        "--impact",
+        "5",
+        "--confidence",
+        "0.9",
+        "--effort",
+        "1",
+        "--lane",
+        "explore",
+    )
     assert result.exit_code == 0, result.output
     assert "added cache-the-tokenizer-regex (score 4.50)" in result.output
     item = next(h for h in listed(demo) if h["id"] == "cache-the-tokenizer-regex")
@@ -260,8 +286,21 @@ def test_list_all_and_rank_write_backlog_md(demo: Workspace) -> None:
     assert [h["id"] for h in listed(demo)] == ["single-write"]
     everything = listed(demo, "--all")
     assert {h["id"]: h["status"] for h in everything} == {"count-with-dict": "killed", "single-write": "open"}
-    assert set(everything[0]) >= {"id", "status", "score", "title", "metric", "scope", "impact", "confidence",
-                                  "effort", "lane", "change", "suspected_cause", "predicted_effect"}
+    assert set(everything[0]) >= {
+        "id",
+        "status",
+        "score",
+        "title",
+        "metric",
+        "scope",
+        "impact",
+        "confidence",
+        "effort",
+        "lane",
+        "change",
+        "suspected_cause",
+        "predicted_effect",
+    }
 
     result = invoke("backlog", "rank", demo.root)
     assert result.exit_code == 0, result.output

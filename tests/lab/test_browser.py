@@ -11,7 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import (
+
+from orchard.demo.lab import make_demo
+from orchard.lab.workspace import Workspace
+from tests.lab.browser import (
     chart_axes,
     chromium,
     console_errors,
@@ -19,12 +22,9 @@ from browser import (
     screenshot,
     text,
 )
-from lab_helpers import assert_nothing_left, wait_for
-from serve_support import serving, wait_until_served
-from test_charts_report import lab  # noqa: F401  (the hand-filled lab with main checks and a sweep)
-
-from orchard.demo.lab import make_demo
-from orchard.lab.workspace import Workspace
+from tests.lab.lab_helpers import assert_nothing_left, wait_for
+from tests.lab.serve_support import serving, wait_until_served
+from tests.lab.test_charts_report import lab  # noqa: F401  (the hand-filled lab with main checks and a sweep)
 
 pytestmark = needs_chromium
 

@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from loop_support import metric, verdict_of
-from test_state_records import MERGE, fill
 
 from orchard.lab import pages, records
 from orchard.lab import view as lab_view
 from orchard.lab.charts import ChartCache
 from orchard.lab.state import JournalEvent, LabState
 from orchard.lab.workspace import Workspace
+from tests.lab.loop_support import metric, verdict_of
+from tests.lab.test_state_records import MERGE, fill
 
 SWEPT = "e5" * 20
 

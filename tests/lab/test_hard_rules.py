@@ -11,29 +11,30 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from lab_helpers import git
-from helpers import orchard
-from loop_support import add_hypotheses, bare_candidate, metric, verdict_of
 from orchard.bench.verdict import Verdict
-from orchard.lab import backlog, builds, judge as judging
-from orchard.lab.judgment import Decision, Judgment, Rule
+from orchard.lab import backlog, builds
+from orchard.lab import judge as judging
+from orchard.lab.builds import Check
 from orchard.lab.candidate import Candidate, collect_candidate
 from orchard.lab.config import LauncherConfig
 from orchard.lab.executors import JobResult
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis, HypothesisStatus
-from orchard.lab.builds import Check
 from orchard.lab.judge import decide
-from orchard.lab.verdicts import LabIntegrityError, assert_bench_untouched
+from orchard.lab.judgment import Decision, Judgment, Rule
 from orchard.lab.launchers import make_launcher
 from orchard.lab.state import LabState
+from orchard.lab.verdicts import LabIntegrityError, assert_bench_untouched
 from orchard.lab.workspace import Workspace
+from tests.helpers import orchard
+from tests.lab.lab_helpers import git
+from tests.lab.loop_support import add_hypotheses, bare_candidate, metric, verdict_of
 
 SUITE = """
 [suite]
@@ -77,8 +78,14 @@ def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Verdict]:
     root = tmp_path_factory.mktemp("verdicts")
     (root / "suite.toml").write_text(SUITE)
     for name, (tokens, oracle, transport) in SUBJECTS.items():
-        row = json.dumps({"operation": "task.total", "estimated_total_tokens": tokens, "oracle_passed": oracle == "true",
-                          "remote_transport": transport})
+        row = json.dumps(
+            {
+                "operation": "task.total",
+                "estimated_total_tokens": tokens,
+                "oracle_passed": oracle == "true",
+                "remote_transport": transport,
+            }
+        )
         (root / name).write_text(f"#!/bin/sh\necho '{row}'\n")
         (root / name).chmod(0o755)
     lock_dir = Path(os.environ.get("ORCHARD_TEST_LOCK_DIR", tmp_path_factory.getbasetemp()))
@@ -87,8 +94,9 @@ def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Verdict]:
     for name in SUBJECTS:
         if name == "base":
             continue
-        result = orchard("verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", name, "--json",
-                         cwd=root, env=env)
+        result = orchard(
+            "verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", name, "--json", cwd=root, env=env
+        )
         assert result.returncode in (0, 1), result.stderr
         found[name] = Verdict.from_dict(json.loads(result.stdout))
     return found
@@ -103,8 +111,13 @@ def step(tmp_path: Path, name: str, command: str) -> Check:
 def green(tmp_path: Path) -> list[Check]:
     """Collection checks passed, the patch applied, build and both test suites green."""
     candidate = bare_candidate(scope=["src/a.py"])
-    return [*judging.collection_checks(candidate), Check("apply", True, "patch applies to a clean base"),
-            step(tmp_path, "build", "true"), step(tmp_path, "tests", "true"), step(tmp_path, "bench-tests", "true")]
+    return [
+        *judging.collection_checks(candidate),
+        Check("apply", True, "patch applies to a clean base"),
+        step(tmp_path, "build", "true"),
+        step(tmp_path, "tests", "true"),
+        step(tmp_path, "bench-tests", "true"),
+    ]
 
 
 def replaced(checks: list[Check], new: Check) -> list[Check]:
@@ -116,7 +129,12 @@ def replaced(checks: list[Check], new: Check) -> list[Check]:
 
 def test_the_real_verdicts_are_the_outcomes_the_rules_are_about(verdicts: dict[str, Verdict]) -> None:
     assert {name: v.verdict for name, v in verdicts.items()} == {
-        "same": "NO-CHANGE", "lean": "PASS", "fat": "REGRESSED", "cheat": "REGRESSED", "networked": "ERROR"}
+        "same": "NO-CHANGE",
+        "lean": "PASS",
+        "fat": "REGRESSED",
+        "cheat": "REGRESSED",
+        "networked": "ERROR",
+    }
     assert verdicts["lean"].metrics[0].effect == pytest.approx(-0.25)
     assert verdicts["lean"].metrics[0].n >= 8
 
@@ -132,14 +150,17 @@ def test_green_checks_and_a_pass_land(green: list[Check], verdicts: dict[str, Ve
 
 @pytest.fixture
 def lab(make_workspace: Callable[..., Workspace]) -> Iterator[tuple[Workspace, LabState]]:
-    ws = make_workspace('[target]\nbuild = "grep -q \'alpha 1\' src/alpha.txt"\ntest = "true"\nbinary = "src/alpha.txt"\n')
+    ws = make_workspace(
+        '[target]\nbuild = "grep -q \'alpha 1\' src/alpha.txt"\ntest = "true"\nbinary = "src/alpha.txt"\n'
+    )
     state = LabState.open(ws.root)
     yield ws, state
     state.close()
 
 
-def judged_worker(lab: tuple[Workspace, LabState], name: str, scope: list[str],
-                  writes: dict[str, str]) -> tuple[Candidate, Judgment]:
+def judged_worker(
+    lab: tuple[Workspace, LabState], name: str, scope: list[str], writes: dict[str, str]
+) -> tuple[Candidate, Judgment]:
     """A real worker checkout with `writes` made (paths under `target/` or `bench/`), collected as the
     lab collects it, then judged."""
     ws, state = lab
@@ -158,8 +179,12 @@ def judged_worker(lab: tuple[Workspace, LabState], name: str, scope: list[str],
 def test_a_tampered_harness_voids_the_experiment_before_anything_is_built(
     lab: tuple[Workspace, LabState], green: list[Check], verdicts: dict[str, Verdict]
 ) -> None:
-    candidate, judgment = judged_worker(lab, "tamper", ["src/alpha.txt"], {
-        "target/src/alpha.txt": "alpha 1 faster\n", "bench/bench.py": "print('measuring, but kindly')\n"})
+    candidate, judgment = judged_worker(
+        lab,
+        "tamper",
+        ["src/alpha.txt"],
+        {"target/src/alpha.txt": "alpha 1 faster\n", "bench/bench.py": "print('measuring, but kindly')\n"},
+    )
     assert judgment.decision == Decision.KILL and judgment.rule == Rule.HARNESS
     assert judgment.reasons[0].startswith("harness tampered") and "bench.py" in judgment.reasons[0]
     assert "void" in judgment.reasons[0]
@@ -172,8 +197,12 @@ def test_a_tampered_harness_voids_the_experiment_before_anything_is_built(
 def test_leaving_the_scope_is_killed_naming_the_files(
     lab: tuple[Workspace, LabState], green: list[Check], verdicts: dict[str, Verdict]
 ) -> None:
-    candidate, judgment = judged_worker(lab, "wander", ["src/alpha.txt"], {
-        "target/src/alpha.txt": "alpha 1 faster\n", "target/src/beta.txt": "beta 2\n", "target/src/new.txt": "new\n"})
+    candidate, judgment = judged_worker(
+        lab,
+        "wander",
+        ["src/alpha.txt"],
+        {"target/src/alpha.txt": "alpha 1 faster\n", "target/src/beta.txt": "beta 2\n", "target/src/new.txt": "new\n"},
+    )
     assert judgment.decision == Decision.KILL and judgment.rule == Rule.SCOPE
     assert judgment.reasons[0].startswith("left its scope")
     assert "src/beta.txt" in judgment.reasons[0] and "src/new.txt" in judgment.reasons[0]
@@ -227,18 +256,24 @@ def test_a_quality_gate_failure_kills_whatever_the_metrics_win(
 ) -> None:
     real = decide(green, verdicts["cheat"], [])
     assert real.decision == Decision.KILL and real.rule == Rule.GATES
-    assert real.reasons == ["quality gate no_drop failed (task: oracle_passed dropped 1.0 -> 0.0): "
-                            "REGRESSED whatever the metrics say"]
+    assert real.reasons == [
+        "quality gate no_drop failed (task: oracle_passed dropped 1.0 -> 0.0): REGRESSED whatever the metrics say"
+    ]
     # the same gate failure beside a clear, large measured win
-    winning = verdict_of([metric("task/wall_ms", "improved", -0.40), metric("task/estimated_total_tokens", "improved",
-                                                                            -0.75, floor=0.0)],
-                         [("information_recall", False, "missing: 'unique words: 826'"), ("determinism", True, "ok")])
+    winning = verdict_of(
+        [
+            metric("task/wall_ms", "improved", -0.40),
+            metric("task/estimated_total_tokens", "improved", -0.75, floor=0.0),
+        ],
+        [("information_recall", False, "missing: 'unique words: 826'"), ("determinism", True, "ok")],
+    )
     assert winning.verdict == "REGRESSED"
     assert all(m.verdict == "improved" for m in winning.metrics)
     judgment = decide(green, winning, [])
     assert judgment.decision == Decision.KILL and judgment.rule == Rule.GATES
-    assert judgment.reasons == ["quality gate information_recall failed (missing: 'unique words: 826'): "
-                                "REGRESSED whatever the metrics say"]
+    assert judgment.reasons == [
+        "quality gate information_recall failed (missing: 'unique words: 826'): REGRESSED whatever the metrics say"
+    ]
 
 
 def test_a_regressed_metric_is_killed_but_not_as_a_gate(green: list[Check], verdicts: dict[str, Verdict]) -> None:
@@ -264,8 +299,9 @@ def test_no_claim_below_the_noise_floor(green: list[Check], verdicts: dict[str, 
     assert again.decision == Decision.ITERATE and again.rule is None
     assert again.reasons[0].startswith("promising but unclear")
     # the good side depends on the metric's direction: higher-is-better moving down is not promising
-    wrong_way = verdict_of([metric("report/throughput", "inconclusive", -0.06, interval=(-0.12, 0.01),
-                                   direction="higher")])
+    wrong_way = verdict_of(
+        [metric("report/throughput", "inconclusive", -0.06, interval=(-0.12, 0.01), direction="higher")]
+    )
     assert decide(green, wrong_way, []).rule == Rule.FLOOR
 
 
@@ -277,7 +313,9 @@ def test_rows_with_unlike_comparability_keys_are_never_compared(
     assert judgment.reasons[0].startswith("the verdict could not compare")
     assert "remote_transport" in judgment.reasons[0] and "'network'" in judgment.reasons[0]
     # an ERROR for another cause is a KILL too, but not under this rule
-    broken = replace(verdicts["networked"], reasons=["baseline failed scenario 'task' (exit 3); nothing can be compared"])
+    broken = replace(
+        verdicts["networked"], reasons=["baseline failed scenario 'task' (exit 3); nothing can be compared"]
+    )
     other = decide(green, broken, [])
     assert other.decision == Decision.KILL and other.rule is None
 
@@ -322,8 +360,9 @@ def test_a_modified_bench_clone_stops_the_judge(make_workspace: Callable[..., Wo
 
 
 def test_harness_tests_that_dirty_the_bench_clone_stop_the_judgment(make_workspace: Callable[..., Workspace]) -> None:
-    ws = make_workspace('[target]\nbuild = "true"\ntest = "true"\nbinary = "src/alpha.txt"\n'
-                        '[bench]\ntest = "echo cached >> bench.py"\n')
+    ws = make_workspace(
+        '[target]\nbuild = "true"\ntest = "true"\nbinary = "src/alpha.txt"\n[bench]\ntest = "echo cached >> bench.py"\n'
+    )
     state = LabState.open(ws.root)
     try:
         checkout = ws.setup_worker("w1")

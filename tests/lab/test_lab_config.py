@@ -9,7 +9,7 @@ import pytest
 
 from orchard.errors import UsageError
 from orchard.lab import config
-from orchard.lab.config import ConfigError, Config, TargetConfig
+from orchard.lab.config import Config, ConfigError, TargetConfig
 
 
 def test_rendered_default_loads_back_to_the_same_configuration(tmp_path: Path) -> None:

@@ -17,9 +17,9 @@ import libtmux
 import psutil
 import pytest
 
-from lab_helpers import assert_nothing_left, processes_marked, wait_for
 from orchard.errors import UsageError
 from orchard.lab.executors import Job, make_executor
+from tests.lab.lab_helpers import assert_nothing_left, processes_marked, wait_for
 
 EXECUTORS = ["tmux", "subprocess"]
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from lab_helpers import git
 from orchard.errors import UsageError
 from orchard.lab import report
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis, in_scope, outside_scope
 from orchard.lab.prompts import render_prompt
 from orchard.lab.workspace import Workspace
+from tests.lab.lab_helpers import git
 
 CONFIG = """
 [target]

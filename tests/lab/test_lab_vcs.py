@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from lab_helpers import TARGET_FILES, git, make_repo
 from orchard.lab.vcs import GitVcs, Identity, OakVcs, VcsError
 from orchard.lab.vcs.oak import leaked_mounts
+from tests.lab.lab_helpers import TARGET_FILES, git, make_repo
 
 
 @pytest.fixture

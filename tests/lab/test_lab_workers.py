@@ -16,7 +16,6 @@ from pathlib import Path
 import libtmux
 import pytest
 
-from lab_helpers import assert_nothing_left, git, processes_marked
 from orchard.lab.candidate import Candidate, collect_candidate
 from orchard.lab.executors import Executor, JobResult, make_executor
 from orchard.lab.experiment import Experiment
@@ -24,6 +23,7 @@ from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.launchers import Launcher, make_launcher
 from orchard.lab.prompts import render_prompt
 from orchard.lab.workspace import Workspace
+from tests.lab.lab_helpers import assert_nothing_left, git, processes_marked
 
 EXECUTORS = ["tmux", "subprocess"]
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from lab_helpers import git
 from orchard.cli import cli
 from orchard.errors import UsageError
 from orchard.lab.config import load
 from orchard.lab.workspace import Workspace, check_name
+from tests.lab.lab_helpers import git
 
 
 def _init(*args: str) -> tuple[int, str]:

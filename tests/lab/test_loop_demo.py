@@ -1,4 +1,7 @@
-"""The research loop end to end on the embedded demo, and its resume after SIGKILL."""
+"""The research loop end to end on the embedded demo, and its resume after SIGKILL.
+
+Whole lab runs of several minutes each: the slow tier (`make test-slow`).
+"""
 
 from __future__ import annotations
 
@@ -12,12 +15,14 @@ from collections import Counter
 from pathlib import Path
 
 import libtmux
+import pytest
 
 from orchard.demo.lab import make_demo
 from orchard.lab.state import JournalEvent, LabState
 from orchard.lab.workspace import Workspace
+from tests.lab.lab_helpers import assert_nothing_left, git, wait_for
 
-from lab_helpers import assert_nothing_left, git, wait_for
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
 
 def orchard(*args: str, mark: str, **kwargs) -> subprocess.Popen:
@@ -137,7 +142,9 @@ def test_the_bench_own_verdict_command_is_recorded_and_mapped(tmp_path: Path, ma
     ws = make_demo(tmp_path / "lab", workers=1, executor="subprocess", only=["terse-report"])
     config = ws.config_path.read_text()
     script = tmp_path / "devloop.py"
-    script.write_text("import sys\nprint('comparing', sys.argv[1], sys.argv[2])\nprint('verdict: REGRESSED (p99 up)')\n")
+    script.write_text(
+        "import sys\nprint('comparing', sys.argv[1], sys.argv[2])\nprint('verdict: REGRESSED (p99 up)')\n"
+    )
     config = config.replace('verdict = ""', f'verdict = "python3 {script} {{baseline}} {{binary}}"')
     ws.config_path.write_text(config)
     proc = orchard("run", str(ws.root), mark=mark)

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from lab_helpers import BENCH_FILES, TARGET_FILES, make_repo
-from loop_support import add_hypotheses, snapshot
 from orchard.cli import cli
 from orchard.demo.lab import make_demo
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace, init_workspace
-from test_backlog import write_lane_rows
+from tests.lab.lab_helpers import BENCH_FILES, TARGET_FILES, make_repo
+from tests.lab.loop_support import add_hypotheses, snapshot
+from tests.lab.test_backlog import write_lane_rows
 
 STANDIN = Path(__file__).with_name("planner_standin.py")
 

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from lab_helpers import wait_for
-from serve_support import fetch, serving, wait_until_served
 
 from orchard.cli import cli
 from orchard.demo.lab import make_demo
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
+from tests.lab.lab_helpers import wait_for
+from tests.lab.serve_support import fetch, serving, wait_until_served
 
 
 @pytest.fixture
@@ -47,13 +47,16 @@ def test_loopback_serves_the_page_and_answers_204_while_nothing_changed(demo: Wo
         assert status == 200 and headers["content-type"].startswith("text/javascript") and b"Plotly" in script
         status, body, _ = fetch(server.base + "api/page")
         page = json.loads(body)
-        assert "count-with-dict" in page["sections"]["backlog"] and "no worker is running" in page["sections"]["workers"]
+        assert (
+            "count-with-dict" in page["sections"]["backlog"] and "no worker is running" in page["sections"]["workers"]
+        )
         assert fetch(server.base + f"api/page?since={page['version']}")[0] == 204
         # the lab writes (a worker starts): the next poll carries it, without the server ever writing
         state = LabState.open(demo.root)
         try:
-            state.add_experiment("count-with-dict", "count-with-dict", "w1", "exploit", 1, "a" * 40, "b" * 40,
-                                 "running")
+            state.add_experiment(
+                "count-with-dict", "count-with-dict", "w1", "exploit", 1, "a" * 40, "b" * 40, "running"
+            )
         finally:
             state.close()
         after_write = _digest(demo.root / "lab.db")
@@ -78,7 +81,9 @@ def test_any_other_host_needs_the_printed_token(demo: Workspace) -> None:
             assert fetch(server.base + path + ("&" if "?" in path else "?") + "token=wrong")[0] == 401
         assert fetch(server.base + "api/page", {"Authorization": f"Bearer {server.token}"})[0] == 200
         status, _, headers = fetch(server.url)
-        assert status == 200 and "orchard_token=" in headers["set-cookie"] and "httponly" in headers["set-cookie"].lower()
+        assert (
+            status == 200 and "orchard_token=" in headers["set-cookie"] and "httponly" in headers["set-cookie"].lower()
+        )
         cookie = headers["set-cookie"].split(";", 1)[0]
         assert fetch(server.base + "api/page", {"Cookie": cookie})[0] == 200
 
@@ -105,9 +110,14 @@ def test_bad_host_and_port_are_usage_errors(demo: Workspace) -> None:
 def test_status_watch_redraws_in_a_terminal_until_ctrl_c(demo: Workspace) -> None:
     """`orchard status --watch` in a real pseudo-terminal: it shows a worker that starts later, and Ctrl-C ends it."""
     primary, secondary = pty.openpty()
-    process = subprocess.Popen([sys.executable, "-m", "orchard", "status", str(demo.root), "--watch"],
-                               stdin=secondary, stdout=secondary, stderr=secondary, close_fds=True,
-                               env={**os.environ, "TERM": "xterm-256color", "COLUMNS": "160"})
+    process = subprocess.Popen(
+        [sys.executable, "-m", "orchard", "status", str(demo.root), "--watch"],
+        stdin=secondary,
+        stdout=secondary,
+        stderr=secondary,
+        close_fds=True,
+        env={**os.environ, "TERM": "xterm-256color", "COLUMNS": "160"},
+    )
     os.close(secondary)
     seen = b""
 
@@ -129,8 +139,11 @@ def test_status_watch_redraws_in_a_terminal_until_ctrl_c(demo: Workspace) -> Non
             state.add_experiment("terse-report", "terse-report", "w2", "exploit", 1, "a" * 40, "b" * 40, "running")
         finally:
             state.close()
-        wait_for(lambda: (read_for(0.2), b"terse-report" in seen.split(b"no worker is running", 1)[1])[1],
-                 "the redraw with the new worker", 60)
+        wait_for(
+            lambda: (read_for(0.2), b"terse-report" in seen.split(b"no worker is running", 1)[1])[1],
+            "the redraw with the new worker",
+            60,
+        )
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=30) == 0
     finally:

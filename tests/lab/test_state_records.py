@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from loop_support import add_hypotheses, bare_candidate, metric, verdict_of
 from orchard.bench.verdict import Verdict
 from orchard.cli import cli
 from orchard.demo.lab import make_demo
@@ -24,6 +23,7 @@ from orchard.lab.judgment import Decision, Judgment, JudgmentEntry, Rule
 from orchard.lab.launchers import AgentUsage
 from orchard.lab.state import SCHEMA_VERSION, LabState
 from orchard.lab.workspace import Workspace
+from tests.lab.loop_support import add_hypotheses, bare_candidate, metric, verdict_of
 
 BASE, BENCH = "a1" * 20, "b2" * 20
 MERGE, LAND_COMMIT = "c3" * 20, "d4" * 20
@@ -58,7 +58,11 @@ def test_a_database_of_another_schema_is_refused_and_left_as_it_was(
     message = str(refused.value)
     assert f"(lab schema {version})" in message and f"reads schema {SCHEMA_VERSION}" in message
     assert advice in message and "Nothing was changed." in message
-    for command in (["status", ws.root], ["run", ws.root], ["backlog", "add", ws.root, "--metric", "m", "--change", "c"]):
+    for command in (
+        ["status", ws.root],
+        ["run", ws.root],
+        ["backlog", "add", ws.root, "--metric", "m", "--change", "c"],
+    ):
         result = invoke(*command)
         assert result.exit_code == 2, result.output
         assert result.output.startswith("orchard: error: ") and advice in result.output
@@ -136,18 +140,41 @@ def test_nested_writes_commit_with_the_outer_transaction_only(lab_state: LabStat
 # -- the notebook from a hand-filled lab.db -----------------------------------------------------------------
 
 
-def _judged(state: LabState, name: str, decision: str, verdict: Verdict, reasons: list[str], *, cost: float,
-            rule: str | None = None, **fields: str) -> None:
+def _judged(
+    state: LabState,
+    name: str,
+    decision: str,
+    verdict: Verdict,
+    reasons: list[str],
+    *,
+    cost: float,
+    rule: str | None = None,
+    **fields: str,
+) -> None:
     """One experiment judged, recorded the way the loop records it."""
     hypothesis = state.hypothesis(name).hypothesis
     state.add_experiment(name, name, "w1", Lane.EXPLOIT, 1, BASE, BENCH, ExperimentStatus.RUNNING)
-    state.update_experiment(name, status=ExperimentStatus.DONE,
-                            candidate=bare_candidate(usage=AgentUsage(cost_usd=cost, input_tokens=1000)),
-                            judgment=Judgment(Decision(decision), reasons, verdict=verdict),
-                            decision=decision, reasons=reasons, **fields)
-    entry = JudgmentEntry(hypothesis=name, title=hypothesis.title, decision=Decision(decision), reasons=reasons,
-                          metric=hypothesis.metric, predicted="-40%", cause=hypothesis.suspected_cause,
-                          rule=None if rule is None else Rule(rule), verdict=verdict, usage={"cost_usd": cost})
+    state.update_experiment(
+        name,
+        status=ExperimentStatus.DONE,
+        candidate=bare_candidate(usage=AgentUsage(cost_usd=cost, input_tokens=1000)),
+        judgment=Judgment(Decision(decision), reasons, verdict=verdict),
+        decision=decision,
+        reasons=reasons,
+        **fields,
+    )
+    entry = JudgmentEntry(
+        hypothesis=name,
+        title=hypothesis.title,
+        decision=Decision(decision),
+        reasons=reasons,
+        metric=hypothesis.metric,
+        predicted="-40%",
+        cause=hypothesis.suspected_cause,
+        rule=None if rule is None else Rule(rule),
+        verdict=verdict,
+        usage={"cost_usd": cost},
+    )
     state.log("judgment", entry.to_dict(), name)
 
 
@@ -157,19 +184,39 @@ def fill(state: LabState) -> None:
     baseline = {"report/wall_ms": 64.0, "report/stdout_bytes": 11502.0}
     state.add_measurement("baseline", BASE, baseline)
     state.add_measurement("main", BASE, baseline)
-    state.log("lab-start", {"base": BASE, "bench_base": BENCH, "baseline": baseline,
-                            "floors": {"report/wall_ms": 0.05, "report/stdout_bytes": 0.0},
-                            "calibration": "20 A/A pairs, seed 11, machine 5f326dcb"})
+    state.log(
+        "lab-start",
+        {
+            "base": BASE,
+            "bench_base": BENCH,
+            "baseline": baseline,
+            "floors": {"report/wall_ms": 0.05, "report/stdout_bytes": 0.0},
+            "calibration": "20 A/A pairs, seed 11, machine 5f326dcb",
+        },
+    )
     add_hypotheses(
         state,
         {"id": "count-with-dict", "title": "Count words with a dict", "scope": ["wordfreq/count.py"], "impact": 5},
         {"id": "single-write", "title": "Write the report at once", "scope": ["wordfreq/cli.py"], "impact": 2},
         {"id": "tokenize-regex", "title": "Tokenize with a regex", "scope": ["wordfreq/tokenize.py"], "impact": 4},
     )
-    win = verdict_of([metric("report/wall_ms", "improved", -0.40, baseline=64.0, floor=0.05),
-                      metric("report/stdout_bytes", "no-change", 0.0, interval=(0.0, 0.0), baseline=11502.0, floor=0.0)])
-    _judged(state, "count-with-dict", "LAND", win, win.reasons, cost=0.12, branch="lab/count-with-dict",
-            land_commit=LAND_COMMIT, merge_commit=MERGE)
+    win = verdict_of(
+        [
+            metric("report/wall_ms", "improved", -0.40, baseline=64.0, floor=0.05),
+            metric("report/stdout_bytes", "no-change", 0.0, interval=(0.0, 0.0), baseline=11502.0, floor=0.0),
+        ]
+    )
+    _judged(
+        state,
+        "count-with-dict",
+        "LAND",
+        win,
+        win.reasons,
+        cost=0.12,
+        branch="lab/count-with-dict",
+        land_commit=LAND_COMMIT,
+        merge_commit=MERGE,
+    )
     state.log("merge", {"branch": "lab/count-with-dict", "into": "main", "commit": MERGE}, "count-with-dict")
     state.add_measurement("main", MERGE, {"report/wall_ms": 39.0, "report/stdout_bytes": 11502.0}, "count-with-dict")
     state.update_hypothesis("count-with-dict", status=HypothesisStatus.LANDED)
@@ -181,8 +228,17 @@ def fill(state: LabState) -> None:
     iterate = ["promising but unclear: " + "; ".join(unclear.reasons)]
     _judged(state, "tokenize-regex", "ITERATE", unclear, iterate, cost=0.05)
     state.update_hypothesis("tokenize-regex", status=HypothesisStatus.ITERATED)
-    add_hypotheses(state, {"id": "tokenize-regex-r1", "title": "Tokenize with a regex (sharpened)",
-                           "scope": ["wordfreq/tokenize.py"], "impact": 4, "confidence": 0.45}, source="iterate")
+    add_hypotheses(
+        state,
+        {
+            "id": "tokenize-regex-r1",
+            "title": "Tokenize with a regex (sharpened)",
+            "scope": ["wordfreq/tokenize.py"],
+            "impact": 4,
+            "confidence": 0.45,
+        },
+        source="iterate",
+    )
     state.log("stop", {"reason": "the top 5 backlog items have all been attempted"})
 
 
@@ -209,10 +265,14 @@ def test_final_report_has_every_metric_change_and_decision_with_its_reasons(fill
     assert "Stopped: the top 5 backlog items have all been attempted." in report
     assert "3 experiments: 1 landed, 1 killed, 1 iterated." in report
     assert "| report/wall_ms | 64 | 39 | -39.06% |" in report
-    assert ("- `count-with-dict` on `lab/count-with-dict` (merged as `c3c3c3c3c3`): "
-            "report/wall_ms improved by -40.00% beyond floor 5.00%") in report
-    assert ("- `single-write` (hypothesis `single-write`): no effect beyond the noise floor: "
-            "every metric within its noise floor") in report
+    assert (
+        "- `count-with-dict` on `lab/count-with-dict` (merged as `c3c3c3c3c3`): "
+        "report/wall_ms improved by -40.00% beyond floor 5.00%"
+    ) in report
+    assert (
+        "- `single-write` (hypothesis `single-write`): no effect beyond the noise floor: "
+        "every metric within its noise floor"
+    ) in report
     assert "- `tokenize-regex`: promising but unclear: report/wall_ms inconclusive at n=20 (MDE 5.00%)" in report
     next_up = report.split("## Recommended next backlog")[1]
     assert "`tokenize-regex-r1` (score 1.80, exploit): Tokenize with a regex (sharpened)" in next_up
@@ -222,8 +282,14 @@ def test_final_report_has_every_metric_change_and_decision_with_its_reasons(fill
 def test_journal_has_each_judgment_with_its_verdict_table(filled: Workspace) -> None:
     journal = (filled.root / "JOURNAL.md").read_text()
     heads = re.findall(r"^## \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC · (\S+)(?: · (\S+))?$", journal, re.MULTILINE)
-    assert heads == [("lab-start", ""), ("judgment", "count-with-dict"), ("merge", "count-with-dict"),
-                     ("judgment", "single-write"), ("judgment", "tokenize-regex"), ("stop", "")]
+    assert heads == [
+        ("lab-start", ""),
+        ("judgment", "count-with-dict"),
+        ("merge", "count-with-dict"),
+        ("judgment", "single-write"),
+        ("judgment", "tokenize-regex"),
+        ("stop", ""),
+    ]
     assert "| report/wall_ms | 64 | 5.00% |" in journal  # baseline median and noise floor
     assert "**LAND** · hypothesis `count-with-dict`: Count words with a dict" in journal
     assert "Verdict **PASS** after 20 pairs (seed 7):" in journal
@@ -261,8 +327,11 @@ def test_status_before_any_run(demo: Workspace) -> None:
     info = json.loads(result.output)
     assert info["workspace"] == str(demo.root) and info["workers"] == [] and info["stopped"] is None
     assert info["decisions"] == {"LAND": 0, "KILL": 0, "ITERATE": 0}
-    assert [(b["id"], b["score"]) for b in info["backlog"]] == [("count-with-dict", 4.0), ("terse-report", 3.2),
-                                                                ("single-write", 0.3)]
+    assert [(b["id"], b["score"]) for b in info["backlog"]] == [
+        ("count-with-dict", 4.0),
+        ("terse-report", 3.2),
+        ("single-write", 0.3),
+    ]
     assert info["leaderboard"] == [], "nothing is measured before the lab starts"
     assert info["lock"]["state"] in ("free", "held")
     assert info["executor"] == "auto"

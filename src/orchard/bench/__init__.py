@@ -4,8 +4,8 @@ The lab uses only this public surface: load a suite, calibrate, run a
 verdict, read rows. Nothing in bench imports lab.
 """
 
-from orchard.bench.calibration import Calibration, CalibrationFailed
 from orchard.bench.binary import check_binary
+from orchard.bench.calibration import Calibration, CalibrationFailed
 from orchard.bench.campaign import calibrate, run_verdict
 from orchard.bench.store import latest_rows, read_jsonl
 from orchard.bench.suite import Suite, load_suite

@@ -113,7 +113,7 @@ def compute(
     stochastic: list[tuple[str, Any]] = []
     for spec in specs:
         a_raw, b_raw = samples[spec.key]
-        pairs = [(a, b) for a, b in zip(a_raw, b_raw) if a is not None and b is not None]
+        pairs = [(a, b) for a, b in zip(a_raw, b_raw, strict=True) if a is not None and b is not None]
         if not pairs:
             continue  # unmeasured here; the verdict reports it as such
         a = [p[0] for p in pairs]

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orchard.bench import calibration as calibration_cache
-from orchard.bench.binary import binary_sha256, check_binary
 from orchard.bench import rows as rowlib
+from orchard.bench.binary import binary_sha256, check_binary
 from orchard.bench.gates import GateTracker, run_command_gates
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts, machine_fingerprint
@@ -60,7 +60,9 @@ def check_runs(runs: int | None, suite: Suite) -> tuple[int, int]:
     """(min_runs, max_runs) for a campaign, refusing counts too small to judge."""
     max_runs = suite.runs if runs is None else runs
     if max_runs < MIN_RUNS_FLOOR:
-        raise UsageError(f"--runs must be at least {MIN_RUNS_FLOOR} (got {max_runs}): fewer pairs cannot give an exact interval")
+        raise UsageError(
+            f"--runs must be at least {MIN_RUNS_FLOOR} (got {max_runs}): fewer pairs cannot give an exact interval"
+        )
     return min(suite.min_runs, max_runs), max_runs
 
 
@@ -114,7 +116,13 @@ class PairRunner:
         self.tracker = GateTracker(suite.gates, suite.scenarios)
         self.metric_names = {spec.metric for spec in suite.metrics} | set(suite.recorded_only)
         self.subjects = {
-            role: {"name": role, "kind": "binary", "label": str(path), "binary": str(path), "binary_sha256": binary_sha256(path)}
+            role: {
+                "name": role,
+                "kind": "binary",
+                "label": str(path),
+                "binary": str(path),
+                "binary_sha256": binary_sha256(path),
+            }
             for role, path in self.binaries.items()
         }
         self.base_meta = {
@@ -160,7 +168,8 @@ class PairRunner:
 
 def _check_comparable(baseline: Observation, candidate: Observation) -> None:
     """Rows a harness produced with unlike comparability keys are never compared."""
-    for base_row, cand_row in zip(baseline.row.get("harness_rows", []), candidate.row.get("harness_rows", [])):
+    harness_rows = zip(baseline.row.get("harness_rows", []), candidate.row.get("harness_rows", []), strict=False)
+    for base_row, cand_row in harness_rows:
         present = [k for k in rowlib.COMPARABILITY_KEYS if k in base_row or k in cand_row]
         differing = [k for k in present if base_row.get(k) != cand_row.get(k)]
         if differing:
@@ -182,8 +191,13 @@ CALIBRATION_ATTEMPTS = 2
 
 
 def _aa_campaign(
-    suite: Suite, baseline: Path, count: int, seed: int, results: Path, progress: Progress,
-    summary: Callable[[Sequence[dict[str, Any]]], str] | None,
+    suite: Suite,
+    baseline: Path,
+    count: int,
+    seed: int,
+    results: Path,
+    progress: Progress,
+    summary: Callable[[Sequence[Mapping[str, Any]]], str] | None,
 ) -> tuple[dict[str, calibration_cache.MetricCalibration], list[str], Path]:
     """One A/A campaign: (noise per metric, metrics whose interval excludes zero, rows file)."""
     with workbench(suite) as bench, RunWriter(results, "calibrate", summary) as writer:
@@ -214,7 +228,7 @@ def calibrate(
     seed: int | None = None,
     results: Path = Path("results"),
     progress: Progress = _quiet,
-    summary: Callable[[Sequence[dict[str, Any]]], str] | None = None,
+    summary: Callable[[Sequence[Mapping[str, Any]]], str] | None = None,
     file: Path | None = None,
 ) -> calibration_cache.Calibration:
     """A/A: the baseline against itself; saves (in the cache, and in `file` if given) and returns it.
@@ -271,7 +285,7 @@ def run_verdict(
     results: Path = Path("results"),
     recalibrate: bool = False,
     progress: Progress = _quiet,
-    summary: Callable[[Sequence[dict[str, Any]]], str] | None = None,
+    summary: Callable[[Sequence[Mapping[str, Any]]], str] | None = None,
     calibration_file: Path | None = None,
 ) -> Verdict:
     """Judge `candidate` against `baseline` on `suite`.
@@ -335,6 +349,7 @@ def run_verdict(
                 level = plan.alpha_at(index)
                 if level is not None:
                     specs, values = samples.measured()
+                    assert cal is not None  # a failed calibration set `error` and measured no pair
                     metrics = decide_metrics(specs, values, _noise_for(cal, specs), level)
                     if settled(metrics):
                         break

@@ -285,7 +285,10 @@ def _steps(reader: _Reader, data: dict[str, Any], notes: dict[str, str], remote:
         )
     if remote != "git":
         if not raw.get(VERIFY):
-            raise reader.fail(f"step {VERIFY!r}", f"missing (remote = {remote!r} needs commands that fetch the branch into {{verifier}})")
+            raise reader.fail(
+                f"step {VERIFY!r}",
+                f"missing (remote = {remote!r} needs commands that fetch the branch into {{verifier}})",
+            )
         steps[VERIFY] = reader.commands(f"step {VERIFY!r}", raw[VERIFY])
     return steps
 
@@ -363,8 +366,12 @@ def load_flow(path: Path) -> Flow:
         agent_task=_agent_task(reader, data.get("agent_task")),
         env=reader.flow_env,
         publish_protocol=None if protocol is None else PublishProtocol(protocol),
-        interrupted=reader.section("interrupted", data.get("interrupted", {}), ("acquire", "publish"), LOOP_PLACEHOLDERS),
-        contention=reader.section("contention", raw_contention, CONTENTION_KEYS, CONTENTION_PLACEHOLDERS, ("lost_race",)),
+        interrupted=reader.section(
+            "interrupted", data.get("interrupted", {}), ("acquire", "publish"), LOOP_PLACEHOLDERS
+        ),
+        contention=reader.section(
+            "contention", raw_contention, CONTENTION_KEYS, CONTENTION_PLACEHOLDERS, ("lost_race",)
+        ),
         lost_race=lost_race,
         core=reader.section("core", data.get("core", {}), CORE_KEYS, CORE_PLACEHOLDERS),
     )
@@ -388,11 +395,7 @@ def _agent_task(reader: _Reader, raw: Any) -> dict[str, tuple[Command, ...]]:
 
 def shipped_flow_files() -> dict[str, Path]:
     folder = resources.files("orchard.bench").joinpath("flows")
-    return {
-        Path(item.name).stem: Path(str(item))
-        for item in folder.iterdir()
-        if item.name.endswith(".toml")
-    }
+    return {Path(item.name).stem: Path(str(item)) for item in folder.iterdir() if item.name.endswith(".toml")}
 
 
 def load_flows(extra_files: Iterable[Path] = ()) -> dict[str, Flow]:

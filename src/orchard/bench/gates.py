@@ -53,17 +53,19 @@ class GateTracker:
         self, gate: Gate, scenario: str, baseline: Observation, candidate: Observation
     ) -> GateResult | None:
         if gate.kind == "information_recall":
-            base, cand = baseline.recall or 0.0, candidate.recall or 0.0
+            base_recall, cand_recall = baseline.recall or 0.0, candidate.recall or 0.0
             minimum = float(gate.value) if gate.value is not None else 0.0
-            if cand < base or cand < minimum:
+            if cand_recall < base_recall or cand_recall < minimum:
                 return GateResult(
-                    gate.name, False, f"{scenario}: information_recall {cand:.3f} < baseline {base:.3f}"
+                    gate.name, False, f"{scenario}: information_recall {cand_recall:.3f} < baseline {base_recall:.3f}"
                 )
         elif gate.kind == "determinism":
             cand_digests = self._digests[(scenario, "candidate")]
             base_digests = self._digests[(scenario, "baseline")]
             if len(base_digests) > 1:
-                message = f"{scenario}: the baseline's output is not deterministic either; gate '{gate.name}' cannot judge"
+                message = (
+                    f"{scenario}: the baseline's output is not deterministic either; gate '{gate.name}' cannot judge"
+                )
                 if message not in self.warnings:
                     self.warnings.append(message)
             elif len(cand_digests) > 1:
@@ -98,9 +100,17 @@ def run_command_gates(
         assert gate.command is not None
         for role, binary in binaries.items():
             command = render(gate.command, bench.template_values(binary), f"gate '{gate.name}'")
-            capture = runner.run(command, cwd=bench.suite.directory, env=isolated_env(), timeout_s=bench.suite.timeout_s)
-            detail = "passed" if capture.ok else (
-                "timed out" if capture.timed_out else f"exit {capture.returncode}: {capture.stderr_text[-300:].strip()}"
+            capture = runner.run(
+                command, cwd=bench.suite.directory, env=isolated_env(), timeout_s=bench.suite.timeout_s
+            )
+            detail = (
+                "passed"
+                if capture.ok
+                else (
+                    "timed out"
+                    if capture.timed_out
+                    else f"exit {capture.returncode}: {capture.stderr_text[-300:].strip()}"
+                )
             )
             results[role].append(GateResult(gate.name, capture.ok, detail))
     return results

@@ -50,7 +50,8 @@ def lock_disabled() -> bool:
 def read_holder(path: Path) -> dict[str, Any] | None:
     """Who holds (or last held) the lock, as written by that holder."""
     try:
-        return json.loads(Path(f"{path}.holder").read_text())
+        holder: dict[str, Any] = json.loads(Path(f"{path}.holder").read_text())
+        return holder
     except (OSError, ValueError):
         return None
 

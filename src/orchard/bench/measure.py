@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from orchard.bench import instructions, readers, rows, runner, tokens
 from orchard.bench.environment import isolated_env
@@ -248,16 +248,16 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *
         results_file.unlink(missing_ok=True)  # never read an earlier run's results
     admitted = ROWS_ADMITTED_CHARS if scenario.kind == "rows" else bench.suite.admitted_chars
     # the gates judge the whole output; only token estimates use the admitted part
-    with tempfile.SpooledTemporaryFile(max_size=SPILL_BYTES, dir=bench.root) as whole:
+    with tempfile.SpooledTemporaryFile(max_size=SPILL_BYTES, dir=str(bench.root)) as whole:
         capture = runner.run(
             command,
             cwd=bench.suite.directory,
             env=isolated_env(scenario.env),
             timeout_s=scenario.timeout_s,
             admitted_chars=admitted,
-            stdout_sink=whole if scenario.expect else None,
+            stdout_sink=cast(BinaryIO, whole) if scenario.expect else None,
         )
-        fraction = recall(scenario.expect, whole)
+        fraction = recall(scenario.expect, cast(BinaryIO, whole))
     row = rows.step_row(
         capture,
         subject=spec.subject,
@@ -354,7 +354,9 @@ def _observe_python(
     started = time.perf_counter_ns()
     failure = ""
     try:
-        produced = list(function(binary=binary, workdir=bench.root / "work", run=spec.run, fixtures=dict(bench.fixtures)))
+        produced = list(
+            function(binary=binary, workdir=bench.root / "work", run=spec.run, fixtures=dict(bench.fixtures))
+        )
     except Exception as error:  # the lane's failure is the candidate's failure, recorded
         produced, failure = [], f"{type(error).__name__}: {error}"
     ended = time.perf_counter_ns()
@@ -363,10 +365,13 @@ def _observe_python(
     if failed_rows and not failure:
         failure = f"{len(failed_rows)} failed row(s), first: {failed_rows[0].get('operation')}"
     metric_values: dict[str, float | None] = {
-        name: _aggregate([v for v in (as_number(r.get(name)) for r in harness_rows) if v is not None], scenario.aggregate)
+        name: _aggregate(
+            [v for v in (as_number(r.get(name)) for r in harness_rows) if v is not None], scenario.aggregate
+        )
         for name in spec.metric_names
     }
-    metric_values["wall_ms"] = (ended - started) / 1e6
+    wall_ms = (ended - started) / 1e6
+    metric_values["wall_ms"] = wall_ms
     row = {
         "schema": rows.SCHEMA_VERSION,
         **meta,
@@ -376,7 +381,7 @@ def _observe_python(
         "operation": scenario.name,
         "run": spec.run,
         "step_kind": "measured",
-        "elapsed_ms": round(metric_values["wall_ms"], 3),
+        "elapsed_ms": round(wall_ms, 3),
         "returncode": 1 if failure else 0,
         "timed_out": False,
         "command": scenario.callable,

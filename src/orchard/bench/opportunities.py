@@ -113,7 +113,9 @@ def _collect(lane: str, lane_rows: Sequence[Mapping[str, Any]]) -> _Samples:
             if value is not None:
                 samples.add(cell, str(row["subject"]), metric, run, value)
         zero_steps[(str(row["scenario"]), str(row["subject"]), run)] = list(row.get("flow_steps_without_calls") or [])
-        samples.empty_steps[(str(row["scenario"]), str(row["subject"]))] = frozenset(row.get("flow_steps_without_calls") or ())
+        samples.empty_steps[(str(row["scenario"]), str(row["subject"]))] = frozenset(
+            row.get("flow_steps_without_calls") or ()
+        )
         if row.get("describe_note"):
             samples.notes[(str(row["scenario"]), str(row["subject"]))] = str(row["describe_note"])
     for row in steps:
@@ -128,7 +130,11 @@ def _collect(lane: str, lane_rows: Sequence[Mapping[str, Any]]) -> _Samples:
             samples.add(step_cell, subject, metric, run, value)
             samples.parts[(step_cell, subject, metric)][str(row["operation"])].append(value)
             for total in totals:
-                if total["subject"] == row["subject"] and total["scenario"] == row["scenario"] and total.get("run") == row.get("run"):
+                if (
+                    total["subject"] == row["subject"]
+                    and total["scenario"] == row["scenario"]
+                    and total.get("run") == row.get("run")
+                ):
                     total_cell = (lane, str(row["scenario"]), _total_operation(total), "total")
                     samples.parts[(total_cell, subject, metric)][part].append(value)
     # A step the subject's flow makes no call for is a measured zero, not a gap in the data.
@@ -158,15 +164,19 @@ def _note(samples: _Samples, cell: Cell, subject: str, comparator: str) -> str |
     if not relevant:
         return None
     notes = [samples.notes.get((scenario, name)) for name in (subject, comparator)]
-    return " / ".join(f"{name}: {note}" for name, note in zip((subject, comparator), notes, strict=True) if note) or None
+    return (
+        " / ".join(f"{name}: {note}" for name, note in zip((subject, comparator), notes, strict=True) if note) or None
+    )
 
 
-def _where(samples: _Samples, cell: Cell, subject: str, comparator: str, metric: str, runs: int) -> list[dict[str, Any]]:
+def _where(
+    samples: _Samples, cell: Cell, subject: str, comparator: str, metric: str, runs: int
+) -> list[dict[str, Any]]:
     mine = samples.parts.get((cell, subject, metric), {})
     theirs = samples.parts.get((cell, comparator, metric), {})
     total = sum(sum(values) for values in mine.values()) or 1.0
     their_runs = max(1, len(samples.values.get((cell, comparator, metric), {})))
-    parts = [
+    parts: list[dict[str, Any]] = [
         {
             "part": part,
             "value": round(sum(values) / max(1, runs), 3),
@@ -193,7 +203,8 @@ def rank(results: Path) -> dict[str, Any]:
         subjects = sorted({subject for (_, subject, _) in samples.values})
         if len(subjects) < 2:
             not_compared.append(
-                f"{lane}: only {', '.join(subjects) or 'no subject'} measured successfully in {path.name}; nothing to compare"
+                f"{lane}: only {', '.join(subjects) or 'no subject'} measured successfully in {path.name}; "
+                "nothing to compare"
             )
             continue
         by_cell: dict[tuple[Cell, str], dict[str, dict[int, float]]] = defaultdict(dict)
@@ -207,8 +218,7 @@ def rank(results: Path) -> dict[str, Any]:
                 rivals = {
                     other: other_value
                     for other, other_value in medians.items()
-                    if other != subject
-                    and (not latency or samples.transport.get((cell[1], other)) == mine_transport)
+                    if other != subject and (not latency or samples.transport.get((cell[1], other)) == mine_transport)
                 }
                 if not rivals:
                     continue
@@ -218,7 +228,9 @@ def rank(results: Path) -> dict[str, Any]:
                 gap = value - best if direction == LOWER else best - value
                 if gap <= 0:
                     continue
-                if latency and not _separated(per_subject[subject].values(), per_subject[comparator].values(), direction):
+                if latency and not _separated(
+                    per_subject[subject].values(), per_subject[comparator].values(), direction
+                ):
                     continue
                 ratio = gap / max(abs(best), floor)
                 items.append(
@@ -272,14 +284,19 @@ def render(document: Mapping[str, Any], top: int | None = None) -> str:
         lines.append("no opportunities: no subject trails a comparator on a comparable metric")
         return "\n".join(lines) + "\n"
     lines.append("")
-    lines.append(f"{'#':>3}  {'score':>7}  {'subject':<10} {'scenario':<26} {'operation':<30} {'metric':<22} {'value':>10} {'best (who)':>20}")
+    lines.append(
+        f"{'#':>3}  {'score':>7}  {'subject':<10} {'scenario':<26} {'operation':<30} {'metric':<22} "
+        f"{'value':>10} {'best (who)':>20}"
+    )
     for item in items:
         best = f"{item['comparator_value']:g} ({item['comparator']})"
         lines.append(
             f"{item['rank']:>3}  {item['score']:>7.3f}  {item['subject']:<10} {item['scenario']:<26} "
             f"{item['operation']:<30} {item['metric']:<22} {item['value']:>10g} {best:>20}"
         )
-        where = ", ".join(f"{part['part']} {part['value']:g} vs {part['comparator_value']:g}" for part in item["where"][:3])
+        where = ", ".join(
+            f"{part['part']} {part['value']:g} vs {part['comparator_value']:g}" for part in item["where"][:3]
+        )
         if where:
             lines.append(f"{'':>14}where: {where}")
         if item.get("note"):

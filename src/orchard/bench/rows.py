@@ -46,15 +46,6 @@ def comparability(
     }
 
 
-def comparability_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
-    return tuple(row.get(key) for key in COMPARABILITY_KEYS)
-
-
-def incomparable_keys(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
-    """Names of the comparability keys on which two rows differ."""
-    return [key for key in COMPARABILITY_KEYS if a.get(key) != b.get(key)]
-
-
 def _subject_fields(subject: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "subject": subject["name"],
@@ -172,7 +163,7 @@ def total_row(
     for row in measured:
         phase = str(row.get("operation", "unknown")).split(".", 1)[0]
         phase_ms[phase] = round(phase_ms.get(phase, 0.0) + float(row.get("elapsed_ms") or 0.0), 3)
-    elapsed = [row.get("elapsed_ms") for row in measured if row.get("elapsed_ms") is not None]
+    elapsed = [float(row["elapsed_ms"]) for row in measured if row.get("elapsed_ms") is not None]
     return {
         "schema": SCHEMA_VERSION,
         **metadata,

@@ -23,10 +23,10 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from typing import BinaryIO
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO, BinaryIO, cast
 
 DEFAULT_ADMITTED_CHARS = 20_000
 # After the child exits, how long stragglers holding its pipes may keep
@@ -113,7 +113,7 @@ class _Feed:
 
 
 def _now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def kill_group(pgid: int) -> None:
@@ -136,7 +136,7 @@ def run(
 ) -> Capture:
     """Run `command` (an argv list; a string runs through /bin/sh) and measure it."""
     shell = isinstance(command, str)
-    argv: list[str] | str = command if shell else [str(part) for part in command]
+    argv: list[str] | str = command if isinstance(command, str) else [str(part) for part in command]
     launcher_rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started_at = _now_iso()
     started_ns = time.perf_counter_ns()
@@ -185,7 +185,7 @@ def run(
                     if isinstance(key.data, _Feed):
                         if key.data.write(key.fd):
                             selector.unregister(key.fileobj)
-                            key.fileobj.close()
+                            cast(IO[bytes], key.fileobj).close()
                         continue
                     if key.data is None:
                         _, status, rusage = os.wait4(proc.pid, 0)

@@ -18,7 +18,10 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
+import numpy.typing as npt
 
+# samples: a list of numbers or an array of them
+Values = Sequence[float] | npt.NDArray[np.float64]
 # Relative efficiency of Hodges-Lehmann against the mean under normal noise
 # is 3/pi, so its standard error is sqrt(pi/3) times the mean's.
 HL_SE_FACTOR = math.sqrt(math.pi / 3)
@@ -45,14 +48,14 @@ def signed_rank_cdf(n: int) -> np.ndarray:
     return np.cumsum(_signed_rank_pmf(n))
 
 
-def walsh_averages(values: Sequence[float]) -> np.ndarray:
+def walsh_averages(values: Values) -> np.ndarray:
     """All (x_i + x_j) / 2 for i <= j, sorted."""
     x = np.asarray(values, dtype=float)
     i, j = np.triu_indices(len(x))
     return np.sort((x[i] + x[j]) / 2.0)
 
 
-def hodges_lehmann(values: Sequence[float]) -> float:
+def hodges_lehmann(values: Values) -> float:
     """The one-sample Hodges-Lehmann estimate: median of the Walsh averages."""
     return float(np.median(walsh_averages(values)))
 
@@ -67,7 +70,7 @@ class Interval:
         return value < self.low or value > self.high
 
 
-def hl_interval(values: Sequence[float], confidence: float) -> Interval:
+def hl_interval(values: Values, confidence: float) -> Interval:
     """Exact distribution-free interval for the centre of symmetric differences.
 
     With M Walsh averages sorted, [W_k, W_{M+1-k}] covers the centre with
@@ -90,7 +93,7 @@ def hl_interval(values: Sequence[float], confidence: float) -> Interval:
     return Interval(float(walsh[c]), float(walsh[m - 1 - c]), 1.0 - 2.0 * float(cdf[c]))
 
 
-def signed_rank_p_greater(values: Sequence[float], shift: float = 0.0) -> float:
+def signed_rank_p_greater(values: Values, shift: float = 0.0) -> float:
     """Exact one-sided p-value of H0: centre <= shift against centre > shift.
 
     Zero differences are dropped (Wilcoxon's convention); ties among the
@@ -124,7 +127,7 @@ def _average_ranks(values: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def robust_sd(values: Sequence[float]) -> float:
+def robust_sd(values: Values) -> float:
     """Standard deviation estimated from the MAD (outliers do not inflate it)."""
     x = np.asarray(values, dtype=float)
     if len(x) < 2:

@@ -157,16 +157,15 @@ def parse_subjects(
             kind = str(entry.get("kind", name))
             found = shutil.which(str(entry["bin"]))
             absent = None if found else f"no {entry['bin']} binary on PATH; give {name}=/path/to/{entry['bin']}"
-            subject = resolve(name, kind, str(entry.get("label", name)), Path(found).resolve() if found else None, absent)
+            subject = resolve(name, kind, str(entry.get("label", name)), Path(found).resolve() if found else None,
+                              absent)
         else:
             raise UsageError(
-                f"unknown subject {name!r}: known names are {', '.join(sorted(table))}; "
-                f"or give NAME=/path/to/binary"
+                f"unknown subject {name!r}: known names are {', '.join(sorted(table))}; or give NAME=/path/to/binary"
             )
         if subject.kind not in known_kinds:
             raise UsageError(
-                f"subject {name}: no flow for kind {subject.kind!r} "
-                f"(flows: {', '.join(sorted(known_kinds))})"
+                f"subject {name}: no flow for kind {subject.kind!r} (flows: {', '.join(sorted(known_kinds))})"
             )
         if any(existing.name == subject.name for existing in subjects):
             raise UsageError(f"subject {name!r} is given twice")

@@ -140,7 +140,7 @@ class _Reader:
         return value
 
     def command(self, key: str, *, required: bool) -> list[str] | str | None:
-        value = self.get(key, (list, str), None, required=required)
+        value: list[str] | str | None = self.get(key, (list, str), None, required=required)
         if isinstance(value, list):
             if not value or not all(isinstance(part, str) for part in value):
                 self.fail(f"'{key}' must be a non-empty list of strings or a shell string")
@@ -161,7 +161,8 @@ class _Reader:
 
 
 def _kind_names(kinds: type | tuple[type, ...]) -> str:
-    names = {list: "a list", str: "a string", int: "an integer", float: "a number", bool: "true or false", dict: "a table"}
+    names = {list: "a list", str: "a string", int: "an integer", float: "a number", bool: "true or false",
+             dict: "a table"}
     kinds = kinds if isinstance(kinds, tuple) else (kinds,)
     return " or ".join(dict.fromkeys(names.get(kind, kind.__name__) for kind in kinds))
 
@@ -259,8 +260,7 @@ def load_suite(path: Path | str) -> Suite:
 
     known_values = {m.metric for m in metrics} | set(recorded) | set(BUILTIN_METRICS) | set(GATE_VALUES)
     gates = tuple(
-        _gate(path, i, t, scenario_names, known_values, scenarios)
-        for i, t in enumerate(_tables(path, data, "gate"))
+        _gate(path, i, t, scenario_names, known_values, scenarios) for i, t in enumerate(_tables(path, data, "gate"))
     )
     return Suite(
         path=path,
@@ -410,5 +410,7 @@ def _gate(
     if kind == "determinism":
         loose = [s.name for s in scenarios if s.name in applies and s.kind != "command"]
         if loose and not fields:
-            reader.fail(f"scenario(s) {', '.join(loose)} produce rows: name the row 'fields' that must be deterministic")
+            reader.fail(
+                f"scenario(s) {', '.join(loose)} produce rows: name the row 'fields' that must be deterministic"
+            )
     return Gate(kind, name, applies, metric, value, command, fields)

@@ -43,7 +43,7 @@ def run_suite(
     runs: int,
     seed: int,
     results: Path,
-    summary: Callable[[Sequence[dict[str, Any]]], str] | None,
+    summary: Callable[[Sequence[Mapping[str, Any]]], str] | None,
     progress: Callable[[int, int], None],
 ) -> RunWriter:
     """Measure every scenario `runs` times per subject; returns the closed writer."""

@@ -116,8 +116,8 @@ def summed_fields(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     totals: dict[str, Any] = {}
     for field in (*TOKEN_FIELDS, "stdout_bytes", "stderr_bytes"):
         values = [row.get(field) for row in rows]
-        measured = bool(values) and all(v is not None for v in values)
-        totals[field] = sum(int(v) for v in values) if measured else None
+        counted = [int(v) for v in values if v is not None]
+        totals[field] = sum(counted) if counted and len(counted) == len(values) else None
     totals["stdout_truncated"] = any(bool(row.get("stdout_truncated")) for row in rows)
     totals["stderr_truncated"] = any(bool(row.get("stderr_truncated")) for row in rows)
     totals["token_estimate_method"] = "sum over steps of " + METHOD

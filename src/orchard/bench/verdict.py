@@ -29,7 +29,6 @@ import numpy as np
 from orchard.bench import stats
 
 
-
 class VerdictWord(StrEnum):
     """A candidate's overall verdict against its baseline (ERROR: nothing could be compared)."""
 
@@ -186,7 +185,7 @@ def _from_relative(scale: str, value: float) -> float:
     return math.log1p(value) if scale == "log-ratio" else value
 
 
-def paired_differences(baseline: Sequence[float], candidate: Sequence[float]) -> tuple[str, np.ndarray]:
+def paired_differences(baseline: stats.Values, candidate: stats.Values) -> tuple[str, np.ndarray]:
     """Per-pair differences on the best scale the data allows."""
     a = np.asarray(baseline, dtype=float)
     b = np.asarray(candidate, dtype=float)
@@ -231,7 +230,7 @@ class AdaptivePlan:
         return self.alpha * weights[points.index(n)] / sum(weights)
 
 
-def _classify(low: float, high: float, floor: float) -> str:
+def _classify(low: float, high: float, floor: float) -> MetricVerdict:
     """Classify an interval on the bad-is-positive scale."""
     if low > floor:
         return MetricVerdict.REGRESSED
@@ -302,7 +301,7 @@ def decide_metrics(
         )
     p_values = [_claim_p(bad, floor_scaled) for _, _, bad, floor_scaled in statistical]
     levels = stats.holm_levels(p_values, alpha)
-    for (spec, scale, bad, floor_scaled), p, level in zip(statistical, p_values, levels):
+    for (spec, scale, bad, floor_scaled), p, level in zip(statistical, p_values, levels, strict=True):
         result = results[spec.key]
         sign = spec.bad_sign
         interval = stats.hl_interval(bad, 1.0 - 2.0 * level)

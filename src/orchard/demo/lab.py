@@ -18,7 +18,8 @@ from pathlib import Path
 
 from orchard.demo import BENCH, BINARY, HYPOTHESES, TARGET, copy_template
 from orchard.errors import UsageError
-from orchard.lab import backlog, config as config_module
+from orchard.lab import backlog
+from orchard.lab import config as config_module
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 

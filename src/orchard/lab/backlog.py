@@ -37,17 +37,20 @@ def _literal_prefix(pattern: str) -> str:
     return match.group(0) if match else ""
 
 
+def _globby(entry: str) -> bool:
+    return any(ch in entry for ch in "*?[")
+
+
 def _entries_overlap(a: str, b: str) -> bool:
     """Whether two scope entries (paths, directories or globs) can name a common file."""
     a, b = a.strip("/"), b.strip("/")
     if a == b:
         return True
-    globby = lambda s: any(ch in s for ch in "*?[")  # noqa: E731
-    if not globby(a) and not globby(b):
+    if not _globby(a) and not _globby(b):
         return a.startswith(b + "/") or b.startswith(a + "/")
-    if globby(a) and not globby(b):
+    if _globby(a) and not _globby(b):
         return fnmatch.fnmatchcase(b, a) or _literal_prefix(a).startswith(b + "/") or b.startswith(_literal_prefix(a))
-    if globby(b) and not globby(a):
+    if _globby(b) and not _globby(a):
         return _entries_overlap(b, a)
     pa, pb = _literal_prefix(a), _literal_prefix(b)
     return pa.startswith(pb) or pb.startswith(pa)  # two globs: conservative
@@ -136,19 +139,21 @@ def from_opportunities(items: Sequence[Mapping[str, Any]], top: int) -> list[Hyp
     for item in items[:top]:
         where = ", ".join(str(w.get("part")) for w in item.get("where", [])[:3])
         ratio = float(item.get("gap_ratio") or 0.0)
-        found.append(Hypothesis(
-            id=slug(f"gap {item['scenario']} {item['operation']} {item['metric']} {item['subject']}"),
-            title=f"Close the {item['metric']} gap of {item['subject']} on {item['scenario']} {item['operation']}",
-            metric=f"{item['scenario']}/{item['metric']}",
-            current_value=str(item.get("value")),
-            change=f"find out why {item['subject']} pays {item.get('value')} where {item.get('comparator')} "
-                   f"pays {item.get('comparator_value')} (where it goes: {where or 'unknown'}) and remove the difference",
-            predicted_effect=-min(0.9, ratio / (1 + ratio)) if ratio > 0 else None,
-            impact=min(5.0, 1.0 + float(item.get("score") or 0.0)),
-            confidence=0.3,
-            effort=3.0,
-            lane=Lane.EXPLORE,
-        ))
+        found.append(
+            Hypothesis(
+                id=slug(f"gap {item['scenario']} {item['operation']} {item['metric']} {item['subject']}"),
+                title=f"Close the {item['metric']} gap of {item['subject']} on {item['scenario']} {item['operation']}",
+                metric=f"{item['scenario']}/{item['metric']}",
+                current_value=str(item.get("value")),
+                change=f"find out why {item['subject']} pays {item.get('value')} where {item.get('comparator')} "
+                f"pays {item.get('comparator_value')} (where it goes: {where or 'unknown'}) and remove the difference",
+                predicted_effect=-min(0.9, ratio / (1 + ratio)) if ratio > 0 else None,
+                impact=min(5.0, 1.0 + float(item.get("score") or 0.0)),
+                confidence=0.3,
+                effort=3.0,
+                lane=Lane.EXPLORE,
+            )
+        )
     return found
 
 
@@ -173,9 +178,13 @@ def sharpen(state: LabState, parent: Hypothesis, reasons: Sequence[str]) -> Hypo
     n = 1
     while state.has_hypothesis(f"{root}-r{n}"):
         n += 1
-    return replace(parent, id=f"{root}-r{n}", title=f"{parent.title} (sharpened)",
-                   confidence=round(parent.confidence * ITERATE_CONFIDENCE_FACTOR, 4),
-                   notes=(parent.notes + f"\nlearned from {parent.id}: " + "; ".join(reasons)).strip())
+    return replace(
+        parent,
+        id=f"{root}-r{n}",
+        title=f"{parent.title} (sharpened)",
+        confidence=round(parent.confidence * ITERATE_CONFIDENCE_FACTOR, 4),
+        notes=(parent.notes + f"\nlearned from {parent.id}: " + "; ".join(reasons)).strip(),
+    )
 
 
 def top_attempted(state: LabState, top: int) -> bool:
@@ -185,9 +194,14 @@ def top_attempted(state: LabState, top: int) -> bool:
 
 
 def render(state: LabState) -> str:
-    lines = ["# Backlog", "", "Ranked by score = impact x confidence / effort. Rendered from lab.db.", "",
-             "| rank | id | lane | score | status | metric | predicted | scope | title |",
-             "|---:|---|---|---:|---|---|---:|---|---|"]
+    lines = [
+        "# Backlog",
+        "",
+        "Ranked by score = impact x confidence / effort. Rendered from lab.db.",
+        "",
+        "| rank | id | lane | score | status | metric | predicted | scope | title |",
+        "|---:|---|---|---:|---|---|---:|---|---|",
+    ]
     done = (HypothesisStatus.RUNNING, HypothesisStatus.ITERATED, HypothesisStatus.LANDED, HypothesisStatus.KILLED)
     order = ranked(state) + ranked(state, done)
     for rank, record in enumerate(order, 1):

@@ -36,7 +36,6 @@ from orchard.lab.report import ReportReading
 from orchard.lab.workspace import REPORT_NAME, Workspace
 
 
-
 class Flag(StrEnum):
     """What collection noticed about a candidate (see the module's docstring)."""
 

@@ -124,28 +124,54 @@ def main_over_time(view: LabView) -> list[Chart]:
                for step, _ in points]
         if exact:
             values = [m.candidate for _, m in points]
-            figure = go.Figure(go.Scatter(
-                x=times, y=values, mode="markers+text", name="main (exact value)", text=[exact_value(v) for v in values],
-                textposition="top center", marker={"size": 10, "symbol": "diamond", "color": "#1f77b4"},
-                customdata=labels, hovertemplate="%{customdata}<br>%{y} " + unit(key) + "<extra></extra>"))
+            figure = go.Figure(
+                go.Scatter(
+                    x=times,
+                    y=values,
+                    mode="markers+text",
+                    name="main (exact value)",
+                    text=[exact_value(v) for v in values],
+                    textposition="top center",
+                    marker={"size": 10, "symbol": "diamond", "color": "#1f77b4"},
+                    customdata=labels,
+                    hovertemplate="%{customdata}<br>%{y} " + unit(key) + "<extra></extra>",
+                )
+            )
             y_title = f"{key} ({unit(key) or 'value'}), exact · {_better(view, key)}"
             figure.update_layout(_layout(title, "time (UTC)", y_title))
         else:
             triples = [_pct_points(m) for _, m in points]
-            figure = go.Figure(go.Scatter(
-                x=times, y=[t[0] if t else None for t in triples], mode="lines+markers+text", name="main vs start",
-                line={"shape": "hv", "color": "#1f77b4"}, text=[step.commit[:10] for step, _ in points],
-                textposition="top center",
-                error_y={"type": "data", "symmetric": False, "array": [t[2] if t else None for t in triples],
-                         "arrayminus": [t[1] if t else None for t in triples], "visible": True},
-                customdata=[[label, pct(m.effect), f"[{pct(m.low)}, {pct(m.high)}]", h]
-                            for label, (_, m), h in zip(labels, points, how)],
-                hovertemplate="%{customdata[0]}<br>effect %{customdata[1]} %{customdata[2]}<br>%{customdata[3]}"
-                              "<extra></extra>"))
+            figure = go.Figure(
+                go.Scatter(
+                    x=times,
+                    y=[t[0] if t else None for t in triples],
+                    mode="lines+markers+text",
+                    name="main vs start",
+                    line={"shape": "hv", "color": "#1f77b4"},
+                    text=[step.commit[:10] for step, _ in points],
+                    textposition="top center",
+                    error_y={
+                        "type": "data",
+                        "symmetric": False,
+                        "array": [t[2] if t else None for t in triples],
+                        "arrayminus": [t[1] if t else None for t in triples],
+                        "visible": True,
+                    },
+                    customdata=[
+                        [label, pct(m.effect), f"[{pct(m.low)}, {pct(m.high)}]", h]
+                        for label, (_, m), h in zip(labels, points, how, strict=True)
+                    ],
+                    hovertemplate="%{customdata[0]}<br>effect %{customdata[1]} %{customdata[2]}<br>%{customdata[3]}"
+                    "<extra></extra>",
+                )
+            )
             floor = view.floors.get(key, 0.0)
             figure.add_trace(_floor_legend(floor))
-            figure.update_layout(_layout(title, "time (UTC)", f"change vs lab start (%) · {_better(view, key)}",
-                                         shapes=[_floor_band(floor)]))
+            figure.update_layout(
+                _layout(
+                    title, "time (UTC)", f"change vs lab start (%) · {_better(view, key)}", shapes=[_floor_band(floor)]
+                )
+            )
             figure.update_yaxes(ticksuffix="%")
         charts.append(_chart(f"main-{_slug(key)}", title, figure, [step.at for step, _ in points]))
     return charts
@@ -179,35 +205,80 @@ def experiments(view: LabView) -> list[Chart]:
                 continue
             name = decision or "not decided"
             colour = PENDING_COLOUR if decision is None else COLOURS[decision]
-            hover = [[e.name, e.decision or e.status, m.verdict, pct(m.effect), f"[{pct(m.low)}, {pct(m.high)}]",
-                      f"{m.floor:.2%}", m.n, num(m.baseline), num(m.candidate)] for e, m in mine]
-            template = ("%{customdata[0]} (%{customdata[1]})<br>%{customdata[2]} %{customdata[3]} %{customdata[4]}"
-                        "<br>floor %{customdata[5]}, n %{customdata[6]}<br>base %{customdata[7]} → "
-                        "candidate %{customdata[8]}<extra></extra>")
+            hover = [
+                [
+                    e.name,
+                    e.decision or e.status,
+                    m.verdict,
+                    pct(m.effect),
+                    f"[{pct(m.low)}, {pct(m.high)}]",
+                    f"{m.floor:.2%}",
+                    m.n,
+                    num(m.baseline),
+                    num(m.candidate),
+                ]
+                for e, m in mine
+            ]
+            template = (
+                "%{customdata[0]} (%{customdata[1]})<br>%{customdata[2]} %{customdata[3]} %{customdata[4]}"
+                "<br>floor %{customdata[5]}, n %{customdata[6]}<br>base %{customdata[7]} → "
+                "candidate %{customdata[8]}<extra></extra>"
+            )
             if exact:
-                figure.add_trace(go.Scatter(
-                    x=[e.name for e, _ in mine], y=[m.candidate for _, m in mine], mode="markers+text", name=name,
-                    text=[f"{exact_value(m.baseline)} → {exact_value(m.candidate)}" for _, m in mine], textposition="top center",
-                    marker={"color": colour, "size": 11, "symbol": "diamond"}, customdata=hover,
-                    hovertemplate=template))
+                figure.add_trace(
+                    go.Scatter(
+                        x=[e.name for e, _ in mine],
+                        y=[m.candidate for _, m in mine],
+                        mode="markers+text",
+                        name=name,
+                        text=[f"{exact_value(m.baseline)} → {exact_value(m.candidate)}" for _, m in mine],
+                        textposition="top center",
+                        marker={"color": colour, "size": 11, "symbol": "diamond"},
+                        customdata=hover,
+                        hovertemplate=template,
+                    )
+                )
             else:
                 triples = [_pct_points(m) for _, m in mine]
-                figure.add_trace(go.Scatter(
-                    x=[e.name for e, _ in mine], y=[t[0] if t else None for t in triples], mode="markers+text",
-                    name=name, text=[pct(m.effect) for _, m in mine], textposition="middle right",
-                    marker={"color": colour, "size": 10},
-                    error_y={"type": "data", "symmetric": False, "array": [t[2] if t else None for t in triples],
-                             "arrayminus": [t[1] if t else None for t in triples], "color": colour},
-                    customdata=hover, hovertemplate=template))
+                figure.add_trace(
+                    go.Scatter(
+                        x=[e.name for e, _ in mine],
+                        y=[t[0] if t else None for t in triples],
+                        mode="markers+text",
+                        name=name,
+                        text=[pct(m.effect) for _, m in mine],
+                        textposition="middle right",
+                        marker={"color": colour, "size": 10},
+                        error_y={
+                            "type": "data",
+                            "symmetric": False,
+                            "array": [t[2] if t else None for t in triples],
+                            "arrayminus": [t[1] if t else None for t in triples],
+                            "color": colour,
+                        },
+                        customdata=hover,
+                        hovertemplate=template,
+                    )
+                )
         if exact:
-            figure.update_layout(_layout(title, "experiment (each against its own base)",
-                                         f"{key} ({unit(key) or 'value'}), exact · {_better(view, key)}"))
+            figure.update_layout(
+                _layout(
+                    title,
+                    "experiment (each against its own base)",
+                    f"{key} ({unit(key) or 'value'}), exact · {_better(view, key)}",
+                )
+            )
         else:
             floor = view.floors.get(key, max(m.floor for _, m in rows))
             figure.add_trace(_floor_legend(floor))
-            figure.update_layout(_layout(title, "experiment (each against its own base)",
-                                         f"effect vs its base (%) · {_better(view, key)}",
-                                         shapes=[_floor_band(floor)]))
+            figure.update_layout(
+                _layout(
+                    title,
+                    "experiment (each against its own base)",
+                    f"effect vs its base (%) · {_better(view, key)}",
+                    shapes=[_floor_band(floor)],
+                )
+            )
             figure.update_yaxes(ticksuffix="%")
         figure.update_xaxes(type="category", tickangle=-30)
         charts.append(_chart(f"experiments-{_slug(key)}", title, figure))
@@ -223,19 +294,38 @@ def activity(view: LabView) -> Chart | None:
     title = "lock waits and busy workers"
     figure = go.Figure()
     if view.busy:
-        figure.add_trace(go.Scatter(
-            x=[_utc(b.at) for b in view.busy], y=[b.workers for b in view.busy], mode="lines", name="busy workers",
-            line={"shape": "hv", "color": "#1f77b4"}, hovertemplate="%{x}<br>%{y} busy<extra></extra>"))
+        figure.add_trace(
+            go.Scatter(
+                x=[_utc(b.at) for b in view.busy],
+                y=[b.workers for b in view.busy],
+                mode="lines",
+                name="busy workers",
+                line={"shape": "hv", "color": "#1f77b4"},
+                hovertemplate="%{x}<br>%{y} busy<extra></extra>",
+            )
+        )
     if view.lock_waits:
-        figure.add_trace(go.Bar(
-            x=[_utc(w.at) for w in view.lock_waits], y=[round(w.wait_ms / 1000, 3) for w in view.lock_waits],
-            name="lock wait per verdict (s)", yaxis="y2", marker={"color": "#9467bd"},
-            customdata=[[w.kind, w.experiment or ""] for w in view.lock_waits],
-            hovertemplate="%{customdata[0]} %{customdata[1]}<br>waited %{y} s<extra></extra>"))
+        figure.add_trace(
+            go.Bar(
+                x=[_utc(w.at) for w in view.lock_waits],
+                y=[round(w.wait_ms / 1000, 3) for w in view.lock_waits],
+                name="lock wait per verdict (s)",
+                yaxis="y2",
+                marker={"color": "#9467bd"},
+                customdata=[[w.kind, w.experiment or ""] for w in view.lock_waits],
+                hovertemplate="%{customdata[0]} %{customdata[1]}<br>waited %{y} s<extra></extra>",
+            )
+        )
     layout = _layout(title, "time (UTC)", f"busy workers (of {view.worker_slots})")
     layout["yaxis"].update(range=[0, view.worker_slots + 0.5], dtick=1)
-    layout["yaxis2"] = {"title": {"text": "lock wait (s)"}, "overlaying": "y", "side": "right", "showline": True,
-                        "ticks": "outside", "rangemode": "tozero"}
+    layout["yaxis2"] = {
+        "title": {"text": "lock wait (s)"},
+        "overlaying": "y",
+        "side": "right",
+        "showline": True,
+        "ticks": "outside",
+        "rangemode": "tozero",
+    }
     figure.update_layout(layout)
     return _chart("activity", title, figure, [b.at for b in view.busy] + [w.at for w in view.lock_waits])
 
@@ -253,8 +343,18 @@ class ChartSet:
 def _inputs(view: LabView) -> str:
     """Everything the charts are drawn from (and nothing else: not the clock, not the logs)."""
     judged = [(e.name, e.decision, e.status, e.verdict) for e in view.experiments]
-    return repr((view.main_steps, judged, view.lock_waits, view.busy, sorted(view.floors.items()),
-                 sorted(view.directions.items()), sorted(view.baseline.items()), view.worker_slots))
+    return repr(
+        (
+            view.main_steps,
+            judged,
+            view.lock_waits,
+            view.busy,
+            sorted(view.floors.items()),
+            sorted(view.directions.items()),
+            sorted(view.baseline.items()),
+            view.worker_slots,
+        )
+    )
 
 
 class ChartCache:

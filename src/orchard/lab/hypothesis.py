@@ -114,7 +114,9 @@ class Hypothesis:
             problems.append(f"{source}.id: {data['id']!r} must be lower-case letters, digits and '-' (at most 48)")
         predicted = data.get("predicted_effect")
         if predicted is not None and (not isinstance(predicted, (int, float)) or isinstance(predicted, bool)):
-            problems.append(f"{source}.predicted_effect: expected a relative number (-0.3 = 30% lower), got {predicted!r}")
+            problems.append(
+                f"{source}.predicted_effect: expected a relative number (-0.3 = 30% lower), got {predicted!r}"
+            )
         scope = data.get("scope", [])
         if not isinstance(scope, list) or not all(isinstance(item, str) and item for item in scope):
             problems.append(f"{source}.scope: expected a list of paths, got {scope!r}")

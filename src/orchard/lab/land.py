@@ -18,7 +18,6 @@ landing anything twice.
 from __future__ import annotations
 
 import math
-
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path

@@ -12,7 +12,7 @@ tests/data/cli-help/, which the tests compare every rendered flag against):
 | --- | --- | --- | --- |
 | claude | `claude` (npm @anthropic-ai/claude-code) | 2.1.332 | `claude --help` |
 | codex | `codex exec` (npm @openai/codex) | 0.171.0 | `codex exec --help` |
-| cursor | `agent` (Cursor's CLI) | docs only | not on npm or PyPI (its installer downloads a binary, which this machine cannot); flags follow cursor.com/docs/cli/reference/parameters and output-format |
+| cursor | `agent` (Cursor's CLI) | docs only | not on npm/PyPI (no download here); flags per cursor.com/docs/cli |
 | aider | `aider` (PyPI aider-chat) | 0.86.2 | `aider --help` |
 
 `patch` runs no model: `python -m orchard.lab.patch_worker` applies the
@@ -124,8 +124,9 @@ class Launcher(ABC):
 
     def context(self, workspace: Workspace, experiment: Experiment) -> LaunchContext:
         paths = experiment_paths(workspace, experiment)
-        return LaunchContext(experiment, paths, experiment_commands(workspace, paths), workspace.logs_dir,
-                             workspace.config.target.vcs)
+        return LaunchContext(
+            experiment, paths, experiment_commands(workspace, paths), workspace.logs_dir, workspace.config.target.vcs
+        )
 
     def job(self, workspace: Workspace, experiment: Experiment, env: dict[str, str] | None = None) -> Job:
         """The executor job for `experiment`: its launch line, run in its target checkout."""
@@ -193,10 +194,14 @@ class ClaudeLauncher(Launcher):
         # several values and would swallow a prompt placed after them.
         head = f"{shlex.quote(self.executable)} -p {_prompt_arg(context.paths.prompt_file)}"
         words = [
-            "--output-format", "json",
-            "--permission-mode", "acceptEdits",
-            "--allowedTools", tools,
-            "--add-dir", str(context.paths.bench_dir),
+            "--output-format",
+            "json",
+            "--permission-mode",
+            "acceptEdits",
+            "--allowedTools",
+            tools,
+            "--add-dir",
+            str(context.paths.bench_dir),
         ]
         return " ".join(part for part in (head, _join(words), self._tail()) if part)
 
@@ -226,12 +231,16 @@ class CodexLauncher(Launcher):
     def command(self, context: LaunchContext) -> str:
         last_message = context.log_dir / f"{context.experiment.name}.last-message.md"
         words = [
-            self.executable, "exec",
-            "--sandbox", "workspace-write",
+            self.executable,
+            "exec",
+            "--sandbox",
+            "workspace-write",
             "--skip-git-repo-check",
             "--json",
-            "-o", str(last_message),
-            "--add-dir", str(context.paths.bench_dir),
+            "-o",
+            str(last_message),
+            "--add-dir",
+            str(context.paths.bench_dir),
         ]
         tail = self._tail()
         return " ".join(part for part in (_join(words), tail, _prompt_arg(context.paths.prompt_file)) if part)
@@ -267,8 +276,7 @@ class CursorLauncher(Launcher):
         return " ".join(part for part in (_join(words), tail, _prompt_arg(context.paths.prompt_file)) if part)
 
 
-_AIDER_TOKENS = re.compile(r"^Tokens: (.+?)\.(?: Cost: \$([\d.]+) message, \$([\d.]+) session\.)?\s*$",
-                           re.MULTILINE)
+_AIDER_TOKENS = re.compile(r"^Tokens: (.+?)\.(?: Cost: \$([\d.]+) message, \$([\d.]+) session\.)?\s*$", re.MULTILINE)
 
 
 def _aider_count(text: str) -> int:
@@ -288,7 +296,8 @@ class AiderLauncher(Launcher):
         logs, name = context.log_dir, context.experiment.name
         words = [
             self.executable,
-            "--message-file", str(context.paths.prompt_file),
+            "--message-file",
+            str(context.paths.prompt_file),
             "--yes-always",
             "--no-auto-commits",
             "--no-dirty-commits",
@@ -298,8 +307,10 @@ class AiderLauncher(Launcher):
             "--no-analytics",
             "--no-pretty",
             "--no-stream",
-            "--input-history-file", str(logs / f"{name}.aider.input.history"),
-            "--chat-history-file", str(logs / f"{name}.aider.chat.history.md"),
+            "--input-history-file",
+            str(logs / f"{name}.aider.input.history"),
+            "--chat-history-file",
+            str(logs / f"{name}.aider.chat.history.md"),
         ]
         for entry in context.experiment.hypothesis.scope:
             if (context.paths.target_dir / entry).is_file():
@@ -350,8 +361,9 @@ class PatchLauncher(Launcher):
     def patch_file(self, workspace_root: Path, experiment: Experiment) -> Path:
         patch = experiment.hypothesis.patch
         if not patch:
-            raise UsageError(f"experiment {experiment.name!r}: the patch launcher needs a hypothesis "
-                             "with a ready `patch` file")
+            raise UsageError(
+                f"experiment {experiment.name!r}: the patch launcher needs a hypothesis with a ready `patch` file"
+            )
         path = Path(patch) if Path(patch).is_absolute() else workspace_root / patch
         if not path.is_file():
             raise UsageError(f"experiment {experiment.name!r}: patch file {path} does not exist")
@@ -359,16 +371,27 @@ class PatchLauncher(Launcher):
 
     def command(self, context: LaunchContext) -> str:
         words = [
-            self.executable, "-m", "orchard.lab.patch_worker",
-            "--experiment", context.experiment.name,
-            "--patch", str(self.patch_file(context.paths.workspace, context.experiment)),
-            "--target", str(context.paths.target_dir),
-            "--bench", str(context.paths.bench_dir),
-            "--report", str(context.paths.report),
-            "--vcs", context.vcs,
-            "--build", context.commands.build,
-            "--test", context.commands.test,
-            "--measure", context.commands.measure,
+            self.executable,
+            "-m",
+            "orchard.lab.patch_worker",
+            "--experiment",
+            context.experiment.name,
+            "--patch",
+            str(self.patch_file(context.paths.workspace, context.experiment)),
+            "--target",
+            str(context.paths.target_dir),
+            "--bench",
+            str(context.paths.bench_dir),
+            "--report",
+            str(context.paths.report),
+            "--vcs",
+            context.vcs,
+            "--build",
+            context.commands.build,
+            "--test",
+            context.commands.test,
+            "--measure",
+            context.commands.measure,
         ]
         if context.experiment.hypothesis.bench_patch:
             words += ["--bench-patch", context.experiment.hypothesis.bench_patch]
@@ -397,5 +420,4 @@ def make_launcher(config: LauncherConfig) -> Launcher:
     try:
         return LAUNCHERS[config.name](config)
     except KeyError:
-        raise UsageError(f"launcher.name: unknown launcher {config.name!r}; known: "
-                         f"{', '.join(LAUNCHERS)}") from None
+        raise UsageError(f"launcher.name: unknown launcher {config.name!r}; known: {', '.join(LAUNCHERS)}") from None

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchard.lab import backlog, land as landing, records, stop
+from orchard.lab import backlog, records, stop
+from orchard.lab import land as landing
 from orchard.lab.builds import baseline_binary, placeholders, run_step
 from orchard.lab.candidate import collect_candidate
 from orchard.lab.executors import Executor, JobResult, make_executor
@@ -221,7 +222,8 @@ class Lab:
                                          reasons=reasons)
             if won:
                 self.state.set_counter(stop.MERGED, self.state.counter(stop.MERGED) + 1)
-        self.say(f"{record.name}: landed on {outcome.branch} ({'merged into main' if won else 'branch kept, not merged'})")
+        merged = "merged into main" if won else "branch kept, not merged"
+        self.say(f"{record.name}: landed on {outcome.branch} ({merged})")
         self.render()
         if won:
             self._after_win()
@@ -229,9 +231,17 @@ class Lab:
     def _after_win(self) -> None:
         """Re-read the opportunities; every few wins, run the full sweep."""
         items = opportunities(self.ws)
-        self.state.log("opportunities", {"items": len(items), "top": [
-            f"{i['scenario']}/{i['operation']} {i['metric']}: {i['subject']} vs {i['comparator']} gap {i['gap']}"
-            for i in items[:3]]})
+        self.state.log(
+            "opportunities",
+            {
+                "items": len(items),
+                "top": [
+                    f"{i['scenario']}/{i['operation']} {i['metric']}: {i['subject']} vs {i['comparator']} "
+                    f"gap {i['gap']}"
+                    for i in items[:3]
+                ],
+            },
+        )
         if self.state.counter(stop.MERGED) % self.ws.config.bench.sweep_every == 0:
             self._sweep()
 

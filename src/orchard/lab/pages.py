@@ -108,16 +108,20 @@ def lock(view: LabView) -> str:
     queue = ", ".join(f"pid {pid}" for pid in lk.queue) or "nobody"
     waits = view.lock_waits[-8:]
     recent = ", ".join(f"{escape(w.kind)} {escape(w.experiment or '')} {w.wait_ms / 1000:.2f} s" for w in waits)
-    return (f"<p>measurement lock <b>{escape(lk.state)}</b>; "
-            f"{'holder' if lk.state == 'held' else 'last holder'}: {holder} since {since}; queue: {queue}</p>"
-            f"<p class=muted>recent waits per verdict: {recent or 'none recorded'} · <code>{escape(lk.path)}</code></p>")
+    return (
+        f"<p>measurement lock <b>{escape(lk.state)}</b>; "
+        f"{'holder' if lk.state == 'held' else 'last holder'}: {holder} since {since}; queue: {queue}</p>"
+        f"<p class=muted>recent waits per verdict: {recent or 'none recorded'} · <code>{escape(lk.path)}</code></p>"
+    )
 
 
 def backlog(view: LabView) -> str:
     if not view.backlog:
         return "<p class=muted>the backlog is empty</p>"
-    rows = [[str(i + 1), escape(b.id), f"{b.score:.2f}", escape(b.lane), escape(b.title)]
-            for i, b in enumerate(view.backlog)]
+    rows = [
+        [str(i + 1), escape(b.id), f"{b.score:.2f}", escape(b.lane), escape(b.title)]
+        for i, b in enumerate(view.backlog)
+    ]
     return _table(("rank", "hypothesis", "score", "lane", "title"), rows, (0, 2))
 
 
@@ -128,22 +132,37 @@ def leaderboard(view: LabView) -> str:
     for r in view.leaderboard:
         change = "baseline" if r.by == "baseline" else f"<code>{escape(r.by)}</code> ({escape((r.commit or '')[:10])})"
         delta = (r.best / r.baseline - 1) if r.baseline else None
-        rows.append([escape(r.metric), f"{escape(r.direction)} is better", num(r.baseline), num(r.best), change,
-                     pct(delta), num(r.main)])
+        rows.append(
+            [
+                escape(r.metric),
+                f"{escape(r.direction)} is better",
+                num(r.baseline),
+                num(r.best),
+                change,
+                pct(delta),
+                num(r.main),
+            ]
+        )
     return _table(("metric", "direction", "baseline", "best", "change", "vs baseline", "main now"), rows, (2, 3, 5, 6))
 
 
 def _chart_divs(charts: Sequence[Chart]) -> str:
-    return "".join(f"<div class=chart id='{escape(c.id)}' role='img' aria-label='{escape(c.title)}'></div>"
-                   for c in charts) or "<p class=muted>no measurements yet</p>"
+    return (
+        "".join(
+            f"<div class=chart id='{escape(c.id)}' role='img' aria-label='{escape(c.title)}'></div>" for c in charts
+        )
+        or "<p class=muted>no measurements yet</p>"
+    )
 
 
 def unjudged_list(view: LabView) -> str:
     missing = unjudged(view)
     if not missing:
         return ""
-    items = "".join(f"<li><code>{escape(e.name)}</code> ({_decision(e)}): "
-                    f"{escape('; '.join(e.reasons) or 'not judged yet')}</li>" for e in missing)
+    items = "".join(
+        f"<li><code>{escape(e.name)}</code> ({_decision(e)}): {escape('; '.join(e.reasons) or 'not judged yet')}</li>"
+        for e in missing
+    )
     return f"<p>Experiments without a verdict, not in the charts:</p><ul class=unjudged>{items}</ul>"
 
 
@@ -153,23 +172,30 @@ def experiment_list(view: LabView) -> str:
     out = []
     for e in view.experiments:
         reasons = "".join(f"<li>{escape(r)}</li>" for r in e.reasons)
-        head = (f"<details open data-experiment='{escape(e.name)}'><summary><code>{escape(e.name)}</code> · "
-                f"{_decision(e)} · worker {escape(e.worker)} ({escape(e.lane)}) · {escape(e.title)}</summary>")
+        head = (
+            f"<details open data-experiment='{escape(e.name)}'><summary><code>{escape(e.name)}</code> · "
+            f"{_decision(e)} · worker {escape(e.worker)} ({escape(e.lane)}) · {escape(e.title)}</summary>"
+        )
         parts = [head, f"<ul>{reasons}</ul>" if reasons else ""]
         if e.verdict is not None:
             v = e.verdict
             parts.append(f"<p>Verdict <b>{escape(v.verdict)}</b> after {num(v.pairs)} pairs (seed {num(v.seed)})</p>")
             parts.append(_table(COLUMNS, ([escape(c) for c in cells(m)] for m in v.metrics), (2, 4, 5, 6, 7, 8)))
-            parts += [f"<p>gate <code>{escape(g.name)}</code>: {'pass' if g.passed else 'FAIL'} "
-                      f"({escape(g.detail)})</p>" for g in v.gates]
+            parts += [
+                f"<p>gate <code>{escape(g.name)}</code>: {'pass' if g.passed else 'FAIL'} ({escape(g.detail)})</p>"
+                for g in v.gates
+            ]
         out.append("".join(parts) + "</details>")
     return "\n".join(out)
 
 
 def journal(view: LabView, newest_first: bool) -> str:
     entries = list(reversed(view.journal)) if newest_first else list(view.journal)
-    return "<div class=feed>" + "".join(
-        f"<article data-kind='{escape(e.kind)}'><pre>{escape(e.text)}</pre></article>" for e in entries) + "</div>"
+    return (
+        "<div class=feed>"
+        + "".join(f"<article data-kind='{escape(e.kind)}'><pre>{escape(e.text)}</pre></article>" for e in entries)
+        + "</div>"
+    )
 
 
 def build_page(view: LabView, *, live: bool, cache: ChartCache | None = None) -> Page:
@@ -179,23 +205,36 @@ def build_page(view: LabView, *, live: bool, cache: ChartCache | None = None) ->
     if live:
         sections |= {"workers": workers(view), "lock": lock(view)}
     sections |= {
-        "leaderboard": leaderboard(view), "chart-main": _chart_divs(charts.main),
+        "leaderboard": leaderboard(view),
+        "chart-main": _chart_divs(charts.main),
         "chart-experiments": _chart_divs(charts.experiments) + unjudged_list(view),
-        "chart-activity": _chart_divs(charts.activity), "experiments": experiment_list(view),
-        "backlog": backlog(view), "journal": journal(view, newest_first=live),
+        "chart-activity": _chart_divs(charts.activity),
+        "experiments": experiment_list(view),
+        "backlog": backlog(view),
+        "journal": journal(view, newest_first=live),
     }
     return Page(sections, charts.all())
 
 
-TITLES = {"summary": "", "workers": "Workers", "lock": "Measurement lock", "leaderboard": "Leaderboard",
-          "chart-main": "Main over time", "chart-experiments": "Experiments: effect against their own base",
-          "chart-activity": "Lock waits and busy workers", "experiments": "Every experiment",
-          "backlog": "Backlog (ranked)", "journal": "Journal"}
+TITLES = {
+    "summary": "",
+    "workers": "Workers",
+    "lock": "Measurement lock",
+    "leaderboard": "Leaderboard",
+    "chart-main": "Main over time",
+    "chart-experiments": "Experiments: effect against their own base",
+    "chart-activity": "Lock waits and busy workers",
+    "experiments": "Every experiment",
+    "backlog": "Backlog (ranked)",
+    "journal": "Journal",
+}
 
 
 def body(page: Page) -> str:
-    return "\n".join((f"<h2>{TITLES[key]}</h2>" if TITLES[key] else "") + f"<section id='{key}'>{html}</section>"
-                     for key, html in page.sections.items())
+    return "\n".join(
+        (f"<h2>{TITLES[key]}</h2>" if TITLES[key] else "") + f"<section id='{key}'>{html}</section>"
+        for key, html in page.sections.items()
+    )
 
 
 @cache
@@ -212,16 +251,27 @@ def report_html(view: LabView) -> str:
     """report.html: one file, no network needed (plotly inlined), the same sections as the dashboard."""
     page = build_page(view, live=False)
     figures = _script_json(json.dumps([{"id": c.id, "figure": json.loads(c.figure)} for c in page.charts]))
-    return ("<!doctype html><html lang=en><head><meta charset='utf-8'><title>orchard lab report</title><link rel=icon href='data:,'>"
-            f"<style>{STYLE}</style><script>{plotly_js()}</script></head><body>"
-            f"<h1>orchard lab report</h1><p class=muted>rendered {when(view.generated_at)} from lab.db</p>"
-            f"{body(page)}<script>{CHART_SCRIPT}\norchardDraw({figures});</script></body></html>\n")
+    return (
+        "<!doctype html><html lang=en><head><meta charset='utf-8'><title>orchard lab report</title>"
+        "<link rel=icon href='data:,'>"
+        f"<style>{STYLE}</style><script>{plotly_js()}</script></head><body>"
+        f"<h1>orchard lab report</h1><p class=muted>rendered {when(view.generated_at)} from lab.db</p>"
+        f"{body(page)}<script>{CHART_SCRIPT}\norchardDraw({figures});</script></body></html>\n"
+    )
 
 
 def dashboard_html() -> str:
     """The live dashboard's page: it fetches the sections and charts from /api/page while the lab runs."""
-    return resources.files("orchard.lab").joinpath("templates/dashboard.html").read_text(encoding="utf-8").replace(
-        "/*STYLE*/", STYLE).replace("/*CHARTS*/", CHART_SCRIPT).replace(
-        "<!--SECTIONS-->", "\n".join((f"<h2>{TITLES[key]}</h2>" if TITLES[key] else "") + f"<section id='{key}'>"
-                                     "</section>" for key in TITLES))
-
+    return (
+        resources.files("orchard.lab")
+        .joinpath("templates/dashboard.html")
+        .read_text(encoding="utf-8")
+        .replace("/*STYLE*/", STYLE)
+        .replace("/*CHARTS*/", CHART_SCRIPT)
+        .replace(
+            "<!--SECTIONS-->",
+            "\n".join(
+                (f"<h2>{TITLES[key]}</h2>" if TITLES[key] else "") + f"<section id='{key}'></section>" for key in TITLES
+            ),
+        )
+    )

@@ -49,7 +49,7 @@ def _step(name: str, command: str, cwd: Path, *, capture: bool = False) -> dict[
 def _measurements(measure: dict[str, Any] | None) -> list[Any]:
     output = measure.get("output") if measure else None
     if isinstance(output, dict) and isinstance(output.get("measurements"), list):
-        candidate = output["measurements"]
+        candidate: list[Any] = output["measurements"]
         probe = {**report_module.EXAMPLE, "measurements": candidate}
         if not report_module.validate(probe):
             return candidate

@@ -11,6 +11,7 @@ with the reasons, and nothing is added.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
@@ -94,7 +95,7 @@ def _plan_name(ws: Workspace) -> str:
     return name
 
 
-def plan(ws: Workspace, state: LabState, *, say=print) -> list[Hypothesis]:
+def plan(ws: Workspace, state: LabState, *, say: Callable[[str], None] = print) -> list[Hypothesis]:
     """Run the planner once; add its hypotheses to the backlog and return them."""
     launcher = make_launcher(ws.config.launcher)
     if launcher.name == "patch":

@@ -11,7 +11,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from orchard.lab.verdicts import MetricResult, MetricVerdict, Verdict
 
 
 def when(at: float) -> str:
-    return datetime.fromtimestamp(at, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -150,13 +150,16 @@ def leaderboard(state: LabState) -> list[LeaderboardRow]:
 
 def render_leaderboard(state: LabState) -> str:
     lines = ["# Leaderboard", "", "Best known value per metric and the change that achieved it.", "",
-             "| metric | direction | baseline | best | change | vs baseline | main now |", "|---|---|---:|---:|---|---:|---:|"]
+             "| metric | direction | baseline | best | change | vs baseline | main now |",
+             "|---|---|---:|---:|---|---:|---:|"]
     dirs = directions(state)
     for row in leaderboard(state):
         change = row.by if row.by == "baseline" else f"`{row.by}` ({(row.commit or '')[:10]})"
         delta = (row.best / row.baseline - 1) if row.baseline else None
-        lines.append(f"| {row.metric} | {dirs.get(row.metric, 'lower')} is better | {num(row.baseline)} | "
-                     f"{num(row.best)} | {change} | {pct(delta)} | {num(row.main)} |")
+        lines.append(
+            f"| {row.metric} | {dirs.get(row.metric, 'lower')} is better | {num(row.baseline)} | "
+            f"{num(row.best)} | {change} | {pct(delta)} | {num(row.main)} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -167,10 +170,18 @@ def render_final_report(state: LabState, next_backlog: Sequence[HypothesisRecord
     landed = [e for e in experiments if e.decision == Decision.LAND]
     killed = [e for e in experiments if e.decision == Decision.KILL]
     iterated = [e for e in experiments if e.decision == Decision.ITERATE]
-    lines = ["# Final report", "", f"Stopped: {reason}.", "",
-             f"{len(experiments)} experiments: {len(landed)} landed, {len(killed)} killed, {len(iterated)} iterated.", "",
-             "## Per metric: baseline to final", "",
-             "| metric | baseline | final (main) | change |", "|---|---:|---:|---:|"]
+    lines = [
+        "# Final report",
+        "",
+        f"Stopped: {reason}.",
+        "",
+        f"{len(experiments)} experiments: {len(landed)} landed, {len(killed)} killed, {len(iterated)} iterated.",
+        "",
+        "## Per metric: baseline to final",
+        "",
+        "| metric | baseline | final (main) | change |",
+        "|---|---:|---:|---:|",
+    ]
     for row in leaderboard(state):
         delta = (row.main / row.baseline - 1) if row.baseline else None
         lines.append(f"| {row.metric} | {num(row.baseline)} | {num(row.main)} | {pct(delta)} |")

@@ -17,7 +17,7 @@ they are:
 | `summary` | string | yes | what was changed and why, in plain words |
 | `measurements` | list | yes | one object per metric measured (may be empty) |
 | `changed_files` | list of strings | no | files the worker changed, relative to its checkout |
-| `build`, `tests`, `measure` | object or null | no | a step: `command` (string), `exit_code` (integer or null), optional `output` |
+| `build`, `tests`, `measure` | object or null | no | a step: `command` (string), `exit_code` (int or null), `output` |
 | `notes` | string | no | anything else the lab should know |
 
 A measurement: `metric` (string, required), `before`, `after` (numbers or
@@ -46,8 +46,14 @@ EXAMPLE: dict[str, Any] = {
     "build": {"command": "cargo build --release", "exit_code": 0},
     "tests": {"command": "cargo test", "exit_code": 0},
     "measurements": [
-        {"metric": "tokens_total", "before": 1840, "after": 1620, "n": 10,
-         "noise_floor": 0.03, "cleared_noise_floor": True}
+        {
+            "metric": "tokens_total",
+            "before": 1840,
+            "after": 1620,
+            "n": 10,
+            "noise_floor": 0.03,
+            "cleared_noise_floor": True,
+        }
     ],
     "notes": "",
 }
@@ -68,8 +74,9 @@ class ReportReading:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReportReading:
-        return cls(str(data["state"]), str(data["path"]), data.get("report"), list(data.get("problems", [])),
-                   data.get("raw"))
+        return cls(
+            str(data["state"]), str(data["path"]), data.get("report"), list(data.get("problems", [])), data.get("raw")
+        )
 
 
 def _is_number(value: Any) -> bool:

@@ -324,7 +324,7 @@ class LabState:
         return HypothesisRecord.from_row(row)
 
     def hypotheses(self, status: HypothesisStatus | None = None) -> list[HypothesisRecord]:
-        query, args = "SELECT * FROM hypotheses", ()
+        query, args = "SELECT * FROM hypotheses", tuple[str, ...]()
         if status is not None:
             query, args = query + " WHERE status = ?", (status,)
         rows = self.db.execute(query + " ORDER BY created_at, id", args)
@@ -391,7 +391,7 @@ class LabState:
             )
 
     def events(self, kind: str | None = None) -> list[JournalEvent]:
-        query, args = "SELECT * FROM events", ()
+        query, args = "SELECT * FROM events", tuple[str, ...]()
         if kind is not None:
             query, args = query + " WHERE kind = ?", (kind,)
         return [JournalEvent.from_row(row) for row in self.db.execute(query + " ORDER BY id", args)]
@@ -405,7 +405,7 @@ class LabState:
             )
 
     def measurements(self, kind: str | None = None) -> list[Measurement]:
-        query, args = "SELECT * FROM measurements", ()
+        query, args = "SELECT * FROM measurements", tuple[str, ...]()
         if kind is not None:
             query, args = query + " WHERE kind = ?", (kind,)
         return [Measurement.from_row(row) for row in self.db.execute(query + " ORDER BY id", args)]

@@ -113,7 +113,7 @@ def _suite_path(ws: Workspace) -> Path:
 class Baseline:
     """The lab-start measurement every later delta is anchored to."""
 
-    medians: dict[str, float]
+    medians: dict[str, float]  # metrics never measured in the A/A runs have none
     floors: dict[str, float]
     directions: dict[str, str]
     calibration: str  # how it was calibrated, for the journal
@@ -126,7 +126,7 @@ def calibrate(ws: Workspace, binary: Path, progress: MeasureProgress | None = No
     say(f"calibrating the verdict (A/A, {suite.calibration_runs} pairs) on this machine")
     cal = bench.calibrate(suite, binary, results=ws.results_dir, progress=progress or (lambda *_: None))
     return Baseline(
-        medians={key: m.median for key, m in cal.metrics.items()},
+        medians={key: m.median for key, m in cal.metrics.items() if m.median is not None},
         floors={spec.key: spec.floor(cal.metrics[spec.key].noise()) for spec in suite.metrics
                 if spec.key in cal.metrics},
         directions={spec.key: spec.direction for spec in suite.metrics},

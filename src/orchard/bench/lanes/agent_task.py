@@ -84,8 +84,15 @@ def run_oak_local(ctx: LaneContext, subject: Subject, run_index: int) -> Row:
     server_dir = root / "server"
     server_dir.mkdir(parents=True)
     rec = Recorder(
-        ctx, subject, OAK_LOCAL_SCENARIO, run_index,
-        fields={"remote_transport": "loopback_http", "remote_server": LOOPBACK, "benchmark_track": "oak-local-loopback"},
+        ctx,
+        subject,
+        OAK_LOCAL_SCENARIO,
+        run_index,
+        fields={
+            "remote_transport": "loopback_http",
+            "remote_server": LOOPBACK,
+            "benchmark_track": "oak-local-loopback",
+        },
         fixture_id="agent-task-oak-local-v1",
     )
     oak = str(subject.bin)
@@ -129,7 +136,12 @@ def run_oak_local(ctx: LaneContext, subject: Subject, run_index: int) -> Row:
                 break
         line = f"{phase} task run={run_index} bench={ctx.bench_id}"
         payload_text += line + "\n"
-        rec.execute(f"{phase}.edit", ["/bin/sh", "-c", 'printf "%s\\n" "$1" >> task-notes.md', "edit", line], workspace, kind="edit")
+        rec.execute(
+            f"{phase}.edit",
+            ["/bin/sh", "-c", 'printf "%s\\n" "$1" >> task-notes.md', "edit", line],
+            workspace,
+            kind="edit",
+        )
         for operation, argv in (
             (f"{phase}.checkpoint", [oak, "commit"]),
             (f"{phase}.publish", [oak, "push", "--repo", repo, "--remote", remote]),

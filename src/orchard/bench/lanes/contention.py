@@ -132,7 +132,18 @@ class Worker:
 class Campaign:
     """One (subject, mode, N) measurement: fixture, workers, integrity."""
 
-    def __init__(self, git: str, subject: Subject, flow: Flow, mode: str, workers: int, options: ContentionOptions, root: Path, env: dict[str, str], stop: threading.Event) -> None:
+    def __init__(
+        self,
+        git: str,
+        subject: Subject,
+        flow: Flow,
+        mode: str,
+        workers: int,
+        options: ContentionOptions,
+        root: Path,
+        env: dict[str, str],
+        stop: threading.Event,
+    ) -> None:
         self.git, self.bin, self.flow = git, str(subject.bin), flow
         self.subject, self.mode, self.n, self.options = subject, mode, workers, options
         self.root, self.env, self.stop = root, env, stop
@@ -143,8 +154,15 @@ class Campaign:
     def values(self, worker: Worker, **more: str) -> dict[str, str]:
         """Template values of the flow's `[contention]` commands for one worker."""
         return {
-            "bin": self.bin, "root": str(self.root), "remote": str(self.bare), "workspace": str(worker.checkout),
-            "path": worker.file, "worker": str(worker.index), "message": "", "ref": "", **more,
+            "bin": self.bin,
+            "root": str(self.root),
+            "remote": str(self.bare),
+            "workspace": str(worker.checkout),
+            "path": worker.file,
+            "worker": str(worker.index),
+            "message": "",
+            "ref": "",
+            **more,
         }
 
     def step(self, worker: Worker, operation: str, key: str, on_lost: str | None = None, **more: str) -> bool:
@@ -172,7 +190,9 @@ class Campaign:
         )
         return capture
 
-    def until_won(self, worker: Worker, operation: str, argv: list[str], on_lost: str | None, env: Mapping[str, str]) -> bool:
+    def until_won(
+        self, worker: Worker, operation: str, argv: list[str], on_lost: str | None, env: Mapping[str, str]
+    ) -> bool:
         """Run until it succeeds; a lost race is retried (after a sync when given), anything else fails.
 
         Backoff is exponential with full jitter, so 32 workers in one checkout
@@ -200,7 +220,9 @@ class Campaign:
                 worker.lock_retries += 1
             time.sleep(random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt)))
             attempt += 1
-        worker.error = f"{operation}: still losing races after {self.options.retry_deadline_s:.0f} s ({attempt} retries)"
+        worker.error = (
+            f"{operation}: still losing races after {self.options.retry_deadline_s:.0f} s ({attempt} retries)"
+        )
         return False
 
     def prepare(self) -> list[Worker]:
@@ -265,14 +287,18 @@ class Campaign:
             log = _quiet(self.git, ["log", "--format=%s", "HEAD"], self.env, shared)
             for worker in workers:
                 branch = f"refs/heads/worker-{worker.index:02d}"
-                histories[worker.index] = log + _quiet(self.git, ["--git-dir", str(self.bare), "log", "--format=%s", branch], self.env)
+                histories[worker.index] = log + _quiet(
+                    self.git, ["--git-dir", str(self.bare), "log", "--format=%s", branch], self.env
+                )
                 trees[worker.index] = _quiet(self.git, ["show", f"HEAD:{worker.file}"], self.env, shared)
             fsck_targets = [shared, self.bare]
         else:
             log = harness([self.git, "--git-dir", str(self.bare), "log", "--format=%s", "main"], self.root, self.env)
             for worker in workers:
                 histories[worker.index] = log
-                trees[worker.index] = _quiet(self.git, ["--git-dir", str(self.bare), "show", f"main:{worker.file}"], self.env)
+                trees[worker.index] = _quiet(
+                    self.git, ["--git-dir", str(self.bare), "show", f"main:{worker.file}"], self.env
+                )
             fsck_targets = [self.bare]
         missing_commits = missing_lines = 0
         for worker in workers:
@@ -283,7 +309,12 @@ class Campaign:
                 missing_lines += label not in lines
         fsck_errors = []
         for target in fsck_targets:
-            capture = runner.run([self.git, "fsck", "--no-progress", "--no-dangling"], cwd=target, env=self.env, timeout_s=self.options.step_timeout_s)
+            capture = runner.run(
+                [self.git, "fsck", "--no-progress", "--no-dangling"],
+                cwd=target,
+                env=self.env,
+                timeout_s=self.options.step_timeout_s,
+            )
             if not capture.ok or capture.stdout_text.strip():
                 fsck_errors.append(f"{target.name}: {(capture.stdout_text + capture.stderr_text).strip()[-300:]}")
         return {
@@ -403,7 +434,9 @@ def run_lane(options: ContentionOptions, out: TextIO | None = None) -> LaneResul
     git = harness_git()
     env = isolated_env()
     stop = threading.Event()
-    with lane_session(LANE, options.results, summary, keep=options.keep_workdirs, parent=options.workdir, out=out) as session:
+    with lane_session(
+        LANE, options.results, summary, keep=options.keep_workdirs, parent=options.workdir, out=out
+    ) as session:
         for run_index in range(options.runs):
             for subject in options.subjects:
                 for mode in options.modes:
@@ -414,23 +447,54 @@ def run_lane(options: ContentionOptions, out: TextIO | None = None) -> LaneResul
                             "bench_id": session.writer.stamp,
                             **session.lock.metadata(),
                             **subject.row_fields(),
-                            **rows.comparability(remote_transport="local_file", instruction_level="scripted_workers", fixture_id=f"contention-{mode}-v1"),
-                            "subject": subject.name, "subject_kind": subject.kind, "subject_label": subject.label,
-                            "scenario": SCENARIO, "run": run_index, "mode": mode,
-                            "workers": count, "commits_per_worker": options.commits,
+                            **rows.comparability(
+                                remote_transport="local_file",
+                                instruction_level="scripted_workers",
+                                fixture_id=f"contention-{mode}-v1",
+                            ),
+                            "subject": subject.name,
+                            "subject_kind": subject.kind,
+                            "subject_label": subject.label,
+                            "scenario": SCENARIO,
+                            "run": run_index,
+                            "mode": mode,
+                            "workers": count,
+                            "commits_per_worker": options.commits,
                         }
                         flow = options.flows[subject.kind]
                         reason = subject.absent_reason if subject.bin is None else _skip_reason(flow, mode)
                         if reason:
-                            session.writer.write(rows.skip_row(subject=subject.identity(), scenario=SCENARIO, operation="contention.skipped", run=run_index, metadata=base, reason=reason))
+                            session.writer.write(
+                                rows.skip_row(
+                                    subject=subject.identity(),
+                                    scenario=SCENARIO,
+                                    operation="contention.skipped",
+                                    run=run_index,
+                                    metadata=base,
+                                    reason=reason,
+                                )
+                            )
                             continue
-                        print(f"[run] contention {mode} workers={count} commits={options.commits} subject={subject.name}", file=out, flush=True)
+                        print(
+                            f"[run] contention {mode} workers={count} commits={options.commits} subject={subject.name}",
+                            file=out,
+                            flush=True,
+                        )
                         folder = session.root / f"{subject.name}-{mode}-{count}-r{run_index}"
                         folder.mkdir()
                         try:
-                            measure(Campaign(git, subject, flow, mode, count, options, folder, env, stop), base, session.writer.write)
+                            measure(
+                                Campaign(git, subject, flow, mode, count, options, folder, env, stop),
+                                base,
+                                session.writer.write,
+                            )
                         except FixtureError as error:
-                            session.writer.write(fail({**base, "operation": TOTAL, "step_kind": "total", "returncode": 0}, f"fixture: {error}"))
+                            session.writer.write(
+                                fail(
+                                    {**base, "operation": TOTAL, "step_kind": "total", "returncode": 0},
+                                    f"fixture: {error}",
+                                )
+                            )
                         if not options.keep_workdirs:
                             shutil.rmtree(folder, ignore_errors=True)
     return session.result()
@@ -439,7 +503,10 @@ def run_lane(options: ContentionOptions, out: TextIO | None = None) -> LaneResul
 def _skip_reason(flow: Flow, mode: str) -> str | None:
     """Why this flow cannot enter this mode (the keys it lacks), or None."""
     if flow.remote != "git":
-        return f"the {flow.kind} flow ({flow.path.name}) publishes to {flow.remote!r}; contention publishes to a git remote (remote = \"git\")"
+        return (
+            f"the {flow.kind} flow ({flow.path.name}) publishes to {flow.remote!r}; "
+            'contention publishes to a git remote (remote = "git")'
+        )
     return flow.skip_reason(f"contention {mode}", NEEDS[mode])
 
 
@@ -458,12 +525,32 @@ def summary(all_rows: Sequence[Mapping[str, Any]]) -> str:
     lines += subjects_section(all_rows)
     lines += [""]
     lines += table(
-        ("Subject", "Mode", "Workers", "Commits/worker", "Wall ms", "Snapshots/s", "Retries", "Tool calls", "Lost updates", "fsck clean", "Result"),
+        (
+            "Subject",
+            "Mode",
+            "Workers",
+            "Commits/worker",
+            "Wall ms",
+            "Snapshots/s",
+            "Retries",
+            "Tool calls",
+            "Lost updates",
+            "fsck clean",
+            "Result",
+        ),
         (
             (
-                f"`{r['subject']}`", r.get("mode"), r.get("workers"), r.get("commits_per_worker"), r.get("elapsed_ms"),
-                r.get("snapshots_per_second"), r.get("retry_count"), r.get("tool_call_count"), r.get("lost_updates"),
-                r.get("fsck_clean"), "pass" if not rows.is_failure(r) else "FAIL",
+                f"`{r['subject']}`",
+                r.get("mode"),
+                r.get("workers"),
+                r.get("commits_per_worker"),
+                r.get("elapsed_ms"),
+                r.get("snapshots_per_second"),
+                r.get("retry_count"),
+                r.get("tool_call_count"),
+                r.get("lost_updates"),
+                r.get("fsck_clean"),
+                "pass" if not rows.is_failure(r) else "FAIL",
             )
             for r in totals
         ),

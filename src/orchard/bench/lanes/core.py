@@ -217,7 +217,9 @@ class _SubjectRun:
         gates = {
             "information_recall": None if score == 1 else f"{score:g} < 1 (missing {'; '.join(missing[:5])})",
             "pipe_compatible_unified": pipe_error,
-            "determinism": None if deterministic is not False else f"{', '.join(changed)} output differs from the warm-up run",
+            "determinism": None
+            if deterministic is not False
+            else f"{', '.join(changed)} output differs from the warm-up run",
         }
         total["gates_failed"] = [name for name, problem in gates.items() if problem]
         if total["gates_failed"]:
@@ -236,8 +238,15 @@ def run_lane(options: CoreOptions, out: TextIO | None = None) -> LaneResult:
     options.validate()
     out = out or sys.stderr
     with lane_context(
-        LANE, options.results, summary, keep=options.keep_workdirs, parent=options.workdir, out=out,
-        step_timeout_s=options.step_timeout_s, admitted_chars=ADMITTED_CHARS, metadata={"runs": options.runs},
+        LANE,
+        options.results,
+        summary,
+        keep=options.keep_workdirs,
+        parent=options.workdir,
+        out=out,
+        step_timeout_s=options.step_timeout_s,
+        admitted_chars=ADMITTED_CHARS,
+        metadata={"runs": options.runs},
     ) as (session, ctx):
         for spec in options.specs():
             print(f"[fixture] {spec.label} (cache {options.cache})", file=out, flush=True)
@@ -245,13 +254,24 @@ def run_lane(options: CoreOptions, out: TextIO | None = None) -> LaneResult:
                 fixture = ensure(spec, options.cache, ctx.git, ctx.env)
             except FixtureError as error:
                 for subject in options.subjects:
-                    rec = Recorder(ctx, subject, SCENARIO, 0, fields={"remote_transport": TRANSPORT, "fixture_label": spec.label})
+                    rec = Recorder(
+                        ctx, subject, SCENARIO, 0, fields={"remote_transport": TRANSPORT, "fixture_label": spec.label}
+                    )
                     rec.emit_total(fail(rec.total(TOTAL), f"fixture: {error}"))
                 continue
-            print(f"[fixture] {spec.label}: {'built' if fixture.built else 'cached'} at {fixture.path} ({fixture.head[:12]})", file=out, flush=True)
+            print(
+                f"[fixture] {spec.label}: {'built' if fixture.built else 'cached'} at {fixture.path} "
+                f"({fixture.head[:12]})",
+                file=out,
+                flush=True,
+            )
             # The pipe check's clean copy: the fixture's head in an index, no files written.
             clean = session.root / f"clean-{spec.label}"
-            runner.run([ctx.git, "clone", "-q", "--shared", "--no-checkout", str(fixture.path), str(clean)], env=ctx.env, timeout_s=600)
+            runner.run(
+                [ctx.git, "clone", "-q", "--shared", "--no-checkout", str(fixture.path), str(clean)],
+                env=ctx.env,
+                timeout_s=600,
+            )
             runner.run([ctx.git, "read-tree", "HEAD"], cwd=clean, env=ctx.env, timeout_s=600)
             for subject in options.subjects:
                 _run_subject(ctx, subject, options, fixture, clean, out)
@@ -259,7 +279,9 @@ def run_lane(options: CoreOptions, out: TextIO | None = None) -> LaneResult:
     return session.result()
 
 
-def _run_subject(ctx: LaneContext, subject: Subject, options: CoreOptions, fixture: Fixture, clean: Path, out: TextIO) -> None:
+def _run_subject(
+    ctx: LaneContext, subject: Subject, options: CoreOptions, fixture: Fixture, clean: Path, out: TextIO
+) -> None:
     fields = {"remote_transport": TRANSPORT, "fixture_label": fixture.spec.label, "files": fixture.spec.files}
     flow = options.flows[subject.kind]
     reason = subject.absent_reason if subject.bin is None else flow.skip_reason(LANE, NEEDS)
@@ -311,15 +333,36 @@ def summary(recorded: Sequence[Mapping[str, Any]]) -> str:
     if groups:
         lines += ["", "## Results", ""]
         lines += table(
-            ("Fixture", "Subject", "Runs", "status ms", "diff ms", "log ms", "show ms", "Total ms", "Tool calls",
-             "Output bytes", "Est. tokens", "Recall", "Pipe", "Deterministic", "Result"),
+            (
+                "Fixture",
+                "Subject",
+                "Runs",
+                "status ms",
+                "diff ms",
+                "log ms",
+                "show ms",
+                "Total ms",
+                "Tool calls",
+                "Output bytes",
+                "Est. tokens",
+                "Recall",
+                "Pipe",
+                "Deterministic",
+                "Result",
+            ),
             (
                 (
-                    label, f"`{subject}`", len(group),
-                    _median([r.get("status_ms") for r in group]), _median([r.get("diff_ms") for r in group]),
-                    _median([r.get("log_ms") for r in group]), _median([r.get("show_ms") for r in group]),
-                    _median([r.get("elapsed_ms") for r in group]), _median([r.get("tool_call_count") for r in group]),
-                    _median([r.get("output_bytes") for r in group]), _median([r.get("estimated_total_tokens") for r in group]),
+                    label,
+                    f"`{subject}`",
+                    len(group),
+                    _median([r.get("status_ms") for r in group]),
+                    _median([r.get("diff_ms") for r in group]),
+                    _median([r.get("log_ms") for r in group]),
+                    _median([r.get("show_ms") for r in group]),
+                    _median([r.get("elapsed_ms") for r in group]),
+                    _median([r.get("tool_call_count") for r in group]),
+                    _median([r.get("output_bytes") for r in group]),
+                    _median([r.get("estimated_total_tokens") for r in group]),
                     min(float(r["information_recall"]) for r in group),
                     all(r.get("pipe_compatible_unified") for r in group),
                     all(r.get("determinism") is not False for r in group),

@@ -79,7 +79,10 @@ def text_path(index: int) -> str:
 
 
 def text_content(index: int, revision: int = 0) -> str:
-    lines = [f"file {index} line {line} rev {revision if line == LINES_PER_FILE // 2 else 0}" for line in range(LINES_PER_FILE)]
+    lines = [
+        f"file {index} line {line} rev {revision if line == LINES_PER_FILE // 2 else 0}"
+        for line in range(LINES_PER_FILE)
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -136,7 +139,9 @@ def ensure(spec: RepoSpec, cache: Path, git: str, env: Mapping[str, str]) -> Fix
     scratch = Path(tempfile.mkdtemp(prefix=f".{spec.label}-", dir=cache))
     try:
         head = _build(spec, scratch / "repo", git, env)
-        (scratch / MANIFEST).write_text(json.dumps({"spec": asdict(spec), "generator": GENERATOR_VERSION, "head": head}) + "\n")
+        (scratch / MANIFEST).write_text(
+            json.dumps({"spec": asdict(spec), "generator": GENERATOR_VERSION, "head": head}) + "\n"
+        )
         try:
             os.rename(scratch, entry)
         except OSError:  # another campaign finished the same entry first: use it

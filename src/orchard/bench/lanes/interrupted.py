@@ -301,7 +301,9 @@ def run(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int) -> Row:
     evidence = {
         **claim,
         **report.fields(),
-        "fixture_outcome_knowledge": "withheld_from_server_not_applied" if protocol is PublishProtocol.GIT else "unknown_after_complete_request_disconnect",
+        "fixture_outcome_knowledge": "withheld_from_server_not_applied"
+        if protocol is PublishProtocol.GIT
+        else "unknown_after_complete_request_disconnect",
         "fixture_remote_ref_unchanged": remote_unchanged,
         "local_head_before": head_before,
         "local_head_after": head_after,
@@ -315,7 +317,10 @@ def run(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int) -> Row:
     problems = [
         name
         for name, ok in (
-            ("fixture did not receive one complete request", evidence["fixture_received_complete_request_before_disconnect"]),
+            (
+                "fixture did not receive one complete request",
+                evidence["fixture_received_complete_request_before_disconnect"],
+            ),
             ("blind replay: more than one publication request", evidence["mutation_requests_observed"] <= 1),
             ("local head changed", evidence["local_head_preserved"]),
             ("local work lost or marked published", evidence["local_work_preserved"]),

@@ -67,22 +67,30 @@ def notes_section(all_rows: Sequence[Mapping[str, Any]]) -> list[str]:
             notes[(str(row.get("subject")), str(key))] = str(note)
     if not notes:
         return []
-    return ["", "## Flow notes", "", *[f"- `{subject}` {key}: {note}" for (subject, key), note in sorted(notes.items())]]
+    return [
+        "",
+        "## Flow notes",
+        "",
+        *[f"- `{subject}` {key}: {note}" for (subject, key), note in sorted(notes.items())],
+    ]
 
 
 def warmup_line(all_rows: Sequence[Mapping[str, Any]]) -> list[str]:
     warm = sorted({str(row.get("subject")) for row in all_rows if row.get("warmup")})
     if not warm:
         return []
-    return ["", f"Warm-up: {', '.join(f'`{name}`' for name in warm)} ran once first (run -1, `warmup: true`); recorded, not summarized."]
+    return [
+        "",
+        f"Warm-up: {', '.join(f'`{name}`' for name in warm)} ran once first (run -1, `warmup: true`); "
+        "recorded, not summarized.",
+    ]
 
 
 def skips_and_failures(all_rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """Every skip and failed total, with its reason: nothing absent silently."""
     lines: list[str] = []
     skips = [
-        row for row in summarized(all_rows)
-        if rows.is_skip(row) and str(row.get("operation", "")).endswith(".skipped")
+        row for row in summarized(all_rows) if rows.is_skip(row) and str(row.get("operation", "")).endswith(".skipped")
     ]
     if skips:
         lines += ["", "## Skipped", ""]
@@ -97,7 +105,9 @@ def skips_and_failures(all_rows: Sequence[Mapping[str, Any]]) -> list[str]:
             ("Subject", "Scenario", "Run", "Reason"),
             (
                 (
-                    f"`{r['subject']}`", r["scenario"], "warm-up" if r.get("warmup") else r.get("run"),
+                    f"`{r['subject']}`",
+                    r["scenario"],
+                    "warm-up" if r.get("warmup") else r.get("run"),
                     r.get("failure_reason") or ", ".join(r.get("failed_operations") or []) or "no reason recorded",
                 )
                 for r in failed

@@ -85,7 +85,9 @@ def run_campaign(ctx: LaneContext, subjects: Sequence[Subject], runs: int, git: 
     ):
         if not setup.harness("setup.git_fixture", argv, cwd).ok:
             failure = "git fixture could not be built"
-    server = ctx.servers.start([server_bin, "serve", "--dir", str(server_dir), "--host", LOOPBACK, "--port", str(port)], root)
+    server = ctx.servers.start(
+        [server_bin, "serve", "--dir", str(server_dir), "--host", LOOPBACK, "--port", str(port)], root
+    )
     if failure is None and not wait_for_port(port, server.alive):
         failure = "oak serve did not listen on its port"
     steps: list[tuple[list[str], Path, str | None]] = [
@@ -101,7 +103,9 @@ def run_campaign(ctx: LaneContext, subjects: Sequence[Subject], runs: int, git: 
             failure = f"`oak {argv[1]}` failed while building the fixture"
         elif write:
             (oak_seed / write).write_text("selected branch\n")
-    expected_head = None if failure else setup.probe("setup.head", Probe((server_bin, "hash")), {"workspace": str(oak_seed)})
+    expected_head = (
+        None if failure else setup.probe("setup.head", Probe((server_bin, "hash")), {"workspace": str(oak_seed)})
+    )
     expected_tree = None if failure else worktree_snapshot(oak_seed)
     if failure or expected_head is None:
         setup.emit_total(fail(setup.total(TOTAL), f"fixture: {failure or 'fixture head unreadable'}"))
@@ -117,7 +121,18 @@ def run_campaign(ctx: LaneContext, subjects: Sequence[Subject], runs: int, git: 
             dest = root / f"clone-{subject.name}-r{run_index}"
             clone = rec.execute(
                 "legacy_selected.acquire",
-                [str(subject.bin), "clone", "--json", "--allow-legacy-scope", "--remote", measured, "--branch", BRANCH, REPO, str(dest)],
+                [
+                    str(subject.bin),
+                    "clone",
+                    "--json",
+                    "--allow-legacy-scope",
+                    "--remote",
+                    measured,
+                    "--branch",
+                    BRANCH,
+                    REPO,
+                    str(dest),
+                ],
                 root,
             )
             status = rec.execute("legacy_selected.first_status", [str(subject.bin), "status", "--json"], dest)
@@ -147,7 +162,9 @@ def summary_section(totals: Sequence[Mapping[str, Any]]) -> list[str]:
     if not totals:
         return []
     lines = [
-        "", "## legacy_selected_clone_materialization_v1", "",
+        "",
+        "## legacy_selected_clone_materialization_v1",
+        "",
         "One fixed loopback server and fixture for every subject; fresh destinations do",
         "not imply a cold page cache. Correctness evidence; timing claims need the verdict.",
         "",
@@ -156,8 +173,12 @@ def summary_section(totals: Sequence[Mapping[str, Any]]) -> list[str]:
         ("Subject", "Run", "Clone ms", "First status ms", "First no-op commit ms", "Bytes down", "Oracle"),
         (
             (
-                f"`{r['subject']}`", r["run"], r.get("clone_elapsed_ms"), r.get("first_status_elapsed_ms"),
-                r.get("first_noop_commit_elapsed_ms"), r.get("network_server_to_client_bytes"),
+                f"`{r['subject']}`",
+                r["run"],
+                r.get("clone_elapsed_ms"),
+                r.get("first_status_elapsed_ms"),
+                r.get("first_noop_commit_elapsed_ms"),
+                r.get("network_server_to_client_bytes"),
                 oracle_cell(r.get("oracle_passed")),
             )
             for r in totals

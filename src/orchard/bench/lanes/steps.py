@@ -210,7 +210,9 @@ class Recorder:
         )
         return self._emit(row, counted=False)
 
-    def harness(self, operation: str, argv: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None) -> runner.Capture:
+    def harness(
+        self, operation: str, argv: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None
+    ) -> runner.Capture:
         """A fixture, probe or oracle command: recorded, never counted as the agent's."""
         row = self._measure(operation, argv, cwd, {**self.ctx.env, **(env or {})}, "harness", (0,), tool_calls=0)
         self.harness_commands += 1
@@ -246,7 +248,15 @@ class Recorder:
         """
         values = {**values, "verifier": str(verifier)}
         if flow.harness_verifies:
-            argv = [self.ctx.git, "clone", "-q", "--branch", str(values["branch"]), str(values["remote"]), str(verifier)]
+            argv = [
+                self.ctx.git,
+                "clone",
+                "-q",
+                "--branch",
+                str(values["branch"]),
+                str(values["remote"]),
+                str(verifier),
+            ]
             if not self.harness(f"{values['phase']}.verify", argv, Path(values["root"])).ok:
                 return False
         for command in flow.steps.get("verify", ()):

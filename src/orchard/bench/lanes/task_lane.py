@@ -93,7 +93,9 @@ def _with_git_remote(
 
     def run(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int, options: TaskLoopOptions) -> None:
         if flow.remote == "git":
-            remote = git_remote(options.git_remote, ctx.servers, ctx.root, f"{scenario}-{subject.name}-r{run_index}", ctx.env)
+            remote = git_remote(
+                options.git_remote, ctx.servers, ctx.root, f"{scenario}-{subject.name}-r{run_index}", ctx.env
+            )
         else:
             remote = oak_remote()
         if isinstance(remote, str):
@@ -143,8 +145,14 @@ def run_lane(options: TaskLoopOptions, out: TextIO | None = None) -> LaneResult:
     options.validate()
     out = out or sys.stderr
     with lane_context(
-        LANE, options.results, summary, keep=options.keep_workdirs, parent=options.workdir, out=out,
-        step_timeout_s=options.step_timeout_s, admitted_chars=options.admitted_chars,
+        LANE,
+        options.results,
+        summary,
+        keep=options.keep_workdirs,
+        parent=options.workdir,
+        out=out,
+        step_timeout_s=options.step_timeout_s,
+        admitted_chars=options.admitted_chars,
         metadata={"git_remote_mode": options.git_remote, "runs": options.runs},
     ) as (session, ctx):
         if materialization.SCENARIO in options.scenarios:
@@ -215,12 +223,29 @@ def summary(recorded: Sequence[Mapping[str, Any]]) -> str:
                 "",
             ]
         lines += table(
-            ("Subject", "Run", "Transport", "Wall ms", "Tool calls", "Est. tokens", "Describe calls", "Warm delta ms", "Network bytes", "Oracle"),
+            (
+                "Subject",
+                "Run",
+                "Transport",
+                "Wall ms",
+                "Tool calls",
+                "Est. tokens",
+                "Describe calls",
+                "Warm delta ms",
+                "Network bytes",
+                "Oracle",
+            ),
             (
                 (
-                    f"`{r['subject']}`", r["run"], r.get("remote_transport"), r.get("elapsed_ms"),
-                    r.get("tool_call_count"), r.get("estimated_total_tokens"), r.get("describe_calls"),
-                    r.get("followup_warm_delta_ms"), r.get("network_bytes"),
+                    f"`{r['subject']}`",
+                    r["run"],
+                    r.get("remote_transport"),
+                    r.get("elapsed_ms"),
+                    r.get("tool_call_count"),
+                    r.get("estimated_total_tokens"),
+                    r.get("describe_calls"),
+                    r.get("followup_warm_delta_ms"),
+                    r.get("network_bytes"),
                     oracle_cell(r.get("oracle_payload_on_remote_branch")),
                 )
                 for r in loop
@@ -229,17 +254,35 @@ def summary(recorded: Sequence[Mapping[str, Any]]) -> str:
     agent = _totals(all_rows, agent_task.TOTAL) + _totals(all_rows, agent_task.OAK_LOCAL_TOTAL)
     if agent:
         lines += [
-            "", "## agent_task", "",
+            "",
+            "## agent_task",
+            "",
             "The phases of each flow's [agent_task] (for git: cold, a fresh full clone; warm, a",
             "worktree sharing the cold clone's objects). Hosted CI is unmeasured here (coverage partial).",
             "",
         ]
         lines += table(
-            ("Subject", "Scenario", "Run", "Transport", "Wall ms", "Tool calls", "Est. tokens", "Output bytes", "Coverage", "Oracle"),
+            (
+                "Subject",
+                "Scenario",
+                "Run",
+                "Transport",
+                "Wall ms",
+                "Tool calls",
+                "Est. tokens",
+                "Output bytes",
+                "Coverage",
+                "Oracle",
+            ),
             (
                 (
-                    f"`{r['subject']}`", r["scenario"], r["run"], r.get("remote_transport"), r.get("elapsed_ms"),
-                    r.get("tool_call_count"), r.get("estimated_total_tokens"),
+                    f"`{r['subject']}`",
+                    r["scenario"],
+                    r["run"],
+                    r.get("remote_transport"),
+                    r.get("elapsed_ms"),
+                    r.get("tool_call_count"),
+                    r.get("estimated_total_tokens"),
                     (r.get("stdout_bytes") or 0) + (r.get("stderr_bytes") or 0),
                     "complete" if r.get("coverage_complete") else "partial",
                     oracle_cell(r.get("oracle_payload_on_remote_branch")),
@@ -251,19 +294,38 @@ def summary(recorded: Sequence[Mapping[str, Any]]) -> str:
     broken = _totals(all_rows, interrupted.TOTAL)
     if broken:
         lines += [
-            "", "## interrupted_publication_after_request_v1", "",
+            "",
+            "## interrupted_publication_after_request_v1",
+            "",
             "The fixture reads one complete publication request and hangs up without answering.",
             "What the CLI claimed and what the fixture saw are separate columns; the harness never retries.",
             "",
         ]
         lines += table(
-            ("Subject", "Run", "CLI exit", "CLI claim", "Fixture saw", "Requests", "Request bytes", "Head kept", "Work kept", "Result"),
+            (
+                "Subject",
+                "Run",
+                "CLI exit",
+                "CLI claim",
+                "Fixture saw",
+                "Requests",
+                "Request bytes",
+                "Head kept",
+                "Work kept",
+                "Result",
+            ),
             (
                 (
-                    f"`{r['subject']}`", r["run"], r.get("cli_returncode"), r.get("publication_outcome"),
-                    r.get("fixture_delivery_state"), r.get("mutation_requests_observed"),
-                    r.get("network_request_bytes_observed"), r.get("local_head_preserved"),
-                    r.get("local_work_preserved"), "pass" if not rows.is_failure(r) else "FAIL",
+                    f"`{r['subject']}`",
+                    r["run"],
+                    r.get("cli_returncode"),
+                    r.get("publication_outcome"),
+                    r.get("fixture_delivery_state"),
+                    r.get("mutation_requests_observed"),
+                    r.get("network_request_bytes_observed"),
+                    r.get("local_head_preserved"),
+                    r.get("local_work_preserved"),
+                    "pass" if not rows.is_failure(r) else "FAIL",
                 )
                 for r in broken
             ),

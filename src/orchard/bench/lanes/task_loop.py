@@ -163,7 +163,8 @@ def track(remote: Remote) -> str:
 def network_totals(counted: list[Row], remote: Remote) -> dict[str, Any]:
     """Summed proxy counts, or null with the reason when no proxy saw the traffic."""
     if remote.proxy is None:
-        return {"network_bytes": None, "network_bytes_reason": f"{remote.transport} transport is not observed by a byte proxy"}
+        reason = f"{remote.transport} transport is not observed by a byte proxy"
+        return {"network_bytes": None, "network_bytes_reason": reason}
     up = sum(int(r.get("network_client_to_server_bytes") or 0) for r in counted)
     down = sum(int(r.get("network_server_to_client_bytes") or 0) for r in counted)
     return {

@@ -22,6 +22,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import cast
 
 import libtmux
 
@@ -42,6 +43,12 @@ def attach_command(socket_name: str) -> str:
 class TmuxError(RuntimeError):
     """tmux refused a command."""
 
+
+
+def _handle(running: _Running) -> tuple[str, str]:
+    """A tmux job's handle: its window id and the key of its status file."""
+    window_id, key = cast(tuple[str, str], running.handle)
+    return window_id, key
 
 class TmuxExecutor(Executor):
     kind = "tmux"
@@ -118,12 +125,12 @@ class TmuxExecutor(Executor):
         if self.server.is_alive():
             result = self.server.cmd("list-panes", "-a", "-F", _PANE_FORMAT)
             for line in result.stdout:
-                window_id, _pid, dead, status, sig = (line.split("\t") + ["", "", "", ""])[:5]
-                panes[window_id] = (dead == "1", status, sig)
+                pane_id, _pid, pane_dead, pane_status, pane_sig = (line.split("\t") + ["", "", "", ""])[:5]
+                panes[pane_id] = (pane_dead == "1", pane_status, pane_sig)
         statuses: dict[str, tuple[int | None, int | None] | None] = {}
         now = time.monotonic()
         for name, entry in self._running.items():
-            window_id, key = entry.handle  # type: ignore[misc]
+            window_id, key = _handle(entry)
             pane = panes.get(window_id)
             if pane is None:
                 statuses[name] = (None, None)  # the window was closed outside orchard
@@ -141,7 +148,7 @@ class TmuxExecutor(Executor):
         return statuses
 
     def _release(self, running: _Running) -> None:
-        window_id, key = running.handle  # type: ignore[misc]
+        window_id, key = _handle(running)
         self._dead_since.pop(window_id, None)
         self._status_file(key).unlink(missing_ok=True)
         if self.server.is_alive():

@@ -1,0 +1,1 @@
+"""orchard's tests: helpers are imported from this package (`from tests.helpers import ...`)."""
