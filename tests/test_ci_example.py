@@ -64,11 +64,18 @@ def _run_steps(repo: Path, tmp_path: Path, base: str, **env: str) -> tuple[subpr
     environment = {
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",  # orchard as pip installs it
-        "BASE_SHA": base, "HEAD_DIR": str(repo), "BUILD": "sh build.sh", "BINARY": "build/prog",
-        "SUITE": "bench/suite.toml", "WORK": str(tmp_path / "work"), "GITHUB_STEP_SUMMARY": str(summary),
+        "BASE_SHA": base,
+        "HEAD_DIR": str(repo),
+        "BUILD": "sh build.sh",
+        "BINARY": "build/prog",
+        "SUITE": "bench/suite.toml",
+        "WORK": str(tmp_path / "work"),
+        "GITHUB_STEP_SUMMARY": str(summary),
         **env,
     }
-    result = subprocess.run(["bash", str(SCRIPT)], cwd=repo, env=environment, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        ["bash", str(SCRIPT)], cwd=repo, env=environment, capture_output=True, text=True, timeout=600
+    )
     return result, summary
 
 

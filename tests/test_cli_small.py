@@ -6,13 +6,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-
 from helpers import ORCHARD, make_binary, make_suite, orchard
+
 from orchard import __version__
 
 
@@ -56,17 +55,23 @@ def test_calibrate_and_bench_run_speak_json_and_short_intervals_say_so(lab: Path
 def test_quiet_leaves_only_the_result(lab: Path) -> None:
     loud = orchard("verdict", "--suite", "suite.toml", "--baseline", "fast", "--candidate", "fast", "--json", cwd=lab)
     assert "pair order seed" in loud.stderr
-    quiet = orchard("-q", "verdict", "--suite", "suite.toml", "--baseline", "fast", "--candidate", "fast", "--json",
-                    cwd=lab)
+    quiet = orchard(
+        "-q", "verdict", "--suite", "suite.toml", "--baseline", "fast", "--candidate", "fast", "--json", cwd=lab
+    )
     assert quiet.returncode == 0 and quiet.stderr.strip() == ""
     assert json.loads(quiet.stdout)["verdict"]
 
 
 def test_an_interrupted_run_says_so_in_its_summary(lab: Path) -> None:
     make_binary(lab, "slowish", iterations=200000)
-    proc = subprocess.Popen([*ORCHARD, "bench", "run", "--suite", "suite.toml", "--subject", "s=slowish",
-                             "--runs", "200"], cwd=lab, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ})
+    proc = subprocess.Popen(
+        [*ORCHARD, "bench", "run", "--suite", "suite.toml", "--subject", "s=slowish", "--runs", "200"],
+        cwd=lab,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ},
+    )
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:

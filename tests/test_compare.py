@@ -6,13 +6,23 @@ import json
 from pathlib import Path
 
 import pytest
-
 from helpers import make_binary, make_suite, orchard
 
 
 def _bench_run(lab: Path, binary: str, runs: int, results: str) -> Path:
-    result = orchard("bench", "run", "--suite", "suite.toml", "--subject", f"prog={binary}", "--runs", str(runs),
-                     "--results", results, cwd=lab)
+    result = orchard(
+        "bench",
+        "run",
+        "--suite",
+        "suite.toml",
+        "--subject",
+        f"prog={binary}",
+        "--runs",
+        str(runs),
+        "--results",
+        results,
+        cwd=lab,
+    )
     assert result.returncode == 0, result.stderr
     return next((lab / results / "bench").glob("*.jsonl"))
 
@@ -65,8 +75,21 @@ def test_bad_inputs_exit_2_naming_the_file(lab: Path) -> None:
     other.write_text("".join(json.dumps({**r, "machine_fingerprint": "0000"}) + "\n" for r in rows))
     result = orchard("compare", old, other, cwd=lab)
     assert result.returncode == 2 and "machine_fingerprint" in result.stderr
-    both = orchard("bench", "run", "--suite", "suite.toml", "--subject", "a=fast", "--subject", "b=slow",
-                   "--runs", "6", "--results", "both", cwd=lab)
+    both = orchard(
+        "bench",
+        "run",
+        "--suite",
+        "suite.toml",
+        "--subject",
+        "a=fast",
+        "--subject",
+        "b=slow",
+        "--runs",
+        "6",
+        "--results",
+        "both",
+        cwd=lab,
+    )
     assert both.returncode == 0
     mixed = next((lab / "both" / "bench").glob("*.jsonl"))
     result = orchard("compare", old, mixed, cwd=lab)

@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-
 from helpers import orchard
+
 from orchard.bench.policy import FailOn
 
 # a harness binary printing one JSON row; "wobbly" alternates +-10% between runs
-STEADY = '#!/bin/sh\necho \'{{"score": {value}}}\'\n'
+STEADY = "#!/bin/sh\necho '{{\"score\": {value}}}'\n"
 WOBBLY = """#!/bin/sh
 count=$(cat "$0.count" 2>/dev/null || echo 0)
 echo $((count + 1)) > "$0.count"
@@ -37,8 +37,12 @@ floor = 0.01
 
 @pytest.fixture
 def lab(tmp_path: Path) -> Path:
-    for name, text in (("base", STEADY.format(value=100)), ("better", STEADY.format(value=50)),
-                       ("worse", STEADY.format(value=200)), ("wobbly", WOBBLY)):
+    for name, text in (
+        ("base", STEADY.format(value=100)),
+        ("better", STEADY.format(value=50)),
+        ("worse", STEADY.format(value=200)),
+        ("wobbly", WOBBLY),
+    ):
         (tmp_path / name).write_text(text)
         (tmp_path / name).chmod(0o755)
     (tmp_path / "suite.toml").write_text(SUITE)
@@ -56,8 +60,19 @@ def lab(tmp_path: Path) -> Path:
 )
 def test_fail_on_picks_the_exit_code(lab: Path, candidate: str, verdict: str, codes: dict[str, int]) -> None:
     for policy, expected in codes.items():
-        result = orchard("verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", candidate,
-                         "--json", "--fail-on", policy, cwd=lab)
+        result = orchard(
+            "verdict",
+            "--suite",
+            "suite.toml",
+            "--baseline",
+            "base",
+            "--candidate",
+            candidate,
+            "--json",
+            "--fail-on",
+            policy,
+            cwd=lab,
+        )
         assert json.loads(result.stdout)["verdict"] == verdict, result.stderr
         assert result.returncode == expected, (policy, result.stderr)
     default = orchard("verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", candidate, cwd=lab)
@@ -65,8 +80,18 @@ def test_fail_on_picks_the_exit_code(lab: Path, candidate: str, verdict: str, co
 
 
 def test_an_unknown_policy_is_a_usage_error(lab: Path) -> None:
-    result = orchard("verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", "base",
-                     "--fail-on", "sometimes", cwd=lab)
+    result = orchard(
+        "verdict",
+        "--suite",
+        "suite.toml",
+        "--baseline",
+        "base",
+        "--candidate",
+        "base",
+        "--fail-on",
+        "sometimes",
+        cwd=lab,
+    )
     assert result.returncode == 2 and "--fail-on" in result.stderr
 
 

@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from helpers import make_binary, orchard
+
 from orchard.bench import instructions
 from orchard.bench.store import read_jsonl
 from orchard.bench.suite import load_suite
@@ -78,14 +78,18 @@ def test_a_two_percent_shift_in_work_is_regressed_on_instructions_and_identical_
     make_binary(tmp_path, "copy", iterations=20000)
     make_binary(tmp_path, "more", iterations=20400)
     (tmp_path / "suite.toml").write_text(SUITE)
-    same = orchard("verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", "copy", "--json", cwd=tmp_path)
+    same = orchard(
+        "verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", "copy", "--json", cwd=tmp_path
+    )
     assert same.returncode == 0, same.stderr
     report = json.loads(same.stdout)
     metric = next(m for m in report["metrics"] if m["metric"] == "instructions")
     assert metric["verdict"] in ("no-change", "inconclusive") and metric["floor"] < 0.01
     rows = [r for r in read_jsonl(tmp_path / report["rows"]) if r.get("step_kind") == "measured"]
     assert all(r["instructions_counter"] in ("perf", "cachegrind") and r["instructions"] > 0 for r in rows)
-    more = orchard("verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", "more", "--json", cwd=tmp_path)
+    more = orchard(
+        "verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", "more", "--json", cwd=tmp_path
+    )
     assert more.returncode == 1, more.stderr
     metric = next(m for m in json.loads(more.stdout)["metrics"] if m["metric"] == "instructions")
     assert metric["verdict"] == "regressed" and 0.01 < metric["effect"] < 0.03

@@ -41,8 +41,14 @@ def test_two_and_eight_workers_in_both_modes_keep_every_commit(lane_env: LaneEnv
         assert total["lost_updates"] == 0 and total["fsck_clean"] is True
         assert total["snapshots_per_second"] > 0
         assert total["tool_call_count"] >= total["snapshots"] + total["publishes"]
-        assert total["measurement_lock"] == "private" and total["remote_transport"] == "local_file"  # ORCHARD_LOCK_FILE is set for tests
-        workers = [r for r in rows if r["operation"] == "worker.total" and r["mode"] == total["mode"] and r["workers"] == total["workers"]]
+        assert (
+            total["measurement_lock"] == "private" and total["remote_transport"] == "local_file"
+        )  # ORCHARD_LOCK_FILE is set for tests
+        workers = [
+            r
+            for r in rows
+            if r["operation"] == "worker.total" and r["mode"] == total["mode"] and r["workers"] == total["workers"]
+        ]
         assert sorted(r["worker"] for r in workers) == list(range(total["workers"]))
         assert sum(r["retry_count"] for r in workers) == total["retry_count"]
     clone8 = runs[3]

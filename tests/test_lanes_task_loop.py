@@ -234,7 +234,9 @@ def test_ctrl_c_stops_servers_and_removes_workdirs(lane_env: LaneEnv) -> None:
     assert list((lane_env.results / "task-loop").glob("*.jsonl"))  # rows measured so far are kept
 
 
-def test_the_same_git_at_a_long_path_under_a_long_name_counts_the_same_tokens(lane_env: LaneEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_same_git_at_a_long_path_under_a_long_name_counts_the_same_tokens(
+    lane_env: LaneEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Tokens must not depend on where a binary lives or what the subject is called."""
     import shutil
 
@@ -253,6 +255,8 @@ def test_the_same_git_at_a_long_path_under_a_long_name_counts_the_same_tokens(la
     for field in ("estimated_input_tokens", "estimated_output_tokens", "estimated_total_tokens"):
         assert short[field] == long[field], field
     steps = {s: [r for r in rows if r["subject"] == s and r["step_kind"] in ("vcs", "edit")] for s in loop}
-    assert [r["counted_command"] for r in steps["git"]] == [r["counted_command"] for r in steps["a-much-longer-subject-name"]]
+    assert [r["counted_command"] for r in steps["git"]] == [
+        r["counted_command"] for r in steps["a-much-longer-subject-name"]
+    ]
     assert all(str(copy) in r["command"] for r in steps["a-much-longer-subject-name"] if r["step_kind"] == "vcs")
     assert steps["git"][0]["counted_command"].startswith("BIN worktree add -q -b bench/BENCH_ID/task-SUBJECT-r0 ROOT/")

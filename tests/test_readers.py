@@ -9,21 +9,39 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from helpers import make_binary, orchard
+
 from orchard.bench import readers
 from orchard.bench.readers import Format
 from orchard.errors import UsageError
 
 DATA = Path(__file__).parent / "data"
-needs_hyperfine = pytest.mark.skipif(shutil.which("hyperfine") is None, reason="hyperfine (Debian package) not installed")
+needs_hyperfine = pytest.mark.skipif(
+    shutil.which("hyperfine") is None, reason="hyperfine (Debian package) not installed"
+)
 
 
 @needs_hyperfine
 def test_hyperfine_export_json_gives_one_row_per_run(tmp_path: Path) -> None:
     out = tmp_path / "hyperfine.json"
-    subprocess.run(["hyperfine", "--runs", "4", "--warmup", "1", "-N", "--style", "none", "--export-json", str(out),
-                    "true", "sleep 0.02"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "hyperfine",
+            "--runs",
+            "4",
+            "--warmup",
+            "1",
+            "-N",
+            "--style",
+            "none",
+            "--export-json",
+            str(out),
+            "true",
+            "sleep 0.02",
+        ],
+        check=True,
+        capture_output=True,
+    )
     rows = readers.read(out.read_text(), Format.HYPERFINE, str(out))
     assert [r["benchmark"] for r in rows] == ["true"] * 4 + ["sleep 0.02"] * 4
     assert all(r["returncode"] == 0 for r in rows)
@@ -32,8 +50,28 @@ def test_hyperfine_export_json_gives_one_row_per_run(tmp_path: Path) -> None:
 
 def test_pyperf_output_gives_one_row_per_value(tmp_path: Path) -> None:
     out = tmp_path / "pyperf.json"
-    subprocess.run([sys.executable, "-m", "pyperf", "timeit", "--quiet", "--processes", "2", "--values", "3",
-                    "--loops", "10", "--name", "sum100", "-o", str(out), "sum(range(100))"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pyperf",
+            "timeit",
+            "--quiet",
+            "--processes",
+            "2",
+            "--values",
+            "3",
+            "--loops",
+            "10",
+            "--name",
+            "sum100",
+            "-o",
+            str(out),
+            "sum(range(100))",
+        ],
+        check=True,
+        capture_output=True,
+    )
     rows = readers.read(out.read_text(), Format.PYPERF, str(out))
     assert len(rows) == 6 and {r["benchmark"] for r in rows} == {"sum100"}
     assert all(0 < r["wall_ms"] < 1 and r["unit"] == "second" for r in rows)
@@ -44,9 +82,22 @@ def test_pytest_benchmark_json_gives_one_row_per_sample(tmp_path: Path) -> None:
         "def test_sort(benchmark):\n    benchmark(sorted, list(range(1000, 0, -1)))\n"
     )
     out = tmp_path / "pytest-benchmark.json"
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "test_work.py",
-                    f"--benchmark-json={out}", "--benchmark-save-data", "--benchmark-min-rounds=5",
-                    "--benchmark-max-time=0.05"], cwd=tmp_path, check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "test_work.py",
+            f"--benchmark-json={out}",
+            "--benchmark-save-data",
+            "--benchmark-min-rounds=5",
+            "--benchmark-max-time=0.05",
+        ],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+    )
     rows = readers.read(out.read_text(), Format.PYTEST_BENCHMARK, str(out))
     assert len(rows) >= 5 and {r["benchmark"] for r in rows} == {"test_work.py::test_sort"}
     assert all(r["wall_ms"] > 0 for r in rows)
@@ -102,8 +153,10 @@ def test_a_suite_reads_hyperfine_results_through_bench_run(tmp_path: Path) -> No
 
 def test_a_harness_that_writes_no_rows_exits_2_naming_the_file(tmp_path: Path) -> None:
     make_binary(tmp_path, "tool", iterations=10)
-    suite = HYPERFINE_SUITE.replace('command = ["hyperfine", "--runs", "3", "-N", "--style", "none", "--export-json", '
-                                    '"{workdir}/h.json", "{bin}"]', 'command = "echo {{}} > {workdir}/h.json"')
+    suite = HYPERFINE_SUITE.replace(
+        'command = ["hyperfine", "--runs", "3", "-N", "--style", "none", "--export-json", "{workdir}/h.json", "{bin}"]',
+        'command = "echo {{}} > {workdir}/h.json"',
+    )
     (tmp_path / "suite.toml").write_text(suite)
     result = orchard("bench", "run", "--suite", "suite.toml", "--subject", "tool=tool", "--runs", "1", cwd=tmp_path)
     assert result.returncode == 2
@@ -111,7 +164,7 @@ def test_a_harness_that_writes_no_rows_exits_2_naming_the_file(tmp_path: Path) -
 
 
 def test_a_candidate_whose_harness_yields_nothing_fails_its_run_and_is_regressed(tmp_path: Path) -> None:
-    (tmp_path / "base").write_text('#!/bin/sh\necho \'{"score": 1}\'\n')
+    (tmp_path / "base").write_text("#!/bin/sh\necho '{\"score\": 1}'\n")
     (tmp_path / "mute").write_text("#!/bin/sh\nexit 0\n")
     for name in ("base", "mute"):
         (tmp_path / name).chmod(0o755)
@@ -119,8 +172,9 @@ def test_a_candidate_whose_harness_yields_nothing_fails_its_run_and_is_regressed
         '[suite]\nruns = 6\nmin_runs = 6\ncalibration_runs = 6\n\n[[scenario]]\nname = "s"\nkind = "rows"\n'
         'command = ["{bin}"]\n\n[[metric]]\nname = "score"\n'
     )
-    result = orchard("verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", "mute", "--json",
-                     cwd=tmp_path)
+    result = orchard(
+        "verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", "mute", "--json", cwd=tmp_path
+    )
     assert result.returncode == 1, result.stderr
     report = json.loads(result.stdout)
     assert report["verdict"] == "REGRESSED"

@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 from helpers import make_binary, orchard
+
 from orchard.bench import tokens
 from orchard.bench.store import read_jsonl
 
@@ -48,8 +49,19 @@ def test_identical_binaries_under_other_names_and_directories_count_the_same_tok
     long = deep / "a-much-longer-name-for-the-same-tool.sh"
     shutil.copy2(short, long)
     (tmp_path / "suite.toml").write_text(TOKENS_SUITE)
-    result = orchard("verdict", "--suite", "suite.toml", "--baseline", short, "--candidate", long,
-                     "--json", "--results", "results", cwd=tmp_path)
+    result = orchard(
+        "verdict",
+        "--suite",
+        "suite.toml",
+        "--baseline",
+        short,
+        "--candidate",
+        long,
+        "--json",
+        "--results",
+        "results",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["verdict"] == "NO-CHANGE", report["reasons"]
@@ -69,8 +81,15 @@ def test_identical_binaries_under_other_names_and_directories_count_the_same_tok
 
 def test_stand_ins_replace_whole_values_only() -> None:
     stand_ins = tokens.StandIns.of({"/opt/tools/git": "BIN", "/tmp/run-123": "ROOT", "git": "SUBJECT"})
-    text = stand_ins.command(["/opt/tools/git", "clone", "/tmp/run-123/remote.git",
-                              "/tmp/run-123/task_loop-git-r0/base", "--branch=bench/task-git-r0"])
+    text = stand_ins.command(
+        [
+            "/opt/tools/git",
+            "clone",
+            "/tmp/run-123/remote.git",
+            "/tmp/run-123/task_loop-git-r0/base",
+            "--branch=bench/task-git-r0",
+        ]
+    )
     assert text == "BIN clone ROOT/remote.git ROOT/task_loop-SUBJECT-r0/base --branch=bench/task-SUBJECT-r0"
     # a path that needs quoting counts as the same stand-in
     quoted = tokens.StandIns.of({"/a b/tool": "BIN"})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,7 +48,7 @@ class _Group(click.Group):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="orchard")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bars or progress notes (warnings and results still print).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars or notes (warnings and results still print).")
 def cli(quiet: bool) -> None:
     """orchard: an optimization research lab for a codebase.
 
@@ -125,7 +126,7 @@ results_option = click.option(
     "--results", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
     help="Directory for rows (JSONL), summaries and the index.",
 )
-def export_options(function):  # type: ignore[no-untyped-def]
+def export_options(function: Callable[..., None]) -> Callable[..., None]:
     """--export-json/--export-csv/--export-markdown FILE, as hyperfine has them."""
     for name, what in (("markdown", "a Markdown summary (for $GITHUB_STEP_SUMMARY)"),
                        ("csv", "one CSV line per metric"), ("json", "the --json document")):
@@ -139,7 +140,9 @@ calibration_option = click.option(
     help="Calibration file to use, or to write when absent (committed, or restored from a CI cache); "
          "checked against this machine. Default: the suite's `calibration`, else the per-machine cache.",
 )
-seed_option = click.option("--seed", type=int, default=None, help="Seed for the run order (printed; random if omitted).")
+seed_option = click.option(
+    "--seed", type=int, default=None, help="Seed for the run order (printed; random if omitted)."
+)
 
 
 @cli.command()

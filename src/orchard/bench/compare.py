@@ -35,7 +35,10 @@ from orchard.errors import UsageError
 
 COMPARE_SCHEMA = "orchard.compare/1"
 # metric name -> the row field it is read from
-FIELDS = {"wall_ms": "elapsed_ms", **{name: name for name in (*BUILTIN_METRICS, *OPTIONAL_METRICS) if name != "wall_ms"}}
+FIELDS = {
+    "wall_ms": "elapsed_ms",
+    **{name: name for name in (*BUILTIN_METRICS, *OPTIONAL_METRICS) if name != "wall_ms"},
+}
 JUDGED_STEPS = ("measured", "total")
 
 
@@ -67,8 +70,14 @@ def _rows(path: Path) -> list[dict[str, Any]]:
         raise UsageError(f"{path}: no such file") from None
     except (OSError, ValueError) as error:
         raise UsageError(f"{path}: not orchard rows (JSONL): {error}") from None
-    judged = [row for row in loaded if isinstance(row, dict) and row.get("step_kind") in JUDGED_STEPS
-              and not row.get("warmup") and row.get("returncode") == 0]
+    judged = [
+        row
+        for row in loaded
+        if isinstance(row, dict)
+        and row.get("step_kind") in JUDGED_STEPS
+        and not row.get("warmup")
+        and row.get("returncode") == 0
+    ]
     if not judged:
         raise UsageError(f"{path}: no successful measured rows to compare")
     return judged
@@ -85,8 +94,10 @@ def _groups(path: Path, rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Map
     mixed = {key: names for key, names in subjects.items() if len(names) > 1}
     if mixed:
         key, names = next(iter(mixed.items()))
-        raise UsageError(f"{path}: {key} holds rows of several subjects ({', '.join(sorted(names))}); "
-                         "compare files of one subject each")
+        raise UsageError(
+            f"{path}: {key} holds rows of several subjects ({', '.join(sorted(names))}); "
+            "compare files of one subject each"
+        )
     return groups
 
 
@@ -100,8 +111,10 @@ def compare(old: Path, new: Path, alpha: float = DEFAULT_ALPHA) -> Comparison:
     for key in rowlib.COMPARABILITY_KEYS:
         left, right = {r.get(key) for r in old_rows}, {r.get(key) for r in new_rows}
         if left != right:
-            raise UsageError(f"{old} and {new} are not comparable: {key} is {sorted(map(str, left))} "
-                             f"in one and {sorted(map(str, right))} in the other")
+            raise UsageError(
+                f"{old} and {new} are not comparable: {key} is {sorted(map(str, left))} "
+                f"in one and {sorted(map(str, right))} in the other"
+            )
     old_groups, new_groups = _groups(old, old_rows), _groups(new, new_rows)
     shared = [key for key in old_groups if key in new_groups]
     if not shared:
@@ -126,10 +139,14 @@ def compare(old: Path, new: Path, alpha: float = DEFAULT_ALPHA) -> Comparison:
             if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in a + b):
                 spec = MetricSpec(key, metric, "lower", {**BUILTIN_METRICS, **OPTIONAL_METRICS}[metric])
                 specs.append(spec)
-                samples[spec.key] = ([float(v) for v in a], [float(v) for v in b])
+                samples[spec.key] = ([float(v or 0) for v in a], [float(v or 0) for v in b])  # all numbers here
         if paired:
-            noise = {spec.key: MetricNoise(spec.min_floor, len(set(samples[spec.key][0])) == 1
-                                           and len(set(samples[spec.key][1])) == 1, 0.0) for spec in specs}
+            noise = {
+                spec.key: MetricNoise(
+                    spec.min_floor, len(set(samples[spec.key][0])) == 1 and len(set(samples[spec.key][1])) == 1, 0.0
+                )
+                for spec in specs
+            }
             metrics += decide_metrics(specs, samples, noise, alpha)
         else:
             metrics += decide_unpaired(specs, samples, alpha)

@@ -59,8 +59,9 @@ def _perf_works() -> bool:
     """Whether hardware counters answer here (`<not supported>` in most VMs)."""
     if shutil.which("perf") is None:
         return False
-    probe = subprocess.run(["perf", "stat", "-x", ",", "-e", "instructions:u", "true"],
-                           capture_output=True, text=True, check=False)
+    probe = subprocess.run(
+        ["perf", "stat", "-x", ",", "-e", "instructions:u", "true"], capture_output=True, text=True, check=False
+    )
     return probe.returncode == 0 and _perf_value(probe.stderr) is not None
 
 
@@ -108,8 +109,16 @@ def count(
         if counter is Counter.PERF:
             wrapped = ["perf", "stat", "-x", ",", "-e", "instructions:u", "--", *argv]
         else:
-            wrapped = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--trace-children=yes", "-q",
-                       f"--cachegrind-out-file={scratch}/cg.%p", "--", *argv]
+            wrapped = [
+                "valgrind",
+                "--tool=cachegrind",
+                "--cache-sim=no",
+                "--trace-children=yes",
+                "-q",
+                f"--cachegrind-out-file={scratch}/cg.%p",
+                "--",
+                *argv,
+            ]
         # the timeout scales with the counter's slowdown: cachegrind runs a program 20-100x slower
         limit = None if timeout_s is None else timeout_s * (2 if counter is Counter.PERF else 100)
         capture = runner.run(wrapped, cwd=cwd, env=env, timeout_s=limit, admitted_chars=64 * 1024)
@@ -117,5 +126,7 @@ def count(
             return Count(None, counter, f"{counter} run timed out")
         value = _perf_value(capture.stderr_text) if counter is Counter.PERF else _cachegrind_total(Path(scratch))
     if value is None:
-        return Count(None, counter, f"{counter} gave no count (exit {capture.returncode}): {capture.stderr_text[-200:]}")
+        return Count(
+            None, counter, f"{counter} gave no count (exit {capture.returncode}): {capture.stderr_text[-200:]}"
+        )
     return Count(value, counter)

@@ -64,7 +64,7 @@ class MachineFacts:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MachineFacts:
-        return cls(**{f.name: data.get(f.name) for f in fields(cls)})
+        return cls(**{f.name: data.get(f.name) for f in fields(cls)})  # type: ignore[arg-type]
 
     def describe(self) -> str:
         """One line for a benchmark report."""

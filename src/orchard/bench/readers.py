@@ -13,7 +13,7 @@ rows would silently judge nothing.
 | `hyperfine` | `--export-json` | one per run: `benchmark`, `wall_ms`, `returncode` |
 | `pyperf` | `-o FILE` (a suite or one benchmark) | one per value: `benchmark`, `wall_ms`, `value` |
 | `pytest-benchmark` | `--benchmark-json` | one per sample (`--benchmark-save-data`), else one per benchmark |
-| `google-benchmark` | `--benchmark_format=json` / `--benchmark_out` | one per iteration run: `wall_ms`, `cpu_ms`, `iterations` |
+| `google-benchmark` | `--benchmark_out` (JSON) | one per iteration run: `wall_ms`, `cpu_ms`, `iterations` |
 """
 
 from __future__ import annotations
@@ -70,12 +70,14 @@ def _hyperfine(text: str) -> list[Row]:
     for result in _list(_document(text), "results"):
         codes = result.get("exit_codes") or []
         for index, seconds in enumerate(result.get("times") or []):
-            rows.append({
-                "benchmark": result.get("command"),
-                "run": index,
-                "wall_ms": float(seconds) * 1000.0,
-                "returncode": codes[index] if index < len(codes) and codes[index] is not None else 0,
-            })
+            rows.append(
+                {
+                    "benchmark": result.get("command"),
+                    "run": index,
+                    "wall_ms": float(seconds) * 1000.0,
+                    "returncode": codes[index] if index < len(codes) and codes[index] is not None else 0,
+                }
+            )
     return rows
 
 
@@ -94,8 +96,12 @@ def _pyperf(text: str) -> list[Row]:
         run_index = 0
         for run in bench.get("runs") or []:
             for value in run.get("values") or []:  # calibration runs have warmups and no values
-                row: Row = {"benchmark": meta.get("name"), "run": run_index, "value": float(value),
-                            "unit": meta.get("unit", "second")}
+                row: Row = {
+                    "benchmark": meta.get("name"),
+                    "run": run_index,
+                    "value": float(value),
+                    "unit": meta.get("unit", "second"),
+                }
                 if scale is not None:
                     row["wall_ms"] = float(value) * scale
                 rows.append(row)
@@ -113,9 +119,15 @@ def _pytest_benchmark(text: str) -> list[Row]:
             rows += [{**name, "run": i, "wall_ms": float(s) * 1000.0} for i, s in enumerate(samples)]
         elif stats.get("mean") is not None:
             # without --benchmark-save-data only summaries exist: one row, the mean
-            rows.append({**name, "run": 0, "wall_ms": float(stats["mean"]) * 1000.0,
-                         "median_ms": float(stats.get("median", stats["mean"])) * 1000.0,
-                         "rounds": stats.get("rounds")})
+            rows.append(
+                {
+                    **name,
+                    "run": 0,
+                    "wall_ms": float(stats["mean"]) * 1000.0,
+                    "median_ms": float(stats.get("median", stats["mean"])) * 1000.0,
+                    "rounds": stats.get("rounds"),
+                }
+            )
     return rows
 
 
@@ -128,13 +140,15 @@ def _google_benchmark(text: str) -> list[Row]:
         if bench.get("run_type", "iteration") != "iteration" or bench.get("error_occurred"):
             continue  # aggregates (mean, median, stddev) repeat what the iterations say
         scale = _GB_UNIT_MS.get(bench.get("time_unit", "ns"), 1e-6)
-        rows.append({
-            "benchmark": bench.get("run_name") or bench.get("name"),
-            "run": bench.get("repetition_index", index),
-            "wall_ms": float(bench["real_time"]) * scale,
-            "cpu_ms": float(bench["cpu_time"]) * scale,
-            "iterations": bench.get("iterations"),
-        })
+        rows.append(
+            {
+                "benchmark": bench.get("run_name") or bench.get("name"),
+                "run": bench.get("repetition_index", index),
+                "wall_ms": float(bench["real_time"]) * scale,
+                "cpu_ms": float(bench["cpu_time"]) * scale,
+                "iterations": bench.get("iterations"),
+            }
+        )
     return rows
 
 

@@ -65,7 +65,7 @@ def step_row(
     step_kind: str = "vcs",
     expected_returncodes: Sequence[int] = (0,),
     tool_calls: int = 1,
-    stand_ins: tokens.StandIns = tokens.StandIns(),
+    stand_ins: tokens.StandIns = tokens.NO_STAND_INS,
 ) -> Row:
     """A row for one measured command (one tool call an agent would make).
 

@@ -25,7 +25,10 @@ from dataclasses import dataclass
 from typing import Any
 
 CHARS_PER_TOKEN = 4
-METHOD = "ceil(chars/4) of the counted command line (stable stand-ins for binary and per-run paths) plus admitted stdout+stderr"
+METHOD = (
+    "ceil(chars/4) of the counted command line (stable stand-ins for binary and per-run paths)"
+    " plus admitted stdout+stderr"
+)
 
 TOKEN_FIELDS = (
     "estimated_input_tokens",
@@ -76,6 +79,9 @@ class StandIns:
         if isinstance(command, str):
             return self.text(command)
         return shlex.join(self.text(str(part)) for part in command)
+
+
+NO_STAND_INS = StandIns()  # count the command as it ran
 
 
 def interaction_fields(

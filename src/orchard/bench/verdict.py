@@ -347,7 +347,8 @@ def decide_unpaired(
         estimate, interval = stats.shift_interval(x, y, 1.0 - 2.0 * level)
         sign = spec.bad_sign
         floor = _from_relative(scale, spec.min_floor)
-        verdict = _classify(*sorted((sign * interval.low, sign * interval.high)), floor)
+        low, high = sorted((sign * interval.low, sign * interval.high))
+        verdict = _classify(low, high, floor)
         results.append(_result(
             spec, verdict=verdict, method="hodges-lehmann-unpaired", scale=scale,
             effect=_to_relative(scale, estimate), interval=(_to_relative(scale, interval.low),

@@ -7,6 +7,7 @@ appends to its step summary.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,11 +32,12 @@ def export(decision: Decision, document: dict[str, Any], facts: list[str], targe
     `facts` are the lines the Markdown summary states above its table.
     """
     written = []
-    for path, text in (
+    renderers: tuple[tuple[Path | None, Callable[[], str]], ...] = (
         (targets.json, lambda: json.render(document)),
         (targets.csv, lambda: csv.render(decision)),
         (targets.markdown, lambda: markdown.render(decision, facts)),
-    ):
+    )
+    for path, text in renderers:
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text(), encoding="utf-8")

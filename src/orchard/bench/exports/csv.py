@@ -8,8 +8,19 @@ import io
 from orchard.bench.verdict import Decision
 
 COLUMNS = (
-    "metric", "verdict", "method", "effect_percent", "interval_low_percent", "interval_high_percent",
-    "floor_percent", "n", "mde_percent", "baseline_median", "candidate_median", "direction", "target",
+    "metric",
+    "verdict",
+    "method",
+    "effect_percent",
+    "interval_low_percent",
+    "interval_high_percent",
+    "floor_percent",
+    "n",
+    "mde_percent",
+    "baseline_median",
+    "candidate_median",
+    "direction",
+    "target",
 )
 
 
@@ -20,11 +31,23 @@ def render(decision: Decision) -> str:
     for metric in decision.metrics:
         data = metric.to_json()
         low, high = data["interval_percent"] or (None, None)
-        writer.writerow([
-            metric.key, metric.verdict, metric.method, _cell(data["effect_percent"]), _cell(low), _cell(high),
-            _cell(data["floor_percent"]), metric.n, _cell(data["mde_percent"]), _cell(metric.baseline_median),
-            _cell(metric.candidate_median), metric.direction, metric.target,
-        ])
+        writer.writerow(
+            [
+                metric.key,
+                metric.verdict,
+                metric.method,
+                _cell(data["effect_percent"]),
+                _cell(low),
+                _cell(high),
+                _cell(data["floor_percent"]),
+                metric.n,
+                _cell(data["mde_percent"]),
+                _cell(metric.baseline_median),
+                _cell(metric.candidate_median),
+                metric.direction,
+                metric.target,
+            ]
+        )
     return out.getvalue()
 
 
