@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import make_binary, make_suite, orchard
+
+from tests.helpers import make_binary, make_suite, orchard
 
 needs_unshare = pytest.mark.skipif(shutil.which("unshare") is None, reason="unshare (util-linux) not installed")
 

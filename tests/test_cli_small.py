@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import ORCHARD, make_binary, make_suite, orchard
 
 from orchard import __version__
+from tests.helpers import ORCHARD, make_binary, make_suite, orchard
 
 
 @pytest.fixture

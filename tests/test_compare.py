@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import make_binary, make_suite, orchard
+
+from tests.helpers import make_binary, make_suite, orchard
 
 
 def _bench_run(lab: Path, binary: str, runs: int, results: str) -> Path:

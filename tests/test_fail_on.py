@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import orchard
 
 from orchard.bench.policy import FailOn
+from tests.helpers import orchard
 
 # a harness binary printing one JSON row; "wobbly" alternates +-10% between runs
 STEADY = "#!/bin/sh\necho '{{\"score\": {value}}}'\n"

@@ -7,12 +7,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import make_binary, orchard
 
 from orchard.bench import instructions
 from orchard.bench.store import read_jsonl
 from orchard.bench.suite import load_suite
 from orchard.errors import UsageError
+from tests.helpers import make_binary, orchard
 
 needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")
 

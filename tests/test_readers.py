@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import make_binary, orchard
 
 from orchard.bench import readers
 from orchard.bench.readers import Format
 from orchard.errors import UsageError
+from tests.helpers import make_binary, orchard
 
 DATA = Path(__file__).parent / "data"
 needs_hyperfine = pytest.mark.skipif(

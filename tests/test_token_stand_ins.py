@@ -10,10 +10,9 @@ import json
 import shutil
 from pathlib import Path
 
-from helpers import make_binary, orchard
-
 from orchard.bench import tokens
 from orchard.bench.store import read_jsonl
+from tests.helpers import make_binary, orchard
 
 TOKENS_SUITE = """
 [suite]
