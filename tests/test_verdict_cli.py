@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from orchard.bench.campaign import run_verdict
 from orchard.bench.store import read_jsonl
+from orchard.bench.suite import load_suite
 from tests.helpers import make_binary, make_suite, orchard
 
 
@@ -140,3 +142,11 @@ def test_bench_run_measures_named_subjects(lab: Path) -> None:
                      "--runs", "3", cwd=lab)
     assert result.returncode == 0, result.stderr
     assert "| loop | fast | 3 | 0 |" in result.stdout and "| loop | slow | 3 | 0 |" in result.stdout
+
+
+def test_a_verdict_taken_as_a_library_writes_the_summary_its_record_names(lab: Path) -> None:
+    """The lab takes verdicts through the library, not the CLI: the campaign writes its own summaries."""
+    verdict = run_verdict(load_suite(lab / "suite.toml"), lab / "fast", lab / "fast-copy", results=lab / "results")
+    assert verdict.summary is not None and verdict.summary.is_file()
+    assert f"**Verdict: {verdict.verdict}**" in verdict.summary.read_text()
+    assert list((lab / "results" / "calibrate").glob("*.md")), "the calibration it ran first has its summary too"

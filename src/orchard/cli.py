@@ -170,16 +170,24 @@ def verdict(suite_path: Path, baseline: Path, candidate: Path, runs: int | None,
     import json as jsonlib
 
     from orchard.bench.campaign import run_verdict
-    from orchard.bench.display import as_decision, print_verdict, rows_summary, verdict_facts
+    from orchard.bench.display import as_decision, print_verdict, verdict_facts
     from orchard.bench.exports import Targets, export
     from orchard.bench.policy import FailOn
     from orchard.bench.suite import load_suite
 
     suite = load_suite(suite_path)
     with _ProgressBar() as bar:
-        result = run_verdict(suite, baseline, candidate, runs=runs, seed=seed, results=results,
-                             recalibrate=recalibrate, progress=bar.update, summary=rows_summary,
-                             calibration_file=calibration_file)
+        result = run_verdict(
+            suite,
+            baseline,
+            candidate,
+            runs=runs,
+            seed=seed,
+            results=results,
+            recalibrate=recalibrate,
+            progress=bar.update,
+            calibration_file=calibration_file,
+        )
     document = result.to_dict()
     if as_json:
         click.echo(jsonlib.dumps(document, indent=2))
@@ -232,15 +240,21 @@ def calibrate(suite_path: Path, baseline: Path, runs: int | None, as_json: bool,
     """Measure the baseline against itself (A/A) and cache each metric's noise floor."""
     from orchard.bench.calibration import CalibrationFailed
     from orchard.bench.campaign import calibrate as run_calibration
-    from orchard.bench.display import calibration_table, rows_summary
+    from orchard.bench.display import calibration_table
     from orchard.bench.suite import load_suite
 
     suite = load_suite(suite_path)
     try:
         with _ProgressBar() as bar:
-            cal = run_calibration(suite, baseline, runs=runs, seed=seed, results=results,
-                                  progress=bar.update, summary=rows_summary,
-                                  file=calibration_file or suite.calibration)
+            cal = run_calibration(
+                suite,
+                baseline,
+                runs=runs,
+                seed=seed,
+                results=results,
+                progress=bar.update,
+                file=calibration_file or suite.calibration,
+            )
     except CalibrationFailed as error:
         click.echo(f"orchard: {error}", err=True)
         sys.exit(1)
@@ -270,7 +284,7 @@ def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, as_js
     """Measure a suite for named subjects, interleaved; rows and a summary, no verdict."""
     import random
 
-    from orchard.bench.display import rows_summary, run_json
+    from orchard.bench.display import run_json
     from orchard.bench.suite import load_suite
     from orchard.bench.sweep import parse_subjects, run_suite
 
@@ -280,8 +294,14 @@ def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, as_js
     if not _quiet():
         click.echo(f"run order seed: {seed}", err=True)
     with _ProgressBar() as bar:
-        writer = run_suite(suite, subjects, runs=runs, seed=seed, results=results, summary=rows_summary,
-                           progress=lambda done, total: bar.update(done, total))
+        writer = run_suite(
+            suite,
+            subjects,
+            runs=runs,
+            seed=seed,
+            results=results,
+            progress=lambda done, total: bar.update(done, total),
+        )
     if as_json:
         import json
 
@@ -318,6 +338,8 @@ def init(directory: Path, target: str, bench: str | None, config_file: Path | No
     click.echo(f"target     {workspace.config.target.repo} at {workspace.target_base()}")
     bench_source = workspace.config.bench.repo or "built-in bench"
     click.echo(f"bench      {bench_source} at {workspace.bench_base()}")
+    for warning in workspace.target_warnings():
+        click.echo(f"warning: {warning}", err=True)
 
 
 @bench.command("task-loop")
@@ -670,6 +692,7 @@ def backlog_add(
     """Add hypotheses: from a TOML file, from the opportunities ranking, or from flags."""
     from orchard.lab import backlog
     from orchard.lab.hypothesis import Hypothesis
+    from orchard.lab.verdicts import metric_keys
 
     with _open_lab(workspace) as (ws, state):
         if file_path is not None:
@@ -704,7 +727,10 @@ def backlog_add(
                 "user",
             )
             origin = "flags"
-        backlog.add_all(state, hypotheses, source=source, origin=origin)
+        # an opportunity names a lane's metric, which the lab's suite need not measure
+        metrics = [] if from_opportunities else metric_keys(ws)
+        backlog.add_all(state, hypotheses, source=source, origin=origin, metrics=metrics,
+                        launchers=list(ws.config.launchers))
         from orchard.lab.records import write_atomic
 
         write_atomic(ws.root / "backlog.md", backlog.render(state))

@@ -7,6 +7,9 @@ agent would), makes a real edit, writes the report, and prints usage in the
 CLI's own output format. `STANDIN_MODE` picks a misbehaviour:
 
 edit (default) | hang | tamper | leave-scope | no-report | bad-report | commit
+| auth-error (the CLI's own "not logged in" / network error, nothing changed)
+`--version` answers as the real CLIs do (the lab's pre-flight asks), unless
+`STANDIN_VERSION_FAILS` is set.
 """
 
 from __future__ import annotations
@@ -60,11 +63,31 @@ def print_usage(cli: str) -> None:
                           "result": "done", "session_id": "standin"}))
 
 
+def print_auth_error(cli: str) -> int:
+    """What the real CLIs print without credentials or network (Claude Code 2.1, Codex 0.171)."""
+    if cli == "codex":
+        print(json.dumps({"type": "thread.started", "thread_id": "standin"}))
+        print(json.dumps({"type": "error", "message": "stream error: 401 Unauthorized; retrying 1/5"}))
+        print(json.dumps({"type": "turn.failed", "error": {"message": "401 Unauthorized: missing bearer token"}}))
+    else:
+        print(json.dumps({"type": "result", "subtype": "success", "is_error": True, "duration_ms": 12,
+                          "num_turns": 1, "result": "Not logged in · Please run /login", "total_cost_usd": 0}))
+    return 1
+
+
 def main() -> int:
     cli, argv = sys.argv[1], sys.argv[2:]
+    if argv == ["--version"]:
+        if os.environ.get("STANDIN_VERSION_FAILS"):
+            print(f"{cli}: cannot start (broken install)", file=sys.stderr)
+            return 3
+        print(f"1.0.0 ({cli} stand-in)")
+        return 0
     with open(os.environ["STANDIN_LOG"], "a") as log:
         log.write(json.dumps({"cli": cli, "argv": argv, "cwd": os.getcwd()}) + "\n")
     mode = os.environ.get("STANDIN_MODE", "edit")
+    if mode == "auth-error":
+        return print_auth_error(cli)
     prompt = prompt_text(cli, argv)
     experiment = re.search(r"^# Experiment: (\S+)", prompt, re.MULTILINE).group(1)
     checkout = Path(field(prompt, "Your checkout of the code"))

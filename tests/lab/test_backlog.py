@@ -256,7 +256,8 @@ def test_add_with_flags(demo: Workspace) -> None:
     assert missing.exit_code == 2 and "flags.metric: missing" in missing.output
     bad = invoke("backlog", "add", demo.root, "--metric", "m", "--change", "x", "--confidence", "0")
     assert bad.exit_code == 2 and "flags.confidence: expected a positive number" in bad.output
-    again = invoke("backlog", "add", demo.root, "--id", "count-with-dict", "--metric", "m", "--change", "x")
+    again = invoke("backlog", "add", demo.root, "--id", "count-with-dict", "--metric", "report/wall_ms",
+                   "--change", "x")
     assert again.exit_code == 2
     assert again.output == "orchard: error: flags: already in the backlog: count-with-dict; nothing was added\n"
     assert snapshot(demo.root) == before

@@ -450,3 +450,24 @@ def test_explore_lanes_take_explore_hypotheses_and_respect_scopes_too(lab_state:
     assert backlog.pick(lab_state, "exploit", [["a.py"]]).id == "wild"  # nothing else free for an exploit lane
     lab_state.update_hypothesis("top", status=HypothesisStatus.RUNNING)
     assert backlog.pick(lab_state, "exploit", [["a.py"], ["b.py"]]).id == "wilder"
+
+
+def test_every_failed_check_is_in_the_reasons_in_rule_order(
+    green: list[Check], tmp_path: Path, verdicts: dict[str, Verdict]
+) -> None:
+    # failed target tests beside a REGRESSED verdict (a gate) were dropped from the reasons
+    red = replaced(green, step(tmp_path, "tests", "echo 'FAILED test_count' >&2; exit 1"))
+    judgment = decide(red, verdicts["cheat"], [])
+    assert judgment.decision == Decision.KILL and judgment.rule == Rule.TESTS
+    assert [r.split(" ")[0] for r in judgment.reasons] == ["tests", "quality"]
+    assert "FAILED test_count" in judgment.reasons[0] and "no_drop" in judgment.reasons[1]
+    # a regressed metric (no gate) beside red tests
+    fat = decide(red, verdicts["fat"], [])
+    assert fat.reasons[0].startswith("tests failed") and fat.reasons[1].startswith("REGRESSED: ")
+    everything_wrong = [
+        Check("harness", False, "bench clone changed: suite.toml"),
+        Check("scope", False, "files outside ['a']: b"),
+        step(tmp_path, "build", "exit 1"),
+    ]
+    reasons = decide(everything_wrong, verdicts["cheat"], []).reasons
+    assert [r.split(" ")[0] for r in reasons] == ["harness", "left", "does", "quality"]

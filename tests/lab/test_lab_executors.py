@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import libtmux
@@ -139,3 +140,18 @@ def test_auto_picks_tmux_when_installed(socket_name: str) -> None:
         assert executor.kind == "tmux"
     with pytest.raises(UsageError, match="unknown executor"):
         make_executor("docker", socket_name)
+
+
+@pytest.mark.parametrize("kind", EXECUTORS)
+def test_duration_is_the_workers_real_exit_not_when_the_loop_got_to_it(
+    kind: str, tmp_path: Path, socket_name: str, mark: str
+) -> None:
+    """A loop busy judging for seconds collects late; the worker's duration stays its own."""
+    with make_executor(kind, socket_name) as executor:
+        executor.start(_job(tmp_path, "quick", "sleep 0.3", mark))
+        wait_for(lambda: "WORKER_DONE_0" in (tmp_path / "logs/quick.log").read_text()
+                 if (tmp_path / "logs/quick.log").exists() else False, "the worker's exit line")
+        time.sleep(3.0)  # the loop is busy elsewhere
+        (result,) = executor.wait(timeout_s=60)
+    assert result.ok
+    assert 0 < result.duration_s < 2.5, result.duration_s  # collected after 3.3 s or more

@@ -63,7 +63,8 @@ def test_demo_walks_every_decision_path(tmp_path: Path, mark: str) -> None:
     assert found["read-whole-file"][:2] == ("KILL", "harness-untouched")
     assert found["single-write"][:2] == ("KILL", "no-claim-below-floor")
     # the second win was rebased onto the first's merge and judged again before its own merge
-    assert len(events(root, "rebase")) == 1 and len(events(root, "merge")) == 2
+    rebased = [e for e in events(root, "rebase") if e.data["needed"]]
+    assert len(rebased) == 1 and len(events(root, "merge")) == 2
     origin_log = git(root / "origin" / "target.git", "log", "--format=%s", "main")
     assert origin_log.count("lab: merge") == 2
     journal = (root / "JOURNAL.md").read_text()

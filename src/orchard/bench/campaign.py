@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 from orchard.bench import calibration as calibration_cache
 from orchard.bench import rows as rowlib
 from orchard.bench.binary import binary_sha256, check_binary
+from orchard.bench.display import rows_summary
 from orchard.bench.gates import GateTracker, run_command_gates
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts, machine_fingerprint
@@ -197,10 +198,9 @@ def _aa_campaign(
     seed: int,
     results: Path,
     progress: Progress,
-    summary: Callable[[Sequence[Mapping[str, Any]]], str] | None,
 ) -> tuple[dict[str, calibration_cache.MetricCalibration], list[str], Path]:
     """One A/A campaign: (noise per metric, metrics whose interval excludes zero, rows file)."""
-    with workbench(suite) as bench, RunWriter(results, "calibrate", summary) as writer:
+    with workbench(suite) as bench, RunWriter(results, "calibrate", rows_summary) as writer:
         runner = PairRunner(suite, bench, baseline, baseline, writer, seed, "calibrate")
         samples = Samples(suite.metrics)
         progress(0, count, f"A/A calibration, seed {seed}")
@@ -228,7 +228,6 @@ def calibrate(
     seed: int | None = None,
     results: Path = Path("results"),
     progress: Progress = _quiet,
-    summary: Callable[[Sequence[Mapping[str, Any]]], str] | None = None,
     file: Path | None = None,
 ) -> calibration_cache.Calibration:
     """A/A: the baseline against itself; saves (in the cache, and in `file` if given) and returns it.
@@ -245,7 +244,7 @@ def calibrate(
     rng = random.SystemRandom()
     seed = rng.randrange(1, 2**31) if seed is None else seed
     for attempt in range(1, CALIBRATION_ATTEMPTS + 1):
-        metrics, failed, rows = _aa_campaign(suite, baseline, count, seed, results, progress, summary)
+        metrics, failed, rows = _aa_campaign(suite, baseline, count, seed, results, progress)
         if not failed:
             break
         details = ", ".join(
@@ -285,7 +284,6 @@ def run_verdict(
     results: Path = Path("results"),
     recalibrate: bool = False,
     progress: Progress = _quiet,
-    summary: Callable[[Sequence[Mapping[str, Any]]], str] | None = None,
     calibration_file: Path | None = None,
 ) -> Verdict:
     """Judge `candidate` against `baseline` on `suite`.
@@ -307,15 +305,14 @@ def run_verdict(
     cached = cal is not None
     seed = random.SystemRandom().randrange(1, 2**31) if seed is None else seed
     warnings: list[str] = []
-    with workbench(suite) as bench, RunWriter(results, "verdict", summary) as writer:
+    with workbench(suite) as bench, RunWriter(results, "verdict", rows_summary) as writer:
         runner = PairRunner(suite, bench, baseline, candidate, writer, seed, "verdict")
         samples = Samples(suite.metrics)
         error: str | None = None
         if cal is None:
             progress(0, suite.calibration_runs, "no A/A calibration cached for this machine and suite: calibrating")
             try:
-                cal = calibrate(suite, baseline, results=results, progress=progress, summary=summary,
-                                file=calibration_file)
+                cal = calibrate(suite, baseline, results=results, progress=progress, file=calibration_file)
             except BaselineFailed as failure:
                 error = str(failure)
         command_gates = run_command_gates(suite.gates, bench, runner.binaries)

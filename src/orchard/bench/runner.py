@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, BinaryIO, cast
+from typing import IO, cast
 
 DEFAULT_ADMITTED_CHARS = 20_000
 # After the child exits, how long stragglers holding its pipes may keep
@@ -77,7 +77,7 @@ class Capture:
 
 
 class _Stream:
-    def __init__(self, admitted: int, sink: BinaryIO | None = None) -> None:
+    def __init__(self, admitted: int, sink: IO[bytes] | None = None) -> None:
         self.admitted = admitted
         self.kept = bytearray()
         self.total = 0
@@ -132,7 +132,7 @@ def run(
     timeout_s: float | None = None,
     admitted_chars: int = DEFAULT_ADMITTED_CHARS,
     stdin: bytes | None = None,
-    stdout_sink: BinaryIO | None = None,
+    stdout_sink: IO[bytes] | None = None,
 ) -> Capture:
     """Run `command` (an argv list; a string runs through /bin/sh) and measure it."""
     shell = isinstance(command, str)

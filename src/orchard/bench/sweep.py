@@ -10,10 +10,10 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from orchard.bench import rows as rowlib
 from orchard.bench.binary import binary_sha256, check_binary
+from orchard.bench.display import rows_summary
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.measure import RunSpec, observe, workbench
 from orchard.bench.store import RunWriter
@@ -43,7 +43,6 @@ def run_suite(
     runs: int,
     seed: int,
     results: Path,
-    summary: Callable[[Sequence[Mapping[str, Any]]], str] | None,
     progress: Callable[[int, int], None],
 ) -> RunWriter:
     """Measure every scenario `runs` times per subject; returns the closed writer."""
@@ -58,7 +57,7 @@ def run_suite(
     lock = MeasurementLock(f"orchard bench run {suite.name}")
     meta = {"lane": "bench", "suite": suite.name, "suite_digest": suite.digest, "seed": seed,
             **rowlib.comparability(fixture_id=suite.digest)}
-    with workbench(suite) as bench, RunWriter(results, "bench", summary) as writer:
+    with workbench(suite) as bench, RunWriter(results, "bench", rows_summary) as writer:
         for run in range(1, runs + 1):
             order = list(subjects)
             rng.shuffle(order)

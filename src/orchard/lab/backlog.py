@@ -12,7 +12,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -64,13 +64,15 @@ def scopes_overlap(a: Iterable[str], b: Iterable[str]) -> bool:
     return any(_entries_overlap(x, y) for x in a for y in b)
 
 
-def pick(state: LabState, lane: Lane, busy_scopes: Sequence[Sequence[str]]) -> HypothesisRecord | None:
-    """The best open hypothesis for `lane` whose scope avoids every running experiment.
+def pick(state: LabState, lane: Lane, busy_scopes: Sequence[Sequence[str]],
+         skip: Collection[str] = ()) -> HypothesisRecord | None:
+    """The best open hypothesis for `lane` (not in `skip`) whose scope avoids every running experiment.
 
     Exploit lanes take the top of the whole ranking; explore lanes take the
     best hypothesis marked `explore`, falling back to the ranking's tail.
     """
-    candidates = [r for r in ranked(state) if not any(scopes_overlap(r.hypothesis.scope, s) for s in busy_scopes)]
+    candidates = [r for r in ranked(state) if r.id not in skip
+                  and not any(scopes_overlap(r.hypothesis.scope, s) for s in busy_scopes)]
     if lane == Lane.EXPLORE:
         speculative = [r for r in candidates if r.hypothesis.lane == Lane.EXPLORE]
         return speculative[0] if speculative else (candidates[-1] if candidates else None)
@@ -85,11 +87,23 @@ def add(state: LabState, hypothesis: Hypothesis, *, source: str, parent: str | N
     return hypothesis.id
 
 
-def add_all(state: LabState, hypotheses: Sequence[Hypothesis], *, source: str, origin: str) -> None:
-    """Add every hypothesis or none; ids already in the backlog are named with where they came from."""
+def add_all(state: LabState, hypotheses: Sequence[Hypothesis], *, source: str, origin: str,
+            metrics: Sequence[str] = (), launchers: Sequence[str] = ()) -> None:
+    """Add every hypothesis or none; each bad one is named with where it came from.
+
+    `metrics` are the suite's metric keys (`scenario/metric`; empty: not
+    checked, e.g. a bench with its own verdict script) and `launchers` the
+    [launchers.NAME] tables of orchard.toml a hypothesis may name.
+    """
     taken = [h.id for h in hypotheses if state.has_hypothesis(h.id)]
-    if taken:
-        raise UsageError(f"{origin}: already in the backlog: {', '.join(taken)}; nothing was added")
+    problems = [f"already in the backlog: {', '.join(taken)}"] if taken else []
+    bare = {key.split("/", 1)[-1] for key in metrics}
+    problems += [f"{h.id}: metric {h.metric!r} is not in the suite (known: {', '.join(metrics)})"
+                 for h in hypotheses if metrics and h.metric not in metrics and h.metric not in bare]
+    problems += [f"{h.id}: launcher {h.launcher!r} is not defined (orchard.toml's [launchers.NAME]: "
+                 f"{', '.join(launchers) or 'none'})" for h in hypotheses if h.launcher and h.launcher not in launchers]
+    if problems:
+        raise UsageError(f"{origin}: {'; '.join(problems)}; nothing was added")
     with state.transaction():
         for hypothesis in hypotheses:
             add(state, hypothesis, source=source)

@@ -95,6 +95,8 @@ def checkout_with_patch(ws: Workspace, directory: Path, base: str, patch: str) -
         shutil.rmtree(directory)
     directory.parent.mkdir(parents=True, exist_ok=True)
     ws.target_vcs.clone(str(ws.reference_target), directory, commit=base)
+    # what the judge's build writes here must never be committed when the win lands
+    ws.target_vcs.ignore_locally(directory, ws.config.target.ignore)
     if patch:
         ws.target_vcs.apply(directory, patch)
     return directory

@@ -11,6 +11,9 @@ builds it:
 - `worker-committed`: the target checkout's head moved (workers must not
   commit); the patch still covers everything since the base.
 - `no-changes`: the worker changed nothing.
+- `binary-files` / `patch-too-large`: the change holds binary blobs, or its
+  patch is larger than `[target] max_patch_kb` (build outputs the ignore
+  lists missed, as a rule): refused, and the patch is not stored.
 - `report-missing` / `report-malformed` / `report-invalid`: the report is
   recorded as found, never filled in.
 - `timed-out` / `cancelled` / `exit-nonzero`: how the process ended.
@@ -43,6 +46,8 @@ class Flag(StrEnum):
     SCOPE_VIOLATION = "scope-violation"
     WORKER_COMMITTED = "worker-committed"
     NO_CHANGES = "no-changes"
+    BINARY_FILES = "binary-files"
+    PATCH_TOO_LARGE = "patch-too-large"
     REPORT_MISSING = "report-missing"
     REPORT_MALFORMED = "report-malformed"
     REPORT_INVALID = "report-invalid"
@@ -50,6 +55,26 @@ class Flag(StrEnum):
     CANCELLED = "cancelled"
     EXIT_NONZERO = "exit-nonzero"
 
+
+SHOWN_NAMES = 3
+
+
+def a_few(names: list[str] | tuple[str, ...], shown: int = SHOWN_NAMES) -> str:
+    """Some names and how many more: a reason stays one line however many files there are."""
+    listed = ", ".join(names[:shown])
+    more = len(names) - shown
+    return f"{listed} and {more} more" if more > 0 else listed
+
+
+def binary_files(patch: str) -> list[str]:
+    """Files a git patch adds or changes as binary content (a deleted binary file is fine)."""
+    found = []
+    for section in patch.split("diff --git ")[1:]:
+        header, _, body = section.partition("\n")
+        if ("\nGIT binary patch\n" in "\n" + body or "\nBinary files " in "\n" + body) \
+                and "\ndeleted file mode" not in "\n" + body:
+            found.append(header.split(" b/", 1)[-1])
+    return found
 
 
 @dataclass(frozen=True)
@@ -59,7 +84,7 @@ class Candidate:
     target_base: str
     bench_base: str
     target_head: str
-    patch: str
+    patch: str  # empty when refused (binary blobs, oversize)
     changed_files: list[str]
     scope: list[str]
     scope_violations: list[str]
@@ -73,6 +98,10 @@ class Candidate:
     started_at: str
     usage: AgentUsage
     flags: list[Flag] = field(default_factory=list)
+    patch_bytes: int = 0
+    binary_files: list[str] = field(default_factory=list)
+    launcher: str = ""  # the launcher that ran, as orchard.toml names it
+    launcher_failure: str | None = None  # the agent's own account of why it could not work at all
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready record for the lab's state."""
@@ -104,7 +133,7 @@ def collect_candidate(
     """Read what the worker left: its patch, its bench's state, its report, its usage."""
     checkout = experiment.checkout
     worker = checkout.worker
-    target = workspace.target_vcs.changes(worker.target_dir, checkout.target_base)
+    target = workspace.target_vcs.changes(worker.target_dir, checkout.target_base, workspace.config.target.ignore)
     bench = workspace.bench_vcs.changes(worker.bench_dir, checkout.bench_base)
     changed = _without_scratch(target.files, launcher.scratch)
     scope = list(experiment.hypothesis.scope)
@@ -122,6 +151,12 @@ def collect_candidate(
         flags.append(Flag.WORKER_COMMITTED)
     if not changed and target.head == checkout.target_base:
         flags.append(Flag.NO_CHANGES)
+    binaries = binary_files(target.patch)
+    patch_bytes = len(target.patch.encode("utf-8", errors="surrogateescape"))
+    if binaries:
+        flags.append(Flag.BINARY_FILES)
+    if patch_bytes > workspace.config.target.max_patch_kb * 1024:
+        flags.append(Flag.PATCH_TOO_LARGE)
     if reading.state != "ok":
         flags.append(Flag(f"report-{reading.state}"))
     if result.timed_out:
@@ -137,7 +172,9 @@ def collect_candidate(
         target_base=checkout.target_base,
         bench_base=checkout.bench_base,
         target_head=target.head,
-        patch=target.patch,
+        patch="" if binaries or Flag.PATCH_TOO_LARGE in flags else target.patch,
+        patch_bytes=patch_bytes,
+        binary_files=binaries,
         changed_files=changed,
         scope=scope,
         scope_violations=violations,
@@ -150,5 +187,7 @@ def collect_candidate(
         duration_s=result.duration_s,
         started_at=result.started_at,
         usage=launcher.usage(log_text),
+        launcher=launcher.label,
+        launcher_failure=launcher.failure(log_text, result.exit_code),
         flags=flags,
     )

@@ -41,6 +41,9 @@ PLACEHOLDERS = {
 }
 
 VCS_KINDS = ("git", "oak")
+# What common builds write into a checkout: never part of a worker's change.
+DEFAULT_IGNORES = (".venv/", "venv/", "*.egg-info/", "__pycache__/", "*.pyc", "build/", "dist/", "target/",
+                   "node_modules/")
 LAUNCHERS = ("claude", "codex", "cursor", "aider", "patch", "command")
 EXECUTORS = ("auto", "tmux", "subprocess")
 
@@ -64,6 +67,11 @@ class TargetConfig:
                       command=True)
     test: str = _key("", "the target's own tests; they must pass before anything lands", command=True)
     binary: str = _key("", "the built binary, relative to the target checkout")
+    ignore: list[str] = _key(list(DEFAULT_IGNORES), "gitignore-style globs of build outputs that are never "
+                                                    "part of a change, besides the target's own .gitignore "
+                                                    "(this list replaces the defaults; [] ignores nothing more)")
+    max_patch_kb: int = _key(1024, "a change whose patch is larger than this is refused (build outputs "
+                                   "belong in the ignore list)", minimum=1)
 
 
 @dataclass(frozen=True)
@@ -134,6 +142,9 @@ class StopConfig:
                                           "lock: verdicts would not be reliable", minimum=0.1)
     max_wall_minutes: float = _key(0.0, "stop after this much wall time; 0: no limit", minimum=0)
     max_cost_usd: float = _key(0.0, "stop once the agents' reported cost reaches this; 0: no limit", minimum=0)
+    launcher_failures: int = _key(2, "stop after this many workers in a row whose agent could not work at all "
+                                     "(no CLI, not logged in, no network); their hypotheses go back to the backlog",
+                                  minimum=1)
 
 
 @dataclass(frozen=True)
@@ -155,6 +166,7 @@ class Config:
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
     stop: StopConfig = field(default_factory=StopConfig)
     lab: LabConfig = field(default_factory=LabConfig)
+    launchers: dict[str, LauncherConfig] = field(default_factory=dict)  # [launchers.NAME]: a hypothesis names one
     path: Path | None = None
 
     def replace(self, section: str, **values: Any) -> Config:
@@ -164,6 +176,7 @@ class Config:
         return from_dict(data, source=str(self.path or CONFIG_NAME), path=self.path)
 
 
+LAUNCHERS_SECTION = "launchers"  # [launchers.NAME] tables, each keyed like [launcher]
 SECTIONS: dict[str, type] = {
     "target": TargetConfig,
     "bench": BenchConfig,
@@ -220,38 +233,56 @@ def _check_value(name: str, spec: dataclasses.Field[Any], kind: Any, value: Any)
     return None
 
 
+def _section(section_name: str, cls: type, raw: Any, problems: list[str]) -> dict[str, Any]:
+    """The checked values of one table; each problem is added to `problems`."""
+    if not isinstance(raw, dict):
+        problems.append(f"{section_name}: expected a [{section_name}] table, got {raw!r}")
+        raw = {}
+    hints = typing.get_type_hints(cls)
+    specs = {spec.name: spec for spec in dataclasses.fields(cls)}
+    for key in raw:
+        if key not in specs:
+            problems.append(f"{section_name}.{key}: unknown key; known: {', '.join(specs)}")
+    values: dict[str, Any] = {}
+    for key, spec in specs.items():
+        name = f"{section_name}.{key}"
+        if key not in raw:
+            if spec.metadata["required"]:
+                problems.append(f"{name}: missing ({spec.metadata['help']})")
+            continue
+        problem = _check_value(name, spec, hints[key], raw[key])
+        if problem is None and spec.metadata["required"] and raw[key] == "":
+            problem = f"{name}: must not be empty ({spec.metadata['help']})"
+        if problem:
+            problems.append(problem)
+        else:
+            values[key] = float(raw[key]) if hints[key] is float else raw[key]
+    return values
+
+
 def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | None = None) -> Config:
     """Validate parsed TOML and build a Config; every problem is reported at once."""
     problems: list[str] = []
     sections: dict[str, Any] = {}
     for section_name in data:
-        if section_name not in SECTIONS:
-            problems.append(f"[{section_name}]: unknown section; known: {', '.join(SECTIONS)}")
+        if section_name not in SECTIONS and section_name != LAUNCHERS_SECTION:
+            problems.append(f"[{section_name}]: unknown section; known: {', '.join([*SECTIONS, LAUNCHERS_SECTION])}")
     for section_name, cls in SECTIONS.items():
-        raw = data.get(section_name, {})
-        if not isinstance(raw, dict):
-            problems.append(f"{section_name}: expected a [{section_name}] table, got {raw!r}")
-            raw = {}
-        hints = typing.get_type_hints(cls)
-        specs = {spec.name: spec for spec in dataclasses.fields(cls)}
-        for key in raw:
-            if key not in specs:
-                problems.append(f"{section_name}.{key}: unknown key; known: {', '.join(specs)}")
-        values: dict[str, Any] = {}
-        for key, spec in specs.items():
-            name = f"{section_name}.{key}"
-            if key not in raw:
-                if spec.metadata["required"]:
-                    problems.append(f"{name}: missing ({spec.metadata['help']})")
-                continue
-            problem = _check_value(name, spec, hints[key], raw[key])
-            if problem is None and spec.metadata["required"] and raw[key] == "":
-                problem = f"{name}: must not be empty ({spec.metadata['help']})"
-            if problem:
-                problems.append(problem)
-            else:
-                values[key] = float(raw[key]) if hints[key] is float else raw[key]
-        sections[section_name] = values
+        sections[section_name] = _section(section_name, cls, data.get(section_name, {}), problems)
+    launchers: dict[str, LauncherConfig] = {}
+    tables = data.get(LAUNCHERS_SECTION, {})
+    if not isinstance(tables, dict):
+        problems.append(f"{LAUNCHERS_SECTION}: expected [{LAUNCHERS_SECTION}.NAME] tables, got {tables!r}")
+        tables = {}
+    for launcher_name, table in tables.items():
+        where = f"{LAUNCHERS_SECTION}.{launcher_name}"
+        if not isinstance(table, dict):
+            problems.append(f"{where}: expected a [{where}] table, got {table!r}")
+            continue
+        values = _section(where, LauncherConfig, table, problems)
+        if values.get("name") == "command" and not values.get("template"):
+            problems.append(f"{where}.template: the command launcher needs a template")
+        launchers[launcher_name] = LauncherConfig(**values)
     workers = WorkersConfig(**sections["workers"])
     if workers.exploit + workers.explore != workers.count:
         problems.append(
@@ -264,7 +295,7 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
     if problems:
         raise ConfigError(source, problems)
     built = {name: SECTIONS[name](**values) for name, values in sections.items()}
-    return Config(**built, path=path)
+    return Config(**built, launchers=launchers, path=path)
 
 
 def parse(path: Path) -> dict[str, Any]:
@@ -288,7 +319,10 @@ def load(path: Path) -> Config:
 
 
 def to_dict(config: Config) -> dict[str, dict[str, Any]]:
-    return {name: dataclasses.asdict(getattr(config, name)) for name in SECTIONS}
+    data = {name: dataclasses.asdict(getattr(config, name)) for name in SECTIONS}
+    if config.launchers:
+        data[LAUNCHERS_SECTION] = {name: dataclasses.asdict(launcher) for name, launcher in config.launchers.items()}
+    return data
 
 
 def render(config: Config) -> str:
@@ -310,6 +344,10 @@ def render(config: Config) -> str:
                 note += f" ({' | '.join(meta['choices'])})"
             lines += [f"# {part}" for part in textwrap.wrap(note, 86)]
             lines.append(tomli_w.dumps({spec.name: getattr(section, spec.name)}).rstrip("\n"))
+    lines += ["", "# More launchers: a hypothesis may name one (`launcher = \"NAME\"`); each",
+              "# [launchers.NAME] table takes the keys of [launcher]."]
+    for launcher_name, launcher in config.launchers.items():
+        lines += ["", tomli_w.dumps({LAUNCHERS_SECTION: {launcher_name: dataclasses.asdict(launcher)}}).rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 

@@ -7,7 +7,8 @@ paths, directories (a trailing `/` or any prefix that is a directory), or
 shell-style patterns where `*` also crosses `/`. An empty scope allows any
 file. `patch` names a ready patch file for the `patch` launcher;
 `bench_patch` one the patch worker applies to its bench clone (only ever to
-show that the lab catches a tampered harness). The TOML format is in
+show that the lab catches a tampered harness). `launcher` names one of
+orchard.toml's `[launchers.NAME]` tables (empty: the lab's default). The TOML format is in
 docs/hypotheses.md.
 """
 
@@ -66,6 +67,7 @@ class Hypothesis:
     lane: Lane = Lane.EXPLOIT
     patch: str | None = None
     bench_patch: str | None = None
+    launcher: str = ""  # a [launchers.NAME] of orchard.toml; empty: the lab's default launcher
     notes: str = field(default="")
 
     def __post_init__(self) -> None:
@@ -83,7 +85,7 @@ class Hypothesis:
     @property
     def predicted_text(self) -> str:
         """The predicted effect as every record shows it."""
-        return "(not given)" if self.predicted_effect is None else f"{self.predicted_effect:+.0%}"
+        return predicted_text(self.predicted_effect)
 
     @property
     def score(self) -> float:
@@ -104,7 +106,7 @@ class Hypothesis:
         for key in ("metric", "change"):
             if not isinstance(data.get(key), str) or not data.get(key):
                 problems.append(f"{source}.{key}: missing (a non-empty string)")
-        for key in (*_TEXT_FIELDS, "current_value", "notes"):
+        for key in (*_TEXT_FIELDS, "current_value", "notes", "launcher"):
             value = data.get(key, "")
             if key == "current_value" and isinstance(value, (int, float)) and not isinstance(value, bool):
                 continue
@@ -139,6 +141,13 @@ class Hypothesis:
         if values.get("predicted_effect") is not None:
             values["predicted_effect"] = float(values["predicted_effect"])
         return cls(**values)
+
+
+def predicted_text(effect: float | None) -> str:
+    """A predicted relative effect as people read it: -0.005 is -0.5%, never "-0%"."""
+    if effect is None:
+        return "(not given)"
+    return f"{effect:+.0%}" if abs(effect) >= 0.1 or effect == 0 else f"{effect:+.1%}"
 
 
 def in_scope(path: str, scope: Iterable[str]) -> bool:

@@ -14,11 +14,24 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from orchard.lab.builds import Check, baseline_binary, checkout_with_patch, harness_tests, placeholders, run_step
-from orchard.lab.candidate import Candidate, Flag
+from orchard.lab.builds import (
+    Check,
+    baseline_binary,
+    checkout_with_patch,
+    harness_tests,
+    placeholders,
+    run_step,
+)
+from orchard.lab.candidate import Candidate, Flag, a_few
 from orchard.lab.judgment import Decision, Judgment, Rule
 from orchard.lab.vcs import VcsError
-from orchard.lab.verdicts import MeasureProgress, Verdict, VerdictWord, assert_bench_untouched, measure
+from orchard.lab.verdicts import (
+    MeasureProgress,
+    Verdict,
+    VerdictWord,
+    assert_bench_untouched,
+    measure,
+)
 from orchard.lab.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -38,43 +51,63 @@ def _promising(verdict: Verdict) -> bool:
     return False
 
 
-def decide(checks: Sequence[Check], verdict: Verdict | None, flags: Sequence[str]) -> Judgment:
-    """The hard rules, in order; the first that applies decides, with its reason."""
+TESTS_RED = ("tests failed", "bench-tests failed")  # red tests beside a win: worth fixing, not killing
+
+
+def _failures(checks: Sequence[Check], verdict: Verdict | None,
+              flags: Sequence[str]) -> list[tuple[str, Rule | None]]:
+    """Every failed check as (reason, rule), in the order of docs/loop.md's rules."""
     by_name = {check.name: check for check in checks}
 
     def failed(name: str) -> Check | None:
         check = by_name.get(name)
         return check if check is not None and not check.passed else None
 
+    found: list[tuple[str, Rule | None]] = []
     if (check := failed("harness")) is not None:
-        return Judgment(Decision.KILL, [f"harness tampered: {check.detail}; the experiment is void"], Rule.HARNESS)
+        found.append((f"harness tampered: {check.detail}; the experiment is void", Rule.HARNESS))
     if (check := failed("scope")) is not None:
-        return Judgment(Decision.KILL, [f"left its scope: {check.detail}"], Rule.SCOPE)
+        found.append((f"left its scope: {check.detail}", Rule.SCOPE))
+    if (check := failed("patch")) is not None:
+        found.append((f"change refused: {check.detail}", None))
     if Flag.NO_CHANGES in flags:
-        return Judgment(Decision.KILL, ["the worker changed nothing"])
+        found.append(("the worker changed nothing", None))
     if (check := failed("apply")) is not None:
-        return Judgment(Decision.KILL, [f"the patch does not apply to a clean base: {check.detail}"])
+        found.append((f"the patch does not apply to a clean base: {check.detail}", None))
     if (check := failed("build")) is not None:
-        return Judgment(Decision.KILL, [f"does not build from clean: {check.detail}"], Rule.TESTS)
-    tests_red = [c for c in (failed("tests"), failed("bench-tests")) if c is not None]
+        found.append((f"does not build from clean: {check.detail}", Rule.TESTS))
+    found += [(f"{c.name} failed: {c.detail}", Rule.TESTS) for c in (failed("tests"), failed("bench-tests"))
+              if c is not None]  # each starts with one of TESTS_RED
     if verdict is None:
-        return Judgment(Decision.KILL, ["no verdict could be taken"] + [c.detail for c in tests_red])
-    outcome = verdict.verdict
+        return found
     reasons = list(verdict.reasons)
-    if outcome == VerdictWord.ERROR:
+    if verdict.verdict == VerdictWord.ERROR:
         rule = Rule.COMPARABLE if any("not comparable" in r for r in reasons) else None
-        return Judgment(Decision.KILL, ["the verdict could not compare: " + "; ".join(reasons)], rule)
-    if outcome == VerdictWord.REGRESSED:
-        if gates := verdict.failed_gates:
-            return Judgment(Decision.KILL, [f"quality gate {g.name} failed ({g.detail}): REGRESSED whatever "
-                                            "the metrics say" for g in gates], Rule.GATES)
-        return Judgment(Decision.KILL, ["REGRESSED: " + "; ".join(reasons)])
-    if tests_red:
-        red = [f"{c.name} failed: {c.detail}" for c in tests_red]
-        if outcome == VerdictWord.PASS:
+        found.append(("the verdict could not compare: " + "; ".join(reasons), rule))
+    elif verdict.verdict == VerdictWord.REGRESSED:
+        gates = verdict.failed_gates
+        found += [(f"quality gate {g.name} failed ({g.detail}): REGRESSED whatever the metrics say", Rule.GATES)
+                  for g in gates]
+        if not gates:
+            found.append(("REGRESSED: " + "; ".join(reasons), None))
+    return found
+
+
+def decide(checks: Sequence[Check], verdict: Verdict | None, flags: Sequence[str]) -> Judgment:
+    """The hard rules, in order: the first that applies decides, and every failed check is a reason."""
+    failures = _failures(checks, verdict, flags)
+    reasons = [reason for reason, _ in failures]
+    outcome = None if verdict is None else verdict.verdict
+    if failures:
+        if outcome == VerdictWord.PASS and all(reason.startswith(TESTS_RED) for reason in reasons):
             return Judgment(Decision.ITERATE,
-                            ["a measured win, but " + "; ".join(red) + ": fix correctness and retry"], Rule.TESTS)
-        return Judgment(Decision.KILL, red + [f"verdict {outcome}"], Rule.TESTS)
+                            ["a measured win, but " + "; ".join(reasons) + ": fix correctness and retry"], Rule.TESTS)
+        if outcome in (VerdictWord.PASS, VerdictWord.NO_CHANGE, VerdictWord.INCONCLUSIVE):
+            reasons.append(f"verdict {outcome}")
+        return Judgment(Decision.KILL, reasons, failures[0][1])
+    if verdict is None:
+        return Judgment(Decision.KILL, ["no verdict could be taken"])
+    reasons = list(verdict.reasons)
     if outcome == VerdictWord.PASS:
         return Judgment(Decision.LAND, reasons)
     if outcome == VerdictWord.NO_CHANGE:
@@ -88,12 +121,21 @@ def collection_checks(candidate: Candidate) -> list[Check]:
     """What the candidate's collection already established."""
     tampered = Flag.HARNESS_TAMPERED in candidate.flags
     violations = candidate.scope_violations
-    changed = ", ".join(candidate.bench_changes) or "its head moved"
+    changed = a_few(candidate.bench_changes) or "its head moved"
+    size_kb = candidate.patch_bytes / 1024
+    refusals = []
+    if Flag.BINARY_FILES in candidate.flags:
+        refusals.append(f"binary files {a_few(candidate.binary_files)}")
+    if Flag.PATCH_TOO_LARGE in candidate.flags:
+        refusals.append(f"a {size_kb:,.0f} KB patch over [target] max_patch_kb ({a_few(candidate.changed_files)})")
     return [
         Check("harness", not tampered, f"bench clone changed: {changed}" if tampered else "bench clone unchanged"),
         Check("scope", not violations,
-              f"files outside {candidate.scope or 'the scope'}: {', '.join(violations)}" if violations
+              f"files outside {candidate.scope or 'the scope'}: {a_few(violations)}" if violations
               else "every change inside the scope"),
+        Check("patch", not refusals,
+              " and ".join(refusals) + ": build outputs belong in the target's .gitignore or [target] ignore"
+              if refusals else f"{size_kb:,.0f} KB, text only"),
     ]
 
 

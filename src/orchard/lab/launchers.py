@@ -25,6 +25,8 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
+import subprocess
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -33,7 +35,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from orchard.errors import UsageError
-from orchard.lab.config import LauncherConfig
+from orchard.lab.config import Config, LauncherConfig
 from orchard.lab.executors import Job
 from orchard.lab.experiment import (
     Commands,
@@ -53,6 +55,9 @@ AIDER_VERSION = "0.86.2"
 # Tools a Claude worker always has: read and edit files, search, and look
 # at its own changes.
 CLAUDE_BASE_TOOLS = ("Read", "Edit", "Write", "Grep", "Glob", "Bash(git diff *)", "Bash(git status *)")
+VERSION_TIMEOUT_S = 30.0
+# A shell that could not run the command at all: not executable, not found.
+CANNOT_RUN = (126, 127)
 
 
 @dataclass(frozen=True)
@@ -102,12 +107,35 @@ class Launcher(ABC):
     default_executable: ClassVar[str] = ""
     scratch: ClassVar[tuple[str, ...]] = ()  # files the CLI drops into the checkout
 
-    def __init__(self, config: LauncherConfig | None = None) -> None:
+    def __init__(self, config: LauncherConfig | None = None, label: str = "") -> None:
         self.config = config or LauncherConfig(name=self.name)
+        self.label = label or self.name  # as orchard.toml names it: "claude", or a [launchers.NAME] key
 
     @property
     def executable(self) -> str:
         return self.config.executable or self.default_executable
+
+    def preflight(self) -> str | None:
+        """What stops this launcher from running at all (missing CLI, a version flag that fails), or None."""
+        found = shutil.which(self.executable)
+        if found is None:
+            return f"`{self.executable}` is not on PATH (install it, or set its `executable`)"
+        try:
+            answer = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S,
+                                    stdin=subprocess.DEVNULL, check=False)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return f"`{self.executable} --version` did not answer: {error}"
+        if answer.returncode != 0:
+            tail = (answer.stderr or answer.stdout).strip().splitlines()[-1:] or [""]
+            return f"`{self.executable} --version` exited {answer.returncode}: {tail[0][:200]}"
+        return None
+
+    def failure(self, log_text: str, exit_code: int | None) -> str | None:
+        """The agent's own account of why it could not work (no credentials, no network, no CLI), or None."""
+        if exit_code in CANNOT_RUN:
+            lines = [line for line in log_text.splitlines() if line.strip() and not line.startswith("WORKER_DONE_")]
+            return f"the launch line could not run (exit {exit_code}): {(lines[-1:] or ['no output'])[0][:300]}"
+        return None
 
     @abstractmethod
     def command(self, context: LaunchContext) -> str:
@@ -221,6 +249,12 @@ class ClaudeLauncher(Launcher):
             )
         return AgentUsage()
 
+    def failure(self, log_text: str, exit_code: int | None) -> str | None:
+        for item in reversed(_json_objects(log_text)):
+            if item.get("type") == "result" and item.get("is_error"):
+                return f"claude: {str(item.get('result') or item.get('subtype') or 'error')[:300]}"
+        return super().failure(log_text, exit_code)
+
 
 class CodexLauncher(Launcher):
     """Codex non-interactive: workspace-write sandbox, JSONL events, last message to a file."""
@@ -262,6 +296,13 @@ class CodexLauncher(Launcher):
             turns=len(turns),
             source="codex exec --json turn.completed events",
         )
+
+    def failure(self, log_text: str, exit_code: int | None) -> str | None:
+        for item in reversed(_json_objects(log_text)):
+            error = item.get("error") if item.get("type") == "turn.failed" else item
+            if item.get("type") in ("error", "turn.failed") and isinstance(error, dict):
+                return f"codex: {str(error.get('message') or 'error')[:300]}"
+        return super().failure(log_text, exit_code)
 
 
 class CursorLauncher(Launcher):
@@ -358,6 +399,9 @@ class PatchLauncher(Launcher):
     name = "patch"
     default_executable = sys.executable
 
+    def preflight(self) -> str | None:
+        return None  # this Python, always there
+
     def patch_file(self, workspace_root: Path, experiment: Experiment) -> Path:
         patch = experiment.hypothesis.patch
         if not patch:
@@ -403,6 +447,16 @@ class CommandLauncher(Launcher):
 
     name = "command"
 
+    def preflight(self) -> str | None:
+        """The template's program must exist; a template starting with a placeholder or a shell word is not checked."""
+        try:
+            first = shlex.split(self.config.template)[0]
+        except (ValueError, IndexError):
+            return f"template {self.config.template!r} is not a shell command"
+        if "{" in first or "=" in first or shutil.which(first) is not None or first in SHELL_WORDS:
+            return None
+        return f"`{first}` (the template's program) is not on PATH"
+
     def command(self, context: LaunchContext) -> str:
         if not self.config.template:
             raise UsageError("launcher.template: the command launcher needs a template")
@@ -415,9 +469,33 @@ LAUNCHERS: dict[str, type[Launcher]] = {
 }
 
 
-def make_launcher(config: LauncherConfig) -> Launcher:
-    """The launcher orchard.toml's [launcher] section names."""
+SHELL_WORDS = ("cd", "exec", "set", "export", "if", "for", "while", "(", "{", "!", "true", ":", "echo", "test")
+
+
+def make_launcher(config: LauncherConfig, label: str = "") -> Launcher:
+    """The launcher orchard.toml's [launcher] section (or a [launchers.NAME] table) names."""
     try:
-        return LAUNCHERS[config.name](config)
+        return LAUNCHERS[config.name](config, label)
     except KeyError:
-        raise UsageError(f"launcher.name: unknown launcher {config.name!r}; known: {', '.join(LAUNCHERS)}") from None
+        raise UsageError(f"launcher.name: unknown launcher {config.name!r}; known: "
+                         f"{', '.join(LAUNCHERS)}") from None
+
+
+def launcher_for(config: Config, name: str = "") -> Launcher:
+    """The launcher a hypothesis names (a [launchers.NAME] table); empty: the lab's default [launcher]."""
+    if not name:
+        return make_launcher(config.launcher)
+    if name not in config.launchers:
+        defined = ", ".join(config.launchers) or "none"
+        raise UsageError(f"launcher {name!r} is not defined in orchard.toml (defined [launchers.NAME]: {defined}); "
+                         "add the table or leave the hypothesis's launcher empty for the default")
+    return make_launcher(config.launchers[name], name)
+
+
+def preflight(config: Config) -> None:
+    """Every configured launcher can run: its CLI exists and answers `--version`. UsageError naming each that cannot."""
+    launchers = [make_launcher(config.launcher), *(launcher_for(config, name) for name in config.launchers)]
+    problems = [f"launcher {launcher.label!r}: {problem}" for launcher in launchers
+                if (problem := launcher.preflight()) is not None]
+    if problems:
+        raise UsageError("; ".join(problems) + "; no hypothesis was touched")

@@ -32,13 +32,13 @@ from typing import Any
 from orchard.lab import backlog, records, stop
 from orchard.lab import land as landing
 from orchard.lab.builds import baseline_binary, placeholders, run_step
-from orchard.lab.candidate import collect_candidate
+from orchard.lab.candidate import Candidate, Flag, collect_candidate
 from orchard.lab.executors import Executor, JobResult, make_executor
 from orchard.lab.experiment import Experiment, ExperimentStatus
 from orchard.lab.hypothesis import HypothesisStatus, Lane
 from orchard.lab.judge import judge
 from orchard.lab.judgment import Decision, Judgment, JudgmentEntry
-from orchard.lab.launchers import Launcher, make_launcher
+from orchard.lab.launchers import Launcher, launcher_for, preflight
 from orchard.lab.prompts import render_prompt
 from orchard.lab.start import start
 from orchard.lab.state import ExperimentRecord, LabState
@@ -69,9 +69,10 @@ class Lab:
         self.state = state
         self.say = say
         self.measure_progress = measure_progress
-        self.launcher: Launcher = make_launcher(ws.config.launcher)
+        self.launchers: dict[str, Launcher] = {}
+        self.down: set[str] = set()  # launchers whose agent could not work in this run: given no more work
         self.executor: Executor | None = None
-        self.started = time.monotonic()
+        self.started = time.time()
 
     def render(self) -> None:
         records.write_notebook(self.ws.root, self.state)
@@ -83,6 +84,17 @@ class Lab:
         checkout = WorkerCheckout(self.ws.worker(record.worker), record.target_base, record.bench_base)
         return Experiment(record.name, hypothesis, checkout)
 
+    def _launcher(self, record: ExperimentRecord) -> Launcher:
+        """The launcher the experiment's hypothesis names (the lab's default when it names none)."""
+        name = self.state.hypothesis(record.hypothesis).hypothesis.launcher
+        if name not in self.launchers:
+            self.launchers[name] = launcher_for(self.ws.config, name)
+        return self.launchers[name]
+
+    def _blocked(self) -> set[str]:
+        """Open hypotheses whose launcher failed in this run."""
+        return {r.id for r in self.state.hypotheses(HypothesisStatus.OPEN) if r.hypothesis.launcher in self.down}
+
     def _name(self, hypothesis_id: str) -> str:
         attempts = self.state.hypothesis(hypothesis_id).attempts
         return hypothesis_id if attempts == 0 else f"{hypothesis_id}-{attempts + 1}"
@@ -92,18 +104,20 @@ class Lab:
         assert self.executor is not None
         ws = self.ws
         baseline_binary(ws, self.state, record.target_base)  # the worker measures against it
+        launcher = self._launcher(record)
         ws.setup_worker(record.worker, target_base=record.target_base, bench_base=record.bench_base,
-                        ignore=self.launcher.scratch)
+                        ignore=launcher.scratch)
         experiment = self._experiment(record)
         prompt = render_prompt(ws, experiment)
         ws.log_path(record.name).unlink(missing_ok=True)
-        self.executor.start(self.launcher.job(ws, experiment))
+        self.executor.start(launcher.job(ws, experiment))
         self.state.update_experiment(record.name, status=Status.RUNNING)
         self.state.log("experiment-start", {"hypothesis": record.hypothesis, "worker": record.worker,
                                             "lane": record.lane, "base": record.target_base,
-                                            "title": experiment.hypothesis.title, "prompt": str(prompt),
+                                            "launcher": launcher.label, "title": experiment.hypothesis.title,
+                                            "prompt": str(prompt),
                                             "log": str(ws.log_path(record.name))}, record.name)
-        self.say(f"{record.name}: started on worker {record.worker} ({record.lane} lane)")
+        self.say(f"{record.name}: started on worker {record.worker} ({record.lane} lane, launcher {launcher.label})")
 
     def assign(self) -> None:
         running = self.state.experiments(Status.STARTING, Status.RUNNING)
@@ -112,7 +126,7 @@ class Lab:
         for slot in slots(self.ws):
             if slot.worker in busy_workers:
                 continue
-            record = backlog.pick(self.state, slot.lane, busy_scopes)
+            record = backlog.pick(self.state, slot.lane, busy_scopes, skip=self._blocked())
             if record is None:
                 continue
             name = self._name(record.id)
@@ -128,11 +142,29 @@ class Lab:
 
     def _collect(self, result: JobResult) -> None:
         record = self.state.experiment(result.name)
-        candidate = collect_candidate(self.ws, self._experiment(record), result, self.launcher)
+        candidate = collect_candidate(self.ws, self._experiment(record), result, self._launcher(record))
+        if candidate.launcher_failure is not None and Flag.NO_CHANGES in candidate.flags:
+            self._launcher_failed(record, candidate)
+            return
         self.state.update_experiment(record.name, status=Status.COLLECTED, candidate=candidate,
                                      finished_at=time.time())
         flags = ", ".join(candidate.flags) or "none"
         self.say(f"{record.name}: worker ended (exit {result.exit_code}); flags: {flags}")
+
+    def _launcher_failed(self, record: ExperimentRecord, candidate: Candidate) -> None:
+        """The agent could not work at all: its own message is the reason, the hypothesis goes back to the backlog."""
+        reason = f"launcher {candidate.launcher} failed: {candidate.launcher_failure}"
+        with self.state.transaction():
+            self.state.update_experiment(record.name, status=Status.DONE, candidate=candidate,
+                                         finished_at=time.time(), reasons=[reason])
+            self.state.update_hypothesis(record.hypothesis, status=HypothesisStatus.OPEN)
+            self.state.log("launcher-failure", {"hypothesis": record.hypothesis, "launcher": candidate.launcher,
+                                                "exit_code": candidate.exit_code, "reason": reason,
+                                                "log": candidate.log_path}, record.name)
+            self.state.set_counter(stop.LAUNCHER_FAILURES, self.state.counter(stop.LAUNCHER_FAILURES) + 1)
+        self.down.add(self.state.hypothesis(record.hypothesis).hypothesis.launcher)
+        self.say(f"{record.name}: {reason}; {record.hypothesis} goes back to the backlog")
+        self.render()
 
     def collect(self) -> None:
         assert self.executor is not None
@@ -146,7 +178,7 @@ class Lab:
             if record.status == Status.STARTING:
                 self._launch(record)
                 continue
-            job = self.launcher.job(self.ws, self._experiment(record))
+            job = self._launcher(record).job(self.ws, self._experiment(record))
             if self.executor.adopt(job):
                 self.say(f"{record.name}: still running in tmux; watching it again")
                 continue
@@ -203,6 +235,7 @@ class Lab:
             else:
                 self.state.update_hypothesis(hypothesis.id, status=HypothesisStatus.LANDED)
             stop.count_judged(self.state, self.ws.config.workers.count, judgment.decision == Decision.LAND)
+            self.state.set_counter(stop.LAUNCHER_FAILURES, 0)  # a worker that worked ends a run of launcher failures
         self.say(f"{record.name}: {judgment.decision}: {'; '.join(judgment.reasons)[:300]}")
         if judgment.checkout and judgment.decision != Decision.LAND:
             shutil.rmtree(judgment.checkout, ignore_errors=True)
@@ -222,7 +255,9 @@ class Lab:
                                          reasons=reasons)
             if won:
                 self.state.set_counter(stop.MERGED, self.state.counter(stop.MERGED) + 1)
-        merged = "merged into main" if won else "branch kept, not merged"
+        merged = "branch kept, not merged"
+        if won:
+            merged = "merged into main" + ("" if outcome.published else ", NOT published to the target")
         self.say(f"{record.name}: landed on {outcome.branch} ({merged})")
         self.render()
         if won:
@@ -263,12 +298,20 @@ class Lab:
     # -- the loop ----------------------------------------------------------------------------
 
     def finish(self, reason: str) -> None:
-        self.state.log("stop", {"reason": reason})
+        stop.final_verdict(self.ws, self.state, say=self.say, measure_progress=self.measure_progress)
+        stop.log_stop(self.state, reason)
         records.write_notebook(self.ws.root, self.state, final=True)
         self.say(f"stopped: {reason}; wrote {self.ws.root / 'FINAL_REPORT.md'}")
 
+    def preflight(self) -> None:
+        """Before anything is touched: every launcher runs, and every open hypothesis names one that exists."""
+        preflight(self.ws.config)
+        for record in self.state.hypotheses(HypothesisStatus.OPEN):
+            launcher_for(self.ws.config, record.hypothesis.launcher)
+
     def run(self) -> str:
         """Run until a stop condition holds; returns the reason."""
+        self.preflight()
         events = self.state.events()
         if events and events[-1].kind == "stop":
             self.state.set_counter(stop.IDLE_LOOPS, 0)  # a new session after a clean stop starts fresh
@@ -278,6 +321,7 @@ class Lab:
             with self.executor:
                 if self.executor.kind == "subprocess" and self.ws.config.workers.executor == "auto":
                     self.say("tmux is not installed: workers run as plain subprocesses")
+                landing.check_publication(self.ws, self.state)
                 if start(self.ws, self.state, say=self.say, measure_progress=self.measure_progress):
                     self.render()
                 self.resume_workers()
@@ -285,7 +329,7 @@ class Lab:
                     self.collect()
                     if self.judge_next():
                         continue
-                    reason = stop.stop_reason(self.ws, self.state, time.monotonic() - self.started)
+                    reason = stop.stop_reason(self.ws, self.state, self.started, self._blocked())
                     if reason is None:
                         self.assign()
                     elif not self.state.experiments(*Status.active()):

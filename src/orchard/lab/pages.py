@@ -19,7 +19,7 @@ from importlib import resources
 
 from orchard.lab.charts import Chart, ChartCache, unjudged
 from orchard.lab.records import when
-from orchard.lab.verdict_table import COLUMNS, cells, num, pct
+from orchard.lab.verdict_table import COLUMNS, after_pairs, cells, effect_cells, num
 from orchard.lab.view import ExperimentView, LabView
 
 STYLE = """
@@ -130,20 +130,12 @@ def leaderboard(view: LabView) -> str:
         return "<p class=muted>nothing measured yet</p>"
     rows = []
     for r in view.leaderboard:
-        change = "baseline" if r.by == "baseline" else f"<code>{escape(r.by)}</code> ({escape((r.commit or '')[:10])})"
-        delta = (r.best / r.baseline - 1) if r.baseline else None
-        rows.append(
-            [
-                escape(r.metric),
-                f"{escape(r.direction)} is better",
-                num(r.baseline),
-                num(r.best),
-                change,
-                pct(delta),
-                num(r.main),
-            ]
-        )
-    return _table(("metric", "direction", "baseline", "best", "change", "vs baseline", "main now"), rows, (2, 3, 5, 6))
+        change = "-" if r.effect is None else f"<code>{escape(r.by)}</code> ({escape((r.commit or '')[:10])})"
+        rows.append([escape(r.metric), f"{escape(r.direction)} is better", num(r.baseline), change,
+                     *map(escape, effect_cells(r.effect, r.final))])
+    # every number a paired effect with its interval: no median of one campaign divided by another's
+    return _table(("metric", "direction", "baseline (start)", "best change", "its effect [interval]",
+                   "main vs start [interval]", "floor"), rows, (2, 4, 5, 6))
 
 
 def _chart_divs(charts: Sequence[Chart]) -> str:
@@ -179,7 +171,8 @@ def experiment_list(view: LabView) -> str:
         parts = [head, f"<ul>{reasons}</ul>" if reasons else ""]
         if e.verdict is not None:
             v = e.verdict
-            parts.append(f"<p>Verdict <b>{escape(v.verdict)}</b> after {num(v.pairs)} pairs (seed {num(v.seed)})</p>")
+            head = f"{escape(after_pairs(v.pairs))} (seed {num(v.seed)})"
+            parts.append(f"<p>Verdict <b>{escape(v.verdict)}</b> {head}</p>")
             parts.append(_table(COLUMNS, ([escape(c) for c in cells(m)] for m in v.metrics), (2, 4, 5, 6, 7, 8)))
             parts += [
                 f"<p>gate <code>{escape(g.name)}</code>: {'pass' if g.passed else 'FAIL'} ({escape(g.detail)})</p>"

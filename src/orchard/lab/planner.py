@@ -100,6 +100,8 @@ def plan(ws: Workspace, state: LabState, *, say: Callable[[str], None] = print) 
     launcher = make_launcher(ws.config.launcher)
     if launcher.name == "patch":
         raise UsageError("the patch launcher has no model to plan with: add hypotheses with `orchard backlog add`")
+    if (problem := launcher.preflight()) is not None:
+        raise UsageError(f"launcher {launcher.label!r}: {problem}; nothing was planned")
     name = _plan_name(ws)
     checkout = ws.setup_worker("planner", ignore=launcher.scratch)
     output = ws.prompts_dir / f"{name}.toml"
@@ -113,8 +115,10 @@ def plan(ws: Workspace, state: LabState, *, say: Callable[[str], None] = print) 
         results = executor.wait()
     result = results[0]
     if not result.ok:
-        raise PlannerRejected(f"the planner ended with exit {result.exit_code} ({result.reason or 'failed'}); "
-                              f"log: {result.log_path}")
+        log = result.log_path.read_text(encoding="utf-8", errors="replace") if result.log_path.exists() else ""
+        said = launcher.failure(log, result.exit_code)
+        raise PlannerRejected(f"the planner ended with exit {result.exit_code} "
+                              f"({said or result.reason or 'failed'}); log: {result.log_path}")
     hypotheses = read_plan(output, state)
     with state.transaction():
         for h in hypotheses:

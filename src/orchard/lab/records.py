@@ -17,9 +17,17 @@ from typing import Any
 
 from orchard.lab import backlog
 from orchard.lab.judgment import Decision, JudgmentEntry
+from orchard.lab.land import Publication
 from orchard.lab.start import LAB_START, LabStart, recorded_start
 from orchard.lab.state import ExperimentRecord, HypothesisRecord, JournalEvent, LabState
-from orchard.lab.verdict_table import COLUMNS, MetricEffect, cells, num, pct
+from orchard.lab.verdict_table import (
+    COLUMNS,
+    MetricEffect,
+    after_pairs,
+    cells,
+    effect_cells,
+    num,
+)
 from orchard.lab.verdicts import MetricResult, MetricVerdict, Verdict
 
 
@@ -46,7 +54,7 @@ def verdict_lines(verdict: Verdict | None) -> list[str]:
 
 
 def _verdict_head(verdict: Verdict) -> str:
-    return f"**{verdict.verdict}** after {verdict.pairs} pairs (seed {verdict.seed})"
+    return f"**{verdict.verdict}** {after_pairs(verdict.pairs)} (seed {verdict.seed})"
 
 
 def journal_entry(event: JournalEvent) -> list[str]:
@@ -64,8 +72,8 @@ def journal_entry(event: JournalEvent) -> list[str]:
             floor = start.floors.get(key)
             lines.append(f"| {key} | {num(value)} | {'-' if floor is None else f'{floor:.2%}'} |")
     elif kind == "experiment-start":
-        lines.append(f"Worker `{data['worker']}` ({data['lane']} lane) takes hypothesis `{data['hypothesis']}` "
-                     f"at base `{data['base'][:12]}`: {data.get('title', '')}")
+        lines.append(f"Worker `{data['worker']}` ({data['lane']} lane, launcher `{data.get('launcher', '?')}`) "
+                     f"takes hypothesis `{data['hypothesis']}` at base `{data['base'][:12]}`: {data.get('title', '')}")
         lines.append(f"Prompt: `{data.get('prompt', '')}`; log: `{data.get('log', '')}`.")
     elif kind == "judgment":
         entry = JudgmentEntry.from_dict(data)
@@ -119,6 +127,8 @@ class LeaderboardRow:
     main: float
     by: str = "baseline"  # the experiment, or "baseline" while nothing beat it
     commit: str | None = None
+    effect: MetricEffect | None = None  # the best change's own paired effect
+    final: MetricEffect | None = None  # main at the end against main at the start, one paired verdict
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -141,26 +151,56 @@ def leaderboard(state: LabState) -> list[LeaderboardRow]:
             if metric.verdict == MetricVerdict.IMPROVED and _better(value, entry.best, dirs.get(metric.key, "lower")):
                 entry.best, entry.by = value, experiment.name
                 entry.commit = experiment.merge_commit or experiment.land_commit
+                entry.effect = MetricEffect.from_metric(metric)
     for measurement in state.measurements("main"):
         for key, value in measurement.metrics.items():
             if key in board and value is not None:
                 board[key].main = value
+    final = _final_verdict(state)
+    for metric in [] if final is None else final.metrics:
+        if metric.key in board:
+            board[metric.key].final = MetricEffect.from_metric(metric)
     return list(board.values())
 
 
+def _final_verdict(state: LabState) -> Verdict | None:
+    done = state.events("final-verdict")
+    data = done[-1].data.get("verdict") if done else None
+    return None if data is None else Verdict.from_dict(data)
+
+
 def render_leaderboard(state: LabState) -> str:
-    lines = ["# Leaderboard", "", "Best known value per metric and the change that achieved it.", "",
-             "| metric | direction | baseline | best | change | vs baseline | main now |",
-             "|---|---|---:|---:|---|---:|---:|"]
+    """Each metric's best change with its own paired effect, and main against the start once the lab stopped.
+
+    Every number is an effect with its interval from one paired verdict; no
+    median of one campaign is divided by a median of another.
+    """
+    lines = ["# Leaderboard", "",
+             ("Per metric: the landed change with the best paired effect, and main at the end "
+              "against main at the start (one paired verdict, when the lab stops)."), "",
+             ("| metric | direction | baseline (start) | best change | its effect [interval] | main vs start "
+              "[interval] | floor |"), "|---|---|---:|---|---:|---:|---:|"]
     dirs = directions(state)
     for row in leaderboard(state):
-        change = row.by if row.by == "baseline" else f"`{row.by}` ({(row.commit or '')[:10]})"
-        delta = (row.best / row.baseline - 1) if row.baseline else None
-        lines.append(
-            f"| {row.metric} | {dirs.get(row.metric, 'lower')} is better | {num(row.baseline)} | "
-            f"{num(row.best)} | {change} | {pct(delta)} | {num(row.main)} |"
-        )
+        change = "-" if row.effect is None else f"`{row.by}` ({(row.commit or '')[:10]})"
+        lines.append("| " + " | ".join([row.metric, f"{dirs.get(row.metric, 'lower')} is better",
+                                         num(row.baseline), change, *effect_cells(row.effect, row.final)]) + " |")
     return "\n".join(lines) + "\n"
+
+
+def final_lines(state: LabState) -> list[str]:
+    """Main at the end against main at the start, as one paired verdict (never a ratio of unpaired medians)."""
+    done = state.events("final-verdict")
+    lines = ["## Main at the end against main at the start", ""]
+    if not done:
+        return [*lines, "Not measured yet: the lab measures it when it stops."]
+    data = done[-1].data
+    if not data.get("moved"):
+        return [*lines, f"Main did not move from `{data['start'][:10]}`: nothing to compare."]
+    verdict = Verdict.from_dict(data["verdict"])
+    summary = (f"One paired verdict of main `{data['end'][:10]}` against main at the start "
+               f"`{data['start'][:10]}` (same suite, same lock, interleaved pairs): {_verdict_head(verdict)}.")
+    return [*lines, summary, "", *verdict_lines(verdict)]
 
 
 def render_final_report(state: LabState, next_backlog: Sequence[HypothesisRecord]) -> str:
@@ -170,30 +210,32 @@ def render_final_report(state: LabState, next_backlog: Sequence[HypothesisRecord
     landed = [e for e in experiments if e.decision == Decision.LAND]
     killed = [e for e in experiments if e.decision == Decision.KILL]
     iterated = [e for e in experiments if e.decision == Decision.ITERATE]
-    lines = [
-        "# Final report",
-        "",
-        f"Stopped: {reason}.",
-        "",
-        f"{len(experiments)} experiments: {len(landed)} landed, {len(killed)} killed, {len(iterated)} iterated.",
-        "",
-        "## Per metric: baseline to final",
-        "",
-        "| metric | baseline | final (main) | change |",
-        "|---|---:|---:|---:|",
-    ]
-    for row in leaderboard(state):
-        delta = (row.main / row.baseline - 1) if row.baseline else None
-        lines.append(f"| {row.metric} | {num(row.baseline)} | {num(row.main)} | {pct(delta)} |")
+    lines = ["# Final report", "", f"Stopped: {reason}.", "",
+             f"{len(experiments)} experiments: {len(landed)} landed, {len(killed)} killed, {len(iterated)} iterated.",
+             "",
+             *final_lines(state)]
     lines += ["", "## Landed changes", ""]
+    published = {event.experiment: event.data for event in state.events("publish")}
     for e in landed:
-        merged = f"merged as `{e.merge_commit[:10]}`" if e.merge_commit else "pushed branch, not merged"
-        lines.append(f"- `{e.name}` on `{e.branch}` ({merged}): " + "; ".join(e.reasons))
+        lines.append(f"- `{e.name}` on `{e.branch}`{_via(e)} ({_landing_state(e, published.get(e.name))}): "
+                     + "; ".join(e.reasons))
     if not landed:
         lines.append("- none")
+    where = json.loads(state.meta("publication") or "{}")
+    if where:
+        lines += ["", "## In your repository", "",
+                  f"Wins are published to `{where['repo']}` as `lab/<experiment>` branches and `{where['ref']}`"
+                  + ("." if where["ref"] == where["main"] else
+                     f" (your `{where['main']}` is checked out there and never pushed to). To see and take them:"),
+                  "", "```", *Publication(**where).commands(), "```"]
+    failures = state.events("launcher-failure")
+    if failures:
+        lines += ["", "## Launcher failures (the hypotheses went back to the backlog)", ""]
+        lines += [f"- `{e.experiment}` (hypothesis `{e.data['hypothesis']}`): {e.data['reason']}" for e in failures]
     lines += ["", "## Killed hypotheses", ""]
     for e in killed:
-        lines.append(f"- `{e.name}` (hypothesis `{e.hypothesis}`): " + "; ".join(e.reasons))
+        named = "" if e.name == e.hypothesis else f" (hypothesis `{e.hypothesis}`)"
+        lines.append(f"- `{e.name}`{named}{_via(e)}: " + "; ".join(e.reasons))
     if not killed:
         lines.append("- none")
     if iterated:
@@ -209,6 +251,22 @@ def render_final_report(state: LabState, next_backlog: Sequence[HypothesisRecord
     if cost:
         lines += ["", "## Agent cost", "", ", ".join(f"{k}: {num(v)}" for k, v in cost.items())]
     return "\n".join(lines) + "\n"
+
+
+def _via(experiment: ExperimentRecord) -> str:
+    """Which launcher ran the experiment (hypotheses may name their own)."""
+    launcher = None if experiment.candidate is None else experiment.candidate.launcher
+    return f" via `{launcher}`" if launcher else ""
+
+
+def _landing_state(experiment: ExperimentRecord, publish: Mapping[str, Any] | None) -> str:
+    """Merged only when the merge is reachable in the target repository; otherwise say what it is."""
+    if not experiment.merge_commit:
+        return "branch kept, not merged"
+    if publish is None or not publish.get("reachable"):
+        why = (publish or {}).get("error", "not published yet")
+        return f"merged in the lab's clone as `{experiment.merge_commit[:10]}`, NOT reachable in the target: {why}"
+    return f"merged as `{experiment.merge_commit[:10]}`, on `{publish['branch']}` in the target"
 
 
 def _metrics(experiment: ExperimentRecord) -> list[MetricResult]:

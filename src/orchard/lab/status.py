@@ -19,7 +19,7 @@ from rich.text import Text
 from orchard.lab import view
 from orchard.lab.executors import attach_command
 from orchard.lab.state import LabState
-from orchard.lab.verdict_table import num
+from orchard.lab.verdict_table import effect_cells, num
 from orchard.lab.view import LabView
 from orchard.lab.workspace import Workspace
 
@@ -36,18 +36,10 @@ def status(lab: LabView) -> dict[str, Any]:
         "workspace": lab.workspace,
         "executor": lab.executor,
         "attach": attach_command(lab.tmux_socket) if lab.executor != "subprocess" else None,
-        "workers": [
-            {
-                "experiment": w.experiment,
-                "worker": w.worker,
-                "lane": w.lane,
-                "status": w.status,
-                "minutes": round(w.elapsed_s / 60, 1),
-                "log": w.log,
-                "hypothesis": w.hypothesis,
-            }
-            for w in lab.workers
-        ],
+        "workers": [{"experiment": w.experiment, "worker": w.worker, "lane": w.lane, "status": w.status,
+                     "minutes": round(w.elapsed_s / 60, 1), "log": w.log, "hypothesis": w.hypothesis,
+                     "launcher": w.launcher}
+                    for w in lab.workers],
         "decisions": dict(lab.decisions),
         "backlog": [
             {"id": b.id, "score": round(b.score, 3), "lane": b.lane, "title": b.title} for b in lab.backlog[:8]
@@ -62,9 +54,11 @@ def render(lab: LabView) -> Group:
     """The snapshot for a terminal: what `orchard status` prints and `--watch` redraws."""
     parts: list[RenderableType] = [Text(f"lab {lab.workspace}")]
     if lab.workers:
-        table = Table("experiment", "worker", "lane", "status", "minutes", "log", show_edge=False, header_style="bold")
+        table = Table("experiment", "worker", "lane", "launcher", "status", "minutes", "log", show_edge=False,
+                      header_style="bold")
         for w in lab.workers:
-            table.add_row(w.experiment, w.worker, w.lane, w.status, str(round(w.elapsed_s / 60, 1)), w.log)
+            table.add_row(w.experiment, w.worker, w.lane, w.launcher, w.status, str(round(w.elapsed_s / 60, 1)),
+                          w.log)
         parts.append(table)
         if lab.executor != "subprocess":
             parts.append(Text(f"watch the workers live: {attach_command(lab.tmux_socket)}"))
@@ -74,9 +68,11 @@ def render(lab: LabView) -> Group:
     parts.append(Text(f"decisions: {d.get('LAND', 0)} LAND, {d.get('KILL', 0)} KILL, {d.get('ITERATE', 0)} ITERATE"))
     if lab.backlog:
         parts.append(Text("backlog (top): " + ", ".join(f"{b.id} ({round(b.score, 3)})" for b in lab.backlog[:8])))
-    board = Table("metric", "baseline", "best", "by", "main", show_edge=False, header_style="bold")
+    board = Table("metric", "baseline (start)", "best change", "its effect", "main vs start", "floor", show_edge=False,
+                  header_style="bold")
     for row in lab.leaderboard:
-        board.add_row(row.metric, num(row.baseline), num(row.best), row.by, num(row.main))
+        board.add_row(row.metric, num(row.baseline), "-" if row.effect is None else row.by,
+                      *effect_cells(row.effect, row.final))
     parts.append(board)
     lock = lab.lock
     holder = f" by pid {lock.holder_pid} ({lock.holder_label})" if lock.state == "held" and lock.holder_pid else ""

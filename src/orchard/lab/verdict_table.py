@@ -17,6 +17,13 @@ from orchard.lab.verdicts import MetricResult, Verdict
 COLUMNS = ("metric", "verdict", "effect", "interval", "floor", "n", "MDE", "baseline", "candidate")
 
 
+def after_pairs(pairs: Any) -> str:
+    """How far a verdict got: a gate that fails in the warm-up pair ends it before any counted pair."""
+    if pairs == 0:
+        return "after the warm-up pair (a gate failed before any counted pair)"
+    return f"after {num(pairs)} pairs"
+
+
 def pct(value: float | None) -> str:
     if value is None or not math.isfinite(value):
         return "-"
@@ -24,8 +31,11 @@ def pct(value: float | None) -> str:
 
 
 def num(value: Any) -> str:
+    """A measured value as people read it: 290,600 bytes, not 2.906e+05."""
     if value is None:
         return "-"
+    if isinstance(value, float) and abs(value) >= 10_000:
+        return f"{value:,.0f}"
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
@@ -88,6 +98,15 @@ class VerdictView:
     def from_document(cls, data: Mapping[str, Any] | None) -> VerdictView | None:
         """From a verdict as an event in lab.db stores it."""
         return cls.from_verdict(Verdict.from_dict(data)) if data else None
+
+
+def effect_cells(best: MetricEffect | None, final: MetricEffect | None) -> list[str]:
+    """A leaderboard row's numbers: the best change's paired effect, main against the start, the floor."""
+    def effect(m: MetricEffect | None) -> str:
+        return "-" if m is None else f"{pct(m.effect)} [{pct(m.low)}, {pct(m.high)}]"
+
+    floor = final or best
+    return [effect(best), effect(final), "-" if floor is None else f"{floor.floor:.2%}"]
 
 
 def cells(m: MetricEffect) -> list[str]:

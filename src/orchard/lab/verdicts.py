@@ -23,9 +23,17 @@ from orchard import bench
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.opportunities import rank
 from orchard.bench.runner import run
-from orchard.bench.verdict import ExternalRun, GateResult, MetricResult, MetricVerdict, Verdict, VerdictWord
+from orchard.bench.verdict import (
+    ExternalRun,
+    GateResult,
+    MetricResult,
+    MetricVerdict,
+    Verdict,
+    VerdictWord,
+)
 from orchard.errors import OrchardError
 from orchard.lab.builds import STEP_TIMEOUT_S, placeholders
+from orchard.lab.candidate import a_few
 from orchard.lab.experiment import render_command
 from orchard.lab.workspace import Workspace
 
@@ -45,7 +53,7 @@ def assert_bench_untouched(ws: Workspace, bench_base: str) -> None:
     if changes.files or changes.head != bench_base:
         raise LabIntegrityError(
             f"the lab's bench clone {ws.bench_dir} differs from {bench_base[:12]} "
-            f"({', '.join(changes.files) or 'head moved'}): fix it by hand; no verdict was taken"
+            f"({a_few(changes.files) or 'head moved'}): fix it by hand; no verdict was taken"
         )
 
 
@@ -100,6 +108,12 @@ def measure(ws: Workspace, baseline: Path, candidate: Path, *, runs: int | None 
     suite = bench.load_suite(_suite_path(ws))
     return bench.run_verdict(suite, baseline, candidate, runs=runs, seed=seed, results=ws.results_dir,
                              progress=progress or (lambda *_: None))
+
+
+def metric_keys(ws: Workspace) -> list[str]:
+    """The suite's metric keys (`scenario/metric`) a hypothesis may name; empty without a suite."""
+    path = ws.suite(ws.bench_dir)
+    return [spec.key for spec in bench.load_suite(path).metrics] if path is not None else []
 
 
 def _suite_path(ws: Workspace) -> Path:

@@ -130,6 +130,8 @@ class LeaderRow:
     by: str
     commit: str | None
     main: float
+    effect: MetricEffect | None = None  # the best change's own paired effect
+    final: MetricEffect | None = None  # main at the end against main at the start, one paired verdict
 
 
 @dataclass(frozen=True)
@@ -313,10 +315,13 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
     start = None if start_event is None else LabStart.from_dict(start_event.data)
     baseline = {} if start is None else dict(start.baseline)
     floors = {} if start is None else dict(start.floors)
-    launcher = ws.config.launcher.name
+    # the launcher each experiment ran (a hypothesis may name its own), as its start recorded it
+    launchers = {e.experiment: str(e.data.get("launcher") or ws.config.launcher.name)
+                 for e in events if e.kind == "experiment-start"}
     host = socket.gethostname()
     workers = tuple(
-        WorkerView(experiment=e.name, hypothesis=e.hypothesis, worker=e.worker, lane=e.lane, launcher=launcher,
+        WorkerView(experiment=e.name, hypothesis=e.hypothesis, worker=e.worker, lane=e.lane,
+                   launcher=launchers.get(e.name, ws.config.launcher.name),
                    status=e.status,
                    elapsed_s=round(now - e.started_at, 1),
                    host=host if ws.config.workers.executor != "dask" else "dask cluster",
@@ -332,8 +337,8 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         floors=floors, directions=dirs, workers=workers,
         lock=read_lock() if live else LockView("not read", "", None, None, None, ()),
         backlog=tuple(BacklogItem(r.id, r.hypothesis.score, r.hypothesis.lane, r.hypothesis.title) for r in ranked),
-        leaderboard=tuple(LeaderRow(r.metric, dirs.get(r.metric, "lower"), r.baseline, r.best, r.by, r.commit, r.main)
-                          for r in board),
+        leaderboard=tuple(LeaderRow(r.metric, dirs.get(r.metric, "lower"), r.baseline, r.best, r.by, r.commit, r.main,
+                                    r.effect, r.final) for r in board),
         experiments=tuple(experiments), main_steps=tuple(_main_steps(events, baseline, floors)), lock_waits=waits,
         busy=tuple(_busy(experiments)),
         journal=tuple(FeedEntry(e.at, e.kind, e.experiment, "\n".join(records.journal_entry(e)).strip())

@@ -256,6 +256,15 @@ class Workspace:
             directory.mkdir(exist_ok=True)
         return workspace
 
+    def target_warnings(self) -> list[str]:
+        """What `orchard init` should tell the user about the target before any experiment."""
+        if self.config.target.vcs != "git" or (self.reference_target / ".gitignore").exists():
+            return []
+        ignored = ", ".join(self.config.target.ignore) or "nothing"
+        return [f"the target has no .gitignore: whatever a build writes into a checkout counts as a change "
+                f"unless [target] ignore names it (now: {ignored}); add a .gitignore or extend that list "
+                "if the build writes elsewhere"]
+
     # -- workers --------------------------------------------------------------
 
     def _checkout(self, vcs: Vcs, source: Path, dest: Path, base: str) -> None:
@@ -288,7 +297,8 @@ class Workspace:
         worker.root.mkdir(exist_ok=True)
         self._checkout(self.target_vcs, self.reference_target, worker.target_dir, target_base)
         self._checkout(self.bench_vcs, self.bench_dir, worker.bench_dir, bench_base)
-        self.target_vcs.ignore_locally(worker.target_dir, [f"/{REPORT_NAME}", *ignore])
+        self.target_vcs.ignore_locally(worker.target_dir,
+                                       [f"/{REPORT_NAME}", *self.config.target.ignore, *ignore])
         worker.report_path.unlink(missing_ok=True)
         return WorkerCheckout(worker, target_base, bench_base)
 

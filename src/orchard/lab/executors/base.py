@@ -90,6 +90,18 @@ def wrap(job: Job, status_file: Path | None = None) -> str:
     )
 
 
+def _duration(entry: _Running) -> float:
+    """From the start to the worker's real exit: its exit line is the last write to its log.
+
+    Collection may come much later (a loop busy judging); that wait is not the worker's.
+    """
+    try:
+        ended = entry.job.log_path.stat().st_mtime
+        return max(0.0, ended - datetime.fromisoformat(entry.started_at).timestamp())
+    except (OSError, ValueError):
+        return time.monotonic() - entry.started
+
+
 def kill_tree(root_pid: int, *, include_root: bool) -> list[int]:
     """SIGKILL every descendant of `root_pid` (and the root if asked); return the pids killed.
 
@@ -272,7 +284,7 @@ class Executor(ABC):
                     timed_out=entry.ended_by == "timeout",
                     cancelled=entry.ended_by == "cancelled",
                     started_at=entry.started_at,
-                    duration_s=time.monotonic() - entry.started,
+                    duration_s=_duration(entry),
                     log_path=entry.job.log_path,
                     reason=reason,
                 )

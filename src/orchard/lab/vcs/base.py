@@ -22,10 +22,25 @@ from orchard.errors import OrchardError
 # keep all of it.
 UNLIMITED_OUTPUT = 1 << 40
 VCS_TIMEOUT_S = 1800.0
+SUMMARY_CHARS = 160
 
 
 class VcsError(OrchardError):
     """A VCS command failed; the message carries the command and its stderr."""
+
+    def __init__(self, message: str, stderr: str = "") -> None:
+        super().__init__(message)
+        self.stderr = stderr
+
+    @property
+    def summary(self) -> str:
+        """One short line for reasons and reports: the VCS's own error line, not its whole stderr."""
+        lines = [line.strip().removeprefix("remote:").strip() for line in (self.stderr or str(self)).splitlines()]
+        lines = [line for line in lines if line]
+        wanted = ("error:", "fatal:", "! [", "hint:")
+        fallback = lines[0] if lines else ""
+        picked = next((line for prefix in wanted for line in lines if line.startswith(prefix)), fallback)
+        return picked if len(picked) <= SUMMARY_CHARS else picked[:SUMMARY_CHARS].rsplit(" ", 1)[0] + " ..."
 
 
 @dataclass(frozen=True)
@@ -83,7 +98,7 @@ class Vcs(ABC):
             what = "timed out" if capture.timed_out else f"exited {capture.returncode}"
             detail = (capture.stderr_text or capture.stdout_text).strip()
             where = f" in {cwd}" if cwd is not None else ""
-            raise VcsError(f"{command_display([self.executable, *argv])} {what}{where}: {detail}")
+            raise VcsError(f"{command_display([self.executable, *argv])} {what}{where}: {detail}", detail)
         return capture
 
     @abstractmethod
@@ -114,20 +129,32 @@ class Vcs(ABC):
         """Paths with uncommitted changes, untracked files included (ignored files not)."""
 
     @abstractmethod
-    def changes(self, checkout: Path, base: str) -> Changes:
-        """Everything the checkout holds beyond `base`: commits, edits, new files."""
+    def changes(self, checkout: Path, base: str, ignore: Sequence[str] = ()) -> Changes:
+        """Everything the checkout holds beyond `base`: commits, edits, new files.
+
+        Paths matching the gitignore-style globs of `ignore` are build outputs, never
+        part of the change, even when the repository tracks them (an sdist's egg-info).
+        """
 
     @abstractmethod
     def apply(self, checkout: Path, patch: str) -> None:
         """Apply a unified diff to the working files; VcsError naming the reason if it does not apply."""
 
     @abstractmethod
-    def commit(self, checkout: Path, message: str, branch: str | None = None) -> str:
-        """Commit every change (on a new `branch` when given) with the lab's identity; return it."""
+    def commit(self, checkout: Path, message: str, branch: str | None = None, ignore: Sequence[str] = ()) -> str:
+        """Commit every change but build outputs (`ignore`), on a new `branch` when given; return it."""
 
     @abstractmethod
-    def push(self, checkout: Path, branch: str, remote: str = "origin") -> None:
-        """Publish `branch` to `remote`."""
+    def push(self, checkout: Path, branch: str, remote: str = "origin", as_branch: str | None = None) -> None:
+        """Publish `branch` to `remote` (as `as_branch` there when given)."""
+
+    def is_working_copy(self, repo: str) -> bool:
+        """Whether `repo` is a local repository with checked-out files (its checked-out branch refuses pushes)."""
+        return False
+
+    def remote_head(self, checkout: Path, branch: str, remote: str = "origin") -> str | None:
+        """The commit `branch` points to in `remote`; None when this VCS cannot tell."""
+        return None
 
     @abstractmethod
     def merge(self, checkout: Path, branch: str, into: str, message: str) -> str:

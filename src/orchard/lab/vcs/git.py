@@ -43,6 +43,19 @@ _DIFF_FLAGS = (
 )
 
 
+def _excluded(ignore: Sequence[str]) -> list[str]:
+    """Gitignore-style globs as pathspecs that leave those paths out (tracked or not)."""
+    specs = []
+    for pattern in ignore:
+        body = pattern.strip("/")
+        anchored = "/" in body or pattern.startswith("/")
+        where = body if anchored else f"**/{body}"
+        specs.append(f":(exclude,glob){where}/**" if pattern.endswith("/") else f":(exclude,glob){where}")
+        if not pattern.endswith("/"):
+            specs.append(f":(exclude,glob){where}/**")  # a name that may be a directory
+    return [":/", *specs] if specs else []
+
+
 def _split_z(output: bytes) -> list[str]:
     return [part.decode("utf-8", errors="surrogateescape") for part in output.split(b"\0") if part]
 
@@ -110,7 +123,7 @@ class GitVcs(Vcs):
             index += 2 if entry[0] in "RC" else 1
         return paths
 
-    def changes(self, checkout: Path, base: str) -> Changes:
+    def changes(self, checkout: Path, base: str, ignore: Sequence[str] = ()) -> Changes:
         checkout = Path(checkout)
         git_dir = Path(self._git(checkout, "rev-parse", "--absolute-git-dir").decode().strip())
         # Stage everything into a private copy of the index, so new files are
@@ -127,9 +140,10 @@ class GitVcs(Vcs):
                 os.unlink(temp_index)
             env = {"GIT_INDEX_FILE": temp_index}
             self._git(checkout, "add", "--all", env=env)
+            paths = ["--", *_excluded(ignore)] if ignore else []
             files = _split_z(self._git(checkout, "diff", "--cached", "--name-only", "-z",
-                                       "--no-renames", base, env=env))
-            patch = self._git(checkout, "diff", "--cached", *_DIFF_FLAGS, base, env=env)
+                                       "--no-renames", base, *paths, env=env))
+            patch = self._git(checkout, "diff", "--cached", *_DIFF_FLAGS, base, *paths, env=env)
         finally:
             if os.path.exists(temp_index):
                 os.unlink(temp_index)
@@ -140,15 +154,25 @@ class GitVcs(Vcs):
         data = patch.encode("utf-8", errors="surrogateescape")
         self._git(checkout, "apply", "--whitespace=nowarn", "-", stdin=data)
 
-    def commit(self, checkout: Path, message: str, branch: str | None = None) -> str:
+    def commit(self, checkout: Path, message: str, branch: str | None = None, ignore: Sequence[str] = ()) -> str:
         if branch:
             self._git(checkout, "checkout", "--quiet", "-B", branch)
-        self._git(checkout, "add", "--all")
+        self._git(checkout, "add", "--all", *(["--", *_excluded(ignore)] if ignore else []))
         self._git(checkout, "commit", "--quiet", "-m", message)
         return self.head(checkout)
 
-    def push(self, checkout: Path, branch: str, remote: str = "origin") -> None:
-        self._git(checkout, "push", "--quiet", remote, f"refs/heads/{branch}:refs/heads/{branch}")
+    def push(self, checkout: Path, branch: str, remote: str = "origin", as_branch: str | None = None) -> None:
+        self._git(checkout, "push", "--quiet", remote, f"refs/heads/{branch}:refs/heads/{as_branch or branch}")
+
+    def is_working_copy(self, repo: str) -> bool:
+        if not Path(repo).is_dir():
+            return False
+        capture = self._run(["rev-parse", "--is-bare-repository"], Path(repo), env=self._env(), check=False)
+        return capture.ok and capture.stdout_text.strip() == "false"
+
+    def remote_head(self, checkout: Path, branch: str, remote: str = "origin") -> str | None:
+        out = self._git(checkout, "ls-remote", remote, f"refs/heads/{branch}").decode().split()
+        return out[0] if out else ""
 
     def merge(self, checkout: Path, branch: str, into: str, message: str) -> str:
         self._git(checkout, "checkout", "--quiet", into)

@@ -84,7 +84,7 @@ class OakVcs(Vcs):
         entries = data.get("changes") or data.get("files") or []
         return [entry["path"] if isinstance(entry, dict) else str(entry) for entry in entries]
 
-    def changes(self, checkout: Path, base: str) -> Changes:
+    def changes(self, checkout: Path, base: str, ignore: Sequence[str] = ()) -> Changes:
         # Workers must not commit; a moved head is reported through `head`.
         patch = self._oak(checkout, "diff")
         files = sorted({new or old for new, old in _DIFF_PATH.findall(patch)})
@@ -96,13 +96,13 @@ class OakVcs(Vcs):
             raise VcsError("oak: applying a patch needs `git apply`, and git is not on PATH")
         GitVcs(self.identity).apply(checkout, patch)
 
-    def commit(self, checkout: Path, message: str, branch: str | None = None) -> str:
+    def commit(self, checkout: Path, message: str, branch: str | None = None, ignore: Sequence[str] = ()) -> str:
         # Oak names the branch of a commit itself (`oak status` reports it).
         self._oak(checkout, "commit")
         self._oak(checkout, "desc", message)
         return self.head(checkout)
 
-    def push(self, checkout: Path, branch: str, remote: str = "origin") -> None:
+    def push(self, checkout: Path, branch: str, remote: str = "origin", as_branch: str | None = None) -> None:
         self._oak(checkout, "push")
 
     def merge(self, checkout: Path, branch: str, into: str, message: str) -> str:

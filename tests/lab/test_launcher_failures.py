@@ -1,0 +1,241 @@
+"""Launchers per hypothesis, their pre-flight, and agents that cannot work at all.
+
+A missing or broken agent must not burn the backlog: `orchard run` and
+`orchard plan` refuse at the start (exit 2, one message) when a configured
+CLI is missing or does not answer `--version`, and a worker whose agent
+reports its own error (Claude Code's `is_error` result, Codex's error events,
+a launch line that exits 127) without changing anything returns its
+hypothesis to the backlog with the agent's own words as the reason; the lab
+stops after `[stop] launcher_failures` of them in a row. The agent CLIs are
+the recording stand-in (tests/lab/standin.py) first on PATH.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from orchard.lab.state import LabState
+from orchard.lab.workspace import init_workspace
+from tests.lab.lab_helpers import git
+from tests.lab.loop_support import snapshot
+
+SUITE = """
+[suite]
+name = "launchers"
+runs = 6
+min_runs = 6
+calibration_runs = 6
+
+[[scenario]]
+name = "out"
+command = ["cat", "{bin}"]
+
+[[metric]]
+name = "stdout_bytes"
+floor = 0.0
+"""
+
+CONFIG = """
+[target]
+build = "chmod +x src/alpha.txt"
+binary = "src/alpha.txt"
+
+[bench]
+suite = "suite.toml"
+
+[workers]
+count = 1
+exploit = 1
+explore = 0
+executor = "subprocess"
+timeout_minutes = 2
+
+[launcher]
+name = "claude"
+
+[stop]
+launcher_failures = 3
+top_attempted = 9
+
+[launchers.codex]
+name = "codex"
+
+[launchers.shell]
+name = "command"
+template = "env no-such-agent-cli {prompt_file}"
+
+[launchers.edit]
+name = "command"
+template = "printf 'alpha\\\\n' > {target_dir}/src/alpha.txt"
+"""
+
+HYPOTHESES = """
+[[hypothesis]]
+id = "by-claude"
+metric = "out/stdout_bytes"
+change = "shorter alpha"
+scope = ["src/alpha.txt"]
+impact = 9
+
+[[hypothesis]]
+id = "by-codex"
+metric = "out/stdout_bytes"
+change = "shorter beta"
+scope = ["src/beta.txt"]
+launcher = "codex"
+impact = 8
+
+[[hypothesis]]
+id = "by-shell"
+metric = "out/stdout_bytes"
+change = "shorter gamma"
+scope = ["src/gamma.txt"]
+launcher = "shell"
+impact = 7
+
+[[hypothesis]]
+id = "never-tried"
+metric = "out/stdout_bytes"
+change = "anything"
+scope = ["README"]
+impact = 1
+"""
+
+
+def _orchard(*args: str | Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "orchard", *map(str, args)], capture_output=True, text=True,
+                          timeout=600, env=env, check=False)
+
+
+@pytest.fixture
+def lab(tmp_path: Path, target_repo: Path, standin_bin: tuple[Path, Path]) -> tuple[Path, dict[str, str]]:
+    bindir, argv_log = standin_bin
+    (tmp_path / "suite.toml").write_text(SUITE)
+    (tmp_path / "orchard.toml").write_text(CONFIG)
+    (tmp_path / "hypotheses.toml").write_text(HYPOTHESES)
+    ws = init_workspace(tmp_path / "ws", str(target_repo), None, tmp_path / "orchard.toml")
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "STANDIN_LOG": str(argv_log)}
+    added = _orchard("backlog", "add", ws.root, "--file", tmp_path / "hypotheses.toml", env=env)
+    assert added.returncode == 0, added.stderr
+    return ws.root, env
+
+
+def _one_error(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", ["run", "plan"])
+def test_a_missing_cli_is_refused_before_any_hypothesis_is_touched(
+    lab: tuple[Path, dict[str, str]], command: str
+) -> None:
+    root, env = lab
+    before = snapshot(root)
+    env = {**env, "PATH": "/usr/local/bin:/usr/bin:/bin"}  # no claude anywhere
+    message = _one_error(_orchard(command, root, env=env))
+    assert "launcher 'claude'" in message and "`claude` is not on PATH" in message
+    assert snapshot(root) == before
+
+
+def test_a_cli_that_does_not_answer_its_version_flag_is_refused(lab: tuple[Path, dict[str, str]]) -> None:
+    root, env = lab
+    before = snapshot(root)
+    message = _one_error(_orchard("run", root, env={**env, "STANDIN_VERSION_FAILS": "1"}))
+    assert "`claude --version` exited 3" in message and "broken install" in message
+    assert "launcher 'codex'" in message  # every configured launcher is checked, each named
+    assert snapshot(root) == before
+
+
+def test_agents_that_cannot_work_return_their_hypotheses_and_stop_the_lab(lab: tuple[Path, dict[str, str]]) -> None:
+    root, env = lab
+    result = _orchard("run", root, env={**env, "STANDIN_MODE": "auth-error"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    state = LabState.open(root)
+    try:
+        failures = {e.data["hypothesis"]: e.data for e in state.events("launcher-failure")}
+        assert failures["by-claude"]["reason"] == "launcher claude failed: claude: Not logged in · Please run /login"
+        assert failures["by-codex"]["reason"] == "launcher codex failed: codex: 401 Unauthorized: missing bearer token"
+        assert failures["by-shell"]["launcher"] == "shell" and "exit 127" in failures["by-shell"]["reason"]
+        assert "no-such-agent-cli" in failures["by-shell"]["reason"]
+        statuses = {h.id: (h.status, h.attempts) for h in state.hypotheses()}
+        assert all(status == "open" for status, _ in statuses.values()), statuses  # nothing KILLed
+        assert statuses["never-tried"] == ("open", 0)  # the lab stopped before the whole backlog was touched
+        assert not state.events("judgment")
+        stop = state.events("stop")[-1].data["reason"]
+        assert stop.startswith("3 launcher failures in a row")
+    finally:
+        state.close()
+    report = (root / "FINAL_REPORT.md").read_text()
+    assert "Not logged in · Please run /login" in report and "went back to the backlog" in report
+    assert "launcher `codex`" in (root / "JOURNAL.md").read_text()
+
+
+def test_a_patch_hypothesis_and_a_command_hypothesis_share_one_run(
+    lab: tuple[Path, dict[str, str]], tmp_path: Path, target_repo: Path
+) -> None:
+    root, env = lab
+    config = (root / "orchard.toml").read_text().replace('name = "claude"', 'name = "patch"', 1)
+    (root / "orchard.toml").write_text(config)
+    patch = tmp_path / "beta.diff"
+    patch.write_text("--- a/src/beta.txt\n+++ b/src/beta.txt\n@@ -1 +1 @@\n-beta 1\n+b\n")
+    state = LabState.open(root)
+    try:
+        for h in state.hypotheses():
+            state.update_hypothesis(h.id, status="killed")  # only the two below run
+    finally:
+        state.close()
+    (tmp_path / "two.toml").write_text(f"""
+[[hypothesis]]
+id = "by-patch"
+metric = "out/stdout_bytes"
+change = "shorter beta"
+scope = ["src/beta.txt"]
+patch = "{patch}"
+
+[[hypothesis]]
+id = "by-edit"
+metric = "out/stdout_bytes"
+change = "shorter alpha"
+scope = ["src/alpha.txt"]
+launcher = "edit"
+""")
+    assert _orchard("backlog", "add", root, "--file", tmp_path / "two.toml", env=env).returncode == 0
+    result = _orchard("run", root, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    state = LabState.open(root)
+    try:
+        ran = {e.data["hypothesis"]: e.data["launcher"] for e in state.events("experiment-start")}
+        assert ran == {"by-patch": "patch", "by-edit": "edit"}
+        judged = {e.hypothesis: e.candidate.launcher for e in state.experiments() if e.decision and e.candidate}
+        assert judged == {"by-patch": "patch", "by-edit": "edit"}
+    finally:
+        state.close()
+    report = (root / "FINAL_REPORT.md").read_text()
+    assert "via `patch`" in report and "via `edit`" in report
+    assert json.loads(_orchard("status", root, "--json", env=env).stdout)["workers"] == []
+    assert git(target_repo, "status", "--porcelain") == ""
+
+
+def test_backlog_add_refuses_an_unknown_metric_or_launcher(lab: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    root, env = lab
+    before = snapshot(root)
+    (tmp_path / "bad.toml").write_text("""
+[[hypothesis]]
+id = "typo"
+metric = "out/stdout_byte"
+change = "x"
+scope = ["README"]
+launcher = "gemini"
+""")
+    message = _one_error(_orchard("backlog", "add", root, "--file", tmp_path / "bad.toml", env=env))
+    assert "metric 'out/stdout_byte' is not in the suite (known: out/stdout_bytes)" in message
+    assert "launcher 'gemini' is not defined" in message and "codex, shell, edit" in message
+    assert snapshot(root) == before

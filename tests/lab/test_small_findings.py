@@ -1,0 +1,62 @@
+"""The smaller things a real run showed: each as the user met it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from orchard.lab import backlog, records, stop
+from orchard.lab.hypothesis import HypothesisStatus
+from orchard.lab.judgment import Decision, Judgment
+from orchard.lab.state import LabState
+from orchard.lab.workspace import Workspace
+from tests.lab.loop_support import add_hypotheses, verdict_of
+
+
+def test_a_small_predicted_effect_is_not_shown_as_minus_zero(lab_state: LabState) -> None:
+    add_hypotheses(lab_state, {"id": "tiny", "scope": ["a.py"], "predicted_effect": -0.005},
+                   {"id": "big", "scope": ["b.py"], "predicted_effect": -0.3})
+    text = backlog.render(lab_state)
+    assert "-0.5%" in text and "-30%" in text and "-0%" not in text
+
+
+def test_the_stop_message_counts_the_hypotheses_that_exist(make_workspace: Callable[..., Workspace]) -> None:
+    ws = make_workspace("[stop]\ntop_attempted = 8\n")
+    state = LabState.open(ws.root)
+    try:
+        ids = add_hypotheses(state, *({"id": f"h{i}", "scope": [f"f{i}.py"]} for i in range(6)))
+        for hypothesis_id in ids:
+            state.update_hypothesis(hypothesis_id, status=HypothesisStatus.KILLED, attempt=True)
+        assert stop.stop_reason(ws, state, time.time()) == "the top 6 backlog items have all been attempted"
+    finally:
+        state.close()
+
+
+def test_the_wall_time_budget_counts_from_the_labs_start_not_this_process(
+    make_workspace: Callable[..., Workspace]
+) -> None:
+    ws = make_workspace("[stop]\nmax_wall_minutes = 30\n")
+    state = LabState.open(ws.root)
+    try:
+        add_hypotheses(state, {"id": "h", "scope": ["f.py"]})
+        state.set_meta("started_at", str(time.time() - 3600))  # the lab started an hour ago, then was resumed
+        assert stop.stop_reason(ws, state, time.time()) == "the wall-time budget of 30 minutes is spent"
+    finally:
+        state.close()
+
+
+def test_a_gate_failing_in_the_warm_up_says_so_and_killed_bullets_name_the_id_once(lab_state: LabState) -> None:
+    add_hypotheses(lab_state, {"id": "top-ten", "scope": ["a.py"]})
+    gate_kill = verdict_of([], [("information_recall", False, "missing 'total words'")])
+    assert gate_kill.pairs == 0
+    reasons = ["quality gate information_recall failed"]
+    lab_state.add_experiment("top-ten", "top-ten", "w1", "exploit", 1, "a" * 40, "b" * 40, "running")
+    lab_state.update_experiment("top-ten", status="done", decision="KILL", reasons=reasons,
+                                judgment=Judgment(Decision.KILL, reasons, verdict=gate_kill))
+    lab_state.log("judgment", {"hypothesis": "top-ten", "title": "top ten", "decision": "KILL",
+                               "reasons": reasons, "verdict": gate_kill.to_dict()}, "top-ten")
+    journal = records.render_journal(lab_state)
+    assert "after the warm-up pair" in journal and "after 0 pairs" not in journal
+    report = records.render_final_report(lab_state, [])
+    assert "- `top-ten`: quality gate information_recall failed" in report
+    assert "(hypothesis `top-ten`)" not in report
