@@ -125,9 +125,8 @@ def main() -> int:
         if path.is_dir() and run_files(path, "task-loop"):
             task_rows += read_jsonl(run_files(path, "task-loop")[-1])
     lines = [
-        f"Measured {datetime.now(UTC).date()} on `{facts['hostname']}`: {facts['cpu_model']}, "
-        f"{facts['cpu_count']} cores, {(facts['memory_bytes'] or 0) / 2**30:.1f} GiB, Linux {facts['kernel']}, "
-        f"Python {facts['python']} (fingerprint `{machine_fingerprint()}`).",
+        f"Measured {datetime.now(UTC).date()} on {facts.describe()} "
+        f"(fingerprint `{machine_fingerprint()}`).",
         "",
         "### Task loop (git)",
         "",

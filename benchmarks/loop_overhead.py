@@ -155,16 +155,14 @@ def spread(values: Sequence[float], scale: float = 1000.0) -> str:
 def report(runs: list[dict[str, Any]], hypotheses: Sequence[str], workers: int, executor: str,
            load: tuple[tuple[float, ...], tuple[float, ...]], command: str, started: datetime) -> str:
     facts = machine_facts()
-    memory = f"{facts['memory_bytes'] / 2**30:.1f} GiB" if facts.get("memory_bytes") else "unknown memory"
     per = lambda run, key: run[key] / run["experiments"]  # noqa: E731
     outcomes = Counter(", ".join(f"{n} {d}" for d, n in sorted(r["decisions"].items())) for r in runs)
     share = statistics.median(r["orchestrator_s"] / r["wall_s"] for r in runs)
     lines = [
         "# Research loop: orchestrator overhead",
         "",
-        f"Measured {started:%Y-%m-%d %H:%M}-{datetime.now(UTC):%H:%M} UTC on `{facts['hostname']}`: "
-        f"{facts['cpu_model']}, {facts['cpu_count']} cores, {memory}, {facts['system']} {facts['kernel']}, Python "
-        f"{facts['python']} (fingerprint `{machine_fingerprint()}`). {len(runs)} run{'s' if len(runs) != 1 else ''} "
+        f"Measured {started:%Y-%m-%d %H:%M}-{datetime.now(UTC):%H:%M} UTC on {facts.describe()} "
+        f"(fingerprint `{machine_fingerprint()}`). {len(runs)} run{'s' if len(runs) != 1 else ''} "
         f"of `{command}`.",
         "",
         f"Each run: a fresh demo lab (`make_demo(only=[{', '.join(hypotheses)}])`), {workers} workers, executor "

@@ -107,7 +107,7 @@ def main() -> None:
     per_rep: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
     paired: dict[str, list[float]] = {BARE: [], CAPTURE: []}  # per-repetition median of per-round ratios
     lock = MeasurementLock("benchmarks/runner_overhead.py")
-    print(f"machine: {json.dumps(machine_facts())}")
+    print(f"machine: {machine_facts().describe()}")
     print(f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {os.getloadavg()[0]:.1f}")
     print(f"{args.repeats} repetitions x {args.runs} runs of {' '.join(COMMAND)} per method, warm-up {WARMUP}; "
           f"in-process methods interleaved run by run (order seed {args.seed}), hyperfine's batch "

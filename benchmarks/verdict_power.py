@@ -2,11 +2,14 @@
 
 A small CPU-bound C program, its work scaled by an argument, is wrapped in
 tiny executable scripts: a baseline, an identical copy (A/A), and candidates
-doing 3%, 5% and 10% more work (sized on CPU time, which the machine's load
+doing 1%, 2% and 5% more work (sized on CPU time, which the machine's load
 does not change). Every campaign measures one warm-up pair and then a fixed
 number of pairs with orchard's own runner, each pair under the machine-wide
-measurement lock and in a random order. Each metric (wall_ms, cpu_ms) is then
-judged on the very same samples, as a suite naming that one metric would be:
+measurement lock and in a random order; each run's instructions are counted
+in a separate untimed run (perf counters where they work, else cachegrind),
+as a suite with `measure = ["instructions"]` does. Each metric (wall_ms,
+cpu_ms, instructions) is then judged on the very same samples, as a suite
+naming that one metric would be:
 
 - orchard: A/A calibration noise (`calibration.compute` on a 40-pair A/A
   run of the baseline), then the adaptive looks of `campaign.run_verdict`
@@ -48,17 +51,16 @@ from typing import Any
 import numpy as np
 from scipy import stats as scipy_stats
 
-from orchard.bench import calibration, runner, stats
+from orchard.bench import calibration, instructions, runner, stats
 from orchard.bench.environment import isolated_env
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts
 from orchard.bench.store import RunWriter, read_jsonl
 from orchard.bench.suite import Suite, load_suite
 from orchard.bench.verdict import (
-    PASS,
-    REGRESSED,
     AdaptivePlan,
     MetricNoise,
+    VerdictWord,
     decide_metrics,
     overall,
     settled,
@@ -90,13 +92,14 @@ name = "verdict-power-{metric}"
 [[scenario]]
 name = "work"
 command = ["{{bin}}"]
+{measure}
 
 [[metric]]
 name = "{metric}"
 """
-METRICS = ("wall_ms", "cpu_ms")
+METRICS = ("wall_ms", "cpu_ms", "instructions")
 
-SHIFTS = (0.0, 0.03, 0.05, 0.10)
+SHIFTS = (0.0, 0.01, 0.02, 0.05)
 REGRESSION, IMPROVEMENT = "regressed", "improved"
 BOOTSTRAP_RESAMPLES = 2000
 CALIBRATION_ATTEMPTS = 3  # a failed calibration is run again, as a user would
@@ -112,12 +115,20 @@ class Lab:
     lock: MeasurementLock
     writer: RunWriter
     rng: random.Random
+    counter: instructions.Counter | None
 
     def run(self, binary: Path) -> runner.Capture:
         capture = runner.run([binary], cwd=self.directory, env=self.env, timeout_s=120)
         if not capture.ok:
             sys.exit(f"{binary} failed ({capture.returncode}): {capture.stderr_text[-300:]}")
         return capture
+
+    def count(self, binary: Path) -> instructions.Count:
+        """The untimed counting run, after the timed one (as a suite's measure = ["instructions"])."""
+        counted = instructions.count([binary], counter=self.counter, cwd=self.directory, env=self.env, timeout_s=120)
+        if counted.instructions is None:
+            sys.exit(f"{binary}: {counted.failure}")
+        return counted
 
     def pairs(self, baseline: str, candidate: str, count: int, meta: dict[str, Any]) -> list[dict[str, Any]]:
         """A warm-up pair, then `count` pairs, each locked and in random order; returns their rows."""
@@ -126,16 +137,27 @@ class Lab:
             order = [("baseline", baseline), ("candidate", candidate)]
             if self.rng.random() < 0.5:
                 order.reverse()
+            rows = []
             with self.lock:
                 for role, name in order:
                     capture = self.run(self.binaries[name])
-                    row = {
-                        **meta, **self.lock.metadata(), "pair": index, "warmup": index == 0, "role": role,
-                        "binary": name, "order": "-".join(r for r, _ in order),
-                        "wall_ms": round(capture.elapsed_ms, 4), "cpu_ms": capture.cpu_ms,
-                    }
-                    self.writer.write(row)
-                    recorded.append(row)
+                    rows.append(
+                        {
+                            **meta,
+                            **self.lock.metadata(),
+                            "pair": index,
+                            "warmup": index == 0,
+                            "role": role,
+                            "binary": name,
+                            "order": "-".join(r for r, _ in order),
+                            "wall_ms": round(capture.elapsed_ms, 4),
+                            "cpu_ms": capture.cpu_ms,
+                        }
+                    )
+            for row in rows:  # counted after releasing the lock, as a campaign does
+                row.update(self.count(self.binaries[row["binary"]]).row_fields())
+                self.writer.write(row)
+                recorded.append(row)
         return recorded
 
 
@@ -151,9 +173,7 @@ def build(directory: Path, work_ms: float, env: dict[str, str]) -> tuple[dict[st
 
     def median_cpu_ms(iterations: int, runs: int = 15) -> float:
         # CPU time, not wall time: it does not depend on how loaded the machine is while sizing
-        return statistics.median(
-            runner.run([program, str(iterations)], env=env).cpu_ms or 0.0 for _ in range(runs)
-        )
+        return statistics.median(runner.run([program, str(iterations)], env=env).cpu_ms or 0.0 for _ in range(runs))
 
     fixed = median_cpu_ms(0)  # process start and exit, not scaled by the argument
     probe = 2_000_000
@@ -173,8 +193,12 @@ def build(directory: Path, work_ms: float, env: dict[str, str]) -> tuple[dict[st
         # scale the loop so the whole run's CPU time (fixed cost included) is `shift`
         # larger; shift 0 is an identical copy of the baseline under another name (A/A)
         wrapper(candidate_name(shift), round(base_iterations + shift * base_ms / per_iteration))
-    return binaries, {"fixed_cpu_ms": fixed, "cpu_ns_per_iteration": per_iteration * 1e6,
-                      "baseline_iterations": base_iterations, "baseline_cpu_ms": base_ms}
+    return binaries, {
+        "fixed_cpu_ms": fixed,
+        "cpu_ns_per_iteration": per_iteration * 1e6,
+        "baseline_iterations": base_iterations,
+        "baseline_cpu_ms": base_ms,
+    }
 
 
 def label(shift: float) -> str:
@@ -310,8 +334,10 @@ def calibrate_metric(suite: Suite, rows: Sequence[dict[str, Any]]) -> Calibratio
     a, b = paired(rows, spec.metric)
     metrics, failed = calibration.compute(suite.metrics, {spec.key: (a, b)}, suite.alpha)
     cal = metrics[spec.key]
-    text = (f"{spec.metric}: A/A calibration of {cal.n} pairs: floor {cal.floor:.2%} (never below "
-            f"{spec.min_floor:.0%}), robust SD {cal.sd:.2%}, interval [{cal.interval[0]:+.2%}, {cal.interval[1]:+.2%}]")
+    text = (
+        f"{spec.metric}: A/A calibration of {cal.n} pairs: floor {cal.floor:.2%} (never below "
+        f"{spec.min_floor:.0%}), robust SD {cal.sd:.2%}, interval [{cal.interval[0]:+.2%}, {cal.interval[1]:+.2%}]"
+    )
     if failed:
         return CalibrationCheck(None, text + ": FAILED (interval excludes zero), orchard refuses to judge")
     return CalibrationCheck({k: v.noise() for k, v in metrics.items()}, text)
@@ -324,7 +350,9 @@ def analyse(suite: Suite, rows: Sequence[dict[str, Any]], seed: int) -> tuple[st
     cal = calibrate_metric(suite, [r for r in rows if r["phase"] == "calibration" and r["attempt"] == attempts[-1]])
     judge = orchard_rule(suite, cal.noise) if cal.noise is not None else None
     peers: dict[str, Callable[[list[float], list[float]], str | None]] = {
-        RULES[1]: welch, RULES[2]: mann_whitney, RULES[3]: asv_factor,
+        RULES[1]: welch,
+        RULES[2]: mann_whitney,
+        RULES[3]: asv_factor,
         RULES[4]: criterion_rule(np.random.default_rng(seed)),
     }
     campaigns: dict[tuple[int, float], list[dict[str, Any]]] = {}
@@ -343,7 +371,14 @@ def analyse(suite: Suite, rows: Sequence[dict[str, Any]], seed: int) -> tuple[st
             verdict, used = judge(a, b)
             tally.verdicts[verdict] += 1
             tally.pairs_used.append(used)
-            tally.add(RULES[0], REGRESSION if verdict == REGRESSED else IMPROVEMENT if verdict == PASS else None)
+            tally.add(
+                RULES[0],
+                REGRESSION
+                if verdict == VerdictWord.REGRESSED
+                else IMPROVEMENT
+                if verdict == VerdictWord.PASS
+                else None,
+            )
         for rule, decide in peers.items():
             tally.add(rule, decide(a, b))
     return cal.text, tallies
@@ -371,12 +406,19 @@ def report(metric: str, tallies: dict[float, Tally]) -> str:
     for verdict in ("REGRESSED", "NO-CHANGE", "INCONCLUSIVE", "PASS"):
         lines.append(f"| {verdict} | " + " | ".join(str(tallies[s].verdicts[verdict]) for s in SHIFTS) + " |")
     if all(tallies[s].pairs_used for s in SHIFTS):
-        lines.append("| mean pairs used | "
-                     + " | ".join(f"{statistics.mean(tallies[s].pairs_used):.1f}" for s in SHIFTS) + " |")
-    lines.append("| realised shift (median over campaigns of the median b/a) | "
-                 + " | ".join(f"{statistics.median(tallies[s].realised) - 1:+.2%}" for s in SHIFTS) + " |")
-    lines.append("| noise (median over campaigns of the robust SD of log b/a) | "
-                 + " | ".join(f"{statistics.median(tallies[s].noise):.2%}" for s in SHIFTS) + " |")
+        lines.append(
+            "| mean pairs used | " + " | ".join(f"{statistics.mean(tallies[s].pairs_used):.1f}" for s in SHIFTS) + " |"
+        )
+    lines.append(
+        "| realised shift (median over campaigns of the median b/a) | "
+        + " | ".join(f"{statistics.median(tallies[s].realised) - 1:+.2%}" for s in SHIFTS)
+        + " |"
+    )
+    lines.append(
+        "| noise (median over campaigns of the robust SD of log b/a) | "
+        + " | ".join(f"{statistics.median(tallies[s].noise):.2%}" for s in SHIFTS)
+        + " |"
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -384,7 +426,8 @@ def suites(directory: Path) -> dict[str, Suite]:
     loaded = {}
     for metric in METRICS:
         path = directory / f"suite-{metric}.toml"
-        path.write_text(SUITE_TOML.format(metric=metric))
+        measure = 'measure = ["instructions"]' if metric == instructions.METRIC else ""
+        path.write_text(SUITE_TOML.format(metric=metric, measure=measure))
         loaded[metric] = load_suite(path)
     return loaded
 
@@ -394,8 +437,10 @@ def full_report(rows: Sequence[dict[str, Any]], header: list[str], seed: int, di
     for metric, suite in suites(directory).items():
         cal_text, tallies = analyse(suite, rows, seed)
         parts += [report(metric, tallies), cal_text, ""]
-    parts.append("Rates with 95% Wilson intervals. A/A counts a claim in either direction; "
-                 "the shifts count 'slower' claims ('said faster' counts the wrong-direction claims).")
+    parts.append(
+        "Rates with 95% Wilson intervals. A/A counts a claim in either direction; "
+        "the shifts count 'slower' claims ('said faster' counts the wrong-direction claims)."
+    )
     return "\n".join(parts) + "\n"
 
 
@@ -406,12 +451,18 @@ def measure(args: argparse.Namespace, seed: int, directory: Path, writer: RunWri
     suite = next(iter(suites(directory).values()))  # runs, looks and calibration pairs are shared
     env = isolated_env()
     binaries, sizing = build(directory, args.work_ms, env)
-    lab = Lab(directory, binaries, env, MeasurementLock("benchmarks/verdict_power.py"), writer, random.Random(seed))
-    print(f"machine: {json.dumps(machine_facts())}")
+    counter = instructions.available()
+    lab = Lab(
+        directory, binaries, env, MeasurementLock("benchmarks/verdict_power.py"), writer, random.Random(seed), counter
+    )
+    print(f"machine: {json.dumps(machine_facts().to_dict())}; instruction counter: {counter}")
     print(f"seed {seed}; workload {json.dumps({k: round(v, 4) for k, v in sizing.items()})}")
-    print(f"suite defaults: runs {suite.runs}, min_runs {suite.min_runs}, looks "
-          f"{AdaptivePlan(suite.min_runs, suite.runs).looks}, calibration pairs {suite.calibration_runs}, "
-          f"alpha {suite.alpha}", flush=True)
+    print(
+        f"suite defaults: runs {suite.runs}, min_runs {suite.min_runs}, looks "
+        f"{AdaptivePlan(suite.min_runs, suite.runs).looks}, calibration pairs {suite.calibration_runs}, "
+        f"alpha {suite.alpha}",
+        flush=True,
+    )
     for attempt in range(1, CALIBRATION_ATTEMPTS + 1):
         rows = lab.pairs("baseline", "baseline", suite.calibration_runs, {"phase": "calibration", "attempt": attempt})
         checks = [calibrate_metric(s, rows) for s in suites(directory).values()]
@@ -423,11 +474,15 @@ def measure(args: argparse.Namespace, seed: int, directory: Path, writer: RunWri
         shifts = list(SHIFTS)
         lab.rng.shuffle(shifts)  # the machine's drift is shared by every shift
         for shift in shifts:
-            lab.pairs("baseline", candidate_name(shift), suite.runs,
-                      {"phase": "campaign", "campaign": campaign, "shift": shift})
+            lab.pairs(
+                "baseline",
+                candidate_name(shift),
+                suite.runs,
+                {"phase": "campaign", "campaign": campaign, "shift": shift},
+            )
         print(f"  campaign {campaign + 1}/{args.campaigns} done ({time.time() - started:.0f}s)", flush=True)
     return [
-        f"machine: {json.dumps(machine_facts())}",
+        f"machine: {json.dumps(machine_facts().to_dict())}; instructions counted by {counter} in separate untimed runs",
         f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}; duration {time.time() - started:.0f}s; "
         f"load average before {load_before[0]:.1f}, after {os.getloadavg()[0]:.1f}",
         f"seed {seed}; {args.campaigns} campaigns per shift, {suite.runs} pairs each after a warm-up pair; "
@@ -444,8 +499,13 @@ def main() -> None:
     parser.add_argument("--work-ms", type=float, default=20.0, help="baseline CPU time per run")
     parser.add_argument("--seed", type=int, default=None, help="seed of pair orders and bootstrap")
     parser.add_argument("--results", type=Path, default=Path("results"), help="where raw samples go")
-    parser.add_argument("--reanalyse", type=Path, default=None, metavar="JSONL",
-                        help="judge the raw samples of an earlier run again instead of measuring")
+    parser.add_argument(
+        "--reanalyse",
+        type=Path,
+        default=None,
+        metavar="JSONL",
+        help="judge the raw samples of an earlier run again instead of measuring",
+    )
     args = parser.parse_args()
     if args.campaigns < 1:
         parser.error("--campaigns must be at least 1")

@@ -112,9 +112,7 @@ def main() -> None:
         "The remaining cost is writing each worker's working files: the object store is",
         "shared, the checkout is not (an edit in one worker must never reach another).",
         "",
-        f"Machine: {facts['cpu_model']}, {facts['cpu_count']} cores, "
-        f"{(facts['memory_bytes'] or 0) / 2**30:.0f} GiB, {facts['system']} {facts['kernel']}, "
-        f"Python {facts['python']}; shared with other work (1-minute load average "
+        f"Machine: {facts.describe()}; shared with other work (1-minute load average "
         f"{load_before:.1f} at the start, {load_after:.1f} at the end), so expect noise.",
         "",
     ]

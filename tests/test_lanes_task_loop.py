@@ -38,7 +38,7 @@ def test_local_task_loop_rows_oracle_and_oak_skips(lane_env: LaneEnv, monkeypatc
             total["acquire_ms_followup"] - total["acquire_ms_task"], abs=0.01
         )
         assert total["describe_calls"] == 0 and "commit message" in total["describe_note"]
-        assert total["measurement_lock"] == "held"
+        assert total["measurement_lock"] == "private"  # ORCHARD_LOCK_FILE is set for tests
         assert total["subject_version"].startswith("git version") and len(total["subject_binary_sha256"]) == 64
         for key in COMPARABILITY_KEYS:
             assert key in total
@@ -232,3 +232,31 @@ def test_ctrl_c_stops_servers_and_removes_workdirs(lane_env: LaneEnv) -> None:
     assert lane_env.leftovers() == []
     assert "[warm-up] task_loop subject=slow" in stderr
     assert list((lane_env.results / "task-loop").glob("*.jsonl"))  # rows measured so far are kept
+
+
+def test_the_same_git_at_a_long_path_under_a_long_name_counts_the_same_tokens(
+    lane_env: LaneEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tokens must not depend on where a binary lives or what the subject is called."""
+    import shutil
+
+    without_oak_on_path(monkeypatch)
+    deep = lane_env.bin / "opt" / "a-very-long-install-prefix" / "for-this-vcs" / "bin"
+    deep.mkdir(parents=True)
+    copy = deep / "vcs-with-a-much-longer-name"
+    shutil.copy2(shutil.which("git") or "/usr/bin/git", copy)
+    subjects = f"git,a-much-longer-subject-name:git={copy}"
+    result = invoke("bench", "task-loop", "--subjects", subjects, "--runs", "1", "--results", str(lane_env.results))
+    assert result.exit_code == 0, result.output
+    rows = latest_rows(lane_env.results, "task-loop")
+    loop = {t["subject"]: t for t in totals(rows, "task_loop.total")}
+    short, long = loop["git"], loop["a-much-longer-subject-name"]
+    assert short["returncode"] == long["returncode"] == 0
+    for field in ("estimated_input_tokens", "estimated_output_tokens", "estimated_total_tokens"):
+        assert short[field] == long[field], field
+    steps = {s: [r for r in rows if r["subject"] == s and r["step_kind"] in ("vcs", "edit")] for s in loop}
+    assert [r["counted_command"] for r in steps["git"]] == [
+        r["counted_command"] for r in steps["a-much-longer-subject-name"]
+    ]
+    assert all(str(copy) in r["command"] for r in steps["a-much-longer-subject-name"] if r["step_kind"] == "vcs")
+    assert steps["git"][0]["counted_command"].startswith("BIN worktree add -q -b bench/BENCH_ID/task-SUBJECT-r0 ROOT/")

@@ -16,7 +16,7 @@ from typing import IO
 
 import pytest
 
-from orchard.bench.lock import ENV_PATH, ENV_SWITCH, MeasurementLock, read_holder
+from orchard.bench.lock import ENV_PATH, ENV_SWITCH, MACHINE_LOCK_PATH, MeasurementLock, read_holder
 
 # Enters the lock `times` times; inside, prints its metadata and the monotonic
 # bounds of the section, then holds it until the release file exists.
@@ -40,7 +40,7 @@ class Party:
     """One process using the lock; its stderr goes to a file the test can poll."""
 
     def __init__(self, tmp: Path, label: str, env: dict[str, str], times: int = 1, released: bool = False) -> None:
-        self.lock_path = Path(env[ENV_PATH])
+        self.lock_path = Path(env.get(ENV_PATH, MACHINE_LOCK_PATH))
         self.release = tmp / f"release-{label.replace(' ', '_')}"
         if released:
             self.release.touch()
@@ -125,7 +125,8 @@ def test_a_waiter_names_the_holder_and_records_its_wait(
     assert waiter.proc.poll() is None  # still blocked while the holder holds
     (held,) = holder.finish()
     (waited,) = waiter.finish()
-    assert waited["measurement_lock"] == "held"
+    assert waited["measurement_lock"] == "private"  # ORCHARD_LOCK_FILE: not the machine-wide lock
+    assert waited["lock_file"] == lock_env[ENV_PATH]
     assert waited["lock_wait_ms"] > 0
     assert waited["start"] > held["end"]
     assert "[runlock]" not in holder.stderr
@@ -142,7 +143,7 @@ def test_the_lock_is_released_when_the_holder_is_killed(
     holder.proc.kill()  # SIGKILL: no chance to release anything itself
     holder.proc.wait()
     (waited,) = waiter.finish()
-    assert waited["measurement_lock"] == "held"
+    assert waited["measurement_lock"] == "private"
     holder_now = read_holder(Path(lock_env[ENV_PATH]))
     assert holder_now is not None
     assert (holder_now["pid"], holder_now["label"]) == (waiter.proc.pid, "survivor")
@@ -183,7 +184,8 @@ def test_an_uncontended_lock_is_held_without_a_message(tmp_path: Path, monkeypat
     lock = MeasurementLock("alone", path=tmp_path / "alone.lock", out=out)
     with lock:
         assert read_holder(tmp_path / "alone.lock") is not None
-    assert lock.metadata()["measurement_lock"] == "held"
+    assert lock.metadata()["measurement_lock"] == "private"
+    assert lock.metadata()["lock_file"] == str(tmp_path / "alone.lock")
     assert out.getvalue() == ""
 
 
@@ -239,26 +241,55 @@ for _ in range(int(sys.argv[2])):
         start = time.monotonic_ns()
         time.sleep(0.02)
         print(json.dumps({"pid": os.getpid(), "start": start}), flush=True)
+lock.print_total()
 """
 
 
 def test_two_campaigns_take_turns_instead_of_one_keeping_the_machine(tmp_path: Path, lock_env: dict[str, str]) -> None:
     """flock has no queue: without the courtesy pause, whoever holds it re-acquires between pairs."""
     procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", CAMPAIGN, name, "40"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=lock_env,
-            text=True,
-        )
+        subprocess.Popen([sys.executable, "-c", CAMPAIGN, name, "40"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=lock_env, text=True)
         for name in ("first", "second")
     ]
     rows = []
     for proc in procs:
-        out, _ = proc.communicate(timeout=120)
+        out, err = proc.communicate(timeout=120)
+        # one line per wait for one holder, not one per pair; the total at the end
+        assert err.count("[runlock] waiting") <= 1, err
+        if "[runlock] waiting" in err:
+            assert "[runlock] waited" in err and "in total" in err
         rows += [json.loads(line) for line in out.splitlines()]
     order = [row["pid"] for row in sorted(rows, key=lambda row: row["start"])]
     switches = sum(1 for a, b in itertools.pairwise(order) if a != b)
     assert len(order) == 80
     assert switches >= 10, f"only {switches} hand-overs: one campaign kept the lock"
+
+
+PATH_PROBE = """
+import json
+from orchard.bench.lock import MeasurementLock, default_lock_path
+lock = MeasurementLock("probe")
+print(json.dumps({"default": str(default_lock_path()), **lock.metadata()}))
+"""
+
+
+def test_the_machine_wide_lock_is_one_path_whatever_tmpdir_says(tmp_path: Path) -> None:
+    """Two campaigns with different TMPDIR overlapped while both rows said `held`.
+
+    Only where the lock lives is checked here (without taking it: the real
+    machine-wide lock may be held by a real measurement right now).
+    """
+    env = {k: v for k, v in os.environ.items() if k not in (ENV_SWITCH, ENV_PATH)}
+    seen = []
+    for name in ("tmp-a", "tmp-b"):
+        (tmp_path / name).mkdir()
+        probe = subprocess.run([sys.executable, "-c", PATH_PROBE], env={**env, "TMPDIR": str(tmp_path / name)},
+                               capture_output=True, text=True, check=True)
+        seen.append(json.loads(probe.stdout))
+    assert seen[0] == seen[1]
+    assert seen[0] == {"default": str(MACHINE_LOCK_PATH), "measurement_lock": "held",
+                       "lock_file": str(MACHINE_LOCK_PATH), "lock_wait_ms": 0.0}
+    moved = subprocess.run([sys.executable, "-c", PATH_PROBE], env={**env, ENV_PATH: str(tmp_path / "own.lock")},
+                           capture_output=True, text=True, check=True)
+    assert json.loads(moved.stdout)["measurement_lock"] == "private"

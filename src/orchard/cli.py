@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,8 +48,9 @@ class _Group(click.Group):
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="orchard")
-def cli() -> None:
+@click.version_option(__version__, "-V", "--version", prog_name="orchard")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bars or notes (warnings and results still print).")
+def cli(quiet: bool) -> None:
     """orchard: an optimization research lab for a codebase.
 
     Agent workers try ranked hypotheses in their own checkouts; every
@@ -73,15 +75,22 @@ def _console(stderr: bool = False) -> Console:
     return console
 
 
+def _quiet() -> bool:
+    """Whether `orchard --quiet` was given."""
+    context = click.get_current_context(silent=True)
+    return bool(context and context.find_root().params.get("quiet"))
+
+
 class _ProgressBar:
     """A rich progress bar on stderr for a measuring campaign."""
 
     def __init__(self) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+        self.quiet = _quiet()
         self._progress = Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=_console(stderr=True), transient=True,
+            console=_console(stderr=True), transient=True, disable=self.quiet,
         )
         self._task: TaskID | None = None
         self._lock = threading.Lock()  # the lab's judge threads report their campaigns at the same time
@@ -98,11 +107,13 @@ class _ProgressBar:
         """A timestamped log line above the bar."""
         import time
 
+        if self.quiet:
+            return
         self._progress.console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {text}", highlight=False)
 
     def update(self, done: int, total: int, note: str = "") -> None:
         with self._lock:
-            if note:
+            if note and not self.quiet:
                 self._progress.console.print(f"[dim]{note}[/]")
             if self._task is None or (done == 0 and note):
                 if self._task is not None:
@@ -118,6 +129,20 @@ results_option = click.option(
     "--results", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
     help="Directory for rows (JSONL), summaries and the index.",
 )
+def export_options(function: Callable[..., None]) -> Callable[..., None]:
+    """--export-json/--export-csv/--export-markdown FILE, as hyperfine has them."""
+    for name, what in (("markdown", "a Markdown summary (for $GITHUB_STEP_SUMMARY)"),
+                       ("csv", "one CSV line per metric"), ("json", "the --json document")):
+        function = click.option(f"--export-{name}", f"export_{name}", type=click.Path(path_type=Path, dir_okay=False),
+                                default=None, metavar="FILE", help=f"Also write {what} to FILE.")(function)
+    return function
+
+
+calibration_option = click.option(
+    "--calibration", "calibration_file", type=click.Path(path_type=Path, dir_okay=False), default=None,
+    help="Calibration file to use, or to write when absent (committed, or restored from a CI cache); "
+         "checked against this machine. Default: the suite's `calibration`, else the per-machine cache.",
+)
 seed_option = click.option(
     "--seed", type=int, default=None, help="Seed for the run order (printed; random if omitted)."
 )
@@ -130,28 +155,28 @@ seed_option = click.option(
 @click.option("--runs", type=int, default=None, help="Most pairs to measure (adaptive: stops early when settled).")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON on stdout.")
 @click.option("--recalibrate", is_flag=True, help="Ignore the cached A/A calibration and run a new one.")
+@click.option("--fail-on", "fail_on", type=click.Choice(["regressed", "inconclusive", "any"]), default="regressed",
+              show_default=True,
+              help="Which verdicts exit 1: regressed (and ERROR); inconclusive as well; any verdict but NO-CHANGE.")
+@calibration_option
 @seed_option
 @results_option
-def verdict(
-    suite_path: Path,
-    baseline: Path,
-    candidate: Path,
-    runs: int | None,
-    as_json: bool,
-    recalibrate: bool,
-    seed: int | None,
-    results: Path,
-) -> None:
+@export_options
+def verdict(suite_path: Path, baseline: Path, candidate: Path, runs: int | None, as_json: bool,
+            recalibrate: bool, fail_on: str, calibration_file: Path | None, seed: int | None, results: Path,
+            export_json: Path | None, export_csv: Path | None, export_markdown: Path | None) -> None:
     """Judge a candidate binary against a baseline: PASS, NO-CHANGE, INCONCLUSIVE or REGRESSED.
 
-    Exit 0 unless regressed (or an error): 1 for REGRESSED or ERROR.
+    Exit 1 for REGRESSED or ERROR (and, with --fail-on, INCONCLUSIVE or any
+    verdict but NO-CHANGE), else 0.
     """
     import json as jsonlib
 
     from orchard.bench.campaign import run_verdict
-    from orchard.bench.display import print_verdict
+    from orchard.bench.display import as_decision, print_verdict, verdict_facts
+    from orchard.bench.exports import Targets, export
+    from orchard.bench.policy import FailOn
     from orchard.bench.suite import load_suite
-    from orchard.bench.verdict import VerdictWord
 
     suite = load_suite(suite_path)
     with _ProgressBar() as bar:
@@ -164,12 +189,44 @@ def verdict(
             results=results,
             recalibrate=recalibrate,
             progress=bar.update,
+            calibration_file=calibration_file,
         )
+    document = result.to_dict()
     if as_json:
-        click.echo(jsonlib.dumps(result.to_dict(), indent=2))
+        click.echo(jsonlib.dumps(document, indent=2))
     else:
         print_verdict(_console(), result)
-    if result.verdict in (VerdictWord.REGRESSED, VerdictWord.ERROR):
+    export(as_decision(result), document, verdict_facts(result, suite.name),
+           Targets(json=export_json, csv=export_csv, markdown=export_markdown))
+    if FailOn(fail_on).fails(result.verdict):
+        sys.exit(1)
+
+
+@cli.command()
+@click.argument("old", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("new", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON (schema orchard.compare/1).")
+@click.option("--fail-on", "fail_on", type=click.Choice(["regressed", "inconclusive", "any"]), default="regressed",
+              show_default=True, help="Which verdicts exit 1 (as for `verdict`).")
+def compare(old: Path, new: Path, as_json: bool, fail_on: str) -> None:
+    """Judge two stored result sets (rows JSONL of one subject each) without measuring again.
+
+    Paired where their runs line up, unpaired with a warning otherwise.
+    """
+    import json as jsonlib
+
+    from orchard.bench.compare import compare as run_compare
+    from orchard.bench.display import print_decision
+    from orchard.bench.policy import FailOn
+
+    result = run_compare(old, new)
+    if as_json:
+        click.echo(jsonlib.dumps(result.to_json(), indent=2))
+    else:
+        console = _console()
+        console.print(f"{'paired' if result.paired else 'unpaired'} comparison of {new} against {old}")
+        print_decision(console, result.decision, result.warnings)
+    if FailOn(fail_on).fails(result.decision.verdict):
         sys.exit(1)
 
 
@@ -177,9 +234,12 @@ def verdict(
 @suite_option
 @click.option("--baseline", required=True, type=click.Path(path_type=Path), help="The binary measured against itself.")
 @click.option("--runs", type=int, default=None, help="A/A pairs (default: the suite's calibration_runs).")
+@click.option("--json", "as_json", is_flag=True, help="Print the calibration as JSON (the calibration file's format).")
+@calibration_option
 @seed_option
 @results_option
-def calibrate(suite_path: Path, baseline: Path, runs: int | None, seed: int | None, results: Path) -> None:
+def calibrate(suite_path: Path, baseline: Path, runs: int | None, as_json: bool, calibration_file: Path | None,
+              seed: int | None, results: Path) -> None:
     """Measure the baseline against itself (A/A) and cache each metric's noise floor."""
     from orchard.bench.calibration import CalibrationFailed
     from orchard.bench.campaign import calibrate as run_calibration
@@ -190,11 +250,22 @@ def calibrate(suite_path: Path, baseline: Path, runs: int | None, seed: int | No
     try:
         with _ProgressBar() as bar:
             cal = run_calibration(
-                suite, baseline, runs=runs, seed=seed, results=results, progress=bar.update
+                suite,
+                baseline,
+                runs=runs,
+                seed=seed,
+                results=results,
+                progress=bar.update,
+                file=calibration_file or suite.calibration,
             )
     except CalibrationFailed as error:
         click.echo(f"orchard: {error}", err=True)
         sys.exit(1)
+    if as_json:
+        import json
+
+        click.echo(json.dumps(cal.to_json(), indent=2))
+        return
     console = _console()
     console.print(
         f"A/A calibration of suite {suite.name}: {cal.runs} pairs, seed {cal.seed}, machine {cal.machine_fingerprint}"
@@ -208,19 +279,23 @@ def calibrate(suite_path: Path, baseline: Path, runs: int | None, seed: int | No
     "--subject", "subject_specs", multiple=True, metavar="NAME=BIN", help="A subject to measure (repeatable)."
 )
 @click.option("--runs", type=int, default=10, show_default=True, help="Runs per subject.")
+@click.option("--json", "as_json", is_flag=True, help="Print medians per scenario and subject as JSON.")
 @seed_option
 @results_option
-def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, seed: int | None, results: Path) -> None:
+def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, as_json: bool, seed: int | None,
+              results: Path) -> None:
     """Measure a suite for named subjects, interleaved; rows and a summary, no verdict."""
     import random
 
+    from orchard.bench.display import run_json
     from orchard.bench.suite import load_suite
     from orchard.bench.sweep import parse_subjects, run_suite
 
     suite = load_suite(suite_path)
     subjects = parse_subjects(subject_specs)
     seed = random.SystemRandom().randrange(1, 2**31) if seed is None else seed
-    click.echo(f"run order seed: {seed}", err=True)
+    if not _quiet():
+        click.echo(f"run order seed: {seed}", err=True)
     with _ProgressBar() as bar:
         writer = run_suite(
             suite,
@@ -230,6 +305,11 @@ def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, seed:
             results=results,
             progress=lambda done, total: bar.update(done, total),
         )
+    if as_json:
+        import json
+
+        click.echo(json.dumps(run_json(suite, writer, seed), indent=2))
+        return
     click.echo(writer.summary_path.read_text())
     click.echo(f"rows: {writer.path}")
 

@@ -7,6 +7,12 @@ not a floor). Its half-width at the calibration's n is the metric's noise
 floor: a difference smaller than that is indistinguishable from measuring
 the same binary twice. Metrics that never varied are deterministic and are
 compared exactly. Results are cached per machine fingerprint and suite.
+
+A calibration can also live in a file the user names (`--calibration FILE`
+or the suite's `calibration` key): committed to the repository or restored
+from a CI cache, so an ephemeral runner does not calibrate again. A file is
+checked against this machine's facts and the suite before it is used; one
+that does not fit is refused, naming what differs.
 """
 
 from __future__ import annotations
@@ -23,12 +29,13 @@ from typing import Any
 import numpy as np
 
 from orchard.bench import stats
+from orchard.bench.machine import MachineFacts, machine_facts
 from orchard.bench.verdict import MetricNoise, MetricSpec, paired_differences
-from orchard.errors import OrchardError
+from orchard.errors import OrchardError, UsageError
 
 CACHE_ENV = "ORCHARD_CACHE_DIR"
 CHECK_ALPHA = 0.01  # two-sided level of the "A/A interval excludes zero" test
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: machine facts recorded, no hostname in the fingerprint
 
 
 class CalibrationFailed(OrchardError):
@@ -59,9 +66,19 @@ class Calibration:
     seed: int
     baseline: str
     metrics: dict[str, MetricCalibration]
+    machine: MachineFacts | None = None
+    file: Path | None = None  # the calibration file it was read from or written to, if any
 
     def noise(self) -> dict[str, MetricNoise]:
         return {key: metric.noise() for key, metric in self.metrics.items()}
+
+    def to_json(self) -> dict[str, Any]:
+        """The calibration file's format (also `orchard calibrate --json`)."""
+        data = asdict(self)
+        data["format"] = FORMAT_VERSION
+        data["file"] = None if self.file is None else str(self.file)
+        data["machine"] = None if self.machine is None else self.machine.to_dict()
+        return data
 
     def age_s(self) -> float:
         return max(0.0, time.time() - self.created_at)
@@ -137,7 +154,20 @@ def cache_path(fingerprint: str, suite_digest: str) -> Path:
     return cache_dir() / f"{fingerprint}-{suite_digest}.json"
 
 
+def _parse(data: dict[str, Any]) -> Calibration:
+    data = dict(data)
+    data.pop("format")
+    data.pop("file", None)
+    metrics = {
+        key: MetricCalibration(**{**value, "interval": tuple(value["interval"])})
+        for key, value in data.pop("metrics").items()
+    }
+    machine = data.pop("machine", None)
+    return Calibration(**data, metrics=metrics, machine=None if machine is None else MachineFacts.from_dict(machine))
+
+
 def load(fingerprint: str, suite_digest: str) -> Calibration | None:
+    """The cached calibration of this machine and suite, if any."""
     path = cache_path(fingerprint, suite_digest)
     try:
         data = json.loads(path.read_text())
@@ -145,21 +175,53 @@ def load(fingerprint: str, suite_digest: str) -> Calibration | None:
         return None
     if data.get("format") != FORMAT_VERSION:
         return None
-    data.pop("format")
-    metrics = {
-        key: MetricCalibration(**{**value, "interval": tuple(value["interval"])})
-        for key, value in data.pop("metrics").items()
-    }
-    return Calibration(**data, metrics=metrics)
+    return _parse(data)
+
+
+def load_file(path: Path, suite_digest: str, suite_name: str) -> Calibration | None:
+    """A user-named calibration file: None if absent; refused (exit 2) if it does not fit here."""
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as error:
+        raise UsageError(f"calibration file {path}: unreadable ({error})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT_VERSION:
+        raise UsageError(
+            f"calibration file {path}: not an orchard calibration (format {FORMAT_VERSION}); "
+            "run `orchard calibrate --calibration FILE` or pass --recalibrate to replace it"
+        )
+    try:
+        cal = _parse(data)
+    except (KeyError, TypeError) as error:
+        raise UsageError(f"calibration file {path}: malformed ({error})") from None
+    here = machine_facts()
+    if cal.machine is None or cal.machine != here:
+        differs = "; ".join(here.differences(cal.machine)) if cal.machine else "no machine facts recorded"
+        raise UsageError(
+            f"calibration file {path} was made on other hardware or software ({differs}): its noise "
+            "floors do not apply here; pass --recalibrate to calibrate this machine and replace the file"
+        )
+    if cal.suite_digest != suite_digest:
+        raise UsageError(
+            f"calibration file {path} belongs to suite {cal.suite!r} at digest {cal.suite_digest}, "
+            f"not to {suite_name!r} at {suite_digest} (the suite changed); pass --recalibrate to replace it"
+        )
+    return Calibration(**{**cal.__dict__, "file": path})
+
+
+def _write(path: Path, calibration: Calibration) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps({**calibration.to_json(), "file": None}, indent=2, default=str))
+    os.replace(tmp, path)
 
 
 def save(calibration: Calibration) -> Path:
+    """Into the cache, and into the calibration's own file when it has one."""
     path = cache_path(calibration.machine_fingerprint, calibration.suite_digest)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = asdict(calibration)
-    data["format"] = FORMAT_VERSION
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2))
-    os.replace(tmp, path)
+    _write(path, calibration)
+    if calibration.file is not None:
+        _write(calibration.file, calibration)
     return path
 

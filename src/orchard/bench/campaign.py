@@ -23,10 +23,10 @@ from orchard.bench.binary import binary_sha256, check_binary
 from orchard.bench.display import rows_summary
 from orchard.bench.gates import GateTracker, run_command_gates
 from orchard.bench.lock import MeasurementLock
-from orchard.bench.machine import machine_fingerprint
-from orchard.bench.measure import Observation, RunSpec, Workbench, observe, workbench
+from orchard.bench.machine import machine_facts, machine_fingerprint
+from orchard.bench.measure import Observation, RunSpec, Workbench, count_instructions, observe, workbench
 from orchard.bench.store import RunWriter
-from orchard.bench.suite import MIN_RUNS_FLOOR, Suite
+from orchard.bench.suite import MIN_RUNS_FLOOR, Scenario, Suite
 from orchard.bench.verdict import (
     AdaptivePlan,
     CalibrationNote,
@@ -136,7 +136,7 @@ class PairRunner:
 
     def run_pair(self, index: int, warmup: bool) -> list[tuple[Observation, Observation, list[GateResult]]]:
         """One pair over every scenario; returns (baseline, candidate, failed gates) per scenario."""
-        results = []
+        measured: list[tuple[Scenario, dict[str, Observation]]] = []
         with self.lock:
             for scenario in self.suite.scenarios:
                 order = ("baseline", "candidate") if self.rng.random() < 0.5 else ("candidate", "baseline")
@@ -151,19 +151,19 @@ class PairRunner:
                         "binary": str(self.binaries[role]),
                         "binary_sha256": self.subjects[role]["binary_sha256"],
                     }
-                    spec = RunSpec(
-                        role,
-                        self.subjects[role],
-                        index,
-                        meta,
-                        self.metric_names,
-                        self.tracker.determinism_fields(scenario.name),
-                    )
-                    seen[role] = observe(self.bench, scenario, self.binaries[role], spec)
-                    self.writer.write(seen[role].row)
-                base, cand = seen["baseline"], seen["candidate"]
-                _check_comparable(base, cand)
-                results.append((base, cand, self.tracker.check_pair(base, cand)))
+                    spec = RunSpec(role, self.subjects[role], index, meta, self.metric_names,
+                                   self.tracker.determinism_fields(scenario.name))
+                    seen[role] = observe(self.bench, scenario, self.binaries[role], spec, count=False)
+                measured.append((scenario, seen))
+        results = []
+        for scenario, seen in measured:
+            for role, observation in seen.items():
+                # untimed instruction counts after the lock is released: they do not move with load
+                count_instructions(self.bench, scenario, self.binaries[role], observation)
+                self.writer.write(observation.row)
+            base, cand = seen["baseline"], seen["candidate"]
+            _check_comparable(base, cand)
+            results.append((base, cand, self.tracker.check_pair(base, cand)))
         return results
 
 
@@ -215,6 +215,7 @@ def _aa_campaign(
                 for base, cand, _ in outcome:
                     samples.add(base, cand)
                 progress(index, count, "")
+        runner.lock.print_total()
     metrics, failed = calibration_cache.compute(suite.metrics, samples.values, suite.alpha)
     return metrics, failed, writer.path
 
@@ -227,8 +228,9 @@ def calibrate(
     seed: int | None = None,
     results: Path = Path("results"),
     progress: Progress = _quiet,
+    file: Path | None = None,
 ) -> calibration_cache.Calibration:
-    """A/A: the baseline against itself; saves and returns the calibration.
+    """A/A: the baseline against itself; saves (in the cache, and in `file` if given) and returns it.
 
     An interval that excludes zero is measured once more on fresh samples
     before the calibration is refused: a real order effect or a drifting
@@ -265,6 +267,8 @@ def calibrate(
         seed=seed,
         baseline=str(baseline),
         metrics=metrics,
+        machine=machine_facts(),
+        file=file,
     )
     calibration_cache.save(result)
     return result
@@ -280,12 +284,24 @@ def run_verdict(
     results: Path = Path("results"),
     recalibrate: bool = False,
     progress: Progress = _quiet,
+    calibration_file: Path | None = None,
 ) -> Verdict:
-    """Judge `candidate` against `baseline` on `suite`."""
+    """Judge `candidate` against `baseline` on `suite`.
+
+    The calibration comes from `calibration_file` (or the suite's), else the
+    cache; a missing one is made now (and written to that file).
+    """
     baseline = check_binary(baseline, "baseline")
     candidate = check_binary(candidate, "candidate")
     min_runs, max_runs = check_runs(runs, suite)
-    cal = None if recalibrate else calibration_cache.load(machine_fingerprint(), suite.digest)
+    calibration_file = calibration_file or suite.calibration
+    cal = None
+    if not recalibrate:
+        cal = (
+            calibration_cache.load_file(calibration_file, suite.digest, suite.name)
+            if calibration_file is not None
+            else calibration_cache.load(machine_fingerprint(), suite.digest)
+        )
     cached = cal is not None
     seed = random.SystemRandom().randrange(1, 2**31) if seed is None else seed
     warnings: list[str] = []
@@ -296,7 +312,7 @@ def run_verdict(
         if cal is None:
             progress(0, suite.calibration_runs, "no A/A calibration cached for this machine and suite: calibrating")
             try:
-                cal = calibrate(suite, baseline, results=results, progress=progress)
+                cal = calibrate(suite, baseline, results=results, progress=progress, file=calibration_file)
             except BaselineFailed as failure:
                 error = str(failure)
         command_gates = run_command_gates(suite.gates, bench, runner.binaries)
@@ -334,26 +350,16 @@ def run_verdict(
                     metrics = decide_metrics(specs, values, _noise_for(cal, specs), level)
                     if settled(metrics):
                         break
+        runner.lock.print_total()
         decision = Decision(VerdictWord.ERROR, reasons=[error]) if error else overall(metrics, gates)
         warnings += runner.tracker.warnings
         if cal is not None:
             warnings += _warnings(runner, samples, cal, decision)
-        writer.write(
-            {
-                "lane": "verdict",
-                "step_kind": "verdict",
-                "verdict": decision.verdict,
-                "reasons": decision.reasons,
-                "pairs": pairs,
-                "seed": seed,
-                **runner.base_meta,
-            }
-        )
-    note = (
-        None
-        if cal is None
-        else CalibrationNote(cached, round(cal.age_s(), 1), cal.runs, cal.seed, cal.machine_fingerprint)
-    )
+        writer.write({"lane": "verdict", "step_kind": "verdict", "verdict": decision.verdict,
+                      "reasons": decision.reasons, "pairs": pairs, "seed": seed, **runner.base_meta})
+    note = None if cal is None else CalibrationNote(cached, round(cal.age_s(), 1), cal.runs, cal.seed,
+                                                      cal.machine_fingerprint,
+                                                      None if cal.file is None else str(cal.file))
     return Verdict(
         verdict=decision.verdict,
         reasons=decision.reasons,

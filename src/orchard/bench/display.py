@@ -17,8 +17,11 @@ from rich.console import Console
 from rich.table import Table
 
 from orchard.bench.calibration import Calibration, age_text
-from orchard.bench.verdict import CalibrationNote, MetricResult, MetricVerdict, Verdict, VerdictWord
+from orchard.bench.store import RunWriter
+from orchard.bench.suite import Suite
+from orchard.bench.verdict import CalibrationNote, Decision, MetricResult, MetricVerdict, Verdict, VerdictWord
 
+RUN_SCHEMA = "orchard.bench-run/1"
 _STYLE = {MetricVerdict.IMPROVED: "green", MetricVerdict.REGRESSED: "red", MetricVerdict.UNCHANGED: "dim",
           MetricVerdict.UNCLEAR: "yellow"}
 _OVERALL_STYLE = {VerdictWord.PASS: "bold green", VerdictWord.REGRESSED: "bold red", VerdictWord.NO_CHANGE: "bold",
@@ -41,11 +44,29 @@ def quantity(value: float | None, metric: str) -> str:
     return f"{value:g}"
 
 
+NO_INTERVAL = "no interval at this n"
+
+
 def interval_text(metric: MetricResult) -> str:
+    """The interval, or why there is none (too few pairs for its confidence level)."""
     if metric.interval is None:
         return "-"
-    low, high = metric.interval
+    return bounds_text(*metric.interval)
+
+
+def bounds_text(low: float, high: float) -> str:
+    """Relative bounds; an unbounded side (-100% is log(0)) means n is too small for this level."""
+    if not (math.isfinite(low) and math.isfinite(high)) or low <= -1.0:
+        return NO_INTERVAL
     return f"[{pct(low)}, {pct(high)}]"
+
+
+def confidence_text(metric: MetricResult) -> str:
+    if metric.method == "exact":
+        return " exact"
+    if metric.confidence and interval_text(metric) != NO_INTERVAL:
+        return f" @{metric.confidence:.0%}"
+    return ""
 
 
 def metric_table(metrics: Sequence[MetricResult], title: str | None = None) -> Table:
@@ -57,7 +78,7 @@ def metric_table(metrics: Sequence[MetricResult], title: str | None = None) -> T
             m.key,
             f"[{_STYLE.get(m.verdict, '')}]{m.verdict}[/]",
             pct(m.effect),
-            interval_text(m) + (f" @{m.confidence:.0%}" if m.confidence and m.method != "exact" else " exact"),
+            interval_text(m) + confidence_text(m),
             pct(m.floor, signed=False),
             str(m.n),
             pct(m.mde, signed=False),
@@ -71,24 +92,46 @@ def calibration_line(cal: CalibrationNote | None) -> str:
     if cal is None:
         return "calibration: none"
     source = "cached" if cal.cached else "fresh"
-    return f"calibration: {source}, {age_text(cal.age_s)} old, {cal.runs} A/A pairs, machine {cal.machine_fingerprint}"
+    where = "" if cal.file is None else f", file {cal.file}"
+    return (f"calibration: {source}, {age_text(cal.age_s)} old, {cal.runs} A/A pairs, "
+            f"machine {cal.machine_fingerprint}{where}")
 
 
 def print_verdict(console: Console, verdict: Verdict) -> None:
     console.print(calibration_line(verdict.calibration))
     console.print(f"pair order seed: {verdict.seed}; pairs judged: {verdict.pairs} of up to {verdict.planned_pairs}")
-    if verdict.metrics:
-        console.print(metric_table(verdict.metrics))
-    for gate in verdict.gates:
+    print_decision(console, as_decision(verdict), verdict.warnings)
+    console.print(f"rows: {verdict.rows}")
+
+
+def as_decision(verdict: Verdict) -> Decision:
+    """The verdict's judgement alone (what `orchard compare` also produces)."""
+    return Decision(verdict.verdict, verdict.metrics, verdict.gates, verdict.reasons)
+
+
+def print_decision(console: Console, decision: Decision, warnings: Sequence[str]) -> None:
+    """Metric table, gates, warnings, the verdict and its reasons."""
+    if decision.metrics:
+        console.print(metric_table(decision.metrics))
+    for gate in decision.gates:
         mark = "[green]pass[/]" if gate.passed else "[red]FAIL[/]"
         console.print(f"gate {gate.name}: {mark} {gate.detail}")
-    for warning in verdict.warnings:
+    for warning in warnings:
         console.print(f"[yellow]warning:[/] {warning}")
-    style = _OVERALL_STYLE.get(verdict.verdict, "bold")
-    console.print(f"verdict: [{style}]{verdict.verdict}[/]")
-    for reason in verdict.reasons:
+    style = _OVERALL_STYLE.get(decision.verdict, "bold")
+    console.print(f"verdict: [{style}]{decision.verdict}[/]")
+    for reason in decision.reasons:
         console.print(f"  - {reason}")
-    console.print(f"rows: {verdict.rows}")
+
+
+def verdict_facts(verdict: Verdict, suite: str) -> list[str]:
+    """What a summary states above the metric table: inputs, calibration, warnings."""
+    facts = [
+        f"suite `{suite}`: baseline `{verdict.baseline}`, candidate `{verdict.candidate}`",
+        f"{verdict.pairs} pairs judged of up to {verdict.planned_pairs}, pair order seed {verdict.seed}",
+        calibration_line(verdict.calibration),
+    ]
+    return facts + [f"warning: {warning}" for warning in verdict.warnings]
 
 
 def calibration_table(cal: Calibration) -> Table:
@@ -102,7 +145,7 @@ def calibration_table(cal: Calibration) -> Table:
             quantity(m.median, key.rsplit("/", 1)[-1]),
             pct(m.floor, signed=False),
             pct(m.estimate),
-            f"[{pct(m.interval[0])}, {pct(m.interval[1])}]",
+            bounds_text(*m.interval),
             f"{m.sd:.4f}",
             str(m.n),
         )
@@ -138,6 +181,26 @@ def rows_summary(rows: Sequence[Mapping[str, Any]]) -> str:
         lines += ["", f"**Verdict: {row.get('verdict')}** after {row.get('pairs')} pairs."]
         lines += [f"- {reason}" for reason in row.get("reasons") or []]
     return "\n".join(lines) + "\n"
+
+
+def run_json(suite: Suite, writer: RunWriter, seed: int) -> dict[str, Any]:
+    """`bench run --json`: medians per scenario and subject of every metric the suite names."""
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    for row in writer.rows:
+        if row.get("step_kind") == "measured":
+            groups[(str(row.get("scenario")), str(row.get("role") or row.get("subject")))].append(row)
+    fields = dict.fromkeys(spec.metric for spec in suite.metrics)
+    medians = []
+    for (scenario, subject), group in sorted(groups.items()):
+        values: dict[str, float | None] = {}
+        for metric in fields:
+            field = "elapsed_ms" if metric == "wall_ms" else metric
+            numbers = [float(r[field]) for r in group if isinstance(r.get(field), (int, float))]
+            values[metric] = statistics.median(numbers) if numbers else None
+        medians.append({"scenario": scenario, "subject": subject, "runs": len(group),
+                        "failures": sum(1 for r in group if r.get("returncode") != 0), "medians": values})
+    return {"schema": RUN_SCHEMA, "suite": suite.name, "seed": seed, "rows": str(writer.path),
+            "summary": str(writer.summary_path), "results": medians}
 
 
 def _median(rows: Sequence[Mapping[str, Any]], field: str) -> str:

@@ -6,6 +6,11 @@ the holder dies, so a crash never leaves the machine locked). Builds do not
 take it. A waiter says whom it waits for, and the wait is recorded in the
 rows. `ORCHARD_BENCH_LOCK=off` disables it, loudly, for machines with no
 other measurement going on.
+
+The lock file is one fixed machine-wide path, whatever `TMPDIR` says (two
+verdicts started with different `TMPDIR` used to overlap while both rows said
+`held`). `ORCHARD_LOCK_FILE` alone moves it, for tests and private set-ups;
+rows then say `private`, and every row records the path.
 """
 
 from __future__ import annotations
@@ -13,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
@@ -30,8 +34,13 @@ QUIET_WAIT_S = 0.1
 COURTESY_S = 0.12
 
 
+# /tmp itself, not tempfile.gettempdir(): the lock must be the same for every
+# process on the machine, and TMPDIR differs between users, shells and CI steps.
+MACHINE_LOCK_PATH = Path("/tmp/orchard-bench.lock")
+
+
 def default_lock_path() -> Path:
-    return Path(os.environ.get(ENV_PATH) or Path(tempfile.gettempdir()) / "orchard-bench.lock")
+    return Path(os.environ.get(ENV_PATH) or MACHINE_LOCK_PATH)
 
 
 def lock_disabled() -> bool:
@@ -66,6 +75,8 @@ class MeasurementLock:
         self._warned = False
         self._released_at: float | None = None
         self._queue = Path(f"{self.path}.waiting")
+        self.waits = 0  # acquisitions that had to wait for another holder
+        self._announced: object = None  # the holder last named in a waiting line
 
     def _others_waiting(self) -> bool:
         """Whether another live process has queued for the lock."""
@@ -87,10 +98,24 @@ class MeasurementLock:
 
     def metadata(self) -> dict[str, Any]:
         """Row fields describing the lock during the last measured unit."""
+        if self.disabled:
+            state = "disabled"
+        else:
+            state = "held" if self.path == MACHINE_LOCK_PATH else "private"
         return {
-            "measurement_lock": "disabled" if self.disabled else "held",
+            "measurement_lock": state,
+            "lock_file": str(self.path),
             "lock_wait_ms": round(self.last_wait_ms, 3),
         }
+
+    def print_total(self) -> None:
+        """The total time spent waiting, once at the end (each wait was announced once)."""
+        if self.waits:
+            print(
+                f"[runlock] waited {self.total_wait_ms / 1000:.1f}s in total ({self.waits} waits)",
+                file=self.out,
+                flush=True,
+            )
 
     def __enter__(self) -> MeasurementLock:
         if self.disabled:
@@ -115,15 +140,20 @@ class MeasurementLock:
                 # a short wait is silent, and gives a new holder time to name itself
                 self._lock.acquire(timeout=QUIET_WAIT_S)
             except Timeout:
+                self.waits += 1
                 holder = read_holder(self.path) or {}
                 if holder.get("pid") == os.getpid():
                     holder = {}  # our own stale entry: the new holder has not written its own yet
-                print(
-                    f"[runlock] waiting for pid {holder.get('pid', '?')} "
-                    f"({holder.get('label', 'unknown')}) ...",
-                    file=self.out,
-                    flush=True,
-                )
+                # one line per holder waited for: a campaign taking turns with another
+                # waits before every pair, and said so once per pair (90 lines in a demo)
+                if holder.get("pid") is None or holder.get("pid") != self._announced:
+                    self._announced = holder.get("pid")
+                    print(
+                        f"[runlock] waiting for pid {holder.get('pid', '?')} "
+                        f"({holder.get('label', 'unknown')}) ...",
+                        file=self.out,
+                        flush=True,
+                    )
                 self._lock.acquire()
         finally:
             ticket.unlink(missing_ok=True)

@@ -10,9 +10,11 @@ values, the output the gates look at, and the row that is recorded.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib
 import json
+import os
 import shlex
 import shutil
 import sys
@@ -24,8 +26,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, BinaryIO, cast
 
-from orchard.bench import rows, runner
-from orchard.bench.environment import command_display, isolated_env
+from orchard.bench import instructions, readers, rows, runner, tokens
+from orchard.bench.environment import isolated_env
 from orchard.bench.suite import BUILTIN_METRICS, Fixture, Scenario, Suite
 from orchard.errors import OrchardError, UsageError
 
@@ -59,6 +61,23 @@ class Workbench:
     root: Path
     fixtures: dict[str, Path]
 
+    @staticmethod
+    def counter() -> instructions.Counter | None:
+        """perf or cachegrind, for scenarios that measure instructions (ORCHARD_INSTRUCTION_COUNTER forces one)."""
+        return _counter(os.environ.get(instructions.ENV_COUNTER) or None)
+
+    def stand_ins(self, binary: Path) -> tokens.StandIns:
+        """What the counted command line shows instead of this run's paths."""
+        return tokens.StandIns.of(
+            {
+                str(binary): "BIN",
+                str(self.suite.directory): "SUITE_DIR",
+                str(self.root / "work"): "WORKDIR",
+                **{str(path): f"FIXTURE_{name}" for name, path in self.fixtures.items()},
+                str(self.root): "RUN_DIR",
+            }
+        )
+
     def template_values(self, binary: Path) -> dict[str, Any]:
         return {
             "bin": str(binary),
@@ -66,6 +85,14 @@ class Workbench:
             "workdir": str(self.root / "work"),
             "fixture": SimpleNamespace(**self.fixtures),
         }
+
+
+@functools.cache
+def _counter(forced: str | None) -> instructions.Counter | None:
+    try:
+        return instructions.available(forced)
+    except ValueError:
+        raise UsageError(f"{instructions.ENV_COUNTER}={forced!r}: choose perf or cachegrind") from None
 
 
 def render(template: list[str] | str, values: Mapping[str, Any], where: str) -> list[str] | str:
@@ -158,18 +185,30 @@ def _select(harness_rows: list[dict[str, Any]], where: Mapping[str, Any]) -> lis
     return [row for row in harness_rows if all(row.get(k) == v for k, v in where.items())]
 
 
-def _parse_rows(text: str) -> list[dict[str, Any]]:
-    parsed = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                value = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                parsed.append(value)
-    return parsed
+def _harness_rows(scenario: Scenario, stdout: str, results_file: Path | None, ok: bool) -> list[dict[str, Any]]:
+    """The harness's rows, read from its results file or stdout in the scenario's format.
+
+    No rows from a harness that succeeded is an error naming the file: judging
+    zero rows would judge nothing (exit 2 for a baseline or a subject; for a
+    candidate, its failed run). A failed harness is the run's failure.
+    """
+    fmt = readers.Format(scenario.format)
+    if results_file is None:
+        text, source = stdout, f"scenario '{scenario.name}': the harness's stdout"
+    else:
+        source = f"scenario '{scenario.name}': results file {results_file}"
+        try:
+            text = results_file.read_text(errors="replace")
+        except OSError as error:
+            if not ok:
+                return []
+            raise UsageError(f"{source}: not written by the harness ({error.strerror})") from None
+    if not ok:
+        try:
+            return readers.read(text, fmt, source)
+        except UsageError:
+            return []
+    return readers.read(text, fmt, source)
 
 
 def _digest(data: bytes) -> str:
@@ -188,8 +227,12 @@ class RunSpec:
     determinism_fields: tuple[str, ...] = ()
 
 
-def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec) -> Observation:
-    """Run `scenario` once against `binary` and record what happened."""
+def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *, count: bool = True) -> Observation:
+    """Run `scenario` once against `binary` and record what happened.
+
+    With `count=False` the instruction count (if the scenario measures it) is
+    left to `count_instructions`, so a caller can take it outside the lock.
+    """
     where = f"scenario '{scenario.name}'"
     values = bench.template_values(binary)
     meta = {**spec.metadata, "role": spec.role}
@@ -197,6 +240,12 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec) -
         return _observe_python(bench, scenario, binary, spec, meta)
     assert scenario.command is not None
     command = render(scenario.command, values, where)
+    results_file = None
+    if scenario.file is not None:
+        rendered = render(scenario.file, values, where)
+        assert isinstance(rendered, str)
+        results_file = Path(bench.suite.directory, rendered)
+        results_file.unlink(missing_ok=True)  # never read an earlier run's results
     admitted = ROWS_ADMITTED_CHARS if scenario.kind == "rows" else bench.suite.admitted_chars
     # the gates judge the whole output; only token estimates use the admitted part
     with tempfile.SpooledTemporaryFile(max_size=SPILL_BYTES, dir=str(bench.root)) as whole:
@@ -209,8 +258,6 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec) -
             stdout_sink=cast(BinaryIO, whole) if scenario.expect else None,
         )
         fraction = recall(scenario.expect, cast(BinaryIO, whole))
-    # the agent types the tool's name, not the checkout it was built in
-    typed = render(scenario.command, {**values, "bin": binary.name}, where)
     row = rows.step_row(
         capture,
         subject=spec.subject,
@@ -220,18 +267,25 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec) -
         metadata=meta,
         step_kind="measured",
         expected_returncodes=scenario.returncodes,
-        typed_command=command_display(typed),
+        stand_ins=bench.stand_ins(binary),
     )
     row["monotonic_start_ns"] = capture.started_ns
     row["monotonic_end_ns"] = capture.ended_ns
     ok = row["returncode"] == 0
     failure = "" if ok else _failure_text(capture)
-    metric_values: dict[str, float | None] = {name: as_number(row.get(name)) for name in BUILTIN_METRICS}
+    metric_values: dict[str, float | None] = {name: as_number(row.get(name)) for name in scenario.metrics()}
     metric_values["wall_ms"] = row["elapsed_ms"]
     digest: str | None = capture.stdout_sha256[:16]
     text = capture.stdout_text
     if scenario.kind == "rows":
-        harness_rows = _select(_parse_rows(text), scenario.where)
+        try:
+            harness_rows = _select(_harness_rows(scenario, text, results_file, ok), scenario.where)
+        except UsageError as error:
+            if spec.role != "candidate":
+                raise  # the baseline's (or a subject's) harness yields nothing: the suite is wrong
+            # a candidate that makes the harness yield nothing failed its run; it never ends the campaign
+            harness_rows, ok, failure = [], False, str(error)
+            row["returncode"] = 1
         row["harness_rows"] = harness_rows
         # the harness's own fields win; the harness process's builtins remain for the rest
         for name in spec.metric_names:
@@ -246,7 +300,30 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec) -
         row["stdout_excerpt"] = text[:2000]
     row["information_recall"] = fraction
     row["output_digest"] = digest
-    return Observation(scenario.name, spec.role, metric_values, digest, fraction, ok, failure, row)
+    observation = Observation(scenario.name, spec.role, metric_values, digest, fraction, ok, failure, row)
+    if count:
+        count_instructions(bench, scenario, binary, observation)
+    return observation
+
+
+def count_instructions(bench: Workbench, scenario: Scenario, binary: Path, observation: Observation) -> None:
+    """The separate, untimed counting run of a scenario that measures instructions.
+
+    It needs no measurement lock (a count does not move with the machine's
+    load), and takes 20-100x the run's time under cachegrind: campaigns take
+    it after releasing the lock, so other measurements are not held up.
+    """
+    if instructions.METRIC not in scenario.measure:
+        return
+    assert scenario.command is not None
+    command = render(scenario.command, bench.template_values(binary), f"scenario '{scenario.name}'")
+    counted = instructions.count(command, counter=bench.counter(), cwd=bench.suite.directory,
+                                 env=isolated_env(scenario.env), timeout_s=scenario.timeout_s)
+    observation.row.update(counted.row_fields())
+    observation.values[instructions.METRIC] = None if counted.instructions is None else float(counted.instructions)
+    if observation.ok and counted.instructions is None:
+        observation.ok, observation.failure = False, counted.failure
+        observation.row["returncode"] = 1
 
 
 def _fields_digest(harness_rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str | None:

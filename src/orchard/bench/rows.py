@@ -65,13 +65,13 @@ def step_row(
     step_kind: str = "vcs",
     expected_returncodes: Sequence[int] = (0,),
     tool_calls: int = 1,
-    typed_command: str | None = None,
+    stand_ins: tokens.StandIns = tokens.NO_STAND_INS,
 ) -> Row:
     """A row for one measured command (one tool call an agent would make).
 
-    `typed_command` is the command as an agent would type it, for the token
-    estimate, when it differs from what ran (a baseline and a candidate are
-    the same tool at different paths: their commands must cost the same).
+    Tokens are counted on the command and output with `stand_ins` applied: a
+    baseline and a candidate are the same tool at different paths, so their
+    calls must cost the same.
     """
     expected = not capture.timed_out and capture.returncode in expected_returncodes
     # A command that fails with 77 is a failure, not a skip: skips carry a reason
@@ -98,9 +98,9 @@ def step_row(
         "started_at": capture.started_at,
         "ended_at": capture.ended_at,
         **tokens.interaction_fields(
-            typed_command if typed_command is not None else command_display(capture.command),
-            capture.stdout_text,
-            capture.stderr_text,
+            stand_ins.command(capture.command),
+            stand_ins.text(capture.stdout_text),
+            stand_ins.text(capture.stderr_text),
             stdout_bytes=capture.stdout_bytes,
             stderr_bytes=capture.stderr_bytes,
             stdout_truncated=capture.stdout_truncated,

@@ -166,3 +166,24 @@ def holm_levels(p_values: Sequence[float], alpha: float) -> list[float]:
             stopped_at = level
         levels[index] = level
     return levels
+
+
+def shift_interval(a: Sequence[float], b: Sequence[float], confidence: float) -> tuple[float, Interval]:
+    """Two-sample Hodges-Lehmann shift of b against a, with the Mann-Whitney interval.
+
+    For samples that are not paired (two stored runs whose runs do not line
+    up): the estimate is the median of all differences b_j - a_i, the
+    interval their order statistics at the normal approximation of the
+    Mann-Whitney U distribution. Too few values give an unbounded interval.
+    """
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(x) == 0 or len(y) == 0:
+        return math.nan, Interval(-math.inf, math.inf, 1.0)
+    differences = np.sort(np.subtract.outer(y, x).ravel())
+    m, n = len(x), len(y)
+    half = z(1.0 - (1.0 - confidence) / 2.0) * math.sqrt(m * n * (m + n + 1) / 12.0)
+    k = math.floor(m * n / 2.0 - half)
+    estimate = float(np.median(differences))
+    if k < 0:
+        return estimate, Interval(-math.inf, math.inf, 1.0)
+    return estimate, Interval(float(differences[k]), float(differences[m * n - 1 - k]), confidence)

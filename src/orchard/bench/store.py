@@ -18,6 +18,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from orchard.errors import UsageError
+
 Summary = Callable[[Sequence[Mapping[str, Any]]], str]
 
 _INDEX_SCHEMA = """
@@ -58,7 +60,13 @@ class RunWriter:
         self.lane = lane
         self.summary = summary
         directory = self.results / lane
-        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except (NotADirectoryError, FileExistsError):
+            raise UsageError(f"--results {self.results}: not a directory (a file is in the way)") from None
+        except PermissionError:
+            raise UsageError(f"--results {self.results}: not writable") from None
+        self.interrupted = False  # set when Ctrl-C ended the run: the summary says so
         while True:
             self.stamp = new_stamp()
             self.path = directory / f"{self.stamp}.jsonl"
@@ -87,6 +95,9 @@ class RunWriter:
         self._file.close()
         if self.summary is not None:
             with open(self.summary_path, "x", encoding="utf-8") as handle:
+                if self.interrupted:
+                    handle.write(f"**Interrupted** (Ctrl-C) after {len(self.rows)} rows: this summary "
+                                 "covers only what was measured before; no verdict was reached.\n\n")
                 handle.write(self.summary(self.rows))
         _index(self.results, self.lane, self.stamp, self.rows)
 
@@ -99,6 +110,10 @@ class RunWriter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if exc_type is not None and issubclass(exc_type, KeyboardInterrupt) and not self._file.closed:
+            self.interrupted = True
+            self.write({"lane": self.lane, "step_kind": "interrupted", "rows_before": len(self.rows),
+                        "reason": "interrupted (Ctrl-C) before the run finished"})
         self.close()
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchard.bench.readers import Format
 from orchard.bench.verdict import MetricSpec
 from orchard.errors import UsageError
 
@@ -31,8 +32,14 @@ BUILTIN_METRICS: dict[str, float] = {
     "estimated_total_tokens": 0.0,
     "tool_call_count": 0.0,
 }
+# Opt-in per command scenario with `measure = [...]`, taken in separate untimed runs.
+OPTIONAL_METRICS: dict[str, float] = {
+    "instructions": 0.002,  # near-deterministic: A/A calibration sets the real floor, usually far below
+}
 # Values a gate can read besides metrics.
 GATE_VALUES = ("information_recall",)
+
+READER_FORMATS = tuple(str(f) for f in Format)
 
 MIN_RUNS_FLOOR = 6  # below this an exact 90% interval does not exist
 
@@ -55,6 +62,13 @@ class Scenario:
     env: Mapping[str, str]
     where: Mapping[str, Any]
     aggregate: str
+    measure: tuple[str, ...] = ()  # opt-in metrics from separate untimed runs ("instructions")
+    format: str = "jsonl"  # rows scenarios: which tool's results the harness writes (see readers.py)
+    file: str | None = None  # rows scenarios: the results file the harness writes (default: its stdout)
+
+    def metrics(self) -> dict[str, float]:
+        """Every metric this scenario yields without a harness: name -> default floor."""
+        return {**BUILTIN_METRICS, **{name: OPTIONAL_METRICS[name] for name in self.measure}}
 
 
 @dataclass(frozen=True)
@@ -85,6 +99,7 @@ class Suite:
     admitted_chars: int
     alpha: float
     digest: str = field(repr=False)
+    calibration: Path | None = None  # a calibration file to use and keep (committed or CI-cached)
 
     @property
     def directory(self) -> Path:
@@ -186,6 +201,7 @@ def load_suite(path: Path | str) -> Suite:
     timeout_s = float(head.get("timeout_s", (int, float), 120))
     admitted_chars = head.get("admitted_output_chars", int, 20_000)
     alpha = float(head.get("alpha", (int, float), 0.05))
+    calibration_file = head.get("calibration", str, None)
     head.finish()
     if min_runs < MIN_RUNS_FLOOR:
         head.fail(f"'min_runs' must be at least {MIN_RUNS_FLOOR}")
@@ -209,9 +225,9 @@ def load_suite(path: Path | str) -> Suite:
     metric_tables = _tables(path, data, "metric")
     if not metric_tables:
         metrics = [
-            MetricSpec(scenario=s, metric=m, direction="lower", min_floor=floor, target=True)
-            for s in scenario_names
-            for m, floor in BUILTIN_METRICS.items()
+            MetricSpec(scenario=s.name, metric=m, direction="lower", min_floor=floor, target=True)
+            for s in scenarios
+            for m, floor in s.metrics().items()
         ]
     for index, table in enumerate(metric_tables):
         reader = _Reader(path, f"[[metric]] #{index + 1}", table)
@@ -219,8 +235,8 @@ def load_suite(path: Path | str) -> Suite:
         reader.where = f"[[metric]] '{metric}'"
         direction = reader.get("direction", str, "lower")
         if direction not in ("lower", "higher"):
-            reader.fail('\'direction\' must be "lower" or "higher"')
-        floor = float(reader.get("floor", (int, float), BUILTIN_METRICS.get(metric, 0.0)))
+            reader.fail("'direction' must be \"lower\" or \"higher\"")
+        floor = float(reader.get("floor", (int, float), {**BUILTIN_METRICS, **OPTIONAL_METRICS}.get(metric, 0.0)))
         if floor < 0:
             reader.fail("'floor' must not be negative")
         target = reader.get("target", bool, True)
@@ -230,9 +246,13 @@ def load_suite(path: Path | str) -> Suite:
         for scenario in applies:
             if scenario not in scenario_names:
                 reader.fail(f"unknown scenario '{scenario}' (suite has: {', '.join(scenario_names)})")
-            kind = next(s.kind for s in scenarios if s.name == scenario)
-            if kind == "command" and metric not in BUILTIN_METRICS:
-                reader.fail(f"unknown metric for command scenario '{scenario}' (known: {', '.join(BUILTIN_METRICS)})")
+            measured = next(s for s in scenarios if s.name == scenario)
+            if measured.kind == "command" and metric not in measured.metrics():
+                hint = (f"; add measure = [\"{metric}\"] to the scenario" if metric in OPTIONAL_METRICS else "")
+                reader.fail(
+                    f"unknown metric for command scenario '{scenario}' "
+                    f"(known: {', '.join(measured.metrics())}{hint})"
+                )
         if compare:
             metrics += [MetricSpec(s, metric, direction, floor, target) for s in applies]
         else:
@@ -259,6 +279,7 @@ def load_suite(path: Path | str) -> Suite:
         alpha=alpha,
         # facts read from an expect_file are part of what the suite judges
         digest=hashlib.sha256(raw + "\0".join(e for s in scenarios for e in s.expect).encode()).hexdigest()[:16],
+        calibration=None if calibration_file is None else path.parent / calibration_file,
     )
 
 
@@ -300,6 +321,18 @@ def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Sce
     aggregate = reader.get("aggregate", str, "sum")
     if aggregate not in ("sum", "last", "max", "mean"):
         reader.fail("'aggregate' must be one of sum, last, max, mean")
+    measure = reader.strings("measure")
+    unknown = [name for name in measure if name not in OPTIONAL_METRICS]
+    if unknown:
+        reader.fail(f"'measure' knows {', '.join(OPTIONAL_METRICS)}, not {', '.join(unknown)}")
+    if measure and kind != "command":
+        reader.fail("'measure' applies to command scenarios (a harness reports its own metrics)")
+    result_format = reader.get("format", str, "jsonl")
+    if result_format not in READER_FORMATS:
+        reader.fail(f"'format' must be one of {', '.join(READER_FORMATS)}")
+    results_file = reader.get("file", str, None)
+    if (result_format != "jsonl" or results_file is not None) and kind != "rows":
+        reader.fail("'format' and 'file' apply to rows scenarios (a harness that writes results)")
     scenario = Scenario(
         name=name,
         kind=kind,
@@ -311,6 +344,9 @@ def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Sce
         env=env,
         where=where,
         aggregate=aggregate,
+        measure=measure,
+        format=result_format,
+        file=results_file,
     )
     reader.finish()
     return scenario

@@ -70,4 +70,5 @@ def run_suite(
                         observation = observe(bench, scenario, subjects[name], spec)
                         writer.write(observation.row)
             progress(run, runs)
+    lock.print_total()
     return writer

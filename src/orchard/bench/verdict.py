@@ -48,6 +48,7 @@ class MetricVerdict(StrEnum):
     UNCLEAR = "inconclusive"
 
 
+VERDICT_SCHEMA = "orchard.verdict/1"  # the id of Verdict.to_dict, the `--json` document
 DEFAULT_ALPHA = 0.05  # one-sided, per claim; intervals are two-sided at 1 - 2 alpha
 
 
@@ -109,6 +110,7 @@ class MetricResult:
         return f"{self.scenario}/{self.metric}"
 
     def to_json(self) -> dict[str, Any]:
+        """Effects as fractions (0.05), as percentages (5.0) and, on the log scale, as log-ratios."""
         data = asdict(self)
         data["key"] = self.key
         for name in ("effect", "mde"):
@@ -116,6 +118,15 @@ class MetricResult:
                 data[name] = None
         if data["interval"] is not None:
             data["interval"] = [None if not math.isfinite(v) else v for v in data["interval"]]
+        data["effect_percent"] = _percent(data["effect"])
+        data["interval_percent"] = None if data["interval"] is None else [_percent(v) for v in data["interval"]]
+        data["floor_percent"] = _percent(self.floor)
+        data["mde_percent"] = _percent(data["mde"])
+        log_scale = self.scale == "log-ratio"
+        data["effect_log_ratio"] = _log_ratio(data["effect"]) if log_scale else None
+        data["interval_log_ratio"] = (
+            [_log_ratio(v) for v in data["interval"]] if log_scale and data["interval"] is not None else None
+        )
         return data
 
     @classmethod
@@ -134,6 +145,14 @@ class MetricResult:
             candidate_median=data.get("candidate_median"), p_value=data.get("p_value"),
             note=str(data.get("note", "")),
         )
+
+
+def _percent(fraction: float | None) -> float | None:
+    return None if fraction is None or not math.isfinite(fraction) else round(100.0 * fraction, 6)
+
+
+def _log_ratio(fraction: float | None) -> float | None:
+    return None if fraction is None or fraction <= -1.0 else math.log1p(fraction)
 
 
 @dataclass
@@ -301,6 +320,46 @@ def decide_metrics(
     return [results[spec.key] for spec in specs]
 
 
+def decide_unpaired(
+    specs: Sequence[MetricSpec],
+    samples: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    alpha: float,
+) -> list[MetricResult]:
+    """Judge metrics of two samples that are not paired (no A/A calibration: the suite floors).
+
+    Metrics constant on both sides compare exactly; the others get the
+    two-sample Hodges-Lehmann shift on log values, Bonferroni over metrics.
+    """
+    results = []
+    varying = [spec for spec in specs if len(set(samples[spec.key][0])) > 1 or len(set(samples[spec.key][1])) > 1]
+    level = alpha / max(1, len(varying))
+    for spec in specs:
+        a = np.asarray(samples[spec.key][0], dtype=float)
+        b = np.asarray(samples[spec.key][1], dtype=float)
+        if spec not in varying:
+            results.append(_exact_result(spec, a, b))
+            continue
+        if np.all(a > 0) and np.all(b > 0):
+            scale, x, y = "log-ratio", np.log(a), np.log(b)
+        else:  # differences relative to the baseline's typical size, as paired_differences does
+            unit = float(np.median(np.abs(a))) or 1.0
+            scale, x, y = "relative", a / unit, b / unit
+        estimate, interval = stats.shift_interval(x, y, 1.0 - 2.0 * level)
+        sign = spec.bad_sign
+        floor = _from_relative(scale, spec.min_floor)
+        low, high = sorted((sign * interval.low, sign * interval.high))
+        verdict = _classify(low, high, floor)
+        results.append(_result(
+            spec, verdict=verdict, method="hodges-lehmann-unpaired", scale=scale,
+            effect=_to_relative(scale, estimate), interval=(_to_relative(scale, interval.low),
+                                                            _to_relative(scale, interval.high)),
+            confidence=interval.confidence, floor=spec.min_floor, n=min(len(a), len(b)), mde=None,
+            baseline_median=float(np.median(a)), candidate_median=float(np.median(b)),
+            note="unpaired: the two sets' runs do not line up",
+        ))
+    return results
+
+
 def overall(metrics: Sequence[MetricResult], gates: Sequence[GateResult]) -> Decision:
     """Combine metric verdicts and gates into PASS / NO-CHANGE / INCONCLUSIVE / REGRESSED."""
     reasons: list[str] = []
@@ -340,6 +399,7 @@ class CalibrationNote:
     runs: int
     seed: int
     machine_fingerprint: str
+    file: str | None = None  # the calibration file it came from, when one was named
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -347,7 +407,7 @@ class CalibrationNote:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CalibrationNote:
         return cls(bool(data["cached"]), float(data["age_s"]), int(data["runs"]), int(data["seed"]),
-                   str(data["machine_fingerprint"]))
+                   str(data["machine_fingerprint"]), data.get("file"))
 
 
 @dataclass(frozen=True)
@@ -395,6 +455,7 @@ class Verdict:
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
+            "schema": VERDICT_SCHEMA,
             "verdict": self.verdict,
             "reasons": list(self.reasons),
             "suite": self.suite,

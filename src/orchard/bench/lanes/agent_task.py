@@ -98,6 +98,7 @@ def run_oak_local(ctx: LaneContext, subject: Subject, run_index: int) -> Row:
     oak = str(subject.bin)
     port = free_port()
     remote = f"http://{LOOPBACK}:{port}"
+    rec.stand_ins = rec.stand_ins.merged({remote: "REMOTE"})
     repo = f"qa/task-loop-{subject.name}-r{run_index}"
     server = ctx.servers.start([oak, "serve", "--dir", str(server_dir), "--host", LOOPBACK, "--port", str(port)], root)
     failure: str | None = None if wait_for_port(port, server.alive) else "oak serve did not listen on its port"

@@ -41,7 +41,7 @@ from typing import Any, TextIO
 import psutil
 
 from orchard.bench import rows, runner, tokens
-from orchard.bench.environment import command_display, isolated_env
+from orchard.bench.environment import isolated_env
 from orchard.bench.flows import Flow
 from orchard.bench.lanes.markdown import skips_and_failures, subjects_section, table
 from orchard.bench.lanes.remotes import FixtureError, harness
@@ -149,6 +149,7 @@ class Campaign:
         self.root, self.env, self.stop = root, env, stop
         self.bare = root / "remote.git"
         self.lost_race = re.compile(flow.lost_race, re.IGNORECASE) if flow.lost_race else LOST_RACE
+        self.stand_ins = tokens.StandIns.of({self.bin: "BIN", str(root): "ROOT", subject.name: "SUBJECT"})
 
     def values(self, worker: Worker, **more: str) -> dict[str, str]:
         """Template values of the flow's `[contention]` commands for one worker."""
@@ -180,13 +181,10 @@ class Campaign:
                 "elapsed_ms": capture.elapsed_ms,
                 "ok": capture.ok,
                 **tokens.interaction_fields(
-                    command_display(argv),
-                    capture.stdout_text,
-                    capture.stderr_text,
-                    stdout_bytes=capture.stdout_bytes,
-                    stderr_bytes=capture.stderr_bytes,
-                    stdout_truncated=capture.stdout_truncated,
-                    stderr_truncated=capture.stderr_truncated,
+                    self.stand_ins.command(argv), self.stand_ins.text(capture.stdout_text),
+                    self.stand_ins.text(capture.stderr_text),
+                    stdout_bytes=capture.stdout_bytes, stderr_bytes=capture.stderr_bytes,
+                    stdout_truncated=capture.stdout_truncated, stderr_truncated=capture.stderr_truncated,
                 ),
             }
         )

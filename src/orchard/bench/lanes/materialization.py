@@ -116,7 +116,8 @@ def run_campaign(ctx: LaneContext, subjects: Sequence[Subject], runs: int, git: 
     fields = {"remote_transport": "loopback_http", "remote_server": LOOPBACK, "serve_binary": server_bin}
     for run_index in range(runs):
         for subject in oaks:
-            rec = Recorder(ctx, subject, SCENARIO, run_index, fields=fields, fixture_id=FIXTURE_ID, proxy=proxy)
+            rec = Recorder(ctx, subject, SCENARIO, run_index, fields=fields, fixture_id=FIXTURE_ID, proxy=proxy,
+                           stand_ins={measured: "REMOTE"})
             dest = root / f"clone-{subject.name}-r{run_index}"
             clone = rec.execute(
                 "legacy_selected.acquire",

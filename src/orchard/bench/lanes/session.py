@@ -76,6 +76,7 @@ def lane_session(
                 print(f"[workdirs] kept {root}", file=out, flush=True)
             else:
                 shutil.rmtree(root, ignore_errors=True)
+    lock.print_total()
     print(f"[result] {writer.path}", file=out, flush=True)
     print(f"[summary] {writer.summary_path}", file=out, flush=True)
 

@@ -66,6 +66,7 @@ class Recorder:
         fields: Mapping[str, Any] | None = None,
         fixture_id: str | None = None,
         proxy: ByteProxy | None = None,
+        stand_ins: Mapping[str, str] | None = None,
     ) -> None:
         self.ctx = ctx
         self.subject = subject
@@ -83,6 +84,16 @@ class Recorder:
                 fixture_id=fixture_id or scenario,
             ),
         }
+        # what the counted command line shows instead of this run's paths and names
+        self.stand_ins = tokens.StandIns.of(
+            {
+                **({} if subject.bin is None else {str(subject.bin): "BIN"}),
+                str(ctx.root): "ROOT",
+                ctx.bench_id: "BENCH_ID",
+                subject.name: "SUBJECT",
+                **(stand_ins or {}),
+            }
+        )
         self.counted: list[Row] = []
         self.harness_commands = 0
         self.last_capture: runner.Capture | None = None
@@ -141,6 +152,7 @@ class Recorder:
             step_kind=kind,
             expected_returncodes=expected,
             tool_calls=tool_calls,
+            stand_ins=self.stand_ins,
         )
 
     def command(
@@ -204,7 +216,7 @@ class Recorder:
         """A fixture, probe or oracle command: recorded, never counted as the agent's."""
         row = self._measure(operation, argv, cwd, {**self.ctx.env, **(env or {})}, "harness", (0,), tool_calls=0)
         self.harness_commands += 1
-        for field in (*tokens.TOKEN_FIELDS, "token_estimate_method"):
+        for field in (*tokens.TOKEN_FIELDS, "token_estimate_method", "counted_command"):
             row.pop(field, None)
         self._emit(row, counted=False)
         assert self.last_capture is not None

@@ -52,7 +52,7 @@ def start(
     rec = Recorder(
         ctx, subject, scenario, run_index,
         fields={**remote.row_fields(), "benchmark_track": track(remote)},
-        fixture_id=fixture_id, proxy=remote.proxy,
+        fixture_id=fixture_id, proxy=remote.proxy, stand_ins={remote.url: "REMOTE"},
     )
     return root, rec, base_values(ctx, subject, remote, run_index, root)
 

@@ -1,0 +1,153 @@
+"""Judging two stored result sets without measuring again: `orchard compare OLD NEW`.
+
+Each file is orchard rows (JSONL) of one subject: a `bench run`, a lane run,
+or rows a reader produced. Rows are grouped by scenario and operation; every
+metric measured in all rows of both sides is judged. Where the two sets'
+runs line up (the same run or pair numbers on both sides) the comparison is
+paired, as a verdict is; otherwise it is unpaired, with a warning: two
+campaigns taken at different times share no drift, so only a shift larger
+than the spread between runs can show. No A/A calibration is involved: the
+suite's minimum floors (the defaults per metric) are the floors.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchard.bench import rows as rowlib
+from orchard.bench.store import read_jsonl
+from orchard.bench.suite import BUILTIN_METRICS, OPTIONAL_METRICS
+from orchard.bench.verdict import (
+    DEFAULT_ALPHA,
+    Decision,
+    MetricNoise,
+    MetricResult,
+    MetricSpec,
+    decide_metrics,
+    decide_unpaired,
+    overall,
+)
+from orchard.errors import UsageError
+
+COMPARE_SCHEMA = "orchard.compare/1"
+# metric name -> the row field it is read from
+FIELDS = {
+    "wall_ms": "elapsed_ms",
+    **{name: name for name in (*BUILTIN_METRICS, *OPTIONAL_METRICS) if name != "wall_ms"},
+}
+JUDGED_STEPS = ("measured", "total")
+
+
+@dataclass
+class Comparison:
+    decision: Decision
+    paired: bool
+    warnings: list[str]
+    old: Path
+    new: Path
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": COMPARE_SCHEMA,
+            "verdict": self.decision.verdict,
+            "reasons": self.decision.reasons,
+            "old": str(self.old),
+            "new": str(self.new),
+            "paired": self.paired,
+            "metrics": [m.to_json() for m in self.decision.metrics],
+            "warnings": self.warnings,
+        }
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    try:
+        loaded = read_jsonl(path)
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except (OSError, ValueError) as error:
+        raise UsageError(f"{path}: not orchard rows (JSONL): {error}") from None
+    judged = [
+        row
+        for row in loaded
+        if isinstance(row, dict)
+        and row.get("step_kind") in JUDGED_STEPS
+        and not row.get("warmup")
+        and row.get("returncode") == 0
+    ]
+    if not judged:
+        raise UsageError(f"{path}: no successful measured rows to compare")
+    return judged
+
+
+def _groups(path: Path, rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    subjects: dict[str, set[str]] = defaultdict(set)
+    for row in rows:
+        scenario, operation = str(row.get("scenario")), str(row.get("operation"))
+        key = scenario if operation in (scenario, "None") else f"{scenario}:{operation}"
+        groups[key].append(row)
+        subjects[key].add(str(row.get("role") or row.get("subject")))
+    mixed = {key: names for key, names in subjects.items() if len(names) > 1}
+    if mixed:
+        key, names = next(iter(mixed.items()))
+        raise UsageError(
+            f"{path}: {key} holds rows of several subjects ({', '.join(sorted(names))}); "
+            "compare files of one subject each"
+        )
+    return groups
+
+
+def _run_key(row: Mapping[str, Any]) -> Any:
+    return row.get("pair", row.get("run"))
+
+
+def compare(old: Path, new: Path, alpha: float = DEFAULT_ALPHA) -> Comparison:
+    """Judge NEW against OLD, paired where their runs line up."""
+    old_rows, new_rows = _rows(old), _rows(new)
+    for key in rowlib.COMPARABILITY_KEYS:
+        left, right = {r.get(key) for r in old_rows}, {r.get(key) for r in new_rows}
+        if left != right:
+            raise UsageError(
+                f"{old} and {new} are not comparable: {key} is {sorted(map(str, left))} "
+                f"in one and {sorted(map(str, right))} in the other"
+            )
+    old_groups, new_groups = _groups(old, old_rows), _groups(new, new_rows)
+    shared = [key for key in old_groups if key in new_groups]
+    if not shared:
+        raise UsageError(f"{old} and {new} share no scenario to compare")
+    warnings = [f"only in one file, not compared: {key}" for key in sorted(set(old_groups) ^ set(new_groups))]
+    metrics: list[MetricResult] = []
+    all_paired = True
+    for key in shared:
+        a_rows, b_rows = old_groups[key], new_groups[key]
+        a_keys, b_keys = [_run_key(r) for r in a_rows], [_run_key(r) for r in b_rows]
+        paired = None not in a_keys and sorted(a_keys) == sorted(b_keys) and len(set(a_keys)) == len(a_keys)
+        if paired:
+            b_by_key = {_run_key(r): r for r in b_rows}
+            b_rows = [b_by_key[k] for k in a_keys]
+        else:
+            all_paired = False
+            warnings.append(f"{key}: runs do not line up ({len(a_rows)} old, {len(b_rows)} new): compared unpaired")
+        specs, samples = [], {}
+        for metric, field in FIELDS.items():
+            a = [r.get(field) for r in a_rows]
+            b = [r.get(field) for r in b_rows]
+            if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in a + b):
+                spec = MetricSpec(key, metric, "lower", {**BUILTIN_METRICS, **OPTIONAL_METRICS}[metric])
+                specs.append(spec)
+                samples[spec.key] = ([float(v or 0) for v in a], [float(v or 0) for v in b])  # all numbers here
+        if paired:
+            noise = {
+                spec.key: MetricNoise(
+                    spec.min_floor, len(set(samples[spec.key][0])) == 1 and len(set(samples[spec.key][1])) == 1, 0.0
+                )
+                for spec in specs
+            }
+            metrics += decide_metrics(specs, samples, noise, alpha)
+        else:
+            metrics += decide_unpaired(specs, samples, alpha)
+    return Comparison(overall(metrics, []), all_paired, warnings, old, new)

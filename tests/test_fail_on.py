@@ -1,0 +1,99 @@
+"""`--fail-on regressed|inconclusive|any`: how strict a CI job is, on real verdicts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from orchard.bench.policy import FailOn
+from tests.helpers import orchard
+
+# a harness binary printing one JSON row; "wobbly" alternates +-10% between runs
+STEADY = "#!/bin/sh\necho '{{\"score\": {value}}}'\n"
+WOBBLY = """#!/bin/sh
+count=$(cat "$0.count" 2>/dev/null || echo 0)
+echo $((count + 1)) > "$0.count"
+if [ $((count % 2)) -eq 0 ]; then echo '{"score": 110}'; else echo '{"score": 90}'; fi
+"""
+SUITE = """
+[suite]
+name = "policy"
+runs = 8
+min_runs = 8
+calibration_runs = 6
+
+[[scenario]]
+name = "score"
+kind = "rows"
+command = ["{bin}"]
+
+[[metric]]
+name = "score"
+floor = 0.01
+"""
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Path:
+    for name, text in (
+        ("base", STEADY.format(value=100)),
+        ("better", STEADY.format(value=50)),
+        ("worse", STEADY.format(value=200)),
+        ("wobbly", WOBBLY),
+    ):
+        (tmp_path / name).write_text(text)
+        (tmp_path / name).chmod(0o755)
+    (tmp_path / "suite.toml").write_text(SUITE)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("candidate", "verdict", "codes"),
+    [
+        ("base", "NO-CHANGE", {"regressed": 0, "inconclusive": 0, "any": 0}),
+        ("better", "PASS", {"regressed": 0, "inconclusive": 0, "any": 1}),
+        ("wobbly", "INCONCLUSIVE", {"regressed": 0, "inconclusive": 1, "any": 1}),
+        ("worse", "REGRESSED", {"regressed": 1, "inconclusive": 1, "any": 1}),
+    ],
+)
+def test_fail_on_picks_the_exit_code(lab: Path, candidate: str, verdict: str, codes: dict[str, int]) -> None:
+    for policy, expected in codes.items():
+        result = orchard(
+            "verdict",
+            "--suite",
+            "suite.toml",
+            "--baseline",
+            "base",
+            "--candidate",
+            candidate,
+            "--json",
+            "--fail-on",
+            policy,
+            cwd=lab,
+        )
+        assert json.loads(result.stdout)["verdict"] == verdict, result.stderr
+        assert result.returncode == expected, (policy, result.stderr)
+    default = orchard("verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", candidate, cwd=lab)
+    assert default.returncode == codes["regressed"]
+
+
+def test_an_unknown_policy_is_a_usage_error(lab: Path) -> None:
+    result = orchard(
+        "verdict",
+        "--suite",
+        "suite.toml",
+        "--baseline",
+        "base",
+        "--candidate",
+        "base",
+        "--fail-on",
+        "sometimes",
+        cwd=lab,
+    )
+    assert result.returncode == 2 and "--fail-on" in result.stderr
+
+
+def test_error_fails_under_every_policy() -> None:
+    assert all(policy.fails("ERROR") for policy in FailOn)
