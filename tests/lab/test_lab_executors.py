@@ -130,8 +130,15 @@ def test_tmux_windows_are_named_after_experiments_and_attachable(
         executor.start(_job(tmp_path, "exp-a", "sleep 3600", mark))
         executor.start(_job(tmp_path, "exp-b", "sleep 3600", mark))
         server = libtmux.Server(socket_name=socket_name)
-        rows = server.cmd("list-windows", "-t", "orchard", "-F", "#{window_name} #{pane_current_path}").stdout
-        assert sorted(rows) == [f"exp-a {tmp_path}", f"exp-b {tmp_path}"]
+        expected = [f"exp-a {tmp_path}", f"exp-b {tmp_path}"]
+        # tmux fills a new pane's current path a moment after the window exists
+        deadline = time.monotonic() + 10
+        while True:
+            rows = server.cmd("list-windows", "-t", "orchard", "-F", "#{window_name} #{pane_current_path}").stdout
+            if sorted(rows) == expected or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert sorted(rows) == expected
     assert_nothing_left(mark, socket_name)
 
 
