@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from orchard.bench.campaign import run_verdict
-from orchard.bench.store import read_jsonl
 from orchard.bench.suite import load_suite
+from orchard.jsonlines import read_jsonl
 from tests.helpers import make_binary, make_suite, orchard
 
 

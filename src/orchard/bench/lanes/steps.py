@@ -67,6 +67,7 @@ class Recorder:
         fixture_id: str | None = None,
         proxy: ByteProxy | None = None,
         stand_ins: Mapping[str, str] | None = None,
+        instruction_level: str = INSTRUCTION_LEVEL,
     ) -> None:
         self.ctx = ctx
         self.subject = subject
@@ -80,7 +81,7 @@ class Recorder:
             **fields,
             **rows.comparability(
                 remote_transport=fields.get("remote_transport"),
-                instruction_level=INSTRUCTION_LEVEL,
+                instruction_level=instruction_level,
                 fixture_id=fixture_id or scenario,
             ),
         }
@@ -198,12 +199,23 @@ class Recorder:
         )
         return self._emit(row, counted=True)
 
-    def skip(self, reason: str) -> Row:
+    def row(self, operation: str, step_kind: str) -> Row:
+        """A row of this subject and run that a lane fills in itself (a worker's or a race's total)."""
+        return rows.base_row(
+            subject=self.subject.identity(),
+            scenario=self.scenario,
+            operation=operation,
+            run=self.run_index,
+            metadata=self.meta,
+            step_kind=step_kind,
+        )
+
+    def skip(self, reason: str, operation: str | None = None) -> Row:
         """The whole scenario is not measured for this subject, and why."""
         row = rows.skip_row(
             subject=self.subject.identity(),
             scenario=self.scenario,
-            operation=f"{self.scenario}.skipped",
+            operation=operation or f"{self.scenario}.skipped",
             run=self.run_index,
             metadata=self.meta,
             reason=reason,
