@@ -388,13 +388,12 @@ def task_loop(
     step_timeout: float,
 ) -> None:
     """Agent task loop for version-control CLIs (task_loop, agent_task, interrupted publication)."""
-    from orchard.bench.flows import load_flows
     from orchard.bench.lanes import task_lane
-    from orchard.bench.subjects import parse_subjects
+    from orchard.bench.subjects import lane_subjects
 
-    flows = load_flows(flow_files)
+    subjects, flows = lane_subjects(subjects_spec, subjects_file, flow_files)
     options = task_lane.TaskLoopOptions(
-        subjects=parse_subjects(subjects_spec, set(flows), subjects_file),
+        subjects=subjects,
         flows=flows,
         results=results,
         runs=runs,
@@ -426,13 +425,12 @@ def contention(
     keep_workdirs: bool,
 ) -> None:
     """N concurrent workers x K commits: throughput, retries, integrity."""
-    from orchard.bench.flows import load_flows
     from orchard.bench.lanes import contention as lane
-    from orchard.bench.subjects import parse_subjects
+    from orchard.bench.subjects import lane_subjects
 
-    flows = load_flows(flow_files)
+    subjects, flows = lane_subjects(subjects_spec, subjects_file, flow_files)
     options = lane.ContentionOptions(
-        subjects=parse_subjects(subjects_spec, set(flows), subjects_file),
+        subjects=subjects,
         flows=flows,
         results=results,
         workers=lane.parse_workers(workers),
@@ -482,13 +480,12 @@ def core(
     keep_workdirs: bool,
 ) -> None:
     """status, diff, log, show after an agent edit on 1k-50k file repositories, with absolute gates."""
-    from orchard.bench.flows import load_flows
     from orchard.bench.lanes import core as lane
-    from orchard.bench.subjects import parse_subjects
+    from orchard.bench.subjects import lane_subjects
 
-    flows = load_flows(flow_files)
+    subjects, flows = lane_subjects(subjects_spec, subjects_file, flow_files)
     options = lane.CoreOptions(
-        subjects=parse_subjects(subjects_spec, set(flows), subjects_file),
+        subjects=subjects,
         flows=flows,
         results=results,
         files=lane.parse_files(files),

@@ -20,6 +20,7 @@ from typing import Any
 
 from orchard.bench.binary import binary_sha256, check_binary
 from orchard.bench.environment import isolated_env
+from orchard.bench.flows import Flow, load_flows
 from orchard.errors import UsageError
 from orchard.tomlfile import read_table
 
@@ -202,3 +203,11 @@ def parse_subjects(
         _once({existing.name for existing in subjects}, subject.name)
         subjects.append(subject)
     return subjects
+
+
+def lane_subjects(
+    spec: str | None, subjects_file: Path | None, flow_files: Iterable[Path]
+) -> tuple[list[Subject], dict[str, Flow]]:
+    """A VCS lane's subjects and the flows (shipped, then the user's) that drive them."""
+    flows = load_flows(flow_files)
+    return parse_subjects(spec, set(flows), subjects_file), flows
