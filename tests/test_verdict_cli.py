@@ -21,7 +21,9 @@ def lab(tmp_path: Path) -> Path:
     make_binary(tmp_path, "lossy", iterations=5000, output='echo "count 15000"')
     make_binary(tmp_path, "flaky", output='echo "count 15000"; echo "fact: alpha"; echo $$')
     make_binary(tmp_path, "broken", code=3)
-    make_suite(tmp_path)
+    # 10 pairs: enough for what most tests here assert (gates, rows, files); the one that
+    # needs statistical power takes the full 20 itself
+    make_suite(tmp_path, runs=10, calibration_runs=10)
     return tmp_path
 
 
@@ -44,6 +46,7 @@ def test_same_binary_twice_is_not_regressed(lab: Path) -> None:
 
 
 def test_thirty_percent_slower_is_regressed(lab: Path) -> None:
+    make_suite(lab, runs=20, calibration_runs=20)  # a floor narrow enough for 30% on a loaded machine
     code, report = verdict(lab, "slow")
     assert code == 1
     assert report["verdict"] == "REGRESSED"
