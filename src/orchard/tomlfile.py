@@ -1,18 +1,19 @@
 """One strict reader for orchard's TOML files (suites, flows, subjects; the lab's config next).
 
 Every problem in a file a user wrote is one `UsageError` that names the file
-and the place: `suite /x/s.toml: [[scenario]] 'cold': 'runs' must be an
+and the place: `suite /x/s.toml: [suite]: 'runs' must be an
 integer, not str`, or the line and column of a syntax error. Unknown keys
 are errors everywhere, so a typo is never silently ignored.
 
 Why tomllib and this small helper rather than a schema library: msgspec
-(`Struct(forbid_unknown_fields=True)` + `msgspec.convert`) and pydantic
-would check types and unknown keys, but orchard's files also need checks a
-schema cannot state (placeholders known to a lane, scenario names a gate
-refers to, NAME = "value" env tables whose keys are free), so each reader
-would still need a second, hand-written pass and two styles of message;
-neither library reports line numbers for those either. One `Table` that
-pulls typed values, names the key path, and refuses leftovers at `finish()`
+(`Struct(forbid_unknown_fields=True)`, tried with 0.23) names the place as
+`$.fixture[0]` ("Object contains unknown field `colour` - at
+`$.fixture[0]`"), not as the fixture's name, gives no line once the TOML has
+parsed, and cannot state the checks orchard's files need beyond types
+(placeholders a lane knows, scenario names a gate refers to, free-keyed env
+tables); pydantic is the same trade at a larger size. Each reader would keep
+a second, hand-written pass with a second style of message. One `Table` that
+pulls typed values, names the key path and refuses leftovers at `finish()`
 covers every file with one message format and no new dependency.
 
 Lab use (config.py, backlog.py):
