@@ -112,18 +112,20 @@ class Suite:
         raise KeyError(name)
 
 
-def _command(reader: Table, key: str, *, required: bool) -> list[str] | str | None:
-    value: list[str] | str | None = reader.get(key, (list, str), None, required=required)
-    if isinstance(value, list):
-        if not value or not all(isinstance(part, str) for part in value):
-            reader.fail(f"'{key}' must be a non-empty list of strings or a shell string")
-    elif isinstance(value, str) and not value.strip():
-        reader.fail(f"'{key}' is empty")
-    return value
+class _Reader(Table):
+    """A suite's table: the strict `Table`, plus the command values only suites have."""
 
+    def __init__(self, path: Path, where: str, table: Any) -> None:
+        super().__init__(f"suite {path}", where, table)
 
-def _reader(path: Path, where: str, table: Any) -> Table:
-    return Table(f"suite {path}", where, table)
+    def command(self, key: str, *, required: bool) -> list[str] | str | None:
+        value: list[str] | str | None = self.get(key, (list, str), None, required=required)
+        if isinstance(value, list):
+            if not value or not all(isinstance(part, str) for part in value):
+                self.fail(f"'{key}' must be a non-empty list of strings or a shell string")
+        elif isinstance(value, str) and not value.strip():
+            self.fail(f"'{key}' is empty")
+        return value
 
 
 def load_suite(path: Path | str) -> Suite:
@@ -131,7 +133,7 @@ def load_suite(path: Path | str) -> Suite:
     path = Path(path).resolve()
     raw = read_bytes(path, "suite")
     data = parse_toml(raw, path, "suite")
-    top = _reader(path, "top level", data)
+    top = _Reader(path, "top level", data)
     fixture_tables, scenario_tables, metric_tables, gate_tables = (
         top.tables(key) for key in ("fixture", "scenario", "metric", "gate")
     )
@@ -173,7 +175,7 @@ def load_suite(path: Path | str) -> Suite:
             for m, floor in s.metrics().items()
         ]
     for index, table in enumerate(metric_tables):
-        reader = _reader(path, f"[[metric]] #{index + 1}", table)
+        reader = _Reader(path, f"[[metric]] #{index + 1}", table)
         metric = reader.get("name", str, required=True)
         reader.where = f"[[metric]] '{metric}'"
         direction = reader.get("direction", str, "lower")
@@ -235,23 +237,23 @@ def _unique(path: Path, what: str, names: list[str]) -> None:
 
 
 def _fixture(path: Path, index: int, table: Any) -> Fixture:
-    reader = _reader(path, f"[[fixture]] #{index + 1}", table)
+    reader = _Reader(path, f"[[fixture]] #{index + 1}", table)
     name = reader.get("name", str, required=True)
     reader.where = f"[[fixture]] '{name}'"
-    command = _command(reader, "command", required=True)
+    command = reader.command("command", required=True)
     reader.finish()
     assert command is not None
     return Fixture(name, command)
 
 
 def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Scenario:
-    reader = _reader(path, f"[[scenario]] #{index + 1}", table)
+    reader = _Reader(path, f"[[scenario]] #{index + 1}", table)
     name = reader.get("name", str, required=True)
     reader.where = f"[[scenario]] '{name}'"
     kind = reader.get("kind", str, "command")
     if kind not in SCENARIO_KINDS:
         reader.fail(f"'kind' must be one of {', '.join(SCENARIO_KINDS)}")
-    command = _command(reader, "command", required=kind != "python")
+    command = reader.command("command", required=kind != "python")
     target = reader.get("callable", str, None)
     if kind == "python" and (not target or ":" not in target):
         reader.fail("a python scenario needs 'callable = \"module:function\"'")
@@ -295,7 +297,7 @@ def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Sce
     return scenario
 
 
-def _expect_file(path: Path, reader: Table) -> tuple[str, ...]:
+def _expect_file(path: Path, reader: _Reader) -> tuple[str, ...]:
     """Facts listed one per line in a file beside the suite (hundreds do not belong in TOML)."""
     name = reader.get("expect_file", str, None)
     if name is None:
@@ -319,7 +321,7 @@ def _gate(
     known_values: set[str],
     scenarios: tuple[Scenario, ...],
 ) -> Gate:
-    reader = _reader(path, f"[[gate]] #{index + 1}", table)
+    reader = _Reader(path, f"[[gate]] #{index + 1}", table)
     kind = reader.get("kind", str, required=True)
     if kind not in GATE_KINDS:
         reader.fail(f"'kind' must be one of {', '.join(GATE_KINDS)}")
@@ -332,7 +334,7 @@ def _gate(
     metric = reader.get("metric", str, None)
     value = reader.data.get("value")
     reader.skip("value")
-    command = _command(reader, "command", required=kind == "command")
+    command = reader.command("command", required=kind == "command")
     fields = reader.strings("fields")
     reader.finish()
     if kind in ("no_drop", "hold"):
