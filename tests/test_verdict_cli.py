@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from orchard.bench.campaign import run_verdict
-from orchard.bench.store import read_jsonl
 from orchard.bench.suite import load_suite
+from orchard.jsonlines import read_jsonl
 from tests.helpers import make_binary, make_suite, orchard
 
 
@@ -21,7 +21,8 @@ def lab(tmp_path: Path) -> Path:
     make_binary(tmp_path, "lossy", iterations=5000, output='echo "count 15000"')
     make_binary(tmp_path, "flaky", output='echo "count 15000"; echo "fact: alpha"; echo $$')
     make_binary(tmp_path, "broken", code=3)
-    make_suite(tmp_path)
+    # 10 pairs: enough for what these tests assert (gates, rows, files, twice the work)
+    make_suite(tmp_path, runs=10, calibration_runs=10)
     return tmp_path
 
 

@@ -10,7 +10,6 @@ See docs/suites.md for the format.
 from __future__ import annotations
 
 import hashlib
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 from orchard.bench.readers import Format
 from orchard.bench.verdict import MetricSpec
 from orchard.errors import UsageError
+from orchard.tomlfile import Table, parse_toml, read_bytes
 
 SCENARIO_KINDS = ("command", "rows", "python")
 GATE_KINDS = ("exit_status", "information_recall", "determinism", "command", "no_drop", "hold")
@@ -112,32 +112,11 @@ class Suite:
         raise KeyError(name)
 
 
-class _Reader:
-    """Pulls typed values out of one TOML table, naming the place of any error."""
+class _Reader(Table):
+    """A suite's table: the strict `Table`, plus the command values only suites have."""
 
     def __init__(self, path: Path, where: str, table: Any) -> None:
-        self.path = path
-        self.where = where
-        if not isinstance(table, dict):
-            self.fail(f"must be a table, not {type(table).__name__}")
-        self.table: dict[str, Any] = table
-        self.used: set[str] = set()
-
-    def fail(self, message: str) -> None:
-        raise UsageError(f"suite {self.path}: {self.where}: {message}")
-
-    def get(self, key: str, kinds: type | tuple[type, ...], default: Any = ..., *, required: bool = False) -> Any:
-        self.used.add(key)
-        if key not in self.table:
-            if required or default is ...:
-                self.fail(f"missing required key '{key}'")
-            return default
-        value = self.table[key]
-        if isinstance(value, bool) and bool not in (kinds if isinstance(kinds, tuple) else (kinds,)):
-            self.fail(f"'{key}' must be {_kind_names(kinds)}, not a boolean")
-        if not isinstance(value, kinds):
-            self.fail(f"'{key}' must be {_kind_names(kinds)}, not {type(value).__name__}")
-        return value
+        super().__init__(f"suite {path}", where, table)
 
     def command(self, key: str, *, required: bool) -> list[str] | str | None:
         value: list[str] | str | None = self.get(key, (list, str), None, required=required)
@@ -148,50 +127,17 @@ class _Reader:
             self.fail(f"'{key}' is empty")
         return value
 
-    def strings(self, key: str) -> tuple[str, ...]:
-        value = self.get(key, list, [])
-        if not all(isinstance(item, str) for item in value):
-            self.fail(f"'{key}' must be a list of strings")
-        return tuple(value)
-
-    def finish(self) -> None:
-        unknown = sorted(set(self.table) - self.used)
-        if unknown:
-            self.fail(f"unknown key(s): {', '.join(unknown)}")
-
-
-def _kind_names(kinds: type | tuple[type, ...]) -> str:
-    names = {list: "a list", str: "a string", int: "an integer", float: "a number", bool: "true or false",
-             dict: "a table"}
-    kinds = kinds if isinstance(kinds, tuple) else (kinds,)
-    return " or ".join(dict.fromkeys(names.get(kind, kind.__name__) for kind in kinds))
-
-
-def _tables(path: Path, data: dict[str, Any], key: str) -> list[Any]:
-    value = data.get(key, [])
-    if not isinstance(value, list):
-        raise UsageError(f"suite {path}: '{key}' must be an array of tables ([[{key}]])")
-    return value
-
 
 def load_suite(path: Path | str) -> Suite:
     """Read and validate a suite file."""
     path = Path(path).resolve()
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"suite file not found: {path}") from None
-    except OSError as error:
-        raise UsageError(f"cannot read suite file {path}: {error.strerror}") from None
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise UsageError(f"suite {path}: invalid TOML: {error}") from None
-
+    raw = read_bytes(path, "suite")
+    data = parse_toml(raw, path, "suite")
     top = _Reader(path, "top level", data)
-    for key in ("fixture", "scenario", "metric", "gate"):
-        top.used.add(key)
-    head = _Reader(path, "[suite]", top.get("suite", dict, {}))
+    fixture_tables, scenario_tables, metric_tables, gate_tables = (
+        top.tables(key) for key in ("fixture", "scenario", "metric", "gate")
+    )
+    head = top.table("suite")
     top.finish()
     name = head.get("name", str, path.stem)
     description = head.get("description", str, "")
@@ -212,9 +158,9 @@ def load_suite(path: Path | str) -> Suite:
     if not 0 < alpha < 0.5:
         head.fail("'alpha' must be between 0 and 0.5")
 
-    fixtures = tuple(_fixture(path, i, t) for i, t in enumerate(_tables(path, data, "fixture")))
+    fixtures = tuple(_fixture(path, i, t) for i, t in enumerate(fixture_tables))
     _unique(path, "fixture", [f.name for f in fixtures])
-    scenarios = tuple(_scenario(path, i, t, timeout_s) for i, t in enumerate(_tables(path, data, "scenario")))
+    scenarios = tuple(_scenario(path, i, t, timeout_s) for i, t in enumerate(scenario_tables))
     if not scenarios:
         raise UsageError(f"suite {path}: no [[scenario]] defined")
     _unique(path, "scenario", [s.name for s in scenarios])
@@ -222,7 +168,6 @@ def load_suite(path: Path | str) -> Suite:
 
     metrics: list[MetricSpec] = []
     recorded: list[str] = []
-    metric_tables = _tables(path, data, "metric")
     if not metric_tables:
         metrics = [
             MetricSpec(scenario=s.name, metric=m, direction="lower", min_floor=floor, target=True)
@@ -260,7 +205,7 @@ def load_suite(path: Path | str) -> Suite:
 
     known_values = {m.metric for m in metrics} | set(recorded) | set(BUILTIN_METRICS) | set(GATE_VALUES)
     gates = tuple(
-        _gate(path, i, t, scenario_names, known_values, scenarios) for i, t in enumerate(_tables(path, data, "gate"))
+        _gate(path, i, t, scenario_names, known_values, scenarios) for i, t in enumerate(gate_tables)
     )
     return Suite(
         path=path,
@@ -338,7 +283,7 @@ def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Sce
         kind=kind,
         command=command,
         callable=target,
-        expect=reader.strings("expect") + _expect_file(reader),
+        expect=reader.strings("expect") + _expect_file(path, reader),
         returncodes=returncodes,
         timeout_s=float(reader.get("timeout_s", (int, float), default_timeout)),
         env=env,
@@ -352,17 +297,16 @@ def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Sce
     return scenario
 
 
-def _expect_file(reader: _Reader) -> tuple[str, ...]:
+def _expect_file(path: Path, reader: _Reader) -> tuple[str, ...]:
     """Facts listed one per line in a file beside the suite (hundreds do not belong in TOML)."""
     name = reader.get("expect_file", str, None)
     if name is None:
         return ()
-    facts = reader.path.parent / name
+    facts = path.parent / name
     try:
         text = facts.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         reader.fail(f"'expect_file' {name!r}: cannot read {facts}: {getattr(error, 'strerror', None) or error}")
-        return ()
     lines = tuple(line.strip() for line in text.splitlines() if line.strip())
     if not lines:
         reader.fail(f"'expect_file' {name!r} lists no facts")
@@ -388,8 +332,8 @@ def _gate(
         if scenario not in scenario_names:
             reader.fail(f"unknown scenario '{scenario}' (suite has: {', '.join(scenario_names)})")
     metric = reader.get("metric", str, None)
-    value = reader.table.get("value")
-    reader.used.add("value")
+    value = reader.data.get("value")
+    reader.skip("value")
     command = reader.command("command", required=kind == "command")
     fields = reader.strings("fields")
     reader.finish()
