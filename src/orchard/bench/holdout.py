@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import re
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,33 +42,50 @@ def held_out_files(suite: Suite) -> list[Path]:
     return found
 
 
-def _visible(tables: Any, hidden: set[str]) -> list[Any]:
-    """Metric or gate tables narrowed to visible scenarios; a table left with none is dropped."""
-    kept = []
-    for table in tables if isinstance(tables, list) else []:
-        names = table.get("scenarios") if isinstance(table, dict) else None
-        if isinstance(names, list) and names:
-            table = {**table, "scenarios": [n for n in names if n not in hidden]}
-            if not table["scenarios"]:
-                continue
-        kept.append(table)
-    return kept
+_HEADER = re.compile(r"^\s*\[\[?\s*([A-Za-z_]+)\s*\]\]?")
+
+
+def _blocks(text: str) -> list[tuple[str, list[str]]]:
+    """The suite's lines cut into (table kind, lines) blocks; comments just above a header go with it."""
+    blocks: list[tuple[str, list[str]]] = [("", [])]
+    pending: list[str] = []
+    for line in text.splitlines(keepends=True):
+        header = _HEADER.match(line)
+        if header:
+            blocks.append((header.group(1), [*pending, line]))
+            pending = []
+        elif line.lstrip().startswith("#") or not line.strip():
+            pending.append(line)
+        else:
+            blocks[-1][1].extend([*pending, line])
+            pending = []
+    blocks[-1][1].extend(pending)
+    return blocks
 
 
 def worker_view(suite_path: Path) -> str:
-    """The suite's text as a worker sees it: no held-out scenario, fixture or file list."""
-    data = tomllib.loads(Path(suite_path).read_text(encoding="utf-8"))
-    hidden = {t.get("name") for t in data.get("scenario", []) if t.get("holdout")}
-    view: dict[str, Any] = {}
-    for key, value in data.items():
-        if key == "suite":
-            value = {k: v for k, v in value.items() if k != "holdout"}
-        elif key in ("scenario", "fixture"):
-            value = [{k: v for k, v in t.items() if k != "holdout"} for t in value if not t.get("holdout")]
-        elif key in ("metric", "gate"):
-            value = _visible(value, hidden)
-        view[key] = value
-    return HEADER + tomli_w.dumps(view)
+    """The suite's text as a worker sees it: held-out scenarios and fixtures cut out, comments and all.
+
+    A metric or gate naming held-out scenarios is narrowed to the visible
+    ones (rewritten, losing its comments) or dropped when none is left.
+    """
+    text = Path(suite_path).read_text(encoding="utf-8")
+    hidden = {t.get("name") for t in tomllib.loads(text).get("scenario", []) if t.get("holdout")}
+    kept = [HEADER]
+    for kind, lines in _blocks(text):
+        body = "".join(lines)
+        table = tomllib.loads(body).get(kind, [{}]) if kind in ("scenario", "fixture", "metric", "gate") else None
+        entry: dict[str, Any] = table[0] if isinstance(table, list) and table else {}
+        if kind in ("scenario", "fixture") and entry.get("holdout"):
+            continue
+        names = entry.get("scenarios")
+        if kind in ("metric", "gate") and isinstance(names, list) and hidden & set(names):
+            visible = [name for name in names if name not in hidden]
+            if not visible:
+                continue
+            body = f"[[{kind}]]\n" + tomli_w.dumps({**entry, "scenarios": visible}) + "\n"
+        kept.append(body)
+    return "".join(kept)
 
 
 def withhold(suite_path: Path | str) -> list[str]:
@@ -85,6 +103,10 @@ def withhold(suite_path: Path | str) -> list[str]:
     text = worker_view(suite_path)
     for path in removed:
         path.unlink()
+        for parent in path.parents:  # a directory left empty would still name what was there
+            if parent == suite.directory or any(parent.iterdir()):
+                break
+            parent.rmdir()
     suite_path.write_text(text, encoding="utf-8")
     load_suite(suite_path)  # the worker's copy must itself be a valid suite
     return [path.relative_to(suite.directory).as_posix() for path in removed] + [suite_path.name]
