@@ -88,6 +88,19 @@ def worker_view(suite_path: Path) -> str:
     return "".join(kept)
 
 
+def _holds_back(suite_path: Path) -> bool:
+    """Whether the suite marks anything held out (a file that is no valid TOML holds nothing back)."""
+    try:
+        data = tomllib.loads(suite_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    head = data.get("suite")
+    tables = [t for key in ("scenario", "fixture") for t in (data.get(key) or [])
+              if isinstance(data.get(key), list)]
+    return bool(isinstance(head, dict) and head.get("holdout")) or any(
+        isinstance(t, dict) and t.get("holdout") for t in tables)
+
+
 def withhold(suite_path: Path | str) -> list[str]:
     """Make the bench checkout holding `suite_path` a worker's copy; the files changed, relative to the suite.
 
@@ -96,9 +109,9 @@ def withhold(suite_path: Path | str) -> list[str]:
     it was (and the answer is empty).
     """
     suite_path = Path(suite_path)
-    suite = load_suite(suite_path)
-    if not suite.held_out and not suite.holdout and not any(f.holdout for f in suite.fixtures):
+    if not _holds_back(suite_path):
         return []
+    suite = load_suite(suite_path)
     removed = held_out_files(suite)
     text = worker_view(suite_path)
     for path in removed:

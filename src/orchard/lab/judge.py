@@ -139,13 +139,13 @@ def collection_checks(candidate: Candidate) -> list[Check]:
         refusals.append(f"a {size_kb:,.0f} KB patch over [target] max_patch_kb ({a_few(candidate.changed_files)})")
     return [
         Check("harness", not tampered, f"bench clone changed: {changed}" if tampered else "bench clone unchanged"),
-        weakened.check(candidate.patch),
         Check("scope", not violations,
               f"files outside {candidate.scope or 'the scope'}: {a_few(violations)}" if violations
               else "every change inside the scope"),
         Check("patch", not refusals,
               " and ".join(refusals) + ": build outputs belong in the target's .gitignore or [target] ignore"
               if refusals else f"{size_kb:,.0f} KB, text only"),
+        weakened.check(candidate.patch),
     ]
 
 

@@ -113,5 +113,6 @@ def effect_cells(best: MetricEffect | None, final: MetricEffect | None) -> list[
 
 def cells(m: MetricEffect) -> list[str]:
     """One metric's row of a verdict table, in `COLUMNS` order."""
-    return [f"{m.key} (held-out)" if m.held_out else m.key, m.verdict, pct(m.effect), f"[{pct(m.low)}, {pct(m.high)}]", f"{m.floor:.2%}", str(m.n),
+    key = f"{m.key} (held-out)" if m.held_out else m.key
+    return [key, m.verdict, pct(m.effect), f"[{pct(m.low)}, {pct(m.high)}]", f"{m.floor:.2%}", str(m.n),
             pct(m.mde).lstrip("+"), num(m.baseline), num(m.candidate)]
