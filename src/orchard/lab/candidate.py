@@ -37,6 +37,7 @@ from enum import StrEnum
 from typing import Any
 
 from orchard.lab import report as report_module
+from orchard.lab.bench_view import worker_bench_base
 from orchard.lab.executors import JobResult
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import outside_scope
@@ -168,7 +169,7 @@ def collect_candidate(
     checkout = experiment.checkout
     worker = checkout.worker
     target = workspace.target_vcs.changes(worker.target_dir, checkout.target_base, workspace.config.target.ignore)
-    bench_base = workspace.worker_bench_base(worker.name, checkout.bench_base)  # held-out inputs withheld
+    bench_base = worker_bench_base(workspace, worker.name, checkout.bench_base)  # held-out inputs withheld
     bench = workspace.bench_vcs.changes(worker.bench_dir, bench_base)
     changed = _without_scratch(target.files, launcher.scratch)
     scope = list(experiment.hypothesis.scope)

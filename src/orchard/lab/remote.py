@@ -34,6 +34,7 @@ from pathlib import Path
 import psutil
 from filelock import FileLock
 
+from orchard.lab.bench_view import worker_bench_base
 from orchard.lab.builds import placeholders, run_step
 from orchard.lab.config import Config
 from orchard.lab.executors.base import kill_tree
@@ -205,7 +206,7 @@ def run_experiment(spec: RemoteExperiment) -> RemoteOutcome:
     pid_file.unlink(missing_ok=True)
     run_s = time.monotonic() - began - setup_s
     target = ws.target_vcs.changes(checkout.worker.target_dir, spec.target_base)
-    view = ws.worker_bench_base(spec.worker, spec.bench_base)  # its copy without held-out inputs
+    view = worker_bench_base(ws, spec.worker, spec.bench_base)  # its copy without held-out inputs
     bench = ws.bench_vcs.changes(checkout.worker.bench_dir, view)
     report = checkout.worker.report_path
     log = job.log_path.read_text(encoding="utf-8", errors="replace") if job.log_path.exists() else ""

@@ -117,13 +117,6 @@ def read_answer(path: Path) -> ReviewAnswer:
     return ReviewAnswer(ReviewDecision(decision), tuple(r[:REASON_MAX_CHARS] for r in reasons[:10]))
 
 
-def _launcher_config(ws: Workspace) -> LauncherConfig:
-    review = ws.config.review
-    if review.template:
-        return LauncherConfig(name="command", template=review.template)
-    return ws.config.launchers[review.launcher]
-
-
 def review(ws: Workspace, experiment: Experiment, candidate: Candidate, verdict: Verdict, checks: list[Check],
            checkout: Path) -> Check:
     """Run the configured reviewer on a win; its answer as the `review` check."""
@@ -135,15 +128,15 @@ def review(ws: Workspace, experiment: Experiment, candidate: Candidate, verdict:
     diff_file.write_text(candidate.patch, encoding="utf-8", errors="surrogateescape")
     prompt.write_text(prompt_text(experiment.hypothesis, candidate, verdict, checks, checkout, directory),
                       encoding="utf-8")
-    config = _launcher_config(ws)
-    launcher = (launcher_for(ws.config, ws.config.review.launcher) if ws.config.review.launcher
-                else make_launcher(config, "review"))
+    settings = ws.config.review
+    launcher = (launcher_for(ws.config, settings.launcher) if settings.launcher
+                else make_launcher(LauncherConfig(name="command", template=settings.template), "review"))
     paths = ExperimentPaths(workspace=ws.root, experiment=experiment.name, target_dir=checkout, bench_dir=directory,
                             binary=None, baseline=None, suite=None, report=answer, prompt_file=prompt,
                             log_file=directory / "review.log")
     context = LaunchContext(experiment, paths, Commands("", "", ""), directory, ws.config.target.vcs)
     job = Job(name=f"review-{experiment.name}", command=launcher.command(context), cwd=directory,
-              log_path=paths.log_file, timeout_s=ws.config.review.timeout_minutes * 60.0)
+              log_path=paths.log_file, timeout_s=settings.timeout_minutes * 60.0)
     with SubprocessExecutor() as executor:
         executor.start(job)
         (result,) = executor.wait()

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from orchard.errors import UsageError
 from orchard.lab import config as config_module
+from orchard.lab.bench_view import withhold_inputs
 from orchard.lab.config import Config
 from orchard.lab.vcs import Identity, Vcs, VcsError, get_vcs
 
@@ -297,41 +298,11 @@ class Workspace:
         worker.root.mkdir(exist_ok=True)
         self._checkout(self.target_vcs, self.reference_target, worker.target_dir, target_base)
         self._checkout(self.bench_vcs, self.bench_dir, worker.bench_dir, bench_base)
-        self._withhold(worker, bench_base)
+        withhold_inputs(self, worker, bench_base)
         self.target_vcs.ignore_locally(worker.target_dir,
                                        [f"/{REPORT_NAME}", *self.config.target.ignore, *ignore])
         worker.report_path.unlink(missing_ok=True)
         return WorkerCheckout(worker, target_base, bench_base)
-
-    def _withhold(self, worker: Worker, bench_base: str) -> None:
-        """Take the held-out inputs out of a worker's bench clone, history included.
-
-        The clone becomes a one-commit repository of what the worker may see
-        (so `git show` cannot bring a held-out file back); that commit is
-        recorded in judge/, out of the worker's reach, as the base its bench
-        is checked against.
-        """
-        from orchard.lab.verdicts import withhold  # verdicts measures through this module's Workspace
-
-        record = self._bench_view_record(worker.name)
-        record.unlink(missing_ok=True)
-        if not withhold(self, worker.bench_dir):
-            return
-        shutil.rmtree(worker.bench_dir / ".git")
-        view = self.bench_vcs.init(worker.bench_dir, "orchard: the bench without its held-out inputs")
-        record.parent.mkdir(parents=True, exist_ok=True)
-        record.write_text(f"{bench_base} {view}\n", encoding="utf-8")
-
-    def _bench_view_record(self, worker: str) -> Path:
-        return self.judge_dir / "bench-views" / worker
-
-    def worker_bench_base(self, worker: str, bench_base: str) -> str:
-        """The commit a worker's bench clone must still be at: `bench_base`, or its held-out-free copy."""
-        try:
-            base, view = self._bench_view_record(worker).read_text(encoding="utf-8").split()
-        except (OSError, ValueError):
-            return bench_base
-        return view if base == bench_base else bench_base
 
     def setup_workers(self, names: Sequence[str], *, ignore: Sequence[str] = ()) -> list[WorkerCheckout]:
         """Set up several workers at the same bases, in parallel."""
