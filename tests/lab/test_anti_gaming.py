@@ -122,7 +122,9 @@ def patch_of(target: Path, tmp_path: Path, edits: dict[str, str | None]) -> str:
     return git(clone, "diff", "--cached", "HEAD")
 
 
-def judged(ws: Workspace, hid: str, patch: str, scope: tuple[str, ...] = ("tool.sh",)) -> Judgment:
+def judged(ws: Workspace, hid: str, patch: str, scope: tuple[str, ...] = ("tool.sh",), *,
+           rejudged: bool = False) -> Judgment:
+    """Judge `patch` as hypothesis `hid`'s candidate (`rejudged`: again, as landing does after main moved)."""
     state = LabState.open(ws.root)
     try:
         base = ws.target_base()
@@ -134,7 +136,8 @@ def judged(ws: Workspace, hid: str, patch: str, scope: tuple[str, ...] = ("tool.
                                    bench_base=ws.bench_base(), changed_files=changed,
                                    scope_violations=outside_scope(changed, scope))
         state.update_experiment(hid, candidate=candidate)
-        return judge(ws, state, hid, candidate, base, ws.bench_base())
+        judgment = judge(ws, state, hid, candidate, base, ws.bench_base())
+        return judge(ws, state, f"{hid}-on-{base[:10]}", candidate, base, ws.bench_base()) if rejudged else judgment
     finally:
         state.close()
 
@@ -283,7 +286,8 @@ def test_a_reviewer_reads_the_change_and_only_a_readable_approval_approves(
     hypothesis = Hypothesis(id="h", metric="visible/stdout_bytes", change="squeeze", scope=("tool.sh",))
     candidate = bare_candidate(experiment="h", patch=patch, target_base=ws.target_base())
     verdict = verdict_of([metric("visible/stdout_bytes", "improved", -0.5)])
-    check = review.review(ws, review.experiment_for(hypothesis, candidate, ws), candidate, verdict, [], ws.bench_dir)
+    experiment = review.experiment_for("h", hypothesis, candidate, ws)
+    check = review.review(ws, experiment, candidate, verdict, [], ws.bench_dir)
     assert check.passed is approved and said in check.detail, check.detail
     judgment = decide(GREEN + [check], verdict, [])
     if approved:
@@ -295,10 +299,13 @@ def test_a_reviewer_reads_the_change_and_only_a_readable_approval_approves(
 
 def test_a_rejecting_inline_reviewer_kills_a_measured_win(tmp_path: Path, repos: tuple[Path, Path]) -> None:
     ws = workspace(tmp_path, repos, "[review]\ntemplate = '''" + ANSWERS["reject"] + "'''\n")
-    judgment = judged(ws, "reviewed", patch_of(repos[0], tmp_path, {"tool.sh": '#!/bin/sh\nhead -c 300 "$1"\n'}))
+    judgment = judged(ws, "reviewed", patch_of(repos[0], tmp_path, {"tool.sh": '#!/bin/sh\nhead -c 300 "$1"\n'}),
+                      rejudged=True)
     assert judgment.decision == Decision.KILL and judgment.rule == Rule.REVIEW, judgment.reasons
     assert judgment.reasons[0] == "review rejected: reviewer review: special-cases the fixture"
-    assert "diff" in (ws.root / "reviews" / "reviewed" / "prompt.md").read_text()
+    reviews = sorted(p.name for p in (ws.root / "reviews").iterdir())
+    assert reviews[0] == "reviewed" and reviews[1].startswith("reviewed-on-")  # each judgment its own review
+    assert "head -c 300" in (ws.root / "reviews" / "reviewed" / "prompt.md").read_text()
 
 
 def test_a_review_section_naming_no_launcher_is_refused(tmp_path: Path, repos: tuple[Path, Path]) -> None:

@@ -200,8 +200,8 @@ def judge(
     judgment = decide(checks, verdict, flags)
     if judgment.decision == Decision.LAND and review.configured(ws):
         progress(f"{name}: review")
-        experiment = review.experiment_for(state.hypothesis(state.experiment(name).hypothesis).hypothesis, candidate,
-                                           ws)
+        hypothesis = state.hypothesis(state.experiment(candidate.experiment).hypothesis).hypothesis
+        experiment = review.experiment_for(name, hypothesis, candidate, ws)
         checks.append(review.review(ws, experiment, candidate, verdict, checks, checkout))
         judgment = decide(checks, verdict, flags)
     return _finish(judgment, checks, str(checkout), verdict, base, str(binary))

@@ -150,7 +150,7 @@ def review(ws: Workspace, experiment: Experiment, candidate: Candidate, verdict:
     return Check(NAME, False, f"{who}: {said}", str(paths.log_file))
 
 
-def experiment_for(hypothesis: Hypothesis, candidate: Candidate, ws: Workspace) -> Experiment:
-    """The experiment record a launcher renders from (the worker's own checkout is not the reviewer's)."""
+def experiment_for(name: str, hypothesis: Hypothesis, candidate: Candidate, ws: Workspace) -> Experiment:
+    """What a launcher renders from: judgment `name` (a re-judgment on a moved main has its own)."""
     checkout = WorkerCheckout(ws.worker(candidate.worker), candidate.target_base, candidate.bench_base)
-    return Experiment(candidate.experiment, hypothesis, checkout)
+    return Experiment(name, hypothesis, checkout)
