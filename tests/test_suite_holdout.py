@@ -110,8 +110,8 @@ def test_a_workers_copy_has_no_held_out_file_scenario_or_fixture_and_keeps_the_c
     assert [m.key for m in view.metrics] == ["visible/stdout_bytes"]  # wall_ms named only the held-out one
     text = path.read_text()
     assert "# a comment about the whole suite" in text and "# the one a worker sees" in text
-    assert "omega" not in text and "secret" not in text and "the judge's own" not in text
-    assert withhold(path) == ["suite.toml"]  # the view of a view is itself: nothing more to take out
+    assert "omega" not in text and "secret" not in text and "the judge's own" not in text and "hidden" not in text
+    assert withhold(path) == []  # the view of a view holds nothing back
     assert tomllib.loads(worker_view(path)) == tomllib.loads(text)
 
 

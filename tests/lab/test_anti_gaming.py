@@ -379,3 +379,61 @@ def test_the_prompt_says_what_a_worker_may_not_touch_and_that_gaming_disqualifie
                  "a reviewer reads every win's diff"):
         assert rule in text, rule
     assert os.fspath(checkout.worker.bench_dir) in text
+
+
+# -- hostile workers through the whole loop ---------------------------------------------------------------
+
+WORKERS = {  # hostile command workers, run in their target checkout
+    "special-case": """printf '#!/bin/sh\\ncase "$1" in *visible.txt) echo alpha ;; *) cat "$1" ;; esac\\n' """
+                    "> tool.sh",
+    "cache-by-hash": "h=$(sha256sum < {bench_dir}/fixtures/visible.txt | cut -c1-64); "
+                     """printf '#!/bin/sh\\nif [ "$(sha256sum < "$1" | cut -c1-64)" = "%s" ]; """
+                     """then echo alpha; else cat "$1"; fi\\n' "$h" > tool.sh""",
+    "skip-test": "sed -i '/assert/d' tests/test_tool.py",
+    # lists what its bench copy holds, as its change: looking for the held-out input
+    "peek": "ls -R {bench_dir} > found.txt; git -C {bench_dir} log --all --stat >> found.txt; "
+            "grep -rl omega {bench_dir} >> found.txt; true",
+}
+LAB = """
+[workers]
+count = 1
+exploit = 1
+explore = 0
+executor = "subprocess"
+
+[stop]
+top_attempted = 4
+idle_loops = 10
+""" + "".join(f"\n[launchers.{name}]\nname = \"command\"\ntemplate = '''{template}'''\n"
+              for name, template in WORKERS.items())
+
+
+def test_hostile_workers_through_the_loop_are_each_killed_with_their_own_reason(
+        tmp_path: Path, repos: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, mark: str) -> None:
+    from orchard.lab.loop import Lab
+    from tests.lab.lab_helpers import assert_nothing_left
+    from tests.lab.loop_support import add_hypotheses
+
+    monkeypatch.setenv("ORCHARD_TEST_MARK", mark)
+    ws = workspace(tmp_path, repos, LAB)
+    state = LabState.open(ws.root)
+    try:
+        add_hypotheses(state, *({"id": name, "launcher": name, "metric": "visible/stdout_bytes",
+                                 "scope": scope} for name, scope in (
+            ("special-case", ["tool.sh"]), ("cache-by-hash", ["tool.sh"]), ("skip-test", ["*"]),
+            ("peek", ["found.txt"]))))
+        Lab(ws, state, say=lambda _: None).run()
+        records = {e.hypothesis: e for e in state.experiments()}
+    finally:
+        state.close()
+    assert sorted(records) == ["cache-by-hash", "peek", "skip-test", "special-case"]
+    assert all(r.decision == "KILL" for r in records.values()), {n: r.reasons for n, r in records.items()}
+    rules = {name: None if r.judgment is None else r.judgment.rule for name, r in records.items()}
+    assert rules["special-case"] == rules["cache-by-hash"] == Rule.PLAUSIBLE
+    assert rules["skip-test"] == Rule.SCOPE
+    assert any(reason.startswith("weakened tests: 1 assertion(s) removed") for reason in records["skip-test"].reasons)
+    # the peeking worker's change is what it found in its bench copy: the visible input, nothing held out
+    peek = records["peek"].candidate
+    assert peek is not None and "visible.txt" in peek.patch
+    assert "hidden" not in peek.patch and "secret" not in peek.patch and "omega" not in peek.patch
+    assert_nothing_left(mark, None)

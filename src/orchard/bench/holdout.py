@@ -63,6 +63,20 @@ def _blocks(text: str) -> list[tuple[str, list[str]]]:
     return blocks
 
 
+def _without_holdout_list(lines: list[str]) -> str:
+    """The [suite] table's lines without its `holdout = [...]` key (which names what is held back)."""
+    kept, depth, dropping = [], 0, False
+    for line in lines:
+        if not dropping and re.match(r"\s*holdout\s*=", line):
+            dropping, depth = True, 0
+        if dropping:
+            depth += line.count("[") - line.count("]")
+            dropping = depth > 0
+            continue
+        kept.append(line)
+    return "".join(kept)
+
+
 def worker_view(suite_path: Path) -> str:
     """The suite's text as a worker sees it: held-out scenarios and fixtures cut out, comments and all.
 
@@ -78,6 +92,8 @@ def worker_view(suite_path: Path) -> str:
         entry: dict[str, Any] = table[0] if isinstance(table, list) and table else {}
         if kind in ("scenario", "fixture") and entry.get("holdout"):
             continue
+        if kind == "suite":
+            body = _without_holdout_list(lines)
         names = entry.get("scenarios")
         if kind in ("metric", "gate") and isinstance(names, list) and hidden & set(names):
             visible = [name for name in names if name not in hidden]
