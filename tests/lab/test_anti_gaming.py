@@ -297,6 +297,19 @@ def test_a_reviewer_reads_the_change_and_only_a_readable_approval_approves(
         assert judgment.reasons[0].startswith("review rejected: reviewer reviewer")
 
 
+def test_a_reviewer_that_outlives_its_timeout_is_killed_and_rejects(
+        tmp_path: Path, repos: tuple[Path, Path]) -> None:
+    slow = ANSWERS["approve"].replace("echo", "sleep 60; echo")
+    ws = workspace(tmp_path, repos, f"[review]\ntimeout_minutes = 0.01\ntemplate = '''{slow}'''\n")
+    hypothesis = Hypothesis(id="h", metric="visible/stdout_bytes", change="squeeze", scope=("tool.sh",))
+    candidate = bare_candidate(experiment="h", patch="", target_base=ws.target_base())
+    verdict = verdict_of([metric("visible/stdout_bytes", "improved", -0.5)])
+    check = review.review(ws, review.experiment_for("h", hypothesis, candidate, ws), candidate, verdict, [],
+                          ws.bench_dir)
+    assert not check.passed and check.detail == "reviewer review timed out; no approval"
+    assert not (ws.root / "reviews" / "h" / "answer.json").exists()
+
+
 def test_a_rejecting_inline_reviewer_kills_a_measured_win(tmp_path: Path, repos: tuple[Path, Path]) -> None:
     ws = workspace(tmp_path, repos, "[review]\ntemplate = '''" + ANSWERS["reject"] + "'''\n")
     judgment = judged(ws, "reviewed", patch_of(repos[0], tmp_path, {"tool.sh": '#!/bin/sh\nhead -c 300 "$1"\n'}),
