@@ -42,12 +42,14 @@ GATE_VALUES = ("information_recall",)
 READER_FORMATS = tuple(str(f) for f in Format)
 
 MIN_RUNS_FLOOR = 6  # below this an exact 90% interval does not exist
+DEFAULT_PLAUSIBLE = 10.0  # improvement factor (baseline/candidate, or its inverse) a win is believed up to
 
 
 @dataclass(frozen=True)
 class Fixture:
     name: str
     command: list[str] | str
+    holdout: bool = False  # run only by the lab's judge, never in a worker's copy of the bench
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ class Scenario:
     measure: tuple[str, ...] = ()  # opt-in metrics from separate untimed runs ("instructions")
     format: str = "jsonl"  # rows scenarios: which tool's results the harness writes (see readers.py)
     file: str | None = None  # rows scenarios: the results file the harness writes (default: its stdout)
+    holdout: bool = False  # run only by the lab's judge, never in a worker's copy of the bench
 
     def metrics(self) -> dict[str, float]:
         """Every metric this scenario yields without a harness: name -> default floor."""
@@ -100,6 +103,13 @@ class Suite:
     alpha: float
     digest: str = field(repr=False)
     calibration: Path | None = None  # a calibration file to use and keep (committed or CI-cached)
+    holdout: tuple[str, ...] = ()  # files (globs, relative to the suite's directory) workers never see
+    plausible: float = DEFAULT_PLAUSIBLE  # a target metric improved more than this many times is suspect
+
+    @property
+    def held_out(self) -> frozenset[str]:
+        """The names of the held-out scenarios."""
+        return frozenset(s.name for s in self.scenarios if s.holdout)
 
     @property
     def directory(self) -> Path:
@@ -148,7 +158,13 @@ def load_suite(path: Path | str) -> Suite:
     admitted_chars = head.get("admitted_output_chars", int, 20_000)
     alpha = float(head.get("alpha", (int, float), 0.05))
     calibration_file = head.get("calibration", str, None)
+    holdout_files = head.strings("holdout")
+    plausible = float(head.get("plausible", (int, float), DEFAULT_PLAUSIBLE))
     head.finish()
+    if not plausible > 1:  # also refuses nan
+        head.fail(f"'plausible' must be a factor above 1 (got {plausible})")
+    if any(not p.strip() or p.startswith("/") or ".." in Path(p).parts for p in holdout_files):
+        head.fail("'holdout' lists paths relative to the suite's directory, inside it")
     if min_runs < MIN_RUNS_FLOOR:
         head.fail(f"'min_runs' must be at least {MIN_RUNS_FLOOR}")
     if runs < min_runs:
@@ -165,6 +181,7 @@ def load_suite(path: Path | str) -> Suite:
         raise UsageError(f"suite {path}: no [[scenario]] defined")
     _unique(path, "scenario", [s.name for s in scenarios])
     scenario_names = [s.name for s in scenarios]
+    _check_holdout(path, fixtures, scenarios)
 
     metrics: list[MetricSpec] = []
     recorded: list[str] = []
@@ -225,7 +242,22 @@ def load_suite(path: Path | str) -> Suite:
         # facts read from an expect_file are part of what the suite judges
         digest=hashlib.sha256(raw + "\0".join(e for s in scenarios for e in s.expect).encode()).hexdigest()[:16],
         calibration=None if calibration_file is None else path.parent / calibration_file,
+        holdout=holdout_files,
+        plausible=plausible,
     )
+
+
+def _check_holdout(path: Path, fixtures: tuple[Fixture, ...], scenarios: tuple[Scenario, ...]) -> None:
+    """Workers must still have something to measure, and nothing they see may need a held-out fixture."""
+    if all(s.holdout for s in scenarios):
+        raise UsageError(f"suite {path}: every scenario is held out: workers would have nothing to measure")
+    hidden = [f.name for f in fixtures if f.holdout]
+    for scenario in scenarios:
+        text = " ".join(scenario.command) if isinstance(scenario.command, list) else scenario.command or ""
+        needs = [name for name in hidden if "{fixture." + name + "}" in text]
+        if needs and not scenario.holdout:
+            raise UsageError(f"suite {path}: [[scenario]] '{scenario.name}' is visible to workers but uses "
+                             f"held-out fixture(s) {', '.join(needs)}: mark it holdout = true too")
 
 
 def _unique(path: Path, what: str, names: list[str]) -> None:
@@ -241,9 +273,10 @@ def _fixture(path: Path, index: int, table: Any) -> Fixture:
     name = reader.get("name", str, required=True)
     reader.where = f"[[fixture]] '{name}'"
     command = reader.command("command", required=True)
+    holdout = reader.get("holdout", bool, False)
     reader.finish()
     assert command is not None
-    return Fixture(name, command)
+    return Fixture(name, command, holdout)
 
 
 def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Scenario:
@@ -292,6 +325,7 @@ def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Sce
         measure=measure,
         format=result_format,
         file=results_file,
+        holdout=reader.get("holdout", bool, False),
     )
     reader.finish()
     return scenario
