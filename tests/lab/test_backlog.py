@@ -255,7 +255,7 @@ def test_add_with_flags(demo: Workspace) -> None:
     missing = invoke("backlog", "add", demo.root, "--title", "no metric", "--change", "x")
     assert missing.exit_code == 2 and "flags.metric: missing" in missing.output
     bad = invoke("backlog", "add", demo.root, "--metric", "m", "--change", "x", "--confidence", "0")
-    assert bad.exit_code == 2 and "flags.confidence: expected a positive number" in bad.output
+    assert bad.exit_code == 2 and "flags.confidence: expected a number above 0 and at most 1, got 0.0" in bad.output
     again = invoke("backlog", "add", demo.root, "--id", "count-with-dict", "--metric", "report/wall_ms",
                    "--change", "x")
     assert again.exit_code == 2
