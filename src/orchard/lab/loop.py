@@ -289,16 +289,16 @@ class Lab:
                 self._launch(record)
                 continue
             job = self._launcher(record).job(self.ws, self._experiment(record))
-            if self.executor.adopt(job):  # also a STARTING one: the previous orchard died right after launching it
+            # a STARTING one too: the previous orchard may have died right after launching it
+            if self.executor.adopt(job):
                 self.state.update_experiment(record.name, status=Status.RUNNING)
                 self.say(f"{record.name}: still running ({self.executor.kind}); watching it again")
                 continue
-            if record.status == Status.STARTING:
-                self._launch(record)
-                continue
-            ended = self.executor.ended_earlier(job)
+            ended = self.executor.ended_earlier(job)  # its log is new with each launch: this launch's end
             if ended is not None:
                 self._collect(ended)
+            elif record.status == Status.STARTING:
+                self._launch(record)
             else:
                 self.say(f"{record.name}: its worker died with the previous orchard; starting it again")
                 self._launch(record)

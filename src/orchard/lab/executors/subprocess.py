@@ -19,6 +19,14 @@ from orchard.lab.executors.base import Executor, Job, _Running, exit_line, wrap
 JOB_MARK = "ORCHARD_JOB"
 
 
+def _mark(proc: psutil.Process | None) -> str | None:
+    """A process's job mark (None: none, or a process this user may not read, such as init)."""
+    try:
+        return None if proc is None else proc.environ().get(JOB_MARK)
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
+        return None
+
+
 class SubprocessExecutor(Executor):
     kind = "subprocess"
 
@@ -35,14 +43,13 @@ class SubprocessExecutor(Executor):
         return proc.pid, proc
 
     def _find(self, job: Job) -> tuple[int, object] | None:
-        """The wrapper an earlier orchard started for `job`, found by its mark."""
+        """The wrapper an earlier orchard started for `job`, found by its mark (not one of its children)."""
         for proc in psutil.process_iter():
             try:
-                if proc.environ().get(JOB_MARK) == str(job.log_path) and proc.status() != psutil.STATUS_ZOMBIE:
-                    parent = proc.parent()
-                    if parent is None or parent.environ().get(JOB_MARK) != str(job.log_path):
-                        return proc.pid, proc  # the wrapper itself, not one of its children
-            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                if (_mark(proc) == str(job.log_path) and _mark(proc.parent()) != str(job.log_path)
+                        and proc.status() != psutil.STATUS_ZOMBIE):
+                    return proc.pid, proc
+            except psutil.Error:
                 continue
         return None
 
