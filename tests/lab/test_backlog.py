@@ -161,7 +161,7 @@ effort = 1
         (GOOD.replace("effort = 1", "effort = "), "invalid TOML"),
         (GOOD + 'speed = "fast"\n', "#2.speed: unknown field"),
         (GOOD.replace('metric = "report/wall_ms"\n', ""), "#2.metric: missing"),
-        (GOOD.replace("impact = 2", "impact = -1"), "#2.impact: expected a positive number"),
+        (GOOD.replace("impact = 2", "impact = -1"), "#2.impact: expected a number from 1 to 5, got -1"),
         (GOOD.replace('scope = ["wordfreq/report.py"]', 'scope = "wordfreq/report.py"'), "#2.scope: expected a list"),
         (GOOD + GOOD, "duplicate id 'fewer-syscalls'"),
         ("[hypotheses]\nid = 'x'\n", "unknown top-level key(s) hypotheses"),

@@ -51,9 +51,9 @@ def target_repo_module(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize(("key", "value", "expected"), [
     ("timeout_minutes", "nan", "workers.timeout_minutes: nan is not a finite number (0.01 to 527040)"),
     ("timeout_minutes", "inf", "workers.timeout_minutes: inf is not a finite number (0.01 to 527040)"),
-    ("timeout_minutes", "0", "workers.timeout_minutes: 0.0 is outside the allowed range (0.01 to 527040)"),
-    ("count", "100000000", "workers.count: 100000000 is outside the allowed range (1 to 64)"),
-    ("judges", "65", "workers.judges: 65 is outside the allowed range (1 to 64)"),
+    ("timeout_minutes", "0", "workers.timeout_minutes: 0.0 is below the minimum 0.01 (0.01 to 527040)"),
+    ("count", "100000000", "workers.count: 100000000 is above the maximum 64 (1 to 64)"),
+    ("judges", "65", "workers.judges: 65 is above the maximum 64 (1 to 64)"),
 ])
 def test_orchard_toml_numbers_out_of_range_are_refused_before_anything_runs(
     lab: Path, key: str, value: str, expected: str

@@ -264,8 +264,10 @@ def _check_value(name: str, spec: dataclasses.Field[Any], kind: Any, value: Any)
     if isinstance(value, float) and not math.isfinite(value):
         return f"{name}: {value!r} is not a finite number{_range(meta)}"
     low, high = meta["minimum"], meta["maximum"]
-    if (low is not None and value < low) or (high is not None and value > high):
-        return f"{name}: {value!r} is outside the allowed range{_range(meta)}"
+    if low is not None and value < low:
+        return f"{name}: {value!r} is below the minimum {low:g}{_range(meta)}"
+    if high is not None and value > high:
+        return f"{name}: {value!r} is above the maximum {high:g}{_range(meta)}"
     if meta["command"]:
         return _check_command(name, value)
     return None
