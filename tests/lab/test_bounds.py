@@ -145,3 +145,16 @@ def test_titles_and_worker_output_never_become_markdown_headings(tmp_path: Path,
         items = [line for line in lines if "INJECTED" in line and line.lstrip().startswith(("- #", "|"))]
         assert all("\\#" in line or "\\|" in line for line in items), (name, items)
     assert "Fine title # INJECTED heading \\| a \\| b \\|" in (root / "backlog.md").read_text()
+
+
+def test_an_agent_reporting_text_or_nan_as_its_cost_records_it_as_not_reported() -> None:
+    """The cost and tokens an agent prints land in lab.db and every budget check sums them."""
+    from orchard.lab.config import Config
+    from orchard.lab.launchers import AgentUsage, launcher_for
+
+    claude = launcher_for(Config())
+    usage = claude.usage('{"type": "result", "total_cost_usd": "lots", "num_turns": NaN, '
+                         '"usage": {"input_tokens": 1e999, "output_tokens": [1], "cache_read_input_tokens": 7}}\n')
+    assert usage.cost_usd is None and usage.turns is None and usage.input_tokens is None
+    assert usage.output_tokens is None and usage.cache_read_tokens == 7
+    assert AgentUsage.from_dict(usage.to_dict()) == usage

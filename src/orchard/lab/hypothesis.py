@@ -120,7 +120,7 @@ class Hypothesis:
                 problems.append(f"{source}.{key}: missing (a non-empty string)")
         for key in (*_TEXT_FIELDS, "current_value", "notes", "launcher"):
             value = data.get(key, "")
-            if key == "current_value" and _number(value):
+            if key == "current_value" and finite_number(value):
                 continue
             if not isinstance(value, str):
                 problems.append(f"{source}.{key}: expected a string, got {reprlib.repr(value)}")
@@ -132,7 +132,7 @@ class Hypothesis:
             if isinstance(value, str) and len(value) > limit:
                 problems.append(f"{source}.{key}: {len(value)} characters, at most {limit} allowed")
         predicted = data.get("predicted_effect")
-        if predicted is not None and (not _number(predicted) or predicted < -1):
+        if predicted is not None and (not finite_number(predicted) or predicted < -1):
             problems.append(f"{source}.predicted_effect: expected a finite relative number of at least -1 "
                             f"(-0.3 = 30% lower), got {reprlib.repr(predicted)}")
         scope = data.get("scope", [])
@@ -144,7 +144,7 @@ class Hypothesis:
         for key, (low, high) in RANGES.items():
             value = data.get(key, cls.__dataclass_fields__[key].default)
             exclusive = key == "confidence"
-            if not _number(value) or not (low < value if exclusive else low <= value) or value > high:
+            if not finite_number(value) or not (low < value if exclusive else low <= value) or value > high:
                 allowed = f"above {low:g} and at most {high:g}" if exclusive else f"from {low:g} to {high:g}"
                 problems.append(f"{source}.{key}: expected a number {allowed}, got {reprlib.repr(value)}")
         if data.get("lane", Lane.EXPLOIT) not in tuple(Lane):
@@ -164,7 +164,7 @@ class Hypothesis:
         return cls(**values)
 
 
-def _number(value: Any) -> bool:
+def finite_number(value: Any) -> bool:
     """A finite int or float (never a bool, nan, inf or an integer beyond 64 bits)."""
     if isinstance(value, bool):
         return False
