@@ -24,24 +24,9 @@ import pytest
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace, init_workspace
 from tests.lab.lab_helpers import wait_for
+from tests.lab.test_launcher_failures import SUITE
 
 KILL_AT = "ORCHARD_TEST_KILL_AT"  # orchard SIGKILLs itself there (lab/loop.py)
-
-SUITE = """
-[suite]
-name = "bad-output"
-runs = 6
-min_runs = 6
-calibration_runs = 6
-
-[[scenario]]
-name = "out"
-command = ["cat", "{bin}"]
-
-[[metric]]
-name = "stdout_bytes"
-floor = 0.0
-"""
 
 CONFIG = """
 [target]

@@ -220,34 +220,34 @@ class Lab:
 
     def _collect(self, result: JobResult) -> None:
         record = self.state.experiment(result.name)
-        try:
-            candidate = collect_candidate(self.ws, self._experiment(record), result, self._launcher(record))
-            if candidate.launcher_failure is not None and Flag.NO_CHANGES in candidate.flags:
-                self._launcher_failed(record, candidate)
-                return
-            self.state.update_experiment(record.name, status=Status.COLLECTED, candidate=candidate,
-                                         finished_at=time.time())
-        except Exception as error:
-            self._failed(record, Stage.COLLECT, error)
-            return
-        flags = ", ".join(candidate.flags) or "none"
-        self.say(f"{record.name}: worker ended (exit {result.exit_code}); flags: {flags}")
+        candidate = self._collected(record, lambda: collect_candidate(self.ws, self._experiment(record), result,
+                                                                      self._launcher(record)))
+        if candidate is not None:
+            flags = ", ".join(candidate.flags) or "none"
+            self.say(f"{record.name}: worker ended (exit {result.exit_code}); flags: {flags}")
 
     def _collect_remote(self, outcome: RemoteOutcome) -> None:
         record = self.state.experiment(outcome.name)
+        candidate = self._collected(record, lambda: from_remote(self.ws, self._experiment(record), outcome,
+                                                                self._launcher(record)))
+        if candidate is not None:
+            ended = f"exit {outcome.exit_code}" if outcome.error is None else outcome.error
+            self.say(f"{record.name}: worker ended on {candidate.host} ({ended}); "
+                     f"flags: {', '.join(candidate.flags) or 'none'}")
+
+    def _collected(self, record: ExperimentRecord, read: Callable[[], Candidate]) -> Candidate | None:
+        """Read the ended worker's candidate and record it; None when its agent could not work or collection failed."""
         try:
-            candidate = from_remote(self.ws, self._experiment(record), outcome, self._launcher(record))
+            candidate = read()
             if candidate.launcher_failure is not None and Flag.NO_CHANGES in candidate.flags:
                 self._launcher_failed(record, candidate)
-                return
+                return None
             self.state.update_experiment(record.name, status=Status.COLLECTED, candidate=candidate,
                                          finished_at=time.time())
+            return candidate
         except Exception as error:
             self._failed(record, Stage.COLLECT, error)
-            return
-        ended = f"exit {outcome.exit_code}" if outcome.error is None else outcome.error
-        self.say(f"{record.name}: worker ended on {candidate.host} ({ended}); "
-                 f"flags: {', '.join(candidate.flags) or 'none'}")
+            return None
 
     def _launcher_failed(self, record: ExperimentRecord, candidate: Candidate) -> None:
         """The agent could not work at all: its own message is the reason, the hypothesis goes back to the backlog."""
