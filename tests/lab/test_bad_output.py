@@ -2,7 +2,8 @@
 
 Hostile `command` workers run through a real `orchard run`: one deletes its
 own checkout, one its checkout's `.git`, one writes a 50 MB file in its
-scope, one plants a file where the judge builds its candidate, one fills
+scope, one plants a file where the judge builds its candidate, one makes
+its binary a directory (the measured step cannot start), one fills
 its disk (a real, small tmpfs under the worker's directory, when this test
 may mount one). Each is KILLed with its own reason in lab.db and the
 journal, the lab finishes every other experiment, and `orchard run` on the
@@ -59,6 +60,8 @@ HOSTILE = {
     "fifty-megabytes": "head -c 52428800 /dev/zero | tr '\\\\0' a > {target_dir}/src/gamma.txt",
     "plant-in-judge": "printf 'b\\\\n' > {target_dir}/src/beta.txt; mkdir -p {workspace}/judge; "
                       "touch {workspace}/judge/{experiment}",
+    "binary-not-a-file": "rm {target_dir}/src/alpha.txt; mkdir {target_dir}/src/alpha.txt; "
+                         "touch {target_dir}/src/alpha.txt/x",
 }
 
 
@@ -131,11 +134,13 @@ def test_hostile_outputs_kill_their_own_experiment_and_the_lab_finishes_the_rest
     assert "could not be collected" in errors["wipe-checkout"]
     assert "could not be collected" in errors["wipe-git"]
     assert "could not be judged" in errors["plant-in-judge"] and "FileExistsError" in errors["plant-in-judge"]
+    assert "could not be judged: UsageError" in errors["binary-not-a-file"]
+    assert "is not an executable file" in errors["binary-not-a-file"], "the measured step could not start"
     assert "patch over [target] max_patch_kb" in outcomes["fifty-megabytes"][2]
     assert outcomes["good"][1] == "LAND", outcomes["good"]
     assert (root / "lab.db").stat().st_size < 5 * 1024 * 1024, "the 50 MB file is not in lab.db"
     journal = (root / "JOURNAL.md").read_text()
-    assert journal.count("· experiment-error ·") == 3
+    assert journal.count("· experiment-error ·") == 4
     report = (root / "FINAL_REPORT.md").read_text()
     assert "`wipe-checkout`: the experiment could not be collected" in report
 

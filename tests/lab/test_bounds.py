@@ -158,3 +158,16 @@ def test_an_agent_reporting_text_or_nan_as_its_cost_records_it_as_not_reported()
     assert usage.cost_usd is None and usage.turns is None and usage.input_tokens is None
     assert usage.output_tokens is None and usage.cache_read_tokens == 7
     assert AgentUsage.from_dict(usage.to_dict()) == usage
+
+
+def test_a_lab_recorded_before_the_bounds_still_opens(tmp_path: Path) -> None:
+    """Bounds refuse new input; what lab.db already holds (impact 9 from an older orchard) still loads."""
+    from orchard.lab.hypothesis import Hypothesis
+    from orchard.lab.state import LabState
+
+    state = LabState(tmp_path / "lab.db")
+    try:
+        state.add_hypothesis(Hypothesis(metric="m", change="c", id="old", impact=9, confidence=1.5), source="user")
+        assert state.hypothesis("old").hypothesis.score == pytest.approx(13.5)
+    finally:
+        state.close()

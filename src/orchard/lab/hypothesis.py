@@ -110,8 +110,12 @@ class Hypothesis:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, source: str = "hypothesis") -> Hypothesis:
-        """Build from parsed TOML/JSON; UsageError naming every bad field."""
+    def from_dict(cls, data: Mapping[str, Any], *, source: str = "hypothesis", stored: bool = False) -> Hypothesis:
+        """Build from parsed TOML/JSON; UsageError naming every bad field.
+
+        `stored`: a record lab.db already holds. Its types are checked, the bounds on new input are not,
+        so a lab made before a bound existed still opens.
+        """
         problems: list[str] = []
         known = set(cls.__dataclass_fields__)
         problems += [f"{source}.{key}: unknown field" for key in data if key not in known]
@@ -127,23 +131,26 @@ class Hypothesis:
         if data.get("id") and isinstance(data["id"], str) and not _ID.match(data["id"]):
             problems.append(f"{source}.id: {reprlib.repr(data['id'])} must be lower-case letters, digits and '-' "
                             "(at most 48)")
-        for key, limit in TEXT_LIMITS.items():
+        for key, limit in {} if stored else TEXT_LIMITS.items():
             value = data.get(key)
             if isinstance(value, str) and len(value) > limit:
                 problems.append(f"{source}.{key}: {len(value)} characters, at most {limit} allowed")
         predicted = data.get("predicted_effect")
-        if predicted is not None and (not finite_number(predicted) or predicted < -1):
+        number = isinstance(predicted, (int, float)) and not isinstance(predicted, bool)
+        if predicted is not None and (not number or not stored and (not finite_number(predicted) or predicted < -1)):
             problems.append(f"{source}.predicted_effect: expected a finite relative number of at least -1 "
                             f"(-0.3 = 30% lower), got {reprlib.repr(predicted)}")
         scope = data.get("scope", [])
         if not isinstance(scope, list) or not all(isinstance(item, str) and item for item in scope):
             problems.append(f"{source}.scope: expected a list of paths, got {reprlib.repr(scope)}")
-        elif len(scope) > MAX_SCOPE_ENTRIES or any(len(item) > MAX_SCOPE_ENTRY for item in scope):
+        elif not stored and (len(scope) > MAX_SCOPE_ENTRIES or any(len(item) > MAX_SCOPE_ENTRY for item in scope)):
             problems.append(f"{source}.scope: at most {MAX_SCOPE_ENTRIES} entries of at most {MAX_SCOPE_ENTRY} "
                             "characters allowed")
         for key, (low, high) in RANGES.items():
             value = data.get(key, cls.__dataclass_fields__[key].default)
             exclusive = key == "confidence"
+            if stored and isinstance(value, (int, float)) and not isinstance(value, bool):
+                continue
             if not finite_number(value) or not (low < value if exclusive else low <= value) or value > high:
                 allowed = f"above {low:g} and at most {high:g}" if exclusive else f"from {low:g} to {high:g}"
                 problems.append(f"{source}.{key}: expected a number {allowed}, got {reprlib.repr(value)}")

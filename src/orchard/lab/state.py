@@ -126,7 +126,8 @@ class HypothesisRecord:
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> HypothesisRecord:
-        return cls(Hypothesis.from_dict(json.loads(row["data"]), source=row["id"]), HypothesisStatus(row["status"]),
+        return cls(Hypothesis.from_dict(json.loads(row["data"]), source=row["id"], stored=True),
+                   HypothesisStatus(row["status"]),
                    row["source"], row["parent"], row["attempts"], row["created_at"], row["updated_at"])
 
 
