@@ -221,3 +221,26 @@ def test_an_orchard_killed_between_launching_a_worker_and_recording_it_never_sta
         subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)
     assert starts.read_text().splitlines() == ["started"], "one worker, started once"
     assert _outcomes(root)["slow"][:2] == ("done", "LAND"), _outcomes(root)
+
+
+def test_a_worker_that_breaks_its_worker_directory_re_queues_the_next_launch(
+    tmp_path: Path, target_repo: Path
+) -> None:
+    """The checkout made a dangling symlink: collection fails (KILL), the next launch on that worker fails
+    (its hypothesis goes back to the backlog, not retried in this run); a resume after the repair runs it."""
+    root = _lab(tmp_path, target_repo, {"dangling": f"rm -rf {{target_dir}}; ln -s {tmp_path}/nowhere {{target_dir}}"})
+    first = _orchard("run", root)
+    assert first.returncode == 0 and "Traceback" not in first.stderr, first.stdout + first.stderr
+    outcomes, errors = _outcomes(root), _errors(root)
+    assert outcomes["dangling"][:2] == ("done", "KILL") and "could not be collected" in errors["dangling"]
+    assert outcomes["good"][:2] == ("done", None) and "could not be launched" in errors["good"], (outcomes, errors)
+    state = LabState.open(root)
+    try:
+        assert state.hypothesis("good").status == "open", "re-queued, not killed"
+        assert "needs a launcher that failed" in state.events("stop")[-1].data["reason"]
+    finally:
+        state.close()
+    (root / "worker-w1" / "target").unlink()  # the repair
+    again = _orchard("run", root)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert _outcomes(root)["good"][:2] == ("done", "LAND")

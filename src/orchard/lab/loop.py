@@ -130,7 +130,7 @@ class Lab:
         return self.launchers[name]
 
     def _blocked(self) -> set[str]:
-        """Open hypotheses whose launcher failed in this run."""
+        """Open hypotheses whose launcher, or their own launch, failed in this run."""
         return {r.id for r in self.state.hypotheses(HypothesisStatus.OPEN)
                 if r.hypothesis.launcher in self.down or r.id in self.deferred}
 
@@ -237,6 +237,8 @@ class Lab:
 
     def _collected(self, record: ExperimentRecord, read: Callable[[], Candidate]) -> Candidate | None:
         """Read the ended worker's candidate and record it; None when its agent could not work or collection failed."""
+        if record.status not in (Status.STARTING, Status.RUNNING):
+            return None  # its end is recorded already (its launch failed after the worker started)
         try:
             candidate = read()
             if candidate.launcher_failure is not None and Flag.NO_CHANGES in candidate.flags:
