@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import tomllib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -21,6 +20,7 @@ from orchard.errors import UsageError
 from orchard.lab.hypothesis import MIN_CONFIDENCE, TEXT_LIMITS, Hypothesis, HypothesisStatus, Lane, slug
 from orchard.lab.markdown import inline
 from orchard.lab.state import HypothesisRecord, LabState
+from orchard.tomlfile import read_toml
 
 KILL_CONFIDENCE_FACTOR = 0.8  # a sibling of a killed hypothesis keeps 80% of its confidence
 ITERATE_CONFIDENCE_FACTOR = 0.9  # a sharpened child starts a little less sure than its parent
@@ -114,12 +114,7 @@ def add_all(state: LabState, hypotheses: Sequence[Hypothesis], *, source: str, o
 def load_file(path: Path) -> list[Hypothesis]:
     """Hypotheses from a TOML file of [[hypothesis]] tables; every problem is named."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"hypotheses file not found: {path}") from None
-    except tomllib.TOMLDecodeError as error:
-        raise UsageError(f"{path}: invalid TOML: {error}") from None
+    data = read_toml(path, "hypotheses")
     return parse_tables(data, source=str(path), base=path.parent)
 
 

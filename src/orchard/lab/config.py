@@ -15,7 +15,6 @@ import dataclasses
 import math
 import string
 import textwrap
-import tomllib
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import Any
 import tomli_w
 
 from orchard.errors import UsageError
+from orchard.tomlfile import parse_toml, read_toml
 
 CONFIG_NAME = "orchard.toml"
 
@@ -364,18 +364,8 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
 
 
 def parse(path: Path) -> dict[str, Any]:
-    """The TOML of a configuration file, not yet validated."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such configuration file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise UsageError(f"{path}: cannot read: {error}") from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(str(path), [f"not valid TOML: {error}"]) from None
+    """The TOML of a configuration file, not yet validated (the bench's one reader: file and line named)."""
+    return read_toml(path, "configuration")
 
 
 def load(path: Path) -> Config:
@@ -420,5 +410,5 @@ def render(config: Config) -> str:
 def write(config: Config, path: Path) -> None:
     """Write the configuration; the text is re-validated so a written file always loads."""
     text = render(config)
-    from_dict(tomllib.loads(text), source=str(path))
+    from_dict(parse_toml(text.encode(), path, "configuration"), source=str(path))
     Path(path).write_text(text, encoding="utf-8")
