@@ -14,7 +14,7 @@ import pytest
 from orchard.bench.flows import load_flow
 from orchard.errors import UsageError
 from tests import twig
-from tests.lanes_support import LaneEnv, edited_flow, invoke, latest_rows, totals
+from tests.lanes_support import LaneEnv, assert_no_children, edited_flow, invoke, latest_rows, totals
 
 INTERRUPTED = "interrupted_publication_after_request_v1"
 
@@ -133,6 +133,40 @@ def test_twig_enters_the_contention_lane_by_its_flow(lane_env: LaneEnv, tmp_path
     assert [(r["mode"], r["returncode"]) for r in runs] == [("shared_checkout", 0), ("clone_per_worker", 0)]
     assert all(r["lost_updates"] == 0 and r["fsck_clean"] for r in runs)
     assert all(r["subject_kind"] == "twig" for r in runs)
+
+
+SERVED = "agent_task_oak_local_v1"
+MATERIALIZATION = "legacy_selected_clone_materialization_v1"
+
+
+def test_twig_enters_the_owned_server_and_materialization_scenarios_by_its_flow(
+    lane_env: LaneEnv, tmp_path: Path
+) -> None:
+    """The scenarios first written for oak take their server and every command from the flow too."""
+    binary, flow = twig.install(tmp_path)
+    result = invoke(
+        "bench", "task-loop", "--subjects", f"twig={binary},git", "--flow", str(flow), "--runs", "1",
+        "--scenarios", f"{SERVED},{MATERIALIZATION}", "--results", str(lane_env.results),
+    )
+    assert result.exit_code == 0, result.output
+    rows = [r for r in latest_rows(lane_env.results, "task-loop", warmup=True) if not r.get("warmup")]
+    (served,) = [r for r in totals(rows, "agent_task_oak_local.total") if r["subject"] == "twig"]
+    assert served["returncode"] == 0, served.get("failure_reason")
+    assert served["oracle_payload_matches"] is True and served["oracle_branch_head_matches"] is True
+    assert served["server_process_stopped"] is True and served["remote_transport"] == "loopback_git"
+    mine = [r for r in rows if r["subject"] == "twig" and r["scenario"] == SERVED]
+    steps = [r["operation"] for r in mine if r["step_kind"] == "vcs"]
+    assert steps == [
+        "cold.acquire", "cold.inspect", "cold.checkpoint", "cold.publish",
+        "followup.acquire", "followup.checkpoint", "followup.publish",
+    ]
+    (clone,) = totals(rows, "legacy_selected_clone_materialization.total")
+    assert clone["subject"] == "twig" and clone["returncode"] == 0, clone.get("failure_reason")
+    assert clone["oracle_head_matches"] is True and clone["oracle_worktree_bytes_and_modes_match"] is True
+    assert clone["network_server_to_client_bytes"] > 0  # the clone went through the byte-counting proxy
+    git_skips = {r["scenario"]: r["skip_reason"] for r in rows if r["subject"] == "git" and r["returncode"] == 77}
+    assert "[served] serve" in git_skips[SERVED] and "[materialization] import" in git_skips[MATERIALIZATION]
+    assert_no_children()
 
 
 def test_a_flow_without_what_a_lane_needs_is_a_skip_row_naming_the_keys(lane_env: LaneEnv, tmp_path: Path) -> None:
