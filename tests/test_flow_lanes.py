@@ -135,6 +135,37 @@ def test_twig_enters_the_contention_lane_by_its_flow(lane_env: LaneEnv, tmp_path
     assert all(r["subject_kind"] == "twig" for r in runs)
 
 
+LANDED = 'landed = { argv = ["{git}", "--git-dir", "{remote_dir}", "rev-parse", "refs/heads/main"], cwd = "root" }'
+
+
+def test_whether_an_interrupted_publication_landed_is_the_flows_probe(lane_env: LaneEnv, tmp_path: Path) -> None:
+    """The lane asks the flow's `[interrupted] landed` probe; it knows no CLI's way of asking."""
+    binary, flow = twig.install(tmp_path)
+    text = flow.read_text()
+    assert LANDED in text
+    # A probe whose answer moves between before and after says the publication landed: the row fails.
+    moving = 'landed = { argv = ["/bin/sh", "-c", "echo x >> calls; wc -l < calls"], cwd = "root" }'
+    flow.write_text(text.replace(LANDED, moving))
+    args = ("bench", "task-loop", "--subjects", f"twig={binary}", "--flow", str(flow), "--runs", "1",
+            "--scenarios", INTERRUPTED, "--results", str(lane_env.results))
+    result = invoke(*args)
+    assert result.exit_code == 1, result.output
+    (cut,) = [r for r in totals(latest_rows(lane_env.results, "task-loop"), "interrupted_publication.total")]
+    assert (cut["fixture_landed_before"], cut["fixture_landed_after"]) == ("1", "2")
+    assert cut["fixture_remote_ref_unchanged"] is False
+    assert "server ref changed behind the fixture" in cut["failure_reason"]
+    assert cut["fixture_landed_probe"].startswith("/bin/sh -c")
+    # Without the probe there is no claim either way; a misspelt key is refused before anything runs.
+    flow.write_text(text.replace(LANDED + "\n", ""))
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    (cut,) = [r for r in totals(latest_rows(lane_env.results, "task-loop"), "interrupted_publication.total")]
+    assert cut["fixture_remote_ref_unchanged"] is None and cut["fixture_landed_probe"] is None
+    flow.write_text(text.replace("landed = ", "landd = "))
+    result = invoke(*args)
+    assert result.exit_code == 2 and "interrupted: unknown key `landd`" in result.output
+
+
 SERVED = "agent_task_oak_local_v1"
 MATERIALIZATION = "legacy_selected_clone_materialization_v1"
 
@@ -177,8 +208,9 @@ def test_a_flow_without_what_a_lane_needs_is_a_skip_row_naming_the_keys(lane_env
         .replace("[interrupted]\n", "[interruptedx]\n")
         .replace("[interruptedx]\n", "", 1)
         .replace(
-            'acquire = [{ argv = ["{bin}", "fetch", "{remote}", "{workspace}"], cwd = "root" }]\n\n[agent_task]',
-            "[agent_task]",
+            'acquire = [{ argv = ["{bin}", "fetch", "{remote}", "{workspace}"], cwd = "root" }]\n'
+            + text[text.index("landed = ") : text.index("[agent_task]")],
+            "",
         )
     )
     result = invoke(

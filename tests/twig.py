@@ -110,6 +110,7 @@ unpublished = { argv = ["{bin}", "pending", "{branch}"], pattern = "^[1-9]" }
 
 [interrupted]
 acquire = [{ argv = ["{bin}", "fetch", "{remote}", "{workspace}"], cwd = "root" }]
+landed = { argv = ["{git}", "--git-dir", "{remote_dir}", "rev-parse", "refs/heads/main"], cwd = "root" }
 
 [agent_task]
 phases = ["cold", "warm"]
