@@ -191,6 +191,8 @@ def test_twig_enters_the_owned_server_and_materialization_scenarios_by_its_flow(
         "cold.acquire", "cold.inspect", "cold.checkpoint", "cold.publish",
         "followup.acquire", "followup.checkpoint", "followup.publish",
     ]
+    (oracle,) = [r for r in mine if r["operation"] == "verify.clone"]
+    assert oracle["step_kind"] == "harness" and "twig" not in oracle["command"].split()[0]  # the harness's git
     (clone,) = totals(rows, "legacy_selected_clone_materialization.total")
     assert clone["subject"] == "twig" and clone["returncode"] == 0, clone.get("failure_reason")
     assert clone["oracle_head_matches"] is True and clone["oracle_worktree_bytes_and_modes_match"] is True
@@ -198,6 +200,18 @@ def test_twig_enters_the_owned_server_and_materialization_scenarios_by_its_flow(
     git_skips = {r["scenario"]: r["skip_reason"] for r in rows if r["subject"] == "git" and r["returncode"] == 77}
     assert "[served] serve" in git_skips[SERVED] and "[materialization] import" in git_skips[MATERIALIZATION]
     assert_no_children()
+
+
+def test_a_served_git_remote_is_verified_by_the_harness_not_the_subject(tmp_path: Path) -> None:
+    _, flow = twig.install(tmp_path)
+    text = flow.read_text()
+    subject_checks = '[{ argv = ["{bin}", "fetch", "{remote}/{repo}.git", "{verifier}"], cwd = "root" }]'
+    flow.write_text(text.replace('url = "{remote}/{repo}.git"', f"verify = {subject_checks}"))
+    with pytest.raises(UsageError, match=r"twig.toml: served.verify: .*harness's own git"):
+        load_flow(flow)
+    flow.write_text(text.replace('url = "{remote}/{repo}.git"', 'url = "{remote}/{repository}.git"'))
+    with pytest.raises(UsageError, match=r"served.url: unknown placeholder \{repository\}"):
+        load_flow(flow)
 
 
 def test_a_flow_without_what_a_lane_needs_is_a_skip_row_naming_the_keys(lane_env: LaneEnv, tmp_path: Path) -> None:

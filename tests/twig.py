@@ -153,7 +153,7 @@ seed = [
   { name = "send", argv = ["{bin}", "send", "--to", "{remote}/{repo}.git", "main"] },
 ]
 branch = { argv = ["{bin}", "where"], pattern = "(\\S+)" }
-verify = [{ argv = ["{bin}", "fetch", "{remote}/{repo}.git", "{verifier}", "--line", "{branch}"], cwd = "root" }]
+url = "{remote}/{repo}.git"   # the harness's own git clones the branch from here (the oracle is never twig)
 phases = ["cold", "followup"]
 cold = [
   { name = "acquire", argv = ["{bin}", "fetch", "{remote}/{repo}.git", "{workspace}"], cwd = "root" },

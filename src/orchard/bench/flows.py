@@ -116,7 +116,9 @@ class Served:
     (harness, untimed) publishes the seed directory as {repo} to {remote};
     each phase is a list of named, measured commands; `verify` (harness)
     fetches {branch} into {verifier}; `branch` reads the branch the first
-    phase works on.
+    phase works on. A flow with `remote = "git"` gives `url` (where the
+    harness's own git clones {branch} from) instead of `verify`: the oracle is
+    never the subject.
     """
 
     serve: tuple[Command, ...] = ()
@@ -124,6 +126,7 @@ class Served:
     verify: tuple[Command, ...] = ()
     phases: dict[str, tuple[Command, ...]] = field(default_factory=dict)
     branch: Probe | None = None
+    url: str | None = None
 
     def __contains__(self, key: object) -> bool:
         return bool(getattr(self, str(key), None))
@@ -410,7 +413,7 @@ def load_flow(path: Path) -> Flow:
         ),
         lost_race=lost_race,
         core=reader.section("core", data.get("core", {}), CORE_KEYS, CORE_PLACEHOLDERS),
-        served=_served(reader, data.get("served")),
+        served=_served(reader, data.get("served"), str(remote)),
         materialization=reader.section(
             "materialization", data.get("materialization", {}), MATERIALIZATION_KEYS, SERVED_PLACEHOLDERS
         ),
@@ -440,19 +443,29 @@ def _agent_task(reader: _Reader, raw: Any) -> dict[str, tuple[Command, ...]]:
     return _phases(reader, "agent_task", raw, (), LOOP_PLACEHOLDERS)
 
 
-def _served(reader: _Reader, raw: Any) -> Served:
+def _served(reader: _Reader, raw: Any, remote: str) -> Served:
     """`[served]`: serve (exactly one command), seed, verify, branch, and ordered phases."""
     if raw is None:
         return Served()
     if not isinstance(raw, dict):
         raise reader.fail("served", "must be a table")
-    others = (*SERVED_KEYS, "branch")
+    others = (*SERVED_KEYS, "branch", "url")
     phases = _phases(reader, "served", raw, others, SERVED_PLACEHOLDERS)
     lists = {key: reader.commands(f"served.{key}", raw.get(key, []), known=SERVED_PLACEHOLDERS) for key in SERVED_KEYS}
     if len(lists["serve"]) != 1:
         raise reader.fail("served.serve", "give exactly one (long-lived) server command")
     branch = None if "branch" not in raw else reader.probe("served.branch", raw["branch"], SERVED_PLACEHOLDERS)
-    return Served(lists["serve"], lists["seed"], lists["verify"], phases, branch)
+    url = raw.get("url")
+    if remote == "git":
+        if lists["verify"]:
+            raise reader.fail("served.verify", "a flow with remote = \"git\" is verified by the harness's own git: "
+                              "give `url` (where it clones the branch from) instead")
+        if not isinstance(url, str) or not url:
+            raise reader.fail("served.url", "missing: where the harness's git clones the served branch from")
+        reader.argv("served.url", [url], SERVED_PLACEHOLDERS)
+    elif url is not None or not lists["verify"]:
+        raise reader.fail("served.verify", f"remote = {remote!r} needs `verify` commands (and no `url`)")
+    return Served(lists["serve"], lists["seed"], lists["verify"], phases, branch, url)
 
 
 def shipped_flow_files() -> dict[str, Path]:

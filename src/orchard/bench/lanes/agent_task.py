@@ -18,6 +18,7 @@ a skip row naming the missing keys.
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from typing import Any
 
 from orchard.bench import rows
@@ -80,7 +81,7 @@ def run(ctx: LaneContext, subject: Subject, flow: Flow, remote: Remote, run_inde
     return rec.emit_total(total)
 
 
-SERVED_NEEDS = ("[served] serve", "[served] seed", "[served] verify", "[served] branch", "[probes] head")
+SERVED_NEEDS = ("[served] serve", "[served] seed", "[served] branch", "[probes] head")
 
 
 def run_served(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int) -> Row:
@@ -88,9 +89,10 @@ def run_served(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int) -
 
     The seed directory holds the payload file; the flow's `seed` commands
     publish it as {repo}. Every phase appends its own line to the payload and
-    publishes; the oracle fetches the branch with the flow's `verify`
-    commands: the payload file must be exactly what the phases wrote and the
-    head the last phase's head.
+    publishes; the oracle fetches the branch (the harness's own git from the
+    flow's `url` for a git remote, else the flow's `verify` commands): the
+    payload file must be exactly what the phases wrote and the head the last
+    phase's head.
     """
     root = ctx.root / f"served-{subject.name}-r{run_index}"
     server_dir = root / "server"
@@ -147,10 +149,14 @@ def run_served(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int) -
     if failure is None:
         verifier = root / "verifier"
         checked = {**values, "phase": "verify", "workspace": str(verifier)}
-        if all(rec.flow_harness(f"verify.{c.name or i}", c, checked).ok for i, c in enumerate(flow.served.verify)):
+        if _fetched(ctx, rec, flow, checked):
             notes = verifier / flow.payload_file
             payload_ok = notes.is_file() and notes.read_text() == payload_text
-            head = rec.probe("verify.head", flow.probes["head"], checked)
+            head: str | None
+            if flow.harness_verifies:
+                head = rec.harness("verify.head", [ctx.git, "rev-parse", "HEAD"], verifier).stdout_text.strip()
+            else:
+                head = rec.probe("verify.head", flow.probes["head"], checked)
             head_ok = expected_head is not None and expected_head == head
     stopped = server.stop()
     total = rec.total(
@@ -169,3 +175,12 @@ def run_served(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int) -
         fail(total, reason or "the flow's serve command did not stop")
     shutil.rmtree(root, ignore_errors=True)
     return rec.emit_total(total)
+
+
+def _fetched(ctx: LaneContext, rec: Recorder, flow: Flow, values: dict[str, Any]) -> bool:
+    """The oracle's copy of the served branch: the harness's git for a git remote, else the flow's verify."""
+    if flow.served.url is not None:
+        url = flow.served.url.format_map(values)
+        argv = [ctx.git, "clone", "-q", "--branch", str(values["branch"]), url, str(values["verifier"])]
+        return rec.harness("verify.clone", argv, Path(values["root"])).ok
+    return all(rec.flow_harness(f"verify.{c.name or i}", c, values).ok for i, c in enumerate(flow.served.verify))
