@@ -8,7 +8,8 @@ file. Per flow kind, the first subject's binary serves and builds the
 fixture, the same for every subject of that kind. Each subject then runs
 the flow's `acquire` (clone the selected branch through the byte-counting
 proxy), `status` and `commit` (a first no-op commit). The oracle: the
-clone's head (the flow's `head` probe) is the fixture's head and its files
+clone's head (read by the harness's git for a git flow, else by the flow's
+`head` probe) is the fixture's head and its files
 (bytes and modes) equal the fixture's. A subject whose flow lacks these keys
 gets a skip row naming them. Timing from this scenario is correctness
 evidence: claims need interleaved A/B campaigns with the verdict.
@@ -113,7 +114,7 @@ def _campaign(ctx: LaneContext, members: Sequence[Subject], flow: Flow, runs: in
             break
         if not setup.flow_harness(f"setup.import.{index}", command, values).ok:
             failure = f"[materialization] import command {index} failed while building the fixture"
-    expected_head = None if failure else setup.probe("setup.head", flow.probes["head"], values)
+    expected_head = None if failure else _head(ctx, setup, flow, values)
     expected_tree = None if failure else worktree_snapshot(seed)
     if failure or expected_head is None:
         setup.emit_total(fail(setup.total(TOTAL), f"fixture: {failure or 'fixture head unreadable'}"))
@@ -134,7 +135,7 @@ def _campaign(ctx: LaneContext, members: Sequence[Subject], flow: Flow, runs: in
             for key in ("acquire", "status", "commit"):
                 for command in flow.materialization[key]:
                     timed[key] = rec.command(f"legacy_selected.{key}", command, mine)
-            head = rec.probe("verify.head", flow.probes["head"], mine)
+            head = _head(ctx, rec, flow, mine)
             tree_ok = dest.is_dir() and worktree_snapshot(dest) == expected_tree
             total = rec.total(
                 TOTAL,
@@ -153,6 +154,15 @@ def _campaign(ctx: LaneContext, members: Sequence[Subject], flow: Flow, runs: in
                 fail(total, "oracle: clone head or files differ from the fixture")
             rec.emit_total(total)
     server.stop()
+
+
+def _head(ctx: LaneContext, rec: Recorder, flow: Flow, values: Mapping[str, Any]) -> str | None:
+    """A checkout's head: read by the harness's own git for a git flow, else by the flow's `head` probe."""
+    operation = "verify.head" if values["phase"] != "setup" else "setup.head"
+    if flow.harness_verifies:
+        capture = rec.harness(operation, [ctx.git, "rev-parse", "HEAD"], Path(values["workspace"]))
+        return capture.stdout_text.strip() if capture.ok else None
+    return rec.probe(operation, flow.probes["head"], values)
 
 
 def summary_section(totals: Sequence[Mapping[str, Any]]) -> list[str]:
