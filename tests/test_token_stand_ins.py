@@ -120,3 +120,14 @@ def test_core_lane_tokens_do_not_depend_on_where_the_fixture_cache_lives(lane_en
     assert counted[0]["core.log"][1] == "BIN -C FIXTURE log -n 10"
     totals_ = [totals(latest_rows(lane_env.results, "core"), "core.total")[0]["estimated_total_tokens"]]
     assert totals_[0] == sum(tokens_ for tokens_, _ in counted[0].values())
+
+
+def test_the_binary_stays_bin_where_another_placeholder_holds_the_same_path(lane_env: LaneEnv) -> None:
+    """In interrupted publication `{git}` (the harness's git) is the subject's own path: still counted as BIN."""
+    result = invoke(
+        "bench", "task-loop", "--subjects", "git", "--runs", "1", "--scenarios",
+        "interrupted_publication_after_request_v1", "--results", str(lane_env.results),
+    )
+    assert result.exit_code == 0, result.output
+    (attempt,) = [r for r in latest_rows(lane_env.results, "task-loop") if r["operation"] == "publication.attempt"]
+    assert attempt["counted_command"] == "BIN push -q -u origin main"

@@ -193,14 +193,15 @@ class Recorder:
         `REMOTE`), so a count never depends on where it lives.
         """
         root = str(self.ctx.root)
-        return {
-            value: name.upper()
-            for name, value in values.items()
-            if isinstance(value, str)
-            and (value.startswith("/") or "://" in value)
-            and value != root
-            and not value.startswith(root + "/")
-        }
+        known = dict(self.stand_ins.pairs)  # the binary stays BIN even where another placeholder holds its path
+        found: dict[str, str] = {}
+        for name, value in values.items():
+            outside = isinstance(value, str) and (value.startswith("/") or "://" in value) and not (
+                value == root or value.startswith(root + "/")
+            )
+            if outside and value not in known:
+                found.setdefault(value, name.upper())
+        return found
 
     def flow_step(self, phase: str, step: str, commands: Sequence[Command], values: Mapping[str, Any]) -> bool:
         """Every command of one flow step; stops at the first failure."""
