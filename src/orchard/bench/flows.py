@@ -167,6 +167,11 @@ class Flow:
         """A git remote is read back by the harness's git, never by the subject."""
         return self.remote == "git"
 
+    @property
+    def served_scheme(self) -> str:
+        """The URL scheme of the flow's own server (`[served] serve`): oak serves HTTP, a git remote git://."""
+        return "http" if self.remote == "oak" else "git"
+
     def missing(self, needs: Iterable[str]) -> list[str]:
         """Which of the keys a lane needs (`[section] key` or `key`) this flow lacks."""
         absent = []

@@ -98,7 +98,7 @@ def run_served(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int) -
     server_dir = root / "server"
     server_dir.mkdir(parents=True)
     port = free_port()
-    scheme = "http" if flow.remote == "oak" else "git"  # oak serves HTTP; a git remote, git's daemon protocol
+    scheme = flow.served_scheme
     remote = f"{scheme}://{LOOPBACK}:{port}"
     rec = Recorder(
         ctx, subject, OAK_LOCAL_SCENARIO, run_index,

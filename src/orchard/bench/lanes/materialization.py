@@ -90,7 +90,7 @@ def _campaign(ctx: LaneContext, members: Sequence[Subject], flow: Flow, runs: in
     setup = Recorder(ctx, members[0], SCENARIO, 0, fixture_id=FIXTURE_ID)
     write_fixture(git_seed)
     port = free_port()
-    scheme = "http" if flow.remote == "oak" else "git"
+    scheme = flow.served_scheme
     values: dict[str, Any] = {
         "bin": server_bin, "root": str(root), "base": str(root), "workspace": str(seed), "verifier": str(root),
         "server_dir": str(server_dir), "host": LOOPBACK, "port": port, "remote": f"{scheme}://{LOOPBACK}:{port}",
