@@ -150,3 +150,17 @@ def test_a_suite_measures_estimated_cycles_in_its_rows(tmp_path: Path) -> None:
     measured = [r for r in rows if r.get("estimated_cycles") is not None]
     assert len(measured) == 2 and all(r["instructions_counter"] == "cachegrind" for r in measured)
     assert all(r["estimated_cycles"] > r["instructions"] > 0 for r in measured)
+
+
+@needs_valgrind
+@pytest.mark.slow
+def test_a_five_percent_shift_in_work_is_regressed_on_estimated_cycles(tmp_path: Path) -> None:
+    make_binary(tmp_path, "base", iterations=2000)
+    make_binary(tmp_path, "more", iterations=2100)
+    (tmp_path / "suite.toml").write_text(CYCLES_SUITE)
+    more = orchard(
+        "verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", "more", "--json", cwd=tmp_path
+    )
+    assert more.returncode == 1, more.stderr
+    metric = next(m for m in json.loads(more.stdout)["metrics"] if m["metric"] == "estimated_cycles")
+    assert metric["verdict"] == "regressed" and 0.03 < metric["effect"] < 0.07
