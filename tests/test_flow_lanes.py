@@ -14,7 +14,7 @@ import pytest
 from orchard.bench.flows import load_flow
 from orchard.errors import UsageError
 from tests import twig
-from tests.lanes_support import LaneEnv, edited_flow, invoke, latest_rows, totals
+from tests.lanes_support import LaneEnv, assert_no_children, edited_flow, invoke, latest_rows, totals
 
 INTERRUPTED = "interrupted_publication_after_request_v1"
 
@@ -135,6 +135,85 @@ def test_twig_enters_the_contention_lane_by_its_flow(lane_env: LaneEnv, tmp_path
     assert all(r["subject_kind"] == "twig" for r in runs)
 
 
+LANDED = 'landed = { argv = ["{git}", "--git-dir", "{remote_dir}", "rev-parse", "refs/heads/main"], cwd = "root" }'
+
+
+def test_whether_an_interrupted_publication_landed_is_the_flows_probe(lane_env: LaneEnv, tmp_path: Path) -> None:
+    """The lane asks the flow's `[interrupted] landed` probe; it knows no CLI's way of asking."""
+    binary, flow = twig.install(tmp_path)
+    text = flow.read_text()
+    assert LANDED in text
+    # A probe whose answer moves between before and after says the publication landed: the row fails.
+    moving = 'landed = { argv = ["/bin/sh", "-c", "echo x >> calls; wc -l < calls"], cwd = "root" }'
+    flow.write_text(text.replace(LANDED, moving))
+    args = ("bench", "task-loop", "--subjects", f"twig={binary}", "--flow", str(flow), "--runs", "1",
+            "--scenarios", INTERRUPTED, "--results", str(lane_env.results))
+    result = invoke(*args)
+    assert result.exit_code == 1, result.output
+    (cut,) = [r for r in totals(latest_rows(lane_env.results, "task-loop"), "interrupted_publication.total")]
+    assert (cut["fixture_landed_before"], cut["fixture_landed_after"]) == ("1", "2")
+    assert cut["fixture_remote_ref_unchanged"] is False
+    assert "server ref changed behind the fixture" in cut["failure_reason"]
+    assert cut["fixture_landed_probe"].startswith("/bin/sh -c")
+    # Without the probe there is no claim either way; a misspelt key is refused before anything runs.
+    flow.write_text(text.replace(LANDED + "\n", ""))
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    (cut,) = [r for r in totals(latest_rows(lane_env.results, "task-loop"), "interrupted_publication.total")]
+    assert cut["fixture_remote_ref_unchanged"] is None and cut["fixture_landed_probe"] is None
+    flow.write_text(text.replace("landed = ", "landd = "))
+    result = invoke(*args)
+    assert result.exit_code == 2 and "interrupted: unknown key `landd`" in result.output
+
+
+SERVED = "agent_task_oak_local_v1"
+MATERIALIZATION = "legacy_selected_clone_materialization_v1"
+
+
+def test_twig_enters_the_owned_server_and_materialization_scenarios_by_its_flow(
+    lane_env: LaneEnv, tmp_path: Path
+) -> None:
+    """The scenarios first written for oak take their server and every command from the flow too."""
+    binary, flow = twig.install(tmp_path)
+    result = invoke(
+        "bench", "task-loop", "--subjects", f"twig={binary},git", "--flow", str(flow), "--runs", "1",
+        "--scenarios", f"{SERVED},{MATERIALIZATION}", "--results", str(lane_env.results),
+    )
+    assert result.exit_code == 0, result.output
+    rows = [r for r in latest_rows(lane_env.results, "task-loop", warmup=True) if not r.get("warmup")]
+    (served,) = [r for r in totals(rows, "agent_task_oak_local.total") if r["subject"] == "twig"]
+    assert served["returncode"] == 0, served.get("failure_reason")
+    assert served["oracle_payload_matches"] is True and served["oracle_branch_head_matches"] is True
+    assert served["server_process_stopped"] is True and served["remote_transport"] == "loopback_git"
+    mine = [r for r in rows if r["subject"] == "twig" and r["scenario"] == SERVED]
+    steps = [r["operation"] for r in mine if r["step_kind"] == "vcs"]
+    assert steps == [
+        "cold.acquire", "cold.inspect", "cold.checkpoint", "cold.publish",
+        "followup.acquire", "followup.checkpoint", "followup.publish",
+    ]
+    (oracle,) = [r for r in mine if r["operation"] == "verify.clone"]
+    assert oracle["step_kind"] == "harness" and "twig" not in oracle["command"].split()[0]  # the harness's git
+    (clone,) = totals(rows, "legacy_selected_clone_materialization.total")
+    assert clone["subject"] == "twig" and clone["returncode"] == 0, clone.get("failure_reason")
+    assert clone["oracle_head_matches"] is True and clone["oracle_worktree_bytes_and_modes_match"] is True
+    assert clone["network_server_to_client_bytes"] > 0  # the clone went through the byte-counting proxy
+    git_skips = {r["scenario"]: r["skip_reason"] for r in rows if r["subject"] == "git" and r["returncode"] == 77}
+    assert "[served] serve" in git_skips[SERVED] and "[materialization] import" in git_skips[MATERIALIZATION]
+    assert_no_children()
+
+
+def test_a_served_git_remote_is_verified_by_the_harness_not_the_subject(tmp_path: Path) -> None:
+    _, flow = twig.install(tmp_path)
+    text = flow.read_text()
+    subject_checks = '[{ argv = ["{bin}", "fetch", "{remote}/{repo}.git", "{verifier}"], cwd = "root" }]'
+    flow.write_text(text.replace('url = "{remote}/{repo}.git"', f"verify = {subject_checks}"))
+    with pytest.raises(UsageError, match=r"twig.toml: served.verify: .*harness's own git"):
+        load_flow(flow)
+    flow.write_text(text.replace('url = "{remote}/{repo}.git"', 'url = "{remote}/{repository}.git"'))
+    with pytest.raises(UsageError, match=r"served.url: unknown placeholder \{repository\}"):
+        load_flow(flow)
+
+
 def test_a_flow_without_what_a_lane_needs_is_a_skip_row_naming_the_keys(lane_env: LaneEnv, tmp_path: Path) -> None:
     binary, flow = twig.install(tmp_path)
     text = flow.read_text()
@@ -143,8 +222,9 @@ def test_a_flow_without_what_a_lane_needs_is_a_skip_row_naming_the_keys(lane_env
         .replace("[interrupted]\n", "[interruptedx]\n")
         .replace("[interruptedx]\n", "", 1)
         .replace(
-            'acquire = [{ argv = ["{bin}", "fetch", "{remote}", "{workspace}"], cwd = "root" }]\n\n[agent_task]',
-            "[agent_task]",
+            'acquire = [{ argv = ["{bin}", "fetch", "{remote}", "{workspace}"], cwd = "root" }]\n'
+            + text[text.index("landed = ") : text.index("[agent_task]")],
+            "",
         )
     )
     result = invoke(

@@ -59,7 +59,10 @@ def test_a_command_that_cannot_be_counted_says_why(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("scenario", "message"),
     [
-        ('name = "s"\ncommand = ["{bin}"]\nmeasure = ["cycles"]', "'measure' knows instructions, not cycles"),
+        (
+            'name = "s"\ncommand = ["{bin}"]\nmeasure = ["cycles"]',
+            "'measure' knows instructions, estimated_cycles, not cycles",
+        ),
         ('name = "s"\nkind = "rows"\ncommand = ["{bin}"]\nmeasure = ["instructions"]', "command scenarios"),
         ('name = "s"\ncommand = ["{bin}"]\n[[metric]]\nname = "instructions"', 'add measure = ["instructions"]'),
     ],
@@ -93,3 +96,71 @@ def test_a_two_percent_shift_in_work_is_regressed_on_instructions_and_identical_
     assert more.returncode == 1, more.stderr
     metric = next(m for m in json.loads(more.stdout)["metrics"] if m["metric"] == "instructions")
     assert metric["verdict"] == "regressed" and 0.01 < metric["effect"] < 0.03
+
+
+CYCLES_SUITE = """
+[suite]
+name = "cycles"
+
+[[scenario]]
+name = "loop"
+command = ["{bin}"]
+measure = ["estimated_cycles"]
+
+[[metric]]
+name = "estimated_cycles"
+"""
+
+
+@needs_valgrind
+def test_estimated_cycles_weigh_the_simulated_cache_accesses_and_repeat(tmp_path: Path) -> None:
+    small = make_binary(tmp_path, "small", iterations=1000)
+    large = make_binary(tmp_path, "large", iterations=3000)
+    a, b = (instructions.count([small], counter=None, cycles=True) for _ in range(2))
+    c = instructions.count([large], counter=None, cycles=True)
+    assert a.counter is instructions.Counter.CACHEGRIND  # perf cannot estimate: always the cache simulation
+    assert a.instructions and a.estimated_cycles and b.estimated_cycles and c.estimated_cycles
+    # every access weighs at least one cycle, and data accesses come on top of instruction reads
+    assert a.estimated_cycles > a.instructions
+    assert abs(a.estimated_cycles - b.estimated_cycles) / a.estimated_cycles < 0.01
+    assert c.estimated_cycles > a.estimated_cycles * 1.3
+    fields = a.row_fields()
+    assert fields["estimated_cycles"] == a.estimated_cycles and "35 x RAM" in str(fields["estimated_cycles_formula"])
+    plain = instructions.count([small], counter=instructions.Counter.CACHEGRIND)
+    assert plain.estimated_cycles is None and "estimated_cycles" not in plain.row_fields()
+
+
+def test_the_estimate_is_the_documented_formula() -> None:
+    events = {"Ir": 1000, "I1mr": 10, "ILmr": 2, "Dr": 300, "D1mr": 20, "DLmr": 5, "Dw": 100, "D1mw": 6, "DLmw": 1}
+    # L1 hits 1400 - 36, LL hits 36 - 8, RAM accesses 8
+    assert instructions.estimated_cycles(events) == 1364 + 5 * 28 + 35 * 8
+    assert instructions.estimated_cycles({"Ir": 1000}) is None  # no cache simulation, no estimate
+
+
+@needs_valgrind
+def test_a_suite_measures_estimated_cycles_in_its_rows(tmp_path: Path) -> None:
+    make_binary(tmp_path, "tool", iterations=1000)
+    (tmp_path / "suite.toml").write_text(CYCLES_SUITE)
+    result = orchard(
+        "bench", "run", "--suite", "suite.toml", "--subject", "tool=tool", "--runs", "2", "--json",
+        "--results", "results", cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = [r for path in (tmp_path / "results").rglob("*.jsonl") for r in read_jsonl(path)]
+    measured = [r for r in rows if r.get("estimated_cycles") is not None]
+    assert len(measured) == 2 and all(r["instructions_counter"] == "cachegrind" for r in measured)
+    assert all(r["estimated_cycles"] > r["instructions"] > 0 for r in measured)
+
+
+@needs_valgrind
+@pytest.mark.slow
+def test_a_five_percent_shift_in_work_is_regressed_on_estimated_cycles(tmp_path: Path) -> None:
+    make_binary(tmp_path, "base", iterations=2000)
+    make_binary(tmp_path, "more", iterations=2100)
+    (tmp_path / "suite.toml").write_text(CYCLES_SUITE)
+    more = orchard(
+        "verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", "more", "--json", cwd=tmp_path
+    )
+    assert more.returncode == 1, more.stderr
+    metric = next(m for m in json.loads(more.stdout)["metrics"] if m["metric"] == "estimated_cycles")
+    assert metric["verdict"] == "regressed" and 0.03 < metric["effect"] < 0.07

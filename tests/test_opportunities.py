@@ -21,6 +21,9 @@ ITEM_FIELDS = {
 }
 
 
+CHATTY_NOTE = 'snapshot = "chatty prints a banner before each of the two snapshot commands"'
+
+
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     """git, a chattier git wrapper, and a git flow that pays a describe call, measured for real."""
@@ -35,17 +38,25 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
             "chatty-git", 'echo "chatty: about to run git $1, here is a long banner nobody needs" >&2\nexec git "$@"\n'
         )
         flow = root / "gitnotes.toml"
-        text = shipped_flow_files()["git"].read_text().replace('kind = "git"', 'kind = "gitnotes"', 1)
+        git_flow = shipped_flow_files()["git"].read_text()
+        text = git_flow.replace('kind = "git"', 'kind = "gitnotes"', 1)
         flow.write_text(
             text.replace("describe = []", 'describe = [{ argv = ["{bin}", "notes", "add", "-m", "{message}"] }]', 1)
+        )
+        # chatty's flow says in its own words what its snapshot step costs
+        chatty_flow = root / "chatty.toml"
+        chatty_flow.write_text(
+            git_flow.replace('kind = "git"', 'kind = "chatty"', 1).replace("[notes]\n", f"[notes]\n{CHATTY_NOTE}\n", 1)
         )
         result = invoke(
             "bench",
             "task-loop",
             "--subjects",
-            f"git,chatty:git={chatty},notes:gitnotes=git",
+            f"git,chatty:chatty={chatty},notes:gitnotes=git",
             "--flow",
             str(flow),
+            "--flow",
+            str(chatty_flow),
             "--runs",
             "2",
             "--results",
@@ -101,6 +112,31 @@ def test_describe_asymmetry_is_an_item_with_the_flows_note(measured: dict) -> No
     )
     assert calls["gap"] == 1 and calls["where"][0]["part"] == "task.describe"
     assert not any(i["subject"] == "git" and i["metric"] == "tool_call_count" for i in measured["items"])
+
+
+def test_notes_say_what_a_gap_is_in_the_flows_own_words_for_any_step(measured: dict) -> None:
+    """Not only `describe`: a flow's note on any step is the note of the gaps that lie in that step."""
+    said = "chatty: chatty prints a banner before each of the two snapshot commands"
+    snapshot = next(
+        i
+        for i in measured["items"]
+        if i["subject"] == "chatty" and i["operation"] == "task.snapshot" and i["metric"] == "estimated_total_tokens"
+    )
+    assert snapshot["note"] == said
+    inspect = next(
+        i
+        for i in measured["items"]
+        if i["subject"] == "chatty" and i["operation"] == "task.inspect" and i["metric"] == "estimated_total_tokens"
+    )
+    assert inspect["note"] is None  # no flow says anything about inspect
+    total = next(
+        i
+        for i in measured["items"]
+        if i["subject"] == "chatty" and i["operation"] == "task_loop.total" and i["metric"] == "output_bytes"
+    )
+    assert total["where"][0]["part"] == "task.snapshot" and said in total["note"]
+    text = invoke("opportunities", "--results", str(measured["env"].results))
+    assert f"note: {said}" in text.output
 
 
 def test_text_listing_and_bad_results_dir(measured: dict) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from orchard.bench import tokens
 from orchard.jsonlines import read_jsonl
 from tests.helpers import make_binary, orchard
+from tests.lanes_support import LaneEnv, edited_flow, invoke, latest_rows, totals
 
 TOKENS_SUITE = """
 [suite]
@@ -94,3 +95,39 @@ def test_stand_ins_replace_whole_values_only() -> None:
     quoted = tokens.StandIns.of({"/a b/tool": "BIN"})
     assert quoted.command("'/a b/tool' --version") == "BIN --version"
     assert quoted.command(["/a b/tool", "--version"]) == "BIN --version"
+
+
+def test_core_lane_tokens_do_not_depend_on_where_the_fixture_cache_lives(lane_env: LaneEnv, tmp_path: Path) -> None:
+    """A path outside the lane's root (the --cache directory) is a stand-in in the counted command too."""
+    flow = edited_flow(
+        tmp_path,
+        'log = [{ argv = ["{bin}", "log", "-n", "10"] }]',
+        'log = [{ argv = ["{bin}", "-C", "{fixture}", "log", "-n", "10"] }]',  # reads the upstream fixture
+    )
+    flow.write_text(flow.read_text().replace('kind = "git"', 'kind = "upstream"', 1))
+    counted: list[dict[str, tuple[int, str]]] = []
+    caches = (tmp_path / "c", tmp_path / "a" / "much" / "deeper" / "place" / "for" / "the" / "fixture-cache")
+    for cache in caches:
+        result = invoke(
+            "bench", "core", "--subjects", "upstream:upstream=git", "--flow", str(flow), "--files", "20",
+            "--no-binaries", "--runs", "1", "--cache", str(cache), "--results", str(lane_env.results),
+        )
+        assert result.exit_code == 0, result.output
+        steps = [r for r in latest_rows(lane_env.results, "core") if r.get("step_kind") == "vcs"]
+        assert any(str(cache) in r["command"] for r in steps)  # the raw command keeps the real path
+        counted.append({r["operation"]: (r["estimated_total_tokens"], r["counted_command"]) for r in steps})
+    assert counted[0] == counted[1]
+    assert counted[0]["core.log"][1] == "BIN -C FIXTURE log -n 10"
+    totals_ = [totals(latest_rows(lane_env.results, "core"), "core.total")[0]["estimated_total_tokens"]]
+    assert totals_[0] == sum(tokens_ for tokens_, _ in counted[0].values())
+
+
+def test_the_binary_stays_bin_where_another_placeholder_holds_the_same_path(lane_env: LaneEnv) -> None:
+    """In interrupted publication `{git}` (the harness's git) is the subject's own path: still counted as BIN."""
+    result = invoke(
+        "bench", "task-loop", "--subjects", "git", "--runs", "1", "--scenarios",
+        "interrupted_publication_after_request_v1", "--results", str(lane_env.results),
+    )
+    assert result.exit_code == 0, result.output
+    (attempt,) = [r for r in latest_rows(lane_env.results, "task-loop") if r["operation"] == "publication.attempt"]
+    assert attempt["counted_command"] == "BIN push -q -u origin main"

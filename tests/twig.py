@@ -26,6 +26,15 @@ def main(argv):
             print(f"twig: cannot parse {name}={os.environ[name]!r}; give seconds since the epoch", file=sys.stderr)
             return 2
     verb, rest = (argv[0], argv[1:]) if argv else ("help", [])
+    if verb == "serve":        # serve DIR HOST PORT: a git daemon in the foreground that accepts pushes
+        os.execvp("git", ["git", "daemon", f"--base-path={rest[0]}", "--export-all", "--enable=receive-pack",
+                          "--reuseaddr", f"--listen={rest[1]}", f"--port={rest[2]}", rest[0]])
+    if verb == "plant":        # plant DIR: an empty served repository
+        return git("init", "-q", "--bare", "-b", "main", rest[0])
+    if verb == "begin":
+        return git("init", "-q", "-b", "main")
+    if verb == "where":
+        return git("branch", "--show-current")
     if verb == "fetch":        # fetch URL DIR [--line BRANCH]
         extra = ["--branch", rest[3]] if rest[2:3] == ["--line"] else []
         return git("clone", "-q", *extra, rest[0], rest[1])
@@ -40,10 +49,15 @@ def main(argv):
     if verb == "save":         # save MSG [--only FILE | --tracked]
         if rest[1:2] == ["--only"]:
             return git("commit", "-q", "-m", rest[0], "--", rest[2])
+        if rest[1:2] == ["--if-changed"]:  # nothing to save is a no-op, not an error
+            changed = subprocess.run(["git", "status", "--porcelain"], capture_output=True, text=True).stdout
+            return git("add", "-A") or git("commit", "-q", "-m", rest[0]) if changed.strip() else 0
         if rest[1:2] == ["--tracked"]:
             return git("commit", "-q", "-a", "-m", rest[0])
         return git("add", "-A") or git("commit", "-q", "-m", rest[0])
-    if verb == "send":         # send LINE | send --onto REF
+    if verb == "send":         # send LINE | send --onto REF | send --to URL REF
+        if rest[:1] == ["--to"]:
+            return git("push", "-q", rest[1], "HEAD:" + rest[2])
         if rest[:1] == ["--onto"]:
             return git("push", "-q", "origin", "HEAD:" + rest[1])
         return git("push", "-q", "-u", "origin", rest[0])
@@ -96,6 +110,7 @@ unpublished = { argv = ["{bin}", "pending", "{branch}"], pattern = "^[1-9]" }
 
 [interrupted]
 acquire = [{ argv = ["{bin}", "fetch", "{remote}", "{workspace}"], cwd = "root" }]
+landed = { argv = ["{git}", "--git-dir", "{remote_dir}", "rev-parse", "refs/heads/main"], cwd = "root" }
 
 [agent_task]
 phases = ["cold", "warm"]
@@ -128,6 +143,44 @@ status = [{ argv = ["{bin}", "look"] }]
 diff = [{ argv = ["{bin}", "patch"] }]
 log = [{ argv = ["{bin}", "history", "10"] }]
 show = [{ argv = ["{bin}", "last"] }]
+
+[served]
+serve = [{ argv = ["{bin}", "serve", "{server_dir}", "{host}", "{port}"], cwd = "root" }]
+seed = [
+  { name = "plant", argv = ["{bin}", "plant", "{server_dir}/{repo}.git"], cwd = "root" },
+  { name = "begin", argv = ["{bin}", "begin"] },
+  { name = "save", argv = ["{bin}", "save", "{message}"] },
+  { name = "send", argv = ["{bin}", "send", "--to", "{remote}/{repo}.git", "main"] },
+]
+branch = { argv = ["{bin}", "where"], pattern = "(\\S+)" }
+url = "{remote}/{repo}.git"   # the harness's own git clones the branch from here (the oracle is never twig)
+phases = ["cold", "followup"]
+cold = [
+  { name = "acquire", argv = ["{bin}", "fetch", "{remote}/{repo}.git", "{workspace}"], cwd = "root" },
+  { name = "inspect", argv = ["{bin}", "look"] },
+  { name = "edit", argv = ["/bin/sh", "-c", "printf '%s\\n' \"$1\" >> task-notes.md", "edit", "{payload}"], kind = "edit" },
+  { name = "checkpoint", argv = ["{bin}", "save", "{message}"] },
+  { name = "publish", argv = ["{bin}", "send", "{branch}"] },
+]
+followup = [
+  { name = "acquire", argv = ["{bin}", "fetch", "{remote}/{repo}.git", "{workspace}", "--line", "{branch}"], cwd = "root" },
+  { name = "edit", argv = ["/bin/sh", "-c", "printf '%s\\n' \"$1\" >> task-notes.md", "edit", "{payload}"], kind = "edit" },
+  { name = "checkpoint", argv = ["{bin}", "save", "{message}"] },
+  { name = "publish", argv = ["{bin}", "send", "{branch}"] },
+]
+
+[materialization]
+import = [
+  { name = "fetch", argv = ["{bin}", "fetch", "{source}", "{workspace}"], cwd = "root" },
+  { name = "line", argv = ["{bin}", "line", "{branch}"] },
+  { name = "write", argv = ["/bin/sh", "-c", "printf 'selected branch\\n' > selected.txt"], kind = "edit" },
+  { name = "save", argv = ["{bin}", "save", "{message}"] },
+  { name = "plant", argv = ["{bin}", "plant", "{server_dir}/{repo}.git"], cwd = "root" },
+  { name = "send", argv = ["{bin}", "send", "--to", "{remote}/{repo}.git", "{branch}"] },
+]
+acquire = [{ argv = ["{bin}", "fetch", "{remote}/{repo}.git", "{workspace}", "--line", "{branch}"], cwd = "root" }]
+status = [{ argv = ["{bin}", "look"] }]
+commit = [{ argv = ["{bin}", "save", "{message}", "--if-changed"] }]
 """
 
 

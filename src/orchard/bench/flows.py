@@ -3,7 +3,8 @@
 A flow file (TOML) gives, for each step of the loop (acquire a workspace,
 inspect, edit, snapshot, publish, describe, end), the command templates an
 agent would run, and optionally the commands of the other lanes (`[agent_task]`,
-`[interrupted]`, `[contention]`, `[core]`). Measuring a new git-like CLI means
+`[interrupted]`, `[contention]`, `[core]`, and for a CLI that runs its own
+server `[served]` and `[materialization]`). Measuring a new git-like CLI means
 writing a flow, not code; a lane whose keys a flow lacks is a skip row naming
 them. A step may be an empty list only when the flow says why in `[notes]`
 (git's task description is its commit message, so git has no describe call):
@@ -46,6 +47,13 @@ LOOP_PLACEHOLDERS = frozenset(
 )
 CONTENTION_PLACEHOLDERS = frozenset({"bin", "workspace", "root", "remote", "message", "path", "ref", "worker"})
 CORE_PLACEHOLDERS = frozenset({"bin", "workspace", "root", "fixture", "message"})
+# An owned loopback server ([served], [materialization]): where it keeps its data, where it listens, and the
+# harness-built git repository a fixture is imported from.
+SERVED_PLACEHOLDERS = LOOP_PLACEHOLDERS | {"server_dir", "host", "port", "source"}
+# [interrupted] landed: the harness's git and the fault fixture's served repository on disk.
+LANDED_PLACEHOLDERS = LOOP_PLACEHOLDERS | {"git", "remote_dir"}
+SERVED_KEYS = ("serve", "seed", "verify")
+MATERIALIZATION_KEYS = ("import", "acquire", "status", "commit")
 CONTENTION_KEYS = ("clone", "commit_path", "commit_all", "publish", "sync")
 CORE_KEYS = ("acquire", "stage", "status", "diff", "log", "show")
 CORE_MEASURED = ("status", "diff", "log", "show")
@@ -53,6 +61,7 @@ TOP_KEYS = frozenset(
     {
         "kind", "remote", "payload_file", "branch", "prepare", "cleanup", "env", "notes",
         "steps", "probes", "agent_task", "publish_protocol", "interrupted", "contention", "core",
+        "served", "materialization",
     }
 )
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -100,6 +109,33 @@ class Probe:
 
 
 @dataclass(frozen=True)
+class Served:
+    """`[served]`: a server the lane starts on loopback, the repository seeded on it, phases run against it.
+
+    `serve` is one long-lived command ({server_dir} {host} {port}); `seed`
+    (harness, untimed) publishes the seed directory as {repo} to {remote};
+    each phase is a list of named, measured commands; `verify` (harness)
+    fetches {branch} into {verifier}; `branch` reads the branch the first
+    phase works on. A flow with `remote = "git"` gives `url` (where the
+    harness's own git clones {branch} from) instead of `verify`: the oracle is
+    never the subject.
+    """
+
+    serve: tuple[Command, ...] = ()
+    seed: tuple[Command, ...] = ()
+    verify: tuple[Command, ...] = ()
+    phases: dict[str, tuple[Command, ...]] = field(default_factory=dict)
+    branch: Probe | None = None
+    url: str | None = None
+
+    def __contains__(self, key: object) -> bool:
+        return bool(getattr(self, str(key), None))
+
+    def __bool__(self) -> bool:
+        return bool(self.serve)
+
+
+@dataclass(frozen=True)
 class Flow:
     kind: str
     path: Path
@@ -119,6 +155,9 @@ class Flow:
     contention: dict[str, tuple[Command, ...]] = field(default_factory=dict)
     lost_race: str | None = None
     core: dict[str, tuple[Command, ...]] = field(default_factory=dict)
+    served: Served = field(default_factory=Served)
+    materialization: dict[str, tuple[Command, ...]] = field(default_factory=dict)
+    landed: Probe | None = None  # [interrupted] landed: did the cut publication reach the remote?
 
     def step(self, name: str) -> tuple[Command, ...]:
         return self.steps[name]
@@ -127,6 +166,11 @@ class Flow:
     def harness_verifies(self) -> bool:
         """A git remote is read back by the harness's git, never by the subject."""
         return self.remote == "git"
+
+    @property
+    def served_scheme(self) -> str:
+        """The URL scheme of the flow's own server (`[served] serve`): oak serves HTTP, a git remote git://."""
+        return "http" if self.remote == "oak" else "git"
 
     def missing(self, needs: Iterable[str]) -> list[str]:
         """Which of the keys a lane needs (`[section] key` or `key`) this flow lacks."""
@@ -236,7 +280,7 @@ class _Reader:
                 raise self.fail(where, "several commands need distinct `name`s")
         return result
 
-    def probe(self, where: str, value: Any) -> Probe:
+    def probe(self, where: str, value: Any, known: frozenset[str] = LOOP_PLACEHOLDERS) -> Probe:
         value = self.table(where, value, ("argv", "cwd", "pattern", "env"))
         pattern = value.get("pattern")
         if pattern is not None:
@@ -246,8 +290,8 @@ class _Reader:
                 re.compile(pattern)
             except re.error as error:
                 raise self.fail(where, f"`pattern` is not a regular expression: {error}") from error
-        env = {**self.flow_env, **self.env(where, value.get("env", {}), LOOP_PLACEHOLDERS)}
-        argv = self.argv(where, value.get("argv"), LOOP_PLACEHOLDERS)
+        env = {**self.flow_env, **self.env(where, value.get("env", {}), known)}
+        argv = self.argv(where, value.get("argv"), known)
         return Probe(argv, self.cwd(where, value.get("cwd", "workspace")), pattern, env)
 
     def section(
@@ -336,6 +380,9 @@ def load_flow(path: Path) -> Flow:
     protocol = data.get("publish_protocol")
     if protocol is not None and protocol not in set(PublishProtocol):
         raise reader.fail("publish_protocol", f"must be one of {', '.join(PublishProtocol)}, not {protocol!r}")
+    raw_interrupted = data.get("interrupted", {})
+    if not isinstance(raw_interrupted, dict):
+        raise reader.fail("interrupted", "must be a table")
     raw_contention = data.get("contention", {})
     lost_race = raw_contention.get("lost_race") if isinstance(raw_contention, dict) else None
     if lost_race is not None:
@@ -361,30 +408,69 @@ def load_flow(path: Path) -> Flow:
         env=reader.flow_env,
         publish_protocol=None if protocol is None else PublishProtocol(protocol),
         interrupted=reader.section(
-            "interrupted", data.get("interrupted", {}), ("acquire", "publish"), LOOP_PLACEHOLDERS
+            "interrupted", raw_interrupted, ("acquire", "publish"), LOOP_PLACEHOLDERS, ("landed",)
         ),
+        landed=None
+        if "landed" not in raw_interrupted
+        else reader.probe("interrupted.landed", raw_interrupted["landed"], LANDED_PLACEHOLDERS),
         contention=reader.section(
             "contention", raw_contention, CONTENTION_KEYS, CONTENTION_PLACEHOLDERS, ("lost_race",)
         ),
         lost_race=lost_race,
         core=reader.section("core", data.get("core", {}), CORE_KEYS, CORE_PLACEHOLDERS),
+        served=_served(reader, data.get("served"), str(remote)),
+        materialization=reader.section(
+            "materialization", data.get("materialization", {}), MATERIALIZATION_KEYS, SERVED_PLACEHOLDERS
+        ),
     )
 
 
+def _phases(
+    reader: _Reader, where: str, raw: dict[str, Any], others: Iterable[str], known: frozenset[str]
+) -> dict[str, tuple[Command, ...]]:
+    """`phases` names the ordered phases; each phase is a list of named commands; `others` are the other keys."""
+    phases = raw.get("phases")
+    if not isinstance(phases, list) or not phases or not all(isinstance(p, str) and p for p in phases):
+        raise reader.fail(where, "`phases` must be a non-empty list of phase names")
+    absent = [phase for phase in phases if phase not in raw]
+    if absent:
+        raise reader.fail(where, f"phase {absent[0]!r} has no command list")
+    reader.table(where, {k: v for k, v in raw.items() if k not in phases}, ("phases", *others))
+    return {phase: reader.commands(f"{where}.{phase}", raw[phase], named=True, known=known) for phase in phases}
+
+
 def _agent_task(reader: _Reader, raw: Any) -> dict[str, tuple[Command, ...]]:
-    """`[agent_task]`: `phases` names the ordered phases; each phase is a list of named commands."""
+    """`[agent_task]`: ordered phases of named commands."""
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         raise reader.fail("agent_task", "must be a table")
-    phases = raw.get("phases")
-    if not isinstance(phases, list) or not phases or not all(isinstance(p, str) and p for p in phases):
-        raise reader.fail("agent_task", "`phases` must be a non-empty list of phase names")
-    absent = [phase for phase in phases if phase not in raw]
-    if absent:
-        raise reader.fail("agent_task", f"phase {absent[0]!r} has no command list")
-    reader.table("agent_task", {k: v for k, v in raw.items() if k not in phases}, ("phases",))
-    return {phase: reader.commands(f"agent_task.{phase}", raw[phase], named=True) for phase in phases}
+    return _phases(reader, "agent_task", raw, (), LOOP_PLACEHOLDERS)
+
+
+def _served(reader: _Reader, raw: Any, remote: str) -> Served:
+    """`[served]`: serve (exactly one command), seed, verify, branch, and ordered phases."""
+    if raw is None:
+        return Served()
+    if not isinstance(raw, dict):
+        raise reader.fail("served", "must be a table")
+    others = (*SERVED_KEYS, "branch", "url")
+    phases = _phases(reader, "served", raw, others, SERVED_PLACEHOLDERS)
+    lists = {key: reader.commands(f"served.{key}", raw.get(key, []), known=SERVED_PLACEHOLDERS) for key in SERVED_KEYS}
+    if len(lists["serve"]) != 1:
+        raise reader.fail("served.serve", "give exactly one (long-lived) server command")
+    branch = None if "branch" not in raw else reader.probe("served.branch", raw["branch"], SERVED_PLACEHOLDERS)
+    url = raw.get("url")
+    if remote == "git":
+        if lists["verify"]:
+            raise reader.fail("served.verify", "a flow with remote = \"git\" is verified by the harness's own git: "
+                              "give `url` (where it clones the branch from) instead")
+        if not isinstance(url, str) or not url:
+            raise reader.fail("served.url", "missing: where the harness's git clones the served branch from")
+        reader.argv("served.url", [url], SERVED_PLACEHOLDERS)
+    elif url is not None or not lists["verify"]:
+        raise reader.fail("served.verify", f"remote = {remote!r} needs `verify` commands (and no `url`)")
+    return Served(lists["serve"], lists["seed"], lists["verify"], phases, branch, url)
 
 
 def shipped_flow_files() -> dict[str, Path]:

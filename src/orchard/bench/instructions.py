@@ -14,6 +14,18 @@ sleeping, syscalls (the kernel's instructions are not counted: only user
 space), page faults, lock contention and parallel speed-ups (a program that
 does the same work on more threads retires as many instructions, or more,
 while finishing sooner). See docs/suites.md.
+
+`estimated_cycles` (opt-in, `measure = ["estimated_cycles"]`) adds
+cachegrind's cache simulation (`--cache-sim=yes`: I1, D1 and last-level
+misses) to the same untimed run and weighs the simulated accesses as
+Itamar Turner-Trauring's formula does (used by iai and its successors):
+`L1 hits + 5 x LL hits + 35 x RAM accesses`, where L1 hits are all accesses
+(Ir + Dr + Dw) minus L1 misses (I1mr + D1mr + D1mw), LL hits are L1 misses
+minus LL misses (ILmr + DLmr + DLmw), and RAM accesses are LL misses. It is
+a model, not a measurement: the simulated caches take their sizes from this
+CPU, see only this program (no other process evicts its lines), and know
+nothing of branch prediction, pipelines or out-of-order execution. It always
+needs cachegrind (perf's real cycle counter moves with the machine's load).
 """
 
 from __future__ import annotations
@@ -30,6 +42,9 @@ from pathlib import Path
 from orchard.bench import runner
 
 METRIC = "instructions"
+CYCLES = "estimated_cycles"
+CYCLES_FORMULA = "L1 hits + 5 x LL hits + 35 x RAM accesses (cachegrind --cache-sim=yes)"
+_CACHE_EVENTS = ("Ir", "I1mr", "ILmr", "Dr", "D1mr", "DLmr", "Dw", "D1mw", "DLmw")
 ENV_COUNTER = "ORCHARD_INSTRUCTION_COUNTER"  # "perf" or "cachegrind": force one
 
 
@@ -45,12 +60,15 @@ class Count:
     instructions: int | None
     counter: Counter | None
     failure: str = ""
+    estimated_cycles: int | None = None  # only when the cache simulation was asked for
 
     def row_fields(self) -> dict[str, object]:
         return {
             METRIC: self.instructions,
             "instructions_counter": None if self.counter is None else str(self.counter),
             **({"instructions_failure": self.failure} if self.failure else {}),
+            **({CYCLES: self.estimated_cycles, "estimated_cycles_formula": CYCLES_FORMULA}
+               if self.estimated_cycles is not None else {}),
         }
 
 
@@ -82,15 +100,30 @@ def _perf_value(stderr: str) -> int | None:
     return None
 
 
-def _cachegrind_total(directory: Path) -> int | None:
-    """The sum of every process's `summary:` line (children are traced too)."""
-    total, seen = 0, False
+def _cachegrind_events(directory: Path) -> dict[str, int] | None:
+    """Every event of the `summary:` lines, summed over every process (children are traced too)."""
+    totals: dict[str, int] = {}
+    seen = False
     for path in directory.glob("cg.*"):
+        names: list[str] = []
         for line in path.read_text(errors="replace").splitlines():
-            if line.startswith("summary:"):
-                total += int(line.split()[1])
+            if line.startswith("events:"):
+                names = line.split()[1:]
+            elif line.startswith("summary:"):
+                for name, value in zip(names, line.split()[1:], strict=False):
+                    totals[name] = totals.get(name, 0) + int(value)
                 seen = True
-    return total if seen else None
+    return totals if seen else None
+
+
+def estimated_cycles(events: dict[str, int]) -> int | None:
+    """Turner-Trauring's weighting of cachegrind's simulated accesses (None without the cache simulation)."""
+    if any(name not in events for name in _CACHE_EVENTS):
+        return None
+    accesses = events["Ir"] + events["Dr"] + events["Dw"]
+    l1_misses = events["I1mr"] + events["D1mr"] + events["D1mw"]
+    ll_misses = events["ILmr"] + events["DLmr"] + events["DLmw"]
+    return (accesses - l1_misses) + 5 * (l1_misses - ll_misses) + 35 * ll_misses
 
 
 def count(
@@ -100,8 +133,17 @@ def count(
     cwd: Path | str | None = None,
     env: Mapping[str, str] | None = None,
     timeout_s: float | None = None,
+    cycles: bool = False,
 ) -> Count:
-    """Instructions retired in user space by `command` and every process it starts."""
+    """Instructions retired in user space by `command` and every process it starts.
+
+    With `cycles`, cachegrind also simulates the caches (whatever `counter`
+    says: perf cannot estimate) and the count carries `estimated_cycles`.
+    """
+    if cycles:
+        if shutil.which("valgrind") is None:
+            return Count(None, None, "estimated_cycles needs cachegrind: install valgrind")
+        counter = Counter.CACHEGRIND
     if counter is None:
         return Count(None, None, "no instruction counter here: install valgrind (or run where perf counters work)")
     argv = ["/bin/sh", "-c", command] if isinstance(command, str) else [str(part) for part in command]
@@ -112,7 +154,7 @@ def count(
             wrapped = [
                 "valgrind",
                 "--tool=cachegrind",
-                "--cache-sim=no",
+                f"--cache-sim={'yes' if cycles else 'no'}",
                 "--trace-children=yes",
                 "-q",
                 f"--cachegrind-out-file={scratch}/cg.%p",
@@ -124,9 +166,10 @@ def count(
         capture = runner.run(wrapped, cwd=cwd, env=env, timeout_s=limit, admitted_chars=64 * 1024)
         if capture.timed_out:
             return Count(None, counter, f"{counter} run timed out")
-        value = _perf_value(capture.stderr_text) if counter is Counter.PERF else _cachegrind_total(Path(scratch))
+        events = None if counter is Counter.PERF else _cachegrind_events(Path(scratch))
+        value = _perf_value(capture.stderr_text) if counter is Counter.PERF else (events or {}).get("Ir")
     if value is None:
         return Count(
             None, counter, f"{counter} gave no count (exit {capture.returncode}): {capture.stderr_text[-200:]}"
         )
-    return Count(value, counter)
+    return Count(value, counter, estimated_cycles=estimated_cycles(events or {}) if cycles else None)

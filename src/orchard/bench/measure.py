@@ -303,21 +303,24 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *
 
 
 def count_instructions(bench: Workbench, scenario: Scenario, binary: Path, observation: Observation) -> None:
-    """The separate, untimed counting run of a scenario that measures instructions.
+    """The separate, untimed counting run of a scenario that measures instructions or estimated cycles.
 
     It needs no measurement lock (a count does not move with the machine's
     load), and takes 20-100x the run's time under cachegrind: campaigns take
     it after releasing the lock, so other measurements are not held up.
     """
-    if instructions.METRIC not in scenario.measure:
+    cycles = instructions.CYCLES in scenario.measure
+    if instructions.METRIC not in scenario.measure and not cycles:
         return
     assert scenario.command is not None
     command = render(scenario.command, bench.template_values(binary), f"scenario '{scenario.name}'")
     counted = instructions.count(command, counter=bench.counter(), cwd=bench.suite.directory,
-                                 env=isolated_env(scenario.env), timeout_s=scenario.timeout_s)
+                                 env=isolated_env(scenario.env), timeout_s=scenario.timeout_s, cycles=cycles)
     observation.row.update(counted.row_fields())
-    observation.values[instructions.METRIC] = None if counted.instructions is None else float(counted.instructions)
-    if observation.ok and counted.instructions is None:
+    for metric, value in ((instructions.METRIC, counted.instructions), (instructions.CYCLES, counted.estimated_cycles)):
+        if metric in scenario.measure:
+            observation.values[metric] = None if value is None else float(value)
+    if observation.ok and (counted.instructions is None or (cycles and counted.estimated_cycles is None)):
         observation.ok, observation.failure = False, counted.failure
         observation.row["returncode"] = 1
 

@@ -17,6 +17,10 @@ Rules that keep the list honest:
   are compared across transports, as the seed harness allows.
 - A flow step a subject's flow makes no call for (git's describe) counts as
   zero for that subject: the asymmetry shows up instead of vanishing.
+- An item's `note` says what the gap is in the flows' own words: the
+  `[notes]` either flow gives for the step (for a total: for its largest
+  parts and for every step one flow makes no call for), never only
+  `describe`.
 
 JSON (`orchard opportunities --json`):
     {"schema": "orchard.opportunities/1", "results": DIR,
@@ -90,7 +94,7 @@ class _Samples:
         self.values: dict[tuple[Cell, str, str], dict[int, float]] = defaultdict(dict)
         self.parts: dict[tuple[Cell, str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
         self.transport: dict[tuple[str, str], str | None] = {}
-        self.notes: dict[tuple[str, str], str] = {}
+        self.notes: dict[tuple[str, str], dict[str, str]] = {}  # (scenario, subject) -> the flow's [notes]
         self.empty_steps: dict[tuple[str, str], frozenset[str]] = {}
 
     def add(self, cell: Cell, subject: str, metric: str, run: int, value: float) -> None:
@@ -117,8 +121,9 @@ def _collect(lane: str, lane_rows: Sequence[Mapping[str, Any]]) -> _Samples:
         samples.empty_steps[(str(row["scenario"]), str(row["subject"]))] = frozenset(
             row.get("flow_steps_without_calls") or ()
         )
-        if row.get("describe_note"):
-            samples.notes[(str(row["scenario"]), str(row["subject"]))] = str(row["describe_note"])
+        notes = row.get("flow_notes") or {}
+        if isinstance(notes, dict) and notes:
+            samples.notes[(str(row["scenario"]), str(row["subject"]))] = {str(k): str(v) for k, v in notes.items()}
     for row in steps:
         part = _step_part(row)
         run = int(row.get("run") or 0)
@@ -155,19 +160,43 @@ def _separated(mine: Iterable[float], theirs: Iterable[float], direction: str) -
     return min(mine) > max(theirs) if direction == LOWER else max(mine) < min(theirs)
 
 
-def _note(samples: _Samples, cell: Cell, subject: str, comparator: str) -> str | None:
-    """The flows' own words when the gap involves a step one of them makes no call for."""
+def _step_of(part: str) -> str:
+    """The flow's name for a part: `task.snapshot.add` -> `snapshot.add`, `files-1000.status` -> `status`."""
+    return part.split(".", 1)[1] if "." in part else part
+
+
+def _flow_note(notes: Mapping[str, str], step: str) -> str | None:
+    """The note for a step, or for the step its command belongs to (`snapshot.add` -> `snapshot`)."""
+    while step:
+        if step in notes:
+            return notes[step]
+        step = step.rpartition(".")[0]
+    return None
+
+
+def _note(
+    samples: _Samples, cell: Cell, subject: str, comparator: str, where: Sequence[Mapping[str, Any]]
+) -> str | None:
+    """What the gap is, in the flows' own words: their `[notes]` for the steps the gap lies in.
+
+    A step item takes the note either flow gives for its step; a total takes
+    the notes for its largest parts and for every step one flow makes no
+    call for and the other does.
+    """
     scenario = cell[1]
-    mine = samples.empty_steps.get((scenario, subject), frozenset())
-    theirs = samples.empty_steps.get((scenario, comparator), frozenset())
-    step = cell[2].rsplit(".", 1)[-1]
-    relevant = (step in mine | theirs) if cell[3] == "step" else mine != theirs
-    if not relevant:
-        return None
-    notes = [samples.notes.get((scenario, name)) for name in (subject, comparator)]
-    return (
-        " / ".join(f"{name}: {note}" for name, note in zip((subject, comparator), notes, strict=True) if note) or None
-    )
+    if cell[3] == "step":
+        steps = [_step_of(cell[2])]
+    else:
+        mine = samples.empty_steps.get((scenario, subject), frozenset())
+        theirs = samples.empty_steps.get((scenario, comparator), frozenset())
+        steps = [_step_of(str(part["part"])) for part in where] + sorted(mine ^ theirs)
+    said: list[str] = []
+    for step in dict.fromkeys(steps):
+        for name in (subject, comparator):
+            note = _flow_note(samples.notes.get((scenario, name), {}), step)
+            if note and f"{name}: {note}" not in said:
+                said.append(f"{name}: {note}")
+    return " / ".join(said) or None
 
 
 def _where(
@@ -234,6 +263,7 @@ def rank(results: Path) -> dict[str, Any]:
                 ):
                     continue
                 ratio = gap / max(abs(best), floor)
+                where = _where(samples, cell, subject, comparator, metric, len(per_subject[subject]))
                 items.append(
                     {
                         "lane": lane,
@@ -253,8 +283,8 @@ def rank(results: Path) -> dict[str, Any]:
                         "gap_ratio": round(ratio, 4),
                         "weight": weight,
                         "score": round(weight * ratio, 4),
-                        "where": _where(samples, cell, subject, comparator, metric, len(per_subject[subject])),
-                        "note": _note(samples, cell, subject, comparator),
+                        "where": where,
+                        "note": _note(samples, cell, subject, comparator, where),
                     }
                 )
     items.sort(key=lambda item: (-item["score"], item["lane"], item["scenario"], item["operation"], item["metric"]))

@@ -35,6 +35,7 @@ BUILTIN_METRICS: dict[str, float] = {
 # Opt-in per command scenario with `measure = [...]`, taken in separate untimed runs.
 OPTIONAL_METRICS: dict[str, float] = {
     "instructions": 0.002,  # near-deterministic: A/A calibration sets the real floor, usually far below
+    "estimated_cycles": 0.002,  # cachegrind's cache simulation in the same untimed run: as deterministic
 }
 # Values a gate can read besides metrics.
 GATE_VALUES = ("information_recall",)
@@ -64,7 +65,7 @@ class Scenario:
     env: Mapping[str, str]
     where: Mapping[str, Any]
     aggregate: str
-    measure: tuple[str, ...] = ()  # opt-in metrics from separate untimed runs ("instructions")
+    measure: tuple[str, ...] = ()  # opt-in metrics from separate untimed runs ("instructions", "estimated_cycles")
     format: str = "jsonl"  # rows scenarios: which tool's results the harness writes (see readers.py)
     file: str | None = None  # rows scenarios: the results file the harness writes (default: its stdout)
     holdout: bool = False  # run only by the lab's judge, never in a worker's copy of the bench

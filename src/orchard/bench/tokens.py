@@ -10,8 +10,9 @@ What is counted must not depend on where a binary lives or what it is
 called: two copies of one tool at different paths are the same tool to an
 agent. The counted command line therefore renders the binary and every
 per-run path (temporary directories, fixture directories, the subject's name
-inside branch and workspace names) with stable stand-ins (`BIN`, `ROOT`,
-...). Rows carry both: `command` is what ran, `counted_command` what was
+inside branch and workspace names, and in the lanes any path or URL a
+command is given outside the run's directory: `FIXTURE` for the core lane's
+cache) with stable stand-ins (`BIN`, `ROOT`, ...). Rows carry both: `command` is what ran, `counted_command` what was
 counted. Every lane and the suite verdict render through `StandIns`.
 """
 

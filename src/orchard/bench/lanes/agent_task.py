@@ -8,18 +8,21 @@ is an unmeasured step with its reason, so the total says its coverage is
 incomplete instead of pretending. The oracle reads each phase's payload back
 from a fresh clone of its branch.
 
-The oak-local variant runs two fresh oak clones against an owned loopback
-`oak serve`; it needs an oak binary and is a skip row without one.
+`agent_task_oak_local_v1` (named after the first CLI that needed it) runs
+the phases of a flow's `[served]` table against a server the lane starts
+from the flow's own `serve` command on loopback: for oak, two fresh clones
+against `oak serve`. Any CLI whose flow has `[served]` enters it; others get
+a skip row naming the missing keys.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
+from pathlib import Path
 from typing import Any
 
 from orchard.bench import rows
-from orchard.bench.flows import Flow, Probe
+from orchard.bench.flows import Flow
 from orchard.bench.lanes.steps import LaneContext, Recorder, Row, fail
 from orchard.bench.lanes.task_loop import (
     network_totals,
@@ -78,90 +81,83 @@ def run(ctx: LaneContext, subject: Subject, flow: Flow, remote: Remote, run_inde
     return rec.emit_total(total)
 
 
-def run_oak_local(ctx: LaneContext, subject: Subject, run_index: int) -> Row:
-    """Two fresh oak clones against an owned loopback `oak serve` (oak subjects only)."""
-    root = ctx.root / f"oak-local-{subject.name}-r{run_index}"
+SERVED_NEEDS = ("[served] serve", "[served] seed", "[served] branch", "[probes] head")
+
+
+def run_served(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int) -> Row:
+    """The flow's `[served]` phases against a server the lane starts from the flow's `serve` command.
+
+    The seed directory holds the payload file; the flow's `seed` commands
+    publish it as {repo}. Every phase appends its own line to the payload and
+    publishes; the oracle fetches the branch (the harness's own git from the
+    flow's `url` for a git remote, else the flow's `verify` commands): the
+    payload file must be exactly what the phases wrote and the head the last
+    phase's head.
+    """
+    root = ctx.root / f"served-{subject.name}-r{run_index}"
     server_dir = root / "server"
     server_dir.mkdir(parents=True)
-    rec = Recorder(
-        ctx,
-        subject,
-        OAK_LOCAL_SCENARIO,
-        run_index,
-        fields={
-            "remote_transport": "loopback_http",
-            "remote_server": LOOPBACK,
-            "benchmark_track": "oak-local-loopback",
-        },
-        fixture_id="agent-task-oak-local-v1",
-    )
-    oak = str(subject.bin)
     port = free_port()
-    remote = f"http://{LOOPBACK}:{port}"
-    rec.stand_ins = rec.stand_ins.merged({remote: "REMOTE"})
-    repo = f"qa/task-loop-{subject.name}-r{run_index}"
-    server = ctx.servers.start([oak, "serve", "--dir", str(server_dir), "--host", LOOPBACK, "--port", str(port)], root)
-    failure: str | None = None if wait_for_port(port, server.alive) else "oak serve did not listen on its port"
-    seed = root / "seed"
+    scheme = flow.served_scheme
+    remote = f"{scheme}://{LOOPBACK}:{port}"
+    rec = Recorder(
+        ctx, subject, OAK_LOCAL_SCENARIO, run_index,
+        fields={
+            "remote_transport": f"loopback_{scheme}", "remote_server": LOOPBACK, "benchmark_track": "owned-loopback",
+        },
+        fixture_id="agent-task-owned-loopback-v1", stand_ins={remote: "REMOTE"},
+    )
+    values: dict[str, Any] = {
+        "bin": str(subject.bin), "root": str(root), "base": str(root), "server_dir": str(server_dir),
+        "host": LOOPBACK, "port": port, "remote": remote, "repo": f"qa/task-loop-{subject.name}-r{run_index}",
+        "run": run_index, "bench_id": ctx.bench_id, "subject": subject.name, "phase": "setup",
+        "workspace": str(root / "seed"), "verifier": str(root / "verifier"), "branch": "", "source": "",
+        "payload": "", "message": f"seed {ctx.bench_id}",
+    }
+    serve = flow.served.serve[0]
+    server = ctx.servers.start(serve.render(values), root, serve.environment(values))
+    failure: str | None = None if wait_for_port(port, server.alive) else "the flow's serve command did not listen"
     payload_text = "# task notes\n"
-    branch: str | None = None
     expected_head: str | None = None
     if failure is None:
-        seed.mkdir()
-        (seed / "task-notes.md").write_text(payload_text)
-        for operation, argv in (
-            ("setup.seed_init", [oak, "init", "."]),
-            ("setup.seed_commit", [oak, "commit"]),
-            ("setup.seed_push", [oak, "push", "--repo", repo, "--remote", remote]),
-        ):
-            if not rec.harness(operation, argv, seed).ok:
-                failure = f"{operation} failed"
+        (root / "seed").mkdir()
+        (root / "seed" / flow.payload_file).write_text(payload_text)
+        for index, command in enumerate(flow.served.seed):
+            if not rec.flow_harness(f"setup.seed.{index}", command, values).ok:
+                failure = f"[served] seed command {index} failed"
                 break
-    for phase in ("cold", "followup"):
+    for phase, commands in flow.served.phases.items():
         if failure is not None:
             break
-        workspace = root / phase
-        clone = [oak, "clone", repo, str(workspace), "--remote", remote, "--allow-legacy-scope"]
-        if phase == "followup" and branch:
-            clone += ["--branch", branch]
-        if rows.is_failure(rec.execute(f"{phase}.acquire", clone, root)):
-            failure = f"{phase}.acquire failed"
-            break
-        rec.execute(f"{phase}.inspect", [oak, "status", "--json"], workspace)
-        if branch is None:
-            status = _json_object(rec.last_capture.stdout_text if rec.last_capture else "")
-            branch = status.get("branch") if isinstance(status.get("branch"), str) else None
-            if branch is None:
-                failure = "cold.inspect did not name the branch"
+        phased = {**values, "phase": phase, "workspace": str(root / phase),
+                  "payload": f"{phase} task run={run_index} bench={ctx.bench_id}",
+                  "message": f"bench served task {ctx.bench_id} r{run_index} {phase}"}
+        for command in commands:
+            row = rec.command(f"{phase}.{command.name}", command, phased, extra={"phase": phase})
+            if rows.is_failure(row):
+                failure = f"{phase}.{command.name} failed"
                 break
-        line = f"{phase} task run={run_index} bench={ctx.bench_id}"
-        payload_text += line + "\n"
-        rec.execute(
-            f"{phase}.edit",
-            ["/bin/sh", "-c", 'printf "%s\\n" "$1" >> task-notes.md', "edit", line],
-            workspace,
-            kind="edit",
-        )
-        for operation, argv in (
-            (f"{phase}.checkpoint", [oak, "commit"]),
-            (f"{phase}.publish", [oak, "push", "--repo", repo, "--remote", remote]),
-        ):
-            if rows.is_failure(rec.execute(operation, argv, workspace)):
-                failure = f"{operation} failed"
-                break
-        expected_head = rec.probe(f"{phase}.head", Probe((oak, "hash")), {"workspace": str(workspace)})
-        rec.unmeasured(f"{phase}.ci.observe", "owned loopback oak serve has no CI provider")
-        rec.unmeasured(f"{phase}.review_handoff", "owned loopback oak serve has no hosted review")
+            if command.name == "acquire" and not values["branch"] and flow.served.branch is not None:
+                values["branch"] = phased["branch"] = rec.probe(f"{phase}.branch", flow.served.branch, phased) or ""
+                if not values["branch"]:
+                    failure = f"{phase}: the flow's [served] branch probe read no branch"
+                    break
+        if failure is None:
+            payload_text += phased["payload"] + "\n"
+            expected_head = rec.probe(f"{phase}.head", flow.probes["head"], phased)
     payload_ok = head_ok = False
-    if failure is None and branch:
+    if failure is None:
         verifier = root / "verifier"
-        clone = [oak, "clone", repo, str(verifier), "--remote", remote, "--branch", branch, "--allow-legacy-scope"]
-        if rec.harness("verify.clone", clone, root).ok:
-            notes = verifier / "task-notes.md"
+        checked = {**values, "phase": "verify", "workspace": str(verifier)}
+        if _fetched(ctx, rec, flow, checked):
+            notes = verifier / flow.payload_file
             payload_ok = notes.is_file() and notes.read_text() == payload_text
-            head_ok = expected_head is not None and expected_head == rec.probe(
-                "verify.head", Probe((oak, "hash")), {"workspace": str(verifier)}
-            )
+            head: str | None
+            if flow.harness_verifies:
+                head = rec.harness("verify.head", [ctx.git, "rev-parse", "HEAD"], verifier).stdout_text.strip()
+            else:
+                head = rec.probe("verify.head", flow.probes["head"], checked)
+            head_ok = expected_head is not None and expected_head == head
     stopped = server.stop()
     total = rec.total(
         OAK_LOCAL_TOTAL,
@@ -169,20 +165,22 @@ def run_oak_local(ctx: LaneContext, subject: Subject, run_index: int) -> Row:
         oracle_payload_matches=payload_ok,
         oracle_branch_head_matches=head_ok,
         server_process_stopped=stopped,
-        acquisition_models={"cold": "fresh_full_clone", "followup": "second_fresh_full_clone"},
+        flow_notes=flow.notes,
+        acquisition_models={phase: "as the flow says" for phase in flow.served.phases},
         network_bytes=None,
-        network_bytes_reason="loopback oak serve is not observed by a byte proxy",
+        network_bytes_reason="the owned loopback server is not observed by a byte proxy",
     )
     reason = failure or (None if payload_ok and head_ok else "oracle: payload or head differs on the server")
     if reason or not stopped:
-        fail(total, reason or "oak serve did not stop")
+        fail(total, reason or "the flow's serve command did not stop")
     shutil.rmtree(root, ignore_errors=True)
     return rec.emit_total(total)
 
 
-def _json_object(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
+def _fetched(ctx: LaneContext, rec: Recorder, flow: Flow, values: dict[str, Any]) -> bool:
+    """The oracle's copy of the served branch: the harness's git for a git remote, else the flow's verify."""
+    if flow.served.url is not None:
+        url = flow.served.url.format_map(values)
+        argv = [ctx.git, "clone", "-q", "--branch", str(values["branch"]), url, str(values["verifier"])]
+        return rec.harness("verify.clone", argv, Path(values["root"])).ok
+    return all(rec.flow_harness(f"verify.{c.name or i}", c, values).ok for i, c in enumerate(flow.served.verify))

@@ -8,16 +8,21 @@ It passes only if the fixture saw exactly one complete request (no blind
 replay), the CLI did not claim success, and the local head, the edited file
 and the "not yet published" state all survived.
 
-The fixture is chosen by the flow's `publish_protocol`. For `git` it is `ByteProxy` in front of `git daemon` with
-`DropAfterPushRequest`: fetches pass through; a push's service line reaches
-the daemon (which answers with its refs), but the command list and pack are
-withheld from it and parsed by `pushwire`; once the pack's SHA-1 trailer has
-arrived and matches, the connection is dropped. The daemon never sees the
-update, so its ref is checked unchanged: the fixture, not the CLI, knows the
-push was not applied. Any CLI that pushes over git's wire declares `git`. For
-`oak-http` the fixture is an HTTP server that
-reads a push POST to its Content-Length and drops the connection, as the seed
-harness does.
+The fixture is chosen by the flow's `publish_protocol`. For `git` it is
+`ByteProxy` in front of `git daemon` with `DropAfterPushRequest`: fetches
+pass through; a push's service line reaches the daemon (which answers with
+its refs), but the command list and pack are withheld from it and parsed by
+`pushwire`; once the pack's SHA-1 trailer has arrived and matches, the
+connection is dropped. The daemon never sees the update. Any CLI that
+pushes over git's wire declares `git`. For `oak-http` the fixture is an HTTP
+server that reads a push POST to its Content-Length and drops the
+connection, as the seed harness does.
+
+Whether the publication landed is asked by the flow's own `[interrupted]
+landed` probe, before and after the attempt (for git: the harness's git
+reads the fixture's served repository, `{remote_dir}`), so the fixture, not
+the CLI, says the push was not applied. A flow without the probe makes no
+claim (`fixture_remote_ref_unchanged: null`).
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from typing import Any
 from orchard.bench import rows
 from orchard.bench.flows import Flow, PublishProtocol
 from orchard.bench.lanes import pushwire
-from orchard.bench.lanes.remotes import harness, seed_bare
+from orchard.bench.lanes.remotes import seed_bare
 from orchard.bench.lanes.steps import LaneContext, Recorder, Row, fail
 from orchard.bench.lanes.transport import LOOPBACK
 from orchard.bench.subjects import Subject
@@ -249,6 +254,7 @@ def run(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int) -> Row:
         "subject": subject.name, "phase": "setup",
         "payload": f"interrupted publication run={run_index} bench={ctx.bench_id}",
         "message": f"interrupted publication {ctx.bench_id} r{run_index}", "repo": "oak/repo",
+        "git": ctx.git, "remote_dir": "",
     }
     git = ctx.git
     http_server: ThreadingHTTPServer | None = None
@@ -260,8 +266,7 @@ def run(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int) -> Row:
             name = f"interrupted-{subject.name}-r{run_index}"
             bare = seed_bare(git, ctx.servers.served / f"{name}.git", ctx.env)
             proxy = ctx.servers.proxy(ctx.servers.daemon().port, fault)
-            values.update(remote=f"git://{LOOPBACK}:{proxy.port}/{name}.git", branch="main")
-            ref_before = harness([git, "--git-dir", str(bare), "rev-parse", "refs/heads/main"], root, ctx.env).strip()
+            values.update(remote=f"git://{LOOPBACK}:{proxy.port}/{name}.git", branch="main", remote_dir=str(bare))
         else:
             http_server = ThreadingHTTPServer((LOOPBACK, 0), _DropPushHandler)
             http_server.report = FixtureReport()  # type: ignore[attr-defined]
@@ -276,6 +281,7 @@ def run(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int) -> Row:
         for step in ("edit", "snapshot"):
             if not rec.flow_step("setup", step, flow.step(step), values):
                 raise FixtureError(f"setup {step} failed")
+        landed_before = None if flow.landed is None else rec.probe("probe.landed_before", flow.landed, values)
         head_before = rec.probe("probe.head_before", flow.probes["head"], values)
         payload_before = _sha256(workspace / flow.payload_file)
         publish = (flow.interrupted.get("publish") or flow.step("publish"))[-1]
@@ -286,10 +292,9 @@ def run(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int) -> Row:
         head_after = rec.probe("probe.head_after", flow.probes["head"], values)
         unpublished = rec.probe("probe.unpublished", flow.probes["unpublished"], values) is not None
         payload_after = _sha256(workspace / flow.payload_file)
-        remote_unchanged: bool | None = None
-        if protocol is PublishProtocol.GIT:
-            ref_after = harness([git, "--git-dir", str(bare), "rev-parse", "refs/heads/main"], root, ctx.env).strip()
-            remote_unchanged = ref_after == ref_before
+        # Did the publication land? The flow's own probe asks the remote, before and after; no probe, no claim.
+        landed_after = None if flow.landed is None else rec.probe("probe.landed_after", flow.landed, values)
+        remote_unchanged = None if landed_before is None or landed_after is None else landed_after == landed_before
     except FixtureError as error:
         return rec.emit_total(fail(rec.total(TOTAL), f"fixture: {error}"))
     finally:
@@ -306,6 +311,9 @@ def run(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int) -> Row:
         if protocol is PublishProtocol.GIT
         else "unknown_after_complete_request_disconnect",
         "fixture_remote_ref_unchanged": remote_unchanged,
+        "fixture_landed_probe": None if flow.landed is None else " ".join(flow.landed.argv),
+        "fixture_landed_before": landed_before,
+        "fixture_landed_after": landed_after,
         "local_head_before": head_before,
         "local_head_after": head_after,
         "local_head_preserved": head_before is not None and head_before == head_after,

@@ -1,14 +1,18 @@
-"""Scenario `legacy_selected_clone_materialization_v1` (oak subjects only).
+"""Scenario `legacy_selected_clone_materialization_v1`: a selected branch cloned from an owned server.
 
-One fixed fixture is served by one loopback `oak serve` (run by the first oak
-subject's binary, the same for every subject): a main history of 192 files of
-16 KiB (8 executable, one empty file) imported from git, plus a selected
-branch with one more file. Each oak subject clones the selected branch
-through the byte-counting proxy, then runs its first status and a first
-no-op commit. The oracle: the clone's head is the fixture's head and its
-files (bytes and modes) equal the fixture's. Without an oak binary every
-subject gets a skip row. Timing from this scenario is correctness evidence:
-claims need interleaved A/B campaigns with the verdict.
+One fixed fixture (a main history of 192 files of 16 KiB, 8 executable,
+one empty file, built by the harness's git) is imported by the flow's
+`[materialization] import` commands into the server the flow's `[served]
+serve` command runs on loopback, with a selected branch holding one more
+file. Per flow kind, the first subject's binary serves and builds the
+fixture, the same for every subject of that kind. Each subject then runs
+the flow's `acquire` (clone the selected branch through the byte-counting
+proxy), `status` and `commit` (a first no-op commit). The oracle: the
+clone's head (read by the harness's git for a git flow, else by the flow's
+`head` probe) is the fixture's head and its files
+(bytes and modes) equal the fixture's. A subject whose flow lacks these keys
+gets a skip row naming them. Timing from this scenario is correctness
+evidence: claims need interleaved A/B campaigns with the verdict.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from orchard.bench.flows import Probe
+from orchard.bench import rows
+from orchard.bench.flows import MATERIALIZATION_KEYS, Flow
 from orchard.bench.lanes.markdown import oracle_cell, table
 from orchard.bench.lanes.steps import LaneContext, Recorder, fail
 from orchard.bench.lanes.transport import LOOPBACK, free_port, wait_for_port
@@ -60,102 +65,104 @@ def write_fixture(folder: Path) -> None:
     (folder / "empty.txt").write_bytes(b"")
 
 
-def run_campaign(ctx: LaneContext, subjects: Sequence[Subject], runs: int, git: str) -> None:
-    oaks = [subject for subject in subjects if subject.kind == "oak" and subject.bin is not None]
+NEEDS = (*(f"[materialization] {key}" for key in MATERIALIZATION_KEYS), "[served] serve", "[probes] head")
+
+
+def run_campaign(ctx: LaneContext, subjects: Sequence[Subject], flows: Mapping[str, Flow], runs: int) -> None:
+    """Per flow kind that can enter: one server and fixture (the first subject's), every subject of the kind."""
+    by_kind: dict[str, list[Subject]] = {}
     for subject in subjects:
-        if subject not in oaks:
-            reason = subject.absent_reason if subject.kind == "oak" else "this scenario measures oak subjects only"
-            Recorder(ctx, subject, SCENARIO, 0).skip(reason or "no oak binary")
-    if not oaks:
-        return
-    server_bin = str(oaks[0].bin)
-    root = ctx.root / "materialization"
-    git_seed, oak_seed, server_dir = root / "git-seed", root / "oak-seed", root / "server"
+        reason = subject.absent_reason if subject.bin is None else flows[subject.kind].skip_reason(SCENARIO, NEEDS)
+        if reason:
+            Recorder(ctx, subject, SCENARIO, 0).skip(reason)
+        else:
+            by_kind.setdefault(subject.kind, []).append(subject)
+    for kind, members in by_kind.items():
+        _campaign(ctx, members, flows[kind], runs)
+
+
+def _campaign(ctx: LaneContext, members: Sequence[Subject], flow: Flow, runs: int) -> None:
+    server_bin = str(members[0].bin)
+    root = ctx.root / f"materialization-{flow.kind}"
+    git_seed, seed, server_dir = root / "git-seed", root / "seed", root / "server"
     for folder in (git_seed, server_dir):
         folder.mkdir(parents=True)
-    setup = Recorder(ctx, oaks[0], SCENARIO, 0, fixture_id=FIXTURE_ID)
+    setup = Recorder(ctx, members[0], SCENARIO, 0, fixture_id=FIXTURE_ID)
     write_fixture(git_seed)
     port = free_port()
-    direct = f"http://{LOOPBACK}:{port}"
+    scheme = flow.served_scheme
+    values: dict[str, Any] = {
+        "bin": server_bin, "root": str(root), "base": str(root), "workspace": str(seed), "verifier": str(root),
+        "server_dir": str(server_dir), "host": LOOPBACK, "port": port, "remote": f"{scheme}://{LOOPBACK}:{port}",
+        "repo": REPO, "branch": BRANCH, "source": str(git_seed), "message": "selected branch", "payload": "",
+        "run": 0, "bench_id": ctx.bench_id, "subject": members[0].name, "phase": "setup",
+    }
     failure = None
     for argv, cwd in (
-        ([git, "init", "-q", "-b", "main"], git_seed),
-        ([git, "add", "."], git_seed),
-        ([git, "commit", "-q", "-m", "fixture main"], git_seed),
+        ([ctx.git, "init", "-q", "-b", "main"], git_seed),
+        ([ctx.git, "add", "."], git_seed),
+        ([ctx.git, "commit", "-q", "-m", "fixture main"], git_seed),
     ):
         if not setup.harness("setup.git_fixture", argv, cwd).ok:
             failure = "git fixture could not be built"
-    server = ctx.servers.start(
-        [server_bin, "serve", "--dir", str(server_dir), "--host", LOOPBACK, "--port", str(port)], root
-    )
+    serve = flow.served.serve[0]
+    server = ctx.servers.start(serve.render(values), root, serve.environment(values))
     if failure is None and not wait_for_port(port, server.alive):
-        failure = "oak serve did not listen on its port"
-    steps: list[tuple[list[str], Path, str | None]] = [
-        ([server_bin, "clone", str(git_seed), str(oak_seed)], root, None),
-        ([server_bin, "switch", "-c", BRANCH], oak_seed, "selected.txt"),
-        ([server_bin, "commit"], oak_seed, None),
-        ([server_bin, "push", "--repo", REPO, "--remote", direct], oak_seed, None),
-    ]
-    for argv, cwd, write in steps:
+        failure = "the flow's serve command did not listen on its port"
+    for index, command in enumerate(flow.materialization["import"]):
         if failure is not None:
             break
-        if not setup.harness("setup.oak_fixture", argv, cwd).ok:
-            failure = f"`oak {argv[1]}` failed while building the fixture"
-        elif write:
-            (oak_seed / write).write_text("selected branch\n")
-    expected_head = (
-        None if failure else setup.probe("setup.head", Probe((server_bin, "hash")), {"workspace": str(oak_seed)})
-    )
-    expected_tree = None if failure else worktree_snapshot(oak_seed)
+        if not setup.flow_harness(f"setup.import.{index}", command, values).ok:
+            failure = f"[materialization] import command {index} failed while building the fixture"
+    expected_head = None if failure else _head(ctx, setup, flow, values)
+    expected_tree = None if failure else worktree_snapshot(seed)
     if failure or expected_head is None:
         setup.emit_total(fail(setup.total(TOTAL), f"fixture: {failure or 'fixture head unreadable'}"))
         server.stop()
         return
     proxy = ctx.servers.proxy(port)
-    measured = f"http://{LOOPBACK}:{proxy.port}"
-    fields = {"remote_transport": "loopback_http", "remote_server": LOOPBACK, "serve_binary": server_bin}
+    measured = f"{scheme}://{LOOPBACK}:{proxy.port}"
+    fields = {"remote_transport": f"loopback_{scheme}", "remote_server": LOOPBACK, "serve_binary": server_bin}
     for run_index in range(runs):
-        for subject in oaks:
+        for subject in members:
             rec = Recorder(ctx, subject, SCENARIO, run_index, fields=fields, fixture_id=FIXTURE_ID, proxy=proxy,
                            stand_ins={measured: "REMOTE"})
             dest = root / f"clone-{subject.name}-r{run_index}"
-            clone = rec.execute(
-                "legacy_selected.acquire",
-                [
-                    str(subject.bin),
-                    "clone",
-                    "--json",
-                    "--allow-legacy-scope",
-                    "--remote",
-                    measured,
-                    "--branch",
-                    BRANCH,
-                    REPO,
-                    str(dest),
-                ],
-                root,
-            )
-            status = rec.execute("legacy_selected.first_status", [str(subject.bin), "status", "--json"], dest)
-            commit = rec.execute("legacy_selected.first_noop_commit", [str(subject.bin), "commit"], dest)
-            head = rec.probe("verify.head", Probe((str(subject.bin), "hash")), {"workspace": str(dest)})
+            mine = {**values, "bin": str(subject.bin), "remote": measured, "workspace": str(dest),
+                    "subject": subject.name, "run": run_index, "phase": "legacy_selected",
+                    "message": f"first no-op commit r{run_index}"}
+            timed = {}
+            for key in ("acquire", "status", "commit"):
+                for command in flow.materialization[key]:
+                    timed[key] = rec.command(f"legacy_selected.{key}", command, mine)
+            head = _head(ctx, rec, flow, mine)
             tree_ok = dest.is_dir() and worktree_snapshot(dest) == expected_tree
             total = rec.total(
                 TOTAL,
-                clone_elapsed_ms=clone["elapsed_ms"],
-                first_status_elapsed_ms=status["elapsed_ms"],
-                first_noop_commit_elapsed_ms=commit["elapsed_ms"],
-                network_client_to_server_bytes=clone.get("network_client_to_server_bytes"),
-                network_server_to_client_bytes=clone.get("network_server_to_client_bytes"),
+                clone_elapsed_ms=timed["acquire"]["elapsed_ms"],
+                first_status_elapsed_ms=timed["status"]["elapsed_ms"],
+                first_noop_commit_elapsed_ms=timed["commit"]["elapsed_ms"],
+                network_client_to_server_bytes=timed["acquire"].get("network_client_to_server_bytes"),
+                network_server_to_client_bytes=timed["acquire"].get("network_server_to_client_bytes"),
                 oracle_head_matches=head == expected_head,
                 oracle_worktree_bytes_and_modes_match=tree_ok,
                 oracle_passed=head == expected_head and tree_ok,
                 os_cache_state="warm_or_unknown",
                 materialization_timing_claimable=False,
             )
-            if not total["oracle_passed"]:
+            if not rows.is_failure(total) and not total["oracle_passed"]:
                 fail(total, "oracle: clone head or files differ from the fixture")
             rec.emit_total(total)
     server.stop()
+
+
+def _head(ctx: LaneContext, rec: Recorder, flow: Flow, values: Mapping[str, Any]) -> str | None:
+    """A checkout's head: read by the harness's own git for a git flow, else by the flow's `head` probe."""
+    operation = "verify.head" if values["phase"] != "setup" else "setup.head"
+    if flow.harness_verifies:
+        capture = rec.harness(operation, [ctx.git, "rev-parse", "HEAD"], Path(values["workspace"]))
+        return capture.stdout_text.strip() if capture.ok else None
+    return rec.probe(operation, flow.probes["head"], values)
 
 
 def summary_section(totals: Sequence[Mapping[str, Any]]) -> list[str]:

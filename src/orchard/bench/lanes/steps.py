@@ -120,11 +120,14 @@ class Recorder:
         expected: Sequence[int] = (0,),
         extra: Mapping[str, Any] | None = None,
         env: Mapping[str, str] | None = None,
+        stand_ins: tokens.StandIns | None = None,
     ) -> Row:
         """One agent-facing tool call, measured (`env` laid over the pinned environment)."""
         if self.proxy is not None:
             self.proxy.reset()
-        row = self._measure(operation, argv, cwd, {**self.ctx.env, **(env or {})}, kind, expected, tool_calls=1)
+        row = self._measure(
+            operation, argv, cwd, {**self.ctx.env, **(env or {})}, kind, expected, 1, stand_ins or self.stand_ins
+        )
         if self.proxy is not None:
             row.update(self.proxy.counts().row_fields())
         row.update(extra or {})
@@ -139,6 +142,7 @@ class Recorder:
         kind: str,
         expected: Sequence[int],
         tool_calls: int,
+        stand_ins: tokens.StandIns,
     ) -> Row:
         capture = runner.run(
             list(argv),
@@ -154,7 +158,7 @@ class Recorder:
             step_kind=kind,
             expected_returncodes=expected,
             tool_calls=tool_calls,
-            stand_ins=self.stand_ins,
+            stand_ins=stand_ins,
         )
 
     def command(
@@ -177,7 +181,27 @@ class Recorder:
             expected=expected,
             extra=extra,
             env=command.environment(values),
+            stand_ins=self.stand_ins.merged(self.outside_root(values)),
         )
+
+    def outside_root(self, values: Mapping[str, Any]) -> dict[str, str]:
+        """Stand-ins for the paths and URLs a command is given that lie outside the lane's root.
+
+        Paths under the root already count as `ROOT/...`; anything else a
+        lane passes (the core lane's --cache directory, a server's URL with
+        its port, a temp dir) counts as its placeholder's name (`FIXTURE`,
+        `REMOTE`), so a count never depends on where it lives.
+        """
+        root = str(self.ctx.root)
+        known = dict(self.stand_ins.pairs)  # the binary stays BIN even where another placeholder holds its path
+        found: dict[str, str] = {}
+        for name, value in values.items():
+            outside = isinstance(value, str) and (value.startswith("/") or "://" in value) and not (
+                value == root or value.startswith(root + "/")
+            )
+            if outside and value not in known:
+                found.setdefault(value, name.upper())
+        return found
 
     def flow_step(self, phase: str, step: str, commands: Sequence[Command], values: Mapping[str, Any]) -> bool:
         """Every command of one flow step; stops at the first failure."""
@@ -215,7 +239,9 @@ class Recorder:
         self, operation: str, argv: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None
     ) -> runner.Capture:
         """A fixture, probe or oracle command: recorded, never counted as the agent's."""
-        row = self._measure(operation, argv, cwd, {**self.ctx.env, **(env or {})}, "harness", (0,), tool_calls=0)
+        row = self._measure(
+            operation, argv, cwd, {**self.ctx.env, **(env or {})}, "harness", (0,), 0, self.stand_ins
+        )
         self.harness_commands += 1
         for field in (*tokens.TOKEN_FIELDS, "token_estimate_method", "counted_command"):
             row.pop(field, None)

@@ -114,13 +114,12 @@ def _agent_task(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int, 
     _with_git_remote(agent_task.run, agent_task.SCENARIO)(ctx, subject, flow, run_index, options)
 
 
-def _oak_local(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int, options: TaskLoopOptions) -> None:
-    if subject.kind != "oak":
-        Recorder(ctx, subject, agent_task.OAK_LOCAL_SCENARIO, run_index).skip(
-            "the owned loopback `oak serve` scenario applies to oak subjects only"
-        )
+def _served(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int, options: TaskLoopOptions) -> None:
+    reason = flow.skip_reason(agent_task.OAK_LOCAL_SCENARIO, agent_task.SERVED_NEEDS)
+    if reason:
+        Recorder(ctx, subject, agent_task.OAK_LOCAL_SCENARIO, run_index).skip(reason)
         return
-    agent_task.run_oak_local(ctx, subject, run_index)
+    agent_task.run_served(ctx, subject, flow, run_index)
 
 
 def _interrupted(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int, options: TaskLoopOptions) -> None:
@@ -134,7 +133,7 @@ def _interrupted(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int,
 DISPATCH: dict[str, Scenario] = {
     task_loop.SCENARIO: _with_git_remote(task_loop.run, task_loop.SCENARIO),
     agent_task.SCENARIO: _agent_task,
-    agent_task.OAK_LOCAL_SCENARIO: _oak_local,
+    agent_task.OAK_LOCAL_SCENARIO: _served,
     interrupted.SCENARIO: _interrupted,
 }
 
@@ -152,7 +151,7 @@ def run_lane(options: TaskLoopOptions, out: TextIO | None = None) -> LaneResult:
         metadata={"git_remote_mode": options.git_remote, "runs": options.runs},
     ) as (session, ctx):
         if materialization.SCENARIO in options.scenarios:
-            materialization.run_campaign(ctx, options.subjects, options.runs, ctx.git)
+            materialization.run_campaign(ctx, options.subjects, options.flows, options.runs)
         scenarios = [name for name in options.scenarios if name != materialization.SCENARIO]
         # One warm-up run per subject and scenario (first-run costs: page cache,
         # fixtures): recorded with `warmup: true`, never summarized.

@@ -305,8 +305,9 @@ class LoopbackServers:
         self._proxies.append(proxy)
         return proxy
 
-    def start(self, argv: list[str], cwd: Path) -> OwnedProcess:
-        process = OwnedProcess(argv, cwd, self.env)
+    def start(self, argv: list[str], cwd: Path, env: Mapping[str, str] | None = None) -> OwnedProcess:
+        """A server the lane owns (`env` laid over the pinned environment)."""
+        process = OwnedProcess(argv, cwd, {**self.env, **(env or {})})
         self.processes.append(process)
         return process
 
