@@ -15,7 +15,7 @@ from orchard.lab import backlog
 from orchard.lab.candidate import Candidate
 from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.launchers import AgentUsage
-from orchard.lab.report import ReportReading
+from orchard.lab.report import SCHEMA, ReportReading, write_report
 from orchard.lab.state import LabState
 
 
@@ -63,6 +63,12 @@ def snapshot(workspace_root: Path) -> str:
         return hashlib.sha256(json.dumps([rows, events], default=str, sort_keys=True).encode()).hexdigest()
     finally:
         state.close()
+
+
+def write_finished_report(path: Path, experiment: str) -> None:
+    """The report a worker that finished writes (one that wrote none did not finish, and is not judged)."""
+    write_report(path, {"schema": SCHEMA, "experiment": experiment, "status": "done", "summary": "edited",
+                        "measurements": []})
 
 
 def bare_candidate(**fields: Any) -> Candidate:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from orchard.errors import UsageError
-from orchard.lab import backlog, records
+from orchard.lab import backlog, publication, records
 from orchard.lab import land as landing
 from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.judge import judge
@@ -88,7 +88,7 @@ def _lab(tmp_path: Path, user_repo: Path, win: str = WIN) -> tuple[Workspace, La
     (tmp_path / "orchard.toml").write_text(CONFIG)
     ws = init_workspace(tmp_path / "ws", str(user_repo), None, tmp_path / "orchard.toml")
     state = LabState.open(ws.root)
-    landing.check_publication(ws, state)
+    publication.check_publication(ws, state)
     base = ws.target_base()
     backlog.add(state, Hypothesis(id="shorter", metric="out/stdout_bytes", change="print less",
                                   scope=("run.sh",)), source="user")
@@ -112,6 +112,7 @@ KILLER = """
 import os, signal, sys
 from pathlib import Path
 from orchard.lab import land as landing
+from orchard.lab import publication
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 
@@ -206,7 +207,7 @@ def test_a_target_that_refuses_is_named_at_the_start_with_the_fix(tmp_path: Path
     state = LabState.open(ws.root)
     git(user_repo, "checkout", "-q", "-b", "lab/main")  # the branch the lab publishes to is checked out
     with pytest.raises(UsageError) as caught:
-        landing.check_publication(ws, state)
+        publication.check_publication(ws, state)
     assert "lab/main is checked out" in str(caught.value) and f"git -C {user_repo} switch main" in str(caught.value)
     git(user_repo, "checkout", "-q", "main")
     hook = user_repo / ".git" / "hooks" / "pre-receive"
@@ -214,7 +215,7 @@ def test_a_target_that_refuses_is_named_at_the_start_with_the_fix(tmp_path: Path
     hook.chmod(0o755)
     git(user_repo, "branch", "-q", "-D", "lab/main")
     with pytest.raises(UsageError) as caught:
-        landing.check_publication(ws, state)
+        publication.check_publication(ws, state)
     message = str(caught.value)
     assert str(user_repo) in message and "bare clone" in message
     assert "error: policy forbids pushes here" in message
