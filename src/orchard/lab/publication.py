@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from orchard.errors import UsageError
 from orchard.lab import pins
 from orchard.lab.vcs import VcsError
+from orchard.lab.verdicts import LabIntegrityError
 from orchard.lab.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -65,10 +66,24 @@ def publication(ws: Workspace, main: str) -> Publication:
     return Publication(repo, main, LAB_MAIN if ws.target_vcs.is_working_copy(repo) else main)
 
 
+def check_published(ws: Workspace, state: LabState, where: Publication) -> None:
+    """The branch the lab publishes to holds only the lab's own main (or nothing yet), else `LabIntegrityError`."""
+    pins.check(ws, state, where.main)
+    try:
+        there = ws.target_vcs.remote_head(ws.reference_target, where.ref)
+    except VcsError:
+        return  # unreachable now: the push says so, with its own reason
+    if there and not ws.target_vcs.contains(ws.reference_target, there, where.main):
+        raise LabIntegrityError(
+            f"{where.ref} in {where.repo} is at {there[:12]}, a commit the lab's main never held: someone "
+            f"committed onto the branch the lab publishes to; nothing was merged or pushed. Move it back to "
+            f"the lab's main, or remove it, to go on")
+
+
 def check_publication(ws: Workspace, state: LabState) -> Publication:
     """Push the lab's main to where wins go, now: a target that refuses is a configuration error."""
     where = publication(ws, main_branch(ws, state))
-    pins.check(ws, state, where.main)
+    check_published(ws, state, where)
     if where.ref != where.main and ws.target_vcs.current_branch(Path(where.repo)) == where.ref:
         raise UsageError(f"target.repo {where.repo}: {where.ref} is checked out there, and the lab publishes its "
                          f"main to that branch: switch to another branch (`git -C {where.repo} switch "
