@@ -6,8 +6,7 @@
   bench/                  the lab's own harness clone (judging, baselines)
   judge/target/           the lab's own target clone; workers clone from it
   judge/base-<commit>/    the judge's baseline builds, one per base commit
-  worker-<name>/target/   that worker's target clone (it edits here), fresh for every experiment,
-                          with its own copy of the baseline build in .orchard-baseline/
+  worker-<name>/target/   that worker's target clone (it edits here), fresh for every experiment
   worker-<name>/bench/    that worker's harness clone (it measures here)
 ```
 
@@ -36,8 +35,7 @@ from orchard.lab.vcs import Identity, Vcs, VcsError, get_vcs
 # The worker writes its report here, inside its target checkout (every agent
 # CLI may write there); the checkout ignores it, so it is never in the diff.
 REPORT_NAME = ".orchard-report.json"
-# The worker's own copy of the judge's baseline build, inside its checkout and
-# ignored there: the judge's baseline (judge/base-*) is never in a prompt.
+# The worker's own copy of the baseline build (ignored): judge/ is never in a prompt.
 BASELINE_COPY = ".orchard-baseline"
 BUILTIN_BENCH_IGNORES = ("results/", "__pycache__/", "*.pyc")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -73,8 +71,7 @@ class Worker:
         return self.target_dir / REPORT_NAME
 
     @property
-    def baseline_copy(self) -> Path:
-        """Where the worker's own copy of the baseline build goes (the judge's is never handed out)."""
+    def baseline_copy(self) -> Path:  # the worker's own copy of the baseline build
         return self.target_dir / BASELINE_COPY
 
 
@@ -159,6 +156,10 @@ class Workspace:
     def binary(self, worker: Worker) -> Path | None:
         """The binary a worker builds."""
         return self.binary_in(worker.target_dir)
+
+    def worker_baseline(self, worker: Worker) -> Path | None:
+        """The worker's own copy of the baseline binary: what `{baseline}` names in its prompt and commands."""
+        return self.binary_in(worker.baseline_copy)
 
     def baseline_dir(self, commit: str) -> Path:
         """Where the judge builds the target at `commit` (its baseline builds are cached by commit)."""
@@ -286,10 +287,9 @@ class Workspace:
     ) -> WorkerCheckout:
         """Give worker `name` fresh clones of target and bench at the base commits.
 
-        Never a recycled checkout: whatever an earlier experiment (or another
-        worker) left in it, untracked, ignored, a hook or a config entry, is
-        gone. `ignore` names scratch files its agent CLI writes into the
-        checkout.
+        Never recycled: whatever an earlier experiment or another worker left
+        there (untracked, ignored, a hook, a config entry) is gone. `ignore`
+        names scratch files its agent CLI writes into the checkout.
         """
         worker = self.worker(name)
         target_base = target_base or self.target_base()
@@ -300,14 +300,9 @@ class Workspace:
             if dest.exists() or dest.is_symlink():
                 shutil.rmtree(dest) if dest.is_dir() and not dest.is_symlink() else dest.unlink()
             vcs.clone(str(source), dest, commit=base)
-        self.target_vcs.ignore_locally(worker.target_dir,
-                                       [f"/{REPORT_NAME}", f"/{BASELINE_COPY}/", *self.config.target.ignore,
-                                        *ignore])
+        self.target_vcs.ignore_locally(worker.target_dir, [f"/{REPORT_NAME}", f"/{BASELINE_COPY}/",
+                                                           *self.config.target.ignore, *ignore])
         return WorkerCheckout(worker, target_base, bench_base)
-
-    def worker_baseline(self, worker: Worker) -> Path | None:
-        """The worker's copy of the baseline binary (what `{baseline}` names in its prompt and commands)."""
-        return worker.baseline_copy / self.config.target.binary if self.config.target.binary else None
 
     def setup_workers(self, names: Sequence[str], *, ignore: Sequence[str] = ()) -> list[WorkerCheckout]:
         """Set up several workers at the same bases, in parallel."""
