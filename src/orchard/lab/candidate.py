@@ -184,7 +184,7 @@ def _foreign(vcs: Vcs, source: Path, work_tree: Path, base: str, clean: Path,
     if clean.exists():
         shutil.rmtree(clean)
     clean.parent.mkdir(parents=True, exist_ok=True)
-    vcs.clone(str(source), clean, commit=base)
+    vcs.reader_clone(str(source), clean, base)
     vcs.ignore_locally(clean, ignore)
     changes = vcs.foreign_changes(clean, work_tree, base, ignore)
     return changes, special_files.in_tree(vcs, clean, work_tree) + special_files.in_patch(changes.patch)

@@ -138,6 +138,10 @@ class Vcs(ABC):
         part of the change, even when the repository tracks them (an sdist's egg-info).
         """
 
+    def reader_clone(self, source: str, dest: Path, commit: str) -> None:
+        """A clone of `source` to read a foreign work tree through (`foreign_changes`); files optional."""
+        self.clone(source, dest, commit=commit)
+
     def foreign_changes(self, clean: Path, work_tree: Path, base: str, ignore: Sequence[str] = ()) -> Changes:
         """What a foreign work tree (a worker's) holds beyond `base`, read through `clean`, a clone of ours at `base`.
 

@@ -138,6 +138,11 @@ class GitVcs(Vcs):
             self._git(dest, "checkout", "--quiet", "--detach", commit)
         return self.head(dest)
 
+    def reader_clone(self, source: str, dest: Path, commit: str) -> None:
+        """No files are checked out: `foreign_changes` reads the base's tree into a private index."""
+        self._git(None, "clone", "--quiet", "--no-checkout", str(source), str(Path(dest)))
+        self.resolve(Path(dest), commit)  # the base must be there
+
     def prepare_reference(self, checkout: Path) -> None:
         """Pack every object: a local clone then hard-links one pack instead of each loose object."""
         self._git(checkout, "repack", "-a", "-d", "-q")
