@@ -18,6 +18,25 @@ from orchard.lab.launchers import AgentUsage
 from orchard.lab.report import SCHEMA, ReportReading, write_report
 from orchard.lab.state import LabState
 
+# A target whose run.sh prints 400 lines, the win that prints 40, and a suite measuring its stdout.
+OLD = 'i=0; while [ $i -lt 400 ]; do echo "line $i"; i=$((i+1)); done\n'
+WIN = 'i=0; while [ $i -lt 40 ]; do echo "line $i"; i=$((i+1)); done\n'
+STDOUT_SUITE = """
+[suite]
+name = "stdout"
+runs = 6
+min_runs = 6
+calibration_runs = 6
+
+[[scenario]]
+name = "out"
+command = ["{bin}"]
+
+[[metric]]
+name = "stdout_bytes"
+floor = 0.0
+"""
+
 
 def metric(key: str, verdict: str, effect: float, *, interval: tuple[float, float] | None = None,
            floor: float = 0.03, n: int = 20, baseline: float = 100.0, direction: str = "lower",

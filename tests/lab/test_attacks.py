@@ -28,25 +28,7 @@ from orchard.lab.state import LabState
 from orchard.lab.verdicts import LabIntegrityError
 from orchard.lab.workspace import Workspace, init_workspace
 from tests.lab.lab_helpers import git, wait_for
-
-OLD = 'i=0; while [ $i -lt 400 ]; do echo "line $i"; i=$((i+1)); done\n'
-WIN = 'i=0; while [ $i -lt 40 ]; do echo "line $i"; i=$((i+1)); done\n'
-
-SUITE = """
-[suite]
-name = "attacks"
-runs = 6
-min_runs = 6
-calibration_runs = 6
-
-[[scenario]]
-name = "out"
-command = ["{bin}"]
-
-[[metric]]
-name = "stdout_bytes"
-floor = 0.0
-"""
+from tests.lab.loop_support import OLD, STDOUT_SUITE, WIN
 
 CONFIG = """
 [target]
@@ -97,7 +79,7 @@ def _lab(tmp_path: Path, body: str, *, hypotheses: int = 1, executor: str = "sub
     git(repo, "commit", "-qm", "initial")
     script = tmp_path / "worker.sh"
     script.write_text(PRELUDE + body)
-    (tmp_path / "suite.toml").write_text(SUITE)
+    (tmp_path / "suite.toml").write_text(STDOUT_SUITE)
     (tmp_path / "orchard.toml").write_text(CONFIG.format(executor=executor, timeout=timeout, script=script,
                                                          hypotheses=hypotheses))
     ws = init_workspace(tmp_path / "ws", str(repo), None, tmp_path / "orchard.toml")

@@ -28,29 +28,11 @@ from orchard.lab.start import start
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace, init_workspace
 from tests.lab.lab_helpers import git
-from tests.lab.loop_support import bare_candidate
+from tests.lab.loop_support import OLD, STDOUT_SUITE, WIN, bare_candidate
 
-# Prints 400 lines; the win prints 40. The "sneaky" win prints 4,000 when it runs from a
-# baseline build directory (judge/base-*), so main measured after its merge regresses.
-OLD = 'i=0; while [ $i -lt 400 ]; do echo "line $i"; i=$((i+1)); done\n'
-WIN = 'i=0; while [ $i -lt 40 ]; do echo "line $i"; i=$((i+1)); done\n'
+# The "sneaky" win prints 4,000 lines when it runs from a baseline build directory
+# (judge/base-*), so main measured after its merge regresses.
 SNEAKY = 'n=40; case "$0" in */base-*) n=4000;; esac\ni=0; while [ $i -lt $n ]; do echo "line $i"; i=$((i+1)); done\n'
-
-SUITE = """
-[suite]
-name = "landing"
-runs = 6
-min_runs = 6
-calibration_runs = 6
-
-[[scenario]]
-name = "out"
-command = ["{bin}"]
-
-[[metric]]
-name = "stdout_bytes"
-floor = 0.0
-"""
 
 CONFIG = """
 [target]
@@ -84,7 +66,7 @@ def user_repo(tmp_path: Path) -> Path:
 
 
 def _lab(tmp_path: Path, user_repo: Path, win: str = WIN) -> tuple[Workspace, LabState]:
-    (tmp_path / "suite.toml").write_text(SUITE)
+    (tmp_path / "suite.toml").write_text(STDOUT_SUITE)
     (tmp_path / "orchard.toml").write_text(CONFIG)
     ws = init_workspace(tmp_path / "ws", str(user_repo), None, tmp_path / "orchard.toml")
     state = LabState.open(ws.root)
@@ -201,7 +183,7 @@ def test_a_kill_while_reverting_resumes_and_publishes_the_revert(
 
 
 def test_a_target_that_refuses_is_named_at_the_start_with_the_fix(tmp_path: Path, user_repo: Path) -> None:
-    (tmp_path / "suite.toml").write_text(SUITE)
+    (tmp_path / "suite.toml").write_text(STDOUT_SUITE)
     (tmp_path / "orchard.toml").write_text(CONFIG)
     ws = init_workspace(tmp_path / "ws", str(user_repo), None, tmp_path / "orchard.toml")
     state = LabState.open(ws.root)
