@@ -232,6 +232,18 @@ finished
     assert "passwd" not in _everywhere(repo)
 
 
+def test_a_checkout_swapped_for_a_symlink_is_refused(tmp_path: Path) -> None:
+    """The worker's target directory becomes a symlink (to a tree of its choosing): collected, never landed."""
+    ws, repo = _lab(tmp_path, """
+win
+finished
+cd .. && mv target elsewhere && ln -s elsewhere target
+""")
+    decisions = _run(ws)
+    assert decisions[0].startswith("KILL") and "target/: the checkout itself was replaced by a symlink" in decisions[0]
+    assert not _events(ws, "merge")
+
+
 @pytest.mark.parametrize("ending", ["timed-out", "exit-nonzero"])
 def test_a_worker_that_did_not_finish_is_never_judged(tmp_path: Path, ending: str) -> None:
     """A real win and a valid report, but the worker was killed by its timeout, or crashed: KILL, saying so."""

@@ -205,6 +205,8 @@ def collect_candidate(
                             clean / "bench", [])
     finally:
         shutil.rmtree(clean, ignore_errors=True)
+    special += [f"{d.name}/: the checkout itself was replaced by a symlink to {d.resolve()}"
+                for d in (worker.target_dir, worker.bench_dir) if d.is_symlink()]  # another worker's, perhaps
     changed = _without_scratch(target.files, launcher.scratch)
     scope = list(experiment.hypothesis.scope)
     violations = outside_scope(changed, scope)
