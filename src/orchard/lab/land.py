@@ -23,7 +23,8 @@ checks what is already there before acting, so nothing happens twice.
 What lands is only the patch the judge judged (stored with its judgment,
 its sha256 checked, its scope and files checked again), applied to a fresh
 judge-owned checkout of the base: never a worker's checkout, never a
-checkout a record names. The lab's main is pinned (`pins`): before a rebase,
+checkout a record names; the confirmation verdict measures that same patch,
+built again from clean, never a binary a record names. The lab's main is pinned (`pins`): before a rebase,
 a push, a merge or a publish, main must be where the lab left it.
 
 Where the wins go is `publication`'s concern.
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchard.lab import pins, special_files
-from orchard.lab.builds import baseline_binary, checkout_with_patch
+from orchard.lab.builds import BuiltBinary, baseline_binary, checkout_with_patch, placeholders, run_step
 from orchard.lab.candidate import a_few, patch_files
 from orchard.lab.experiment import ExperimentStatus
 from orchard.lab.hypothesis import Hypothesis, outside_scope
@@ -126,7 +127,8 @@ class Steps:
 STEP_KINDS = ("land", "rebase", "push", "confirm", "merge", "publish", "main-check", "revert", "publish-revert")
 
 
-def landing_checkout(ws: Workspace, name: str, base: str, judgment: Judgment, hypothesis: Hypothesis) -> Path:
+def landing_checkout(ws: Workspace, name: str, base: str, judgment: Judgment, hypothesis: Hypothesis,
+                     purpose: str = "land") -> Path:
     """A fresh judge-owned checkout of `base` plus exactly the judged patch, checked again before it lands."""
     patch = judgment.patch
     if not patch or patch_digest(patch) != judgment.patch_sha256:
@@ -139,7 +141,7 @@ def landing_checkout(ws: Workspace, name: str, base: str, judgment: Judgment, hy
         raise LabIntegrityError(f"{name}: the patch recorded as judged is not one the judge passes "
                                 f"({'; '.join(refused) or 'it changes no file'}): lab.db was edited; nothing was "
                                 "committed, merged or pushed")
-    return checkout_with_patch(ws, ws.judge_dir / name / "land", base, patch)
+    return checkout_with_patch(ws, ws.judge_dir / name / purpose, base, patch)
 
 
 def _commit_branch(ws: Workspace, checkout: Path, branch: str, message: str) -> str:
@@ -155,11 +157,22 @@ def _commit_branch(ws: Workspace, checkout: Path, branch: str, message: str) -> 
 
 
 def _confirm(ws: Workspace, state: LabState, main_head: str, current: Judgment, name: str,
-             measure_progress: MeasureProgress | None) -> Verdict | str:
-    """The confirmation verdict; a candidate binary that changed is a reason instead (a baseline is rebuilt)."""
-    built = current.built
-    if built is None or ws.judge_dir.resolve() not in Path(built.path).resolve().parents:
-        return f"no judge build recorded for {name} in {ws.judge_dir}"
+             hypothesis: Hypothesis, measure_progress: MeasureProgress | None) -> Verdict | str:
+    """The confirmation verdict of exactly what lands, built and tested again from clean; or why there is none.
+
+    No binary a record names is measured: the judged patch (checked as for
+    the commit) is applied to a fresh checkout of main and built here.
+    """
+    checkout = landing_checkout(ws, name, main_head, current, hypothesis, purpose="confirm")
+    binary = ws.binary_in(checkout)
+    values, logs = placeholders(ws, checkout, binary), checkout.parent / "confirm-logs"
+    for step, command in (("build", ws.config.target.build), ("tests", ws.config.target.test)):
+        check = run_step(step, command, checkout, values, logs)
+        if not check.passed:
+            return f"what lands fails its {step} from clean for the confirmation: {check.detail}"
+    if binary is None or not binary.exists():
+        return f"what lands builds no binary at {ws.config.target.binary}"
+    built = BuiltBinary.of(binary)
     for attempt in (1, 2):
         try:
             return measure(ws, baseline_binary(ws, state, main_head), built, progress=measure_progress)
@@ -237,7 +250,7 @@ def land(
 
     def confirm_step() -> dict[str, Any]:
         progress(f"{name}: confirmation verdict on fresh samples")
-        verdict = _confirm(ws, state, main_head, current, name, measure_progress)
+        verdict = _confirm(ws, state, main_head, current, name, hypothesis, measure_progress)
         return {"refused": verdict} if isinstance(verdict, str) else {"verdict": verdict.to_dict()}
 
     confirmed = steps.run("confirm", confirm_step)
