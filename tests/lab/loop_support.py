@@ -27,6 +27,7 @@ name = "stdout"
 runs = 6
 min_runs = 6
 calibration_runs = 6
+plausible = 20  # the 11x win is believed without held-out inputs
 
 [[scenario]]
 name = "out"
@@ -82,6 +83,11 @@ def snapshot(workspace_root: Path) -> str:
         return hashlib.sha256(json.dumps([rows, events], default=str, sort_keys=True).encode()).hexdigest()
     finally:
         state.close()
+
+
+# A command-template fragment (no braces but the placeholders) writing the report a worker that finished writes.
+FINISHED = ("python3 -c \"import json, sys; json.dump(dict(schema='orchard.worker-report/1', experiment=sys.argv[2], "
+            "status='done', summary='done', measurements=[]), open(sys.argv[1], 'w'))\" {report} {experiment}")
 
 
 def write_finished_report(path: Path, experiment: str) -> None:

@@ -47,6 +47,7 @@ from typing import Any
 
 from orchard.lab import report as report_module
 from orchard.lab import special_files
+from orchard.lab.bench_view import worker_bench_source
 from orchard.lab.executors import JobResult
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import outside_scope
@@ -201,8 +202,8 @@ def collect_candidate(
     try:
         target, special = _foreign(workspace.target_vcs, workspace.reference_target, worker.target_dir,
                                    checkout.target_base, clean / "target", ignore)
-        bench, _ = _foreign(workspace.bench_vcs, workspace.bench_dir, worker.bench_dir, checkout.bench_base,
-                            clean / "bench", [])
+        bench_source, bench_base = worker_bench_source(workspace, worker.name, checkout.bench_base)
+        bench, _ = _foreign(workspace.bench_vcs, bench_source, worker.bench_dir, bench_base, clean / "bench", [])
     finally:
         shutil.rmtree(clean, ignore_errors=True)
     special += [f"{d.name}/: the checkout itself was replaced by a symlink to {d.resolve()}"
@@ -217,7 +218,7 @@ def collect_candidate(
     binaries = binary_files(target.patch)
     patch_bytes = len(target.patch.encode("utf-8", errors="surrogateescape"))
     committed = target.head not in ("", checkout.target_base)
-    flags = _flags(tampered=bool(bench.files) or bench.head not in ("", checkout.bench_base), violations=violations,
+    flags = _flags(tampered=bool(bench.files) or bench.head not in ("", bench_base), violations=violations,
                    committed=committed, unchanged=not changed and not committed, binary=bool(binaries),
                    too_large=patch_bytes > workspace.config.target.max_patch_kb * 1024, report=reading.state,
                    timed_out=result.timed_out, cancelled=result.cancelled, exit_code=result.exit_code,

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from orchard.lab import plausibility, review, weakened
 from orchard.lab.builds import (
     BuiltBinary,
     Check,
@@ -38,6 +39,7 @@ from orchard.lab.verdicts import (
     VerdictWord,
     assert_bench_untouched,
     measure,
+    plausible_bound,
 )
 from orchard.lab.workspace import Workspace
 
@@ -58,10 +60,10 @@ def _promising(verdict: Verdict) -> bool:
     return False
 
 
-TESTS_RED = ("tests failed", "bench-tests failed")
+TESTS_RED = ("tests failed", "bench-tests failed")  # red tests beside a win: worth fixing, not killing
 # How a worker may end without finishing, in the words its reason uses.
 UNFINISHED = {Flag.TIMED_OUT: "timed out", Flag.CANCELLED: "cancelled", Flag.EXIT_NONZERO: "exited non-zero",
-              Flag.REPORT_MISSING: "wrote no report"}  # red tests beside a win: worth fixing, not killing
+              Flag.REPORT_MISSING: "wrote no report"}
 
 
 def _failures(checks: Sequence[Check], verdict: Verdict | None,
@@ -80,6 +82,8 @@ def _failures(checks: Sequence[Check], verdict: Verdict | None,
         found.append((f"harness tampered: {check.detail}; the experiment is void", Rule.HARNESS))
     if (check := failed("scope")) is not None:
         found.append((f"left its scope: {check.detail}", Rule.SCOPE))
+    found += [(f"weakened tests: {c.detail}", Rule.TESTS_KEPT)
+              for c in (failed(weakened.NAME), failed(weakened.COUNT_NAME)) if c is not None]
     if (check := failed("patch")) is not None:
         found.append((f"change refused: {check.detail}", None))
     if Flag.NO_CHANGES in flags:
@@ -102,6 +106,10 @@ def _failures(checks: Sequence[Check], verdict: Verdict | None,
                   for g in gates]
         if not gates:
             found.append(("REGRESSED: " + "; ".join(reasons), None))
+    if (check := failed(plausibility.NAME)) is not None:
+        found.append((f"implausible: {check.detail}", Rule.PLAUSIBLE))
+    if (check := failed(review.NAME)) is not None:
+        found.append((f"review rejected: {check.detail}", Rule.REVIEW))
     return found
 
 
@@ -121,7 +129,8 @@ def decide(checks: Sequence[Check], verdict: Verdict | None, flags: Sequence[str
         return Judgment(Decision.KILL, ["no verdict could be taken"])
     reasons = list(verdict.reasons)
     if outcome == VerdictWord.PASS:
-        return Judgment(Decision.LAND, reasons)
+        flagged = [f"flagged implausible: {c.detail}" for c in checks if c.name == plausibility.NAME]
+        return Judgment(Decision.LAND, reasons + flagged)
     if outcome == VerdictWord.NO_CHANGE:
         return Judgment(Decision.KILL, ["no effect beyond the noise floor: " + "; ".join(reasons)], Rule.FLOOR)
     if _promising(verdict):
@@ -151,6 +160,7 @@ def collection_checks(candidate: Candidate) -> list[Check]:
         Check("patch", not refusals,
               " and ".join(refusals) + ": build outputs belong in the target's .gitignore or [target] ignore"
               if refusals else f"{size_kb:,.0f} KB, text only"),
+        weakened.check(candidate.patch),
         Check("worker", not unfinished, " and ".join(unfinished) if unfinished else "finished with a report"),
     ]
 
@@ -188,6 +198,9 @@ def judge(
         return _finish(decide(checks, None, flags), checks, str(checkout), None, base)
     progress(f"{name}: target tests")
     checks.append(run_step("tests", ws.config.target.test, checkout, values, logs))
+    if ws.config.target.test_count:
+        progress(f"{name}: counting the tests against the base")
+        checks.append(weakened.count_check(ws, state, base, checkout, values, logs))
     progress(f"{name}: bench tests")
     checks.append(harness_tests(ws, state, bench_base, values, logs))
     assert_bench_untouched(ws, bench_base)
@@ -209,7 +222,16 @@ def judge(
         checks.append(Check("binary", False, str(changed)))
         return _finish(Judgment(Decision.KILL, [str(changed)]), checks, str(checkout), None, base)
     assert_bench_untouched(ws, bench_base)
-    judgment = _finish(decide(checks, verdict, flags), checks, str(checkout), verdict, base, built)
+    if (plausible := plausibility.check(verdict, plausible_bound(ws))) is not None:
+        checks.append(plausible)
+    judgment = decide(checks, verdict, flags)
+    if judgment.decision == Decision.LAND and review.configured(ws):
+        progress(f"{name}: review")
+        hypothesis = state.hypothesis(state.experiment(candidate.experiment).hypothesis).hypothesis
+        experiment = review.experiment_for(name, hypothesis, candidate, ws)
+        checks.append(review.review(ws, experiment, candidate, verdict, checks, checkout))
+        judgment = decide(checks, verdict, flags)
+    judgment = _finish(judgment, checks, str(checkout), verdict, base, built)
     judgment.patch, judgment.patch_sha256 = candidate.patch, patch_digest(candidate.patch)
     return judgment
 

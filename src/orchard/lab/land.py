@@ -198,7 +198,7 @@ def land(
     main = main_branch(ws, state)
     where = publication(ws, main)
     steps = Steps(state, name)
-    assert judgment.checkout is not None and judgment.base is not None
+    assert judgment.base is not None
 
     def commit_step() -> dict[str, Any]:
         branch = f"lab/{name}"

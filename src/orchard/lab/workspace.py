@@ -29,6 +29,7 @@ from pathlib import Path
 
 from orchard.errors import UsageError
 from orchard.lab import config as config_module
+from orchard.lab.bench_view import withhold_inputs
 from orchard.lab.config import Config
 from orchard.lab.vcs import Identity, Vcs, VcsError, get_vcs
 
@@ -70,9 +71,7 @@ class Worker:
     def report_path(self) -> Path:
         return self.target_dir / REPORT_NAME
 
-    @property
-    def baseline_copy(self) -> Path:  # the worker's own copy of the baseline build
-        return self.target_dir / BASELINE_COPY
+    baseline_copy = property(lambda self: self.target_dir / BASELINE_COPY)  # its own copy of the baseline
 
 
 @dataclass(frozen=True)
@@ -300,6 +299,7 @@ class Workspace:
             if dest.exists() or dest.is_symlink():
                 shutil.rmtree(dest) if dest.is_dir() and not dest.is_symlink() else dest.unlink()
             vcs.clone(str(source), dest, commit=base)
+        withhold_inputs(self, worker, bench_base)
         self.target_vcs.ignore_locally(worker.target_dir, [f"/{REPORT_NAME}", f"/{BASELINE_COPY}/",
                                                            *self.config.target.ignore, *ignore])
         return WorkerCheckout(worker, target_base, bench_base)

@@ -121,6 +121,7 @@ class GitVcs(Vcs):
         return {
             **_PINNED_ENV,
             "GIT_TERMINAL_PROMPT": "0",
+            "GIT_NO_REPLACE_OBJECTS": "1",  # a planted refs/replace/* never changes what a commit holds
             "GIT_AUTHOR_NAME": identity.name,
             "GIT_AUTHOR_EMAIL": identity.email,
             "GIT_COMMITTER_NAME": identity.name,
