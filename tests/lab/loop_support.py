@@ -15,8 +15,28 @@ from orchard.lab import backlog
 from orchard.lab.candidate import Candidate
 from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.launchers import AgentUsage
-from orchard.lab.report import ReportReading
+from orchard.lab.report import SCHEMA, ReportReading, write_report
 from orchard.lab.state import LabState
+
+# A target whose run.sh prints 400 lines, the win that prints 40, and a suite measuring its stdout.
+OLD = 'i=0; while [ $i -lt 400 ]; do echo "line $i"; i=$((i+1)); done\n'
+WIN = 'i=0; while [ $i -lt 40 ]; do echo "line $i"; i=$((i+1)); done\n'
+STDOUT_SUITE = """
+[suite]
+name = "stdout"
+runs = 6
+min_runs = 6
+calibration_runs = 6
+plausible = 20  # the 11x win is believed without held-out inputs
+
+[[scenario]]
+name = "out"
+command = ["{bin}"]
+
+[[metric]]
+name = "stdout_bytes"
+floor = 0.0
+"""
 
 
 def metric(key: str, verdict: str, effect: float, *, interval: tuple[float, float] | None = None,
@@ -63,6 +83,17 @@ def snapshot(workspace_root: Path) -> str:
         return hashlib.sha256(json.dumps([rows, events], default=str, sort_keys=True).encode()).hexdigest()
     finally:
         state.close()
+
+
+# A command-template fragment (no braces but the placeholders) writing the report a worker that finished writes.
+FINISHED = ("python3 -c \"import json, sys; json.dump(dict(schema='orchard.worker-report/1', experiment=sys.argv[2], "
+            "status='done', summary='done', measurements=[]), open(sys.argv[1], 'w'))\" {report} {experiment}")
+
+
+def write_finished_report(path: Path, experiment: str) -> None:
+    """The report a worker that finished writes (one that wrote none did not finish, and is not judged)."""
+    write_report(path, {"schema": SCHEMA, "experiment": experiment, "status": "done", "summary": "edited",
+                        "measurements": []})
 
 
 def bare_candidate(**fields: Any) -> Candidate:

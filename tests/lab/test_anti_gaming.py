@@ -29,7 +29,7 @@ from orchard.lab.prompts import prompt_text
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace, init_workspace
 from tests.lab.lab_helpers import git, make_repo
-from tests.lab.loop_support import bare_candidate, metric, verdict_of
+from tests.lab.loop_support import FINISHED, bare_candidate, metric, verdict_of
 
 VISIBLE = "alpha " * 200 + "\n"
 SECRET = "omega " * 200 + "\n"
@@ -417,8 +417,8 @@ executor = "subprocess"
 [stop]
 top_attempted = 4
 idle_loops = 10
-""" + "".join(f"\n[launchers.{name}]\nname = \"command\"\ntemplate = '''{template}'''\n"
-              for name, template in WORKERS.items())
+""" + "".join(f"\n[launchers.{name}]\nname = \"command\"\ntemplate = '''{template}; {FINISHED}'''\n"
+              for name, template in WORKERS.items())  # each finishes with its report: only the gaming is judged
 
 
 def test_hostile_workers_through_the_loop_are_each_killed_with_their_own_reason(

@@ -19,6 +19,7 @@ from orchard.lab.launchers import make_launcher
 from orchard.lab.workspace import Workspace
 from tests.helpers import orchard
 from tests.lab.lab_helpers import git
+from tests.lab.loop_support import write_finished_report
 
 BUILD_OUTPUTS = {
     ".venv/bin/python": b"\x7fELF\x00\x01\x02binary",
@@ -39,6 +40,7 @@ def _collect(workspace: Workspace, edit: Callable[[Path], None],
     checkout = workspace.setup_worker("w1")
     experiment = Experiment("e1", Hypothesis(metric="wall_ms", change="x", scope=scope), checkout)
     edit(checkout.worker.target_dir)
+    write_finished_report(checkout.worker.report_path, "e1")
     log = workspace.log_path("e1")
     log.write_text("WORKER_DONE_0\n")
     result = JobResult("e1", 0, None, False, False, "", 1.0, log)

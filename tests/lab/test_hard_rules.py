@@ -34,7 +34,7 @@ from orchard.lab.verdicts import LabIntegrityError, assert_bench_untouched
 from orchard.lab.workspace import Workspace
 from tests.helpers import orchard
 from tests.lab.lab_helpers import git
-from tests.lab.loop_support import add_hypotheses, bare_candidate, metric, verdict_of
+from tests.lab.loop_support import add_hypotheses, bare_candidate, metric, verdict_of, write_finished_report
 
 SUITE = """
 [suite]
@@ -167,6 +167,7 @@ def judged_worker(
     checkout = ws.setup_worker("w1")
     for path, text in writes.items():
         (checkout.worker.root / path).write_text(text)
+    write_finished_report(checkout.worker.report_path, name)
     log = ws.log_path(name)
     log.write_text("worker output\n")
     hypothesis = Hypothesis(metric="task/estimated_total_tokens", change="edit", id=name, scope=tuple(scope))

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from orchard.errors import UsageError
-from orchard.lab import backlog, records
+from orchard.lab import backlog, publication, records
 from orchard.lab import land as landing
 from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.judge import judge
@@ -28,30 +28,11 @@ from orchard.lab.start import start
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace, init_workspace
 from tests.lab.lab_helpers import git
-from tests.lab.loop_support import bare_candidate
+from tests.lab.loop_support import OLD, STDOUT_SUITE, WIN, bare_candidate
 
-# Prints 400 lines; the win prints 40. The "sneaky" win prints 4,000 when it runs from a
-# baseline build directory (judge/base-*), so main measured after its merge regresses.
-OLD = 'i=0; while [ $i -lt 400 ]; do echo "line $i"; i=$((i+1)); done\n'
-WIN = 'i=0; while [ $i -lt 40 ]; do echo "line $i"; i=$((i+1)); done\n'
+# The "sneaky" win prints 4,000 lines when it runs from a baseline build directory
+# (judge/base-*), so main measured after its merge regresses.
 SNEAKY = 'n=40; case "$0" in */base-*) n=4000;; esac\ni=0; while [ $i -lt $n ]; do echo "line $i"; i=$((i+1)); done\n'
-
-SUITE = """
-[suite]
-name = "landing"
-runs = 6
-min_runs = 6
-calibration_runs = 6
-plausible = 20  # the 11x win below is believed without held-out inputs
-
-[[scenario]]
-name = "out"
-command = ["{bin}"]
-
-[[metric]]
-name = "stdout_bytes"
-floor = 0.0
-"""
 
 CONFIG = """
 [target]
@@ -85,11 +66,11 @@ def user_repo(tmp_path: Path) -> Path:
 
 
 def _lab(tmp_path: Path, user_repo: Path, win: str = WIN) -> tuple[Workspace, LabState]:
-    (tmp_path / "suite.toml").write_text(SUITE)
+    (tmp_path / "suite.toml").write_text(STDOUT_SUITE)
     (tmp_path / "orchard.toml").write_text(CONFIG)
     ws = init_workspace(tmp_path / "ws", str(user_repo), None, tmp_path / "orchard.toml")
     state = LabState.open(ws.root)
-    landing.check_publication(ws, state)
+    publication.check_publication(ws, state)
     base = ws.target_base()
     backlog.add(state, Hypothesis(id="shorter", metric="out/stdout_bytes", change="print less",
                                   scope=("run.sh",)), source="user")
@@ -113,6 +94,7 @@ KILLER = """
 import os, signal, sys
 from pathlib import Path
 from orchard.lab import land as landing
+from orchard.lab import publication
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 
@@ -201,13 +183,13 @@ def test_a_kill_while_reverting_resumes_and_publishes_the_revert(
 
 
 def test_a_target_that_refuses_is_named_at_the_start_with_the_fix(tmp_path: Path, user_repo: Path) -> None:
-    (tmp_path / "suite.toml").write_text(SUITE)
+    (tmp_path / "suite.toml").write_text(STDOUT_SUITE)
     (tmp_path / "orchard.toml").write_text(CONFIG)
     ws = init_workspace(tmp_path / "ws", str(user_repo), None, tmp_path / "orchard.toml")
     state = LabState.open(ws.root)
     git(user_repo, "checkout", "-q", "-b", "lab/main")  # the branch the lab publishes to is checked out
     with pytest.raises(UsageError) as caught:
-        landing.check_publication(ws, state)
+        publication.check_publication(ws, state)
     assert "lab/main is checked out" in str(caught.value) and f"git -C {user_repo} switch main" in str(caught.value)
     git(user_repo, "checkout", "-q", "main")
     hook = user_repo / ".git" / "hooks" / "pre-receive"
@@ -215,7 +197,7 @@ def test_a_target_that_refuses_is_named_at_the_start_with_the_fix(tmp_path: Path
     hook.chmod(0o755)
     git(user_repo, "branch", "-q", "-D", "lab/main")
     with pytest.raises(UsageError) as caught:
-        landing.check_publication(ws, state)
+        publication.check_publication(ws, state)
     message = str(caught.value)
     assert str(user_repo) in message and "bare clone" in message
     assert "error: policy forbids pushes here" in message

@@ -14,6 +14,11 @@ from orchard.lab.workspace import Workspace
 from tests.lab.lab_helpers import assert_nothing_left
 from tests.lab.loop_support import add_hypotheses
 
+# The report a worker that finished writes (one that writes none is not judged).
+FINISH = """printf '{"schema": "orchard.worker-report/1", "experiment": "%s", "status": "done", "summary": "x", \\
+"measurements": []}' "$2" > "$1"
+"""
+
 # Workers are instant (one line appended to a file); the judge's target tests
 # take a few seconds and write when they start and end, per candidate.
 CONFIG = """
@@ -33,7 +38,7 @@ judges = 2
 
 [launcher]
 name = "command"
-template = "echo {{experiment}} >> src/alpha.txt"
+template = "echo {{experiment}} >> src/alpha.txt && sh {finish} {{report}} {{experiment}}"
 
 [stop]
 top_attempted = 3
@@ -46,7 +51,9 @@ def test_workers_are_assigned_and_collected_while_the_judge_works(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ORCHARD_TEST_MARK", mark)
     tests_log = tmp_path / "judge-tests.log"
-    ws = make_workspace(CONFIG.format(log=tests_log))
+    finish = tmp_path / "finish.sh"
+    finish.write_text(FINISH)
+    ws = make_workspace(CONFIG.format(log=tests_log, finish=finish))
     state = LabState.open(ws.root)
     try:
         add_hypotheses(state, *({"id": f"h{i}", "scope": ["src/"]} for i in (1, 2, 3)))

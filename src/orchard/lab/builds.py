@@ -5,6 +5,13 @@ target at a recorded commit (plus a candidate's patch): the judge's
 candidate checkouts, the baselines (built once per commit and cached in
 lab.db), and the steps orchard.toml configures (build, tests, the harness's
 own tests, the sweep), each with its whole output in a log file.
+
+Every binary the judge builds is recorded as a `BuiltBinary`: its path and
+the sha256 of the binary (and, for a `#!` script, of every file in its
+directory, which it may read) taken right after the build. `verdicts`
+checks the record before and after every verdict; a cached baseline whose
+files no longer match is built again from its commit (and the journal says
+so), never measured as it is.
 """
 
 from __future__ import annotations
@@ -22,12 +29,104 @@ from typing import TYPE_CHECKING, Any
 from orchard.bench.runner import run
 from orchard.errors import OrchardError
 from orchard.lab.experiment import placeholder_values, render_command
-from orchard.lab.workspace import Workspace
+from orchard.lab.workspace import Worker, Workspace
 
 if TYPE_CHECKING:
     from orchard.lab.state import LabState
 
 STEP_TIMEOUT_S = 3600.0
+# A script's directory is hashed with it, up to this many files (a build
+# directory larger than this is hashed by its binary alone).
+HASHED_FILES = 5000
+
+
+def _copy_build(checkout: Path, binary: Path, dest: Path) -> None:
+    """Copy a build's binary to `dest` (at the same relative path); a script takes its directory along."""
+    source = checkout / binary
+    if not source.exists():
+        return  # the base does not build: the judge says so, the worker finds no baseline
+    if binary.parent != Path(".") and is_script(source):
+        shutil.copytree(checkout / binary.parent, dest / binary.parent, symlinks=True, dirs_exist_ok=True)
+    else:
+        (dest / binary).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, dest / binary)
+
+
+def is_script(path: Path) -> bool:
+    """A `#!` script: it may read files beside it, which then belong to the build as much as it does."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(2) == b"#!"
+    except OSError:
+        return False
+
+
+def give_baseline(ws: Workspace, worker: Worker, baseline: BuiltBinary) -> None:
+    """The worker's own copy of the baseline build (`{baseline}` names it): the judge's copy is never handed out."""
+    if ws.config.target.binary:
+        checkout = baseline.path.parents[len(Path(ws.config.target.binary).parts) - 1]
+        _copy_build(checkout, Path(ws.config.target.binary), worker.baseline_copy)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _hashes(binary: Path) -> dict[str, str]:
+    """sha256 per file: the binary, and for a script every file of its directory (links by their target).
+
+    A VCS directory is left out (no script reads it).
+    """
+    files = {binary.name: _sha256(binary)}
+    if not is_script(binary):
+        return files
+    found = sorted(p for p in binary.parent.rglob("*") if (p.is_file() or p.is_symlink())
+                   and not {".git", ".oak"} & set(p.relative_to(binary.parent).parts))
+    if len(found) > HASHED_FILES:
+        return files
+    for path in found:
+        name = str(path.relative_to(binary.parent))
+        files[name] = "->" + os.readlink(path) if path.is_symlink() else _sha256(path)
+    return files
+
+
+def _cache_file(name: str) -> bool:
+    """A file an interpreter writes beside its sources when they first run (Python's bytecode cache)."""
+    return "__pycache__/" in name
+
+
+@dataclass(frozen=True)
+class BuiltBinary:
+    """A binary the judge built, with what its files held right after the build."""
+
+    path: Path
+    files: dict[str, str]  # relative to the binary's directory: sha256 (a symlink: "->" + its target)
+    commit: str = ""  # the commit a baseline was built from ("" for a candidate)
+
+    @classmethod
+    def of(cls, path: Path, commit: str = "") -> BuiltBinary:
+        """Hash a binary just built."""
+        return cls(Path(path), _hashes(Path(path)), commit)
+
+    def changed(self) -> list[str]:
+        """Files that differ from the record now (empty: the binary is as it was built)."""
+        try:
+            now = _hashes(self.path)
+        except OSError:
+            return [self.path.name]
+        return sorted(name for name in set(now) | set(self.files) if now.get(name) != self.files.get(name)
+                      and not (name not in self.files and _cache_file(name)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": str(self.path), "files": dict(self.files), "commit": self.commit}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BuiltBinary:
+        return cls(Path(data["path"]), {str(k): str(v) for k, v in data["files"].items()}, str(data.get("commit", "")))
 
 
 @dataclass
@@ -108,21 +207,34 @@ def checkout_with_patch(ws: Workspace, directory: Path, base: str, patch: str) -
 _BASELINE_BUILDS = threading.Lock()
 
 
-def baseline_binary(ws: Workspace, state: LabState, commit: str) -> Path:
-    """The binary built from `commit`, built once and cached by commit."""
+def baseline_binary(ws: Workspace, state: LabState, commit: str) -> BuiltBinary:
+    """The binary built from `commit`, built once and cached by commit, and checked on every call."""
     with _BASELINE_BUILDS:
         return _baseline_binary(ws, state, commit)
 
 
-def _baseline_binary(ws: Workspace, state: LabState, commit: str) -> Path:
-    cached = state.baseline(commit)
-    if cached and Path(cached).exists():
-        return Path(cached)
+def _cached(state: LabState, commit: str) -> BuiltBinary | None:
+    recorded = state.baseline(commit)
+    try:
+        return None if recorded is None else BuiltBinary.from_dict(json.loads(recorded))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None  # a record from before hashes were kept: build again
+
+
+def _baseline_binary(ws: Workspace, state: LabState, commit: str) -> BuiltBinary:
+    cached = _cached(state, commit)
+    if cached is not None:
+        changed = cached.changed()
+        if not changed:
+            return cached
+        state.log("baseline-rebuilt", {"commit": commit, "binary": str(cached.path), "changed": changed,
+                                       "why": "the cached baseline's files changed since the judge built them"})
     checkout = checkout_with_patch(ws, ws.baseline_dir(commit), commit, "")
     check = run_step("build", ws.config.target.build, checkout, placeholders(ws, checkout, None),
                      checkout.parent / "logs")
     binary = ws.binary_in(checkout)
     if not check.passed or binary is None or not binary.exists():
         raise OrchardError(f"the baseline at {commit[:12]} does not build: {check.detail}")
-    state.add_baseline(commit, str(binary))
-    return binary
+    built = BuiltBinary.of(binary, commit)
+    state.add_baseline(commit, json.dumps(built.to_dict()))
+    return built

@@ -14,9 +14,16 @@ builds it:
 - `binary-files` / `patch-too-large`: the change holds binary blobs, or its
   patch is larger than `[target] max_patch_kb` (build outputs the ignore
   lists missed, as a rule): refused, and the patch is not stored.
-- `report-missing` / `report-malformed` / `report-invalid`: the report is
-  recorded as found, never filled in.
+- `special-files`: a symlink out of the checkout, a FIFO, socket, device or
+  nested repository (`special_files`): refused, each file named.
+- `report-missing` / `report-malformed` / `report-invalid` /
+  `report-unreadable`: the report is recorded as found, never filled in.
 - `timed-out` / `cancelled` / `exit-nonzero`: how the process ended.
+
+A worker's checkouts are foreign: they are never read with their own VCS
+configuration. Each is read through a fresh judge-owned clone at its base
+(`judge/collect-<experiment>/`), whose repository looks at the worker's
+files (`Vcs.foreign_changes`); nothing in the worker's `.git` runs or counts.
 
 Together with the report, the log path, exit code, duration and the agent's
 own cost and token figures, this is what the lab stores for the experiment.
@@ -30,21 +37,25 @@ and every flag are worked out here as for a local worker.
 from __future__ import annotations
 
 import fnmatch
+import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from orchard.lab import report as report_module
-from orchard.lab.bench_view import worker_bench_base
+from orchard.lab import special_files
+from orchard.lab.bench_view import worker_bench_source
 from orchard.lab.executors import JobResult
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import outside_scope
 from orchard.lab.launchers import AgentUsage, Launcher
 from orchard.lab.remote import RemoteOutcome
 from orchard.lab.report import ReportReading
-from orchard.lab.workspace import REPORT_NAME, Workspace
+from orchard.lab.vcs import Changes, Vcs
+from orchard.lab.workspace import BASELINE_COPY, REPORT_NAME, Workspace
 
 
 class Flag(StrEnum):
@@ -59,6 +70,8 @@ class Flag(StrEnum):
     REPORT_MISSING = "report-missing"
     REPORT_MALFORMED = "report-malformed"
     REPORT_INVALID = "report-invalid"
+    REPORT_UNREADABLE = "report-unreadable"
+    SPECIAL_FILES = "special-files"
     TIMED_OUT = "timed-out"
     CANCELLED = "cancelled"
     EXIT_NONZERO = "exit-nonzero"
@@ -111,6 +124,7 @@ class Candidate:
     binary_files: list[str] = field(default_factory=list)
     launcher: str = ""  # the launcher that ran, as orchard.toml names it
     launcher_failure: str | None = None  # the agent's own account of why it could not work at all
+    special_files: list[str] = field(default_factory=list)  # each with what it is
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready record for the lab's state."""
@@ -137,7 +151,8 @@ def _without_scratch(files: tuple[str, ...], scratch: tuple[str, ...]) -> list[s
 
 
 def _flags(*, tampered: bool, violations: list[str], committed: bool, unchanged: bool, binary: bool,
-           too_large: bool, report: str, timed_out: bool, cancelled: bool, exit_code: int | None) -> list[Flag]:
+           too_large: bool, report: str, timed_out: bool, cancelled: bool, exit_code: int | None,
+           special: bool = False) -> list[Flag]:
     flags: list[Flag] = []
     if tampered:
         flags.append(Flag.HARNESS_TAMPERED)
@@ -151,6 +166,8 @@ def _flags(*, tampered: bool, violations: list[str], committed: bool, unchanged:
         flags.append(Flag.BINARY_FILES)
     if too_large:
         flags.append(Flag.PATCH_TOO_LARGE)
+    if special:
+        flags.append(Flag.SPECIAL_FILES)
     if report != "ok":
         flags.append(Flag(f"report-{report}"))
     if timed_out:
@@ -162,15 +179,35 @@ def _flags(*, tampered: bool, violations: list[str], committed: bool, unchanged:
     return flags
 
 
+def _foreign(vcs: Vcs, source: Path, work_tree: Path, base: str, clean: Path,
+             ignore: Sequence[str]) -> tuple[Changes, list[str]]:
+    """A worker's checkout read through a fresh clone of ours at `base`: its changes and special files."""
+    if clean.exists():
+        shutil.rmtree(clean)
+    clean.parent.mkdir(parents=True, exist_ok=True)
+    vcs.reader_clone(str(source), clean, base)
+    vcs.ignore_locally(clean, ignore)
+    changes = vcs.foreign_changes(clean, work_tree, base, ignore)
+    return changes, special_files.in_tree(vcs, clean, work_tree) + special_files.in_patch(changes.patch)
+
+
 def collect_candidate(
     workspace: Workspace, experiment: Experiment, result: JobResult, launcher: Launcher
 ) -> Candidate:
     """Read what the worker left: its patch, its bench's state, its report, its usage."""
     checkout = experiment.checkout
     worker = checkout.worker
-    target = workspace.target_vcs.changes(worker.target_dir, checkout.target_base, workspace.config.target.ignore)
-    bench_base = worker_bench_base(workspace, worker.name, checkout.bench_base)  # held-out inputs withheld
-    bench = workspace.bench_vcs.changes(worker.bench_dir, bench_base)
+    clean = workspace.judge_dir / f"collect-{experiment.name}"
+    ignore = [f"/{REPORT_NAME}", f"/{BASELINE_COPY}/", *workspace.config.target.ignore, *launcher.scratch]
+    try:
+        target, special = _foreign(workspace.target_vcs, workspace.reference_target, worker.target_dir,
+                                   checkout.target_base, clean / "target", ignore)
+        bench_source, bench_base = worker_bench_source(workspace, worker.name, checkout.bench_base)
+        bench, _ = _foreign(workspace.bench_vcs, bench_source, worker.bench_dir, bench_base, clean / "bench", [])
+    finally:
+        shutil.rmtree(clean, ignore_errors=True)
+    special += [f"{d.name}/: the checkout itself was replaced by a symlink to {d.resolve()}"
+                for d in (worker.target_dir, worker.bench_dir) if d.is_symlink()]  # another worker's, perhaps
     changed = _without_scratch(target.files, launcher.scratch)
     scope = list(experiment.hypothesis.scope)
     violations = outside_scope(changed, scope)
@@ -180,11 +217,13 @@ def collect_candidate(
 
     binaries = binary_files(target.patch)
     patch_bytes = len(target.patch.encode("utf-8", errors="surrogateescape"))
-    flags = _flags(tampered=bool(bench.files) or bench.head != bench_base, violations=violations,
-                   committed=target.head != checkout.target_base,
-                   unchanged=not changed and target.head == checkout.target_base, binary=bool(binaries),
+    committed = target.head not in ("", checkout.target_base)
+    flags = _flags(tampered=bool(bench.files) or bench.head not in ("", bench_base), violations=violations,
+                   committed=committed, unchanged=not changed and not committed, binary=bool(binaries),
                    too_large=patch_bytes > workspace.config.target.max_patch_kb * 1024, report=reading.state,
-                   timed_out=result.timed_out, cancelled=result.cancelled, exit_code=result.exit_code)
+                   timed_out=result.timed_out, cancelled=result.cancelled, exit_code=result.exit_code,
+                   special=bool(special))
+    refused = binaries or special or Flag.PATCH_TOO_LARGE in flags
 
     return Candidate(
         experiment=experiment.name,
@@ -192,9 +231,10 @@ def collect_candidate(
         target_base=checkout.target_base,
         bench_base=checkout.bench_base,
         target_head=target.head,
-        patch="" if binaries or Flag.PATCH_TOO_LARGE in flags else target.patch,
+        patch="" if refused else target.patch,
         patch_bytes=patch_bytes,
         binary_files=binaries,
+        special_files=special,
         changed_files=changed,
         scope=scope,
         scope_violations=violations,
@@ -261,17 +301,19 @@ def from_remote(workspace: Workspace, experiment: Experiment, outcome: RemoteOut
     violations = outside_scope(changed, scope)
     committed = bool(outcome.target_head) and outcome.target_head != checkout.target_base
     binaries = binary_files(outcome.patch)
+    special = special_files.in_patch(outcome.patch)
     patch_bytes = len(outcome.patch.encode("utf-8", errors="surrogateescape"))
     flags = _flags(tampered=bool(outcome.bench_files) or outcome.bench_head not in ("", checkout.bench_base),
-                   violations=violations, committed=committed, unchanged=not changed and not committed,
+                   special=bool(special), violations=violations, committed=committed,
+                   unchanged=not changed and not committed,
                    binary=bool(binaries), too_large=patch_bytes > workspace.config.target.max_patch_kb * 1024,
                    report=reading.state, timed_out=outcome.timed_out, cancelled=False,
                    exit_code=outcome.exit_code)
     return Candidate(
         experiment=experiment.name, worker=checkout.worker.name, target_base=checkout.target_base,
         bench_base=checkout.bench_base, target_head=outcome.target_head,
-        patch="" if binaries or Flag.PATCH_TOO_LARGE in flags else outcome.patch, patch_bytes=patch_bytes,
-        binary_files=binaries,
+        patch="" if binaries or special or Flag.PATCH_TOO_LARGE in flags else outcome.patch,
+        patch_bytes=patch_bytes, binary_files=binaries, special_files=special,
         changed_files=changed, scope=scope, scope_violations=violations, bench_changes=list(outcome.bench_files),
         bench_head=outcome.bench_head, report=reading, log_path=str(log), exit_code=outcome.exit_code,
         signal=outcome.signal, duration_s=outcome.duration_s, started_at=outcome.started_at,

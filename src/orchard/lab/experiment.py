@@ -104,7 +104,7 @@ def experiment_paths(workspace: Workspace, experiment: Experiment) -> Experiment
         target_dir=worker.target_dir,
         bench_dir=worker.bench_dir,
         binary=workspace.binary(worker),
-        baseline=workspace.baseline_binary(experiment.checkout.target_base),
+        baseline=workspace.worker_baseline(worker),
         suite=workspace.suite(worker.bench_dir),
         report=worker.report_path,
         prompt_file=workspace.prompt_path(experiment.name),

@@ -7,6 +7,11 @@ then the bench's verdict against the baseline binary built from the same
 base, gates included. The hard rules of the seed are enforced here, each
 with its own reason, and `decide` turns the findings into LAND, KILL or
 ITERATE. Building is `builds`' job, measuring `verdicts`'.
+
+A worker that did not finish (timed out, cancelled, crashed, or ended with
+no report) is never judged: its half-made change is KILLed with how it
+ended as the reason. A binary that changed after the judge built it is a
+KILL too ("judge binary changed"); a baseline that did is built again.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from orchard.lab import plausibility, review, weakened
 from orchard.lab.builds import (
+    BuiltBinary,
     Check,
     baseline_binary,
     checkout_with_patch,
@@ -24,9 +30,10 @@ from orchard.lab.builds import (
     run_step,
 )
 from orchard.lab.candidate import Candidate, Flag, a_few
-from orchard.lab.judgment import Decision, Judgment, Rule
+from orchard.lab.judgment import Decision, Judgment, Rule, patch_digest
 from orchard.lab.vcs import VcsError
 from orchard.lab.verdicts import (
+    BinaryChanged,
     MeasureProgress,
     Verdict,
     VerdictWord,
@@ -54,6 +61,9 @@ def _promising(verdict: Verdict) -> bool:
 
 
 TESTS_RED = ("tests failed", "bench-tests failed")  # red tests beside a win: worth fixing, not killing
+# How a worker may end without finishing, in the words its reason uses.
+UNFINISHED = {Flag.TIMED_OUT: "timed out", Flag.CANCELLED: "cancelled", Flag.EXIT_NONZERO: "exited non-zero",
+              Flag.REPORT_MISSING: "wrote no report"}
 
 
 def _failures(checks: Sequence[Check], verdict: Verdict | None,
@@ -66,6 +76,8 @@ def _failures(checks: Sequence[Check], verdict: Verdict | None,
         return check if check is not None and not check.passed else None
 
     found: list[tuple[str, Rule | None]] = []
+    if (check := failed("worker")) is not None:
+        found.append((f"the worker did not finish: {check.detail}; its change is not judged", None))
     if (check := failed("harness")) is not None:
         found.append((f"harness tampered: {check.detail}; the experiment is void", Rule.HARNESS))
     if (check := failed("scope")) is not None:
@@ -133,10 +145,13 @@ def collection_checks(candidate: Candidate) -> list[Check]:
     changed = a_few(candidate.bench_changes) or "its head moved"
     size_kb = candidate.patch_bytes / 1024
     refusals = []
+    if Flag.SPECIAL_FILES in candidate.flags:
+        refusals.append(f"special files {a_few(candidate.special_files)}")
     if Flag.BINARY_FILES in candidate.flags:
         refusals.append(f"binary files {a_few(candidate.binary_files)}")
     if Flag.PATCH_TOO_LARGE in candidate.flags:
         refusals.append(f"a {size_kb:,.0f} KB patch over [target] max_patch_kb ({a_few(candidate.changed_files)})")
+    unfinished = [why for flag, why in UNFINISHED.items() if flag in candidate.flags]
     return [
         Check("harness", not tampered, f"bench clone changed: {changed}" if tampered else "bench clone unchanged"),
         Check("scope", not violations,
@@ -146,6 +161,7 @@ def collection_checks(candidate: Candidate) -> list[Check]:
               " and ".join(refusals) + ": build outputs belong in the target's .gitignore or [target] ignore"
               if refusals else f"{size_kb:,.0f} KB, text only"),
         weakened.check(candidate.patch),
+        Check("worker", not unfinished, " and ".join(unfinished) if unfinished else "finished with a report"),
     ]
 
 
@@ -192,8 +208,19 @@ def judge(
     if binary is None or not binary.exists():
         checks.append(Check("binary", False, f"the build made no binary at {ws.config.target.binary}"))
         return _finish(Judgment(Decision.KILL, [checks[-1].detail]), checks, str(checkout), None, base)
+    built = BuiltBinary.of(binary)
     progress(f"{name}: verdict against the baseline built from {base[:12]}")
-    verdict = measure(ws, baseline, binary, progress=measure_progress)
+    try:
+        try:
+            verdict = measure(ws, baseline, built, progress=measure_progress)
+        except BinaryChanged as changed:
+            if changed.role != "baseline":
+                raise
+            progress(f"{name}: {changed}; the baseline is built again and measured again")
+            verdict = measure(ws, baseline_binary(ws, state, base), built, progress=measure_progress)
+    except BinaryChanged as changed:
+        checks.append(Check("binary", False, str(changed)))
+        return _finish(Judgment(Decision.KILL, [str(changed)]), checks, str(checkout), None, base)
     assert_bench_untouched(ws, bench_base)
     if (plausible := plausibility.check(verdict, plausible_bound(ws))) is not None:
         checks.append(plausible)
@@ -204,14 +231,17 @@ def judge(
         experiment = review.experiment_for(name, hypothesis, candidate, ws)
         checks.append(review.review(ws, experiment, candidate, verdict, checks, checkout))
         judgment = decide(checks, verdict, flags)
-    return _finish(judgment, checks, str(checkout), verdict, base, str(binary))
+    judgment = _finish(judgment, checks, str(checkout), verdict, base, built)
+    judgment.patch, judgment.patch_sha256 = candidate.patch, patch_digest(candidate.patch)
+    return judgment
 
 
 def _finish(judgment: Judgment, checks: list[Check], checkout: str | None, verdict: Verdict | None,
-            base: str, binary: str | None = None) -> Judgment:
+            base: str, built: BuiltBinary | None = None) -> Judgment:
     judgment.checks = checks
     judgment.checkout = checkout
     judgment.verdict = verdict
     judgment.base = base
-    judgment.binary = binary
+    judgment.binary = None if built is None else str(built.path)
+    judgment.built = built
     return judgment

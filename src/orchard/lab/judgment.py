@@ -7,12 +7,13 @@ what lab.db stores for an experiment once it is judged.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from orchard.lab.builds import Check
+from orchard.lab.builds import BuiltBinary, Check
 from orchard.lab.verdicts import Verdict
 
 
@@ -46,6 +47,9 @@ class Judgment:
     checkout: str | None = None  # judge checkout holding base + patch (kept for LAND)
     binary: str | None = None
     base: str | None = None
+    built: BuiltBinary | None = None  # the candidate binary measured, with its hashes
+    patch: str = ""  # exactly what was judged: the only change that may land
+    patch_sha256: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -57,11 +61,15 @@ class Judgment:
             "checkout": self.checkout,
             "binary": self.binary,
             "base": self.base,
+            "built": None if self.built is None else self.built.to_dict(),
+            "patch": self.patch,
+            "patch_sha256": self.patch_sha256,
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Judgment:
         verdict = data.get("verdict")
+        built = data.get("built")
         return cls(
             decision=Decision(data["decision"]),
             reasons=[str(r) for r in data.get("reasons", [])],
@@ -71,11 +79,19 @@ class Judgment:
             checkout=data.get("checkout"),
             binary=data.get("binary"),
             base=data.get("base"),
+            built=None if built is None else BuiltBinary.from_dict(built),
+            patch=str(data.get("patch") or ""),
+            patch_sha256=str(data.get("patch_sha256") or ""),
         )
 
     def check_lines(self) -> list[str]:
         """One line per check, as the journal lists them."""
         return [f"{c.name}: {'ok' if c.passed else 'FAILED'} {c.detail}" for c in self.checks]
+
+
+def patch_digest(patch: str) -> str:
+    """The sha256 a judged patch is stored with, and checked against before it lands."""
+    return hashlib.sha256(patch.encode("utf-8", errors="surrogateescape")).hexdigest()
 
 
 @dataclass(frozen=True)

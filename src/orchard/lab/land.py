@@ -20,40 +20,47 @@ experiment) the moment it is done:
 A run killed anywhere resumes at the first step not recorded; every step
 checks what is already there before acting, so nothing happens twice.
 
-Where the wins go (`Publication`): a bare target repository (or a URL)
-receives `lab/<experiment>` branches and its main branch; a target that is a
-working copy (its main checked out) never has a checked-out branch pushed to:
-it receives `lab/<experiment>` branches and `lab/main`, the lab's main, and
-the final report prints the `git log` and `git merge` commands that bring it
-in. `check_publication` pushes the lab's main there at every run's start, so
-a target that refuses is named, with the fix, before any experiment.
+What lands is only the patch the judge judged (stored with its judgment,
+its sha256 checked, its scope and files checked again), applied to a fresh
+judge-owned checkout of the base: never a worker's checkout, never a
+checkout a record names; the confirmation verdict measures that same patch,
+built again from clean, never a binary a record names. The lab's main is pinned (`pins`): before a rebase,
+a push, a merge or a publish, main must be where the lab left it.
+
+Where the wins go is `publication`'s concern.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchard.errors import UsageError
-from orchard.lab.builds import baseline_binary
+from orchard.lab import pins, special_files
+from orchard.lab.builds import BuiltBinary, baseline_binary, checkout_with_patch, placeholders, run_step
+from orchard.lab.candidate import a_few, patch_files
 from orchard.lab.experiment import ExperimentStatus
-from orchard.lab.hypothesis import Hypothesis
+from orchard.lab.hypothesis import Hypothesis, outside_scope
 from orchard.lab.judge import judge
-from orchard.lab.judgment import Decision, Judgment
-from orchard.lab.vcs import VcsError
+from orchard.lab.judgment import Decision, Judgment, patch_digest
+from orchard.lab.publication import check_published, main_branch, publication, push
 from orchard.lab.verdict_table import after_pairs
-from orchard.lab.verdicts import MeasureProgress, Verdict, VerdictWord, measure
+from orchard.lab.verdicts import (
+    BinaryChanged,
+    LabIntegrityError,
+    MeasureProgress,
+    Verdict,
+    VerdictWord,
+    measure,
+)
 from orchard.lab.workspace import Workspace
 
 if TYPE_CHECKING:
     from orchard.lab.state import ExperimentRecord, LabState
 
 Progress = Callable[[str], None]
-LAB_MAIN = "lab/main"
 
 
 @dataclass
@@ -65,29 +72,6 @@ class LandOutcome:
     reverted: bool
     notes: list[str]
     published: bool = False  # the merge is reachable in the target repository
-
-
-@dataclass(frozen=True)
-class Publication:
-    """Where the lab's main reaches the user: the target repository and the branch that carries it."""
-
-    repo: str
-    main: str  # the lab's integration branch (in its own clone)
-    ref: str  # the branch the lab's main is pushed to in `repo`
-
-    @property
-    def into_user_main(self) -> bool:
-        return self.ref == self.main
-
-    def commands(self) -> list[str]:
-        """What a user types to see, and take, the lab's wins."""
-        if self.into_user_main:
-            return [f"git -C {self.repo} log --oneline {self.main}"]
-        return [f"git -C {self.repo} log --oneline {self.main}..{self.ref}",
-                f"git -C {self.repo} merge {self.ref}"]
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _signed(value: float | None) -> str:
@@ -120,40 +104,6 @@ def lab_note(hypothesis: Hypothesis, judgment: Judgment, experiment: str) -> str
     return "\n".join(lines) + "\n"
 
 
-def main_branch(ws: Workspace, state: LabState) -> str:
-    """The branch the lab integrates on, recorded at the lab's start."""
-    name = state.meta("main_branch")
-    if name is None:
-        name = ws.target_vcs.current_branch(ws.reference_target) or "main"
-        state.set_meta("main_branch", name)
-    return name
-
-
-def publication(ws: Workspace, main: str) -> Publication:
-    """Where wins go: a working copy gets `lab/main`, anything else its own main branch."""
-    repo = ws.config.target.repo
-    return Publication(repo, main, LAB_MAIN if ws.target_vcs.is_working_copy(repo) else main)
-
-
-def check_publication(ws: Workspace, state: LabState) -> Publication:
-    """Push the lab's main to where wins go, now: a target that refuses is a configuration error."""
-    where = publication(ws, main_branch(ws, state))
-    if where.ref != where.main and ws.target_vcs.current_branch(Path(where.repo)) == where.ref:
-        raise UsageError(f"target.repo {where.repo}: {where.ref} is checked out there, and the lab publishes its "
-                         f"main to that branch: switch to another branch (`git -C {where.repo} switch "
-                         f"{where.main}`); nothing was run")
-    try:
-        ws.target_vcs.push(ws.reference_target, where.main, as_branch=where.ref)
-    except VcsError as error:
-        raise UsageError(
-            f"target.repo {where.repo}: the lab cannot publish its wins there ({error.summary}); "
-            f"it pushes {where.ref} and lab/<experiment> branches: make the repository writable, or point "
-            f"target.repo at a bare clone (`git clone --bare {where.repo} lab-remote.git`); nothing was run"
-        ) from None
-    state.set_meta("publication", json.dumps(where.to_dict()))
-    return where
-
-
 class Steps:
     """The landing steps one experiment has done, as recorded in lab.db."""
 
@@ -177,34 +127,59 @@ class Steps:
 STEP_KINDS = ("land", "rebase", "push", "confirm", "merge", "publish", "main-check", "revert", "publish-revert")
 
 
-def _push(ws: Workspace, branch: str, as_branch: str | None = None) -> dict[str, Any]:
-    """Push a branch from the lab's clone to the target repository, and read it back there."""
-    vcs, reference = ws.target_vcs, ws.reference_target
-    commit = vcs.resolve(reference, branch)
-    remote = as_branch or branch
-    try:
-        vcs.push(reference, branch, as_branch=as_branch)
-        there = vcs.remote_head(reference, remote)
-    except VcsError as error:
-        return {"branch": remote, "commit": commit, "reachable": False, "error": error.summary}
-    reachable = there is None or there == commit
-    return {"branch": remote, "commit": commit, "reachable": reachable,
-            **({} if reachable else {"error": f"{remote} there is {there or 'missing'}, not {commit[:10]}"})}
+def landing_checkout(ws: Workspace, name: str, base: str, judgment: Judgment, hypothesis: Hypothesis,
+                     purpose: str = "land") -> Path:
+    """A fresh judge-owned checkout of `base` plus exactly the judged patch, checked again before it lands."""
+    patch = judgment.patch
+    if not patch or patch_digest(patch) != judgment.patch_sha256:
+        raise LabIntegrityError(f"{name}: the judged patch stored in lab.db does not match its sha256 (or is "
+                                "missing): lab.db was edited; nothing was committed, merged or pushed")
+    files = patch_files(patch)
+    refused = [f"outside the scope: {a_few(v)}" for v in [outside_scope(files, hypothesis.scope)] if v]
+    refused += special_files.in_patch(patch)
+    if not files or refused:
+        raise LabIntegrityError(f"{name}: the patch recorded as judged is not one the judge passes "
+                                f"({'; '.join(refused) or 'it changes no file'}): lab.db was edited; nothing was "
+                                "committed, merged or pushed")
+    return checkout_with_patch(ws, ws.judge_dir / name / purpose, base, patch)
 
 
-def _commit_branch(ws: Workspace, checkout: str, branch: str, base: str, message: str) -> str:
-    """Commit the checkout's change on `branch` and push it into the lab's target clone.
+def _commit_branch(ws: Workspace, checkout: Path, branch: str, message: str) -> str:
+    """Commit the landing checkout on `branch` and push it into the lab's target clone.
 
-    A lab killed after the commit but before recording it finds the commit
-    already there and only pushes it again.
+    A lab killed after the commit but before recording it commits again from
+    a fresh checkout; the push replaces the branch it left (its own, unmerged).
     """
-    vcs, path = ws.target_vcs, Path(checkout)
-    if vcs.current_branch(path) == branch and vcs.head(path) != base:
-        commit = vcs.head(path)
-    else:
-        commit = vcs.commit(path, message, branch=branch, ignore=ws.config.target.ignore)
-    vcs.push(path, branch)  # into the lab's target clone (its origin)
+    vcs = ws.target_vcs
+    commit = vcs.commit(checkout, message, branch=branch, ignore=ws.config.target.ignore)
+    vcs.push(checkout, branch, force=True)  # into the lab's target clone (its origin)
     return commit
+
+
+def _confirm(ws: Workspace, state: LabState, main_head: str, current: Judgment, name: str,
+             hypothesis: Hypothesis, measure_progress: MeasureProgress | None) -> Verdict | str:
+    """The confirmation verdict of exactly what lands, built and tested again from clean; or why there is none.
+
+    No binary a record names is measured: the judged patch (checked as for
+    the commit) is applied to a fresh checkout of main and built here.
+    """
+    checkout = landing_checkout(ws, name, main_head, current, hypothesis, purpose="confirm")
+    binary = ws.binary_in(checkout)
+    values, logs = placeholders(ws, checkout, binary), checkout.parent / "confirm-logs"
+    for step, command in (("build", ws.config.target.build), ("tests", ws.config.target.test)):
+        check = run_step(step, command, checkout, values, logs)
+        if not check.passed:
+            return f"what lands fails its {step} from clean for the confirmation: {check.detail}"
+    if binary is None or not binary.exists():
+        return f"what lands builds no binary at {ws.config.target.binary}"
+    built = BuiltBinary.of(binary)
+    for attempt in (1, 2):
+        try:
+            return measure(ws, baseline_binary(ws, state, main_head), built, progress=measure_progress)
+        except BinaryChanged as changed:
+            if changed.role != "baseline" or attempt == 2:
+                return str(changed)
+    raise AssertionError("unreachable")
 
 
 def land(
@@ -223,39 +198,48 @@ def land(
     main = main_branch(ws, state)
     where = publication(ws, main)
     steps = Steps(state, name)
-    assert judgment.checkout is not None and judgment.base is not None
+    assert judgment.base is not None
 
     def commit_step() -> dict[str, Any]:
         branch = f"lab/{name}"
         progress(f"{name}: commit on {branch}")
-        commit = _commit_branch(ws, judgment.checkout or "", branch, judgment.base or "",
-                                lab_note(hypothesis, judgment, name))
+        checkout = landing_checkout(ws, name, judgment.base or "", judgment, hypothesis)
+        commit = _commit_branch(ws, checkout, branch, lab_note(hypothesis, judgment, name))
         state.update_experiment(name, branch=branch, land_commit=commit, status=ExperimentStatus.LANDING)
         return {"branch": branch, "commit": commit}
 
     landed = steps.run("land", commit_step)
 
     def rebase_step() -> dict[str, Any]:
-        main_head = vcs.resolve(reference, main)
+        main_head = pins.check(ws, state, main).head
         if main_head == judgment.base:
             return {"needed": False, "main": main_head, **landed}
         progress(f"{name}: main moved ({(judgment.base or '')[:10]} -> {main_head[:10]}): rebase and judge again")
         assert record.candidate is not None
-        rebased = judge(ws, state, f"{name}-on-{main_head[:10]}", replace(record.candidate, flags=[]), main_head,
+        judged = replace(record.candidate, patch=judgment.patch, flags=[])  # what was judged, nothing else
+        rebased = judge(ws, state, f"{name}-on-{main_head[:10]}", judged, main_head,
                         record.bench_base, progress=progress, measure_progress=measure_progress)
         data: dict[str, Any] = {"needed": True, "main": main_head, "onto": main_head, "decision": rebased.decision,
                                 "reasons": rebased.reasons, "judgment": rebased.to_dict()}
         if rebased.decision != Decision.LAND:
             return {**data, **landed}
         branch = f"{landed['branch']}-on-{main_head[:10]}"
-        commit = _commit_branch(ws, rebased.checkout or "", branch, main_head,
-                                lab_note(hypothesis, rebased, name))
+        checkout = landing_checkout(ws, f"{name}-on-{main_head[:10]}", main_head, rebased, hypothesis)
+        commit = _commit_branch(ws, checkout, branch, lab_note(hypothesis, rebased, name))
         state.update_experiment(name, branch=branch, land_commit=commit, judgment=rebased)
         return {**data, "branch": branch, "commit": commit}
 
     rebase = steps.run("rebase", rebase_step)
     branch, commit = rebase["branch"], rebase["commit"]
-    pushed = steps.run("push", lambda: _push(ws, branch))
+
+    def push_step() -> dict[str, Any]:
+        check_published(ws, state, where)
+        if vcs.resolve(reference, branch) != commit:
+            raise LabIntegrityError(f"{branch} in the lab's target clone is not the commit the lab made "
+                                    f"({commit[:12]}): someone moved it; nothing was pushed or merged")
+        return push(ws, branch)
+
+    pushed = steps.run("push", push_step)
     notes = [] if pushed["reachable"] else [f"branch {branch} not published to the target: {pushed.get('error')}"]
     if rebase.get("decision", Decision.LAND) != Decision.LAND:
         notes.append(f"not merged: on the new main {rebase['main'][:10]} it no longer lands "
@@ -263,14 +247,17 @@ def land(
         return LandOutcome(branch, commit, False, None, False, notes)
     current = judgment if not rebase["needed"] else Judgment.from_dict(rebase["judgment"])
     main_head = rebase["main"]
-    baseline = baseline_binary(ws, state, main_head)
 
     def confirm_step() -> dict[str, Any]:
         progress(f"{name}: confirmation verdict on fresh samples")
-        verdict = measure(ws, baseline, Path(current.binary or ""), progress=measure_progress)
-        return {"verdict": verdict.to_dict()}
+        verdict = _confirm(ws, state, main_head, current, name, hypothesis, measure_progress)
+        return {"refused": verdict} if isinstance(verdict, str) else {"verdict": verdict.to_dict()}
 
-    confirm = Verdict.from_dict(steps.run("confirm", confirm_step)["verdict"])
+    confirmed = steps.run("confirm", confirm_step)
+    if "refused" in confirmed:
+        notes.append(f"not merged: {confirmed['refused']}; the branch stays, described")
+        return LandOutcome(branch, commit, False, None, False, notes)
+    confirm = Verdict.from_dict(confirmed["verdict"])
     if confirm.verdict != VerdictWord.PASS:
         notes.append(f"not merged: the confirmation verdict was {confirm.verdict} "
                      f"({'; '.join(confirm.reasons)}); the branch stays, described")
@@ -281,19 +268,24 @@ def land(
             return {"branch": branch, "into": main, "commit": vcs.resolve(reference, main), "previous": main_head,
                     "note": "found merged after a restart"}
         progress(f"{name}: merge {branch} into {main}")
-        merged = vcs.merge(reference, branch, into=main, message=f"lab: merge {branch}: {title}\n")
+        pins.expect(ws, state, main, (main_head, commit), commit)
+        merged = vcs.merge(reference, commit, into=main, message=f"lab: merge {branch}: {title}\n")
+        pins.pin(ws, state, main)
         return {"branch": branch, "into": main, "commit": merged, "previous": main_head}
 
     merge_commit = steps.run("merge", merge_step)["commit"]
+    pins.check(ws, state, main)
     state.update_experiment(name, merge_commit=merge_commit)
-    published = steps.run("publish", lambda: _push(ws, main, where.ref))
+    check_published(ws, state, where)
+    published = steps.run("publish", lambda: push(ws, main, where.ref))
     if not published["reachable"]:
         notes.append(f"merged in the lab's clone as {merge_commit[:10]} but NOT reachable in {where.repo}: "
                      f"{published.get('error')}")
 
     def check_step() -> dict[str, Any]:
         progress(f"{name}: main after the merge against the previous main")
-        check = measure(ws, baseline, baseline_binary(ws, state, merge_commit), progress=measure_progress)
+        check = measure(ws, baseline_binary(ws, state, main_head), baseline_binary(ws, state, merge_commit),
+                        progress=measure_progress)
         before, after = check.medians()
         regressed = check.verdict in (VerdictWord.REGRESSED, VerdictWord.ERROR)
         if not regressed:
@@ -301,21 +293,25 @@ def land(
         return {"verdict": check.to_dict(), "regressed": regressed, "before": before}
 
     checked = steps.run("main-check", check_step)
+    pins.check(ws, state, main)
     if not checked["regressed"]:
         return LandOutcome(branch, commit, True, merge_commit, False, notes, bool(published["reachable"]))
 
     def revert_step() -> dict[str, Any]:
         head = vcs.resolve(reference, main)
-        if head != merge_commit:  # reverted before a kill, not yet recorded
+        if head != merge_commit:  # reverted before a kill, not yet recorded (pins.check took it as announced)
             revert = head
         else:
+            pins.expect(ws, state, main, (merge_commit,), main_head)
             revert = vcs.revert(reference, merge_commit, f"lab: revert {branch}: main regressed after the merge\n")
+            pins.pin(ws, state, main)
         state.add_measurement("main", revert, checked["before"], name)
         return {"merge": merge_commit, "revert": revert, "verdict": checked["verdict"]["verdict"],
                 "why": "main measured against the previous main regressed after the merge"}
 
     steps.run("revert", revert_step)
-    steps.run("publish-revert", lambda: _push(ws, main, where.ref))
+    check_published(ws, state, where)
+    steps.run("publish-revert", lambda: push(ws, main, where.ref))
     notes.append(f"merged, then reverted: main after the merge was {checked['verdict']['verdict']}")
     return LandOutcome(branch, commit, True, merge_commit, True, notes, bool(published["reachable"]))
 

@@ -29,21 +29,22 @@ wins finish landing, and nothing is judged or landed twice.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from orchard.errors import OrchardError
-from orchard.lab import backlog, planner, records, stop, workspace_lock
+from orchard.lab import backlog, pins, planner, publication, records, stop, workspace_lock
 from orchard.lab import land as landing
-from orchard.lab.builds import baseline_binary, placeholders, run_step
+from orchard.lab.builds import baseline_binary, give_baseline, placeholders, run_step
 from orchard.lab.candidate import Candidate, Flag, collect_candidate, from_remote
 from orchard.lab.executors import Executor, JobResult, SubprocessExecutor, make_executor
 from orchard.lab.executors.dask import DaskExecutor
@@ -55,7 +56,7 @@ from orchard.lab.judgment import Decision, Judgment, JudgmentEntry
 from orchard.lab.launchers import Launcher, launcher_for, preflight
 from orchard.lab.prompts import render_prompt
 from orchard.lab.remote import RemoteExperiment, RemoteOutcome, lab_id
-from orchard.lab.start import start
+from orchard.lab.start import recorded_start, start
 from orchard.lab.state import ExperimentRecord, LabState
 from orchard.lab.verdicts import MeasureProgress, measure, opportunities
 from orchard.lab.workspace import WorkerCheckout, Workspace
@@ -63,6 +64,7 @@ from orchard.lab.workspace import WorkerCheckout, Workspace
 POLL_S = 0.5
 # Tests only: `after-launch` makes orchard SIGKILL itself between starting a worker and recording it.
 KILL_AT = "ORCHARD_TEST_KILL_AT"
+STOPPED_BY_LAB = "worker-stopped-by-lab"  # the journal's record that a worker was killed by the lab's own stop
 Say = Callable[[str], None]
 Status = ExperimentStatus
 
@@ -157,10 +159,11 @@ class Lab:
             self._launch_remote(self.executor, record)
             return
         ws = self.ws
-        baseline_binary(ws, self.state, record.target_base)  # the worker measures against it
+        baseline = baseline_binary(ws, self.state, record.target_base)
         launcher = self._launcher(record)
-        ws.setup_worker(record.worker, target_base=record.target_base, bench_base=record.bench_base,
-                        ignore=launcher.scratch)
+        checkout = ws.setup_worker(record.worker, target_base=record.target_base, bench_base=record.bench_base,
+                                   ignore=launcher.scratch)
+        give_baseline(ws, checkout.worker, baseline)  # the worker measures against its own copy
         experiment = self._experiment(record)
         prompt = render_prompt(ws, experiment)
         ws.log_path(record.name).unlink(missing_ok=True)
@@ -208,6 +211,7 @@ class Lab:
             if record is None:
                 continue
             name = self._name(record.id)
+            pins.check(self.ws, self.state, publication.main_branch(self.ws, self.state))  # bases come from it
             with self.state.transaction():
                 self.state.update_hypothesis(record.id, status=HypothesisStatus.RUNNING, attempt=True)
                 self.state.add_experiment(name, record.id, slot.worker, slot.lane,
@@ -281,10 +285,31 @@ class Lab:
         for result in self.executor.poll():
             self._collect(result)
 
+    def _stopped_by_lab(self, record: ExperimentRecord) -> bool:
+        """Whether the lab itself stopped this experiment's worker after it last started (never a finished one)."""
+        kinds = [e.kind for e in self.state.events() if e.experiment == record.name
+                 and e.kind in ("experiment-start", STOPPED_BY_LAB)]
+        return bool(kinds) and kinds[-1] == STOPPED_BY_LAB
+
+    @contextlib.contextmanager
+    def _stopping(self) -> Iterator[None]:
+        """A run that ends early records, before the executor kills them, that its running workers were stopped."""
+        try:
+            yield
+        except BaseException as error:
+            for record in self.state.experiments(Status.RUNNING):
+                self.state.log(STOPPED_BY_LAB, {"why": f"orchard run stopped ({type(error).__name__})",
+                                                "worker": record.worker}, record.name)
+            raise
+
     def resume_workers(self) -> None:
         """Experiments an earlier orchard left running: adopt, collect, or start again."""
         assert self.executor is not None
         for record in self.state.experiments(Status.STARTING, Status.RUNNING):
+            if record.status == Status.RUNNING and self._stopped_by_lab(record):
+                self.say(f"{record.name}: the lab stopped its worker last time; starting it again from clean")
+                self._launch(record)
+                continue
             if isinstance(self.executor, DaskExecutor):
                 # its task went with the previous orchard's cluster connection: submit it again
                 self.say(f"{record.name}: submitted again (the previous orchard's dask task is gone)")
@@ -438,11 +463,12 @@ class Lab:
         ws = self.ws
         main = ws.target_base()
         self.say(f"full sweep: main {main[:12]} against the lab's first baseline")
-        first = Path(self.state.meta("first_baseline") or "")
+        started = recorded_start(self.state)
+        first = baseline_binary(ws, self.state, started.base if started else main)
         verdict = measure(ws, first, baseline_binary(ws, self.state, main), progress=self.measure_progress)
         data: dict[str, Any] = {"main": main, "verdict": verdict.to_dict()}
         if ws.config.bench.sweep:
-            values = placeholders(ws, ws.reference_target, baseline_binary(ws, self.state, main))
+            values = placeholders(ws, ws.reference_target, baseline_binary(ws, self.state, main).path)
             check = run_step("sweep", ws.config.bench.sweep, ws.bench_dir, values, ws.judge_dir / "sweep-logs")
             data["command"] = check.detail
             data["command_log"] = check.log
@@ -511,10 +537,10 @@ class Lab:
                          else make_executor(workers.executor, self.ws.tmux_socket, self.ws.executor_dir))
         reason: str | None = None
         try:
-            with self.executor:
+            with self.executor, self._stopping():
                 if self.executor.kind == "subprocess" and workers.executor == "auto":
                     self.say("tmux is not installed: workers run as plain subprocesses")
-                landing.check_publication(self.ws, self.state)
+                publication.check_publication(self.ws, self.state)
                 if start(self.ws, self.state, say=self.say, measure_progress=self.measure_progress):
                     self.render()
                 self.resume_workers()

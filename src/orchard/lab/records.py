@@ -17,8 +17,8 @@ from typing import Any
 
 from orchard.lab import backlog
 from orchard.lab.judgment import Decision, JudgmentEntry
-from orchard.lab.land import Publication
 from orchard.lab.markdown import inline
+from orchard.lab.publication import Publication
 from orchard.lab.start import LAB_START, LabStart, recorded_start
 from orchard.lab.state import ExperimentRecord, HypothesisRecord, JournalEvent, LabState
 from orchard.lab.verdict_table import (

@@ -35,7 +35,7 @@ import psutil
 from filelock import FileLock
 
 from orchard.lab.bench_view import worker_bench_base
-from orchard.lab.builds import placeholders, run_step
+from orchard.lab.builds import BuiltBinary, give_baseline, placeholders, run_step
 from orchard.lab.config import Config
 from orchard.lab.executors.base import kill_tree
 from orchard.lab.executors.subprocess import SubprocessExecutor
@@ -189,6 +189,8 @@ def run_experiment(spec: RemoteExperiment) -> RemoteOutcome:
         _kill_leftover(pid_file)
         checkout = ws.setup_worker(spec.worker, target_base=spec.target_base, bench_base=spec.bench_base,
                                    ignore=launcher.scratch)
+        if (built := ws.baseline_binary(spec.target_base)) is not None and built.exists():
+            give_baseline(ws, checkout.worker, BuiltBinary.of(built, spec.target_base))
         experiment = Experiment(spec.name, _materialized(ws, spec), checkout)
         prompt = render_prompt(ws, experiment)
         job = launcher.job(ws, experiment)

@@ -6,6 +6,12 @@ ever filled in for the worker: a report that is absent is recorded as
 as `invalid` with every problem named, and in those cases the raw text (if
 any) is kept as it was.
 
+The file is foreign: it is opened as a regular file only (never through a
+symlink, never a FIFO or device, so nothing outside the checkout is read and
+nothing hangs), and read up to `MAX_REPORT_BYTES` (1 MiB). Anything else, a
+larger file or JSON nested too deep to parse, is `unreadable` with the
+reason, and its text is not kept.
+
 Schema (`orchard.worker-report/1`), fields other than these are kept as
 they are:
 
@@ -28,12 +34,15 @@ null), `n` (integer or null: pairs or runs behind the numbers),
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 SCHEMA = "orchard.worker-report/1"
+MAX_REPORT_BYTES = 1 << 20
 STATUSES = ("done", "failed", "gave-up")
 _NUMBER = (int, float)
 
@@ -63,7 +72,7 @@ EXAMPLE: dict[str, Any] = {
 class ReportReading:
     """What was found where the report should be. `report` is set only when `state` is `ok`."""
 
-    state: str  # ok | missing | malformed | invalid
+    state: str  # ok | missing | malformed | invalid | unreadable
     path: str
     report: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
@@ -147,19 +156,41 @@ def validate(data: Any, experiment: str | None = None) -> list[str]:
     return problems
 
 
+def _read_regular(path: Path) -> str:
+    """The text of a regular file no larger than the cap; OSError or ValueError naming why not."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError("not a regular file")
+        if info.st_size > MAX_REPORT_BYTES:
+            raise ValueError(f"{info.st_size:,} bytes, over the {MAX_REPORT_BYTES:,}-byte cap")
+        data = os.read(descriptor, MAX_REPORT_BYTES + 1)
+    finally:
+        os.close(descriptor)
+    if len(data) > MAX_REPORT_BYTES:
+        raise ValueError(f"over the {MAX_REPORT_BYTES:,}-byte cap")
+    return data.decode("utf-8")
+
+
 def read_report(path: Path, experiment: str | None = None) -> ReportReading:
-    """Read a worker's report as it is, never repairing or inventing it."""
+    """Read a worker's report as it is, never repairing or inventing it, never following it anywhere."""
     path = Path(path)
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = _read_regular(path)
     except FileNotFoundError:
         return ReportReading("missing", str(path), problems=["the worker wrote no report"])
-    except (OSError, UnicodeDecodeError) as error:
-        return ReportReading("malformed", str(path), problems=[f"unreadable: {error}"])
+    except OSError as error:
+        why = "a symlink" if path.is_symlink() else error.strerror or str(error)
+        return ReportReading("unreadable", str(path), problems=[f"report unreadable: {why}"])
+    except (ValueError, UnicodeDecodeError) as error:
+        return ReportReading("unreadable", str(path), problems=[f"report unreadable: {error}"])
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as error:
         return ReportReading("malformed", str(path), problems=[f"not JSON: {error}"], raw=raw)
+    except RecursionError:
+        return ReportReading("unreadable", str(path), problems=["report unreadable: JSON nested too deep"])
     problems = validate(data, experiment)
     if problems:
         return ReportReading("invalid", str(path), problems=problems, raw=raw)

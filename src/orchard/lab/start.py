@@ -17,7 +17,7 @@ from typing import Any
 
 from orchard.errors import OrchardError
 from orchard.lab.builds import baseline_binary, harness_tests, placeholders
-from orchard.lab.land import main_branch
+from orchard.lab.publication import main_branch
 from orchard.lab.state import LabState
 from orchard.lab.verdicts import MeasureProgress, calibrate
 from orchard.lab.workspace import Workspace
@@ -67,16 +67,15 @@ def start(ws: Workspace, state: LabState, *, say: Callable[[str], None] = print,
     binary = baseline_binary(ws, state, base)
     calibrated = not (ws.suite(ws.bench_dir) is None and ws.config.bench.verdict)
     if not calibrated:
-        entry = LabStart(base, bench_base, str(binary), "by the bench's own verdict command")
+        entry = LabStart(base, bench_base, str(binary.path), "by the bench's own verdict command")
     else:
         baseline = calibrate(ws, binary, measure_progress, say)
         state.set_meta("metric_directions", json.dumps(baseline.directions))
-        entry = LabStart(base, bench_base, str(binary), baseline.calibration, baseline.medians, baseline.floors)
+        entry = LabStart(base, bench_base, str(binary.path), baseline.calibration, baseline.medians, baseline.floors)
     with state.transaction():
         if calibrated:
             state.add_measurement("baseline", base, entry.baseline)
             state.add_measurement("main", base, entry.baseline)
         state.log(LAB_START, entry.to_dict())
         state.set_meta("started_at", str(time.time()))
-        state.set_meta("first_baseline", str(binary))
     return True

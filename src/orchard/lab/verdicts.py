@@ -5,7 +5,10 @@ verdict of a candidate binary against a baseline binary (from the bench's
 suite, or from the bench's own verdict script), for the lab-start
 calibration, and for the ranked opportunities. Around every verdict the
 lab's own bench clone is checked: nothing measured with a changed harness
-counts.
+counts; and both binaries are checked against the hashes recorded when the
+judge built them, before and after: a binary changed by anyone is never
+measured, and a verdict taken while one changed does not count
+(`BinaryChanged`).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from orchard.bench.verdict import (
     VerdictWord,
 )
 from orchard.errors import OrchardError
-from orchard.lab.builds import STEP_TIMEOUT_S, placeholders
+from orchard.lab.builds import STEP_TIMEOUT_S, BuiltBinary, placeholders
 from orchard.lab.candidate import a_few
 from orchard.lab.experiment import render_command
 from orchard.lab.workspace import Workspace
@@ -45,7 +48,25 @@ VERDICT_WORDS = re.compile(r"\b(PASS|REGRESSED|NO-CHANGE|INCONCLUSIVE)\b")
 
 
 class LabIntegrityError(OrchardError):
-    """The lab's own bench clone changed: no verdict from it can be trusted."""
+    """The lab's own clones changed behind its back: nothing measured or merged from them can be trusted."""
+
+
+class BinaryChanged(OrchardError):
+    """A binary the judge built no longer matches its recorded hashes: no verdict was taken from it."""
+
+    def __init__(self, role: str, built: BuiltBinary, changed: list[str]) -> None:
+        super().__init__(f"judge binary changed: the {role} {built.path} ({a_few(changed)}) differs from "
+                         "what the judge built")
+        self.role = role
+        self.built = built
+
+
+def check_built(baseline: BuiltBinary, candidate: BuiltBinary) -> None:
+    """Both binaries as the judge built them, or `BinaryChanged` naming the one that is not."""
+    for role, built in (("baseline", baseline), ("candidate", candidate)):
+        changed = built.changed()
+        if changed:
+            raise BinaryChanged(role, built, changed)
 
 
 def assert_bench_untouched(ws: Workspace, bench_base: str) -> None:
@@ -101,14 +122,18 @@ def external_verdict(ws: Workspace, baseline: Path, candidate: Path) -> Verdict:
     )
 
 
-def measure(ws: Workspace, baseline: Path, candidate: Path, *, runs: int | None = None, seed: int | None = None,
-            progress: MeasureProgress | None = None) -> Verdict:
-    """The bench's verdict of `candidate` against `baseline`."""
+def measure(ws: Workspace, baseline: BuiltBinary, candidate: BuiltBinary, *, runs: int | None = None,
+            seed: int | None = None, progress: MeasureProgress | None = None) -> Verdict:
+    """The bench's verdict of `candidate` against `baseline`, both checked against their build records."""
+    check_built(baseline, candidate)
     if ws.config.bench.verdict:
-        return external_verdict(ws, baseline, candidate)
-    suite = bench.load_suite(_suite_path(ws))
-    return bench.run_verdict(suite, baseline, candidate, runs=runs, seed=seed, results=ws.results_dir,
-                             progress=progress or (lambda *_: None))
+        verdict = external_verdict(ws, baseline.path, candidate.path)
+    else:
+        suite = bench.load_suite(_suite_path(ws))
+        verdict = bench.run_verdict(suite, baseline.path, candidate.path, runs=runs, seed=seed,
+                                    results=ws.results_dir, progress=progress or (lambda *_: None))
+    check_built(baseline, candidate)
+    return verdict
 
 
 def metric_keys(ws: Workspace) -> list[str]:
@@ -146,12 +171,13 @@ class Baseline:
     calibration: str  # how it was calibrated, for the journal
 
 
-def calibrate(ws: Workspace, binary: Path, progress: MeasureProgress | None = None,
+def calibrate(ws: Workspace, binary: BuiltBinary, progress: MeasureProgress | None = None,
               say: Callable[[str], None] = lambda _: None) -> Baseline:
     """A/A-calibrate the suite on this machine with `binary` and read the baseline from it."""
     suite = bench.load_suite(_suite_path(ws))
     say(f"calibrating the verdict (A/A, {suite.calibration_runs} pairs) on this machine")
-    cal = bench.calibrate(suite, binary, results=ws.results_dir, progress=progress or (lambda *_: None))
+    check_built(binary, binary)
+    cal = bench.calibrate(suite, binary.path, results=ws.results_dir, progress=progress or (lambda *_: None))
     return Baseline(
         medians={key: m.median for key, m in cal.metrics.items() if m.median is not None},
         floors={spec.key: spec.floor(cal.metrics[spec.key].noise()) for spec in suite.metrics

@@ -6,7 +6,7 @@
   bench/                  the lab's own harness clone (judging, baselines)
   judge/target/           the lab's own target clone; workers clone from it
   judge/base-<commit>/    the judge's baseline builds, one per base commit
-  worker-<name>/target/   that worker's target clone (it edits here)
+  worker-<name>/target/   that worker's target clone (it edits here), fresh for every experiment
   worker-<name>/bench/    that worker's harness clone (it measures here)
 ```
 
@@ -36,6 +36,8 @@ from orchard.lab.vcs import Identity, Vcs, VcsError, get_vcs
 # The worker writes its report here, inside its target checkout (every agent
 # CLI may write there); the checkout ignores it, so it is never in the diff.
 REPORT_NAME = ".orchard-report.json"
+# The worker's own copy of the baseline build (ignored): judge/ is never in a prompt.
+BASELINE_COPY = ".orchard-baseline"
 BUILTIN_BENCH_IGNORES = ("results/", "__pycache__/", "*.pyc")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -68,6 +70,8 @@ class Worker:
     @property
     def report_path(self) -> Path:
         return self.target_dir / REPORT_NAME
+
+    baseline_copy = property(lambda self: self.target_dir / BASELINE_COPY)  # its own copy of the baseline
 
 
 @dataclass(frozen=True)
@@ -151,6 +155,10 @@ class Workspace:
     def binary(self, worker: Worker) -> Path | None:
         """The binary a worker builds."""
         return self.binary_in(worker.target_dir)
+
+    def worker_baseline(self, worker: Worker) -> Path | None:
+        """The worker's own copy of the baseline binary: what `{baseline}` names in its prompt and commands."""
+        return self.binary_in(worker.baseline_copy)
 
     def baseline_dir(self, commit: str) -> Path:
         """Where the judge builds the target at `commit` (its baseline builds are cached by commit)."""
@@ -268,17 +276,6 @@ class Workspace:
 
     # -- workers --------------------------------------------------------------
 
-    def _checkout(self, vcs: Vcs, source: Path, dest: Path, base: str) -> None:
-        if dest.exists():
-            try:
-                vcs.reset(dest, base)
-                return
-            except VcsError:
-                # cannot reset in place (oak), or the base is newer than this
-                # clone (main moved since it was made): a fresh local clone is cheap
-                shutil.rmtree(dest)
-        vcs.clone(str(source), dest, commit=base)
-
     def setup_worker(
         self,
         name: str,
@@ -287,21 +284,24 @@ class Workspace:
         bench_base: str | None = None,
         ignore: Sequence[str] = (),
     ) -> WorkerCheckout:
-        """Give worker `name` clean checkouts of target and bench at the base commits.
+        """Give worker `name` fresh clones of target and bench at the base commits.
 
-        An existing worker is recycled: its checkouts are reset, not re-cloned.
-        `ignore` names scratch files its agent CLI writes into the checkout.
+        Never recycled: whatever an earlier experiment or another worker left
+        there (untracked, ignored, a hook, a config entry) is gone. `ignore`
+        names scratch files its agent CLI writes into the checkout.
         """
         worker = self.worker(name)
         target_base = target_base or self.target_base()
         bench_base = bench_base or self.bench_base()
         worker.root.mkdir(exist_ok=True)
-        self._checkout(self.target_vcs, self.reference_target, worker.target_dir, target_base)
-        self._checkout(self.bench_vcs, self.bench_dir, worker.bench_dir, bench_base)
+        for vcs, source, dest, base in ((self.target_vcs, self.reference_target, worker.target_dir, target_base),
+                                        (self.bench_vcs, self.bench_dir, worker.bench_dir, bench_base)):
+            if dest.exists() or dest.is_symlink():
+                shutil.rmtree(dest) if dest.is_dir() and not dest.is_symlink() else dest.unlink()
+            vcs.clone(str(source), dest, commit=base)
         withhold_inputs(self, worker, bench_base)
-        self.target_vcs.ignore_locally(worker.target_dir,
-                                       [f"/{REPORT_NAME}", *self.config.target.ignore, *ignore])
-        worker.report_path.unlink(missing_ok=True)
+        self.target_vcs.ignore_locally(worker.target_dir, [f"/{REPORT_NAME}", f"/{BASELINE_COPY}/",
+                                                           *self.config.target.ignore, *ignore])
         return WorkerCheckout(worker, target_base, bench_base)
 
     def setup_workers(self, names: Sequence[str], *, ignore: Sequence[str] = ()) -> list[WorkerCheckout]:

@@ -9,6 +9,7 @@ rest of the lab never runs a VCS command itself.
 from __future__ import annotations
 
 import os
+import shutil
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -82,8 +83,9 @@ class Vcs(ABC):
         env: Mapping[str, str] | None = None,
         stdin: bytes | None = None,
         check: bool = True,
+        drop: Sequence[str] = (),
     ) -> Capture:
-        merged = dict(os.environ)
+        merged = {key: value for key, value in os.environ.items() if key not in drop}
         merged.update({"LC_ALL": "C", "LANG": "C"})
         merged.update(env or {})
         capture = run(
@@ -136,6 +138,40 @@ class Vcs(ABC):
         part of the change, even when the repository tracks them (an sdist's egg-info).
         """
 
+    def reader_clone(self, source: str, dest: Path, commit: str) -> None:
+        """A clone of `source` to read a foreign work tree through (`foreign_changes`); files optional."""
+        self.clone(source, dest, commit=commit)
+
+    def foreign_changes(self, clean: Path, work_tree: Path, base: str, ignore: Sequence[str] = ()) -> Changes:
+        """What a foreign work tree (a worker's) holds beyond `base`, read through `clean`, a clone of ours at `base`.
+
+        Nothing in the work tree's own VCS directory is read or run. This
+        default copies the work tree's files (its VCS directory left out)
+        into `clean` and asks `changes` there; an adapter may do better.
+        """
+        clean, work_tree = Path(clean), Path(work_tree)
+        skip = {".git", f".{self.kind}"}
+        for child in clean.iterdir():
+            if child.name not in skip:
+                shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+        for child in work_tree.iterdir():
+            if child.name in skip:
+                continue
+            if child.is_dir() and not child.is_symlink():
+                shutil.copytree(child, clean / child.name, symlinks=True)
+            else:
+                shutil.copy2(child, clean / child.name, follow_symlinks=False)
+        found = self.changes(clean, base, ignore)
+        return Changes(base=found.base, head="", files=found.files, patch=found.patch)
+
+    def commit_shape(self, checkout: Path, rev: str) -> tuple[list[str], str]:
+        """A commit's parents and tree id (empty when this VCS cannot tell)."""
+        return [], ""
+
+    def ignored(self, clean: Path, work_tree: Path, paths: Sequence[str]) -> set[str]:
+        """Which of `paths` (relative to the foreign `work_tree`) the ignore rules leave out."""
+        return set()
+
     @abstractmethod
     def apply(self, checkout: Path, patch: str) -> None:
         """Apply a unified diff to the working files; VcsError naming the reason if it does not apply."""
@@ -145,8 +181,9 @@ class Vcs(ABC):
         """Commit every change but build outputs (`ignore`), on a new `branch` when given; return it."""
 
     @abstractmethod
-    def push(self, checkout: Path, branch: str, remote: str = "origin", as_branch: str | None = None) -> None:
-        """Publish `branch` to `remote` (as `as_branch` there when given)."""
+    def push(self, checkout: Path, branch: str, remote: str = "origin", as_branch: str | None = None,
+             force: bool = False) -> None:
+        """Publish `branch` to `remote` (as `as_branch` there when given; `force`: even if it moved elsewhere)."""
 
     def is_working_copy(self, repo: str) -> bool:
         """Whether `repo` is a local repository with checked-out files (its checked-out branch refuses pushes)."""

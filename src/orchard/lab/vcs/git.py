@@ -2,14 +2,21 @@
 
 Every command pins the settings that would change its output (prefixes,
 colours, external diff drivers, rename detection) so a user's git config
-cannot break a patch, and the lab's identity is passed with `-c` per commit,
-so no configuration file is ever written.
+cannot break a patch, turns hooks and fsmonitor off (a planted hook never
+runs in the orchestrator), and the lab's identity is passed with `-c` per
+commit, so no configuration file is ever written.
+
+A worker's checkout is foreign: `foreign_changes` reads its files through a
+judge-owned clone's repository (`--git-dir` ours, `--work-tree` theirs), with
+no system or global configuration, so nothing in the worker's `.git`
+(config, hooks, fsmonitor, filter or diff drivers, index) is ever read.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,7 +32,15 @@ _PINNED = {
     "diff.mnemonicprefix": "false",
     "advice.detachedHead": "false",
     "commit.gpgsign": "false",
+    "core.fsmonitor": "",
+    "core.hooksPath": "/dev/null",
 }
+# Variables that would point git at another repository, index or configuration.
+_LOCATING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
+             "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES", "GIT_CONFIG",
+             "GIT_CONFIG_PARAMETERS", "GIT_EXTERNAL_DIFF", "GIT_DIFF_OPTS")
+# A foreign work tree is read with no configuration but the judge clone's own.
+_FOREIGN_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_OPTIONAL_LOCKS": "0"}
 
 
 def _config_env(settings: dict[str, str]) -> dict[str, str]:
@@ -56,6 +71,38 @@ def _excluded(ignore: Sequence[str]) -> list[str]:
     return [":/", *specs] if specs else []
 
 
+def read_head(git_dir: Path) -> str:
+    """A checkout's head commit, read from its files, never by running git there ("" if unreadable)."""
+    try:
+        head = _small_text(git_dir / "HEAD")
+        for _ in range(5):  # a symbolic ref, followed a few levels at most
+            if not head.startswith("ref: "):
+                return head if len(head) in (40, 64) and all(c in "0123456789abcdef" for c in head) else ""
+            ref = head[5:].strip()
+            if ".." in ref or not ref.startswith("refs/"):
+                return ""
+            loose = git_dir / ref
+            if loose.is_file() and not loose.is_symlink():
+                head = _small_text(loose)
+                continue
+            packed = _small_text(git_dir / "packed-refs") if (git_dir / "packed-refs").is_file() else ""
+            found = [line.split(" ", 1)[0] for line in packed.splitlines() if line.endswith(" " + ref)]
+            head = found[0] if found else ""
+    except (OSError, UnicodeDecodeError):
+        return ""
+    return ""
+
+
+def _small_text(path: Path, limit: int = 1 << 20) -> str:
+    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return ""
+        return os.read(descriptor, limit).decode("utf-8").strip()
+    finally:
+        os.close(descriptor)
+
+
 def _split_z(output: bytes) -> list[str]:
     return [part.decode("utf-8", errors="surrogateescape") for part in output.split(b"\0") if part]
 
@@ -66,13 +113,15 @@ class GitVcs(Vcs):
 
     def _git(self, checkout: Path | None, *argv: str, env: dict[str, str] | None = None,
              stdin: bytes | None = None) -> bytes:
-        return self._run(argv, checkout, env={**self._env(), **(env or {})}, stdin=stdin).stdout
+        return self._run(argv, checkout, env={**self._env(), **(env or {})}, stdin=stdin,
+                         drop=_LOCATING).stdout
 
     def _env(self) -> dict[str, str]:
         identity = self.identity
         return {
             **_PINNED_ENV,
             "GIT_TERMINAL_PROMPT": "0",
+            "GIT_NO_REPLACE_OBJECTS": "1",  # a planted refs/replace/* never changes what a commit holds
             "GIT_AUTHOR_NAME": identity.name,
             "GIT_AUTHOR_EMAIL": identity.email,
             "GIT_COMMITTER_NAME": identity.name,
@@ -89,6 +138,11 @@ class GitVcs(Vcs):
             self._git(None, "clone", "--quiet", "--no-checkout", str(source), str(dest))
             self._git(dest, "checkout", "--quiet", "--detach", commit)
         return self.head(dest)
+
+    def reader_clone(self, source: str, dest: Path, commit: str) -> None:
+        """No files are checked out: `foreign_changes` reads the base's tree into a private index."""
+        self._git(None, "clone", "--quiet", "--no-checkout", str(source), str(Path(dest)))
+        self.resolve(Path(dest), commit)  # the base must be there
 
     def prepare_reference(self, checkout: Path) -> None:
         """Pack every object: a local clone then hard-links one pack instead of each loose object."""
@@ -126,29 +180,56 @@ class GitVcs(Vcs):
     def changes(self, checkout: Path, base: str, ignore: Sequence[str] = ()) -> Changes:
         checkout = Path(checkout)
         git_dir = Path(self._git(checkout, "rev-parse", "--absolute-git-dir").decode().strip())
+        return self._staged_changes(checkout, git_dir, base, ignore, self.head(checkout), ())
+
+    def foreign_changes(self, clean: Path, work_tree: Path, base: str, ignore: Sequence[str] = ()) -> Changes:
+        clean = Path(clean)
+        git_dir = clean / ".git"
+        where = ("--git-dir", str(git_dir), "--work-tree", str(Path(work_tree)))
+        return self._staged_changes(clean, git_dir, base, ignore, read_head(Path(work_tree) / ".git"), where,
+                                    _FOREIGN_ENV)
+
+    def _staged_changes(self, cwd: Path, git_dir: Path, base: str, ignore: Sequence[str], head: str,
+                        where: Sequence[str], extra_env: dict[str, str] | None = None) -> Changes:
         # Stage everything into a private copy of the index, so new files are
-        # part of the diff and the worker's own index is left as it was.
+        # part of the diff and the checkout's own index is left as it was.
         handle, temp_index = tempfile.mkstemp(prefix="orchard-index-", dir=git_dir)
         os.close(handle)
         try:
             index = git_dir / "index"
-            if index.exists():
+            if index.exists() and not where:
                 # copy2 keeps the index's mtime: git's racy-clean check then still
                 # re-reads a file edited within the same second as the checkout
                 shutil.copy2(index, temp_index)
             else:
                 os.unlink(temp_index)
-            env = {"GIT_INDEX_FILE": temp_index}
-            self._git(checkout, "add", "--all", env=env)
+            env = {**(extra_env or {}), "GIT_INDEX_FILE": temp_index}
+            if where:  # a fresh index at the base: every file of the foreign tree is read again
+                self._git(cwd, *where, "read-tree", base, env=env)
+            self._git(cwd, *where, "add", "--all", env=env)
             paths = ["--", *_excluded(ignore)] if ignore else []
-            files = _split_z(self._git(checkout, "diff", "--cached", "--name-only", "-z",
+            files = _split_z(self._git(cwd, *where, "diff", "--cached", "--name-only", "-z",
                                        "--no-renames", base, *paths, env=env))
-            patch = self._git(checkout, "diff", "--cached", *_DIFF_FLAGS, base, *paths, env=env)
+            patch = self._git(cwd, *where, "diff", "--cached", *_DIFF_FLAGS, base, *paths, env=env)
         finally:
             if os.path.exists(temp_index):
                 os.unlink(temp_index)
-        return Changes(base=base, head=self.head(checkout), files=tuple(files),
+        return Changes(base=base, head=head, files=tuple(files),
                        patch=patch.decode("utf-8", errors="surrogateescape"))
+
+    def commit_shape(self, checkout: Path, rev: str) -> tuple[list[str], str]:
+        commit = self.resolve(checkout, rev)
+        words = self._git(checkout, "show", "-s", "--format=%P%n%T", commit).decode().split("\n")
+        return words[0].split(), words[1].strip()
+
+    def ignored(self, clean: Path, work_tree: Path, paths: Sequence[str]) -> set[str]:
+        if not paths:
+            return set()
+        where = ("--git-dir", str(Path(clean) / ".git"), "--work-tree", str(Path(work_tree)))
+        out = self._run([*where, "check-ignore", "--no-index", "-z", "--stdin"], Path(clean),
+                        env={**self._env(), **_FOREIGN_ENV}, stdin=b"\0".join(p.encode() for p in paths),
+                        check=False, drop=_LOCATING)
+        return set(_split_z(out.stdout))
 
     def apply(self, checkout: Path, patch: str) -> None:
         data = patch.encode("utf-8", errors="surrogateescape")
@@ -161,8 +242,10 @@ class GitVcs(Vcs):
         self._git(checkout, "commit", "--quiet", "-m", message)
         return self.head(checkout)
 
-    def push(self, checkout: Path, branch: str, remote: str = "origin", as_branch: str | None = None) -> None:
-        self._git(checkout, "push", "--quiet", remote, f"refs/heads/{branch}:refs/heads/{as_branch or branch}")
+    def push(self, checkout: Path, branch: str, remote: str = "origin", as_branch: str | None = None,
+             force: bool = False) -> None:
+        self._git(checkout, "push", "--quiet", remote,
+                  f"{'+' if force else ''}refs/heads/{branch}:refs/heads/{as_branch or branch}")
 
     def is_working_copy(self, repo: str) -> bool:
         if not Path(repo).is_dir():

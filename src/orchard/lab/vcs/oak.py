@@ -102,7 +102,8 @@ class OakVcs(Vcs):
         self._oak(checkout, "desc", message)
         return self.head(checkout)
 
-    def push(self, checkout: Path, branch: str, remote: str = "origin", as_branch: str | None = None) -> None:
+    def push(self, checkout: Path, branch: str, remote: str = "origin", as_branch: str | None = None,
+             force: bool = False) -> None:
         self._oak(checkout, "push")
 
     def merge(self, checkout: Path, branch: str, into: str, message: str) -> str:
