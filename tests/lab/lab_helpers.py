@@ -48,6 +48,11 @@ TARGET_FILES = {
 }
 BENCH_FILES = {"bench.py": "print('measuring')\n", ".gitignore": "results/\n"}
 
+# Appended to a `command` worker's template (TOML basic-string text, placeholders still to fill): the
+# report a worker that finished writes. A worker that writes none did not finish and is not judged.
+REPORTS = (r"; printf '{{\"schema\": \"orchard.worker-report/1\", \"experiment\": \"%s\", \"status\": \"done\", "
+           r"\"summary\": \"done\", \"measurements\": []}}' {experiment} > {report}")
+
 
 def processes_marked(mark: str, job: str | None = None) -> list[psutil.Process]:
     """Processes carrying the mark (and, if given, JOB=job) in their environment."""

@@ -24,7 +24,7 @@ import pytest
 
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace, init_workspace
-from tests.lab.lab_helpers import wait_for
+from tests.lab.lab_helpers import REPORTS, wait_for
 from tests.lab.test_launcher_failures import SUITE
 
 KILL_AT = "ORCHARD_TEST_KILL_AT"  # orchard SIGKILLs itself there (lab/loop.py)
@@ -46,7 +46,7 @@ timeout_minutes = 3
 
 [launcher]
 name = "command"
-template = "printf 'alpha\\\\n' > {target_dir}/src/alpha.txt"
+template = "printf 'alpha\\\\n' > {target_dir}/src/alpha.txt""" + REPORTS + """"
 
 [stop]
 top_attempted = 9
@@ -75,7 +75,8 @@ def _hypotheses(hostile: dict[str, str]) -> str:
 
 
 def _launchers(hostile: dict[str, str]) -> str:
-    return "".join(f'\n[launchers.{name}]\nname = "command"\ntemplate = "{command}"\n'
+    """Each hostile worker's launcher; every one writes a finished worker's report after its act."""
+    return "".join(f'\n[launchers.{name}]\nname = "command"\ntemplate = "{command}{REPORTS}"\n'
                    for name, command in hostile.items())
 
 
@@ -132,23 +133,24 @@ def test_hostile_outputs_kill_their_own_experiment_and_the_lab_finishes_the_rest
         assert (status, decision) == ("done", "KILL"), (name, outcomes[name])
     errors = _errors(root)
     assert "could not be collected" in errors["wipe-checkout"]
-    assert "could not be collected" in errors["wipe-git"]
+    # collection reads the worker's files through the judge's own clone: a missing .git changes nothing
+    assert "wipe-git" not in errors and "no effect beyond the noise floor" in outcomes["wipe-git"][2]
     assert "could not be judged" in errors["plant-in-judge"] and "FileExistsError" in errors["plant-in-judge"]
-    assert "could not be judged: UsageError" in errors["binary-not-a-file"]
-    assert "is not an executable file" in errors["binary-not-a-file"], "the measured step could not start"
+    assert "could not be judged: IsADirectoryError" in errors["binary-not-a-file"], "its binary is a directory"
     assert "patch over [target] max_patch_kb" in outcomes["fifty-megabytes"][2]
     assert outcomes["good"][1] == "LAND", outcomes["good"]
     assert (root / "lab.db").stat().st_size < 5 * 1024 * 1024, "the 50 MB file is not in lab.db"
     journal = (root / "JOURNAL.md").read_text()
-    assert journal.count("· experiment-error ·") == 4
+    assert journal.count("· experiment-error ·") == 3
     report = (root / "FINAL_REPORT.md").read_text()
     assert "`wipe-checkout`: the experiment could not be collected" in report
 
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 4 MB tmpfs where worker w1's checkouts will be: a disk a worker can really fill."""
-    mount_point = tmp_path / "ws" / "worker-w1"
+    """A 4 MB tmpfs under the judge's directory, where collection copies a worker's change into its own
+    clone: a disk a worker's output can really fill."""
+    mount_point = tmp_path / "ws" / "judge"
     if os.geteuid() != 0 or shutil.which("mount") is None:
         pytest.skip("mounting a small tmpfs needs root")
     mount_point.mkdir(parents=True)
@@ -166,14 +168,17 @@ def test_a_worker_that_fills_its_disk_is_killed_and_the_lab_goes_on(
     tmp_path: Path, target_repo: Path, small_disk: Path
 ) -> None:
     (tmp_path / "suite.toml").write_text(SUITE)
-    hostile = {"fill-disk": "head -c 8000000 /dev/zero | tr '\\\\0' a > {target_dir}/src/gamma.txt; "
-                            "head -c 8000000 /dev/urandom > {target_dir}/noise.bin; true"}
+    hostile = {"fill-disk": "head -c 8000000 /dev/urandom > {target_dir}/src/noise.bin"}
     (tmp_path / "orchard.toml").write_text(CONFIG + _launchers(hostile))
     (tmp_path / "hypotheses.toml").write_text(_hypotheses(hostile))
     # the workspace exists already (the mount point is in it): lay it out around the mount
     ws = init_workspace(tmp_path / "fresh", str(target_repo), None, tmp_path / "orchard.toml")
     for child in ws.root.iterdir():
-        shutil.move(str(child), tmp_path / "ws" / child.name)
+        if child.name == small_disk.name:  # onto the mount, not into it
+            for grandchild in child.iterdir():
+                shutil.move(str(grandchild), small_disk / grandchild.name)
+        else:
+            shutil.move(str(child), tmp_path / "ws" / child.name)
     root = tmp_path / "ws"
     assert _orchard("backlog", "add", root, "--file", tmp_path / "hypotheses.toml").returncode == 0
     _run_and_resume(root)
@@ -226,9 +231,10 @@ def test_an_orchard_killed_between_launching_a_worker_and_recording_it_never_sta
 def test_a_worker_that_breaks_its_worker_directory_re_queues_the_next_launch(
     tmp_path: Path, target_repo: Path
 ) -> None:
-    """The checkout made a dangling symlink: collection fails (KILL), the next launch on that worker fails
-    (its hypothesis goes back to the backlog, not retried in this run); a resume after the repair runs it."""
-    root = _lab(tmp_path, target_repo, {"dangling": f"rm -rf {{target_dir}}; ln -s {tmp_path}/nowhere {{target_dir}}"})
+    """The worker's directory made a file: collection fails (KILL), the next launch on that worker fails
+    (its hypothesis goes back to the backlog, not retried in this run); a resume after the repair runs it.
+    (A checkout left a dangling symlink no longer breaks the next launch: every experiment gets fresh clones.)"""
+    root = _lab(tmp_path, target_repo, {"dangling": "rm -rf {workspace}/worker-w1; echo x > {workspace}/worker-w1"})
     first = _orchard("run", root)
     assert first.returncode == 0 and "Traceback" not in first.stderr, first.stdout + first.stderr
     outcomes, errors = _outcomes(root), _errors(root)
@@ -240,7 +246,7 @@ def test_a_worker_that_breaks_its_worker_directory_re_queues_the_next_launch(
         assert "needs a launcher that failed" in state.events("stop")[-1].data["reason"]
     finally:
         state.close()
-    (root / "worker-w1" / "target").unlink()  # the repair
+    (root / "worker-w1").unlink()  # the repair
     again = _orchard("run", root)
     assert again.returncode == 0, again.stdout + again.stderr
     assert _outcomes(root)["good"][:2] == ("done", "LAND")
