@@ -114,13 +114,13 @@ def _orchard(*args: str | Path, env: dict[str, str]) -> subprocess.CompletedProc
 
 
 @pytest.fixture
-def lab(tmp_path: Path, target_repo: Path, standin_bin: tuple[Path, Path]) -> tuple[Path, dict[str, str]]:
-    bindir, argv_log = standin_bin
+def lab(tmp_path: Path, target_repo: Path, standin_bin: Path) -> tuple[Path, dict[str, str]]:
+    bindir = standin_bin
     (tmp_path / "suite.toml").write_text(SUITE)
     (tmp_path / "orchard.toml").write_text(CONFIG)
     (tmp_path / "hypotheses.toml").write_text(HYPOTHESES)
     ws = init_workspace(tmp_path / "ws", str(target_repo), None, tmp_path / "orchard.toml")
-    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "STANDIN_LOG": str(argv_log)}
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}
     added = _orchard("backlog", "add", ws.root, "--file", tmp_path / "hypotheses.toml", env=env)
     assert added.returncode == 0, added.stderr
     return ws.root, env

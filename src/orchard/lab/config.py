@@ -12,6 +12,7 @@ values) are the schema, the validator and the commented default file at once.
 from __future__ import annotations
 
 import dataclasses
+import re
 import string
 import textwrap
 import tomllib
@@ -47,11 +48,16 @@ DEFAULT_IGNORES = (".venv/", "venv/", "*.egg-info/", "__pycache__/", "*.pyc", "b
 LAUNCHERS = ("claude", "codex", "cursor", "aider", "patch", "command")
 EXECUTORS = ("auto", "tmux", "subprocess", "dask")
 SERVE_MODES = ("git-daemon", "path")
+SANDBOXES = ("bwrap", "none")
+VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\*?$")
+# Launchers that need no model service: their workers get no network unless `network = true`.
+OFFLINE_LAUNCHERS = ("patch", "command")
 
 
 def _key(default: Any, help: str, *, choices: tuple[str, ...] = (), minimum: float | None = None,
-         command: bool = False, required: bool = False) -> Any:
-    meta = {"help": help, "choices": choices, "minimum": minimum, "command": command, "required": required}
+         command: bool = False, required: bool = False, variables: bool = False) -> Any:
+    meta = {"help": help, "choices": choices, "minimum": minimum, "command": command, "required": required,
+            "variables": variables}
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), metadata=meta)
     return field(default=default, metadata=meta)
@@ -128,6 +134,14 @@ class WorkersConfig:
                           "their measurements take turns under the machine-wide lock", minimum=1)
     timeout_minutes: float = _key(60.0, "a worker still running after this is killed with its whole "
                                         "process tree", minimum=0.01)
+    sandbox: str = _key("bwrap", "how workers are confined: `bwrap` (bubblewrap: a worker sees only its own "
+                                 "checkouts and a private home, in its own PID namespace; `orchard run` refuses "
+                                 "to start without a working bwrap) or `none` (workers run as you, unconfined: "
+                                 "reported as UNSANDBOXED in status and in every journal entry)",
+                        choices=SANDBOXES)
+    sandbox_read: list[str] = _key([], "more paths workers may read inside the bwrap sandbox (besides PATH, "
+                                       "their CLI's installation and orchard's Python), e.g. a toolchain under "
+                                       "your home that is not on PATH")
 
 
 @dataclass(frozen=True)
@@ -144,6 +158,10 @@ class LauncherConfig:
                                         "the shell commands named in the build, test and measure commands")
     template: str = _key("", "command launcher only: the shell command to run; placeholders "
                              "{prompt_file} {target_dir} {bench_dir} {binary} {report}", command=True)
+    network: bool = _key(True, "the worker may use the network (its agent must reach its model); "
+                               "default false for the patch and command launchers")
+    pass_env: list[str] = _key([], "environment variables the worker gets besides the allowlist and its "
+                                   "launcher's own credentials (a trailing `*` matches a prefix)")
 
 
 @dataclass(frozen=True)
@@ -164,11 +182,14 @@ class StopConfig:
 
 @dataclass(frozen=True)
 class LabConfig:
-    """The lab's own identity in the commits it writes."""
+    """The lab's own identity in the commits it writes, and the environment of its own steps."""
 
     author_name: str = _key("orchard lab", "author of the lab's commits (set per command; your git "
                                            "configuration is never touched)")
     author_email: str = _key("lab@orchard.invalid", "email of the lab's commits")
+    pass_env: list[str] = _key([], "environment variables the judge's build, test and harness-test steps get "
+                                   "besides the allowlist (a trailing `*` matches a prefix); no other variable "
+                                   "of yours reaches candidate code")
 
 
 @dataclass(frozen=True)
@@ -245,6 +266,10 @@ def _check_value(name: str, spec: dataclasses.Field[Any], kind: Any, value: Any)
         return f"{name}: {value!r} is below the minimum {meta['minimum']}"
     if meta["command"]:
         return _check_command(name, value)
+    if meta["variables"]:
+        bad = [item for item in value if not VARIABLE.match(item)]
+        if bad:
+            return f"{name}: {', '.join(map(repr, bad))} is not a variable name (letters, digits, _; may end in *)"
     return None
 
 
@@ -275,6 +300,12 @@ def _section(section_name: str, cls: type, raw: Any, problems: list[str]) -> dic
     return values
 
 
+def _launcher_defaults(values: dict[str, Any]) -> dict[str, Any]:
+    """A launcher table's defaults that depend on its name: patch and command workers are offline."""
+    values.setdefault("network", values.get("name", LauncherConfig.name) not in OFFLINE_LAUNCHERS)
+    return values
+
+
 def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | None = None) -> Config:
     """Validate parsed TOML and build a Config; every problem is reported at once."""
     problems: list[str] = []
@@ -284,6 +315,7 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
             problems.append(f"[{section_name}]: unknown section; known: {', '.join([*SECTIONS, LAUNCHERS_SECTION])}")
     for section_name, cls in SECTIONS.items():
         sections[section_name] = _section(section_name, cls, data.get(section_name, {}), problems)
+    sections["launcher"] = _launcher_defaults(sections["launcher"])
     launchers: dict[str, LauncherConfig] = {}
     tables = data.get(LAUNCHERS_SECTION, {})
     if not isinstance(tables, dict):
@@ -294,7 +326,7 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
         if not isinstance(table, dict):
             problems.append(f"{where}: expected a [{where}] table, got {table!r}")
             continue
-        values = _section(where, LauncherConfig, table, problems)
+        values = _launcher_defaults(_section(where, LauncherConfig, table, problems))
         if values.get("name") == "command" and not values.get("template"):
             problems.append(f"{where}.template: the command launcher needs a template")
         launchers[launcher_name] = LauncherConfig(**values)

@@ -8,6 +8,7 @@
   judge/base-<commit>/    the judge's baseline builds, one per base commit
   worker-<name>/target/   that worker's target clone (it edits here)
   worker-<name>/bench/    that worker's harness clone (it measures here)
+  worker-<name>/home/     its private HOME and TMPDIR (tmp/), empty at every experiment's start
 ```
 
 Every path is computed from the workspace root when it is needed, never
@@ -67,6 +68,16 @@ class Worker:
     @property
     def report_path(self) -> Path:
         return self.target_dir / REPORT_NAME
+
+    @property
+    def home_dir(self) -> Path:
+        """Its private HOME: nothing of the orchestrator's home (keys, agent logins) reaches a worker."""
+        return self.root / "home"
+
+    @property
+    def tmp_dir(self) -> Path:
+        """Its private TMPDIR."""
+        return self.root / "tmp"
 
 
 @dataclass(frozen=True)
@@ -300,6 +311,9 @@ class Workspace:
         self.target_vcs.ignore_locally(worker.target_dir,
                                        [f"/{REPORT_NAME}", *self.config.target.ignore, *ignore])
         worker.report_path.unlink(missing_ok=True)
+        for private in (worker.home_dir, worker.tmp_dir):  # nothing an earlier experiment left there
+            shutil.rmtree(private, ignore_errors=True)
+            private.mkdir()
         return WorkerCheckout(worker, target_base, bench_base)
 
     def setup_workers(self, names: Sequence[str], *, ignore: Sequence[str] = ()) -> list[WorkerCheckout]:
