@@ -8,7 +8,6 @@ server, window or process it started is left.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
