@@ -58,6 +58,7 @@ timeout_minutes = 2
 
 [launcher]
 name = "claude"
+pass_env = ["STANDIN_MODE"]  # the stand-in's misbehaviour; a worker inherits nothing it is not given
 
 [stop]
 launcher_failures = 3
@@ -65,6 +66,7 @@ top_attempted = 9
 
 [launchers.codex]
 name = "codex"
+pass_env = ["STANDIN_MODE"]
 
 [launchers.shell]
 name = "command"

@@ -18,6 +18,7 @@ from typing import Any
 from orchard.lab import backlog
 from orchard.lab.judgment import Decision, JudgmentEntry
 from orchard.lab.land import Publication
+from orchard.lab.sandbox import UNSANDBOXED_NOTE, SandboxMode
 from orchard.lab.start import LAB_START, LabStart, recorded_start
 from orchard.lab.state import ExperimentRecord, HypothesisRecord, JournalEvent, LabState
 from orchard.lab.verdict_table import (
@@ -86,6 +87,8 @@ def journal_entry(event: JournalEvent) -> list[str]:
         entry = JudgmentEntry.from_dict(data)
         lines.append(f"**{entry.decision}** · hypothesis `{entry.hypothesis}`: {entry.title}")
         lines.append("")
+        if entry.sandbox == SandboxMode.NONE:
+            lines += [f"**{UNSANDBOXED_NOTE}.**", ""]
         lines.append(f"Hypothesis: {entry.metric} · predicted {entry.predicted} · cause: {entry.cause}")
         lines.append("")
         lines += [f"- {reason}" for reason in entry.reasons]
