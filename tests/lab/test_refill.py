@@ -47,6 +47,7 @@ explore = 0
 executor = "dask"
 scheduler = "local"
 refill = true
+sandbox_read = ["{answer}"]  # the stand-in planner's prepared answer, outside the workspace
 
 [launcher]
 name = "command"

@@ -10,6 +10,7 @@ with the reasons, and nothing is added.
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -115,7 +116,7 @@ def start_plan(ws: Workspace, state: LabState, executor: Executor, *, say: Calla
         raise UsageError(f"launcher {launcher.label!r}: {problem}; nothing was planned")
     name = _plan_name(ws)
     checkout = ws.setup_worker("planner", ignore=launcher.scratch)
-    output = ws.prompts_dir / f"{name}.toml"
+    output = checkout.worker.home_dir / f"{name}.toml"  # the sandbox lets it write there; kept in prompts/ after
     hypothesis = Hypothesis(metric="(planning)", change="propose hypotheses", id="planning", title="planning")
     job = launcher.job(ws, Experiment(name, hypothesis, checkout))
     ws.prompt_path(name).write_text(planning_prompt(ws, state, checkout.worker.target_dir, output), encoding="utf-8")
@@ -131,6 +132,8 @@ def finish_plan(ws: Workspace, state: LabState, run: PlanRun, result: JobResult)
         said = run.launcher.failure(log, result.exit_code)
         raise PlannerRejected(f"the planner ended with exit {result.exit_code} "
                               f"({said or result.reason or 'failed'}); log: {result.log_path}")
+    if run.output.is_file():
+        shutil.copyfile(run.output, ws.prompts_dir / run.output.name)  # the record of what it answered
     hypotheses = read_plan(run.output, state)
     with state.transaction():
         for h in hypotheses:

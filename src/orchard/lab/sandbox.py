@@ -100,8 +100,8 @@ class Confinement:
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         for path in self.hidden:
             args += ["--tmpfs", str(path)]
-        for path in self.readable:
-            args += ["--ro-bind", str(path), str(path)]
+        for path in self.readable:  # what does not exist yet when the job starts stays hidden
+            args += ["--ro-bind-try", str(path), str(path)]
         for path in self.writable:
             args += ["--bind", str(path), str(path)]
         return [*args, "--chdir", str(self.cwd)]
@@ -151,7 +151,7 @@ def _visible_tools(executable: str, extra: Iterable[str], path: str, workspace: 
     protected = [*hidden, workspace]
     tools: list[Path] = []
     for tool in map(_absolute, _tools(executable, extra, path)):
-        if (tool.is_dir() and tool not in tools and any(_inside(tool, h) for h in hidden)
+        if (tool.exists() and tool not in tools and any(_inside(tool, h) for h in hidden)
                 and not _inside(tool, workspace) and not any(_inside(p, tool) for p in protected)):
             tools.append(tool)
     return tools
@@ -184,7 +184,7 @@ def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, 
     hidden = _hidden(workspace)
     tools = _visible_tools(executable, extra_reads, os.environ.get("PATH", "") if path is None else path, workspace,
                            hidden)
-    readable = [*tools, *(_absolute(p) for p in reads if Path(p).exists())]
+    readable = [*tools, *map(_absolute, reads)]
     writable = dict.fromkeys(_absolute(p) for p in (*own, home, tmp, *writes))
     return Confinement(SandboxMode.BWRAP, cwd, network, inherit, setenv, tuple(hidden), tuple(readable),
                        tuple(writable))
