@@ -42,6 +42,7 @@ try read-other-worker "cat $other/README"
 try read-home-file "cat $homefile"
 try read-ssh "ls $home/.ssh"
 try write-bench "echo friendlier >> $bench/bench.py"
+try write-shared-pack "pack=\$(ls $target/.git/objects/pack/*.pack | head -1) && chmod u+w \$pack && echo x >> \$pack"
 echo '[broken' >> "$ws/orchard.toml" 2>/dev/null  # lands, if anywhere, in the sandbox's own empty tmpfs
 echo "own checkout: $(cat $target/README)"
 echo mine >> "$target/src/alpha.txt" && echo "wrote own checkout"
@@ -51,7 +52,7 @@ echo "daemon started"
 """
 
 PROBES = ("read-lab-db", "read-config", "list-judge", "read-lab-bench", "read-logs", "read-other-worker",
-          "read-home-file", "read-ssh", "write-bench")
+          "read-home-file", "read-ssh", "write-bench", "write-shared-pack")
 
 
 @pytest.fixture
@@ -98,6 +99,7 @@ def test_a_hostile_worker_reaches_nothing_of_the_lab_and_its_daemon_dies_with_it
     workspace = make_workspace(config)
     LabState.open(workspace.root).close()  # lab.db exists
     config_before = workspace.config_path.read_text()
+    packs = {p: p.read_bytes() for p in (workspace.reference_target / ".git/objects/pack").iterdir()}
 
     log = run_one(workspace, kind)
 
@@ -108,6 +110,7 @@ def test_a_hostile_worker_reaches_nothing_of_the_lab_and_its_daemon_dies_with_it
     assert f"home is {workspace.worker('w0').home_dir}" in log
     assert (workspace.worker("w0").target_dir / "src/alpha.txt").read_text() == "alpha 1\nmine\n"
     assert workspace.config_path.read_text() == config_before
+    assert {p: p.read_bytes() for p in packs} == packs  # the judge's objects, hard-linked into the checkout
     assert (workspace.worker("w0").bench_dir / "bench.py").read_text() == BENCH_FILES["bench.py"]
     # the `setsid` daemon was in the worker's PID namespace: gone when the worker ended, before any cleanup
     assert "daemon started" in log

@@ -91,7 +91,8 @@ class Confinement:
     setenv: Mapping[str, str] = field(default_factory=dict)  # literal values (HOME, TMPDIR)
     hidden: tuple[Path, ...] = ()  # covered by an empty tmpfs
     readable: tuple[Path, ...] = ()  # bound read-only (after hiding)
-    writable: tuple[Path, ...] = ()  # bound read-write (last)
+    writable: tuple[Path, ...] = ()  # bound read-write
+    sealed: tuple[Path, ...] = ()  # read-only again inside what is writable (files shared with the judge)
 
     def bwrap_args(self) -> list[str]:
         args = ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--new-session", "--cap-drop", "ALL"]
@@ -104,6 +105,8 @@ class Confinement:
             args += ["--ro-bind-try", str(path), str(path)]
         for path in self.writable:
             args += ["--bind", str(path), str(path)]
+        for path in self.sealed:
+            args += ["--ro-bind", str(path), str(path)]
         return [*args, "--chdir", str(self.cwd)]
 
     def command(self, launch: str, extra: Iterable[str] = ()) -> str:
@@ -145,6 +148,20 @@ def _tools(executable: str, extra: Iterable[str], path: str) -> list[Path]:
     return [*tools, Path(sys.prefix), Path(sys.base_prefix), package.parent, *(Path(p).expanduser() for p in extra)]
 
 
+def _shared(directory: Path) -> list[Path]:
+    """A checkout's object packs when they are hard links into the judge's reference clone.
+
+    A local clone hard-links the reference's pack: writing it in place (after
+    a chmod) would rewrite the judge's own objects.
+    """
+    pack = directory / ".git" / "objects" / "pack"
+    try:
+        shared = any(entry.is_file() and entry.stat().st_nlink > 1 for entry in pack.iterdir())
+    except OSError:
+        return []
+    return [pack] if shared else []
+
+
 def _visible_tools(executable: str, extra: Iterable[str], path: str, workspace: Path,
                    hidden: list[Path]) -> list[Path]:
     """The tools a hidden place would otherwise take away, unless one holds (or is) something hidden."""
@@ -163,7 +180,8 @@ def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, 
                        path: str | None = None) -> Confinement:
     """The confinement of one worker.
 
-    `own`: its directories (the target checkout) bound writable, like its
+    `own`: its directories (the target checkout) bound writable (but for
+    object packs it shares with the judge's clone, read-only), like its
     private `home` and `tmp` (its HOME and TMPDIR); `reads`: its bench clone,
     prompt and input files, read-only; `writes`: single files it writes
     outside them (created empty here if missing, so they can be bound);
@@ -185,6 +203,8 @@ def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, 
     tools = _visible_tools(executable, extra_reads, os.environ.get("PATH", "") if path is None else path, workspace,
                            hidden)
     readable = [*tools, *map(_absolute, reads)]
-    writable = dict.fromkeys(_absolute(p) for p in (*own, home, tmp, *writes))
+    own = [_absolute(p) for p in own]
+    writable = dict.fromkeys([*own, *map(_absolute, (home, tmp, *writes))])
+    sealed = [pack for directory in own for pack in _shared(directory)]
     return Confinement(SandboxMode.BWRAP, cwd, network, inherit, setenv, tuple(hidden), tuple(readable),
-                       tuple(writable))
+                       tuple(writable), tuple(sealed))
