@@ -41,6 +41,7 @@ try read-logs "ls $ws/logs | grep -q ."
 try read-other-worker "cat $other/README"
 try read-home-file "cat $homefile"
 try read-ssh "ls $home/.ssh"
+try list-host-sockets "ls /run | grep -vx systemd | grep -q ."
 try write-bench "echo friendlier >> $bench/bench.py"
 try write-shared-pack "pack=\$(ls $target/.git/objects/pack/*.pack | head -1) && chmod u+w \$pack && echo x >> \$pack"
 echo '[broken' >> "$ws/orchard.toml" 2>/dev/null  # lands, if anywhere, in the sandbox's own empty tmpfs
@@ -52,7 +53,8 @@ echo "daemon started"
 """
 
 PROBES = ("read-lab-db", "read-config", "list-judge", "read-lab-bench", "read-logs", "read-other-worker",
-          "read-home-file", "read-ssh", "write-bench", "write-shared-pack")
+          "read-home-file", "read-ssh", "list-host-sockets", "write-bench",
+          "write-shared-pack")
 
 
 @pytest.fixture

@@ -36,7 +36,10 @@ from orchard.errors import UsageError
 
 PROBE_TIMEOUT_S = 30.0
 # Always hidden when they exist; the workspace, $HOME, $TMPDIR and friends are added per sandbox.
-SYSTEM_HIDDEN = ("/root", "/tmp", "/var/tmp", "/run/user")
+# /run holds the host's service sockets (docker, dbus, databases): a read-only mount would not stop a connect().
+SYSTEM_HIDDEN = ("/root", "/tmp", "/var/tmp", "/run")
+# Given back under a hidden place: systemd-resolved's resolv.conf (where /etc/resolv.conf may point).
+SYSTEM_VISIBLE = ("/run/systemd/resolve",)
 HINT = ("install bubblewrap (Debian: `apt-get install bubblewrap`), or set [workers] sandbox = \"none\" in "
         "orchard.toml to run workers unsandboxed, as you, with access to everything you can read")
 
@@ -145,7 +148,8 @@ def _tools(executable: str, extra: Iterable[str], path: str) -> list[Path]:
         real = Path(found).resolve().parent
         tools += [Path(found).parent, real.parent if real.name == "bin" else real]
     package = Path(orchard.__file__).resolve().parent
-    return [*tools, Path(sys.prefix), Path(sys.base_prefix), package.parent, *(Path(p).expanduser() for p in extra)]
+    return [*tools, Path(sys.prefix), Path(sys.base_prefix), package.parent, *map(Path, SYSTEM_VISIBLE),
+            *(Path(p).expanduser() for p in extra)]
 
 
 def _shared(directory: Path) -> list[Path]:
