@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 
 from orchard.errors import OrchardError, UsageError
-from orchard.lab import backlog, records
+from orchard.lab import backlog, records, sandbox
 from orchard.lab.executors import Executor, Job, JobResult, make_executor
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
@@ -112,6 +112,7 @@ def start_plan(ws: Workspace, state: LabState, executor: Executor, *, say: Calla
     launcher = make_launcher(ws.config.launcher)
     if launcher.name == "patch":
         raise UsageError("the patch launcher has no model to plan with: add hypotheses with `orchard backlog add`")
+    sandbox.preflight(ws.config.workers.sandbox)
     if (problem := launcher.preflight()) is not None:
         raise UsageError(f"launcher {launcher.label!r}: {problem}; nothing was planned")
     name = _plan_name(ws)
