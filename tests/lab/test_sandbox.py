@@ -27,7 +27,7 @@ from orchard.lab.prompts import render_prompt
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 from tests.lab.lab_helpers import BENCH_FILES, assert_nothing_left, processes_marked
-from tests.lab.loop_support import add_hypotheses
+from tests.lab.loop_support import add_hypotheses, snapshot
 
 HOSTILE = r"""#!/bin/bash
 # argv: workspace target bench other-worker orchestrator-home a-file-in-that-home
@@ -165,34 +165,21 @@ def test_orchard_run_refuses_to_start_without_a_working_bubblewrap(
     if bwrap == "broken":
         (bindir / "bwrap").write_text(BROKEN_BWRAP)
         (bindir / "bwrap").chmod(0o755)
+    before = snapshot(workspace.root)
     result = _orchard("run", workspace.root, env={**os.environ, "PATH": str(bindir)})
     assert result.returncode == 2, result.stdout + result.stderr
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "install bubblewrap" in lines[0] and 'sandbox = "none"' in lines[0], result.stderr
     assert ("not on PATH" if bwrap == "missing" else "No permissions") in lines[0]
-    assert not (workspace.root / "lab.db").exists() or not LabState.open(workspace.root).events("experiment-start")
+    assert snapshot(workspace.root) == before
 
 
 UNSANDBOXED_CONFIG = """
-[target]
-binary = "README"
-
-[bench]
-verdict = "echo NO-CHANGE"
-
-[workers]
-count = 1
-exploit = 1
-explore = 0
-executor = "subprocess"
-sandbox = "none"
-
-[launcher]
-name = "command"
-template = "echo changed >> src/alpha.txt"
-
-[stop]
-top_attempted = 1
+target = { binary = "README" }
+bench = { verdict = "echo NO-CHANGE" }
+workers = { count = 1, exploit = 1, explore = 0, executor = "subprocess", sandbox = "none" }
+launcher = { name = "command", template = "echo changed >> src/alpha.txt" }
+stop = { top_attempted = 1 }
 """
 
 
