@@ -18,7 +18,7 @@ import pytest
 
 from orchard.bench.measure import RunSpec, observe, workbench
 from orchard.bench.suite import load_suite
-from orchard.lab import builds
+from orchard.lab import builds, verdicts
 from orchard.lab.executors import make_executor
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
@@ -146,3 +146,13 @@ def test_a_measured_command_sees_no_secret(canaries: None, tmp_path: Path) -> No
         observe(bench, suite.scenarios[0], Path("/bin/true"), spec)
     text = seen_file.read_text()
     assert "PATH=" in text and seen(text) == set()
+
+
+def test_the_benchs_own_verdict_command_sees_no_secret(
+    make_workspace: Callable[..., Workspace], canaries: None, tmp_path: Path
+) -> None:
+    seen_file = tmp_path / "verdict-env.txt"
+    workspace = make_workspace(f'[bench]\nverdict = "env > {seen_file}; echo NO-CHANGE"\n')
+    verdict = verdicts.external_verdict(workspace, Path("/bin/true"), Path("/bin/true"))
+    text = seen_file.read_text()
+    assert verdict.verdict == "NO-CHANGE" and "PATH=" in text and seen(text) == set()
