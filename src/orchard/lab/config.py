@@ -161,7 +161,7 @@ class LauncherConfig:
     network: bool = _key(True, "the worker may use the network (its agent must reach its model); "
                                "default false for the patch and command launchers")
     pass_env: list[str] = _key([], "environment variables the worker gets besides the allowlist and its "
-                                   "launcher's own credentials (a trailing `*` matches a prefix)")
+                                   "launcher's own credentials (a trailing `*` matches a prefix)", variables=True)
 
 
 @dataclass(frozen=True)
@@ -187,9 +187,9 @@ class LabConfig:
     author_name: str = _key("orchard lab", "author of the lab's commits (set per command; your git "
                                            "configuration is never touched)")
     author_email: str = _key("lab@orchard.invalid", "email of the lab's commits")
-    pass_env: list[str] = _key([], "environment variables the judge's build, test and harness-test steps get "
-                                   "besides the allowlist (a trailing `*` matches a prefix); no other variable "
-                                   "of yours reaches candidate code")
+    pass_env: list[str] = _key([], "environment variables the judge's build, test and harness-test steps and "
+                                   "the bench's verdict command get besides the allowlist (a trailing `*` matches "
+                                   "a prefix); no other variable of yours reaches candidate code", variables=True)
 
 
 @dataclass(frozen=True)
