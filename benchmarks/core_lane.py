@@ -30,7 +30,8 @@ from orchard.bench.environment import isolated_env
 from orchard.bench.lanes.core import BINARIES
 from orchard.bench.lanes.generated_repo import RepoSpec, ensure
 from orchard.bench.machine import machine_facts, machine_fingerprint
-from orchard.bench.store import read_jsonl, run_files
+from orchard.bench.store import run_files
+from orchard.jsonlines import read_jsonl
 
 FILES = (1_000, 10_000, 50_000)
 STEPS = ("status", "diff", "log", "show")

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from orchard.bench.machine import machine_facts, machine_fingerprint
-from orchard.bench.store import read_jsonl, run_files
+from orchard.bench.store import run_files
+from orchard.jsonlines import read_jsonl
 
 
 def orchard(*args: str) -> None:

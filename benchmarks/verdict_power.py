@@ -55,7 +55,7 @@ from orchard.bench import calibration, instructions, runner, stats
 from orchard.bench.environment import isolated_env
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts
-from orchard.bench.store import RunWriter, read_jsonl
+from orchard.bench.store import RunWriter
 from orchard.bench.suite import Suite, load_suite
 from orchard.bench.verdict import (
     AdaptivePlan,
@@ -65,6 +65,7 @@ from orchard.bench.verdict import (
     overall,
     settled,
 )
+from orchard.jsonlines import read_jsonl
 
 WORK_C = r"""
 #include <stdint.h>

@@ -71,7 +71,8 @@ def test_missing_suite_file(lab: Path) -> None:
         ('[[metric]]\nname = "wall_ms"\ndirection = "sideways"\n', "'direction' must be"),
         ('[[metric]]\nname = "speed"\n', "unknown metric for command scenario"),
         ('[[gate]]\nkind = "information_recall"\nscenarios = ["ghost"]\n', "unknown scenario 'ghost'"),
-        ('[[fixture]]\nname = "data"\ncommand = ["true"]\ncolour = "red"\n', "unknown key(s): colour"),
+        ('[[fixture]]\nname = "data"\ncommand = ["true"]\ncolour = 1\n', "[[fixture]] 'data': unknown key `colour`"),
+        ('[other]\nruns = 3\n', "top level: unknown key `other`"),
     ],
 )
 def test_suite_mistakes_are_named(lab: Path, mutation: str, needle: str) -> None:

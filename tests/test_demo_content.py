@@ -6,7 +6,9 @@ from the target template, built with its Makefile, tested with its own unit
 tests and judged with `orchard verdict` against the template's build, the
 way the lab's judge will: two wins (time, output size), one below the noise
 floor, one caught by a quality gate, one by the unit tests, one leaving its
-scope, one touching the bench, and a win judged again after main moved.
+scope, one touching the bench, and a win judged again after main moved. The
+bench holds one scenario out of every worker's copy; the output-size win is
+beyond the suite's plausible bound and is confirmed there.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from orchard import demo
+from orchard.bench.holdout import withhold
 from orchard.bench.suite import load_suite
 from tests.helpers import orchard
 
@@ -229,6 +232,11 @@ def test_terse_report_lands_on_output_size_with_every_fact_kept(lab: Lab) -> Non
         assert size["candidate_median"] < size["baseline_median"]
     assert all(metric(report, key)["verdict"] != "regressed" for key in ("report/wall_ms", "report/cpu_ms"))
     assert failed_gates(report) == []
+    # about 20x smaller, beyond the suite's plausible bound: the held-out corpus confirms it
+    size = metric(report, "report/stdout_bytes")
+    assert size["baseline_median"] / size["candidate_median"] > load_suite(lab.bench / "suite.toml").plausible
+    unseen = metric(report, "unseen/stdout_bytes")
+    assert unseen["note"].startswith("held-out") and unseen["verdict"] == "improved"
 
 
 @pytest.mark.slow
@@ -251,7 +259,7 @@ def test_top_ten_default_shrinks_the_output_but_is_regressed_by_information_reca
     assert len(lab.report(candidate.binary)) < len(lab.report(lab.target / demo.BINARY))
     report = lab.verdict(candidate.binary)
     assert report["verdict"] == "REGRESSED"
-    assert failed_gates(report) == ["information_recall"]
+    assert set(failed_gates(report)) == {"information_recall"}  # the held-out scenario loses ranks 11-20 too
     assert any("information_recall" in reason for reason in report["reasons"])
 
 
@@ -296,3 +304,9 @@ def test_read_whole_file_stays_in_scope_but_modifies_the_bench(lab: Lab) -> None
     git(lab.root, "clone", "-q", str(lab.bench), str(bench_clone))
     git(bench_clone, "apply", str(demo.HERE / hypothesis["bench_patch"]))
     assert git(bench_clone, "status", "--porcelain").split() == ["M", "suite.toml"]
+    # a worker's bench is the copy without the held-out inputs: the bench patch applies there too
+    view = lab.root / "bench-view"
+    git(lab.root, "clone", "-q", str(lab.bench), str(view))
+    assert withhold(view / "suite.toml") == ["fixtures/hidden/unseen.facts", "suite.toml"]
+    git(view, "apply", str(demo.HERE / hypothesis["bench_patch"]))
+    assert '"--words", "1000"' in (view / "suite.toml").read_text()

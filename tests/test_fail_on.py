@@ -20,8 +20,8 @@ if [ $((count % 2)) -eq 0 ]; then echo '{"score": 110}'; else echo '{"score": 90
 SUITE = """
 [suite]
 name = "policy"
-runs = 8
-min_runs = 8
+runs = 6
+min_runs = 6
 calibration_runs = 6
 
 [[scenario]]

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from orchard.bench import instructions
-from orchard.bench.store import read_jsonl
 from orchard.bench.suite import load_suite
 from orchard.errors import UsageError
+from orchard.jsonlines import read_jsonl
 from tests.helpers import make_binary, orchard
 
 needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from orchard.bench.store import RunWriter, latest_rows, read_jsonl, run_files
+from orchard.bench.store import RunWriter, latest_rows, run_files
+from orchard.jsonlines import read_jsonl
 
 
 def _row(subject: str, run: int, elapsed: float | None = 1.5, **extra: Any) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench.subjects import parse_subjects
+from orchard.bench.subjects import parse_binaries, parse_subjects
 from orchard.errors import UsageError
 from tests.lanes_support import LaneEnv, invoke, without_oak_on_path
 
@@ -64,8 +64,35 @@ def test_name_kind_equals_bin_and_subjects_file(tmp_path: Path) -> None:
     (stock,) = parse_subjects("stock", KINDS, table)
     assert (stock.kind, stock.label) == ("git", "stock git") and stock.bin is not None
     table.write_text("[broken]\nkind = 'git'\n")
-    with pytest.raises(UsageError, match=r"\[broken\] needs a string `bin`"):
+    with pytest.raises(UsageError, match=r"\[broken\]: missing required key 'bin'"):
         parse_subjects("broken", KINDS, table)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[stock]\nkind = "git"\nbin = "git"\ncolour = "red"\n', r"\[stock\]: unknown key `colour`"),
+        ('[stock]\nkind = "git"\nbin = 7\n', r"\[stock\]: 'bin' must be a string, not int"),
+        ('stock = "git"\n', r"top level: 'stock' must be a table, not str"),
+        ('[stock]\nbin = "git\n', r"invalid TOML: .*line 2"),
+    ],
+)
+def test_a_subjects_file_is_read_strictly(tmp_path: Path, text: str, message: str) -> None:
+    table = tmp_path / "subjects.toml"
+    table.write_text(text)
+    with pytest.raises(UsageError, match=rf"subjects {table}: {message}"):
+        parse_subjects("stock", KINDS, table)
+
+
+def test_bench_run_subjects_are_explicit_name_bin_pairs(tmp_path: Path) -> None:
+    tool = tmp_path / "tool"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    assert parse_binaries([f"fast={tool}"]) == {"fast": tool.resolve()}
+    for specs, message in (([], "at least one --subject"), (["fast"], "NAME=BIN"), (["a:git=/bin/true"], "NAME=BIN"),
+                           ([f"a={tool}", f"a={tool}"], "'a' is given twice")):
+        with pytest.raises(UsageError, match=message):
+            parse_binaries(specs)
 
 
 def test_cli_missing_binary_exits_2_and_records_nothing(lane_env: LaneEnv) -> None:

@@ -25,9 +25,9 @@ print(json.dumps({"operation": "task_loop.total", "tool_call_count": int(values[
 SUITE = '''
 [suite]
 name = "rows"
-runs = 8
-min_runs = 8
-calibration_runs = 8
+runs = 6
+min_runs = 6
+calibration_runs = 6
 
 [[scenario]]
 name = "task"

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 from orchard.bench import tokens
-from orchard.bench.store import read_jsonl
+from orchard.jsonlines import read_jsonl
 from tests.helpers import make_binary, orchard
 
 TOKENS_SUITE = """

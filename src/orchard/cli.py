@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import TaskID
 
+    from orchard.bench.lanes.session import LaneResult
     from orchard.lab.hypothesis import Hypothesis
     from orchard.lab.state import HypothesisRecord, LabState
     from orchard.lab.workspace import Workspace
@@ -146,6 +147,27 @@ calibration_option = click.option(
 seed_option = click.option(
     "--seed", type=int, default=None, help="Seed for the run order (printed; random if omitted)."
 )
+
+
+def lane_subject_options(default: str | None, what: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """--subjects, --subjects-file and --flow, which every VCS lane takes."""
+    def decorate(function: Callable[..., None]) -> Callable[..., None]:
+        for option in (
+            click.option("--flow", "flow_files", multiple=True, type=click.Path(path_type=Path),
+                         help="extra flow TOML file (repeatable)"),
+            click.option("--subjects-file", type=click.Path(path_type=Path),
+                         help="TOML subjects file (default: the one shipped with orchard)"),
+            click.option("--subjects", "subjects_spec", default=default, show_default=default is not None, help=what),
+        ):
+            function = option(function)
+        return function
+    return decorate
+
+
+def _lane_exit(result: LaneResult) -> None:
+    """Print the lane's summary; exit 1 when any row failed."""
+    click.echo(result.summary_path.read_text(), nl=False)
+    sys.exit(1 if result.failed else 0)
 
 
 @cli.command()
@@ -288,11 +310,12 @@ def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, as_js
     import random
 
     from orchard.bench.display import run_json
+    from orchard.bench.subjects import parse_binaries
     from orchard.bench.suite import load_suite
-    from orchard.bench.sweep import parse_subjects, run_suite
+    from orchard.bench.sweep import run_suite
 
     suite = load_suite(suite_path)
-    subjects = parse_subjects(subject_specs)
+    subjects = parse_binaries(subject_specs)
     seed = random.SystemRandom().randrange(1, 2**31) if seed is None else seed
     if not _quiet():
         click.echo(f"run order seed: {seed}", err=True)
@@ -346,19 +369,7 @@ def init(directory: Path, target: str, bench: str | None, config_file: Path | No
 
 
 @bench.command("task-loop")
-@click.option(
-    "--subjects",
-    "subjects_spec",
-    help="git,oak=/path/to/oak,NAME=BIN,NAME:KIND=BIN (default: every subject in the subjects file)",
-)
-@click.option(
-    "--subjects-file",
-    type=click.Path(path_type=Path),
-    help="TOML subjects file (default: the one shipped with orchard)",
-)
-@click.option(
-    "--flow", "flow_files", multiple=True, type=click.Path(path_type=Path), help="extra flow TOML file (repeatable)"
-)
+@lane_subject_options(None, "git,oak=/path/to/oak,NAME=BIN,NAME:KIND=BIN (default: every subject in the subjects file)")
 @click.option("--runs", type=int, default=3, show_default=True)
 @click.option("--git-remote", type=click.Choice(["local", "daemon", "github"]), default="local", show_default=True)
 @click.option("--scenarios", default="task_loop", show_default=True, help="comma-separated scenario names")
@@ -377,13 +388,12 @@ def task_loop(
     step_timeout: float,
 ) -> None:
     """Agent task loop for version-control CLIs (task_loop, agent_task, interrupted publication)."""
-    from orchard.bench.flows import load_flows
     from orchard.bench.lanes import task_lane
-    from orchard.bench.subjects import parse_subjects
+    from orchard.bench.subjects import lane_subjects
 
-    flows = load_flows(flow_files)
+    subjects, flows = lane_subjects(subjects_spec, subjects_file, flow_files)
     options = task_lane.TaskLoopOptions(
-        subjects=parse_subjects(subjects_spec, set(flows), subjects_file),
+        subjects=subjects,
         flows=flows,
         results=results,
         runs=runs,
@@ -392,23 +402,11 @@ def task_loop(
         keep_workdirs=keep_workdirs,
         step_timeout_s=step_timeout,
     )
-    result = task_lane.run_lane(options)
-    click.echo(result.summary_path.read_text(), nl=False)
-    sys.exit(1 if result.failed else 0)
+    _lane_exit(task_lane.run_lane(options))
 
 
 @bench.command()
-@click.option(
-    "--subjects",
-    "subjects_spec",
-    default="git",
-    show_default=True,
-    help="git, NAME=BIN or NAME:KIND=BIN (commands from the kind's flow)",
-)
-@click.option("--subjects-file", type=click.Path(path_type=Path))
-@click.option(
-    "--flow", "flow_files", multiple=True, type=click.Path(path_type=Path), help="extra flow TOML file (repeatable)"
-)
+@lane_subject_options("git", "git, NAME=BIN or NAME:KIND=BIN (commands from the kind's flow)")
 @click.option("--workers", default="2,8,32", show_default=True, help="comma-separated worker counts")
 @click.option("--commits", type=int, default=5, show_default=True, help="commits per worker")
 @click.option("--modes", default="shared_checkout,clone_per_worker", show_default=True)
@@ -427,13 +425,12 @@ def contention(
     keep_workdirs: bool,
 ) -> None:
     """N concurrent workers x K commits: throughput, retries, integrity."""
-    from orchard.bench.flows import load_flows
     from orchard.bench.lanes import contention as lane
-    from orchard.bench.subjects import parse_subjects
+    from orchard.bench.subjects import lane_subjects
 
-    flows = load_flows(flow_files)
+    subjects, flows = lane_subjects(subjects_spec, subjects_file, flow_files)
     options = lane.ContentionOptions(
-        subjects=parse_subjects(subjects_spec, set(flows), subjects_file),
+        subjects=subjects,
         flows=flows,
         results=results,
         workers=lane.parse_workers(workers),
@@ -442,23 +439,11 @@ def contention(
         runs=runs,
         keep_workdirs=keep_workdirs,
     )
-    result = lane.run_lane(options)
-    click.echo(result.summary_path.read_text(), nl=False)
-    sys.exit(1 if result.failed else 0)
+    _lane_exit(lane.run_lane(options))
 
 
 @bench.command()
-@click.option(
-    "--subjects",
-    "subjects_spec",
-    default="git",
-    show_default=True,
-    help="git, NAME=BIN or NAME:KIND=BIN (commands from the kind's flow)",
-)
-@click.option("--subjects-file", type=click.Path(path_type=Path))
-@click.option(
-    "--flow", "flow_files", multiple=True, type=click.Path(path_type=Path), help="extra flow TOML file (repeatable)"
-)
+@lane_subject_options("git", "git, NAME=BIN or NAME:KIND=BIN (commands from the kind's flow)")
 @click.option(
     "--files",
     default="1000,10000,50000",
@@ -495,13 +480,12 @@ def core(
     keep_workdirs: bool,
 ) -> None:
     """status, diff, log, show after an agent edit on 1k-50k file repositories, with absolute gates."""
-    from orchard.bench.flows import load_flows
     from orchard.bench.lanes import core as lane
-    from orchard.bench.subjects import parse_subjects
+    from orchard.bench.subjects import lane_subjects
 
-    flows = load_flows(flow_files)
+    subjects, flows = lane_subjects(subjects_spec, subjects_file, flow_files)
     options = lane.CoreOptions(
-        subjects=parse_subjects(subjects_spec, set(flows), subjects_file),
+        subjects=subjects,
         flows=flows,
         results=results,
         files=lane.parse_files(files),
@@ -510,9 +494,7 @@ def core(
         cache=cache or lane.default_cache(),
         keep_workdirs=keep_workdirs,
     )
-    result = lane.run_lane(options)
-    click.echo(result.summary_path.read_text(), nl=False)
-    sys.exit(1 if result.failed else 0)
+    _lane_exit(lane.run_lane(options))
 
 
 @cli.command()

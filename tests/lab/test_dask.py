@@ -20,6 +20,7 @@ from orchard.lab import config as config_module
 from orchard.lab.candidate import Flag, from_remote
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
+from orchard.lab.judgment import Decision, Rule
 from orchard.lab.launchers import make_launcher
 from orchard.lab.remote import RemoteOutcome, lab_id, scratch_dir
 from orchard.lab.serving import RepositoryServer
@@ -43,12 +44,31 @@ def finish(proc: subprocess.Popen[str], timeout: float = 900) -> str:
     return output
 
 
-def decisions(root: Path) -> dict[str, tuple[str | None, str | None]]:
+def decisions(root: Path) -> dict[str, tuple[str | None, str | None, tuple[str, ...]]]:
+    """Each hypothesis's decision, the rule behind it, and the files its candidate changed."""
     state = LabState.open(root)
     try:
-        return {e.hypothesis: (e.decision, e.judgment.rule if e.judgment else None) for e in state.experiments()}
+        return {e.hypothesis: (e.decision, e.judgment.rule if e.judgment else None,
+                               tuple(e.candidate.changed_files) if e.candidate else ())
+                for e in state.experiments()}
     finally:
         state.close()
+
+
+def assert_same_decisions(local: dict[str, tuple[str | None, str | None, tuple[str, ...]]],
+                          remote: dict[str, tuple[str | None, str | None, tuple[str, ...]]]) -> None:
+    """Both executors hand the judge the same candidates, so the same decisions follow, except where
+    the noise decides: a no-effect change whose estimate lands near its floor is KILLed below the floor
+    in one run and ITERATEd in another (the verdict's own noise, not the executor's); it never lands."""
+    assert local.keys() == remote.keys()
+    for hypothesis, mine in local.items():
+        theirs = remote[hypothesis]
+        assert mine[2] == theirs[2], f"{hypothesis}: the candidates changed different files"
+        by_noise = {mine[0], theirs[0]} <= {Decision.KILL, Decision.ITERATE} and Rule.FLOOR in {mine[1], theirs[1]}
+        if by_noise:
+            assert Decision.LAND not in (mine[0], theirs[0])
+        else:
+            assert mine[:2] == theirs[:2], hypothesis
 
 
 def use_cluster(ws: Workspace, **workers: object) -> None:
@@ -66,8 +86,9 @@ def test_the_demo_on_a_local_cluster_decides_as_the_local_executor(tmp_path: Pat
     finish(orchard("demo", "--workspace", str(tmp_path / "local"), "--executor", "subprocess", mark=mark))
     output = finish(orchard("demo", "--workspace", str(tmp_path / "dask"), "--executor", "dask", mark=mark))
     local, remote = decisions(tmp_path / "local"), decisions(tmp_path / "dask")
-    assert remote == local
-    assert sorted(d for d, _ in remote.values()) == ["KILL"] * 5 + ["LAND"] * 2
+    assert_same_decisions(local, remote)
+    assert sorted(d for d, _, _ in remote.values() if d != Decision.ITERATE) in (
+        ["KILL"] * 5 + ["LAND"] * 2, ["KILL"] * 4 + ["LAND"] * 2)
     hosts = events(tmp_path / "dask", "experiment-host")
     assert {e.experiment for e in hosts} == set(remote)  # where each ran is journaled
     assert {e.data["host"] for e in hosts} == {socket.gethostname()}
@@ -119,7 +140,7 @@ def test_a_dask_worker_killed_mid_experiment_requeues_it_and_nothing_is_lost_or_
     assert [(e.experiment, e.data["requeued_from"]) for e in requeued] == [
         (victim.experiment, victim.data["address"])], output
     assert "was lost; re-queued" in output
-    found = decisions(ws.root)
+    found = {h: decision[:2] for h, decision in decisions(ws.root).items()}
     assert found == {"terse-report": ("LAND", None), "top-ten-default": ("KILL", "gates-absolute")}
     assert Counter(e.experiment for e in events(ws.root, "judgment")) == Counter(hypotheses)  # none twice
     state = LabState.open(ws.root)
@@ -157,7 +178,8 @@ def test_a_cli_dask_worker_runs_experiments_from_the_served_repositories(tmp_pat
         ws = make_demo(tmp_path / "lab", workers=2, only=hypotheses)
         use_cluster(ws, scheduler=f"tcp://127.0.0.1:{port}", serve="git-daemon")
         output = finish(orchard("run", str(ws.root), mark=mark))
-        assert decisions(ws.root) == {"terse-report": ("LAND", None), "tokenize-regex": ("KILL", "scope-kept")}
+        found = {h: decision[:2] for h, decision in decisions(ws.root).items()}
+        assert found == {"terse-report": ("LAND", None), "tokenize-regex": ("KILL", "scope-kept")}
         placed = events(ws.root, "experiment-host")
         assert {e.experiment for e in placed} == set(hypotheses)
         # every experiment ran in the CLI worker's process (or the process it forked for the task)

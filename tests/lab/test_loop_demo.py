@@ -65,7 +65,7 @@ def test_demo_walks_every_decision_path(tmp_path: Path, mark: str) -> None:
     assert origin_log.count("lab: merge") == 2
     journal = (root / "JOURNAL.md").read_text()
     for text in ("**LAND**", "**KILL**", "left its scope", "quality gate information_recall",
-                 "noise floor", "tests failed", "rebase"):
+                 "noise floor", "tests failed", "rebase", "flagged implausible", "(held-out)"):
         assert text in journal, text
     report = (root / "FINAL_REPORT.md").read_text()
     assert "## Landed changes" in report and "## Killed hypotheses" in report

@@ -7,9 +7,11 @@ verdict, read rows. Nothing in bench imports lab.
 from orchard.bench.binary import check_binary
 from orchard.bench.calibration import Calibration, CalibrationFailed
 from orchard.bench.campaign import calibrate, run_verdict
-from orchard.bench.store import latest_rows, read_jsonl
+from orchard.bench.holdout import is_held_out, withhold
+from orchard.bench.store import latest_rows
 from orchard.bench.suite import Suite, load_suite
 from orchard.bench.verdict import ExternalRun, GateResult, MetricResult, MetricVerdict, Verdict, VerdictWord
+from orchard.jsonlines import read_jsonl
 
 __all__ = [
     "Calibration",
@@ -21,10 +23,12 @@ __all__ = [
     "Suite",
     "calibrate",
     "check_binary",
+    "is_held_out",
     "latest_rows",
     "load_suite",
     "read_jsonl",
     "run_verdict",
+    "withhold",
     "Verdict",
     "VerdictWord",
 ]

@@ -22,6 +22,7 @@ from orchard.bench import rows as rowlib
 from orchard.bench.binary import binary_sha256, check_binary
 from orchard.bench.display import rows_summary
 from orchard.bench.gates import GateTracker, run_command_gates
+from orchard.bench.holdout import label
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts, machine_fingerprint
 from orchard.bench.measure import Observation, RunSpec, Workbench, count_instructions, observe, workbench
@@ -365,7 +366,7 @@ def run_verdict(
         reasons=decision.reasons,
         baseline=baseline,
         candidate=candidate,
-        metrics=decision.metrics,
+        metrics=label(suite, decision.metrics),
         gates=decision.gates,
         suite=str(suite.path),
         seed=seed,

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from orchard.bench import rows as rowlib
-from orchard.bench.store import read_jsonl
 from orchard.bench.suite import BUILTIN_METRICS, OPTIONAL_METRICS
 from orchard.bench.verdict import (
     DEFAULT_ALPHA,
@@ -32,6 +31,7 @@ from orchard.bench.verdict import (
     overall,
 )
 from orchard.errors import UsageError
+from orchard.jsonlines import read_jsonl
 
 COMPARE_SCHEMA = "orchard.compare/1"
 # metric name -> the row field it is read from

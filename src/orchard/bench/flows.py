@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import re
 import string
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from orchard.errors import UsageError
+from orchard.tomlfile import read_toml, unknown_key
 
 STEPS = ("acquire", "inspect", "edit", "snapshot", "publish", "describe", "end")
 VERIFY = "verify"
@@ -166,10 +166,9 @@ class _Reader:
         """A TOML table whose keys must all be known."""
         if not isinstance(value, dict):
             raise self.fail(where, "must be a table")
-        allowed = tuple(allowed)
-        unknown = sorted(set(value) - set(allowed))
-        if unknown:
-            raise self.fail(where, f"unknown key `{unknown[0]}`; known: {', '.join(allowed)}")
+        problem = unknown_key(value, allowed)
+        if problem:
+            raise self.fail(where, problem)
         return value
 
     def template(self, where: str, part: str, known: frozenset[str]) -> None:
@@ -297,12 +296,7 @@ def load_flow(path: Path) -> Flow:
     """Read and validate a flow file; any problem is a UsageError naming file and key."""
     path = Path(path)
     reader = _Reader(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as error:
-        raise UsageError(f"flow file {path} does not exist") from error
-    except tomllib.TOMLDecodeError as error:
-        raise UsageError(f"flow {path} is not valid TOML: {error}") from error
+    data = read_toml(path, "flow")
     unknown = sorted(set(data) - TOP_KEYS)
     if unknown:
         raise reader.fail(unknown[0], f"unknown key; a flow has {', '.join(sorted(TOP_KEYS))}")

@@ -29,16 +29,12 @@ from typing import Any, BinaryIO, cast
 from orchard.bench import instructions, readers, rows, runner, tokens
 from orchard.bench.environment import isolated_env
 from orchard.bench.suite import BUILTIN_METRICS, Fixture, Scenario, Suite
-from orchard.errors import OrchardError, UsageError
+from orchard.errors import FixtureError, UsageError
 
 ROWS_ADMITTED_CHARS = 64 * 1024 * 1024  # a rows harness's stdout is data, read whole
 # The gates read all of stdout; past this size it is spilled to a file meanwhile.
 SPILL_BYTES = 1024 * 1024
 _SCAN_BYTES = 1024 * 1024
-
-
-class FixtureError(OrchardError):
-    """A fixture's set-up command failed: nothing can be measured."""
 
 
 @dataclass

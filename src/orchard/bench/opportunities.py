@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from orchard.bench import store
+from orchard.jsonlines import read_jsonl
 
 SCHEMA = "orchard.opportunities/1"
 LOWER, HIGHER = "lower", "higher"
@@ -197,7 +198,7 @@ def rank(results: Path) -> dict[str, Any]:
     not_compared: list[str] = []
     newest = {path.parent.name: path for path in store.run_files(results)}
     for lane, path in sorted(newest.items()):
-        lane_rows = store.read_jsonl(path)
+        lane_rows = read_jsonl(path)
         sources.append({"lane": lane, "file": str(path), "bench_id": path.stem, "rows": len(lane_rows)})
         samples = _collect(lane, lane_rows)
         subjects = sorted({subject for (_, subject, _) in samples.values})

@@ -24,6 +24,7 @@ from enum import StrEnum
 from typing import Any
 
 from orchard.errors import UsageError
+from orchard.jsonlines import json_objects
 
 Row = dict[str, Any]
 
@@ -34,20 +35,6 @@ class Format(StrEnum):
     PYPERF = "pyperf"
     PYTEST_BENCHMARK = "pytest-benchmark"
     GOOGLE_BENCHMARK = "google-benchmark"
-
-
-def _jsonl(text: str) -> list[Row]:
-    parsed = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                value = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                parsed.append(value)
-    return parsed
 
 
 def _document(text: str) -> dict[str, Any]:
@@ -153,7 +140,7 @@ def _google_benchmark(text: str) -> list[Row]:
 
 
 READERS: dict[Format, Callable[[str], list[Row]]] = {
-    Format.JSONL: _jsonl,
+    Format.JSONL: json_objects,
     Format.HYPERFINE: _hyperfine,
     Format.PYPERF: _pyperf,
     Format.PYTEST_BENCHMARK: _pytest_benchmark,

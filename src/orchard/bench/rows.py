@@ -46,11 +46,20 @@ def comparability(
     }
 
 
-def _subject_fields(subject: Mapping[str, Any]) -> dict[str, Any]:
+def base_row(
+    *, subject: Mapping[str, Any], scenario: str, operation: str, run: int, metadata: Mapping[str, Any], step_kind: str
+) -> Row:
+    """What every row starts with: schema, the run's metadata, the subject, where in the run it is."""
     return {
+        "schema": SCHEMA_VERSION,
+        **metadata,
         "subject": subject["name"],
         "subject_kind": subject.get("kind"),
         "subject_label": subject.get("label", subject["name"]),
+        "scenario": scenario,
+        "run": run,
+        "operation": operation,
+        "step_kind": step_kind,
     }
 
 
@@ -80,13 +89,9 @@ def step_row(
     if failed_code == SKIP_RETURNCODE:
         failed_code = 1
     row: Row = {
-        "schema": SCHEMA_VERSION,
-        **metadata,
-        **_subject_fields(subject),
-        "scenario": scenario,
-        "run": run,
-        "operation": operation,
-        "step_kind": step_kind,
+        **base_row(
+            subject=subject, scenario=scenario, operation=operation, run=run, metadata=metadata, step_kind=step_kind
+        ),
         "elapsed_ms": round(capture.elapsed_ms, 3),
         "cpu_ms": None if capture.cpu_ms is None else round(capture.cpu_ms, 3),
         "peak_rss_bytes": capture.peak_rss_bytes,
@@ -123,13 +128,9 @@ def skip_row(
 ) -> Row:
     """A step or scenario that was not measured, and why (never silent absence)."""
     return {
-        "schema": SCHEMA_VERSION,
-        **metadata,
-        **_subject_fields(subject),
-        "scenario": scenario,
-        "run": run,
-        "operation": operation,
-        "step_kind": "skip",
+        **base_row(
+            subject=subject, scenario=scenario, operation=operation, run=run, metadata=metadata, step_kind="skip"
+        ),
         "elapsed_ms": None,
         "returncode": SKIP_RETURNCODE,
         "timed_out": False,
@@ -165,13 +166,9 @@ def total_row(
         phase_ms[phase] = round(phase_ms.get(phase, 0.0) + float(row.get("elapsed_ms") or 0.0), 3)
     elapsed = [float(row["elapsed_ms"]) for row in measured if row.get("elapsed_ms") is not None]
     return {
-        "schema": SCHEMA_VERSION,
-        **metadata,
-        **_subject_fields(subject),
-        "scenario": scenario,
-        "run": run,
-        "operation": operation,
-        "step_kind": "total",
+        **base_row(
+            subject=subject, scenario=scenario, operation=operation, run=run, metadata=metadata, step_kind="total"
+        ),
         "elapsed_ms": round(sum(elapsed), 3) if elapsed else None,
         "returncode": 1 if any(is_failure(row) for row in rows) else 0,
         "timed_out": any(bool(row.get("timed_out")) for row in rows),

@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from orchard.errors import UsageError
+from orchard.jsonlines import read_jsonl
 
 Summary = Callable[[Sequence[Mapping[str, Any]]], str]
 
@@ -142,16 +143,6 @@ def rebuild_index(results: Path) -> int:
         _index(Path(results), path.parent.name, path.stem, rows)
         count += len(rows)
     return count
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            line = line.strip()
-            if line:
-                rows.append(json.loads(line))
-    return rows
 
 
 def run_files(results: Path, lane: str | None = None) -> list[Path]:

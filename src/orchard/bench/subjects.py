@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -21,7 +20,9 @@ from typing import Any
 
 from orchard.bench.binary import binary_sha256, check_binary
 from orchard.bench.environment import isolated_env
+from orchard.bench.flows import Flow, load_flows
 from orchard.errors import UsageError
+from orchard.tomlfile import read_table
 
 VERSION_TIMEOUT_S = 10.0
 
@@ -80,21 +81,26 @@ def binary_version(path: Path) -> tuple[str | None, str | None]:
     return first, None
 
 
-def load_subjects_file(path: Path) -> dict[str, dict[str, Any]]:
-    """The `[name]` tables of a subjects file, each with at least kind and bin."""
-    try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError as error:
-        raise UsageError(f"subjects file {path} does not exist") from error
-    except tomllib.TOMLDecodeError as error:
-        raise UsageError(f"subjects file {path} is not valid TOML: {error}") from error
-    table: dict[str, dict[str, Any]] = {}
-    for name, entry in data.items():
-        if not isinstance(entry, dict) or not isinstance(entry.get("bin"), str):
-            raise UsageError(f"subjects file {path}: [{name}] needs a string `bin`")
-        if not isinstance(entry.get("kind", name), str):
-            raise UsageError(f"subjects file {path}: [{name}] `kind` must be a string")
-        table[name] = entry
+@dataclass(frozen=True)
+class SubjectEntry:
+    """One `[name]` table of a subjects file. No `kind`: the name or the binary's name tells."""
+
+    name: str
+    bin: str
+    kind: str | None
+    label: str
+
+
+def load_subjects_file(path: Path) -> dict[str, SubjectEntry]:
+    """The `[name]` tables of a subjects file: `bin` (required), `kind`, `label`; nothing else."""
+    root = read_table(path, "subjects")
+    table: dict[str, SubjectEntry] = {}
+    for name in list(root.data):
+        entry = root.table(name)
+        table[name] = SubjectEntry(name, entry.get("bin", str, required=True), entry.get("kind", str, None),
+                                   entry.get("label", str, name))
+        entry.finish()
+    root.finish()
     return table
 
 
@@ -127,6 +133,36 @@ def resolve(name: str, kind: str, label: str, binary: Path | None, absent: str |
     return Subject(name, kind, label, binary, version, binary_sha256(binary), version_error=version_error)
 
 
+def _split(item: str) -> tuple[str, str, str]:
+    """One `NAME[:KIND][=BIN]` item as (name, kind, bin), '' for a part not given."""
+    head, _, binary = item.partition("=")
+    name, _, kind = (part.strip() for part in head.partition(":"))
+    return name, kind, binary.strip()
+
+
+def _once(names: Iterable[str], name: str) -> None:
+    if name in names:
+        raise UsageError(f"subject {name!r} is given twice")
+
+
+def parse_binaries(specs: Sequence[str]) -> dict[str, Path]:
+    """`orchard bench run --subject NAME=BIN` pairs into {name: binary}, checking each binary.
+
+    A suite's scenarios run `{bin}` directly, so these subjects have no kind
+    and no file entry: BIN is a path (relative to here), never a PATH lookup.
+    """
+    subjects: dict[str, Path] = {}
+    for spec in specs:
+        name, kind, binary = _split(spec)
+        if not name or kind or not binary:
+            raise UsageError(f"--subject must be NAME=BIN, got {spec!r}")
+        _once(subjects, name)
+        subjects[name] = check_binary(binary, f"subject {name}")
+    if not subjects:
+        raise UsageError("give at least one --subject NAME=BIN")
+    return subjects
+
+
 def parse_subjects(
     spec: str | None,
     known_kinds: set[str],
@@ -144,21 +180,18 @@ def parse_subjects(
     for item in items:
         if not item:
             raise UsageError(f"--subjects {spec!r}: empty subject name")
-        head, _, explicit = item.partition("=")
-        name, _, given_kind = (part.strip() for part in head.partition(":"))
-        entry: Mapping[str, Any] = table.get(name, {})
+        name, given_kind, explicit = _split(item)
+        entry = table.get(name)
         if given_kind and not explicit:
             raise UsageError(f"subject {item!r}: NAME:KIND needs =BIN")
         if explicit:
-            binary = _explicit_binary(name, explicit.strip())
-            kind = given_kind or str(entry.get("kind") or _infer_kind(name, explicit.strip(), known_kinds))
-            subject = resolve(name, kind, str(entry.get("label", name)), binary, None)
+            binary = _explicit_binary(name, explicit)
+            kind = given_kind or (entry and entry.kind) or _infer_kind(name, explicit, known_kinds)
+            subject = resolve(name, kind, entry.label if entry else name, binary, None)
         elif entry:
-            kind = str(entry.get("kind", name))
-            found = shutil.which(str(entry["bin"]))
-            absent = None if found else f"no {entry['bin']} binary on PATH; give {name}=/path/to/{entry['bin']}"
-            subject = resolve(name, kind, str(entry.get("label", name)), Path(found).resolve() if found else None,
-                              absent)
+            found = shutil.which(entry.bin)
+            absent = None if found else f"no {entry.bin} binary on PATH; give {name}=/path/to/{entry.bin}"
+            subject = resolve(name, entry.kind or name, entry.label, Path(found).resolve() if found else None, absent)
         else:
             raise UsageError(
                 f"unknown subject {name!r}: known names are {', '.join(sorted(table))}; or give NAME=/path/to/binary"
@@ -167,7 +200,14 @@ def parse_subjects(
             raise UsageError(
                 f"subject {name}: no flow for kind {subject.kind!r} (flows: {', '.join(sorted(known_kinds))})"
             )
-        if any(existing.name == subject.name for existing in subjects):
-            raise UsageError(f"subject {name!r} is given twice")
+        _once({existing.name for existing in subjects}, subject.name)
         subjects.append(subject)
     return subjects
+
+
+def lane_subjects(
+    spec: str | None, subjects_file: Path | None, flow_files: Iterable[Path]
+) -> tuple[list[Subject], dict[str, Flow]]:
+    """A VCS lane's subjects and the flows (shipped, then the user's) that drive them."""
+    flows = load_flows(flow_files)
+    return parse_subjects(spec, set(flows), subjects_file), flows

@@ -10,7 +10,6 @@ See docs/suites.md for the format.
 from __future__ import annotations
 
 import hashlib
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 from orchard.bench.readers import Format
 from orchard.bench.verdict import MetricSpec
 from orchard.errors import UsageError
+from orchard.tomlfile import Table, parse_toml, read_bytes
 
 SCENARIO_KINDS = ("command", "rows", "python")
 GATE_KINDS = ("exit_status", "information_recall", "determinism", "command", "no_drop", "hold")
@@ -42,12 +42,14 @@ GATE_VALUES = ("information_recall",)
 READER_FORMATS = tuple(str(f) for f in Format)
 
 MIN_RUNS_FLOOR = 6  # below this an exact 90% interval does not exist
+DEFAULT_PLAUSIBLE = 10.0  # improvement factor (baseline/candidate, or its inverse) a win is believed up to
 
 
 @dataclass(frozen=True)
 class Fixture:
     name: str
     command: list[str] | str
+    holdout: bool = False  # run only by the lab's judge, never in a worker's copy of the bench
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ class Scenario:
     measure: tuple[str, ...] = ()  # opt-in metrics from separate untimed runs ("instructions")
     format: str = "jsonl"  # rows scenarios: which tool's results the harness writes (see readers.py)
     file: str | None = None  # rows scenarios: the results file the harness writes (default: its stdout)
+    holdout: bool = False  # run only by the lab's judge, never in a worker's copy of the bench
 
     def metrics(self) -> dict[str, float]:
         """Every metric this scenario yields without a harness: name -> default floor."""
@@ -100,6 +103,13 @@ class Suite:
     alpha: float
     digest: str = field(repr=False)
     calibration: Path | None = None  # a calibration file to use and keep (committed or CI-cached)
+    holdout: tuple[str, ...] = ()  # files (globs, relative to the suite's directory) workers never see
+    plausible: float = DEFAULT_PLAUSIBLE  # a target metric improved more than this many times is suspect
+
+    @property
+    def held_out(self) -> frozenset[str]:
+        """The names of the held-out scenarios."""
+        return frozenset(s.name for s in self.scenarios if s.holdout)
 
     @property
     def directory(self) -> Path:
@@ -112,32 +122,11 @@ class Suite:
         raise KeyError(name)
 
 
-class _Reader:
-    """Pulls typed values out of one TOML table, naming the place of any error."""
+class _Reader(Table):
+    """A suite's table: the strict `Table`, plus the command values only suites have."""
 
     def __init__(self, path: Path, where: str, table: Any) -> None:
-        self.path = path
-        self.where = where
-        if not isinstance(table, dict):
-            self.fail(f"must be a table, not {type(table).__name__}")
-        self.table: dict[str, Any] = table
-        self.used: set[str] = set()
-
-    def fail(self, message: str) -> None:
-        raise UsageError(f"suite {self.path}: {self.where}: {message}")
-
-    def get(self, key: str, kinds: type | tuple[type, ...], default: Any = ..., *, required: bool = False) -> Any:
-        self.used.add(key)
-        if key not in self.table:
-            if required or default is ...:
-                self.fail(f"missing required key '{key}'")
-            return default
-        value = self.table[key]
-        if isinstance(value, bool) and bool not in (kinds if isinstance(kinds, tuple) else (kinds,)):
-            self.fail(f"'{key}' must be {_kind_names(kinds)}, not a boolean")
-        if not isinstance(value, kinds):
-            self.fail(f"'{key}' must be {_kind_names(kinds)}, not {type(value).__name__}")
-        return value
+        super().__init__(f"suite {path}", where, table)
 
     def command(self, key: str, *, required: bool) -> list[str] | str | None:
         value: list[str] | str | None = self.get(key, (list, str), None, required=required)
@@ -148,50 +137,17 @@ class _Reader:
             self.fail(f"'{key}' is empty")
         return value
 
-    def strings(self, key: str) -> tuple[str, ...]:
-        value = self.get(key, list, [])
-        if not all(isinstance(item, str) for item in value):
-            self.fail(f"'{key}' must be a list of strings")
-        return tuple(value)
-
-    def finish(self) -> None:
-        unknown = sorted(set(self.table) - self.used)
-        if unknown:
-            self.fail(f"unknown key(s): {', '.join(unknown)}")
-
-
-def _kind_names(kinds: type | tuple[type, ...]) -> str:
-    names = {list: "a list", str: "a string", int: "an integer", float: "a number", bool: "true or false",
-             dict: "a table"}
-    kinds = kinds if isinstance(kinds, tuple) else (kinds,)
-    return " or ".join(dict.fromkeys(names.get(kind, kind.__name__) for kind in kinds))
-
-
-def _tables(path: Path, data: dict[str, Any], key: str) -> list[Any]:
-    value = data.get(key, [])
-    if not isinstance(value, list):
-        raise UsageError(f"suite {path}: '{key}' must be an array of tables ([[{key}]])")
-    return value
-
 
 def load_suite(path: Path | str) -> Suite:
     """Read and validate a suite file."""
     path = Path(path).resolve()
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"suite file not found: {path}") from None
-    except OSError as error:
-        raise UsageError(f"cannot read suite file {path}: {error.strerror}") from None
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise UsageError(f"suite {path}: invalid TOML: {error}") from None
-
+    raw = read_bytes(path, "suite")
+    data = parse_toml(raw, path, "suite")
     top = _Reader(path, "top level", data)
-    for key in ("fixture", "scenario", "metric", "gate"):
-        top.used.add(key)
-    head = _Reader(path, "[suite]", top.get("suite", dict, {}))
+    fixture_tables, scenario_tables, metric_tables, gate_tables = (
+        top.tables(key) for key in ("fixture", "scenario", "metric", "gate")
+    )
+    head = top.table("suite")
     top.finish()
     name = head.get("name", str, path.stem)
     description = head.get("description", str, "")
@@ -202,7 +158,13 @@ def load_suite(path: Path | str) -> Suite:
     admitted_chars = head.get("admitted_output_chars", int, 20_000)
     alpha = float(head.get("alpha", (int, float), 0.05))
     calibration_file = head.get("calibration", str, None)
+    holdout_files = head.strings("holdout")
+    plausible = float(head.get("plausible", (int, float), DEFAULT_PLAUSIBLE))
     head.finish()
+    if not plausible > 1:  # also refuses nan
+        head.fail(f"'plausible' must be a factor above 1 (got {plausible})")
+    if any(not p.strip() or p.startswith("/") or ".." in Path(p).parts for p in holdout_files):
+        head.fail("'holdout' lists paths relative to the suite's directory, inside it")
     if min_runs < MIN_RUNS_FLOOR:
         head.fail(f"'min_runs' must be at least {MIN_RUNS_FLOOR}")
     if runs < min_runs:
@@ -212,17 +174,17 @@ def load_suite(path: Path | str) -> Suite:
     if not 0 < alpha < 0.5:
         head.fail("'alpha' must be between 0 and 0.5")
 
-    fixtures = tuple(_fixture(path, i, t) for i, t in enumerate(_tables(path, data, "fixture")))
+    fixtures = tuple(_fixture(path, i, t) for i, t in enumerate(fixture_tables))
     _unique(path, "fixture", [f.name for f in fixtures])
-    scenarios = tuple(_scenario(path, i, t, timeout_s) for i, t in enumerate(_tables(path, data, "scenario")))
+    scenarios = tuple(_scenario(path, i, t, timeout_s) for i, t in enumerate(scenario_tables))
     if not scenarios:
         raise UsageError(f"suite {path}: no [[scenario]] defined")
     _unique(path, "scenario", [s.name for s in scenarios])
     scenario_names = [s.name for s in scenarios]
+    _check_holdout(path, fixtures, scenarios)
 
     metrics: list[MetricSpec] = []
     recorded: list[str] = []
-    metric_tables = _tables(path, data, "metric")
     if not metric_tables:
         metrics = [
             MetricSpec(scenario=s.name, metric=m, direction="lower", min_floor=floor, target=True)
@@ -260,7 +222,7 @@ def load_suite(path: Path | str) -> Suite:
 
     known_values = {m.metric for m in metrics} | set(recorded) | set(BUILTIN_METRICS) | set(GATE_VALUES)
     gates = tuple(
-        _gate(path, i, t, scenario_names, known_values, scenarios) for i, t in enumerate(_tables(path, data, "gate"))
+        _gate(path, i, t, scenario_names, known_values, scenarios) for i, t in enumerate(gate_tables)
     )
     return Suite(
         path=path,
@@ -280,7 +242,22 @@ def load_suite(path: Path | str) -> Suite:
         # facts read from an expect_file are part of what the suite judges
         digest=hashlib.sha256(raw + "\0".join(e for s in scenarios for e in s.expect).encode()).hexdigest()[:16],
         calibration=None if calibration_file is None else path.parent / calibration_file,
+        holdout=holdout_files,
+        plausible=plausible,
     )
+
+
+def _check_holdout(path: Path, fixtures: tuple[Fixture, ...], scenarios: tuple[Scenario, ...]) -> None:
+    """Workers must still have something to measure, and nothing they see may need a held-out fixture."""
+    if all(s.holdout for s in scenarios):
+        raise UsageError(f"suite {path}: every scenario is held out: workers would have nothing to measure")
+    hidden = [f.name for f in fixtures if f.holdout]
+    for scenario in scenarios:
+        text = " ".join(scenario.command) if isinstance(scenario.command, list) else scenario.command or ""
+        needs = [name for name in hidden if "{fixture." + name + "}" in text]
+        if needs and not scenario.holdout:
+            raise UsageError(f"suite {path}: [[scenario]] '{scenario.name}' is visible to workers but uses "
+                             f"held-out fixture(s) {', '.join(needs)}: mark it holdout = true too")
 
 
 def _unique(path: Path, what: str, names: list[str]) -> None:
@@ -296,9 +273,10 @@ def _fixture(path: Path, index: int, table: Any) -> Fixture:
     name = reader.get("name", str, required=True)
     reader.where = f"[[fixture]] '{name}'"
     command = reader.command("command", required=True)
+    holdout = reader.get("holdout", bool, False)
     reader.finish()
     assert command is not None
-    return Fixture(name, command)
+    return Fixture(name, command, holdout)
 
 
 def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Scenario:
@@ -338,7 +316,7 @@ def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Sce
         kind=kind,
         command=command,
         callable=target,
-        expect=reader.strings("expect") + _expect_file(reader),
+        expect=reader.strings("expect") + _expect_file(path, reader),
         returncodes=returncodes,
         timeout_s=float(reader.get("timeout_s", (int, float), default_timeout)),
         env=env,
@@ -347,22 +325,22 @@ def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Sce
         measure=measure,
         format=result_format,
         file=results_file,
+        holdout=reader.get("holdout", bool, False),
     )
     reader.finish()
     return scenario
 
 
-def _expect_file(reader: _Reader) -> tuple[str, ...]:
+def _expect_file(path: Path, reader: _Reader) -> tuple[str, ...]:
     """Facts listed one per line in a file beside the suite (hundreds do not belong in TOML)."""
     name = reader.get("expect_file", str, None)
     if name is None:
         return ()
-    facts = reader.path.parent / name
+    facts = path.parent / name
     try:
         text = facts.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         reader.fail(f"'expect_file' {name!r}: cannot read {facts}: {getattr(error, 'strerror', None) or error}")
-        return ()
     lines = tuple(line.strip() for line in text.splitlines() if line.strip())
     if not lines:
         reader.fail(f"'expect_file' {name!r} lists no facts")
@@ -388,8 +366,8 @@ def _gate(
         if scenario not in scenario_names:
             reader.fail(f"unknown scenario '{scenario}' (suite has: {', '.join(scenario_names)})")
     metric = reader.get("metric", str, None)
-    value = reader.table.get("value")
-    reader.used.add("value")
+    value = reader.data.get("value")
+    reader.skip("value")
     command = reader.command("command", required=kind == "command")
     fields = reader.strings("fields")
     reader.finish()

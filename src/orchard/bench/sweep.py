@@ -8,32 +8,17 @@ subjects instead of landing on whichever came last.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from orchard.bench import rows as rowlib
-from orchard.bench.binary import binary_sha256, check_binary
+from orchard.bench.binary import binary_sha256
 from orchard.bench.display import rows_summary
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.measure import RunSpec, observe, workbench
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import Suite
 from orchard.errors import UsageError
-
-
-def parse_subjects(specs: Sequence[str]) -> dict[str, Path]:
-    """`NAME=BIN` pairs into {name: binary}, checking each binary."""
-    subjects: dict[str, Path] = {}
-    for spec in specs:
-        name, sep, binary = spec.partition("=")
-        if not sep or not name or not binary:
-            raise UsageError(f"--subject must be NAME=BIN, got {spec!r}")
-        if name in subjects:
-            raise UsageError(f"--subject {name} given twice")
-        subjects[name] = check_binary(binary, f"subject {name}")
-    if not subjects:
-        raise UsageError("give at least one --subject NAME=BIN")
-    return subjects
 
 
 def run_suite(

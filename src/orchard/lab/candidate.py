@@ -37,6 +37,7 @@ from enum import StrEnum
 from typing import Any
 
 from orchard.lab import report as report_module
+from orchard.lab.bench_view import worker_bench_base
 from orchard.lab.executors import JobResult
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import outside_scope
@@ -168,7 +169,8 @@ def collect_candidate(
     checkout = experiment.checkout
     worker = checkout.worker
     target = workspace.target_vcs.changes(worker.target_dir, checkout.target_base, workspace.config.target.ignore)
-    bench = workspace.bench_vcs.changes(worker.bench_dir, checkout.bench_base)
+    bench_base = worker_bench_base(workspace, worker.name, checkout.bench_base)  # held-out inputs withheld
+    bench = workspace.bench_vcs.changes(worker.bench_dir, bench_base)
     changed = _without_scratch(target.files, launcher.scratch)
     scope = list(experiment.hypothesis.scope)
     violations = outside_scope(changed, scope)
@@ -178,7 +180,7 @@ def collect_candidate(
 
     binaries = binary_files(target.patch)
     patch_bytes = len(target.patch.encode("utf-8", errors="surrogateescape"))
-    flags = _flags(tampered=bool(bench.files) or bench.head != checkout.bench_base, violations=violations,
+    flags = _flags(tampered=bool(bench.files) or bench.head != bench_base, violations=violations,
                    committed=target.head != checkout.target_base,
                    unchanged=not changed and target.head == checkout.target_base, binary=bool(binaries),
                    too_large=patch_bytes > workspace.config.target.max_patch_kb * 1024, report=reading.state,

@@ -79,6 +79,10 @@ class TargetConfig:
                                                     "(this list replaces the defaults; [] ignores nothing more)")
     max_patch_kb: int = _key(1024, "a change whose patch is larger than this is refused (build outputs "
                                    "belong in the ignore list)", minimum=1)
+    test_count: str = _key("", "prints how many tests the target has (the first number on its last line counts, "
+                               "e.g. `python -m pytest --collect-only -q | tail -1`); run in the base's and the "
+                               "candidate's checkouts, fewer in the candidate is a KILL; empty: not counted",
+                           command=True)
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,18 @@ class StopConfig:
 
 
 @dataclass(frozen=True)
+class ReviewConfig:
+    """An optional reviewer that reads every win's diff, hypothesis and verdict before it lands."""
+
+    launcher: str = _key("", "a [launchers.NAME] that reviews; empty: no review unless `template` is set")
+    template: str = _key("", "inline instead: a shell command that reviews (placeholders {prompt_file} the "
+                             "review prompt, {report} the answer file, {target_dir} the candidate checkout)",
+                         command=True)
+    timeout_minutes: float = _key(15.0, "a reviewer still running after this is killed: the win is rejected",
+                                  minimum=0.01)
+
+
+@dataclass(frozen=True)
 class LabConfig:
     """The lab's own identity in the commits it writes, and the environment of its own steps."""
 
@@ -202,6 +218,7 @@ class Config:
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
     stop: StopConfig = field(default_factory=StopConfig)
     lab: LabConfig = field(default_factory=LabConfig)
+    review: ReviewConfig = field(default_factory=ReviewConfig)
     launchers: dict[str, LauncherConfig] = field(default_factory=dict)  # [launchers.NAME]: a hypothesis names one
     path: Path | None = None
 
@@ -220,6 +237,7 @@ SECTIONS: dict[str, type] = {
     "launcher": LauncherConfig,
     "stop": StopConfig,
     "lab": LabConfig,
+    "review": ReviewConfig,
 }
 
 
@@ -339,6 +357,12 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
     launcher = sections["launcher"]
     if launcher.get("name") == "command" and not launcher.get("template"):
         problems.append("launcher.template: the command launcher needs a template")
+    review = sections["review"]
+    if review.get("launcher") and review.get("template"):
+        problems.append("review: set `launcher` or `template`, not both")
+    if review.get("launcher") and review["launcher"] not in launchers:
+        problems.append(f"review.launcher: {review['launcher']!r} is not a [launchers.NAME] table "
+                        f"(defined: {', '.join(launchers) or 'none'})")
     if problems:
         raise ConfigError(source, problems)
     built = {name: SECTIONS[name](**values) for name, values in sections.items()}

@@ -5,7 +5,8 @@ value, suspected cause, change to try, predicted effect (relative: -0.3 is
 30% lower), and the ranking inputs (impact, confidence, effort). `scope` lists the files a worker may change: exact
 paths, directories (a trailing `/` or any prefix that is a directory), or
 shell-style patterns where `*` also crosses `/`. An empty scope allows any
-file. `patch` names a ready patch file for the `patch` launcher;
+file but tests; tests are in scope only when an entry names them (`in_scope`).
+`patch` names a ready patch file for the `patch` launcher;
 `bench_patch` one the patch worker applies to its bench clone (only ever to
 show that the lab catches a tampered harness). `launcher` names one of
 orchard.toml's `[launchers.NAME]` tables (empty: the lab's default). The TOML format is in
@@ -150,12 +151,33 @@ def predicted_text(effect: float | None) -> str:
     return f"{effect:+.0%}" if abs(effect) >= 0.1 or effect == 0 else f"{effect:+.1%}"
 
 
+# What a test is, by its path: a file in a tests directory, or named like a test in the common conventions.
+TEST_DIRS = frozenset({"tests", "test", "__tests__", "spec"})
+TEST_NAMES = ("test_*", "*_test.*", "*_tests.*", "*.test.*", "*.spec.*", "conftest.py", "*Test.java", "*Tests.java")
+
+
+def is_test_file(path: str) -> bool:
+    """Whether `path` (or a scope entry's text) is a test by the conventions above."""
+    parts = path.strip("/").split("/")
+    return any(part in TEST_DIRS for part in parts[:-1]) or any(
+        fnmatch.fnmatchcase(parts[-1], name) for name in TEST_NAMES) or parts[-1] in TEST_DIRS
+
+
 def in_scope(path: str, scope: Iterable[str]) -> bool:
-    """Whether `path` (relative, with `/`) is inside the scope (an empty scope allows everything)."""
+    """Whether `path` (relative, with `/`) is inside the scope.
+
+    An empty scope allows every file but tests. A test file is in scope only
+    when an entry names tests itself (`tests/`, `tests/test_x.py`,
+    `**/test_*.py`): a broad `*` or `src/**` never lets a worker edit the
+    tests that judge it.
+    """
     entries = list(scope)
+    test = is_test_file(path)
     if not entries:
-        return True
+        return not test
     for entry in entries:
+        if test and not is_test_file(entry):
+            continue
         entry = entry.strip("/") if not any(ch in entry for ch in "*?[") else entry.lstrip("/")
         if any(ch in entry for ch in "*?["):
             if fnmatch.fnmatchcase(path, entry):

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from orchard.lab import plausibility, review, weakened
 from orchard.lab.builds import (
     Check,
     baseline_binary,
@@ -31,6 +32,7 @@ from orchard.lab.verdicts import (
     VerdictWord,
     assert_bench_untouched,
     measure,
+    plausible_bound,
 )
 from orchard.lab.workspace import Workspace
 
@@ -68,6 +70,8 @@ def _failures(checks: Sequence[Check], verdict: Verdict | None,
         found.append((f"harness tampered: {check.detail}; the experiment is void", Rule.HARNESS))
     if (check := failed("scope")) is not None:
         found.append((f"left its scope: {check.detail}", Rule.SCOPE))
+    found += [(f"weakened tests: {c.detail}", Rule.TESTS_KEPT)
+              for c in (failed(weakened.NAME), failed(weakened.COUNT_NAME)) if c is not None]
     if (check := failed("patch")) is not None:
         found.append((f"change refused: {check.detail}", None))
     if Flag.NO_CHANGES in flags:
@@ -90,6 +94,10 @@ def _failures(checks: Sequence[Check], verdict: Verdict | None,
                   for g in gates]
         if not gates:
             found.append(("REGRESSED: " + "; ".join(reasons), None))
+    if (check := failed(plausibility.NAME)) is not None:
+        found.append((f"implausible: {check.detail}", Rule.PLAUSIBLE))
+    if (check := failed(review.NAME)) is not None:
+        found.append((f"review rejected: {check.detail}", Rule.REVIEW))
     return found
 
 
@@ -109,7 +117,8 @@ def decide(checks: Sequence[Check], verdict: Verdict | None, flags: Sequence[str
         return Judgment(Decision.KILL, ["no verdict could be taken"])
     reasons = list(verdict.reasons)
     if outcome == VerdictWord.PASS:
-        return Judgment(Decision.LAND, reasons)
+        flagged = [f"flagged implausible: {c.detail}" for c in checks if c.name == plausibility.NAME]
+        return Judgment(Decision.LAND, reasons + flagged)
     if outcome == VerdictWord.NO_CHANGE:
         return Judgment(Decision.KILL, ["no effect beyond the noise floor: " + "; ".join(reasons)], Rule.FLOOR)
     if _promising(verdict):
@@ -136,6 +145,7 @@ def collection_checks(candidate: Candidate) -> list[Check]:
         Check("patch", not refusals,
               " and ".join(refusals) + ": build outputs belong in the target's .gitignore or [target] ignore"
               if refusals else f"{size_kb:,.0f} KB, text only"),
+        weakened.check(candidate.patch),
     ]
 
 
@@ -172,6 +182,9 @@ def judge(
         return _finish(decide(checks, None, flags), checks, str(checkout), None, base)
     progress(f"{name}: target tests")
     checks.append(run_step("tests", ws.config.target.test, checkout, values, logs, pass_env=ws.config.lab.pass_env))
+    if ws.config.target.test_count:
+        progress(f"{name}: counting the tests against the base")
+        checks.append(weakened.count_check(ws, state, base, checkout, values, logs))
     progress(f"{name}: bench tests")
     checks.append(harness_tests(ws, state, bench_base, values, logs))
     assert_bench_untouched(ws, bench_base)
@@ -182,7 +195,16 @@ def judge(
     progress(f"{name}: verdict against the baseline built from {base[:12]}")
     verdict = measure(ws, baseline, binary, progress=measure_progress)
     assert_bench_untouched(ws, bench_base)
-    return _finish(decide(checks, verdict, flags), checks, str(checkout), verdict, base, str(binary))
+    if (plausible := plausibility.check(verdict, plausible_bound(ws))) is not None:
+        checks.append(plausible)
+    judgment = decide(checks, verdict, flags)
+    if judgment.decision == Decision.LAND and review.configured(ws):
+        progress(f"{name}: review")
+        hypothesis = state.hypothesis(state.experiment(candidate.experiment).hypothesis).hypothesis
+        experiment = review.experiment_for(name, hypothesis, candidate, ws)
+        checks.append(review.review(ws, experiment, candidate, verdict, checks, checkout))
+        judgment = decide(checks, verdict, flags)
+    return _finish(judgment, checks, str(checkout), verdict, base, str(binary))
 
 
 def _finish(judgment: Judgment, checks: list[Check], checkout: str | None, verdict: Verdict | None,

@@ -31,6 +31,9 @@ class Rule(StrEnum):
     GATES = "gates-absolute"
     FLOOR = "no-claim-below-floor"
     COMPARABLE = "comparable-rows-only"
+    TESTS_KEPT = "tests-not-weakened"
+    PLAUSIBLE = "implausible-needs-held-out"
+    REVIEW = "review-approved"
 
 
 @dataclass

@@ -45,7 +45,7 @@ def prompt_text(workspace: Workspace, experiment: Experiment) -> str:
     commands = experiment_commands(workspace, paths)
     hypothesis = experiment.hypothesis
     scope = "\n".join(f"- `{entry}`" for entry in hypothesis.scope) or (
-        "- any file in your checkout (this hypothesis names no scope)"
+        "- any file in your checkout but the tests (this hypothesis names no scope)"
     )
     example = dict(report.EXAMPLE, experiment=experiment.name)
     return _template().substitute(
@@ -67,6 +67,8 @@ def prompt_text(workspace: Workspace, experiment: Experiment) -> str:
         measure=_command(commands.measure),
         report_example=json.dumps(example, indent=2),
         guidance=_guidance(workspace, paths.bench_dir),
+        review_note=", and a reviewer reads every win's diff before it lands" if (
+            workspace.config.review.launcher or workspace.config.review.template) else "",
     )
 
 

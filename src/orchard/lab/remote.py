@@ -34,6 +34,7 @@ from pathlib import Path
 import psutil
 from filelock import FileLock
 
+from orchard.lab.bench_view import worker_bench_base
 from orchard.lab.builds import placeholders, run_step
 from orchard.lab.config import Config
 from orchard.lab.executors.base import kill_tree
@@ -206,15 +207,17 @@ def run_experiment(spec: RemoteExperiment) -> RemoteOutcome:
     pid_file.unlink(missing_ok=True)
     run_s = time.monotonic() - began - setup_s
     target = ws.target_vcs.changes(checkout.worker.target_dir, spec.target_base)
-    bench = ws.bench_vcs.changes(checkout.worker.bench_dir, spec.bench_base)
+    view = worker_bench_base(ws, spec.worker, spec.bench_base)  # its copy without held-out inputs
+    bench = ws.bench_vcs.changes(checkout.worker.bench_dir, view)
     report = checkout.worker.report_path
     log = job.log_path.read_text(encoding="utf-8", errors="replace") if job.log_path.exists() else ""
     return RemoteOutcome(
         name=spec.name, host=host, address=address, exit_code=result.exit_code, signal=result.signal,
         timed_out=result.timed_out, started_at=result.started_at, duration_s=result.duration_s,
         ended_at=time.time(), target_head=target.head, patch=target.patch, bench_files=tuple(bench.files),
-        bench_head=bench.head, report_text=report.read_text(encoding="utf-8", errors="replace")
-        if report.is_file() else None, log_tail=log[-LOG_TAIL_CHARS:],
+        bench_head=spec.bench_base if bench.head == view else bench.head,
+        report_text=report.read_text(encoding="utf-8", errors="replace") if report.is_file() else None,
+        log_tail=log[-LOG_TAIL_CHARS:],
         prompt=prompt.read_text(encoding="utf-8"),
         timings={"setup_s": round(setup_s, 3), "run_s": round(run_s, 3),
                  "collect_s": round(time.monotonic() - began - setup_s - run_s, 3)},

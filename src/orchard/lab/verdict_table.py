@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from orchard.lab.verdicts import MetricResult, Verdict
+from orchard.lab.verdicts import MetricResult, Verdict, is_held_out
 
 COLUMNS = ("metric", "verdict", "effect", "interval", "floor", "n", "MDE", "baseline", "candidate")
 
@@ -61,12 +61,14 @@ class MetricEffect:
     baseline: float | None
     candidate: float | None
     exact: bool  # a deterministic metric: compared exactly, no interval
+    held_out: bool = False  # a scenario only the judge runs (workers never saw its inputs)
 
     @classmethod
     def from_metric(cls, m: MetricResult) -> MetricEffect:
         low, high = m.interval or (None, None)
         return cls(key=m.key, verdict=m.verdict, effect=m.effect, low=low, high=high, floor=m.floor, n=m.n,
-                   mde=m.mde, baseline=m.baseline_median, candidate=m.candidate_median, exact=m.method == "exact")
+                   mde=m.mde, baseline=m.baseline_median, candidate=m.candidate_median, exact=m.method == "exact",
+                   held_out=is_held_out(m))
 
 
 @dataclass(frozen=True)
@@ -111,5 +113,6 @@ def effect_cells(best: MetricEffect | None, final: MetricEffect | None) -> list[
 
 def cells(m: MetricEffect) -> list[str]:
     """One metric's row of a verdict table, in `COLUMNS` order."""
-    return [m.key, m.verdict, pct(m.effect), f"[{pct(m.low)}, {pct(m.high)}]", f"{m.floor:.2%}", str(m.n),
+    key = f"{m.key} (held-out)" if m.held_out else m.key
+    return [key, m.verdict, pct(m.effect), f"[{pct(m.low)}, {pct(m.high)}]", f"{m.floor:.2%}", str(m.n),
             pct(m.mde).lstrip("+"), num(m.baseline), num(m.candidate)]

@@ -37,7 +37,8 @@ from orchard.lab.candidate import a_few
 from orchard.lab.experiment import render_command
 from orchard.lab.workspace import Workspace
 
-__all__ = ["GateResult", "MetricResult", "MetricVerdict", "Verdict", "VerdictWord"]
+__all__ = ["GateResult", "MetricResult", "MetricVerdict", "Verdict", "VerdictWord", "is_held_out"]
+is_held_out = bench.is_held_out
 
 MeasureProgress = Callable[[int, int, str], None]
 VERDICT_WORDS = re.compile(r"\b(PASS|REGRESSED|NO-CHANGE|INCONCLUSIVE)\b")
@@ -115,6 +116,18 @@ def metric_keys(ws: Workspace) -> list[str]:
     """The suite's metric keys (`scenario/metric`) a hypothesis may name; empty without a suite."""
     path = ws.suite(ws.bench_dir)
     return [spec.key for spec in bench.load_suite(path).metrics] if path is not None else []
+
+
+def plausible_bound(ws: Workspace) -> float:
+    """The suite's `plausible` factor (the bench's default without a suite)."""
+    path = ws.suite(ws.bench_dir)
+    return bench.load_suite(path).plausible if path is not None else bench.Suite.plausible
+
+
+def withhold(ws: Workspace, bench_dir: Path) -> list[str]:
+    """Turn a worker's bench clone into its copy without held-out inputs; the files removed."""
+    path = ws.suite(bench_dir)
+    return bench.withhold(path) if path is not None and path.is_file() else []
 
 
 def _suite_path(ws: Workspace) -> Path:

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from orchard.errors import UsageError
 from orchard.lab import config as config_module
+from orchard.lab.bench_view import withhold_inputs
 from orchard.lab.config import Config
 from orchard.lab.vcs import Identity, Vcs, VcsError, get_vcs
 
@@ -308,6 +309,7 @@ class Workspace:
         worker.root.mkdir(exist_ok=True)
         self._checkout(self.target_vcs, self.reference_target, worker.target_dir, target_base)
         self._checkout(self.bench_vcs, self.bench_dir, worker.bench_dir, bench_base)
+        withhold_inputs(self, worker, bench_base)
         self.target_vcs.ignore_locally(worker.target_dir,
                                        [f"/{REPORT_NAME}", *self.config.target.ignore, *ignore])
         worker.report_path.unlink(missing_ok=True)

@@ -41,16 +41,14 @@ from typing import Any, TextIO
 import psutil
 
 from orchard.bench import rows, runner, tokens
-from orchard.bench.environment import isolated_env
 from orchard.bench.flows import Flow
 from orchard.bench.lanes.markdown import skips_and_failures, subjects_section, table
-from orchard.bench.lanes.remotes import FixtureError, harness
-from orchard.bench.lanes.session import LaneResult, check_common, lane_session
-from orchard.bench.lanes.steps import fail
-from orchard.bench.lanes.transport import harness_git
+from orchard.bench.lanes.remotes import harness
+from orchard.bench.lanes.session import LaneResult, check_common, lane_context
+from orchard.bench.lanes.steps import Recorder, fail
 from orchard.bench.runner import kill_group
 from orchard.bench.subjects import Subject
-from orchard.errors import UsageError
+from orchard.errors import FixtureError, UsageError
 
 LANE = "contention"
 SCENARIO = "contention_v1"
@@ -129,27 +127,29 @@ class Worker:
         return f"worker-{self.index:02d}.txt"
 
 
-class Campaign:
-    """One (subject, mode, N) measurement: fixture, workers, integrity."""
+class Race:
+    """One (subject, mode, N) measurement: fixture, workers racing, integrity.
+
+    Its rows start from the lane's `Recorder` (metadata, subject, comparability,
+    stand-ins) like every lane's; the workers' commands are summed into a row
+    per worker rather than written one by one, since N x K calls are noise.
+    """
 
     def __init__(
         self,
-        git: str,
-        subject: Subject,
+        rec: Recorder,
         flow: Flow,
         mode: str,
         workers: int,
         options: ContentionOptions,
         root: Path,
-        env: dict[str, str],
         stop: threading.Event,
     ) -> None:
-        self.git, self.bin, self.flow = git, str(subject.bin), flow
-        self.subject, self.mode, self.n, self.options = subject, mode, workers, options
-        self.root, self.env, self.stop = root, env, stop
+        self.rec, self.git, self.bin, self.flow = rec, rec.ctx.git, str(rec.subject.bin), flow
+        self.mode, self.n, self.options = mode, workers, options
+        self.root, self.env, self.stop = root, rec.ctx.env, stop
         self.bare = root / "remote.git"
         self.lost_race = re.compile(flow.lost_race, re.IGNORECASE) if flow.lost_race else LOST_RACE
-        self.stand_ins = tokens.StandIns.of({self.bin: "BIN", str(root): "ROOT", subject.name: "SUBJECT"})
 
     def values(self, worker: Worker, **more: str) -> dict[str, str]:
         """Template values of the flow's `[contention]` commands for one worker."""
@@ -181,8 +181,8 @@ class Campaign:
                 "elapsed_ms": capture.elapsed_ms,
                 "ok": capture.ok,
                 **tokens.interaction_fields(
-                    self.stand_ins.command(argv), self.stand_ins.text(capture.stdout_text),
-                    self.stand_ins.text(capture.stderr_text),
+                    self.rec.stand_ins.command(argv), self.rec.stand_ins.text(capture.stdout_text),
+                    self.rec.stand_ins.text(capture.stderr_text),
                     stdout_bytes=capture.stdout_bytes, stderr_bytes=capture.stderr_bytes,
                     stdout_truncated=capture.stdout_truncated, stderr_truncated=capture.stderr_truncated,
                 ),
@@ -351,14 +351,12 @@ def _stop_commands(futures: Sequence[Future[None]]) -> None:
         wait(futures, timeout=0.1)
 
 
-def _worker_row(worker: Worker, base: dict[str, Any]) -> dict[str, Any]:
+def _worker_row(worker: Worker, rec: Recorder) -> dict[str, Any]:
     by_operation: dict[str, float] = {}
     for call in worker.calls:
         by_operation[call["operation"]] = round(by_operation.get(call["operation"], 0.0) + call["elapsed_ms"], 3)
     return {
-        **base,
-        "operation": "worker.total",
-        "step_kind": "worker",
+        **rec.row("worker.total", "worker"),
         "worker": worker.index,
         "elapsed_ms": round((worker.ended - worker.started) * 1000, 3),
         "returncode": 0 if worker.error is None else 1,
@@ -374,34 +372,32 @@ def _worker_row(worker: Worker, base: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def measure(campaign: Campaign, base: dict[str, Any], sink: Any) -> dict[str, Any]:
-    """Run one campaign; writes a row per worker and returns the total row (written)."""
-    workers = campaign.prepare()
-    barrier = threading.Barrier(campaign.n)
-    with ThreadPoolExecutor(max_workers=campaign.n, thread_name_prefix="contention") as pool:
-        futures = [pool.submit(campaign.work, worker, barrier) for worker in workers]
+def measure(race: Race) -> dict[str, Any]:
+    """Run one race; writes a row per worker and returns the total row (written)."""
+    workers = race.prepare()
+    barrier = threading.Barrier(race.n)
+    with ThreadPoolExecutor(max_workers=race.n, thread_name_prefix="contention") as pool:
+        futures = [pool.submit(race.work, worker, barrier) for worker in workers]
         try:
             for future in futures:
                 future.result()
         except BaseException:
-            campaign.stop.set()
+            race.stop.set()
             barrier.abort()
             _stop_commands(futures)
             raise
-    worker_rows = [_worker_row(worker, base) for worker in workers]
+    worker_rows = [_worker_row(worker, race.rec) for worker in workers]
     for row in worker_rows:
-        sink(row)
+        race.rec.emit_total(row)
     wall_s = max(w.ended for w in workers) - min(w.started for w in workers)
-    checks = campaign.integrity(workers)
+    checks = race.integrity(workers)
     snapshots = sum(w.commits for w in workers)
     phase_ms: dict[str, float] = {}
     for row in worker_rows:
         for operation, ms in row["phase_elapsed_ms"].items():
             phase_ms[operation] = round(phase_ms.get(operation, 0.0) + ms, 3)
     total = {
-        **base,
-        "operation": TOTAL,
-        "step_kind": "total",
+        **race.rec.row(TOTAL, "total"),
         "elapsed_ms": round(wall_s * 1000, 3),
         "returncode": 0,
         "snapshots": snapshots,
@@ -423,78 +419,53 @@ def measure(campaign: Campaign, base: dict[str, Any], sink: Any) -> dict[str, An
     ]
     if any(problems):
         fail(total, "; ".join(p for p in problems if p))
-    sink(total)
-    return total
+    return race.rec.emit_total(total)
 
 
 def run_lane(options: ContentionOptions, out: TextIO | None = None) -> LaneResult:
     """Measure every (subject, mode, worker count); returns where the rows went."""
     options.validate()
     out = out or sys.stderr
-    git = harness_git()
-    env = isolated_env()
     stop = threading.Event()
-    with lane_session(
-        LANE, options.results, summary, keep=options.keep_workdirs, parent=options.workdir, out=out
-    ) as session:
+    with lane_context(
+        LANE,
+        options,
+        summary,
+        out,
+        admitted_chars=runner.DEFAULT_ADMITTED_CHARS,
+        metadata={},
+    ) as (session, ctx):
         for run_index in range(options.runs):
             for subject in options.subjects:
                 for mode in options.modes:
                     for count in options.workers:
-                        base = {
-                            "schema": rows.SCHEMA_VERSION,
-                            "lane": LANE,
-                            "bench_id": session.writer.stamp,
-                            **session.lock.metadata(),
-                            **subject.row_fields(),
-                            **rows.comparability(
-                                remote_transport="local_file",
-                                instruction_level="scripted_workers",
-                                fixture_id=f"contention-{mode}-v1",
-                            ),
-                            "subject": subject.name,
-                            "subject_kind": subject.kind,
-                            "subject_label": subject.label,
-                            "scenario": SCENARIO,
-                            "run": run_index,
-                            "mode": mode,
-                            "workers": count,
-                            "commits_per_worker": options.commits,
-                        }
+                        folder = session.root / f"{subject.name}-{mode}-{count}-r{run_index}"
+                        rec = Recorder(
+                            ctx,
+                            subject,
+                            SCENARIO,
+                            run_index,
+                            fields={"remote_transport": "local_file", "mode": mode, "workers": count,
+                                    "commits_per_worker": options.commits},
+                            fixture_id=f"contention-{mode}-v1",
+                            instruction_level="scripted_workers",
+                            stand_ins={str(folder): "ROOT"},
+                        )
                         flow = options.flows[subject.kind]
                         reason = subject.absent_reason if subject.bin is None else _skip_reason(flow, mode)
                         if reason:
-                            session.writer.write(
-                                rows.skip_row(
-                                    subject=subject.identity(),
-                                    scenario=SCENARIO,
-                                    operation="contention.skipped",
-                                    run=run_index,
-                                    metadata=base,
-                                    reason=reason,
-                                )
-                            )
+                            rec.skip(reason, operation="contention.skipped")
                             continue
                         print(
                             f"[run] contention {mode} workers={count} commits={options.commits} subject={subject.name}",
                             file=out,
                             flush=True,
                         )
-                        folder = session.root / f"{subject.name}-{mode}-{count}-r{run_index}"
                         folder.mkdir()
                         try:
-                            measure(
-                                Campaign(git, subject, flow, mode, count, options, folder, env, stop),
-                                base,
-                                session.writer.write,
-                            )
+                            measure(Race(rec, flow, mode, count, options, folder, stop))
                         except FixtureError as error:
-                            session.writer.write(
-                                fail(
-                                    {**base, "operation": TOTAL, "step_kind": "total", "returncode": 0},
-                                    f"fixture: {error}",
-                                )
-                            )
+                            rec.emit_total(fail({**rec.row(TOTAL, "total"), "returncode": 0}, f"fixture: {error}"))
                         if not options.keep_workdirs:
                             shutil.rmtree(folder, ignore_errors=True)
     return session.result()

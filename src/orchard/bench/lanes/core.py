@@ -52,11 +52,10 @@ from orchard.bench.lanes.markdown import (
     table,
     warmup_line,
 )
-from orchard.bench.lanes.remotes import FixtureError
 from orchard.bench.lanes.session import LaneResult, check_common, lane_context
 from orchard.bench.lanes.steps import LaneContext, Recorder, Row, fail
 from orchard.bench.subjects import Subject
-from orchard.errors import UsageError
+from orchard.errors import FixtureError, UsageError
 
 LANE = "core"
 SCENARIO = "core_v1"
@@ -239,12 +238,9 @@ def run_lane(options: CoreOptions, out: TextIO | None = None) -> LaneResult:
     out = out or sys.stderr
     with lane_context(
         LANE,
-        options.results,
+        options,
         summary,
-        keep=options.keep_workdirs,
-        parent=options.workdir,
-        out=out,
-        step_timeout_s=options.step_timeout_s,
+        out,
         admitted_chars=ADMITTED_CHARS,
         metadata={"runs": options.runs},
     ) as (session, ctx):

@@ -29,7 +29,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from orchard.bench.lanes.remotes import FixtureError, harness
+from orchard.bench.lanes.remotes import harness
+from orchard.errors import FixtureError
 
 GENERATOR_VERSION = 2  # 2: packed in the foreground (1 left it to a detached auto gc)
 LINES_PER_FILE = 30

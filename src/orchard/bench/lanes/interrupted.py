@@ -33,10 +33,11 @@ from typing import Any
 from orchard.bench import rows
 from orchard.bench.flows import Flow, PublishProtocol
 from orchard.bench.lanes import pushwire
-from orchard.bench.lanes.remotes import FixtureError, harness, seed_bare
+from orchard.bench.lanes.remotes import harness, seed_bare
 from orchard.bench.lanes.steps import LaneContext, Recorder, Row, fail
 from orchard.bench.lanes.transport import LOOPBACK
 from orchard.bench.subjects import Subject
+from orchard.errors import FixtureError
 
 SCENARIO = "interrupted_publication_after_request_v1"
 TOTAL = "interrupted_publication.total"

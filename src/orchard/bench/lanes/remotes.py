@@ -19,6 +19,7 @@ from pathlib import Path
 from orchard.bench import runner
 from orchard.bench.environment import command_display
 from orchard.bench.lanes.transport import LOOPBACK, LoopbackServers, Remote
+from orchard.errors import FixtureError
 
 GIT_REMOTE_MODES = ("local", "daemon", "github")
 TRANSPORT_LOCAL = "local_file"
@@ -33,10 +34,6 @@ SEED_FILES = {
     "task-notes.md": "# task notes\n",
 }
 HARNESS_TIMEOUT_S = 120.0
-
-
-class FixtureError(RuntimeError):
-    """A harness set-up command failed: the measured run cannot start."""
 
 
 def harness(argv: list[str], cwd: Path, env: Mapping[str, str], timeout_s: float = HARNESS_TIMEOUT_S) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from orchard.bench import rows
 from orchard.bench.environment import isolated_env
@@ -56,21 +56,47 @@ def check_common(runs: int, subjects: Sequence[object]) -> None:
         raise UsageError("no subjects to measure")
 
 
+class LaneOptions(Protocol):
+    """What every lane's options give the session."""
+
+    results: Path
+    keep_workdirs: bool
+    workdir: Path | None  # parent of the run's temporary directory
+    step_timeout_s: float
+
+
 @contextmanager
-def lane_session(
+def lane_context(
     lane: str,
-    results: Path,
+    options: LaneOptions,
     summary: Summary,
-    *,
-    keep: bool,
-    parent: Path | None,
     out: TextIO,
-) -> Iterator[LaneSession]:
-    """Lock, writer and workdir for one run; cleans the workdir up whatever happens."""
-    with MeasurementLock(lane, out=out) as lock, RunWriter(results, lane, summary=summary) as writer:
-        root = Path(tempfile.mkdtemp(prefix=f"orchard-{lane}-", dir=parent))
+    *,
+    admitted_chars: int,
+    metadata: dict[str, Any],
+) -> Iterator[tuple[LaneSession, LaneContext]]:
+    """Lock, writer, workdir and what a lane's scenarios share (pinned env, harness git, owned servers).
+
+    The workdir is removed whatever happens, unless the options keep it.
+    """
+    git = harness_git()
+    env = isolated_env()
+    keep = options.keep_workdirs
+    with MeasurementLock(lane, out=out) as lock, RunWriter(options.results, lane, summary=summary) as writer:
+        root = Path(tempfile.mkdtemp(prefix=f"orchard-{lane}-", dir=options.workdir))
         try:
-            yield LaneSession(lock, writer, root, keep)
+            with LoopbackServers(git, root, env) as servers:
+                yield LaneSession(lock, writer, root, keep), LaneContext(
+                    bench_id=writer.stamp,
+                    root=root,
+                    env=env,
+                    metadata={"lane": lane, "bench_id": writer.stamp, **metadata, **lock.metadata()},
+                    servers=servers,
+                    sink=writer.write,
+                    step_timeout_s=options.step_timeout_s,
+                    admitted_chars=admitted_chars,
+                    git=git,
+                )
         finally:
             if keep:
                 print(f"[workdirs] kept {root}", file=out, flush=True)
@@ -79,36 +105,3 @@ def lane_session(
     lock.print_total()
     print(f"[result] {writer.path}", file=out, flush=True)
     print(f"[summary] {writer.summary_path}", file=out, flush=True)
-
-
-@contextmanager
-def lane_context(
-    lane: str,
-    results: Path,
-    summary: Summary,
-    *,
-    keep: bool,
-    parent: Path | None,
-    out: TextIO,
-    step_timeout_s: float,
-    admitted_chars: int,
-    metadata: dict[str, Any],
-) -> Iterator[tuple[LaneSession, LaneContext]]:
-    """A lane session plus what its scenarios share: pinned env, harness git, owned servers."""
-    git = harness_git()
-    env = isolated_env()
-    with (
-        lane_session(lane, results, summary, keep=keep, parent=parent, out=out) as session,
-        LoopbackServers(git, session.root, env) as servers,
-    ):
-        yield session, LaneContext(
-            bench_id=session.writer.stamp,
-            root=session.root,
-            env=env,
-            metadata={"lane": lane, "bench_id": session.writer.stamp, **metadata, **session.lock.metadata()},
-            servers=servers,
-            sink=session.writer.write,
-            step_timeout_s=step_timeout_s,
-            admitted_chars=admitted_chars,
-            git=git,
-        )

@@ -67,6 +67,7 @@ class Recorder:
         fixture_id: str | None = None,
         proxy: ByteProxy | None = None,
         stand_ins: Mapping[str, str] | None = None,
+        instruction_level: str = INSTRUCTION_LEVEL,
     ) -> None:
         self.ctx = ctx
         self.subject = subject
@@ -80,7 +81,7 @@ class Recorder:
             **fields,
             **rows.comparability(
                 remote_transport=fields.get("remote_transport"),
-                instruction_level=INSTRUCTION_LEVEL,
+                instruction_level=instruction_level,
                 fixture_id=fixture_id or scenario,
             ),
         }
@@ -97,6 +98,11 @@ class Recorder:
         self.counted: list[Row] = []
         self.harness_commands = 0
         self.last_capture: runner.Capture | None = None
+
+    def _at(self, operation: str) -> dict[str, Any]:
+        """Where a row of this recorder stands: subject, scenario, operation, run, metadata."""
+        return {"subject": self.subject.identity(), "scenario": self.scenario, "operation": operation,
+                "run": self.run_index, "metadata": self.meta}
 
     def _emit(self, row: Row, counted: bool) -> Row:
         self.ctx.sink(row)
@@ -144,11 +150,7 @@ class Recorder:
         self.last_capture = capture
         return rows.step_row(
             capture,
-            subject=self.subject.identity(),
-            scenario=self.scenario,
-            operation=operation,
-            run=self.run_index,
-            metadata=self.meta,
+            **self._at(operation),
             step_kind=kind,
             expected_returncodes=expected,
             tool_calls=tool_calls,
@@ -189,23 +191,22 @@ class Recorder:
     def unmeasured(self, operation: str, reason: str) -> Row:
         """A step an agent would take that cannot be measured here (listed in the total)."""
         row = rows.skip_row(
-            subject=self.subject.identity(),
-            scenario=self.scenario,
-            operation=operation,
-            run=self.run_index,
-            metadata=self.meta,
+            **self._at(operation),
             reason=reason,
         )
         return self._emit(row, counted=True)
 
-    def skip(self, reason: str) -> Row:
+    def row(self, operation: str, step_kind: str) -> Row:
+        """A row of this subject and run that a lane fills in itself (a worker's or a race's total)."""
+        return rows.base_row(
+            **self._at(operation),
+            step_kind=step_kind,
+        )
+
+    def skip(self, reason: str, operation: str | None = None) -> Row:
         """The whole scenario is not measured for this subject, and why."""
         row = rows.skip_row(
-            subject=self.subject.identity(),
-            scenario=self.scenario,
-            operation=f"{self.scenario}.skipped",
-            run=self.run_index,
-            metadata=self.meta,
+            **self._at(operation or f"{self.scenario}.skipped"),
             reason=reason,
         )
         return self._emit(row, counted=False)
@@ -272,11 +273,7 @@ class Recorder:
         """The scenario's total over its counted rows (fails if any step failed)."""
         row = rows.total_row(
             self.counted,
-            subject=self.subject.identity(),
-            scenario=self.scenario,
-            operation=operation,
-            run=self.run_index,
-            metadata=self.meta,
+            **self._at(operation),
         )
         row["harness_command_count"] = self.harness_commands
         failed = [r for r in self.counted if rows.is_failure(r)]

@@ -31,14 +31,13 @@ from orchard.bench.lanes.markdown import (
 )
 from orchard.bench.lanes.remotes import (
     GIT_REMOTE_MODES,
-    FixtureError,
     git_remote,
     oak_remote,
 )
 from orchard.bench.lanes.session import LaneResult, check_common, lane_context
 from orchard.bench.lanes.steps import LaneContext, Recorder, fail
 from orchard.bench.subjects import Subject
-from orchard.errors import UsageError
+from orchard.errors import FixtureError, UsageError
 
 LANE = "task-loop"
 DEFAULT_STEP_TIMEOUT_S = 120.0
@@ -146,12 +145,9 @@ def run_lane(options: TaskLoopOptions, out: TextIO | None = None) -> LaneResult:
     out = out or sys.stderr
     with lane_context(
         LANE,
-        options.results,
+        options,
         summary,
-        keep=options.keep_workdirs,
-        parent=options.workdir,
-        out=out,
-        step_timeout_s=options.step_timeout_s,
+        out,
         admitted_chars=options.admitted_chars,
         metadata={"git_remote_mode": options.git_remote, "runs": options.runs},
     ) as (session, ctx):

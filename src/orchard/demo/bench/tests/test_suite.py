@@ -24,6 +24,14 @@ def load_suite():
         return tomllib.load(handle)
 
 
+def facts(scenario):
+    """A scenario's expected facts: listed under `expect`, or one a line in its `expect_file`."""
+    if "expect_file" not in scenario:
+        return scenario["expect"]
+    with open(os.path.join(BENCH, scenario["expect_file"]), encoding="utf-8") as handle:
+        return [line.strip() for line in handle if line.strip()]
+
+
 def generate(fixture, directory):
     """Run a fixture's command as the suite would, into `directory`."""
     command = [
@@ -59,7 +67,9 @@ class SuiteTest(unittest.TestCase):
         self.scenarios = {s["name"]: s for s in self.suite["scenario"]}
 
     def test_scenarios_metrics_and_gates(self):
-        self.assertEqual(sorted(self.scenarios), ["report", "top5"])
+        self.assertEqual(sorted(self.scenarios), ["report", "top5", "unseen"])
+        held_out = sorted(s["name"] for s in self.suite["scenario"] if s.get("holdout"))
+        self.assertEqual(held_out, ["unseen"])
         metrics = {m["name"]: m for m in self.suite["metric"]}
         self.assertEqual(sorted(metrics), ["cpu_ms", "stdout_bytes", "wall_ms"])
         self.assertGreaterEqual(metrics["wall_ms"]["floor"], 0.03)
@@ -72,7 +82,7 @@ class SuiteTest(unittest.TestCase):
             self.assertEqual(scenario["command"][0], "{bin}", name)
             used = re.findall(r"\{fixture\.(\w+)\}", " ".join(scenario["command"]))
             self.assertTrue(used and set(used) <= set(self.fixtures), name)
-            self.assertTrue(scenario["expect"], name)
+            self.assertTrue(facts(scenario), name)
 
     def test_the_corpus_generator_is_deterministic(self):
         with tempfile.TemporaryDirectory() as one, tempfile.TemporaryDirectory() as two:
@@ -85,7 +95,7 @@ class SuiteTest(unittest.TestCase):
             fixture = re.search(r"\{fixture\.(\w+)\}", " ".join(scenario["command"])).group(1)
             with tempfile.TemporaryDirectory() as directory:
                 summary, counts, total = reference_figures(generate(self.fixtures[fixture], directory))
-            for fact in scenario["expect"]:
+            for fact in facts(scenario):
                 with self.subTest(scenario=name, fact=fact):
                     label, colon, value = fact.partition(": ")
                     if colon:
