@@ -41,9 +41,10 @@ def configure(root: Path, answer: Path) -> Workspace:
     """A workspace in `root` whose launcher is the stand-in planner handing back `answer`."""
     template = f"{sys.executable} {STANDIN} {{prompt_file}} {answer}"
     config = root / "planner.toml"
-    # sandbox_read: the sandboxed planner may read its prepared answer, outside the workspace
+    # sandbox_read: the sandboxed planner may read the stand-in and its prepared answer (wherever the
+    # repository and the test's tmp dir are: under /tmp or a home, both hidden)
     config.write_text(f'[launcher]\nname = "command"\ntemplate = "{template}"\n'
-                      f'[workers]\nexecutor = "subprocess"\nsandbox_read = ["{answer}"]\n')
+                      f'[workers]\nexecutor = "subprocess"\nsandbox_read = ["{answer}", "{STANDIN}"]\n')
     target, bench = make_repo(root / "target-repo", TARGET_FILES), make_repo(root / "bench-repo", BENCH_FILES)
     return init_workspace(root / "ws", str(target), str(bench), config)
 
