@@ -18,6 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from orchard.lab import builds, review
 from orchard.lab.executors import make_executor
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
@@ -27,7 +28,7 @@ from orchard.lab.prompts import render_prompt
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 from tests.lab.lab_helpers import BENCH_FILES, assert_nothing_left, processes_marked
-from tests.lab.loop_support import add_hypotheses, snapshot
+from tests.lab.loop_support import add_hypotheses, bare_candidate, metric, snapshot, verdict_of
 
 HOSTILE = r"""#!/bin/bash
 # argv: workspace target bench other-worker orchestrator-home a-file-in-that-home
@@ -203,3 +204,38 @@ def test_an_unsandboxed_lab_says_so_in_status_and_in_every_journal_judgment(
     assert "UNSANDBOXED" in entry
     status = _orchard("status", ws.root, env=dict(os.environ))
     assert status.returncode == 0 and "UNSANDBOXED" in status.stdout, status.stdout + status.stderr
+
+
+REVIEWER_CONFIG = """
+[launchers.reviewer]
+name = "command"
+template = '''env; hostile-worker {{workspace}} {{target_dir}} {{bench_dir}} {{workspace}}/worker-w0 {home} {home_file}; \\
+echo '{{{{"decision": "approve", "reasons": ["read it"]}}}}' > {{report}}'''
+
+[review]
+launcher = "reviewer"
+"""
+
+
+def test_the_reviewer_runs_sandboxed_with_the_allowlist_too(
+    make_workspace: Callable[..., Workspace], hostile_bin: Path, monkeypatch: pytest.MonkeyPatch, mark: str
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", "canary-GITHUB_TOKEN")
+    home = Path.home()
+    home_file = next(p for p in sorted(home.iterdir()) if p.is_file())
+    ws = make_workspace(REVIEWER_CONFIG.format(home=home, home_file=home_file))
+    LabState.open(ws.root).close()
+    hypothesis = Hypothesis(id="h", metric="m", change="c", scope=("src/alpha.txt",))
+    candidate = bare_candidate(experiment="h", patch="", target_base=ws.target_base())
+    verdict = verdict_of([metric("report/wall_ms", "improved", -0.5)])
+    checkout = builds.checkout_with_patch(ws, ws.judge_dir / "h" / "target", ws.target_base(), "")  # as the judge
+    check = review.review(ws, review.experiment_for("h", hypothesis, candidate, ws), candidate, verdict, [], checkout)
+    log = Path(str(check.log)).read_text()
+    assert check.passed, check.detail + "\n" + log
+    for probe in ("read-lab-db", "read-config", "list-judge", "read-lab-bench", "read-logs", "read-home-file",
+                  "read-ssh", "list-host-sockets"):
+        assert f"blocked {probe}\n" in log, log
+    # its {bench_dir} is its own review directory, where it writes its answer: the only place it may write
+    assert [line for line in log.splitlines() if line.startswith("LEAK")] == ["LEAK write-bench"]
+    assert "canary-GITHUB_TOKEN" not in log and f"ORCHARD_TEST_MARK={mark}" in log
+    assert_nothing_left(mark, None)

@@ -171,17 +171,22 @@ class Launcher(ABC):
         """Files the CLI writes outside its checkout (default: none)."""
         return ()
 
+    def confinement(self, workspace: Workspace, context: LaunchContext, *, cwd: Path, own: list[Path], home: Path,
+                    tmp: Path, reads: tuple[Path, ...] = (), path: str | None = None) -> sandbox.Confinement:
+        """Its sandbox: writable `own` dirs, private `home` and `tmp`, what it reads and writes, its credentials."""
+        return sandbox.worker_confinement(
+            workspace.config.workers.sandbox, workspace=workspace.root, cwd=cwd, network=self.config.network,
+            inherit=worker_names(self.credentials, self.config.pass_env), home=home, tmp=tmp,
+            reads=(*self.reads(context), *reads), writes=self.writes(context), executable=self.executable, own=own,
+            extra_reads=workspace.config.workers.sandbox_read, path=path)
+
     def job(self, workspace: Workspace, experiment: Experiment, env: dict[str, str] | None = None) -> Job:
         """The executor job for `experiment`: its launch line, run sandboxed in its target checkout."""
         context = self.context(workspace, experiment)
         paths, worker = context.paths, experiment.checkout.worker
         own = [paths.target_dir] + ([] if paths.target_dir in paths.report.parents else [paths.report.parent])
-        confinement = sandbox.worker_confinement(
-            workspace.config.workers.sandbox, workspace=workspace.root, cwd=paths.target_dir,
-            network=self.config.network, inherit=worker_names(self.credentials, self.config.pass_env),
-            home=worker.home_dir, tmp=worker.tmp_dir, reads=self.reads(context), writes=self.writes(context),
-            executable=self.executable, own=own, extra_reads=workspace.config.workers.sandbox_read,
-            path=(env or {}).get("PATH"))
+        confinement = self.confinement(workspace, context, cwd=paths.target_dir, own=own, home=worker.home_dir,
+                                       tmp=worker.tmp_dir, path=(env or {}).get("PATH"))
         return Job(
             name=experiment.name,
             command=self.command(context),
