@@ -209,8 +209,8 @@ def test_an_unsandboxed_lab_says_so_in_status_and_in_every_journal_judgment(
 REVIEWER_CONFIG = """
 [launchers.reviewer]
 name = "command"
-template = '''env; hostile-worker {{workspace}} {{target_dir}} {{bench_dir}} {{workspace}}/worker-w0 {home} {home_file}; \\
-echo '{{{{"decision": "approve", "reasons": ["read it"]}}}}' > {{report}}'''
+template = '''env; hostile-worker {{workspace}} {{target_dir}} {{bench_dir}} {{workspace}}/worker-w0 \\
+{home} {home_file}; echo '{{{{"decision": "approve", "reasons": ["read it"]}}}}' > {{report}}'''
 
 [review]
 launcher = "reviewer"
