@@ -638,10 +638,10 @@ def backlog_list(workspace: Path, as_json: bool, show_all: bool) -> None:
 @click.option(
     "--from-opportunities",
     "from_opportunities",
-    type=int,
+    type=click.IntRange(0, 1000),
     default=0,
     metavar="N",
-    help="Add the N largest gaps from the latest rows (cause left for a planner).",
+    help="Add the N largest gaps from the latest rows (cause left for a planner; at most 1000).",
 )
 @click.option("--id", "hypothesis_id", default="", help="Id (default: made from the title).")
 @click.option("--title", default="")
@@ -649,11 +649,12 @@ def backlog_list(workspace: Path, as_json: bool, show_all: bool) -> None:
 @click.option("--current-value", default="")
 @click.option("--cause", "suspected_cause", default="", help="Where in the code the cost comes from.")
 @click.option("--change", default="", help="The change to try.")
-@click.option("--predicted", "predicted_effect", type=float, default=None, help="Relative effect, e.g. -0.3.")
+@click.option("--predicted", "predicted_effect", type=float, default=None,
+              help="Relative effect, e.g. -0.3 (at least -1).")
 @click.option("--scope", multiple=True, help="A file or glob the worker may touch (repeatable).")
-@click.option("--impact", type=float, default=3.0, show_default=True)
-@click.option("--confidence", type=float, default=0.5, show_default=True)
-@click.option("--effort", type=float, default=2.0, show_default=True)
+@click.option("--impact", type=float, default=3.0, show_default=True, help="1 to 5.")
+@click.option("--confidence", type=float, default=0.5, show_default=True, help="Above 0, at most 1.")
+@click.option("--effort", type=float, default=2.0, show_default=True, help="1 to 5.")
 @click.option("--lane", type=click.Choice([lane.value for lane in Lane]), default=Lane.EXPLOIT.value, show_default=True)
 @click.option("--patch", type=click.Path(path_type=Path), default=None, help="A ready patch for the patch launcher.")
 def backlog_add(

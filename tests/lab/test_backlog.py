@@ -161,7 +161,7 @@ effort = 1
         (GOOD.replace("effort = 1", "effort = "), "invalid TOML"),
         (GOOD + 'speed = "fast"\n', "#2.speed: unknown field"),
         (GOOD.replace('metric = "report/wall_ms"\n', ""), "#2.metric: missing"),
-        (GOOD.replace("impact = 2", "impact = -1"), "#2.impact: expected a positive number"),
+        (GOOD.replace("impact = 2", "impact = -1"), "#2.impact: expected a number from 1 to 5, got -1"),
         (GOOD.replace('scope = ["wordfreq/report.py"]', 'scope = "wordfreq/report.py"'), "#2.scope: expected a list"),
         (GOOD + GOOD, "duplicate id 'fewer-syscalls'"),
         ("[hypotheses]\nid = 'x'\n", "unknown top-level key(s) hypotheses"),
@@ -255,7 +255,7 @@ def test_add_with_flags(demo: Workspace) -> None:
     missing = invoke("backlog", "add", demo.root, "--title", "no metric", "--change", "x")
     assert missing.exit_code == 2 and "flags.metric: missing" in missing.output
     bad = invoke("backlog", "add", demo.root, "--metric", "m", "--change", "x", "--confidence", "0")
-    assert bad.exit_code == 2 and "flags.confidence: expected a positive number" in bad.output
+    assert bad.exit_code == 2 and "flags.confidence: expected a number above 0 and at most 1, got 0.0" in bad.output
     again = invoke("backlog", "add", demo.root, "--id", "count-with-dict", "--metric", "report/wall_ms",
                    "--change", "x")
     assert again.exit_code == 2

@@ -102,7 +102,7 @@ suspected_cause = "texttable.py: every row is followed by a full-width rule"
 change = "drop HLINES from the default decoration"
 predicted_effect = -0.4
 scope = ["texttable.py"]
-impact = 9
+impact = 5
 patch = "no-row-rules.diff"
 
 [[hypothesis]]
@@ -113,7 +113,7 @@ suspected_cause = "texttable.py: long tables are long"
 change = "stop drawing after 500 rows"
 predicted_effect = -0.7
 scope = ["texttable.py"]
-impact = 8
+impact = 4
 patch = "first-500-rows.diff"
 
 [[hypothesis]]
@@ -123,7 +123,7 @@ metric = "table/stdout_bytes"
 suspected_cause = "texttable.py: nothing measurable"
 change = "add a comment"
 scope = ["texttable.py"]
-impact = 7
+impact = 3
 launcher = "shell"
 """
 

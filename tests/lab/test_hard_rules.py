@@ -443,7 +443,7 @@ def test_explore_lanes_take_explore_hypotheses_and_respect_scopes_too(lab_state:
         lab_state,
         {"id": "top", "scope": ["a.py"], "impact": 5},
         {"id": "wild", "scope": ["b.py"], "impact": 1, "lane": "explore"},
-        {"id": "wilder", "scope": ["c.py"], "impact": 0.5, "lane": "explore"},
+        {"id": "wilder", "scope": ["c.py"], "confidence": 0.25, "lane": "explore"},
     )
     assert backlog.pick(lab_state, "explore", []).id == "wild"
     assert backlog.pick(lab_state, "explore", [["b.py"]]).id == "wilder"

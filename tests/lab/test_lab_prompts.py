@@ -113,5 +113,5 @@ def test_hypothesis_from_dict_names_every_bad_field() -> None:
         Hypothesis.from_dict({"metric": "", "scope": "src", "effort": 0, "lane": "wild", "colour": 1})
     message = str(raised.value)
     for expected in ("colour: unknown field", "metric: missing", "change: missing", "scope: expected a list",
-                     "effort: expected a positive number", "lane: 'wild' is not one of exploit, explore"):
+                     "effort: expected a number from 1 to 5, got 0", "lane: 'wild' is not one of exploit, explore"):
         assert expected in message

@@ -83,7 +83,7 @@ id = "by-claude"
 metric = "out/stdout_bytes"
 change = "shorter alpha"
 scope = ["src/alpha.txt"]
-impact = 9
+impact = 5
 
 [[hypothesis]]
 id = "by-codex"
@@ -91,7 +91,7 @@ metric = "out/stdout_bytes"
 change = "shorter beta"
 scope = ["src/beta.txt"]
 launcher = "codex"
-impact = 8
+impact = 4
 
 [[hypothesis]]
 id = "by-shell"
@@ -99,7 +99,7 @@ metric = "out/stdout_bytes"
 change = "shorter gamma"
 scope = ["src/gamma.txt"]
 launcher = "shell"
-impact = 7
+impact = 3
 
 [[hypothesis]]
 id = "never-tried"

@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import tomllib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from orchard.errors import UsageError
-from orchard.lab.hypothesis import Hypothesis, HypothesisStatus, Lane, slug
+from orchard.lab.hypothesis import MIN_CONFIDENCE, TEXT_LIMITS, Hypothesis, HypothesisStatus, Lane, slug
+from orchard.lab.markdown import inline
 from orchard.lab.state import HypothesisRecord, LabState
+from orchard.tomlfile import read_toml
 
 KILL_CONFIDENCE_FACTOR = 0.8  # a sibling of a killed hypothesis keeps 80% of its confidence
 ITERATE_CONFIDENCE_FACTOR = 0.9  # a sharpened child starts a little less sure than its parent
+SHARPENED = " (sharpened)"
 
 
 def ranked(state: LabState, statuses: Sequence[HypothesisStatus] = (HypothesisStatus.OPEN,)) -> list[HypothesisRecord]:
@@ -112,12 +114,7 @@ def add_all(state: LabState, hypotheses: Sequence[Hypothesis], *, source: str, o
 def load_file(path: Path) -> list[Hypothesis]:
     """Hypotheses from a TOML file of [[hypothesis]] tables; every problem is named."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"hypotheses file not found: {path}") from None
-    except tomllib.TOMLDecodeError as error:
-        raise UsageError(f"{path}: invalid TOML: {error}") from None
+    data = read_toml(path, "hypotheses")
     return parse_tables(data, source=str(path), base=path.parent)
 
 
@@ -156,7 +153,8 @@ def from_opportunities(items: Sequence[Mapping[str, Any]], top: int) -> list[Hyp
         found.append(
             Hypothesis(
                 id=slug(f"gap {item['scenario']} {item['operation']} {item['metric']} {item['subject']}"),
-                title=f"Close the {item['metric']} gap of {item['subject']} on {item['scenario']} {item['operation']}",
+                title=f"Close the {item['metric']} gap of {item['subject']} on {item['scenario']} "
+                      f"{item['operation']}"[:TEXT_LIMITS["title"]],
                 metric=f"{item['scenario']}/{item['metric']}",
                 current_value=str(item.get("value")),
                 change=f"find out why {item['subject']} pays {item.get('value')} where {item.get('comparator')} "
@@ -179,7 +177,8 @@ def learn_from_kill(state: LabState, killed: HypothesisRecord) -> list[str]:
         if record.id == killed.id or sibling.metric != killed.hypothesis.metric:
             continue
         if scopes_overlap(sibling.scope, killed.hypothesis.scope):
-            lowered = replace(sibling, confidence=round(sibling.confidence * KILL_CONFIDENCE_FACTOR, 4))
+            confidence = max(MIN_CONFIDENCE, round(sibling.confidence * KILL_CONFIDENCE_FACTOR, 4))
+            lowered = replace(sibling, confidence=confidence)
             state.update_hypothesis(record.id, hypothesis=lowered)
             touched.append(record.id)
     return touched
@@ -195,9 +194,10 @@ def sharpen(state: LabState, parent: Hypothesis, reasons: Sequence[str]) -> Hypo
     return replace(
         parent,
         id=f"{root}-r{n}",
-        title=f"{parent.title} (sharpened)",
+        title=parent.title if parent.title.endswith(SHARPENED)
+        else parent.title[:TEXT_LIMITS["title"] - len(SHARPENED)] + SHARPENED,
         confidence=round(parent.confidence * ITERATE_CONFIDENCE_FACTOR, 4),
-        notes=(parent.notes + f"\nlearned from {parent.id}: " + "; ".join(reasons)).strip(),
+        notes=(parent.notes + f"\nlearned from {parent.id}: " + "; ".join(reasons)).strip()[-TEXT_LIMITS["notes"]:],
     )
 
 
@@ -222,7 +222,7 @@ def render(state: LabState) -> str:
         h = record.hypothesis
         lines.append(
             f"| {rank if record.status == HypothesisStatus.OPEN else '-'} | `{record.id}` | {h.lane} | "
-            f"{h.score:.2f} | {record.status} | {h.metric} | {h.predicted_text} | {', '.join(h.scope) or 'any'} | "
-            f"{h.title} |"
+            f"{h.score:.2f} | {record.status} | {inline(h.metric)} | {h.predicted_text} | "
+            f"{inline(', '.join(h.scope) or 'any')} | {inline(h.title)} |"
         )
     return "\n".join(lines) + "\n"

@@ -12,11 +12,12 @@ values) are the schema, the validator and the commented default file at once.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import string
 import textwrap
-import tomllib
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from typing import Any
 import tomli_w
 
 from orchard.errors import UsageError
+from orchard.tomlfile import parse_toml, read_toml
 
 CONFIG_NAME = "orchard.toml"
 
@@ -52,12 +54,19 @@ SANDBOXES = ("bwrap", "none")
 VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\*?$")
 # Launchers that need no model service: their workers get no network unless `network = true`.
 OFFLINE_LAUNCHERS = ("patch", "command")
+# Upper bounds: a value past them is a typo (or an attack on memory), never a plan.
+MAX_WORKERS = 64
+MAX_COUNT = 100_000
+MAX_MINUTES = 60 * 24 * 366  # a year
+MAX_PATCH_KB = 16 * 1024  # lab.db stores the patch: it stays a database, not a disk image
 
 
 def _key(default: Any, help: str, *, choices: tuple[str, ...] = (), minimum: float | None = None,
-         command: bool = False, required: bool = False, variables: bool = False) -> Any:
-    meta = {"help": help, "choices": choices, "minimum": minimum, "command": command, "required": required,
-            "variables": variables}
+         maximum: float | None = None, command: bool = False, required: bool = False,
+         variables: bool = False) -> Any:
+    """A key's schema; a number must be finite and lie in [minimum, maximum] (None: no bound that side)."""
+    meta = {"help": help, "choices": choices, "minimum": minimum, "maximum": maximum, "command": command,
+            "required": required, "variables": variables}
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), metadata=meta)
     return field(default=default, metadata=meta)
@@ -78,7 +87,7 @@ class TargetConfig:
                                                     "part of a change, besides the target's own .gitignore "
                                                     "(this list replaces the defaults; [] ignores nothing more)")
     max_patch_kb: int = _key(1024, "a change whose patch is larger than this is refused (build outputs "
-                                   "belong in the ignore list)", minimum=1)
+                                   "belong in the ignore list)", minimum=1, maximum=MAX_PATCH_KB)
     test_count: str = _key("", "prints how many tests the target has (the first number on its last line counts, "
                                "e.g. `python -m pytest --collect-only -q | tail -1`); run in the base's and the "
                                "candidate's checkouts, fewer in the candidate is a KILL; empty: not counted",
@@ -107,7 +116,7 @@ class BenchConfig:
                           "in the lab's bench clone (e.g. `orchard bench contention --workers 2,8,32 ...`); "
                           "empty: the sweep is the suite's verdict of main against the lab's first baseline",
                       command=True)
-    sweep_every: int = _key(3, "landed wins between full sweeps", minimum=1)
+    sweep_every: int = _key(3, "landed wins between full sweeps", minimum=1, maximum=1000)
     guidance: str = _key("prompts/benchmark-changeset.md",
                          "the harness's own guidance for workers, relative to the bench checkout; "
                          "copied into every prompt when the file exists")
@@ -117,16 +126,17 @@ class BenchConfig:
 class WorkersConfig:
     """How many workers run, in which lanes, and for how long."""
 
-    count: int = _key(3, "workers running at once", minimum=1)
-    exploit: int = _key(2, "lanes taking the top of the backlog", minimum=0)
-    explore: int = _key(1, "lanes trying speculative hypotheses", minimum=0)
+    count: int = _key(3, "workers running at once", minimum=1, maximum=MAX_WORKERS)
+    exploit: int = _key(2, "lanes taking the top of the backlog", minimum=0, maximum=MAX_WORKERS)
+    explore: int = _key(1, "lanes trying speculative hypotheses", minimum=0, maximum=MAX_WORKERS)
     executor: str = _key("auto", "where workers run: tmux windows, plain subprocesses, tmux when "
                                  "installed, or tasks on a dask.distributed cluster", choices=EXECUTORS)
     scheduler: str = _key("local", "dask executor only: `local` (a LocalCluster orchard starts and stops) or "
                                    "an existing scheduler's address, tcp://HOST:8786")
-    dask_workers: int = _key(2, "dask executor with a local cluster: worker processes it starts", minimum=1)
+    dask_workers: int = _key(2, "dask executor with a local cluster: worker processes it starts",
+                             minimum=1, maximum=MAX_WORKERS)
     cpus_per_experiment: int = _key(1, "dask executor: the `cpu` resource one experiment claims on a dask "
-                                       "worker (with `agent=1`)", minimum=1)
+                                       "worker (with `agent=1`)", minimum=1, maximum=1024)
     serve: str = _key("git-daemon", "dask executor: how workers reach the lab's repositories: a read-only "
                                     "`git daemon` on the lab host, or `path` on a shared filesystem",
                       choices=SERVE_MODES)
@@ -135,9 +145,9 @@ class WorkersConfig:
     refill: bool = _key(False, "during `orchard run`, ask the planner (the [launcher] below, as `orchard plan` "
                                "does) for hypotheses whenever open ones fall below the free workers")
     judges: int = _key(2, "candidates judged at once while workers run: their builds and tests overlap, "
-                          "their measurements take turns under the machine-wide lock", minimum=1)
+                          "their measurements take turns under the machine-wide lock", minimum=1, maximum=MAX_WORKERS)
     timeout_minutes: float = _key(60.0, "a worker still running after this is killed with its whole "
-                                        "process tree", minimum=0.01)
+                                        "process tree", minimum=0.01, maximum=MAX_MINUTES)
     sandbox: str = _key("bwrap", "how workers are confined: `bwrap` (bubblewrap: a worker sees only its own "
                                  "checkouts and a private home, in its own PID namespace; `orchard run` refuses "
                                  "to start without a working bwrap) or `none` (workers run as you, unconfined: "
@@ -172,16 +182,18 @@ class LauncherConfig:
 class StopConfig:
     """When the research loop stops and writes its final report."""
 
-    top_attempted: int = _key(5, "stop once the top N backlog items have all been attempted", minimum=1)
-    idle_loops: int = _key(2, "stop after this many consecutive loops that land nothing", minimum=1)
-    max_experiments: int = _key(0, "stop after this many experiments; 0: no limit", minimum=0)
+    top_attempted: int = _key(5, "stop once the top N backlog items have all been attempted",
+                              minimum=1, maximum=MAX_COUNT)
+    idle_loops: int = _key(2, "stop after this many consecutive loops that land nothing", minimum=1, maximum=MAX_COUNT)
+    max_experiments: int = _key(0, "stop after this many experiments; 0: no limit", minimum=0, maximum=MAX_COUNT)
     lock_wait_minutes: float = _key(30.0, "stop when measurements wait this long for the machine-wide "
-                                          "lock: verdicts would not be reliable", minimum=0.1)
-    max_wall_minutes: float = _key(0.0, "stop after this much wall time; 0: no limit", minimum=0)
-    max_cost_usd: float = _key(0.0, "stop once the agents' reported cost reaches this; 0: no limit", minimum=0)
+                                          "lock: verdicts would not be reliable", minimum=0.1, maximum=MAX_MINUTES)
+    max_wall_minutes: float = _key(0.0, "stop after this much wall time; 0: no limit", minimum=0, maximum=MAX_MINUTES)
+    max_cost_usd: float = _key(0.0, "stop once the agents' reported cost reaches this; 0: no limit",
+                                minimum=0, maximum=1e9)
     launcher_failures: int = _key(2, "stop after this many workers in a row whose agent could not work at all "
                                      "(no CLI, not logged in, no network); their hypotheses go back to the backlog",
-                                  minimum=1)
+                                  minimum=1, maximum=MAX_COUNT)
 
 
 @dataclass(frozen=True)
@@ -193,7 +205,7 @@ class ReviewConfig:
                              "review prompt, {report} the answer file, {target_dir} the candidate checkout)",
                          command=True)
     timeout_minutes: float = _key(15.0, "a reviewer still running after this is killed: the win is rejected",
-                                  minimum=0.01)
+                                  minimum=0.01, maximum=MAX_MINUTES)
 
 
 @dataclass(frozen=True)
@@ -269,6 +281,14 @@ def _check_command(name: str, value: str) -> str | None:
     return None
 
 
+def _range(meta: Mapping[str, Any]) -> str:
+    """The allowed range as a message shows it: ` (1 to 64)`, ` (at least 0)`."""
+    low, high = meta["minimum"], meta["maximum"]
+    if low is not None and high is not None:
+        return f" ({low:g} to {high:g})"
+    return f" (at least {low:g})" if low is not None else ""
+
+
 def _check_value(name: str, spec: dataclasses.Field[Any], kind: Any, value: Any) -> str | None:
     meta = spec.metadata
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
@@ -280,8 +300,13 @@ def _check_value(name: str, spec: dataclasses.Field[Any], kind: Any, value: Any)
         return f"{name}: expected {_type_name(kind)}, got {value!r}"
     if meta["choices"] and value not in meta["choices"]:
         return f"{name}: {value!r} is not one of {', '.join(meta['choices'])}"
-    if meta["minimum"] is not None and value < meta["minimum"]:
-        return f"{name}: {value!r} is below the minimum {meta['minimum']}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{name}: {value!r} is not a finite number{_range(meta)}"
+    low, high = meta["minimum"], meta["maximum"]
+    if low is not None and value < low:
+        return f"{name}: {value!r} is below the minimum {low:g}{_range(meta)}"
+    if high is not None and value > high:
+        return f"{name}: {value!r} is above the maximum {high:g}{_range(meta)}"
     if meta["command"]:
         return _check_command(name, value)
     if meta["variables"]:
@@ -349,7 +374,8 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
             problems.append(f"{where}.template: the command launcher needs a template")
         launchers[launcher_name] = LauncherConfig(**values)
     workers = WorkersConfig(**sections["workers"])
-    if workers.exploit + workers.explore != workers.count:
+    lanes_valid = not any(p.startswith(("workers.count:", "workers.exploit:", "workers.explore:")) for p in problems)
+    if lanes_valid and workers.exploit + workers.explore != workers.count:
         problems.append(
             f"workers: exploit + explore lanes ({workers.exploit} + {workers.explore}) "
             f"must equal count ({workers.count})"
@@ -370,18 +396,8 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
 
 
 def parse(path: Path) -> dict[str, Any]:
-    """The TOML of a configuration file, not yet validated."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such configuration file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise UsageError(f"{path}: cannot read: {error}") from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(str(path), [f"not valid TOML: {error}"]) from None
+    """The TOML of a configuration file, not yet validated (the bench's one reader: file and line named)."""
+    return read_toml(path, "configuration")
 
 
 def load(path: Path) -> Config:
@@ -413,6 +429,7 @@ def render(config: Config) -> str:
             note = meta["help"]
             if meta["choices"]:
                 note += f" ({' | '.join(meta['choices'])})"
+            note += _range(meta) if meta["maximum"] is not None else ""
             lines += [f"# {part}" for part in textwrap.wrap(note, 86)]
             lines.append(tomli_w.dumps({spec.name: getattr(section, spec.name)}).rstrip("\n"))
     lines += ["", "# More launchers: a hypothesis may name one (`launcher = \"NAME\"`); each",
@@ -425,5 +442,5 @@ def render(config: Config) -> str:
 def write(config: Config, path: Path) -> None:
     """Write the configuration; the text is re-validated so a written file always loads."""
     text = render(config)
-    from_dict(tomllib.loads(text), source=str(path))
+    from_dict(parse_toml(text.encode(), path, "configuration"), source=str(path))
     Path(path).write_text(text, encoding="utf-8")

@@ -16,7 +16,9 @@ docs/hypotheses.md.
 from __future__ import annotations
 
 import fnmatch
+import math
 import re
+import reprlib
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
@@ -44,6 +46,16 @@ class HypothesisStatus(StrEnum):
 
 _TEXT_FIELDS = ("id", "title", "metric", "suspected_cause", "change")
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,47}$")
+# The documented ranges (docs/hypotheses.md): every number must be finite and inside its range.
+# Confidence is above 0 (a hypothesis nobody believes in is not worth a worker).
+RANGES = {"impact": (1.0, 5.0), "confidence": (0.0, 1.0), "effort": (1.0, 5.0)}
+MIN_CONFIDENCE = 0.0001  # what learning from kills lowers a confidence to, at the least
+# Text a hypothesis carries into lab.db, prompts and the notebook (a planner agent writes it): at most
+# this many characters per field; `notes` grows with each ITERATE and keeps its newest part.
+TEXT_LIMITS = {"title": 200, "metric": 200, "current_value": 200, "launcher": 64, "suspected_cause": 4000,
+               "change": 4000, "notes": 8000, "patch": 4096, "bench_patch": 4096}
+MAX_SCOPE_ENTRIES = 200
+MAX_SCOPE_ENTRY = 1000
 
 
 def slug(text: str) -> str:
@@ -99,8 +111,12 @@ class Hypothesis:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, source: str = "hypothesis") -> Hypothesis:
-        """Build from parsed TOML/JSON; UsageError naming every bad field."""
+    def from_dict(cls, data: Mapping[str, Any], *, source: str = "hypothesis", stored: bool = False) -> Hypothesis:
+        """Build from parsed TOML/JSON; UsageError naming every bad field.
+
+        `stored`: a record lab.db already holds. Its types are checked, the bounds on new input are not,
+        so a lab made before a bound existed still opens.
+        """
         problems: list[str] = []
         known = set(cls.__dataclass_fields__)
         problems += [f"{source}.{key}: unknown field" for key in data if key not in known]
@@ -109,29 +125,41 @@ class Hypothesis:
                 problems.append(f"{source}.{key}: missing (a non-empty string)")
         for key in (*_TEXT_FIELDS, "current_value", "notes", "launcher"):
             value = data.get(key, "")
-            if key == "current_value" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            if key == "current_value" and finite_number(value):
                 continue
             if not isinstance(value, str):
-                problems.append(f"{source}.{key}: expected a string, got {value!r}")
+                problems.append(f"{source}.{key}: expected a string, got {reprlib.repr(value)}")
         if data.get("id") and isinstance(data["id"], str) and not _ID.match(data["id"]):
-            problems.append(f"{source}.id: {data['id']!r} must be lower-case letters, digits and '-' (at most 48)")
+            problems.append(f"{source}.id: {reprlib.repr(data['id'])} must be lower-case letters, digits and '-' "
+                            "(at most 48)")
+        for key, limit in {} if stored else TEXT_LIMITS.items():
+            value = data.get(key)
+            if isinstance(value, str) and len(value) > limit:
+                problems.append(f"{source}.{key}: {len(value)} characters, at most {limit} allowed")
         predicted = data.get("predicted_effect")
-        if predicted is not None and (not isinstance(predicted, (int, float)) or isinstance(predicted, bool)):
-            problems.append(
-                f"{source}.predicted_effect: expected a relative number (-0.3 = 30% lower), got {predicted!r}"
-            )
+        number = isinstance(predicted, (int, float)) and not isinstance(predicted, bool)
+        if predicted is not None and (not number or not stored and (not finite_number(predicted) or predicted < -1)):
+            problems.append(f"{source}.predicted_effect: expected a finite relative number of at least -1 "
+                            f"(-0.3 = 30% lower), got {reprlib.repr(predicted)}")
         scope = data.get("scope", [])
         if not isinstance(scope, list) or not all(isinstance(item, str) and item for item in scope):
-            problems.append(f"{source}.scope: expected a list of paths, got {scope!r}")
-        for key in ("impact", "confidence", "effort"):
-            value = data.get(key, 1.0)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-                problems.append(f"{source}.{key}: expected a positive number, got {value!r}")
+            problems.append(f"{source}.scope: expected a list of paths, got {reprlib.repr(scope)}")
+        elif not stored and (len(scope) > MAX_SCOPE_ENTRIES or any(len(item) > MAX_SCOPE_ENTRY for item in scope)):
+            problems.append(f"{source}.scope: at most {MAX_SCOPE_ENTRIES} entries of at most {MAX_SCOPE_ENTRY} "
+                            "characters allowed")
+        for key, (low, high) in RANGES.items():
+            value = data.get(key, cls.__dataclass_fields__[key].default)
+            exclusive = key == "confidence"
+            if stored and isinstance(value, (int, float)) and not isinstance(value, bool):
+                continue
+            if not finite_number(value) or not (low < value if exclusive else low <= value) or value > high:
+                allowed = f"above {low:g} and at most {high:g}" if exclusive else f"from {low:g} to {high:g}"
+                problems.append(f"{source}.{key}: expected a number {allowed}, got {reprlib.repr(value)}")
         if data.get("lane", Lane.EXPLOIT) not in tuple(Lane):
-            problems.append(f"{source}.lane: {data.get('lane')!r} is not one of {', '.join(Lane)}")
+            problems.append(f"{source}.lane: {reprlib.repr(data.get('lane'))} is not one of {', '.join(Lane)}")
         for key in ("patch", "bench_patch"):
             if data.get(key) is not None and not isinstance(data[key], str):
-                problems.append(f"{source}.{key}: expected a file path, got {data[key]!r}")
+                problems.append(f"{source}.{key}: expected a file path, got {reprlib.repr(data[key])}")
         if problems:
             raise UsageError("; ".join(problems))  # each problem already names `source`
         values = {key: value for key, value in data.items() if key in known}
@@ -142,6 +170,15 @@ class Hypothesis:
         if values.get("predicted_effect") is not None:
             values["predicted_effect"] = float(values["predicted_effect"])
         return cls(**values)
+
+
+def finite_number(value: Any) -> bool:
+    """A finite int or float (never a bool, nan, inf or an integer beyond 64 bits)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return -(2**63) <= value < 2**63
+    return isinstance(value, float) and math.isfinite(value)
 
 
 def predicted_text(effect: float | None) -> str:

@@ -51,6 +51,7 @@ from orchard.lab.experiment import (
     experiment_paths,
     render_command,
 )
+from orchard.lab.hypothesis import finite_number
 from orchard.lab.workspace import Workspace
 
 CLAUDE_VERSION = "2.1.332"
@@ -77,6 +78,15 @@ class AgentUsage:
     cache_write_tokens: int | None = None
     turns: int | None = None
     source: str | None = None  # what the numbers were read from
+
+    def __post_init__(self) -> None:
+        """The agent's figures as numbers: whatever else it printed there (text, nan, a list) is "not reported"."""
+        for key in ("cost_usd", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "turns"):
+            value = getattr(self, key)
+            if value is not None and not (finite_number(value) and value >= 0):
+                object.__setattr__(self, key, None)
+        if self.source is not None:
+            object.__setattr__(self, "source", str(self.source)[:200])
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

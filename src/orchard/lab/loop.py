@@ -29,7 +29,9 @@ wins finish landing, and nothing is judged or landed twice.
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -39,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from orchard.errors import OrchardError
-from orchard.lab import backlog, planner, records, stop
+from orchard.lab import backlog, planner, records, stop, workspace_lock
 from orchard.lab import land as landing
 from orchard.lab.builds import baseline_binary, placeholders, run_step
 from orchard.lab.candidate import Candidate, Flag, collect_candidate, from_remote
@@ -47,6 +49,7 @@ from orchard.lab.executors import Executor, JobResult, SubprocessExecutor, make_
 from orchard.lab.executors.dask import DaskExecutor
 from orchard.lab.experiment import Experiment, ExperimentStatus
 from orchard.lab.hypothesis import HypothesisStatus, Lane
+from orchard.lab.isolation import Stage, end_experiment, lab_wide
 from orchard.lab.judge import judge
 from orchard.lab.judgment import Decision, Judgment, JudgmentEntry
 from orchard.lab.launchers import Launcher, launcher_for, preflight
@@ -59,6 +62,8 @@ from orchard.lab.verdicts import MeasureProgress, measure, opportunities
 from orchard.lab.workspace import WorkerCheckout, Workspace
 
 POLL_S = 0.5
+# Tests only: `after-launch` makes orchard SIGKILL itself between starting a worker and recording it.
+KILL_AT = "ORCHARD_TEST_KILL_AT"
 Say = Callable[[str], None]
 Status = ExperimentStatus
 
@@ -93,6 +98,20 @@ class Lab:
         self._planner: Executor | None = None  # the refill planner's own executor (never the workers')
         self._plan: planner.PlanRun | None = None
         self._refill_failed = False
+        self.deferred: set[str] = set()  # hypotheses whose launch failed in this run: back in the backlog, not retried
+
+    def _failed(self, record: ExperimentRecord, stage: Stage, error: BaseException) -> None:
+        """One experiment failed (see lab/isolation.py): record why and go on, unless the lab itself failed."""
+        if lab_wide(error) or self.state.experiment(record.name).status in (Status.LANDING, Status.DONE):
+            raise error  # the lab's own failure, or one after the experiment's end was recorded
+        if isinstance(self.executor, Executor) and record.name in self.executor.running():
+            self.executor.cancel(record.name, f"its {stage} failed")
+        reason = end_experiment(self.state, record, stage, error, self.ws.config.workers.count)
+        if stage == Stage.LAUNCH:
+            self.deferred.add(record.hypothesis)
+        shutil.rmtree(self.ws.judge_dir / record.name, ignore_errors=True)
+        self.say(f"{record.name}: {reason}")
+        self.render()
 
     def render(self) -> None:
         records.write_notebook(self.ws.root, self.state)
@@ -112,15 +131,28 @@ class Lab:
         return self.launchers[name]
 
     def _blocked(self) -> set[str]:
-        """Open hypotheses whose launcher failed in this run."""
-        return {r.id for r in self.state.hypotheses(HypothesisStatus.OPEN) if r.hypothesis.launcher in self.down}
+        """Open hypotheses whose launcher, or their own launch, failed in this run."""
+        return {r.id for r in self.state.hypotheses(HypothesisStatus.OPEN)
+                if r.hypothesis.launcher in self.down or r.id in self.deferred}
 
     def _name(self, hypothesis_id: str) -> str:
         attempts = self.state.hypothesis(hypothesis_id).attempts
         return hypothesis_id if attempts == 0 else f"{hypothesis_id}-{attempts + 1}"
 
     def _launch(self, record: ExperimentRecord) -> None:
-        """Give the worker clean checkouts at the recorded bases, render its prompt, start it."""
+        """Start the experiment's worker; a failure re-queues its hypothesis and the lab goes on."""
+        try:
+            self._start_worker(record)
+        except Exception as error:
+            self._failed(record, Stage.LAUNCH, error)
+
+    def _start_worker(self, record: ExperimentRecord) -> None:
+        """Give the worker clean checkouts at the recorded bases, render its prompt, start it.
+
+        The experiment is recorded STARTING before this runs: that record names the worker's job (its
+        tmux window, its subprocess's mark), so an orchard killed before it records RUNNING is resumed
+        by adopting the job it started, never by starting a second one.
+        """
         assert self.executor is not None
         if isinstance(self.executor, DaskExecutor):
             self._launch_remote(self.executor, record)
@@ -134,6 +166,8 @@ class Lab:
         prompt = render_prompt(ws, experiment)
         ws.log_path(record.name).unlink(missing_ok=True)
         self.executor.start(launcher.job(ws, experiment))
+        if os.environ.get(KILL_AT) == "after-launch":
+            os.kill(os.getpid(), signal.SIGKILL)
         self.state.update_experiment(record.name, status=Status.RUNNING)
         self.state.log("experiment-start", {"hypothesis": record.hypothesis, "worker": record.worker,
                                             "lane": record.lane, "base": record.target_base,
@@ -187,26 +221,36 @@ class Lab:
 
     def _collect(self, result: JobResult) -> None:
         record = self.state.experiment(result.name)
-        candidate = collect_candidate(self.ws, self._experiment(record), result, self._launcher(record))
-        if candidate.launcher_failure is not None and Flag.NO_CHANGES in candidate.flags:
-            self._launcher_failed(record, candidate)
-            return
-        self.state.update_experiment(record.name, status=Status.COLLECTED, candidate=candidate,
-                                     finished_at=time.time())
-        flags = ", ".join(candidate.flags) or "none"
-        self.say(f"{record.name}: worker ended (exit {result.exit_code}); flags: {flags}")
+        candidate = self._collected(record, lambda: collect_candidate(self.ws, self._experiment(record), result,
+                                                                      self._launcher(record)))
+        if candidate is not None:
+            flags = ", ".join(candidate.flags) or "none"
+            self.say(f"{record.name}: worker ended (exit {result.exit_code}); flags: {flags}")
 
     def _collect_remote(self, outcome: RemoteOutcome) -> None:
         record = self.state.experiment(outcome.name)
-        candidate = from_remote(self.ws, self._experiment(record), outcome, self._launcher(record))
-        if candidate.launcher_failure is not None and Flag.NO_CHANGES in candidate.flags:
-            self._launcher_failed(record, candidate)
-            return
-        self.state.update_experiment(record.name, status=Status.COLLECTED, candidate=candidate,
-                                     finished_at=time.time())
-        ended = f"exit {outcome.exit_code}" if outcome.error is None else outcome.error
-        self.say(f"{record.name}: worker ended on {candidate.host} ({ended}); "
-                 f"flags: {', '.join(candidate.flags) or 'none'}")
+        candidate = self._collected(record, lambda: from_remote(self.ws, self._experiment(record), outcome,
+                                                                self._launcher(record)))
+        if candidate is not None:
+            ended = f"exit {outcome.exit_code}" if outcome.error is None else outcome.error
+            self.say(f"{record.name}: worker ended on {candidate.host} ({ended}); "
+                     f"flags: {', '.join(candidate.flags) or 'none'}")
+
+    def _collected(self, record: ExperimentRecord, read: Callable[[], Candidate]) -> Candidate | None:
+        """Read the ended worker's candidate and record it; None when its agent could not work or collection failed."""
+        if record.status not in (Status.STARTING, Status.RUNNING):
+            return None  # its end is recorded already (its launch failed after the worker started)
+        try:
+            candidate = read()
+            if candidate.launcher_failure is not None and Flag.NO_CHANGES in candidate.flags:
+                self._launcher_failed(record, candidate)
+                return None
+            self.state.update_experiment(record.name, status=Status.COLLECTED, candidate=candidate,
+                                         finished_at=time.time())
+            return candidate
+        except Exception as error:
+            self._failed(record, Stage.COLLECT, error)
+            return None
 
     def _launcher_failed(self, record: ExperimentRecord, candidate: Candidate) -> None:
         """The agent could not work at all: its own message is the reason, the hypothesis goes back to the backlog."""
@@ -247,16 +291,17 @@ class Lab:
                 self.say(f"{record.name}: submitted again (the previous orchard's dask task is gone)")
                 self._launch(record)
                 continue
-            if record.status == Status.STARTING:
-                self._launch(record)
-                continue
             job = self._launcher(record).job(self.ws, self._experiment(record))
+            # a STARTING one too: the previous orchard may have died right after launching it
             if self.executor.adopt(job):
-                self.say(f"{record.name}: still running in tmux; watching it again")
+                self.state.update_experiment(record.name, status=Status.RUNNING)
+                self.say(f"{record.name}: still running ({self.executor.kind}); watching it again")
                 continue
-            ended = self.executor.ended_earlier(job)
+            ended = self.executor.ended_earlier(job)  # its log is new with each launch: this launch's end
             if ended is not None:
                 self._collect(ended)
+            elif record.status == Status.STARTING:
+                self._launch(record)
             else:
                 self.say(f"{record.name}: its worker died with the previous orchard; starting it again")
                 self._launch(record)
@@ -308,7 +353,14 @@ class Lab:
         for name, judged in list(self._judging.items()):
             if judged.done():
                 del self._judging[name]
-                self._decide(self.state.experiment(name), judged.result())
+                record = self.state.experiment(name)
+                stage = Stage.JUDGE
+                try:
+                    judgment = judged.result()
+                    stage = Stage.RECORD
+                    self._decide(record, judgment)
+                except Exception as error:
+                    self._failed(record, stage, error)
                 finished = True
         for name, landed in list(self._landing.items()):
             if landed.done():
@@ -447,7 +499,11 @@ class Lab:
             launcher_for(self.ws.config, record.hypothesis.launcher)
 
     def run(self) -> str:
-        """Run until a stop condition holds; returns the reason."""
+        """Run until a stop condition holds; returns the reason. A second run on the workspace is refused."""
+        with workspace_lock.hold(self.ws.root):
+            return self._run()
+
+    def _run(self) -> str:
         self.preflight()
         events = self.state.events()
         if events and events[-1].kind == "stop":

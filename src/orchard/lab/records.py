@@ -18,6 +18,7 @@ from typing import Any
 from orchard.lab import backlog
 from orchard.lab.judgment import Decision, JudgmentEntry
 from orchard.lab.land import Publication
+from orchard.lab.markdown import inline
 from orchard.lab.sandbox import UNSANDBOXED_NOTE, SandboxMode
 from orchard.lab.start import LAB_START, LabStart, recorded_start
 from orchard.lab.state import ExperimentRecord, HypothesisRecord, JournalEvent, LabState
@@ -50,7 +51,7 @@ def verdict_lines(verdict: Verdict | None) -> list[str]:
     for m in verdict.metrics:
         lines.append("| " + " | ".join(cells(MetricEffect.from_metric(m))) + " |")
     for gate in verdict.gates:
-        lines.append(f"\ngate `{gate.name}`: {'pass' if gate.passed else 'FAIL'} ({gate.detail})")
+        lines.append(f"\ngate `{gate.name}`: {'pass' if gate.passed else 'FAIL'} ({inline(gate.detail)})")
     return lines
 
 
@@ -74,7 +75,8 @@ def journal_entry(event: JournalEvent) -> list[str]:
             lines.append(f"| {key} | {num(value)} | {'-' if floor is None else f'{floor:.2%}'} |")
     elif kind == "experiment-start":
         lines.append(f"Worker `{data['worker']}` ({data['lane']} lane, launcher `{data.get('launcher', '?')}`) "
-                     f"takes hypothesis `{data['hypothesis']}` at base `{data['base'][:12]}`: {data.get('title', '')}")
+                     f"takes hypothesis `{data['hypothesis']}` at base `{data['base'][:12]}`: "
+                     f"{inline(data.get('title', ''))}")
         if data.get("executor") == "dask":
             lines.append(f"Submitted to the dask cluster `{data.get('scheduler', '')}`; log: `{data.get('log', '')}`.")
         else:
@@ -85,13 +87,13 @@ def journal_entry(event: JournalEvent) -> list[str]:
                         else "."))
     elif kind == "judgment":
         entry = JudgmentEntry.from_dict(data)
-        lines.append(f"**{entry.decision}** · hypothesis `{entry.hypothesis}`: {entry.title}")
+        lines.append(f"**{entry.decision}** · hypothesis `{entry.hypothesis}`: {inline(entry.title)}")
         lines.append("")
         if entry.sandbox == SandboxMode.NONE:
             lines += [f"**{UNSANDBOXED_NOTE}.**", ""]
-        lines.append(f"Hypothesis: {entry.metric} · predicted {entry.predicted} · cause: {entry.cause}")
+        lines.append(f"Hypothesis: {inline(entry.metric)} · predicted {entry.predicted} · cause: {inline(entry.cause)}")
         lines.append("")
-        lines += [f"- {reason}" for reason in entry.reasons]
+        lines += [f"- {inline(reason)}" for reason in entry.reasons]
         if entry.verdict is not None:
             lines += ["", f"Verdict {_verdict_head(entry.verdict)}:", ""]
             lines += verdict_lines(entry.verdict)
@@ -102,12 +104,12 @@ def journal_entry(event: JournalEvent) -> list[str]:
         for key, value in data.items():
             if key == "verdict" and isinstance(value, Mapping):
                 verdict = Verdict.from_dict(value)
-                lines += [f"- verdict: {_verdict_head(verdict)}: " + "; ".join(verdict.reasons), ""]
+                lines += [f"- verdict: {_verdict_head(verdict)}: " + inline("; ".join(verdict.reasons)), ""]
                 lines += verdict_lines(verdict) + [""]
             elif isinstance(value, (dict, list)):
-                lines.append(f"- {key}: {json.dumps(value, default=str)}")
+                lines.append(f"- {inline(key)}: {inline(json.dumps(value, default=str))}")
             else:
-                lines.append(f"- {key}: {value}")
+                lines.append(f"- {inline(key)}: {inline(value)}")
     return lines + [""]
 
 
@@ -193,7 +195,7 @@ def render_leaderboard(state: LabState) -> str:
     dirs = directions(state)
     for row in leaderboard(state):
         change = "-" if row.effect is None else f"`{row.by}` ({(row.commit or '')[:10]})"
-        lines.append("| " + " | ".join([row.metric, f"{dirs.get(row.metric, 'lower')} is better",
+        lines.append("| " + " | ".join([inline(row.metric), f"{dirs.get(row.metric, 'lower')} is better",
                                          num(row.baseline), change, *effect_cells(row.effect, row.final)]) + " |")
     return "\n".join(lines) + "\n"
 
@@ -220,15 +222,15 @@ def render_final_report(state: LabState, next_backlog: Sequence[HypothesisRecord
     landed = [e for e in experiments if e.decision == Decision.LAND]
     killed = [e for e in experiments if e.decision == Decision.KILL]
     iterated = [e for e in experiments if e.decision == Decision.ITERATE]
-    lines = ["# Final report", "", f"Stopped: {reason}.", "",
+    lines = ["# Final report", "", f"Stopped: {inline(reason)}.", "",
              f"{len(experiments)} experiments: {len(landed)} landed, {len(killed)} killed, {len(iterated)} iterated.",
              "",
              *final_lines(state)]
     lines += ["", "## Landed changes", ""]
     published = {event.experiment: event.data for event in state.events("publish")}
     for e in landed:
-        lines.append(f"- `{e.name}` on `{e.branch}`{_via(e)} ({_landing_state(e, published.get(e.name))}): "
-                     + "; ".join(e.reasons))
+        lines.append(f"- `{e.name}` on `{e.branch}`{_via(e)} ({inline(_landing_state(e, published.get(e.name)))}): "
+                     + inline("; ".join(e.reasons)))
     if not landed:
         lines.append("- none")
     where = json.loads(state.meta("publication") or "{}")
@@ -241,20 +243,21 @@ def render_final_report(state: LabState, next_backlog: Sequence[HypothesisRecord
     failures = state.events("launcher-failure")
     if failures:
         lines += ["", "## Launcher failures (the hypotheses went back to the backlog)", ""]
-        lines += [f"- `{e.experiment}` (hypothesis `{e.data['hypothesis']}`): {e.data['reason']}" for e in failures]
+        lines += [f"- `{e.experiment}` (hypothesis `{e.data['hypothesis']}`): {inline(e.data['reason'])}"
+                  for e in failures]
     lines += ["", "## Killed hypotheses", ""]
     for e in killed:
         named = "" if e.name == e.hypothesis else f" (hypothesis `{e.hypothesis}`)"
-        lines.append(f"- `{e.name}`{named}{_via(e)}: " + "; ".join(e.reasons))
+        lines.append(f"- `{e.name}`{named}{_via(e)}: " + inline("; ".join(e.reasons)))
     if not killed:
         lines.append("- none")
     if iterated:
         lines += ["", "## Sent back to the backlog (ITERATE)", ""]
-        lines += [f"- `{e.name}`: " + "; ".join(e.reasons) for e in iterated]
+        lines += [f"- `{e.name}`: " + inline("; ".join(e.reasons)) for e in iterated]
     lines += ["", "## Recommended next backlog", ""]
     for item in next_backlog:
         h = item.hypothesis
-        lines.append(f"- `{h.id}` (score {h.score:.2f}, {h.lane}): {h.title}")
+        lines.append(f"- `{h.id}` (score {h.score:.2f}, {h.lane}): {inline(h.title)}")
     if not next_backlog:
         lines.append("- the backlog is empty: run `orchard plan` or `orchard backlog add`")
     cost = _total_cost(experiments)

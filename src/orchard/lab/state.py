@@ -5,6 +5,12 @@ judgments, measurements, the journal's events. The Markdown files are
 rendered from it, so a crash never leaves them the only copy of anything,
 and `orchard run` on an existing workspace resumes from it. A database made
 by another schema version is refused, never migrated silently.
+
+Two bounds keep it usable whatever a worker writes and whoever else writes:
+no stored value is larger than `MAX_VALUE_BYTES` (`RecordTooLarge`, which
+ends that one experiment), and a writer waits at most `BUSY_TIMEOUT_S` for
+another process's write lock before it gives up with one message (`LabBusy`,
+exit 2) and nothing changed.
 """
 
 from __future__ import annotations
@@ -19,11 +25,17 @@ from pathlib import Path
 from typing import Any
 
 from orchard import __version__
-from orchard.errors import UsageError
+from orchard.errors import OrchardError, UsageError
 from orchard.lab.candidate import Candidate
 from orchard.lab.experiment import ExperimentStatus
 from orchard.lab.hypothesis import Hypothesis, HypothesisStatus, Lane
 from orchard.lab.judgment import Decision, Judgment
+from orchard.lab.workspace_lock import holder
+
+# A candidate's patch is at most [target] max_patch_kb (itself at most 16 MiB); the rest of a record
+# (file lists, report, reasons) gets 4 MiB more. Anything larger is refused, never stored.
+MAX_VALUE_BYTES = (16 + 4) * 1024 * 1024
+BUSY_TIMEOUT_S = 10.0  # how long a writer waits for another process's write lock on lab.db
 
 SCHEMA_VERSION = 1
 DB_NAME = "lab.db"
@@ -82,6 +94,20 @@ CREATE TABLE baselines (
 """
 
 
+class LabBusy(UsageError):
+    """Another process held lab.db's write lock for longer than a writer waits."""
+
+
+class RecordTooLarge(OrchardError):
+    """A value for lab.db over `MAX_VALUE_BYTES`: refused (it ends the experiment it belongs to)."""
+
+
+def _bounded(what: str, text: str) -> str:
+    if len(text) > MAX_VALUE_BYTES:  # characters: at least one byte each, so this is a lower bound
+        raise RecordTooLarge(f"{what}: {len(text):,} characters, over lab.db's cap of {MAX_VALUE_BYTES:,} bytes")
+    return text
+
+
 @dataclass(frozen=True)
 class HypothesisRecord:
     """A hypothesis as the backlog holds it: the hypothesis, where it stands, where it came from."""
@@ -100,7 +126,8 @@ class HypothesisRecord:
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> HypothesisRecord:
-        return cls(Hypothesis.from_dict(json.loads(row["data"]), source=row["id"]), HypothesisStatus(row["status"]),
+        return cls(Hypothesis.from_dict(json.loads(row["data"]), source=row["id"], stored=True),
+                   HypothesisStatus(row["status"]),
                    row["source"], row["parent"], row["attempts"], row["created_at"], row["updated_at"])
 
 
@@ -193,10 +220,10 @@ class LabState:
             if fresh:
                 raise UsageError(f"{self.path}: no lab database here (run `orchard run` first)")
             # a reader for the dashboard: it can never write, and under WAL it never blocks the lab's writes
-            self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30,
+            self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S,
                                       isolation_level=None, check_same_thread=False)
         else:
-            self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         self.db.row_factory = sqlite3.Row
         self._depth = 0
         try:
@@ -204,7 +231,8 @@ class LabState:
                 self._check_version()  # before any pragma writes: a refused file is left exactly as it was
             if readonly:
                 return
-            self.db.execute("PRAGMA journal_mode=WAL")
+            with self._waiting():
+                self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA foreign_keys=ON")
             self.db.execute("PRAGMA synchronous=FULL")
             if fresh:
@@ -249,6 +277,19 @@ class LabState:
             )
 
     @contextlib.contextmanager
+    def _waiting(self) -> Iterator[None]:
+        """A statement that may wait for another process's lock: past `BUSY_TIMEOUT_S`, one clear message."""
+        try:
+            yield
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) and "busy" not in str(error):
+                raise
+            pid = holder(self.path.parent)
+            who = f"the `orchard run` of pid {pid}" if pid else "another process"
+            raise LabBusy(f"{self.path}: {who} held its write lock for more than {BUSY_TIMEOUT_S:g} s; "
+                          "nothing was changed; try again in a moment") from None
+
+    @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
         """All writes inside commit together or not at all (nesting joins the outer one)."""
         if self._depth:
@@ -258,7 +299,8 @@ class LabState:
             finally:
                 self._depth -= 1
             return
-        self.db.execute("BEGIN IMMEDIATE")
+        with self._waiting():
+            self.db.execute("BEGIN IMMEDIATE")
         self._depth = 1
         try:
             yield
@@ -311,7 +353,8 @@ class LabState:
         with self.transaction():
             self.db.execute(
                 "INSERT INTO hypotheses VALUES (?, ?, 'open', ?, ?, 0, ?, ?)",
-                (hypothesis.id, json.dumps(hypothesis.to_dict(), sort_keys=True), source, parent, now, now),
+                (hypothesis.id, _bounded(hypothesis.id, json.dumps(hypothesis.to_dict(), sort_keys=True)), source,
+                 parent, now, now),
             )
 
     def has_hypothesis(self, hypothesis_id: str) -> bool:
@@ -373,7 +416,8 @@ class LabState:
         unknown = set(fields) - allowed
         if unknown:
             raise ValueError(f"unknown experiment fields: {sorted(unknown)}")
-        values = [json.dumps(v.to_dict() if isinstance(v, (Candidate, Judgment)) else v, sort_keys=True, default=str)
+        values = [_bounded(f"{name}.{k}", json.dumps(v.to_dict() if isinstance(v, (Candidate, Judgment)) else v,
+                                                     sort_keys=True, default=str))
                   if k in _JSON_COLUMNS else v for k, v in fields.items()]
         with self.transaction():
             self.db.execute(
@@ -387,7 +431,7 @@ class LabState:
         with self.transaction():
             self.db.execute(
                 "INSERT INTO events (at, kind, experiment, data) VALUES (?, ?, ?, ?)",
-                (time.time(), kind, experiment, json.dumps(dict(data), sort_keys=True, default=str)),
+                (time.time(), kind, experiment, _bounded(kind, json.dumps(dict(data), sort_keys=True, default=str))),
             )
 
     def events(self, kind: str | None = None) -> list[JournalEvent]:

@@ -25,7 +25,7 @@ def stop_reason(ws: Workspace, state: LabState, process_started: float, blocked:
                 planning: bool = False) -> str | None:
     """Why the lab should stop now, or None to go on.
 
-    `blocked`: open hypotheses whose launcher failed in this run. The wall-time
+    `blocked`: open hypotheses whose launcher (or launch) failed in this run. The wall-time
     budget counts from the lab's first start (recorded), not this process's.
     `planning`: a refill planner runs, so the backlog is about to grow.
     """
@@ -57,7 +57,8 @@ def stop_reason(ws: Workspace, state: LabState, process_started: float, blocked:
         (waited_minutes >= stop.lock_wait_minutes, "sustained lock contention makes verdicts unreliable"),
         (not planning and idle_backlog, "the backlog is empty"),
         (bool(open_ids) and not active and open_ids <= set(blocked),
-         "every open hypothesis needs a launcher that failed in this run; fix it and run again"),
+         "every open hypothesis needs a launcher that failed in this run or could not be launched "
+         "(see the journal); fix it and run again"),
     ]
     return next((reason for holds, reason in conditions if holds), None)
 

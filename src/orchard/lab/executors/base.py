@@ -142,6 +142,21 @@ def kill_tree(root_pid: int, *, include_root: bool) -> list[int]:
     return killed
 
 
+def exit_line(log_path: Path) -> int | None:
+    """The exit code the wrapper wrote as its log's last line (read from the end: a log can be huge)."""
+    try:
+        with log_path.open("rb") as log:
+            log.seek(max(0, log.seek(0, 2) - 4096))
+            lines = log.read().decode("utf-8", errors="replace").strip().splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines[-5:]):
+        code = line[len(DONE_MARKER):]
+        if line.startswith(DONE_MARKER) and code.isdigit():
+            return int(code)
+    return None
+
+
 def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
@@ -214,16 +229,11 @@ class Executor(ABC):
 
         None when the log has no exit line: the worker died with that orchard.
         """
-        if not job.log_path.exists():
+        code = exit_line(job.log_path)
+        if code is None:
             return None
-        lines = job.log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
-        for line in reversed(lines[-5:]):
-            code = line[len(DONE_MARKER):]
-            if line.startswith(DONE_MARKER) and code.isdigit():
-                return JobResult(name=job.name, exit_code=int(code), signal=None, timed_out=False, cancelled=False,
-                                 started_at="", duration_s=0.0, log_path=job.log_path,
-                                 reason="collected after a restart")
-        return None
+        return JobResult(name=job.name, exit_code=code, signal=None, timed_out=False, cancelled=False,
+                         started_at="", duration_s=0.0, log_path=job.log_path, reason="collected after a restart")
 
     # -- the contract ----------------------------------------------------------
 

@@ -1,0 +1,246 @@
+"""One bad worker output ends that experiment, never the lab (issue 9).
+
+Hostile `command` workers run through a real `orchard run`: one deletes its
+own checkout, one its checkout's `.git`, one writes a 50 MB file in its
+scope, one plants a file where the judge builds its candidate, one makes
+its binary a directory (the measured step cannot start), one fills
+its disk (a real, small tmpfs under the worker's directory, when this test
+may mount one). Each is KILLed with its own reason in lab.db and the
+journal, the lab finishes every other experiment, and `orchard run` on the
+same workspace again (the resume) does not crash.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from orchard.lab.state import LabState
+from orchard.lab.workspace import Workspace, init_workspace
+from tests.lab.lab_helpers import wait_for
+from tests.lab.test_launcher_failures import SUITE
+
+KILL_AT = "ORCHARD_TEST_KILL_AT"  # orchard SIGKILLs itself there (lab/loop.py)
+
+CONFIG = """
+[target]
+build = "chmod +x src/alpha.txt"
+binary = "src/alpha.txt"
+
+[bench]
+suite = "suite.toml"
+
+[workers]
+count = 1
+exploit = 1
+explore = 0
+executor = "subprocess"
+timeout_minutes = 3
+
+[launcher]
+name = "command"
+template = "printf 'alpha\\\\n' > {target_dir}/src/alpha.txt"
+
+[stop]
+top_attempted = 9
+idle_loops = 99
+"""
+
+# (id, the worker's command, its scope); ranked in this order (impact 5 down to 1)
+HOSTILE = {
+    "wipe-checkout": "rm -rf {target_dir}",
+    "wipe-git": "printf 'b\\\\n' > {target_dir}/src/beta.txt; rm -rf {target_dir}/.git",
+    "fifty-megabytes": "head -c 52428800 /dev/zero | tr '\\\\0' a > {target_dir}/src/gamma.txt",
+    "plant-in-judge": "printf 'b\\\\n' > {target_dir}/src/beta.txt; mkdir -p {workspace}/judge; "
+                      "touch {workspace}/judge/{experiment}",
+    "binary-not-a-file": "rm {target_dir}/src/alpha.txt; mkdir {target_dir}/src/alpha.txt; "
+                         "touch {target_dir}/src/alpha.txt/x",
+}
+
+
+def _hypotheses(hostile: dict[str, str]) -> str:
+    tables = []
+    for rank, (name, _command) in enumerate([*hostile.items(), ("good", "")]):
+        launcher = f'launcher = "{name}"\n' if name != "good" else ""
+        tables.append(f'[[hypothesis]]\nid = "{name}"\nmetric = "out/stdout_bytes"\nchange = "{name}"\n'
+                      f'scope = ["src/"]\nimpact = {max(1, 5 - rank)}\n{launcher}')
+    return "\n".join(tables)
+
+
+def _launchers(hostile: dict[str, str]) -> str:
+    return "".join(f'\n[launchers.{name}]\nname = "command"\ntemplate = "{command}"\n'
+                   for name, command in hostile.items())
+
+
+def _orchard(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "orchard", *map(str, args)], capture_output=True, text=True,
+                          timeout=900, check=False)
+
+
+def _lab(tmp_path: Path, target_repo: Path, hostile: dict[str, str]) -> Path:
+    (tmp_path / "suite.toml").write_text(SUITE)
+    (tmp_path / "orchard.toml").write_text(CONFIG + _launchers(hostile))
+    (tmp_path / "hypotheses.toml").write_text(_hypotheses(hostile))
+    ws = init_workspace(tmp_path / "ws", str(target_repo), None, tmp_path / "orchard.toml")
+    added = _orchard("backlog", "add", ws.root, "--file", tmp_path / "hypotheses.toml")
+    assert added.returncode == 0, added.stderr
+    return ws.root
+
+
+def _outcomes(root: Path) -> dict[str, tuple[str, str | None, str]]:
+    """Per hypothesis: its experiment's status, decision and reasons."""
+    state = LabState.open(root)
+    try:
+        return {e.hypothesis: (e.status, e.decision, "; ".join(e.reasons)) for e in state.experiments()}
+    finally:
+        state.close()
+
+
+def _errors(root: Path) -> dict[str, str]:
+    state = LabState.open(root)
+    try:
+        return {e.data["hypothesis"]: e.data["reason"] for e in state.events("experiment-error")}
+    finally:
+        state.close()
+
+
+def _run_and_resume(root: Path) -> None:
+    first = _orchard("run", root)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "Traceback" not in first.stderr
+    again = _orchard("run", root)  # the resume meets every record the hostile workers left
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "Traceback" not in again.stderr
+
+
+def test_hostile_outputs_kill_their_own_experiment_and_the_lab_finishes_the_rest(
+    tmp_path: Path, target_repo: Path
+) -> None:
+    root = _lab(tmp_path, target_repo, HOSTILE)
+    _run_and_resume(root)
+    outcomes = _outcomes(root)
+    assert set(outcomes) == {*HOSTILE, "good"}, "every experiment ran, the good one after the hostile ones"
+    for name in HOSTILE:
+        status, decision, _ = outcomes[name]
+        assert (status, decision) == ("done", "KILL"), (name, outcomes[name])
+    errors = _errors(root)
+    assert "could not be collected" in errors["wipe-checkout"]
+    assert "could not be collected" in errors["wipe-git"]
+    assert "could not be judged" in errors["plant-in-judge"] and "FileExistsError" in errors["plant-in-judge"]
+    assert "could not be judged: UsageError" in errors["binary-not-a-file"]
+    assert "is not an executable file" in errors["binary-not-a-file"], "the measured step could not start"
+    assert "patch over [target] max_patch_kb" in outcomes["fifty-megabytes"][2]
+    assert outcomes["good"][1] == "LAND", outcomes["good"]
+    assert (root / "lab.db").stat().st_size < 5 * 1024 * 1024, "the 50 MB file is not in lab.db"
+    journal = (root / "JOURNAL.md").read_text()
+    assert journal.count("· experiment-error ·") == 4
+    report = (root / "FINAL_REPORT.md").read_text()
+    assert "`wipe-checkout`: the experiment could not be collected" in report
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 4 MB tmpfs where worker w1's checkouts will be: a disk a worker can really fill."""
+    mount_point = tmp_path / "ws" / "worker-w1"
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a small tmpfs needs root")
+    mount_point.mkdir(parents=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount_point)],
+                             capture_output=True, text=True, check=False)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def test_a_worker_that_fills_its_disk_is_killed_and_the_lab_goes_on(
+    tmp_path: Path, target_repo: Path, small_disk: Path
+) -> None:
+    (tmp_path / "suite.toml").write_text(SUITE)
+    hostile = {"fill-disk": "head -c 8000000 /dev/zero | tr '\\\\0' a > {target_dir}/src/gamma.txt; "
+                            "head -c 8000000 /dev/urandom > {target_dir}/noise.bin; true"}
+    (tmp_path / "orchard.toml").write_text(CONFIG + _launchers(hostile))
+    (tmp_path / "hypotheses.toml").write_text(_hypotheses(hostile))
+    # the workspace exists already (the mount point is in it): lay it out around the mount
+    ws = init_workspace(tmp_path / "fresh", str(target_repo), None, tmp_path / "orchard.toml")
+    for child in ws.root.iterdir():
+        shutil.move(str(child), tmp_path / "ws" / child.name)
+    root = tmp_path / "ws"
+    assert _orchard("backlog", "add", root, "--file", tmp_path / "hypotheses.toml").returncode == 0
+    _run_and_resume(root)
+    outcomes = _outcomes(root)
+    assert outcomes["fill-disk"][:2] == ("done", "KILL"), outcomes
+    assert "the disk is full" in _errors(root)["fill-disk"], _errors(root)
+    assert outcomes["good"][1] == "LAND", outcomes["good"]
+
+
+@pytest.mark.parametrize("when", ["still-running", "ended"])
+@pytest.mark.parametrize("executor", ["subprocess", "tmux"])
+def test_an_orchard_killed_between_launching_a_worker_and_recording_it_never_starts_a_second_one(
+    tmp_path: Path, target_repo: Path, executor: str, when: str
+) -> None:
+    """The worker is still running when orchard resumes (it is adopted), or it ended meanwhile (collected)."""
+    if executor == "tmux" and shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    starts, go = tmp_path / "starts.log", tmp_path / "go"
+    if when == "ended":
+        go.touch()
+    hostile = {"slow": f"echo started >> {starts}; while [ ! -e {go} ]; do sleep 0.1; done; "
+                       "printf 'alpha\\\\n' > {target_dir}/src/alpha.txt"}
+    root = _lab(tmp_path, target_repo, hostile)
+    config = root / "orchard.toml"
+    config.write_text(config.read_text().replace('executor = "subprocess"', f'executor = "{executor}"'))
+    socket = Workspace.open(root).tmux_socket
+    resume: subprocess.Popen[str] | None = None
+    try:
+        killed = subprocess.run([sys.executable, "-m", "orchard", "run", str(root)], capture_output=True, text=True,
+                                timeout=900, check=False, env={**os.environ, KILL_AT: "after-launch"})
+        assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+        assert _outcomes(root)["slow"][0] == "starting", "killed after the launch, before RUNNING was recorded"
+        resume = subprocess.Popen([sys.executable, "-m", "orchard", "run", str(root)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True)
+        if when == "still-running":
+            wait_for(lambda: _outcomes(root)["slow"][0] == "running", "the resumed lab to take the worker on")
+            go.touch()
+        output, _ = resume.communicate(timeout=900)
+        assert resume.returncode == 0, output
+    finally:
+        if resume is not None and resume.poll() is None:
+            resume.kill()
+            resume.wait()
+        go.touch()
+        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)
+    assert starts.read_text().splitlines() == ["started"], "one worker, started once"
+    assert _outcomes(root)["slow"][:2] == ("done", "LAND"), _outcomes(root)
+
+
+def test_a_worker_that_breaks_its_worker_directory_re_queues_the_next_launch(
+    tmp_path: Path, target_repo: Path
+) -> None:
+    """The checkout made a dangling symlink: collection fails (KILL), the next launch on that worker fails
+    (its hypothesis goes back to the backlog, not retried in this run); a resume after the repair runs it."""
+    root = _lab(tmp_path, target_repo, {"dangling": f"rm -rf {{target_dir}}; ln -s {tmp_path}/nowhere {{target_dir}}"})
+    first = _orchard("run", root)
+    assert first.returncode == 0 and "Traceback" not in first.stderr, first.stdout + first.stderr
+    outcomes, errors = _outcomes(root), _errors(root)
+    assert outcomes["dangling"][:2] == ("done", "KILL") and "could not be collected" in errors["dangling"]
+    assert outcomes["good"][:2] == ("done", None) and "could not be launched" in errors["good"], (outcomes, errors)
+    state = LabState.open(root)
+    try:
+        assert state.hypothesis("good").status == "open", "re-queued, not killed"
+        assert "needs a launcher that failed" in state.events("stop")[-1].data["reason"]
+    finally:
+        state.close()
+    (root / "worker-w1" / "target").unlink()  # the repair
+    again = _orchard("run", root)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert _outcomes(root)["good"][:2] == ("done", "LAND")
