@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -38,15 +39,17 @@ def make_workspace(tmp_path: Path, target_repo: Path, bench_repo: Path) -> Calla
 
 
 @pytest.fixture
-def standin_bin(tmp_path: Path) -> tuple[Path, Path]:
-    """A directory with the stand-in under every agent CLI's name, and its argv log."""
+def standin_bin(tmp_path: Path) -> Path:
+    """A directory with the stand-in under every agent CLI's name (it records its calls in the worker's log)."""
     bindir = tmp_path / "standin-bin"
     bindir.mkdir()
+    # a copy beside them: the sandbox shows a worker its PATH, not this repository (which may be hidden)
+    shutil.copyfile(STANDIN, bindir / STANDIN.name)
     for cli, executable in AGENT_CLIS.items():
         script = bindir / executable
-        script.write_text(f'#!/bin/sh\nexec {sys.executable} {STANDIN} {cli} "$@"\n')
+        script.write_text(f'#!/bin/sh\nexec {sys.executable} {bindir / STANDIN.name} {cli} "$@"\n')
         script.chmod(0o755)
-    return bindir, tmp_path / "standin-argv.jsonl"
+    return bindir
 
 
 @pytest.fixture

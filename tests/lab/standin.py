@@ -10,6 +10,11 @@ edit (default) | hang | tamper | leave-scope | no-report | bad-report | commit
 | auth-error (the CLI's own "not logged in" / network error, nothing changed)
 `--version` answers as the real CLIs do (the lab's pre-flight asks), unless
 `STANDIN_VERSION_FAILS` is set.
+
+Its first line of output records the call (`standin-call {json}`: argv, cwd
+and the names of the variables it was given, with the values of those that
+are test canaries), which the tests read back from the worker's log: a
+sandboxed worker can write nowhere else the tests look.
 """
 
 from __future__ import annotations
@@ -21,6 +26,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
+
+CALL = "standin-call "  # the line recording a call
+CANARY = "canary-"  # a test's fake secret: its value is recorded, every other value is not
 
 
 def prompt_text(cli: str, argv: list[str]) -> str:
@@ -75,6 +84,11 @@ def print_auth_error(cli: str) -> int:
     return 1
 
 
+def calls(log_text: str) -> list[dict[str, Any]]:
+    """Every call the stand-in recorded in a worker's log."""
+    return [json.loads(line[len(CALL):]) for line in log_text.splitlines() if line.startswith(CALL)]
+
+
 def main() -> int:
     cli, argv = sys.argv[1], sys.argv[2:]
     if argv == ["--version"]:
@@ -83,8 +97,9 @@ def main() -> int:
             return 3
         print(f"1.0.0 ({cli} stand-in)")
         return 0
-    with open(os.environ["STANDIN_LOG"], "a") as log:
-        log.write(json.dumps({"cli": cli, "argv": argv, "cwd": os.getcwd()}) + "\n")
+    canaries = {name: value for name, value in os.environ.items() if value.startswith(CANARY)}
+    print(CALL + json.dumps({"cli": cli, "argv": argv, "cwd": os.getcwd(), "env": sorted(os.environ),
+                             "canaries": canaries}), flush=True)
     mode = os.environ.get("STANDIN_MODE", "edit")
     if mode == "auth-error":
         return print_auth_error(cli)
@@ -106,8 +121,11 @@ def main() -> int:
         handle.write(f"edited by {cli} for {experiment}\n")
     if mode == "tamper":
         tracked = sorted(p for p in bench.iterdir() if p.is_file() and not p.name.startswith("."))
-        with (tracked[0] if tracked else bench / "flatter.txt").open("a") as handle:
-            handle.write("a friendlier number\n")
+        try:
+            with (tracked[0] if tracked else bench / "flatter.txt").open("a") as handle:
+                handle.write("a friendlier number\n")
+        except OSError as error:
+            print(f"standin: cannot change the bench: {error}", flush=True)
     if mode == "leave-scope":
         with (checkout / "README").open("a") as handle:
             handle.write("outside the scope\n")

@@ -97,3 +97,18 @@ def test_the_written_file_is_plain_toml_with_every_section(tmp_path: Path) -> No
     path = tmp_path / "orchard.toml"
     config.write(Config(target=TargetConfig(repo="r")), path)
     assert set(tomllib.loads(path.read_text())) == set(config.SECTIONS)
+
+
+def test_sandbox_keys_network_defaults_by_launcher_and_pass_env_names_variables() -> None:
+    loaded = config.from_dict({"target": {"repo": "/r"}, "launcher": {"name": "command", "template": "true"},
+                               "launchers": {"agent": {"name": "codex"}, "online": {"name": "patch", "network": True}}})
+    assert loaded.workers.sandbox == "bwrap"
+    assert loaded.launcher.network is False  # patch and command workers are offline unless they say otherwise
+    assert loaded.launchers["agent"].network is True and loaded.launchers["online"].network is True
+    with pytest.raises(ConfigError) as raised:
+        config.from_dict({"target": {"repo": "/r"}, "workers": {"sandbox": "docker"},
+                          "launcher": {"pass_env": ["GOOD_*", "BAD NAME"]}, "lab": {"pass_env": ["$HOME"]}})
+    message = str(raised.value)
+    assert "workers.sandbox: 'docker' is not one of bwrap, none" in message
+    assert "launcher.pass_env: 'BAD NAME' is not a variable name" in message
+    assert "lab.pass_env: '$HOME' is not a variable name" in message

@@ -47,3 +47,12 @@ def test_measure_output_that_is_not_report_shaped_claims_no_measurements(tmp_pat
     code, data = _run(tmp_path, GOOD, measure="echo '{\"PASS\": true}'")
     assert code == 0 and data["status"] == "done"
     assert data["measure"]["output"] == {"PASS": True} and data["measurements"] == []
+
+
+def test_a_bench_patch_that_cannot_be_applied_fails_the_worker(tmp_path: Path) -> None:
+    # in the sandbox the bench clone is read-only: the tamper attempt fails, and the worker says so
+    bench_patch = tmp_path / "bench.diff"
+    bench_patch.write_text("--- a/suite.toml\n+++ b/suite.toml\n@@ -1 +1 @@\n-runs = 20\n+runs = 2\n")
+    code, data = _run(tmp_path, GOOD, **{"bench-patch": str(bench_patch)}, build="true")
+    assert code == 1 and data["status"] == "failed" and "the bench patch did not apply" in data["summary"]
+    assert data["build"] is None  # nothing after the attempt ran

@@ -8,7 +8,6 @@ server, window or process it started is left.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +23,7 @@ from orchard.lab.launchers import Launcher, make_launcher
 from orchard.lab.prompts import render_prompt
 from orchard.lab.workspace import Workspace
 from tests.lab.lab_helpers import assert_nothing_left, git, processes_marked
+from tests.lab.standin import calls
 
 EXECUTORS = ["tmux", "subprocess"]
 
@@ -141,12 +141,11 @@ MISBEHAVING = {
 
 @pytest.mark.parametrize("kind", EXECUTORS)
 def test_misbehaving_workers_are_flagged_and_a_hanging_one_is_killed(
-    kind: str, make_workspace: Callable[..., Workspace], standin_bin: tuple[Path, Path], mark: str
+    kind: str, make_workspace: Callable[..., Workspace], standin_bin: Path, mark: str
 ) -> None:
-    bindir, argv_log = standin_bin
     workspace = make_workspace('[launcher]\nname = "claude"\n')
     launcher = make_launcher(workspace.config.launcher)
-    env_base = {"PATH": f"{bindir}:{os.environ['PATH']}", "STANDIN_LOG": str(argv_log)}
+    env_base = {"PATH": f"{standin_bin}:{os.environ['PATH']}"}
     plans = {
         name: (Hypothesis(metric="m", change="c", scope=("src/beta.txt",)), {**env_base, "STANDIN_MODE": mode})
         for name, mode in MISBEHAVING.items()
@@ -163,8 +162,11 @@ def test_misbehaving_workers_are_flagged_and_a_hanging_one_is_killed(
     assert hang_result.timed_out and "timed-out" in hang.flags and "report-missing" in hang.flags
     assert "timeout" in Path(hang.log_path).read_text()
 
+    # the bench clone is read-only in the sandbox: the tampering worker's write fails, nothing changed
     tamper = outcomes["tampers"][0]
-    assert "harness-tampered" in tamper.flags and tamper.bench_changes == ["bench.py"]
+    assert tamper.flags == [] and tamper.bench_changes == []
+    assert "cannot change the bench" in Path(tamper.log_path).read_text()
+    assert "Read-only file system" in Path(tamper.log_path).read_text()
     stray = outcomes["strays"][0]
     assert "scope-violation" in stray.flags and stray.scope_violations == ["README"]
     assert stray.changed_files == ["README", "src/beta.txt"]
@@ -179,12 +181,11 @@ def test_misbehaving_workers_are_flagged_and_a_hanging_one_is_killed(
 
 @pytest.mark.parametrize("cli", ["claude", "codex", "cursor", "aider"])
 def test_agent_cli_workers_edit_report_and_give_usage(
-    cli: str, make_workspace: Callable[..., Workspace], standin_bin: tuple[Path, Path], mark: str
+    cli: str, make_workspace: Callable[..., Workspace], standin_bin: Path, mark: str
 ) -> None:
-    bindir, argv_log = standin_bin
     workspace = make_workspace(f'[target]\ntest = "sh tests/check.sh"\n[launcher]\nname = "{cli}"\n')
     launcher = make_launcher(workspace.config.launcher)
-    env = {"PATH": f"{bindir}:{os.environ['PATH']}", "STANDIN_LOG": str(argv_log)}
+    env = {"PATH": f"{standin_bin}:{os.environ['PATH']}"}
     plans = {f"try-{cli}": (Hypothesis(metric="m", change="c", scope=("src/gamma.txt",)), env)}
     with make_executor("tmux", workspace.tmux_socket) as executor:
         candidate, result = run_experiments(workspace, executor, launcher, plans, mark)[f"try-{cli}"]
@@ -193,7 +194,7 @@ def test_agent_cli_workers_edit_report_and_give_usage(
     assert result.exit_code == 0
     assert candidate.flags == [] and candidate.changed_files == ["src/gamma.txt"]
     assert candidate.report.state == "ok"
-    call = json.loads(argv_log.read_text().splitlines()[0])
+    (call,) = calls(Path(candidate.log_path).read_text())
     assert call["cwd"] == str(workspace.worker(candidate.worker).target_dir)
     usage = candidate.usage
     expected = {

@@ -58,6 +58,7 @@ timeout_minutes = 2
 
 [launcher]
 name = "claude"
+pass_env = ["STANDIN_MODE"]  # the stand-in's misbehaviour; a worker inherits nothing it is not given
 
 [stop]
 launcher_failures = 3
@@ -65,6 +66,7 @@ top_attempted = 9
 
 [launchers.codex]
 name = "codex"
+pass_env = ["STANDIN_MODE"]
 
 [launchers.shell]
 name = "command"
@@ -114,13 +116,13 @@ def _orchard(*args: str | Path, env: dict[str, str]) -> subprocess.CompletedProc
 
 
 @pytest.fixture
-def lab(tmp_path: Path, target_repo: Path, standin_bin: tuple[Path, Path]) -> tuple[Path, dict[str, str]]:
-    bindir, argv_log = standin_bin
+def lab(tmp_path: Path, target_repo: Path, standin_bin: Path) -> tuple[Path, dict[str, str]]:
+    bindir = standin_bin
     (tmp_path / "suite.toml").write_text(SUITE)
     (tmp_path / "orchard.toml").write_text(CONFIG)
     (tmp_path / "hypotheses.toml").write_text(HYPOTHESES)
     ws = init_workspace(tmp_path / "ws", str(target_repo), None, tmp_path / "orchard.toml")
-    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "STANDIN_LOG": str(argv_log)}
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}
     added = _orchard("backlog", "add", ws.root, "--file", tmp_path / "hypotheses.toml", env=env)
     assert added.returncode == 0, added.stderr
     return ws.root, env

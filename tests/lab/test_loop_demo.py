@@ -53,7 +53,10 @@ def test_demo_walks_every_decision_path(tmp_path: Path, mark: str) -> None:
     assert found["longest-word-one-pass"][:2] == ("KILL", "tests-green")
     assert found["top-ten-default"][:2] == ("KILL", "gates-absolute")
     assert found["tokenize-regex"][:2] == ("KILL", "scope-kept")
-    assert found["read-whole-file"][:2] == ("KILL", "harness-untouched")
+    # its bench patch is refused by the sandbox (the bench clone is read-only): the worker fails, nothing is
+    # tampered, and its harmless target change is judged on its own (no effect: never a LAND)
+    assert found["read-whole-file"][0] != "LAND"
+    assert "bench patch did not apply" in (root / "logs" / "read-whole-file.log").read_text()
     assert found["single-write"][:2] == ("KILL", "no-claim-below-floor")
     # the second win was rebased onto the first's merge and judged again before its own merge
     rebased = [e for e in events(root, "rebase") if e.data["needed"]]
@@ -61,7 +64,7 @@ def test_demo_walks_every_decision_path(tmp_path: Path, mark: str) -> None:
     origin_log = git(root / "origin" / "target.git", "log", "--format=%s", "main")
     assert origin_log.count("lab: merge") == 2
     journal = (root / "JOURNAL.md").read_text()
-    for text in ("**LAND**", "**KILL**", "harness tampered", "left its scope", "quality gate information_recall",
+    for text in ("**LAND**", "**KILL**", "left its scope", "quality gate information_recall",
                  "noise floor", "tests failed", "rebase", "flagged implausible", "(held-out)"):
         assert text in journal, text
     report = (root / "FINAL_REPORT.md").read_text()

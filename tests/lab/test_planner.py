@@ -41,7 +41,10 @@ def configure(root: Path, answer: Path) -> Workspace:
     """A workspace in `root` whose launcher is the stand-in planner handing back `answer`."""
     template = f"{sys.executable} {STANDIN} {{prompt_file}} {answer}"
     config = root / "planner.toml"
-    config.write_text(f'[launcher]\nname = "command"\ntemplate = "{template}"\n[workers]\nexecutor = "subprocess"\n')
+    # sandbox_read: the sandboxed planner may read the stand-in and its prepared answer (wherever the
+    # repository and the test's tmp dir are: under /tmp or a home, both hidden)
+    config.write_text(f'[launcher]\nname = "command"\ntemplate = "{template}"\n'
+                      f'[workers]\nexecutor = "subprocess"\nsandbox_read = ["{answer}", "{STANDIN}"]\n')
     target, bench = make_repo(root / "target-repo", TARGET_FILES), make_repo(root / "bench-repo", BENCH_FILES)
     return init_workspace(root / "ws", str(target), str(bench), config)
 
@@ -119,7 +122,9 @@ def test_the_prompt_gives_the_planner_what_the_lab_knows(planner: tuple[Workspac
     positions = [prompt.index(section) for section in sections]
     assert positions == sorted(positions)
     assert "{{" not in prompt and "}}" not in prompt
-    assert "between 3 and 6 hypotheses to `" + str(ws.prompts_dir / prompt_file.stem) + ".toml`" in prompt
+    # the planner answers in its private home (its sandbox can write nowhere else); orchard keeps a copy
+    written = ws.worker("planner").home_dir / f"{prompt_file.stem}.toml"
+    assert "between 3 and 6 hypotheses to `" + str(written) + "`" in prompt
     opportunities = prompt[positions[0]:positions[1]]
     assert "task_loop/task_loop.total tool_call_count: oak 18" in opportunities and "vs git 14" in opportunities
     assert "`already-queued`" in prompt[positions[2]:positions[3]]

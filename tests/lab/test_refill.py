@@ -47,6 +47,7 @@ explore = 0
 executor = "dask"
 scheduler = "local"
 refill = true
+sandbox_read = ["{answer}", "{STANDIN}"]  # the stand-in planner and its answer, outside the workspace
 
 [launcher]
 name = "command"

@@ -4,7 +4,9 @@ Everything the lab builds, it builds here, from a clean clone of its own
 target at a recorded commit (plus a candidate's patch): the judge's
 candidate checkouts, the baselines (built once per commit and cached in
 lab.db), and the steps orchard.toml configures (build, tests, the harness's
-own tests, the sweep), each with its whole output in a log file.
+own tests, the sweep), each with its whole output in a log file. A step
+runs candidate code, so it gets the judge's environment allowlist
+(`allowlist.judge_env`), never the orchestrator's secrets.
 
 Every binary the judge builds is recorded as a `BuiltBinary`: its path and
 the sha256 of the binary (and, for a `#!` script, of every file in its
@@ -21,13 +23,14 @@ import json
 import os
 import shutil
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchard.bench.runner import run
 from orchard.errors import OrchardError
+from orchard.lab.allowlist import judge_env
 from orchard.lab.experiment import placeholder_values, render_command
 from orchard.lab.workspace import Worker, Workspace
 
@@ -152,12 +155,13 @@ def placeholders(ws: Workspace, target_dir: Path, binary: Path | None) -> dict[s
                               bench_dir=ws.bench_dir, binary=binary, baseline=binary, suite=ws.suite(ws.bench_dir))
 
 
-def run_step(name: str, template: str, cwd: Path, values: Mapping[str, str], log_dir: Path) -> Check:
-    """Run one configured shell command; its whole output goes to a log file."""
+def run_step(name: str, template: str, cwd: Path, values: Mapping[str, str], log_dir: Path, *,
+             pass_env: Sequence[str] = ()) -> Check:
+    """Run one configured shell command with the judge's allowlist (plus `pass_env`); its output goes to a log."""
     if not template:
         return Check(name, True, "not configured")
     command = render_command(template, dict(values))
-    capture = run(["bash", "-c", command], cwd=cwd, env=dict(os.environ), timeout_s=STEP_TIMEOUT_S,
+    capture = run(["bash", "-c", command], cwd=cwd, env=judge_env(pass_env), timeout_s=STEP_TIMEOUT_S,
                   admitted_chars=1 << 30)
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / f"{name}.log"
@@ -183,7 +187,8 @@ def harness_tests(ws: Workspace, state: LabState, bench_base: str, values: Mappi
     recorded = state.meta(key)
     if recorded is not None:
         return Check.from_dict(json.loads(recorded))
-    check = run_step("bench-tests", ws.config.bench.test, ws.bench_dir, values, log_dir)
+    check = run_step("bench-tests", ws.config.bench.test, ws.bench_dir, values, log_dir,
+                     pass_env=ws.config.lab.pass_env)
     if check.passed:
         state.set_meta(key, json.dumps(check.to_dict()))
     return check
@@ -231,7 +236,7 @@ def _baseline_binary(ws: Workspace, state: LabState, commit: str) -> BuiltBinary
                                        "why": "the cached baseline's files changed since the judge built them"})
     checkout = checkout_with_patch(ws, ws.baseline_dir(commit), commit, "")
     check = run_step("build", ws.config.target.build, checkout, placeholders(ws, checkout, None),
-                     checkout.parent / "logs")
+                     checkout.parent / "logs", pass_env=ws.config.lab.pass_env)
     binary = ws.binary_in(checkout)
     if not check.passed or binary is None or not binary.exists():
         raise OrchardError(f"the baseline at {commit[:12]} does not build: {check.detail}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import string
 import textwrap
 import typing
@@ -49,6 +50,10 @@ DEFAULT_IGNORES = (".venv/", "venv/", "*.egg-info/", "__pycache__/", "*.pyc", "b
 LAUNCHERS = ("claude", "codex", "cursor", "aider", "patch", "command")
 EXECUTORS = ("auto", "tmux", "subprocess", "dask")
 SERVE_MODES = ("git-daemon", "path")
+SANDBOXES = ("bwrap", "none")
+VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\*?$")
+# Launchers that need no model service: their workers get no network unless `network = true`.
+OFFLINE_LAUNCHERS = ("patch", "command")
 # Upper bounds: a value past them is a typo (or an attack on memory), never a plan.
 MAX_WORKERS = 64
 MAX_COUNT = 100_000
@@ -57,10 +62,11 @@ MAX_PATCH_KB = 16 * 1024  # lab.db stores the patch: it stays a database, not a 
 
 
 def _key(default: Any, help: str, *, choices: tuple[str, ...] = (), minimum: float | None = None,
-         maximum: float | None = None, command: bool = False, required: bool = False) -> Any:
+         maximum: float | None = None, command: bool = False, required: bool = False,
+         variables: bool = False) -> Any:
     """A key's schema; a number must be finite and lie in [minimum, maximum] (None: no bound that side)."""
     meta = {"help": help, "choices": choices, "minimum": minimum, "maximum": maximum, "command": command,
-            "required": required}
+            "required": required, "variables": variables}
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), metadata=meta)
     return field(default=default, metadata=meta)
@@ -142,6 +148,14 @@ class WorkersConfig:
                           "their measurements take turns under the machine-wide lock", minimum=1, maximum=MAX_WORKERS)
     timeout_minutes: float = _key(60.0, "a worker still running after this is killed with its whole "
                                         "process tree", minimum=0.01, maximum=MAX_MINUTES)
+    sandbox: str = _key("bwrap", "how workers are confined: `bwrap` (bubblewrap: a worker sees only its own "
+                                 "checkouts and a private home, in its own PID namespace; `orchard run` refuses "
+                                 "to start without a working bwrap) or `none` (workers run as you, unconfined: "
+                                 "reported as UNSANDBOXED in status and in every journal entry)",
+                        choices=SANDBOXES)
+    sandbox_read: list[str] = _key([], "more paths workers may read inside the bwrap sandbox (besides PATH, "
+                                       "their CLI's installation and orchard's Python), e.g. a toolchain under "
+                                       "your home that is not on PATH")
 
 
 @dataclass(frozen=True)
@@ -158,6 +172,10 @@ class LauncherConfig:
                                         "the shell commands named in the build, test and measure commands")
     template: str = _key("", "command launcher only: the shell command to run; placeholders "
                              "{prompt_file} {target_dir} {bench_dir} {binary} {report}", command=True)
+    network: bool = _key(True, "the worker may use the network (its agent must reach its model); "
+                               "default false for the patch and command launchers")
+    pass_env: list[str] = _key([], "environment variables the worker gets besides the allowlist and its "
+                                   "launcher's own credentials (a trailing `*` matches a prefix)", variables=True)
 
 
 @dataclass(frozen=True)
@@ -192,11 +210,14 @@ class ReviewConfig:
 
 @dataclass(frozen=True)
 class LabConfig:
-    """The lab's own identity in the commits it writes."""
+    """The lab's own identity in the commits it writes, and the environment of its own steps."""
 
     author_name: str = _key("orchard lab", "author of the lab's commits (set per command; your git "
                                            "configuration is never touched)")
     author_email: str = _key("lab@orchard.invalid", "email of the lab's commits")
+    pass_env: list[str] = _key([], "environment variables the judge's build, test and harness-test steps and "
+                                   "the bench's verdict command get besides the allowlist (a trailing `*` matches "
+                                   "a prefix); no other variable of yours reaches candidate code", variables=True)
 
 
 @dataclass(frozen=True)
@@ -288,6 +309,10 @@ def _check_value(name: str, spec: dataclasses.Field[Any], kind: Any, value: Any)
         return f"{name}: {value!r} is above the maximum {high:g}{_range(meta)}"
     if meta["command"]:
         return _check_command(name, value)
+    if meta["variables"]:
+        bad = [item for item in value if not VARIABLE.match(item)]
+        if bad:
+            return f"{name}: {', '.join(map(repr, bad))} is not a variable name (letters, digits, _; may end in *)"
     return None
 
 
@@ -318,6 +343,12 @@ def _section(section_name: str, cls: type, raw: Any, problems: list[str]) -> dic
     return values
 
 
+def _launcher_defaults(values: dict[str, Any]) -> dict[str, Any]:
+    """A launcher table's defaults that depend on its name: patch and command workers are offline."""
+    values.setdefault("network", values.get("name", LauncherConfig.name) not in OFFLINE_LAUNCHERS)
+    return values
+
+
 def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | None = None) -> Config:
     """Validate parsed TOML and build a Config; every problem is reported at once."""
     problems: list[str] = []
@@ -327,6 +358,7 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
             problems.append(f"[{section_name}]: unknown section; known: {', '.join([*SECTIONS, LAUNCHERS_SECTION])}")
     for section_name, cls in SECTIONS.items():
         sections[section_name] = _section(section_name, cls, data.get(section_name, {}), problems)
+    sections["launcher"] = _launcher_defaults(sections["launcher"])
     launchers: dict[str, LauncherConfig] = {}
     tables = data.get(LAUNCHERS_SECTION, {})
     if not isinstance(tables, dict):
@@ -337,7 +369,7 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
         if not isinstance(table, dict):
             problems.append(f"{where}: expected a [{where}] table, got {table!r}")
             continue
-        values = _section(where, LauncherConfig, table, problems)
+        values = _launcher_defaults(_section(where, LauncherConfig, table, problems))
         if values.get("name") == "command" and not values.get("template"):
             problems.append(f"{where}.template: the command launcher needs a template")
         launchers[launcher_name] = LauncherConfig(**values)

@@ -193,11 +193,11 @@ def judge(
     binary = ws.binary_in(checkout)
     values = placeholders(ws, checkout, binary)
     progress(f"{name}: build")
-    checks.append(run_step("build", ws.config.target.build, checkout, values, logs))
+    checks.append(run_step("build", ws.config.target.build, checkout, values, logs, pass_env=ws.config.lab.pass_env))
     if not checks[-1].passed:
         return _finish(decide(checks, None, flags), checks, str(checkout), None, base)
     progress(f"{name}: target tests")
-    checks.append(run_step("tests", ws.config.target.test, checkout, values, logs))
+    checks.append(run_step("tests", ws.config.target.test, checkout, values, logs, pass_env=ws.config.lab.pass_env))
     if ws.config.target.test_count:
         progress(f"{name}: counting the tests against the base")
         checks.append(weakened.count_check(ws, state, base, checkout, values, logs))

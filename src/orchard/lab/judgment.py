@@ -109,13 +109,14 @@ class JudgmentEntry:
     verdict: Verdict | None = None
     checks: list[str] = field(default_factory=list)
     usage: dict[str, Any] | None = None
+    sandbox: str = "bwrap"  # how the worker was confined ([workers] sandbox)
 
     def to_dict(self) -> dict[str, Any]:
         return {"hypothesis": self.hypothesis, "title": self.title, "metric": self.metric,
                 "predicted": self.predicted, "cause": self.cause, "decision": self.decision,
                 "reasons": list(self.reasons), "rule": self.rule,
                 "verdict": None if self.verdict is None else self.verdict.to_dict(), "checks": list(self.checks),
-                "usage": self.usage}
+                "usage": self.usage, "sandbox": self.sandbox}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> JudgmentEntry:
@@ -127,4 +128,5 @@ class JudgmentEntry:
             rule=None if data.get("rule") is None else Rule(data["rule"]),
             verdict=None if verdict is None else Verdict.from_dict(verdict),
             checks=[str(c) for c in data.get("checks", [])], usage=data.get("usage"),
+            sandbox=str(data.get("sandbox") or "bwrap"),
         )

@@ -18,6 +18,10 @@ tests/data/cli-help/, which the tests compare every rendered flag against):
 `patch` runs no model: `python -m orchard.lab.patch_worker` applies the
 hypothesis's ready patch, builds, tests, measures and writes the report.
 `command` runs the user's template.
+
+Each launcher declares the credentials its CLI reads (the only secrets its
+worker inherits) and what it reads and writes outside its checkout, which is
+all its sandbox (`sandbox.py`) lets it see besides.
 """
 
 from __future__ import annotations
@@ -35,7 +39,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from orchard.errors import UsageError
-from orchard.lab.config import Config, LauncherConfig
+from orchard.lab import sandbox
+from orchard.lab.allowlist import worker_names
+from orchard.lab.config import OFFLINE_LAUNCHERS, Config, LauncherConfig
 from orchard.lab.executors import Job
 from orchard.lab.experiment import (
     Commands,
@@ -116,9 +122,10 @@ class Launcher(ABC):
     name: ClassVar[str] = ""
     default_executable: ClassVar[str] = ""
     scratch: ClassVar[tuple[str, ...]] = ()  # files the CLI drops into the checkout
+    credentials: ClassVar[tuple[str, ...]] = ()  # variables the CLI authenticates with (`X_*`: a prefix)
 
     def __init__(self, config: LauncherConfig | None = None, label: str = "") -> None:
-        self.config = config or LauncherConfig(name=self.name)
+        self.config = config or LauncherConfig(name=self.name, network=self.name not in OFFLINE_LAUNCHERS)
         self.label = label or self.name  # as orchard.toml names it: "claude", or a [launchers.NAME] key
 
     @property
@@ -166,16 +173,38 @@ class Launcher(ABC):
             experiment, paths, experiment_commands(workspace, paths), workspace.logs_dir, workspace.config.target.vcs
         )
 
+    def reads(self, context: LaunchContext) -> tuple[Path, ...]:
+        """What the worker reads outside its checkout: its bench clone and its prompt."""
+        return context.paths.bench_dir, context.paths.prompt_file
+
+    def writes(self, context: LaunchContext) -> tuple[Path, ...]:
+        """Files the CLI writes outside its checkout (default: none)."""
+        return ()
+
+    def confinement(self, workspace: Workspace, context: LaunchContext, *, cwd: Path, own: list[Path], home: Path,
+                    tmp: Path, reads: tuple[Path, ...] = (), path: str | None = None) -> sandbox.Confinement:
+        """Its sandbox: writable `own` dirs, private `home` and `tmp`, what it reads and writes, its credentials."""
+        return sandbox.worker_confinement(
+            workspace.config.workers.sandbox, workspace=workspace.root, cwd=cwd, network=self.config.network,
+            inherit=worker_names(self.credentials, self.config.pass_env), home=home, tmp=tmp,
+            reads=(*self.reads(context), *reads), writes=self.writes(context), executable=self.executable, own=own,
+            extra_reads=workspace.config.workers.sandbox_read, path=path)
+
     def job(self, workspace: Workspace, experiment: Experiment, env: dict[str, str] | None = None) -> Job:
-        """The executor job for `experiment`: its launch line, run in its target checkout."""
+        """The executor job for `experiment`: its launch line, run sandboxed in its target checkout."""
         context = self.context(workspace, experiment)
+        paths, worker = context.paths, experiment.checkout.worker
+        own = [paths.target_dir] + ([] if paths.target_dir in paths.report.parents else [paths.report.parent])
+        confinement = self.confinement(workspace, context, cwd=paths.target_dir, own=own, home=worker.home_dir,
+                                       tmp=worker.tmp_dir, path=(env or {}).get("PATH"))
         return Job(
             name=experiment.name,
             command=self.command(context),
-            cwd=context.paths.target_dir,
-            log_path=context.paths.log_file,
+            cwd=paths.target_dir,
+            log_path=paths.log_file,
             timeout_s=workspace.config.workers.timeout_minutes * 60.0,
             env=dict(env or {}),
+            sandbox=confinement,
         )
 
 
@@ -220,6 +249,7 @@ class ClaudeLauncher(Launcher):
 
     name = "claude"
     default_executable = "claude"
+    credentials = ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN")
 
     def allowed_tools(self, commands: Commands) -> list[str]:
         if self.config.allowed_tools:
@@ -271,9 +301,13 @@ class CodexLauncher(Launcher):
 
     name = "codex"
     default_executable = "codex"
+    credentials = ("OPENAI_API_KEY", "CODEX_*")
+
+    def writes(self, context: LaunchContext) -> tuple[Path, ...]:
+        return (context.log_dir / f"{context.experiment.name}.last-message.md",)
 
     def command(self, context: LaunchContext) -> str:
-        last_message = context.log_dir / f"{context.experiment.name}.last-message.md"
+        (last_message,) = self.writes(context)
         words = [
             self.executable,
             "exec",
@@ -320,6 +354,7 @@ class CursorLauncher(Launcher):
 
     name = "cursor"
     default_executable = "agent"
+    credentials = ("CURSOR_API_KEY",)
 
     def command(self, context: LaunchContext) -> str:
         words = [self.executable, "--print", "--force", "--trust", "--output-format", "json"]
@@ -342,9 +377,16 @@ class AiderLauncher(Launcher):
     name = "aider"
     default_executable = "aider"
     scratch = (".aider*",)
+    # aider's own settings and the model services it reaches through litellm
+    credentials = ("AIDER_*", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "DEEPSEEK_API_KEY",
+                   "OPENROUTER_API_KEY")
+
+    def writes(self, context: LaunchContext) -> tuple[Path, ...]:
+        logs, name = context.log_dir, context.experiment.name
+        return logs / f"{name}.aider.input.history", logs / f"{name}.aider.chat.history.md"
 
     def command(self, context: LaunchContext) -> str:
-        logs, name = context.log_dir, context.experiment.name
+        input_history, chat_history = self.writes(context)
         words = [
             self.executable,
             "--message-file",
@@ -359,9 +401,9 @@ class AiderLauncher(Launcher):
             "--no-pretty",
             "--no-stream",
             "--input-history-file",
-            str(logs / f"{name}.aider.input.history"),
+            str(input_history),
             "--chat-history-file",
-            str(logs / f"{name}.aider.chat.history.md"),
+            str(chat_history),
         ]
         for entry in context.experiment.hypothesis.scope:
             if (context.paths.target_dir / entry).is_file():
@@ -422,6 +464,12 @@ class PatchLauncher(Launcher):
         if not path.is_file():
             raise UsageError(f"experiment {experiment.name!r}: patch file {path} does not exist")
         return path
+
+    def reads(self, context: LaunchContext) -> tuple[Path, ...]:
+        """Besides the bench and the prompt: the ready patch (and a bench patch)."""
+        root, hypothesis = context.paths.workspace, context.experiment.hypothesis
+        bench_patch = [root / hypothesis.bench_patch] if hypothesis.bench_patch else []
+        return *super().reads(context), self.patch_file(root, context.experiment), *bench_patch
 
     def command(self, context: LaunchContext) -> str:
         words = [
@@ -503,7 +551,11 @@ def launcher_for(config: Config, name: str = "") -> Launcher:
 
 
 def preflight(config: Config) -> None:
-    """Every configured launcher can run: its CLI exists and answers `--version`. UsageError naming each that cannot."""
+    """The sandbox works and every configured launcher can run (its CLI answers `--version`).
+
+    UsageError naming each problem.
+    """
+    sandbox.preflight(config.workers.sandbox)
     launchers = [make_launcher(config.launcher), *(launcher_for(config, name) for name in config.launchers)]
     problems = [f"launcher {launcher.label!r}: {problem}" for launcher in launchers
                 if (problem := launcher.preflight()) is not None]

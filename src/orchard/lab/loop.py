@@ -56,6 +56,7 @@ from orchard.lab.judgment import Decision, Judgment, JudgmentEntry
 from orchard.lab.launchers import Launcher, launcher_for, preflight
 from orchard.lab.prompts import render_prompt
 from orchard.lab.remote import RemoteExperiment, RemoteOutcome, lab_id
+from orchard.lab.sandbox import UNSANDBOXED_NOTE, SandboxMode
 from orchard.lab.start import recorded_start, start
 from orchard.lab.state import ExperimentRecord, LabState
 from orchard.lab.verdicts import MeasureProgress, measure, opportunities
@@ -401,7 +402,8 @@ class Lab:
             hypothesis=hypothesis.id, title=hypothesis.title, decision=judgment.decision, reasons=judgment.reasons,
             metric=hypothesis.metric, predicted=hypothesis.predicted_text, cause=hypothesis.suspected_cause,
             rule=judgment.rule, verdict=judgment.verdict, checks=judgment.check_lines(),
-            usage=None if record.candidate is None else record.candidate.usage.to_dict())
+            usage=None if record.candidate is None else record.candidate.usage.to_dict(),
+            sandbox=self.ws.config.workers.sandbox)
         with self.state.transaction():
             self.state.update_experiment(record.name, status=status, judgment=judgment,
                                          decision=judgment.decision, reasons=judgment.reasons)
@@ -540,6 +542,8 @@ class Lab:
             with self.executor, self._stopping():
                 if self.executor.kind == "subprocess" and workers.executor == "auto":
                     self.say("tmux is not installed: workers run as plain subprocesses")
+                if workers.sandbox == SandboxMode.NONE:
+                    self.say(UNSANDBOXED_NOTE)
                 publication.check_publication(self.ws, self.state)
                 if start(self.ws, self.state, say=self.say, measure_progress=self.measure_progress):
                     self.render()

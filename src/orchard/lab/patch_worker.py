@@ -83,14 +83,18 @@ def run(args: argparse.Namespace) -> int:
         report_module.write_report(Path(args.report), report)
         print(f"== apply failed: {error}", flush=True)
         return 1
+    report["changed_files"] = vcs.status(target)
     if args.bench_patch:
-        # only ever used to show that the lab catches a tampered harness
+        # only ever used to show what the lab does with a worker that tampers with its harness:
+        # in the sandbox the bench clone is read-only, and the attempt fails the worker
         print(f"== apply to the bench: {args.bench_patch}  (in {bench})", flush=True)
         try:
             vcs.apply(bench, Path(args.bench_patch).read_text(encoding="utf-8"))
         except (OSError, VcsError) as error:
+            report["summary"] = f"applied {patch_path.name}; the bench patch did not apply: {str(error)[:300]}"
+            report_module.write_report(Path(args.report), report)
             print(f"== bench patch did not apply: {error}", flush=True)
-    report["changed_files"] = vcs.status(target)
+            return 1
     ok = True
     for key, name, command, cwd, capture in (
         ("build", "build", args.build, target, False),

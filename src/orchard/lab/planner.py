@@ -10,6 +10,7 @@ with the reasons, and nothing is added.
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 
 from orchard.errors import OrchardError, UsageError
-from orchard.lab import backlog, records
+from orchard.lab import backlog, records, sandbox
 from orchard.lab.executors import Executor, Job, JobResult, make_executor
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
@@ -111,11 +112,12 @@ def start_plan(ws: Workspace, state: LabState, executor: Executor, *, say: Calla
     launcher = make_launcher(ws.config.launcher)
     if launcher.name == "patch":
         raise UsageError("the patch launcher has no model to plan with: add hypotheses with `orchard backlog add`")
+    sandbox.preflight(ws.config.workers.sandbox)
     if (problem := launcher.preflight()) is not None:
         raise UsageError(f"launcher {launcher.label!r}: {problem}; nothing was planned")
     name = _plan_name(ws)
     checkout = ws.setup_worker("planner", ignore=launcher.scratch)
-    output = ws.prompts_dir / f"{name}.toml"
+    output = checkout.worker.home_dir / f"{name}.toml"  # the sandbox lets it write there; kept in prompts/ after
     hypothesis = Hypothesis(metric="(planning)", change="propose hypotheses", id="planning", title="planning")
     job = launcher.job(ws, Experiment(name, hypothesis, checkout))
     ws.prompt_path(name).write_text(planning_prompt(ws, state, checkout.worker.target_dir, output), encoding="utf-8")
@@ -131,6 +133,8 @@ def finish_plan(ws: Workspace, state: LabState, run: PlanRun, result: JobResult)
         said = run.launcher.failure(log, result.exit_code)
         raise PlannerRejected(f"the planner ended with exit {result.exit_code} "
                               f"({said or result.reason or 'failed'}); log: {result.log_path}")
+    if run.output.is_file():
+        shutil.copyfile(run.output, ws.prompts_dir / run.output.name)  # the record of what it answered
     hypotheses = read_plan(run.output, state)
     with state.transaction():
         for h in hypotheses:

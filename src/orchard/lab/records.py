@@ -19,6 +19,7 @@ from orchard.lab import backlog
 from orchard.lab.judgment import Decision, JudgmentEntry
 from orchard.lab.markdown import inline
 from orchard.lab.publication import Publication
+from orchard.lab.sandbox import UNSANDBOXED_NOTE, SandboxMode
 from orchard.lab.start import LAB_START, LabStart, recorded_start
 from orchard.lab.state import ExperimentRecord, HypothesisRecord, JournalEvent, LabState
 from orchard.lab.verdict_table import (
@@ -88,6 +89,8 @@ def journal_entry(event: JournalEvent) -> list[str]:
         entry = JudgmentEntry.from_dict(data)
         lines.append(f"**{entry.decision}** · hypothesis `{entry.hypothesis}`: {inline(entry.title)}")
         lines.append("")
+        if entry.sandbox == SandboxMode.NONE:
+            lines += [f"**{UNSANDBOXED_NOTE}.**", ""]
         lines.append(f"Hypothesis: {inline(entry.metric)} · predicted {entry.predicted} · cause: {inline(entry.cause)}")
         lines.append("")
         lines += [f"- {inline(reason)}" for reason in entry.reasons]

@@ -124,7 +124,8 @@ def _prepare(ws: Workspace, spec: RemoteExperiment) -> None:
     checkout = ws.baseline_dir(spec.target_base)
     shutil.rmtree(checkout, ignore_errors=True)
     ws.target_vcs.clone(str(ws.reference_target), checkout, commit=spec.target_base)
-    run_step("build", ws.config.target.build, checkout, placeholders(ws, checkout, None), checkout.parent / "logs")
+    run_step("build", ws.config.target.build, checkout, placeholders(ws, checkout, None), checkout.parent / "logs",
+             pass_env=ws.config.lab.pass_env)
 
 
 def _pid_file(ws: Workspace, slot: str) -> Path:

@@ -135,8 +135,11 @@ def review(ws: Workspace, experiment: Experiment, candidate: Candidate, verdict:
                             binary=None, baseline=None, suite=None, report=answer, prompt_file=prompt,
                             log_file=directory / "review.log")
     context = LaunchContext(experiment, paths, Commands("", "", ""), directory, ws.config.target.vcs)
+    # sandboxed like a worker: it may write only its review directory and read the checkout it reviews
+    confinement = launcher.confinement(ws, context, cwd=directory, own=[directory], home=directory / "home",
+                                       tmp=directory / "tmp", reads=(checkout,))
     job = Job(name=f"review-{experiment.name}", command=launcher.command(context), cwd=directory,
-              log_path=paths.log_file, timeout_s=settings.timeout_minutes * 60.0)
+              log_path=paths.log_file, timeout_s=settings.timeout_minutes * 60.0, sandbox=confinement)
     with SubprocessExecutor() as executor:
         executor.start(job)
         (result,) = executor.wait()

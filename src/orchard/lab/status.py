@@ -18,6 +18,7 @@ from rich.text import Text
 
 from orchard.lab import view
 from orchard.lab.executors import attach_command
+from orchard.lab.sandbox import UNSANDBOXED_NOTE, SandboxMode
 from orchard.lab.state import LabState
 from orchard.lab.verdict_table import effect_cells, num
 from orchard.lab.view import LabView
@@ -35,6 +36,7 @@ def status(lab: LabView) -> dict[str, Any]:
     return {
         "workspace": lab.workspace,
         "executor": lab.executor,
+        "sandbox": lab.sandbox,
         "attach": attach_command(lab.tmux_socket) if lab.executor in ("auto", "tmux") else None,
         "workers": [{"experiment": w.experiment, "worker": w.worker, "lane": w.lane, "status": w.status,
                      "minutes": round(w.elapsed_s / 60, 1), "log": w.log, "hypothesis": w.hypothesis,
@@ -53,6 +55,8 @@ def status(lab: LabView) -> dict[str, Any]:
 def render(lab: LabView) -> Group:
     """The snapshot for a terminal: what `orchard status` prints and `--watch` redraws."""
     parts: list[RenderableType] = [Text(f"lab {lab.workspace}")]
+    if lab.sandbox == SandboxMode.NONE:
+        parts.append(Text(UNSANDBOXED_NOTE, style="bold red"))
     if lab.workers:
         table = Table("experiment", "worker", "lane", "launcher", "status", "minutes", "host", "log",
                       show_edge=False, header_style="bold")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from orchard.bench.verdict import (
     VerdictWord,
 )
 from orchard.errors import OrchardError
+from orchard.lab.allowlist import judge_env
 from orchard.lab.builds import STEP_TIMEOUT_S, BuiltBinary, placeholders
 from orchard.lab.candidate import a_few
 from orchard.lab.experiment import render_command
@@ -100,7 +100,8 @@ def external_verdict(ws: Workspace, baseline: Path, candidate: Path) -> Verdict:
     command = render_command(ws.config.bench.verdict, values)
     lock = MeasurementLock(f"orchard lab verdict command ({ws.root.name})")
     with lock:
-        capture = run(["bash", "-c", command], cwd=ws.bench_dir, env=dict(os.environ), timeout_s=STEP_TIMEOUT_S,
+        capture = run(["bash", "-c", command], cwd=ws.bench_dir, env=judge_env(ws.config.lab.pass_env),
+                      timeout_s=STEP_TIMEOUT_S,
                       admitted_chars=1 << 24)
     text = capture.stdout_text
     parsed = _last_json_verdict(text)

@@ -165,6 +165,7 @@ class LabView:
     journal: tuple[FeedEntry, ...]
     stopped: str | None
     decisions: Mapping[str, int] = field(default_factory=dict)
+    sandbox: str = "bwrap"  # [workers] sandbox: "none" is shown loudly
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -335,7 +336,8 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
     return LabView(
         workspace=str(ws.root), generated_at=now, started_at=float(started) if started else None,
         base=None if start is None else start.base, executor=ws.config.workers.executor,
-        tmux_socket=ws.tmux_socket, worker_slots=ws.config.workers.count, baseline=baseline,
+        sandbox=ws.config.workers.sandbox, tmux_socket=ws.tmux_socket, worker_slots=ws.config.workers.count,
+        baseline=baseline,
         floors=floors, directions=dirs, workers=workers,
         lock=read_lock() if live else LockView("not read", "", None, None, None, ()),
         backlog=tuple(BacklogItem(r.id, r.hypothesis.score, r.hypothesis.lane, r.hypothesis.title) for r in ranked),

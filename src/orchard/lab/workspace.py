@@ -8,6 +8,7 @@
   judge/base-<commit>/    the judge's baseline builds, one per base commit
   worker-<name>/target/   that worker's target clone (it edits here), fresh for every experiment
   worker-<name>/bench/    that worker's harness clone (it measures here)
+  worker-<name>/home/     its private HOME and TMPDIR (tmp/), empty at every experiment's start
 ```
 
 Every path is computed from the workspace root when it is needed, never
@@ -72,6 +73,16 @@ class Worker:
         return self.target_dir / REPORT_NAME
 
     baseline_copy = property(lambda self: self.target_dir / BASELINE_COPY)  # its own copy of the baseline
+
+    @property
+    def home_dir(self) -> Path:
+        """Its private HOME: nothing of the orchestrator's home (keys, agent logins) reaches a worker."""
+        return self.root / "home"
+
+    @property
+    def tmp_dir(self) -> Path:
+        """Its private TMPDIR."""
+        return self.root / "tmp"
 
 
 @dataclass(frozen=True)
@@ -302,6 +313,9 @@ class Workspace:
         withhold_inputs(self, worker, bench_base)
         self.target_vcs.ignore_locally(worker.target_dir, [f"/{REPORT_NAME}", f"/{BASELINE_COPY}/",
                                                            *self.config.target.ignore, *ignore])
+        for private in (worker.home_dir, worker.tmp_dir):  # nothing an earlier experiment left there
+            shutil.rmtree(private, ignore_errors=True)
+            private.mkdir()
         return WorkerCheckout(worker, target_base, bench_base)
 
     def setup_workers(self, names: Sequence[str], *, ignore: Sequence[str] = ()) -> list[WorkerCheckout]:

@@ -8,7 +8,10 @@ A job is one worker's launch line. Every executor runs it the same way
     rc=${PIPESTATUS[0]}; echo WORKER_DONE_$rc | tee -a logs/<experiment>.log; exit $rc'
 
 so the log holds everything the worker printed and ends with its exit code,
-and the wrapper's own exit status is the launch's. The executor reads that
+and the wrapper's own exit status is the launch's. A job with a sandbox
+(every worker a launcher starts) has only its launch line confined
+(`sandbox.Confinement.command`: `env -i ... bwrap ... -- bash -c <launch>`);
+the `tee` and the exit line stay outside, with the orchestrator. The executor reads that
 status from the process (tmux: the dead pane's status), never from the text.
 
 A job past its timeout, or cancelled, has every process below the wrapper
@@ -34,6 +37,7 @@ from types import TracebackType
 import psutil
 
 from orchard.errors import UsageError
+from orchard.lab.sandbox import Confinement
 
 DONE_MARKER = "WORKER_DONE_"
 # After the tree below the wrapper is killed, how long the wrapper may take
@@ -51,7 +55,8 @@ class Job:
     cwd: Path
     log_path: Path
     timeout_s: float | None = None
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict)  # exported by the wrapper (and passed into a sandbox)
+    sandbox: Confinement | None = None  # None: the launch line runs as the wrapper does
 
 
 @dataclass(frozen=True)
@@ -82,8 +87,9 @@ def wrap(job: Job, status_file: Path | None = None) -> str:
     log = shlex.quote(str(job.log_path))
     exports = "".join(f"export {key}={shlex.quote(value)}\n" for key, value in job.env.items())
     record = f"echo $rc > {shlex.quote(str(status_file))}\n" if status_file is not None else ""
+    launch = job.command if job.sandbox is None else job.sandbox.command(job.command, job.env)
     return (
-        exports + "{ " + job.command + "\n} </dev/null 2>&1 | tee -a " + log + "\n"
+        exports + "{ " + launch + "\n} </dev/null 2>&1 | tee -a " + log + "\n"
         "rc=${PIPESTATUS[0]}\n"
         f"echo {DONE_MARKER}$rc | tee -a {log}\n"
         + record + "exit $rc\n"
