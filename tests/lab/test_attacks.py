@@ -44,6 +44,7 @@ exploit = 1
 explore = 0
 executor = "{executor}"
 timeout_minutes = {timeout}
+sandbox = "none"
 
 [launcher]
 name = "command"
