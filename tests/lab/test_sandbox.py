@@ -239,3 +239,36 @@ def test_the_reviewer_runs_sandboxed_with_the_allowlist_too(
     assert [line for line in log.splitlines() if line.startswith("LEAK")] == ["LEAK write-bench"]
     assert "canary-GITHUB_TOKEN" not in log and f"ORCHARD_TEST_MARK={mark}" in log
     assert_nothing_left(mark, None)
+
+
+BUILD = r"""try() { if eval "$2" >/dev/null 2>&1; then echo "LEAK $1"; else echo "blocked $1"; fi; }
+try read-config "grep -q target $WS/orchard.toml"
+try read-lab-db "test -s $WS/lab.db"
+echo forged > $WS/lab.db 2>/dev/null  # lands, if anywhere, in the sandbox's own empty tmpfs
+try write-baseline "ls $WS/judge/target >/dev/null && echo forged > $WS/judge/target/README"
+try read-home "ls $ORCHESTRATOR_HOME/.ssh $ORCHESTRATOR_HOME"
+echo built > built.txt && echo "wrote its checkout"
+"""
+
+
+@pytest.mark.parametrize("sandbox", ["bwrap", "none"])
+def test_a_candidates_build_and_tests_write_only_the_checkout_they_build(
+        make_workspace: Callable[..., Workspace], sandbox: str) -> None:
+    """The judge runs a candidate's own build and tests: hostile code, confined like a worker."""
+    ws = make_workspace(f'[target]\nbuild = "bash build.sh"\n\n[workers]\nsandbox = "{sandbox}"\n')
+    checkout = builds.checkout_with_patch(ws, ws.judge_dir / "hostile" / "target", ws.target_base(), "")
+    script = BUILD.replace("$WS", str(ws.root)).replace("$ORCHESTRATOR_HOME", str(Path.home()))
+    (checkout / "build.sh").write_text(script)
+    LabState.open(ws.root).close()  # the lab.db a lab holds
+    before = (ws.root / "lab.db").read_bytes()
+    check = builds.candidate_step(ws, "build", ws.config.target.build, checkout, {}, ws.judge_dir / "hostile" / "logs")
+    output = Path(check.log or "").read_text()
+    assert check.passed and "wrote its checkout" in output and (checkout / "built.txt").exists(), output
+    if sandbox == "bwrap":
+        assert "LEAK" not in output, output
+        assert output.count("blocked") == 4
+    else:  # the allowlisted environment only: everything orchard's user can reach
+        assert "LEAK read-config" in output
+    if sandbox == "bwrap":
+        assert (ws.root / "lab.db").read_bytes() == before
+        assert (ws.reference_target / "README").read_text() != "forged\n"

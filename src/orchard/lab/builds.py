@@ -32,6 +32,7 @@ from orchard.bench.runner import run
 from orchard.errors import OrchardError
 from orchard.lab.allowlist import judge_env
 from orchard.lab.experiment import placeholder_values, render_command
+from orchard.lab.sandbox import Confinement, step_confinement
 from orchard.lab.workspace import Worker, Workspace
 
 if TYPE_CHECKING:
@@ -156,13 +157,15 @@ def placeholders(ws: Workspace, target_dir: Path, binary: Path | None) -> dict[s
 
 
 def run_step(name: str, template: str, cwd: Path, values: Mapping[str, str], log_dir: Path, *,
-             pass_env: Sequence[str] = ()) -> Check:
-    """Run one configured shell command with the judge's allowlist (plus `pass_env`); its output goes to a log."""
+             pass_env: Sequence[str] = (), confine: Confinement | None = None) -> Check:
+    """Run one configured shell command with the judge's allowlist (plus `pass_env`), inside `confine` when
+    given; its output goes to a log."""
     if not template:
         return Check(name, True, "not configured")
     command = render_command(template, dict(values))
-    capture = run(["bash", "-c", command], cwd=cwd, env=judge_env(pass_env), timeout_s=STEP_TIMEOUT_S,
-                  admitted_chars=1 << 30)
+    env = judge_env(pass_env)
+    shell = command if confine is None else confine.command(command)
+    capture = run(["bash", "-c", shell], cwd=cwd, env=env, timeout_s=STEP_TIMEOUT_S, admitted_chars=1 << 30)
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / f"{name}.log"
     log.write_bytes(b"$ " + command.encode() + b"\n" + capture.stdout + capture.stderr)
@@ -171,6 +174,16 @@ def run_step(name: str, template: str, cwd: Path, values: Mapping[str, str], log
     what = "timed out" if capture.timed_out else f"exit {capture.returncode}"
     tail = (capture.stderr_text or capture.stdout_text).strip().splitlines()[-1:] or [""]
     return Check(name, False, f"`{command}` failed ({what}): {tail[0][:200]}", str(log))
+
+
+def candidate_step(ws: Workspace, name: str, template: str, checkout: Path, values: Mapping[str, str],
+                   log_dir: Path) -> Check:
+    """A step that runs the target's own code in a judge checkout (build, tests, test count): the judge's
+    allowlist plus `[lab] pass_env`, confined like a worker (`[workers] sandbox`) to writing that checkout."""
+    pass_env = ws.config.lab.pass_env
+    confine = step_confinement(ws.config.workers.sandbox, workspace=ws.root, checkout=checkout,
+                               inherit=judge_env(pass_env))
+    return run_step(name, template, checkout, values, log_dir, pass_env=pass_env, confine=confine)
 
 
 def harness_tests(ws: Workspace, state: LabState, bench_base: str, values: Mapping[str, str],
@@ -235,8 +248,8 @@ def _baseline_binary(ws: Workspace, state: LabState, commit: str) -> BuiltBinary
         state.log("baseline-rebuilt", {"commit": commit, "binary": str(cached.path), "changed": changed,
                                        "why": "the cached baseline's files changed since the judge built them"})
     checkout = checkout_with_patch(ws, ws.baseline_dir(commit), commit, "")
-    check = run_step("build", ws.config.target.build, checkout, placeholders(ws, checkout, None),
-                     checkout.parent / "logs", pass_env=ws.config.lab.pass_env)
+    check = candidate_step(ws, "build", ws.config.target.build, checkout, placeholders(ws, checkout, None),
+                           checkout.parent / "logs")
     binary = ws.binary_in(checkout)
     if not check.passed or binary is None or not binary.exists():
         raise OrchardError(f"the baseline at {commit[:12]} does not build: {check.detail}")

@@ -24,10 +24,10 @@ from orchard.lab.builds import (
     BuiltBinary,
     Check,
     baseline_binary,
+    candidate_step,
     checkout_with_patch,
     harness_tests,
     placeholders,
-    run_step,
 )
 from orchard.lab.candidate import Candidate, Flag, a_few
 from orchard.lab.judgment import Decision, Judgment, Rule, patch_digest
@@ -193,11 +193,11 @@ def judge(
     binary = ws.binary_in(checkout)
     values = placeholders(ws, checkout, binary)
     progress(f"{name}: build")
-    checks.append(run_step("build", ws.config.target.build, checkout, values, logs, pass_env=ws.config.lab.pass_env))
+    checks.append(candidate_step(ws, "build", ws.config.target.build, checkout, values, logs))
     if not checks[-1].passed:
         return _finish(decide(checks, None, flags), checks, str(checkout), None, base)
     progress(f"{name}: target tests")
-    checks.append(run_step("tests", ws.config.target.test, checkout, values, logs, pass_env=ws.config.lab.pass_env))
+    checks.append(candidate_step(ws, "tests", ws.config.target.test, checkout, values, logs))
     if ws.config.target.test_count:
         progress(f"{name}: counting the tests against the base")
         checks.append(weakened.count_check(ws, state, base, checkout, values, logs))

@@ -35,7 +35,7 @@ import psutil
 from filelock import FileLock
 
 from orchard.lab.bench_view import worker_bench_base
-from orchard.lab.builds import BuiltBinary, give_baseline, placeholders, run_step
+from orchard.lab.builds import BuiltBinary, candidate_step, give_baseline, placeholders
 from orchard.lab.config import Config
 from orchard.lab.executors.base import kill_tree
 from orchard.lab.executors.subprocess import SubprocessExecutor
@@ -124,8 +124,8 @@ def _prepare(ws: Workspace, spec: RemoteExperiment) -> None:
     checkout = ws.baseline_dir(spec.target_base)
     shutil.rmtree(checkout, ignore_errors=True)
     ws.target_vcs.clone(str(ws.reference_target), checkout, commit=spec.target_base)
-    run_step("build", ws.config.target.build, checkout, placeholders(ws, checkout, None), checkout.parent / "logs",
-             pass_env=ws.config.lab.pass_env)
+    candidate_step(ws, "build", ws.config.target.build, checkout, placeholders(ws, checkout, None),
+                   checkout.parent / "logs")
 
 
 def _pid_file(ws: Workspace, slot: str) -> Path:

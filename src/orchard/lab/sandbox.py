@@ -212,3 +212,13 @@ def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, 
     sealed = [pack for directory in own for pack in _shared(directory)]
     return Confinement(SandboxMode.BWRAP, cwd, network, inherit, setenv, tuple(hidden), tuple(readable),
                        tuple(writable), tuple(sealed))
+
+
+def step_confinement(mode: str, *, workspace: Path, checkout: Path, inherit: Iterable[str]) -> Confinement:
+    """A judge step that runs candidate code (its build, its tests): like a worker, it sees nothing of the
+    workspace and writes only the checkout it builds and a scratch HOME and TMPDIR beside it; the network
+    stays (a build may fetch its dependencies)."""
+    scratch = checkout.parent / "step-scratch"
+    shutil.rmtree(scratch, ignore_errors=True)
+    return worker_confinement(mode, workspace=workspace, cwd=checkout, network=True, inherit=inherit,
+                              home=scratch / "home", tmp=scratch / "tmp", reads=(), writes=(), own=(checkout,))

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchard.lab.builds import Check, baseline_binary, placeholders, run_step
+from orchard.lab.builds import Check, baseline_binary, candidate_step, placeholders
 from orchard.lab.candidate import a_few
 from orchard.lab.hypothesis import is_test_file
 from orchard.lab.workspace import Workspace
@@ -50,9 +50,10 @@ def removed_assertions(patch: str) -> list[str]:
     return [f"{file}: {text[:80]}" for file, text in removed if text not in added]
 
 
-def count_tests(command: str, checkout: Path, values: Mapping[str, str], logs: Path, name: str) -> int | None:
+def count_tests(ws: Workspace, command: str, checkout: Path, values: Mapping[str, str], logs: Path,
+                name: str) -> int | None:
     """The number `[target] test_count` prints: the first whole number on the last line of its output."""
-    step = run_step(name, command, checkout, values, logs)
+    step = candidate_step(ws, name, command, checkout, values, logs)
     if not step.passed or step.log is None:
         return None
     lines = [line for line in Path(step.log).read_text(encoding="utf-8", errors="replace").splitlines()[1:]
@@ -78,12 +79,12 @@ def count_check(ws: Workspace, state: LabState, base: str, checkout: Path, value
     if recorded is None:
         baseline_binary(ws, state, base)  # its checkout is where the base's tests are counted
         base_dir = ws.baseline_dir(base)
-        counted = count_tests(command, base_dir, placeholders(ws, base_dir, None), logs, "test-count-base")
+        counted = count_tests(ws, command, base_dir, placeholders(ws, base_dir, None), logs, "test-count-base")
         if counted is not None:
             state.set_meta(key, str(counted))
     else:
         counted = int(recorded)
-    candidate = count_tests(command, checkout, values, logs, "test-count")
+    candidate = count_tests(ws, command, checkout, values, logs, "test-count")
     if counted is None or candidate is None:
         where = "the base" if counted is None else "the candidate"
         return Check(COUNT_NAME, False, f"[target] test_count printed no number for {where} (see its log)")
