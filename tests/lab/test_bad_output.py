@@ -253,3 +253,19 @@ def test_a_worker_that_breaks_its_worker_directory_re_queues_the_next_launch(
     again = _orchard("run", root)
     assert again.returncode == 0, again.stdout + again.stderr
     assert _outcomes(root)["good"][:2] == ("done", "LAND")
+
+
+def test_a_worker_that_prints_a_huge_log_costs_orchard_no_memory_for_it(tmp_path: Path, target_repo: Path) -> None:
+    """Collection reads the end of a worker's log (where the exit line and an agent's result are), not all of it:
+    a worker that prints 300 MB leaves orchard's peak memory where it was."""
+    root = _lab(tmp_path, target_repo, {"loud": "head -c 300000000 /dev/zero | tr '\\\\0' x; echo; "
+                                                 "printf 'b\\\\n' > {target_dir}/src/beta.txt"})
+    peak = subprocess.run(
+        [sys.executable, "-c", "import resource, subprocess, sys; "
+         "done = subprocess.run([sys.executable, '-m', 'orchard', 'run', sys.argv[1]], capture_output=True); "
+         "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)", str(root)],
+        capture_output=True, text=True, timeout=900, check=True).stdout.split()
+    assert peak[0] == "0"
+    assert (root / "logs" / "loud.log").stat().st_size > 300_000_000
+    assert int(peak[1]) < 300 * 1024, f"peak RSS {int(peak[1]) // 1024} MB"  # KiB: the log alone was 300 MB
+    assert _outcomes(root)["loud"][:2] == ("done", "KILL")

@@ -49,6 +49,7 @@ from orchard.lab import report as report_module
 from orchard.lab import special_files
 from orchard.lab.bench_view import worker_bench_source
 from orchard.lab.executors import JobResult
+from orchard.lab.executors.base import log_tail
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import outside_scope
 from orchard.lab.launchers import AgentUsage, Launcher
@@ -213,7 +214,7 @@ def collect_candidate(
     violations = outside_scope(changed, scope)
     reading = report_module.read_report(worker.report_path, experiment.name)
     log = result.log_path
-    log_text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    log_text = log_tail(log)
 
     binaries = binary_files(target.patch)
     patch_bytes = len(target.patch.encode("utf-8", errors="surrogateescape"))

@@ -44,6 +44,7 @@ DONE_MARKER = "WORKER_DONE_"
 # to write its exit line before it is killed too.
 WRAPPER_GRACE_S = 5.0
 POLL_INTERVAL_S = 0.2
+LOG_TAIL_BYTES = 4 << 20  # of a worker's log, what collection reads (usage, the agent's own error)
 
 
 @dataclass(frozen=True)
@@ -142,14 +143,20 @@ def kill_tree(root_pid: int, *, include_root: bool) -> list[int]:
     return killed
 
 
-def exit_line(log_path: Path) -> int | None:
-    """The exit code the wrapper wrote as its log's last line (read from the end: a log can be huge)."""
+def log_tail(log_path: Path, limit: int = LOG_TAIL_BYTES) -> str:
+    """The last `limit` bytes of a worker's log as text ("" if unreadable): a log can be huge, and what
+    orchard reads from it (the exit line, the agent's final result and usage) is at its end."""
     try:
         with log_path.open("rb") as log:
-            log.seek(max(0, log.seek(0, 2) - 4096))
-            lines = log.read().decode("utf-8", errors="replace").strip().splitlines()
+            log.seek(max(0, log.seek(0, 2) - limit))
+            return log.read().decode("utf-8", errors="replace")
     except OSError:
-        return None
+        return ""
+
+
+def exit_line(log_path: Path) -> int | None:
+    """The exit code the wrapper wrote as its log's last line."""
+    lines = log_tail(log_path, 4096).strip().splitlines()
     for line in reversed(lines[-5:]):
         code = line[len(DONE_MARKER):]
         if line.startswith(DONE_MARKER) and code.isdigit():
