@@ -28,8 +28,9 @@ if TYPE_CHECKING:
     from rich.progress import TaskID
 
     from orchard.bench.lanes.session import LaneResult
+    from orchard.lab.db_records import HypothesisRecord
     from orchard.lab.hypothesis import Hypothesis
-    from orchard.lab.state import HypothesisRecord, LabState
+    from orchard.lab.state import LabState
     from orchard.lab.workspace import Workspace
 
 

@@ -14,7 +14,8 @@ import pytest
 from orchard.lab import pages, records
 from orchard.lab import view as lab_view
 from orchard.lab.charts import ChartCache
-from orchard.lab.state import JournalEvent, LabState
+from orchard.lab.db_records import JournalEvent
+from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 from tests.lab.loop_support import metric, verdict_of
 from tests.lab.test_state_records import MERGE, fill

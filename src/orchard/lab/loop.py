@@ -46,6 +46,7 @@ from orchard.lab import backlog, pins, planner, publication, records, stop, work
 from orchard.lab import land as landing
 from orchard.lab.builds import baseline_binary, give_baseline, placeholders, run_step
 from orchard.lab.candidate import Candidate, Flag, collect_candidate, from_remote
+from orchard.lab.db_records import ExperimentRecord
 from orchard.lab.executors import Executor, JobResult, SubprocessExecutor, make_executor
 from orchard.lab.executors.dask import DaskExecutor
 from orchard.lab.experiment import Experiment, ExperimentStatus
@@ -58,7 +59,7 @@ from orchard.lab.prompts import render_prompt
 from orchard.lab.remote import RemoteExperiment, RemoteOutcome, lab_id
 from orchard.lab.sandbox import UNSANDBOXED_NOTE, SandboxMode
 from orchard.lab.start import recorded_start, start
-from orchard.lab.state import ExperimentRecord, LabState
+from orchard.lab.state import LabState
 from orchard.lab.verdicts import MeasureProgress, measure, opportunities
 from orchard.lab.workspace import WorkerCheckout, Workspace
 

@@ -27,10 +27,11 @@ from filelock import FileLock, Timeout
 
 from orchard.bench.lock import default_lock_path, lock_disabled, read_holder
 from orchard.lab import backlog, records
+from orchard.lab.db_records import JournalEvent
 from orchard.lab.experiment import ExperimentStatus
 from orchard.lab.judgment import Decision, JudgmentEntry
 from orchard.lab.start import LAB_START, LabStart
-from orchard.lab.state import JournalEvent, LabState
+from orchard.lab.state import LabState
 from orchard.lab.verdict_table import MetricEffect, VerdictView
 from orchard.lab.workspace import Workspace
 
