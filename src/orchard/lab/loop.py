@@ -54,7 +54,8 @@ from orchard.lab.hypothesis import HypothesisStatus, Lane
 from orchard.lab.isolation import Stage, end_experiment, lab_wide
 from orchard.lab.judge import judge
 from orchard.lab.judgment import Decision, Judgment, JudgmentEntry
-from orchard.lab.launchers import Launcher, launcher_for, preflight
+from orchard.lab.launcher import Launcher
+from orchard.lab.launchers import launcher_for, preflight
 from orchard.lab.prompts import render_prompt
 from orchard.lab.remote import RemoteExperiment, RemoteOutcome, lab_id
 from orchard.lab.sandbox import UNSANDBOXED_NOTE, SandboxMode

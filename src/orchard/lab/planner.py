@@ -22,7 +22,8 @@ from orchard.lab import backlog, records, sandbox
 from orchard.lab.executors import Executor, Job, JobResult, make_executor
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.launchers import Launcher, make_launcher
+from orchard.lab.launcher import Launcher
+from orchard.lab.launchers import make_launcher
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 
