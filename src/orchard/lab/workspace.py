@@ -30,6 +30,7 @@ from pathlib import Path
 
 from orchard.errors import UsageError
 from orchard.lab import config as config_module
+from orchard.lab import config_file
 from orchard.lab.bench_view import withhold_inputs
 from orchard.lab.config import Config
 from orchard.lab.vcs import Identity, Vcs, VcsError, get_vcs
@@ -261,7 +262,7 @@ class Workspace:
                 shutil.copyfile(suite_source, self.bench_dir / suite_source.name)
             (self.bench_dir / ".gitignore").write_text("".join(f"{p}\n" for p in BUILTIN_BENCH_IGNORES))
             self.bench_vcs.init(self.bench_dir, "orchard: the lab's built-in bench")
-        config_module.write(self.config, self.config_path)
+        config_file.write(self.config, self.config_path)
         self.config = config_module.load(self.config_path)
 
     @classmethod
