@@ -13,7 +13,7 @@ import pytest
 
 from orchard.lab import pages, records
 from orchard.lab import view as lab_view
-from orchard.lab.charts import ChartCache
+from orchard.lab.chart_cache import ChartCache
 from orchard.lab.db_records import JournalEvent
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
