@@ -32,10 +32,10 @@ def collect(lab: Lab) -> None:
     if isinstance(lab.executor, DaskExecutor):
         for placement in lab.executor.placements():
             lab.state.log("experiment-host", {"host": placement.host, "address": placement.address,
-                                               "requeued_from": placement.lost_on}, placement.experiment)
+                                              "requeued_from": placement.lost_on}, placement.experiment)
             if placement.lost_on:
                 lab.say(f"{placement.experiment}: its dask worker {placement.lost_on} was lost; "
-                         f"re-queued on {placement.host} ({placement.address})")
+                        f"re-queued on {placement.host} ({placement.address})")
         for outcome in lab.executor.poll():
             _collect_remote(lab, outcome)
         return
@@ -59,7 +59,7 @@ def _collect_remote(lab: Lab, outcome: RemoteOutcome) -> None:
     if candidate is not None:
         ended = f"exit {outcome.exit_code}" if outcome.error is None else outcome.error
         lab.say(f"{record.name}: worker ended on {candidate.host} ({ended}); "
-                 f"flags: {', '.join(candidate.flags) or 'none'}")
+                f"flags: {', '.join(candidate.flags) or 'none'}")
 
 
 def _collected(lab: Lab, record: ExperimentRecord, read: Callable[[], Candidate]) -> Candidate | None:
@@ -72,7 +72,7 @@ def _collected(lab: Lab, record: ExperimentRecord, read: Callable[[], Candidate]
             _launcher_failed(lab, record, candidate)
             return None
         lab.state.update_experiment(record.name, status=Status.COLLECTED, candidate=candidate,
-                                     finished_at=time.time())
+                                    finished_at=time.time())
         return candidate
     except Exception as error:
         lab.failed(record, Stage.COLLECT, error)
@@ -84,11 +84,11 @@ def _launcher_failed(lab: Lab, record: ExperimentRecord, candidate: Candidate) -
     reason = f"launcher {candidate.launcher} failed: {candidate.launcher_failure}"
     with lab.state.transaction():
         lab.state.update_experiment(record.name, status=Status.DONE, candidate=candidate,
-                                     finished_at=time.time(), reasons=[reason])
+                                    finished_at=time.time(), reasons=[reason])
         lab.state.update_hypothesis(record.hypothesis, status=HypothesisStatus.OPEN)
         lab.state.log("launcher-failure", {"hypothesis": record.hypothesis, "launcher": candidate.launcher,
-                                            "exit_code": candidate.exit_code, "reason": reason,
-                                            "log": candidate.log_path}, record.name)
+                                           "exit_code": candidate.exit_code, "reason": reason,
+                                           "log": candidate.log_path}, record.name)
         lab.state.set_counter(stop.LAUNCHER_FAILURES, lab.state.counter(stop.LAUNCHER_FAILURES) + 1)
     lab.down.add(lab.state.hypothesis(record.hypothesis).hypothesis.launcher)
     lab.say(f"{record.name}: {reason}; {record.hypothesis} goes back to the backlog")

@@ -41,7 +41,7 @@ def _chain(previous: MetricEffect | None, step: MetricEffect) -> MetricEffect:
 
 
 def main_steps(events: Sequence[JournalEvent], baseline: Mapping[str, float],
-                floors: Mapping[str, float]) -> list[MainStep]:
+               floors: Mapping[str, float]) -> list[MainStep]:
     """main's value against the lab's start after every merge, revert and sweep, oldest first."""
     starts = [e for e in events if e.kind == LAB_START]
     if not starts:

@@ -38,7 +38,7 @@ def stopping(lab: Lab) -> Iterator[None]:
     except BaseException as error:
         for record in lab.state.experiments(Status.RUNNING):
             lab.state.log(STOPPED_BY_LAB, {"why": f"orchard run stopped ({type(error).__name__})",
-                                            "worker": record.worker}, record.name)
+                                           "worker": record.worker}, record.name)
         raise
 
 

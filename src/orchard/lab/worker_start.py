@@ -51,10 +51,10 @@ def start_worker(lab: Lab, record: ExperimentRecord) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
     lab.state.update_experiment(record.name, status=Status.RUNNING)
     lab.state.log("experiment-start", {"hypothesis": record.hypothesis, "worker": record.worker,
-                                        "lane": record.lane, "base": record.target_base,
-                                        "launcher": launcher.label, "title": experiment.hypothesis.title,
-                                        "prompt": str(prompt),
-                                        "log": str(ws.log_path(record.name))}, record.name)
+                                       "lane": record.lane, "base": record.target_base,
+                                       "launcher": launcher.label, "title": experiment.hypothesis.title,
+                                       "prompt": str(prompt),
+                                       "log": str(ws.log_path(record.name))}, record.name)
     lab.say(f"{record.name}: started on worker {record.worker} ({record.lane} lane, launcher {launcher.label})")
 
 
@@ -73,10 +73,10 @@ def _launch_remote(lab: Lab, executor: DaskExecutor, record: ExperimentRecord) -
                                     lab.ws.config, text(hypothesis.patch), text(hypothesis.bench_patch)))
     lab.state.update_experiment(record.name, status=Status.RUNNING)
     lab.state.log("experiment-start", {"hypothesis": record.hypothesis, "worker": record.worker,
-                                        "lane": record.lane, "base": record.target_base,
-                                        "launcher": lab.launcher(record).label,
-                                        "title": hypothesis.title, "executor": "dask",
-                                        "scheduler": lab.ws.config.workers.scheduler,
-                                        "log": str(lab.ws.log_path(record.name))}, record.name)
+                                       "lane": record.lane, "base": record.target_base,
+                                       "launcher": lab.launcher(record).label,
+                                       "title": hypothesis.title, "executor": "dask",
+                                       "scheduler": lab.ws.config.workers.scheduler,
+                                       "log": str(lab.ws.log_path(record.name))}, record.name)
     lab.say(f"{record.name}: submitted to the dask cluster for worker {record.worker} ({record.lane} lane)")
 
