@@ -38,7 +38,7 @@ from orchard.lab.config import WorkersConfig
 from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.loop import Lab
 from orchard.lab.state import LabState
-from orchard.lab.workspace import init_workspace
+from orchard.lab.workspace_init import init_workspace
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "bench",
            "GIT_COMMITTER_EMAIL": "b@b"}

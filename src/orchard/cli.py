@@ -28,8 +28,9 @@ if TYPE_CHECKING:
     from rich.progress import TaskID
 
     from orchard.bench.lanes.session import LaneResult
+    from orchard.lab.db_records import HypothesisRecord
     from orchard.lab.hypothesis import Hypothesis
-    from orchard.lab.state import HypothesisRecord, LabState
+    from orchard.lab.state import LabState
     from orchard.lab.workspace import Workspace
 
 
@@ -356,7 +357,7 @@ def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, as_js
 )
 def init(directory: Path, target: str, bench: str | None, config_file: Path | None) -> None:
     """Create a lab workspace in DIRECTORY: layout, orchard.toml, reference clones."""
-    from orchard.lab.workspace import init_workspace
+    from orchard.lab.workspace_init import init_workspace
 
     workspace = init_workspace(directory, target, bench, config_file)
     click.echo(f"workspace  {workspace.root}")

@@ -12,7 +12,8 @@ import libtmux
 import pytest
 
 from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace, init_workspace
+from orchard.lab.workspace import Workspace
+from orchard.lab.workspace_init import init_workspace
 from tests.lab.lab_helpers import AGENT_CLIS, BENCH_FILES, STANDIN, TARGET_FILES, make_repo
 
 

@@ -15,7 +15,7 @@ import libtmux
 import psutil
 
 if TYPE_CHECKING:
-    from orchard.lab.state import JournalEvent
+    from orchard.lab.db_records import JournalEvent
 
 STANDIN = Path(__file__).with_name("standin.py")
 AGENT_CLIS = {"claude": "claude", "codex": "codex", "cursor": "agent", "aider": "aider"}

@@ -12,9 +12,9 @@ from typing import Any
 
 from orchard.bench.verdict import GateResult, MetricResult, Verdict, overall
 from orchard.lab import backlog
+from orchard.lab.agent_usage import AgentUsage
 from orchard.lab.candidate import Candidate
 from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.launchers import AgentUsage
 from orchard.lab.report import SCHEMA, ReportReading, write_report
 from orchard.lab.state import LabState
 

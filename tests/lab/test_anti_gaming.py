@@ -27,7 +27,8 @@ from orchard.lab.judgment import Decision, Judgment, Rule
 from orchard.lab.launchers import launcher_for
 from orchard.lab.prompts import prompt_text
 from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace, init_workspace
+from orchard.lab.workspace import Workspace
+from orchard.lab.workspace_init import init_workspace
 from tests.lab.lab_helpers import git, make_repo
 from tests.lab.loop_support import FINISHED, bare_candidate, metric, verdict_of
 

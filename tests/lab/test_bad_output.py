@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace, init_workspace
+from orchard.lab.workspace import Workspace
+from orchard.lab.workspace_init import init_workspace
 from tests.lab.lab_helpers import REPORTS, wait_for
 from tests.lab.test_launcher_failures import SUITE
 

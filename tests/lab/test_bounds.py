@@ -149,8 +149,9 @@ def test_titles_and_worker_output_never_become_markdown_headings(tmp_path: Path,
 
 def test_an_agent_reporting_text_or_nan_as_its_cost_records_it_as_not_reported() -> None:
     """The cost and tokens an agent prints land in lab.db and every budget check sums them."""
+    from orchard.lab.agent_usage import AgentUsage
     from orchard.lab.config import Config
-    from orchard.lab.launchers import AgentUsage, launcher_for
+    from orchard.lab.launchers import launcher_for
 
     claude = launcher_for(Config())
     usage = claude.usage('{"type": "result", "total_cost_usd": "lots", "num_turns": NaN, '

@@ -13,8 +13,10 @@ import pytest
 
 from orchard.lab import pages, records
 from orchard.lab import view as lab_view
-from orchard.lab.charts import ChartCache
-from orchard.lab.state import JournalEvent, LabState
+from orchard.lab.chart_cache import ChartCache
+from orchard.lab.db_records import JournalEvent
+from orchard.lab.main_steps import main_steps
+from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 from tests.lab.loop_support import metric, verdict_of
 from tests.lab.test_state_records import MERGE, fill
@@ -139,7 +141,7 @@ def test_main_over_time_steps_per_landed_change_against_the_start(lab: Workspace
 
 def test_a_chain_of_main_checks_multiplies_effects_and_bounds() -> None:
     won = verdict_of([metric("s/wall_ms", "improved", -0.5, interval=(-0.6, -0.4))]).to_dict()
-    view_steps = lab_view._main_steps(
+    view_steps = main_steps(
         [JournalEvent(1, 1.0, "lab-start", None, {"base": "a" * 40}),
          JournalEvent(2, 2.0, "merge", "x", {"commit": "b" * 40}),
          JournalEvent(3, 3.0, "main-check", "x", {"verdict": won}),

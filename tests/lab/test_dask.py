@@ -17,6 +17,7 @@ import pytest
 
 from orchard.demo.lab import make_demo
 from orchard.lab import config as config_module
+from orchard.lab import config_file
 from orchard.lab.candidate import Flag, from_remote
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
@@ -73,7 +74,7 @@ def assert_same_decisions(local: dict[str, tuple[str | None, str | None, tuple[s
 
 def use_cluster(ws: Workspace, **workers: object) -> None:
     """Point a demo workspace's orchard.toml at a cluster (and any other [workers] keys)."""
-    config_module.write(ws.config.replace("workers", executor="dask", **workers), ws.config_path)
+    config_file.write(ws.config.replace("workers", executor="dask", **workers), ws.config_path)
 
 
 def assert_no_scratch(root: Path) -> None:
@@ -122,7 +123,7 @@ def test_a_dask_worker_killed_mid_experiment_requeues_it_and_nothing_is_lost_or_
     slow_python.write_text(f"#!/bin/sh\nsleep 20\nexec {sys.executable} \"$@\"\n")
     slow_python.chmod(0o755)
     use_cluster(ws, dask_workers=2)
-    config_module.write(config_module.load(ws.config_path).replace("launcher", executable=str(slow_python)),
+    config_file.write(config_module.load(ws.config_path).replace("launcher", executable=str(slow_python)),
                         ws.config_path)
     proc = orchard("run", str(ws.root), mark=mark)
     try:

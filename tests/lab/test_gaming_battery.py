@@ -19,7 +19,7 @@ import pytest
 
 from orchard.lab.judgment import Decision, Rule
 from orchard.lab.state import LabState
-from orchard.lab.workspace import init_workspace
+from orchard.lab.workspace_init import init_workspace
 from tests.lab.lab_helpers import assert_nothing_left, make_repo
 from tests.lab.test_anti_gaming import SECRET, SUITE, TEST, TOOL, VISIBLE
 

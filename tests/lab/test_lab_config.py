@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from orchard.errors import UsageError
-from orchard.lab import config
+from orchard.lab import config, config_file
 from orchard.lab.config import Config, ConfigError, TargetConfig
 
 
 def test_rendered_default_loads_back_to_the_same_configuration(tmp_path: Path) -> None:
     original = Config(target=TargetConfig(repo="/some/repo", build="make {binary}"))
     path = tmp_path / "orchard.toml"
-    config.write(original, path)
+    config_file.write(original, path)
     text = path.read_text()
     assert "# the target repository" in text and "[launcher]" in text  # commented for a reader
     loaded = config.load(path)
@@ -95,7 +95,7 @@ def test_literal_braces_in_commands_are_written_doubled() -> None:
 
 def test_the_written_file_is_plain_toml_with_every_section(tmp_path: Path) -> None:
     path = tmp_path / "orchard.toml"
-    config.write(Config(target=TargetConfig(repo="r")), path)
+    config_file.write(Config(target=TargetConfig(repo="r")), path)
     assert set(tomllib.loads(path.read_text())) == set(config.SECTIONS)
 
 

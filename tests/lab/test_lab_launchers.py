@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from orchard.errors import UsageError
-from orchard.lab import launchers
+from orchard.lab import agent_launchers
+from orchard.lab.agent_usage import AgentUsage
 from orchard.lab.config import LauncherConfig
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
@@ -19,10 +20,10 @@ from orchard.lab.workspace import Workspace
 
 HELP = Path(__file__).parent.parent / "data" / "cli-help"
 HELP_FILES = {
-    "claude": [f"claude-{launchers.CLAUDE_VERSION}.txt"],
-    "codex": [f"codex-exec-{launchers.CODEX_VERSION}.txt"],
+    "claude": [f"claude-{agent_launchers.CLAUDE_VERSION}.txt"],
+    "codex": [f"codex-exec-{agent_launchers.CODEX_VERSION}.txt"],
     "cursor": ["cursor-agent-docs.txt"],
-    "aider": [f"aider-{launchers.AIDER_VERSION}.txt"],
+    "aider": [f"aider-{agent_launchers.AIDER_VERSION}.txt"],
 }
 # Values the rendered lines pass that the help texts list among a flag's choices.
 CHOICES = {
@@ -117,21 +118,21 @@ def test_patch_and_command_launchers(experiment: tuple[Workspace, Experiment], t
 
 
 def test_usage_is_read_from_what_the_real_clis_printed() -> None:
-    claude = launchers.ClaudeLauncher()
+    claude = agent_launchers.ClaudeLauncher()
     usage = claude.usage("[claude-code:unrecognized_model] {}\n" + (HELP / "claude-2.1.332-result.json").read_text())
     assert (usage.cost_usd, usage.input_tokens, usage.output_tokens, usage.turns) == (0, 0, 0, 1)
     assert usage.source and "claude" in usage.source
     # Codex gave up on the network before any turn completed: no usage, not zeros.
-    codex = launchers.CodexLauncher().usage((HELP / "codex-0.171.0-events.jsonl").read_text())
-    assert codex == launchers.AgentUsage()
-    assert launchers.ClaudeLauncher().usage("no json at all") == launchers.AgentUsage()
+    codex = agent_launchers.CodexLauncher().usage((HELP / "codex-0.171.0-events.jsonl").read_text())
+    assert codex == AgentUsage()
+    assert agent_launchers.ClaudeLauncher().usage("no json at all") == AgentUsage()
 
 
 def test_aider_usage_lines_with_cache_counts() -> None:
     log = ("Tokens: 12k sent, 2.5k cache write, 9.1k cache hit, 1.1k received. "
            "Cost: $0.05 message, $0.05 session.\n"
            "Tokens: 800 sent, 120 received. Cost: $0.01 message, $0.06 session.\n")
-    usage = launchers.AiderLauncher().usage(log)
+    usage = agent_launchers.AiderLauncher().usage(log)
     assert (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
             usage.cost_usd, usage.turns) == (12800, 1220, 9100, 2500, 0.06, 2)
 

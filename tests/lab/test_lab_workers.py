@@ -19,7 +19,8 @@ from orchard.lab.candidate import Candidate, collect_candidate
 from orchard.lab.executors import Executor, JobResult, make_executor
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.launchers import Launcher, make_launcher
+from orchard.lab.launcher import Launcher
+from orchard.lab.launchers import make_launcher
 from orchard.lab.prompts import render_prompt
 from orchard.lab.workspace import Workspace
 from tests.lab.lab_helpers import assert_nothing_left, git, processes_marked

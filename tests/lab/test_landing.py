@@ -26,7 +26,8 @@ from orchard.lab.judgment import Decision
 from orchard.lab.loop import Lab
 from orchard.lab.start import start
 from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace, init_workspace
+from orchard.lab.workspace import Workspace
+from orchard.lab.workspace_init import init_workspace
 from tests.lab.lab_helpers import git
 from tests.lab.loop_support import OLD, STDOUT_SUITE, WIN, bare_candidate
 

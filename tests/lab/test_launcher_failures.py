@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from orchard.lab.state import LabState
-from orchard.lab.workspace import init_workspace
+from orchard.lab.workspace_init import init_workspace
 from tests.lab.lab_helpers import git
 from tests.lab.loop_support import snapshot
 

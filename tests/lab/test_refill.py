@@ -13,7 +13,7 @@ import pytest
 from orchard.lab.loop import Lab
 from orchard.lab.remote import lab_id, scratch_dir
 from orchard.lab.state import LabState
-from orchard.lab.workspace import init_workspace
+from orchard.lab.workspace_init import init_workspace
 from tests.lab.lab_helpers import BENCH_FILES, TARGET_FILES, make_repo, processes_marked
 from tests.lab.test_planner import STANDIN, hypothesis_toml
 

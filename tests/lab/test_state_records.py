@@ -17,11 +17,12 @@ from orchard.cli import cli
 from orchard.demo.lab import make_demo
 from orchard.errors import UsageError
 from orchard.lab import records
+from orchard.lab.agent_usage import AgentUsage
 from orchard.lab.experiment import ExperimentStatus
 from orchard.lab.hypothesis import HypothesisStatus, Lane
 from orchard.lab.judgment import Decision, Judgment, JudgmentEntry, Rule
-from orchard.lab.launchers import AgentUsage
-from orchard.lab.state import SCHEMA_VERSION, LabState
+from orchard.lab.schema import SCHEMA_VERSION
+from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 from tests.lab.loop_support import add_hypotheses, bare_candidate, metric, verdict_of
 

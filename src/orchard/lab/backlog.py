@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from orchard.errors import UsageError
+from orchard.lab.db_records import HypothesisRecord
 from orchard.lab.hypothesis import MIN_CONFIDENCE, TEXT_LIMITS, Hypothesis, HypothesisStatus, Lane, slug
 from orchard.lab.markdown import inline
-from orchard.lab.state import HypothesisRecord, LabState
+from orchard.lab.state import LabState
 from orchard.tomlfile import read_toml
 
 KILL_CONFIDENCE_FACTOR = 0.8  # a sibling of a killed hypothesis keeps 80% of its confidence

@@ -47,12 +47,13 @@ from typing import Any
 
 from orchard.lab import report as report_module
 from orchard.lab import special_files
+from orchard.lab.agent_usage import AgentUsage
 from orchard.lab.bench_view import worker_bench_source
 from orchard.lab.executors import JobResult
 from orchard.lab.executors.base import log_tail
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import outside_scope
-from orchard.lab.launchers import AgentUsage, Launcher
+from orchard.lab.launcher import Launcher
 from orchard.lab.remote import RemoteOutcome
 from orchard.lab.report import ReportReading
 from orchard.lab.vcs import Changes, Vcs

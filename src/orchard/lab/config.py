@@ -12,36 +12,15 @@ values) are the schema, the validator and the commented default file at once.
 from __future__ import annotations
 
 import dataclasses
-import math
-import re
-import string
-import textwrap
-import typing
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-
 from orchard.errors import UsageError
-from orchard.tomlfile import parse_toml, read_toml
+from orchard.lab.config_values import check_section
+from orchard.tomlfile import read_toml
 
 CONFIG_NAME = "orchard.toml"
-
-# Placeholders a command in orchard.toml may use; each is replaced, shell
-# quoted, by an absolute path (or name) computed when the worker starts.
-PLACEHOLDERS = {
-    "target_dir": "the worker's target checkout",
-    "bench_dir": "the worker's bench checkout",
-    "binary": "the binary built in the worker's target checkout",
-    "baseline": "the baseline binary the judge builds from the worker's base commit",
-    "suite": "the suite file inside the worker's bench checkout",
-    "report": "the worker's report file",
-    "prompt_file": "the worker's prompt file",
-    "experiment": "the experiment's name",
-    "workspace": "the workspace directory",
-}
 
 VCS_KINDS = ("git", "oak")
 # What common builds write into a checkout: never part of a worker's change.
@@ -51,7 +30,6 @@ LAUNCHERS = ("claude", "codex", "cursor", "aider", "patch", "command")
 EXECUTORS = ("auto", "tmux", "subprocess", "dask")
 SERVE_MODES = ("git-daemon", "path")
 SANDBOXES = ("bwrap", "none")
-VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\*?$")
 # Launchers that need no model service: their workers get no network unless `network = true`.
 OFFLINE_LAUNCHERS = ("patch", "command")
 # Upper bounds: a value past them is a typo (or an attack on memory), never a plan.
@@ -263,86 +241,6 @@ class ConfigError(UsageError):
         super().__init__(f"{source}: {len(problems)} {noun}:\n{lines}")
 
 
-def _type_name(kind: Any) -> str:
-    return {str: "a string", int: "an integer", float: "a number", bool: "true or false"}.get(
-        kind, "a list of strings"
-    )
-
-
-def _check_command(name: str, value: str) -> str | None:
-    try:
-        fields = [part[1] for part in string.Formatter().parse(value) if part[1] is not None]
-    except ValueError as error:
-        return f"{name}: {error} in {value!r} (write {{{{ and }}}} for literal braces)"
-    unknown = sorted({f for f in fields if f not in PLACEHOLDERS})
-    if unknown:
-        known = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
-        return f"{name}: unknown placeholder {', '.join('{' + u + '}' for u in unknown)}; known: {known}"
-    return None
-
-
-def _range(meta: Mapping[str, Any]) -> str:
-    """The allowed range as a message shows it: ` (1 to 64)`, ` (at least 0)`."""
-    low, high = meta["minimum"], meta["maximum"]
-    if low is not None and high is not None:
-        return f" ({low:g} to {high:g})"
-    return f" (at least {low:g})" if low is not None else ""
-
-
-def _check_value(name: str, spec: dataclasses.Field[Any], kind: Any, value: Any) -> str | None:
-    meta = spec.metadata
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
-    if typing.get_origin(kind) is list:
-        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-            return f"{name}: expected a list of strings, got {value!r}"
-    elif not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
-        return f"{name}: expected {_type_name(kind)}, got {value!r}"
-    if meta["choices"] and value not in meta["choices"]:
-        return f"{name}: {value!r} is not one of {', '.join(meta['choices'])}"
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"{name}: {value!r} is not a finite number{_range(meta)}"
-    low, high = meta["minimum"], meta["maximum"]
-    if low is not None and value < low:
-        return f"{name}: {value!r} is below the minimum {low:g}{_range(meta)}"
-    if high is not None and value > high:
-        return f"{name}: {value!r} is above the maximum {high:g}{_range(meta)}"
-    if meta["command"]:
-        return _check_command(name, value)
-    if meta["variables"]:
-        bad = [item for item in value if not VARIABLE.match(item)]
-        if bad:
-            return f"{name}: {', '.join(map(repr, bad))} is not a variable name (letters, digits, _; may end in *)"
-    return None
-
-
-def _section(section_name: str, cls: type, raw: Any, problems: list[str]) -> dict[str, Any]:
-    """The checked values of one table; each problem is added to `problems`."""
-    if not isinstance(raw, dict):
-        problems.append(f"{section_name}: expected a [{section_name}] table, got {raw!r}")
-        raw = {}
-    hints = typing.get_type_hints(cls)
-    specs = {spec.name: spec for spec in dataclasses.fields(cls)}
-    for key in raw:
-        if key not in specs:
-            problems.append(f"{section_name}.{key}: unknown key; known: {', '.join(specs)}")
-    values: dict[str, Any] = {}
-    for key, spec in specs.items():
-        name = f"{section_name}.{key}"
-        if key not in raw:
-            if spec.metadata["required"]:
-                problems.append(f"{name}: missing ({spec.metadata['help']})")
-            continue
-        problem = _check_value(name, spec, hints[key], raw[key])
-        if problem is None and spec.metadata["required"] and raw[key] == "":
-            problem = f"{name}: must not be empty ({spec.metadata['help']})"
-        if problem:
-            problems.append(problem)
-        else:
-            values[key] = float(raw[key]) if hints[key] is float else raw[key]
-    return values
-
-
 def _launcher_defaults(values: dict[str, Any]) -> dict[str, Any]:
     """A launcher table's defaults that depend on its name: patch and command workers are offline."""
     values.setdefault("network", values.get("name", LauncherConfig.name) not in OFFLINE_LAUNCHERS)
@@ -357,7 +255,7 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
         if section_name not in SECTIONS and section_name != LAUNCHERS_SECTION:
             problems.append(f"[{section_name}]: unknown section; known: {', '.join([*SECTIONS, LAUNCHERS_SECTION])}")
     for section_name, cls in SECTIONS.items():
-        sections[section_name] = _section(section_name, cls, data.get(section_name, {}), problems)
+        sections[section_name] = check_section(section_name, cls, data.get(section_name, {}), problems)
     sections["launcher"] = _launcher_defaults(sections["launcher"])
     launchers: dict[str, LauncherConfig] = {}
     tables = data.get(LAUNCHERS_SECTION, {})
@@ -369,7 +267,7 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
         if not isinstance(table, dict):
             problems.append(f"{where}: expected a [{where}] table, got {table!r}")
             continue
-        values = _launcher_defaults(_section(where, LauncherConfig, table, problems))
+        values = _launcher_defaults(check_section(where, LauncherConfig, table, problems))
         if values.get("name") == "command" and not values.get("template"):
             problems.append(f"{where}.template: the command launcher needs a template")
         launchers[launcher_name] = LauncherConfig(**values)
@@ -395,6 +293,14 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
     return Config(**built, launchers=launchers, path=path)
 
 
+def to_dict(config: Config) -> dict[str, dict[str, Any]]:
+    """The configuration as the tables of its TOML."""
+    data = {name: dataclasses.asdict(getattr(config, name)) for name in SECTIONS}
+    if config.launchers:
+        data[LAUNCHERS_SECTION] = {name: dataclasses.asdict(launcher) for name, launcher in config.launchers.items()}
+    return data
+
+
 def parse(path: Path) -> dict[str, Any]:
     """The TOML of a configuration file, not yet validated (the bench's one reader: file and line named)."""
     return read_toml(path, "configuration")
@@ -405,42 +311,3 @@ def load(path: Path) -> Config:
     return from_dict(parse(path), source=str(path), path=Path(path).resolve())
 
 
-def to_dict(config: Config) -> dict[str, dict[str, Any]]:
-    data = {name: dataclasses.asdict(getattr(config, name)) for name in SECTIONS}
-    if config.launchers:
-        data[LAUNCHERS_SECTION] = {name: dataclasses.asdict(launcher) for name, launcher in config.launchers.items()}
-    return data
-
-
-def render(config: Config) -> str:
-    """The configuration as a readable, commented orchard.toml."""
-    lines = [
-        "# orchard.toml: the lab's configuration. Edit it freely: every run reads",
-        "# and validates the whole file, and names each bad key or value.",
-        "# Commands run through the shell. They may use these placeholders, each",
-        "# replaced by a shell-quoted absolute path computed when a worker starts:",
-    ]
-    lines += [f"#   {{{name}}}: {meaning}" for name, meaning in PLACEHOLDERS.items()]
-    for name, cls in SECTIONS.items():
-        section = getattr(config, name)
-        lines += ["", f"# {cls.__doc__}", f"[{name}]"]
-        for spec in dataclasses.fields(cls):
-            meta = spec.metadata
-            note = meta["help"]
-            if meta["choices"]:
-                note += f" ({' | '.join(meta['choices'])})"
-            note += _range(meta) if meta["maximum"] is not None else ""
-            lines += [f"# {part}" for part in textwrap.wrap(note, 86)]
-            lines.append(tomli_w.dumps({spec.name: getattr(section, spec.name)}).rstrip("\n"))
-    lines += ["", "# More launchers: a hypothesis may name one (`launcher = \"NAME\"`); each",
-              "# [launchers.NAME] table takes the keys of [launcher]."]
-    for launcher_name, launcher in config.launchers.items():
-        lines += ["", tomli_w.dumps({LAUNCHERS_SECTION: {launcher_name: dataclasses.asdict(launcher)}}).rstrip("\n")]
-    return "\n".join(lines) + "\n"
-
-
-def write(config: Config, path: Path) -> None:
-    """Write the configuration; the text is re-validated so a written file always loads."""
-    text = render(config)
-    from_dict(parse_toml(text.encode(), path, "configuration"), source=str(path))
-    Path(path).write_text(text, encoding="utf-8")

@@ -68,7 +68,7 @@ class ExperimentPaths:
 def placeholder_values(*, workspace: Path, experiment: str, target_dir: Path, bench_dir: Path,
                        binary: Path | None = None, baseline: Path | None = None, suite: Path | None = None,
                        report: Path | None = None, prompt_file: Path | None = None) -> dict[str, str]:
-    """The one mapping of `config.PLACEHOLDERS` to values (a path not known here is empty)."""
+    """The one mapping of `config_values.PLACEHOLDERS` to values (a path not known here is empty)."""
     return {
         "target_dir": str(target_dir),
         "bench_dir": str(bench_dir),

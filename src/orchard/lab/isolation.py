@@ -26,10 +26,11 @@ import time
 from enum import StrEnum
 
 from orchard.lab import stop
+from orchard.lab.db_records import ExperimentRecord
 from orchard.lab.experiment import ExperimentStatus
 from orchard.lab.hypothesis import HypothesisStatus
 from orchard.lab.judgment import Decision
-from orchard.lab.state import ExperimentRecord, LabBusy, LabState
+from orchard.lab.state import LabBusy, LabState
 from orchard.lab.verdicts import LabIntegrityError
 
 REASON_CHARS = 300

@@ -58,7 +58,8 @@ from orchard.lab.verdicts import (
 from orchard.lab.workspace import Workspace
 
 if TYPE_CHECKING:
-    from orchard.lab.state import ExperimentRecord, LabState
+    from orchard.lab.db_records import ExperimentRecord
+    from orchard.lab.state import LabState
 
 Progress = Callable[[str], None]
 

@@ -29,57 +29,47 @@ wins finish landing, and nothing is judged or landed twice.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import shutil
-import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
-from orchard.errors import OrchardError
-from orchard.lab import backlog, pins, planner, publication, records, stop, workspace_lock
+from orchard.lab import (
+    backlog,
+    collection,
+    pins,
+    planner,
+    publication,
+    records,
+    refill,
+    resume,
+    stop,
+    sweep,
+    worker_start,
+    workspace_lock,
+)
 from orchard.lab import land as landing
-from orchard.lab.builds import baseline_binary, give_baseline, placeholders, run_step
-from orchard.lab.candidate import Candidate, Flag, collect_candidate, from_remote
-from orchard.lab.executors import Executor, JobResult, SubprocessExecutor, make_executor
+from orchard.lab.db_records import ExperimentRecord
+from orchard.lab.executors import Executor, SubprocessExecutor, make_executor
 from orchard.lab.executors.dask import DaskExecutor
 from orchard.lab.experiment import Experiment, ExperimentStatus
-from orchard.lab.hypothesis import HypothesisStatus, Lane
+from orchard.lab.hypothesis import HypothesisStatus
 from orchard.lab.isolation import Stage, end_experiment, lab_wide
 from orchard.lab.judge import judge
 from orchard.lab.judgment import Decision, Judgment, JudgmentEntry
-from orchard.lab.launchers import Launcher, launcher_for, preflight
-from orchard.lab.prompts import render_prompt
-from orchard.lab.remote import RemoteExperiment, RemoteOutcome, lab_id
+from orchard.lab.launcher import Launcher
+from orchard.lab.launchers import launcher_for, preflight
 from orchard.lab.sandbox import UNSANDBOXED_NOTE, SandboxMode
-from orchard.lab.start import recorded_start, start
-from orchard.lab.state import ExperimentRecord, LabState
-from orchard.lab.verdicts import MeasureProgress, measure, opportunities
+from orchard.lab.slots import slots
+from orchard.lab.start import start
+from orchard.lab.state import LabState
+from orchard.lab.verdicts import MeasureProgress
 from orchard.lab.workspace import WorkerCheckout, Workspace
 
 POLL_S = 0.5
-# Tests only: `after-launch` makes orchard SIGKILL itself between starting a worker and recording it.
-KILL_AT = "ORCHARD_TEST_KILL_AT"
-STOPPED_BY_LAB = "worker-stopped-by-lab"  # the journal's record that a worker was killed by the lab's own stop
 Say = Callable[[str], None]
 Status = ExperimentStatus
-
-
-@dataclass(frozen=True)
-class Slot:
-    worker: str
-    lane: Lane
-
-
-def slots(ws: Workspace) -> list[Slot]:
-    """Worker names and their lanes: exploit lanes first, then explore."""
-    workers = ws.config.workers
-    return [Slot(f"w{i + 1}", Lane.EXPLOIT if i < workers.exploit else Lane.EXPLORE) for i in range(workers.count)]
 
 
 class Lab:
@@ -97,12 +87,12 @@ class Lab:
         self._judging: dict[str, Future[Judgment]] = {}
         self._landing: dict[str, Future[landing.LandOutcome]] = {}
         self._one_landing = threading.Lock()  # merges into main are serial
-        self._planner: Executor | None = None  # the refill planner's own executor (never the workers')
-        self._plan: planner.PlanRun | None = None
-        self._refill_failed = False
+        self.planner_executor: Executor | None = None  # the refill planner's own executor (never the workers')
+        self.plan: planner.PlanRun | None = None
+        self.refill_failed = False
         self.deferred: set[str] = set()  # hypotheses whose launch failed in this run: back in the backlog, not retried
 
-    def _failed(self, record: ExperimentRecord, stage: Stage, error: BaseException) -> None:
+    def failed(self, record: ExperimentRecord, stage: Stage, error: BaseException) -> None:
         """One experiment failed (see lab/isolation.py): record why and go on, unless the lab itself failed."""
         if lab_wide(error) or self.state.experiment(record.name).status in (Status.LANDING, Status.DONE):
             raise error  # the lab's own failure, or one after the experiment's end was recorded
@@ -120,19 +110,19 @@ class Lab:
 
     # -- assigning -------------------------------------------------------------------
 
-    def _experiment(self, record: ExperimentRecord) -> Experiment:
+    def experiment(self, record: ExperimentRecord) -> Experiment:
         hypothesis = self.state.hypothesis(record.hypothesis).hypothesis
         checkout = WorkerCheckout(self.ws.worker(record.worker), record.target_base, record.bench_base)
         return Experiment(record.name, hypothesis, checkout)
 
-    def _launcher(self, record: ExperimentRecord) -> Launcher:
+    def launcher(self, record: ExperimentRecord) -> Launcher:
         """The launcher the experiment's hypothesis names (the lab's default when it names none)."""
         name = self.state.hypothesis(record.hypothesis).hypothesis.launcher
         if name not in self.launchers:
             self.launchers[name] = launcher_for(self.ws.config, name)
         return self.launchers[name]
 
-    def _blocked(self) -> set[str]:
+    def blocked(self) -> set[str]:
         """Open hypotheses whose launcher, or their own launch, failed in this run."""
         return {r.id for r in self.state.hypotheses(HypothesisStatus.OPEN)
                 if r.hypothesis.launcher in self.down or r.id in self.deferred}
@@ -141,65 +131,12 @@ class Lab:
         attempts = self.state.hypothesis(hypothesis_id).attempts
         return hypothesis_id if attempts == 0 else f"{hypothesis_id}-{attempts + 1}"
 
-    def _launch(self, record: ExperimentRecord) -> None:
+    def launch(self, record: ExperimentRecord) -> None:
         """Start the experiment's worker; a failure re-queues its hypothesis and the lab goes on."""
         try:
-            self._start_worker(record)
+            worker_start.start_worker(self, record)
         except Exception as error:
-            self._failed(record, Stage.LAUNCH, error)
-
-    def _start_worker(self, record: ExperimentRecord) -> None:
-        """Give the worker clean checkouts at the recorded bases, render its prompt, start it.
-
-        The experiment is recorded STARTING before this runs: that record names the worker's job (its
-        tmux window, its subprocess's mark), so an orchard killed before it records RUNNING is resumed
-        by adopting the job it started, never by starting a second one.
-        """
-        assert self.executor is not None
-        if isinstance(self.executor, DaskExecutor):
-            self._launch_remote(self.executor, record)
-            return
-        ws = self.ws
-        baseline = baseline_binary(ws, self.state, record.target_base)
-        launcher = self._launcher(record)
-        checkout = ws.setup_worker(record.worker, target_base=record.target_base, bench_base=record.bench_base,
-                                   ignore=launcher.scratch)
-        give_baseline(ws, checkout.worker, baseline)  # the worker measures against its own copy
-        experiment = self._experiment(record)
-        prompt = render_prompt(ws, experiment)
-        ws.log_path(record.name).unlink(missing_ok=True)
-        self.executor.start(launcher.job(ws, experiment))
-        if os.environ.get(KILL_AT) == "after-launch":
-            os.kill(os.getpid(), signal.SIGKILL)
-        self.state.update_experiment(record.name, status=Status.RUNNING)
-        self.state.log("experiment-start", {"hypothesis": record.hypothesis, "worker": record.worker,
-                                            "lane": record.lane, "base": record.target_base,
-                                            "launcher": launcher.label, "title": experiment.hypothesis.title,
-                                            "prompt": str(prompt),
-                                            "log": str(ws.log_path(record.name))}, record.name)
-        self.say(f"{record.name}: started on worker {record.worker} ({record.lane} lane, launcher {launcher.label})")
-
-    def _launch_remote(self, executor: DaskExecutor, record: ExperimentRecord) -> None:
-        """Submit the experiment as a dask task; the dask worker makes its own checkouts and prompt."""
-        assert executor.repositories is not None
-        experiment = self._experiment(record)
-        hypothesis = experiment.hypothesis
-
-        def text(path: str | None) -> str | None:
-            found = None if path is None else Path(path) if Path(path).is_absolute() else self.ws.root / path
-            return found.read_text(encoding="utf-8") if found is not None and found.is_file() else None
-
-        executor.start(RemoteExperiment(lab_id(self.ws.root), record.name, record.worker, hypothesis,
-                                        record.target_base, record.bench_base, executor.repositories,
-                                        self.ws.config, text(hypothesis.patch), text(hypothesis.bench_patch)))
-        self.state.update_experiment(record.name, status=Status.RUNNING)
-        self.state.log("experiment-start", {"hypothesis": record.hypothesis, "worker": record.worker,
-                                            "lane": record.lane, "base": record.target_base,
-                                            "launcher": self._launcher(record).label,
-                                            "title": hypothesis.title, "executor": "dask",
-                                            "scheduler": self.ws.config.workers.scheduler,
-                                            "log": str(self.ws.log_path(record.name))}, record.name)
-        self.say(f"{record.name}: submitted to the dask cluster for worker {record.worker} ({record.lane} lane)")
+            self.failed(record, Stage.LAUNCH, error)
 
     def assign(self) -> None:
         running = self.state.experiments(Status.STARTING, Status.RUNNING)
@@ -208,7 +145,7 @@ class Lab:
         for slot in slots(self.ws):
             if slot.worker in busy_workers:
                 continue
-            record = backlog.pick(self.state, slot.lane, busy_scopes, skip=self._blocked())
+            record = backlog.pick(self.state, slot.lane, busy_scopes, skip=self.blocked())
             if record is None:
                 continue
             name = self._name(record.id)
@@ -219,117 +156,7 @@ class Lab:
                                           self.state.counter(stop.LOOP) + 1, self.ws.target_base(),
                                           self.ws.bench_base(), Status.STARTING)
             busy_scopes.append(record.hypothesis.scope)
-            self._launch(self.state.experiment(name))
-
-    # -- collecting -------------------------------------------------------------------
-
-    def _collect(self, result: JobResult) -> None:
-        record = self.state.experiment(result.name)
-        candidate = self._collected(record, lambda: collect_candidate(self.ws, self._experiment(record), result,
-                                                                      self._launcher(record)))
-        if candidate is not None:
-            flags = ", ".join(candidate.flags) or "none"
-            self.say(f"{record.name}: worker ended (exit {result.exit_code}); flags: {flags}")
-
-    def _collect_remote(self, outcome: RemoteOutcome) -> None:
-        record = self.state.experiment(outcome.name)
-        candidate = self._collected(record, lambda: from_remote(self.ws, self._experiment(record), outcome,
-                                                                self._launcher(record)))
-        if candidate is not None:
-            ended = f"exit {outcome.exit_code}" if outcome.error is None else outcome.error
-            self.say(f"{record.name}: worker ended on {candidate.host} ({ended}); "
-                     f"flags: {', '.join(candidate.flags) or 'none'}")
-
-    def _collected(self, record: ExperimentRecord, read: Callable[[], Candidate]) -> Candidate | None:
-        """Read the ended worker's candidate and record it; None when its agent could not work or collection failed."""
-        if record.status not in (Status.STARTING, Status.RUNNING):
-            return None  # its end is recorded already (its launch failed after the worker started)
-        try:
-            candidate = read()
-            if candidate.launcher_failure is not None and Flag.NO_CHANGES in candidate.flags:
-                self._launcher_failed(record, candidate)
-                return None
-            self.state.update_experiment(record.name, status=Status.COLLECTED, candidate=candidate,
-                                         finished_at=time.time())
-            return candidate
-        except Exception as error:
-            self._failed(record, Stage.COLLECT, error)
-            return None
-
-    def _launcher_failed(self, record: ExperimentRecord, candidate: Candidate) -> None:
-        """The agent could not work at all: its own message is the reason, the hypothesis goes back to the backlog."""
-        reason = f"launcher {candidate.launcher} failed: {candidate.launcher_failure}"
-        with self.state.transaction():
-            self.state.update_experiment(record.name, status=Status.DONE, candidate=candidate,
-                                         finished_at=time.time(), reasons=[reason])
-            self.state.update_hypothesis(record.hypothesis, status=HypothesisStatus.OPEN)
-            self.state.log("launcher-failure", {"hypothesis": record.hypothesis, "launcher": candidate.launcher,
-                                                "exit_code": candidate.exit_code, "reason": reason,
-                                                "log": candidate.log_path}, record.name)
-            self.state.set_counter(stop.LAUNCHER_FAILURES, self.state.counter(stop.LAUNCHER_FAILURES) + 1)
-        self.down.add(self.state.hypothesis(record.hypothesis).hypothesis.launcher)
-        self.say(f"{record.name}: {reason}; {record.hypothesis} goes back to the backlog")
-        self.render()
-
-    def collect(self) -> None:
-        assert self.executor is not None
-        if isinstance(self.executor, DaskExecutor):
-            for placement in self.executor.placements():
-                self.state.log("experiment-host", {"host": placement.host, "address": placement.address,
-                                                   "requeued_from": placement.lost_on}, placement.experiment)
-                if placement.lost_on:
-                    self.say(f"{placement.experiment}: its dask worker {placement.lost_on} was lost; "
-                             f"re-queued on {placement.host} ({placement.address})")
-            for outcome in self.executor.poll():
-                self._collect_remote(outcome)
-            return
-        for result in self.executor.poll():
-            self._collect(result)
-
-    def _stopped_by_lab(self, record: ExperimentRecord) -> bool:
-        """Whether the lab itself stopped this experiment's worker after it last started (never a finished one)."""
-        kinds = [e.kind for e in self.state.events() if e.experiment == record.name
-                 and e.kind in ("experiment-start", STOPPED_BY_LAB)]
-        return bool(kinds) and kinds[-1] == STOPPED_BY_LAB
-
-    @contextlib.contextmanager
-    def _stopping(self) -> Iterator[None]:
-        """A run that ends early records, before the executor kills them, that its running workers were stopped."""
-        try:
-            yield
-        except BaseException as error:
-            for record in self.state.experiments(Status.RUNNING):
-                self.state.log(STOPPED_BY_LAB, {"why": f"orchard run stopped ({type(error).__name__})",
-                                                "worker": record.worker}, record.name)
-            raise
-
-    def resume_workers(self) -> None:
-        """Experiments an earlier orchard left running: adopt, collect, or start again."""
-        assert self.executor is not None
-        for record in self.state.experiments(Status.STARTING, Status.RUNNING):
-            if record.status == Status.RUNNING and self._stopped_by_lab(record):
-                self.say(f"{record.name}: the lab stopped its worker last time; starting it again from clean")
-                self._launch(record)
-                continue
-            if isinstance(self.executor, DaskExecutor):
-                # its task went with the previous orchard's cluster connection: submit it again
-                self.say(f"{record.name}: submitted again (the previous orchard's dask task is gone)")
-                self._launch(record)
-                continue
-            job = self._launcher(record).job(self.ws, self._experiment(record))
-            # a STARTING one too: the previous orchard may have died right after launching it
-            if self.executor.adopt(job):
-                self.state.update_experiment(record.name, status=Status.RUNNING)
-                self.say(f"{record.name}: still running ({self.executor.kind}); watching it again")
-                continue
-            ended = self.executor.ended_earlier(job)  # its log is new with each launch: this launch's end
-            if ended is not None:
-                self._collect(ended)
-            elif record.status == Status.STARTING:
-                self._launch(record)
-            else:
-                self.say(f"{record.name}: its worker died with the previous orchard; starting it again")
-                self._launch(record)
+            self.launch(self.state.experiment(name))
 
     # -- judging ------------------------------------------------------------------------
 
@@ -385,7 +212,7 @@ class Lab:
                     stage = Stage.RECORD
                     self._decide(record, judgment)
                 except Exception as error:
-                    self._failed(record, stage, error)
+                    self.failed(record, stage, error)
                 finished = True
         for name, landed in list(self._landing.items()):
             if landed.done():
@@ -442,73 +269,7 @@ class Lab:
         self.say(f"{record.name}: landed on {outcome.branch} ({merged})")
         self.render()
         if won:
-            self._after_win()
-
-    def _after_win(self) -> None:
-        """Re-read the opportunities; every few wins, run the full sweep."""
-        items = opportunities(self.ws)
-        self.state.log(
-            "opportunities",
-            {
-                "items": len(items),
-                "top": [
-                    f"{i['scenario']}/{i['operation']} {i['metric']}: {i['subject']} vs {i['comparator']} "
-                    f"gap {i['gap']}"
-                    for i in items[:3]
-                ],
-            },
-        )
-        if self.state.counter(stop.MERGED) % self.ws.config.bench.sweep_every == 0:
-            self._sweep()
-
-    def _sweep(self) -> None:
-        ws = self.ws
-        main = ws.target_base()
-        self.say(f"full sweep: main {main[:12]} against the lab's first baseline")
-        started = recorded_start(self.state)
-        first = baseline_binary(ws, self.state, started.base if started else main)
-        verdict = measure(ws, first, baseline_binary(ws, self.state, main), progress=self.measure_progress)
-        data: dict[str, Any] = {"main": main, "verdict": verdict.to_dict()}
-        if ws.config.bench.sweep:
-            values = placeholders(ws, ws.reference_target, baseline_binary(ws, self.state, main).path)
-            check = run_step("sweep", ws.config.bench.sweep, ws.bench_dir, values, ws.judge_dir / "sweep-logs")
-            data["command"] = check.detail
-            data["command_log"] = check.log
-        self.state.log("sweep", data)
-        self.render()
-
-    # -- refilling the backlog ------------------------------------------------------------
-
-    def refill(self) -> None:
-        """Start the planner when open hypotheses fall below the free workers (once at a time)."""
-        if self._planner is None or self._plan is not None or self._refill_failed:
-            return
-        busy = {e.worker for e in self.state.experiments(Status.STARTING, Status.RUNNING)}
-        free = sum(1 for slot in slots(self.ws) if slot.worker not in busy)
-        if len(self.state.hypotheses(HypothesisStatus.OPEN)) >= free:
-            return
-        try:
-            self._plan = planner.start_plan(self.ws, self.state, self._planner, say=self.say)
-        except OrchardError as error:
-            self._refill_stopped(str(error))
-
-    def collect_plan(self) -> None:
-        """Add a finished planner's hypotheses; a rejected answer stops refilling for this run."""
-        run = self._plan
-        if self._planner is None or run is None:
-            return
-        for result in self._planner.poll():
-            try:
-                added = planner.finish_plan(self.ws, self.state, run, result)
-                self.say(f"planner {run.name}: added {', '.join(h.id for h in added)}")
-            except OrchardError as error:
-                self._refill_stopped(str(error))
-            self._plan = None
-
-    def _refill_stopped(self, why: str) -> None:
-        self._refill_failed = True
-        self.state.log("refill", {"stopped": why})
-        self.say(f"backlog refill stopped for this run: {why}")
+            sweep.after_win(self)
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -539,7 +300,7 @@ class Lab:
                          else make_executor(workers.executor, self.ws.tmux_socket, self.ws.executor_dir))
         reason: str | None = None
         try:
-            with self.executor, self._stopping():
+            with self.executor, resume.stopping(self):
                 if self.executor.kind == "subprocess" and workers.executor == "auto":
                     self.say("tmux is not installed: workers run as plain subprocesses")
                 if workers.sandbox == SandboxMode.NONE:
@@ -547,19 +308,19 @@ class Lab:
                 publication.check_publication(self.ws, self.state)
                 if start(self.ws, self.state, say=self.say, measure_progress=self.measure_progress):
                     self.render()
-                self.resume_workers()
+                resume.resume_workers(self)
                 with (ThreadPoolExecutor(max_workers=workers.judges + 1, thread_name_prefix="judge") as pool,
                       SubprocessExecutor() as planner_executor):
                     self._pool = pool
-                    self._planner = planner_executor if workers.refill else None
+                    self.planner_executor = planner_executor if workers.refill else None
                     while True:
-                        self.collect()
-                        self.collect_plan()
+                        collection.collect(self)
+                        refill.collect_plan(self)
                         if self.harvest():
                             continue  # a decision changes the backlog and the stop conditions
-                        self.refill()
-                        reason = stop.stop_reason(self.ws, self.state, self.started, self._blocked(),
-                                                  planning=self._plan is not None)
+                        refill.refill(self)
+                        reason = stop.stop_reason(self.ws, self.state, self.started, self.blocked(),
+                                                  planning=self.plan is not None)
                         if reason is None:
                             self.assign()
                         self.dispatch()
@@ -569,7 +330,7 @@ class Lab:
         finally:
             self.executor = None
             self._pool = None
-            self._planner = self._plan = None
+            self.planner_executor = self.plan = None
             self._judging.clear()
             self._landing.clear()
         assert reason is not None

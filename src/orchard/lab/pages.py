@@ -17,7 +17,8 @@ from functools import cache
 from html import escape
 from importlib import resources
 
-from orchard.lab.charts import Chart, ChartCache, unjudged
+from orchard.lab.chart_cache import ChartCache
+from orchard.lab.charts import Chart, unjudged
 from orchard.lab.records import when
 from orchard.lab.verdict_table import COLUMNS, after_pairs, cells, effect_cells, num
 from orchard.lab.view import ExperimentView, LabView

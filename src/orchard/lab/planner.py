@@ -22,8 +22,10 @@ from orchard.lab import backlog, records, sandbox
 from orchard.lab.executors import Executor, Job, JobResult, make_executor
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.launchers import Launcher, make_launcher
+from orchard.lab.launcher import Launcher
+from orchard.lab.launchers import make_launcher
 from orchard.lab.state import LabState
+from orchard.lab.verdicts import opportunities
 from orchard.lab.workspace import Workspace
 
 MIN_HYPOTHESES, MAX_HYPOTHESES = 3, 6
@@ -43,14 +45,12 @@ def _layout(ws: Workspace, checkout: Path) -> str:
 
 
 def planning_prompt(ws: Workspace, state: LabState, checkout: Path, output: Path) -> str:
-    from orchard.bench.opportunities import rank
-
     template = resources.files("orchard.lab").joinpath("templates/planner.md").read_text(encoding="utf-8")
-    opportunities = rank(ws.results_dir).get("items", [])
+    ranked = opportunities(ws)
     lines = [f"- {o['scenario']}/{o['operation']} {o['metric']}: {o['subject']} {o['value']} vs "
              f"{o['comparator']} {o['comparator_value']} (gap {o['gap']}; where: "
              + ", ".join(str(w.get("part")) for w in o.get("where", [])[:3]) + ")"
-             for o in opportunities[:15]]
+             for o in ranked[:15]]
     fields = {
         "target_dir": str(checkout),
         "output": str(output),

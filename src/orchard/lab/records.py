@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from orchard.lab import backlog
+from orchard.lab.db_records import ExperimentRecord, HypothesisRecord, JournalEvent
 from orchard.lab.judgment import Decision, JudgmentEntry
 from orchard.lab.markdown import inline
 from orchard.lab.publication import Publication
 from orchard.lab.sandbox import UNSANDBOXED_NOTE, SandboxMode
 from orchard.lab.start import LAB_START, LabStart, recorded_start
-from orchard.lab.state import ExperimentRecord, HypothesisRecord, JournalEvent, LabState
+from orchard.lab.state import LabState
 from orchard.lab.verdict_table import (
     COLUMNS,
     MetricEffect,

@@ -29,7 +29,8 @@ from orchard.lab.executors.base import Job
 from orchard.lab.executors.subprocess import SubprocessExecutor
 from orchard.lab.experiment import Commands, Experiment, ExperimentPaths
 from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.launchers import LaunchContext, launcher_for, make_launcher
+from orchard.lab.launcher import LaunchContext
+from orchard.lab.launchers import launcher_for, make_launcher
 from orchard.lab.verdict_table import MetricEffect, cells
 from orchard.lab.verdicts import Verdict
 from orchard.lab.workspace import WorkerCheckout, Workspace

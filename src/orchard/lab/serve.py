@@ -33,7 +33,7 @@ from starlette.types import ASGIApp
 
 from orchard.errors import UsageError
 from orchard.lab import pages, view
-from orchard.lab.charts import ChartCache
+from orchard.lab.chart_cache import ChartCache
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 

@@ -20,16 +20,17 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from orchard import __version__
 from orchard.errors import OrchardError, UsageError
 from orchard.lab.candidate import Candidate
+from orchard.lab.db_records import ExperimentRecord, HypothesisRecord, JournalEvent, Measurement
 from orchard.lab.experiment import ExperimentStatus
 from orchard.lab.hypothesis import Hypothesis, HypothesisStatus, Lane
-from orchard.lab.judgment import Decision, Judgment
+from orchard.lab.judgment import Judgment
+from orchard.lab.schema import SCHEMA, SCHEMA_VERSION
 from orchard.lab.workspace_lock import holder
 
 # A candidate's patch is at most [target] max_patch_kb (itself at most 16 MiB); the rest of a record
@@ -37,61 +38,7 @@ from orchard.lab.workspace_lock import holder
 MAX_VALUE_BYTES = (16 + 4) * 1024 * 1024
 BUSY_TIMEOUT_S = 10.0  # how long a writer waits for another process's write lock on lab.db
 
-SCHEMA_VERSION = 1
 DB_NAME = "lab.db"
-
-_SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE hypotheses (
-    id TEXT PRIMARY KEY,
-    data TEXT NOT NULL,            -- the hypothesis fields, JSON
-    status TEXT NOT NULL,          -- open, running, landed, killed, iterated
-    source TEXT NOT NULL,          -- user, opportunities, planner, iterate
-    parent TEXT,                   -- the hypothesis an ITERATE sharpened
-    attempts INTEGER NOT NULL DEFAULT 0,
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL
-);
-CREATE TABLE experiments (
-    name TEXT PRIMARY KEY,
-    hypothesis TEXT NOT NULL REFERENCES hypotheses(id),
-    worker TEXT NOT NULL,
-    lane TEXT NOT NULL,
-    loop INTEGER NOT NULL,
-    status TEXT NOT NULL,          -- see Experiment.status
-    target_base TEXT NOT NULL,
-    bench_base TEXT NOT NULL,
-    started_at REAL NOT NULL,
-    finished_at REAL,
-    candidate TEXT,                -- collected candidate, JSON
-    judgment TEXT,                 -- the judge's findings and verdict, JSON
-    decision TEXT,                 -- LAND, KILL, ITERATE
-    reasons TEXT,                  -- JSON list
-    branch TEXT,
-    land_commit TEXT,
-    merge_commit TEXT
-);
-CREATE TABLE events (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    at REAL NOT NULL,
-    kind TEXT NOT NULL,
-    experiment TEXT,
-    data TEXT NOT NULL
-);
-CREATE TABLE measurements (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    at REAL NOT NULL,
-    kind TEXT NOT NULL,            -- baseline, candidate, main
-    commit_id TEXT NOT NULL,
-    experiment TEXT,
-    metrics TEXT NOT NULL          -- {metric key: median}, JSON
-);
-CREATE TABLE baselines (
-    commit_id TEXT PRIMARY KEY,
-    binary TEXT NOT NULL,          -- the judge's build (builds.BuiltBinary: path and hashes), JSON
-    built_at REAL NOT NULL
-);
-"""
 
 
 class LabBusy(UsageError):
@@ -106,105 +53,6 @@ def _bounded(what: str, text: str) -> str:
     if len(text) > MAX_VALUE_BYTES:  # characters: at least one byte each, so this is a lower bound
         raise RecordTooLarge(f"{what}: {len(text):,} characters, over lab.db's cap of {MAX_VALUE_BYTES:,} bytes")
     return text
-
-
-@dataclass(frozen=True)
-class HypothesisRecord:
-    """A hypothesis as the backlog holds it: the hypothesis, where it stands, where it came from."""
-
-    hypothesis: Hypothesis
-    status: HypothesisStatus
-    source: str  # user, opportunities, planner, iterate
-    parent: str | None  # the hypothesis an ITERATE sharpened
-    attempts: int
-    created_at: float
-    updated_at: float
-
-    @property
-    def id(self) -> str:
-        return self.hypothesis.id
-
-    @classmethod
-    def from_row(cls, row: sqlite3.Row) -> HypothesisRecord:
-        return cls(Hypothesis.from_dict(json.loads(row["data"]), source=row["id"], stored=True),
-                   HypothesisStatus(row["status"]),
-                   row["source"], row["parent"], row["attempts"], row["created_at"], row["updated_at"])
-
-
-@dataclass(frozen=True)
-class ExperimentRecord:
-    """One experiment as lab.db holds it, with its candidate and judgment once it has them."""
-
-    name: str
-    hypothesis: str
-    worker: str
-    lane: Lane
-    loop: int
-    status: ExperimentStatus
-    target_base: str
-    bench_base: str
-    started_at: float
-    finished_at: float | None
-    candidate: Candidate | None
-    judgment: Judgment | None
-    decision: Decision | None
-    reasons: list[str]
-    branch: str | None
-    land_commit: str | None
-    merge_commit: str | None
-
-    @classmethod
-    def from_row(cls, row: sqlite3.Row) -> ExperimentRecord:
-        def loaded(key: str) -> Any:
-            return None if row[key] is None else json.loads(row[key])
-
-        candidate, judgment = loaded("candidate"), loaded("judgment")
-        return cls(
-            name=row["name"], hypothesis=row["hypothesis"], worker=row["worker"], lane=Lane(row["lane"]),
-            loop=row["loop"], status=ExperimentStatus(row["status"]), target_base=row["target_base"],
-            bench_base=row["bench_base"], started_at=row["started_at"], finished_at=row["finished_at"],
-            candidate=None if candidate is None else Candidate.from_dict(candidate),
-            judgment=None if judgment is None else Judgment.from_dict(judgment),
-            decision=None if row["decision"] is None else Decision(row["decision"]),
-            reasons=loaded("reasons") or [], branch=row["branch"], land_commit=row["land_commit"],
-            merge_commit=row["merge_commit"],
-        )
-
-    @property
-    def cost_usd(self) -> float:
-        """What the worker's agent reported spending (0 when it reported nothing)."""
-        return float(self.candidate.usage.cost_usd or 0) if self.candidate else 0.0
-
-
-@dataclass(frozen=True)
-class JournalEvent:
-    """One journal entry: what happened (`kind`), when, to which experiment, with its details."""
-
-    id: int
-    at: float
-    kind: str
-    experiment: str | None
-    data: dict[str, Any]
-
-    @classmethod
-    def from_row(cls, row: sqlite3.Row) -> JournalEvent:
-        return cls(row["id"], row["at"], row["kind"], row["experiment"], json.loads(row["data"]))
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """Medians per metric of one commit, measured by the lab (baseline, main after a merge)."""
-
-    id: int
-    at: float
-    kind: str  # baseline, main
-    commit_id: str
-    experiment: str | None
-    metrics: dict[str, float | None]
-
-    @classmethod
-    def from_row(cls, row: sqlite3.Row) -> Measurement:
-        return cls(row["id"], row["at"], row["kind"], row["commit_id"], row["experiment"], json.loads(row["metrics"]))
 
 
 _JSON_COLUMNS = {"data", "candidate", "judgment", "reasons", "metrics"}
@@ -243,7 +91,7 @@ class LabState:
 
     def _create(self) -> None:
         with self.transaction():
-            for statement in _SCHEMA.split(";"):
+            for statement in SCHEMA.split(";"):
                 if statement.strip():
                     self.db.execute(statement)
             self._put("schema_version", str(SCHEMA_VERSION))

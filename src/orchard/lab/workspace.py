@@ -30,6 +30,7 @@ from pathlib import Path
 
 from orchard.errors import UsageError
 from orchard.lab import config as config_module
+from orchard.lab import config_file
 from orchard.lab.bench_view import withhold_inputs
 from orchard.lab.config import Config
 from orchard.lab.vcs import Identity, Vcs, VcsError, get_vcs
@@ -261,7 +262,7 @@ class Workspace:
                 shutil.copyfile(suite_source, self.bench_dir / suite_source.name)
             (self.bench_dir / ".gitignore").write_text("".join(f"{p}\n" for p in BUILTIN_BENCH_IGNORES))
             self.bench_vcs.init(self.bench_dir, "orchard: the lab's built-in bench")
-        config_module.write(self.config, self.config_path)
+        config_file.write(self.config, self.config_path)
         self.config = config_module.load(self.config_path)
 
     @classmethod
@@ -331,34 +332,3 @@ class Workspace:
         shutil.rmtree(self.worker(name).root, ignore_errors=True)
 
 
-def _local_or_url(repo: str) -> str:
-    """A repository that exists as a local path is recorded as an absolute path."""
-    path = Path(repo).expanduser()
-    return str(path.resolve()) if path.exists() else repo
-
-
-def init_workspace(
-    directory: Path, target: str, bench: str | None = None, config_file: Path | None = None
-) -> Workspace:
-    """`orchard init`: a new workspace for `target`, configured from `config_file` if given.
-
-    The command line's repositories win over the file's. Without a bench
-    repository, the file's `bench.suite` (relative to the file) is copied into
-    the lab's built-in bench.
-    """
-    data: dict[str, dict[str, object]] = {}
-    base_dir = Path.cwd()
-    if config_file is not None:
-        data = config_module.parse(Path(config_file))
-        base_dir = Path(config_file).resolve().parent
-    data.setdefault("target", {})["repo"] = _local_or_url(target)
-    if bench is not None:
-        data.setdefault("bench", {})["repo"] = _local_or_url(bench)
-    source = str(config_file) if config_file is not None else "orchard init"
-    config = config_module.from_dict(data, source=source)
-    suite_source = None
-    if not config.bench.repo and config.bench.suite:
-        suite_source = (base_dir / config.bench.suite).resolve()
-        if not suite_source.is_file():
-            raise UsageError(f"bench.suite {config.bench.suite!r}: no such file ({suite_source})")
-    return Workspace.create(Path(directory), config, suite_source=suite_source)
