@@ -104,7 +104,9 @@ def test_dashboard_follows_a_running_demo_lab(tmp_path: Path, mark: str) -> None
         experiments = text(driver, "experiments")
         for name in DEMO:
             assert name in experiments, name
-        assert "harness tampered" in text(driver, "chart-experiments"), "an experiment without a verdict is listed"
+        # the demo's bench edit is refused by the sandbox: its worker is KILLed unjudged, listed beside the chart
+        assert "read-whole-file (KILL): the worker did not finish" in text(driver, "chart-experiments"), \
+            "an experiment without a verdict is listed"
         assert "LAND" in text(driver, "journal") and "lab-start" in text(driver, "journal")
         _assert_charts(driver, 4)
         assert console_errors(driver) == []
