@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from orchard.lab.state import LabState
-from tests.lab.lab_helpers import git
+from tests.lab.lab_helpers import REPORTS, git
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -87,7 +87,7 @@ name = "patch"
 
 [launchers.shell]
 name = "command"
-template = "printf '# tidied by the shell launcher\\\\n' >> {target_dir}/texttable.py"
+template = "printf '# tidied by the shell launcher\\\\n' >> {target_dir}/texttable.py""" + REPORTS + """"
 
 [stop]
 top_attempted = 3
