@@ -27,7 +27,7 @@ from typing import cast
 import libtmux
 
 from orchard.errors import UsageError
-from orchard.lab.executors.base import Executor, Job, _Running, wrap
+from orchard.lab.executors.base import Executor, Job, _Running, exit_line, wrap
 
 SESSION = "orchard"
 # How long a dead pane may show no exit status before it is recorded as unknown.
@@ -139,9 +139,14 @@ class TmuxExecutor(Executor):
             if dead and not status and not sig:
                 # tmux marks a pane dead when its terminal closes and reads
                 # the exit status when it reaps the process, which it can miss.
+                # The wrapper's status file, else its exit line in the log (a job adopted after a
+                # restart has a new key, so the file the first orchard named is not found).
                 recorded = self._status_file(key)
+                logged = exit_line(entry.job.log_path)
                 if recorded.is_file() and recorded.read_text().strip().isdigit():
                     status = recorded.read_text().strip()
+                elif logged is not None:
+                    status = str(logged)
                 elif now - self._dead_since.setdefault(window_id, now) < STATUS_GRACE_S:
                     dead = False
             statuses[name] = (int(status) if status else None, int(sig) if sig else None) if dead else None
