@@ -74,13 +74,17 @@ def pick(state: LabState, lane: Lane, busy_scopes: Sequence[Sequence[str]],
     Exploit lanes take the top of the whole ranking; explore lanes take the
     best hypothesis marked `explore`, falling back to the ranking's tail.
     """
-    candidates = [r for r in ranked(state) if r.id not in skip
-                  and not any(scopes_overlap(r.hypothesis.scope, s) for s in busy_scopes)]
+    ordered = ranked(state)
+
+    def fits(record: HypothesisRecord) -> bool:
+        return record.id not in skip and not any(scopes_overlap(record.hypothesis.scope, s) for s in busy_scopes)
+
+    # the first that fits, not every one: a fleet's backlog has thousands, checked against every running scope
     if lane == Lane.EXPLORE:
-        speculative = [r for r in candidates if r.hypothesis.lane == Lane.EXPLORE]
-        return speculative[0] if speculative else (candidates[-1] if candidates else None)
-    exploit = [r for r in candidates if r.hypothesis.lane == Lane.EXPLOIT]
-    return exploit[0] if exploit else (candidates[0] if candidates else None)
+        speculative = next((r for r in ordered if r.hypothesis.lane == Lane.EXPLORE and fits(r)), None)
+        return speculative or next((r for r in reversed(ordered) if fits(r)), None)
+    exploit = next((r for r in ordered if r.hypothesis.lane == Lane.EXPLOIT and fits(r)), None)
+    return exploit or next((r for r in ordered if fits(r)), None)
 
 
 def add(state: LabState, hypothesis: Hypothesis, *, source: str, parent: str | None = None) -> str:

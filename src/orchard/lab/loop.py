@@ -124,6 +124,8 @@ class Lab:
 
     def blocked(self) -> set[str]:
         """Open hypotheses whose launcher, or their own launch, failed in this run."""
+        if not self.down and not self.deferred:
+            return set()
         return {r.id for r in self.state.hypotheses(HypothesisStatus.OPEN)
                 if r.hypothesis.launcher in self.down or r.id in self.deferred}
 
