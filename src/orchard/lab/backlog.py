@@ -21,6 +21,7 @@ from orchard.lab.db_records import HypothesisRecord
 from orchard.lab.hypothesis import MIN_CONFIDENCE, TEXT_LIMITS, Hypothesis, HypothesisStatus, Lane, slug
 from orchard.lab.markdown import inline
 from orchard.lab.state import LabState
+from orchard.lab.verdict_table import score_text
 from orchard.tomlfile import read_toml
 
 KILL_CONFIDENCE_FACTOR = 0.8  # a sibling of a killed hypothesis keeps 80% of its confidence
@@ -227,7 +228,7 @@ def render(state: LabState) -> str:
         h = record.hypothesis
         lines.append(
             f"| {rank if record.status == HypothesisStatus.OPEN else '-'} | `{record.id}` | {h.lane} | "
-            f"{h.score:.2f} | {record.status} | {inline(h.metric)} | {h.predicted_text} | "
+            f"{score_text(h.score)} | {record.status} | {inline(h.metric)} | {h.predicted_text} | "
             f"{inline(', '.join(h.scope) or 'any')} | {inline(h.title)} |"
         )
     return "\n".join(lines) + "\n"

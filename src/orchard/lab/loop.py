@@ -106,7 +106,7 @@ class Lab:
         self.render()
 
     def render(self) -> None:
-        records.write_notebook(self.ws.root, self.state)
+        records.write_notebook(self.ws, self.state)
 
     # -- assigning -------------------------------------------------------------------
 
@@ -278,7 +278,7 @@ class Lab:
     def finish(self, reason: str) -> None:
         stop.final_verdict(self.ws, self.state, say=self.say, measure_progress=self.measure_progress)
         stop.log_stop(self.state, reason)
-        records.write_notebook(self.ws.root, self.state, final=True)
+        records.write_notebook(self.ws, self.state, final=True)
         self.say(f"stopped: {reason}; wrote {self.ws.root / 'FINAL_REPORT.md'}")
 
     def preflight(self) -> None:
