@@ -37,7 +37,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from orchard.errors import UsageError
-from orchard.lab import pages, view
+from orchard.lab import live, pages, view
 from orchard.lab.chart_cache import ChartCache
 from orchard.lab.state import DB_NAME, LabState
 from orchard.lab.workspace import Workspace
@@ -79,7 +79,7 @@ class Snapshots:
                         files.append((entry.name, found.st_mtime_ns, found.st_size))
         except OSError:
             pass
-        return tuple(sorted(files)), view.read_lock()
+        return tuple(sorted(files)), live.read_lock()
 
     def page(self) -> tuple[str, str]:
         """(version, JSON) of the current page."""
@@ -187,9 +187,9 @@ def serve(workspace: Path, host: str = DEFAULT_HOST, port: int = 8765, *, say: S
     """Serve the dashboard until Ctrl-C (or SIGTERM); lab.db is only ever read."""
     ws = Workspace.open(workspace)
     state = LabState.open_readonly(ws.root)
-    os.nice(NICENESS)
     try:
         sock, binding = bind(host, port)
+        os.nice(NICENESS)  # once the address is ours: bad input changes nothing
         try:
             server = uvicorn.Server(uvicorn.Config(make_app(Snapshots(ws, state), binding.token), log_level="warning",
                                                    lifespan="off", timeout_graceful_shutdown=3))
