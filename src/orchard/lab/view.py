@@ -23,9 +23,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
-
-from orchard.bench.lock import default_lock_path, lock_disabled, read_holder
 from orchard.lab import backlog, records
 from orchard.lab.experiment import ExperimentStatus
 from orchard.lab.judgment import Decision, JudgmentEntry
@@ -33,6 +30,7 @@ from orchard.lab.main_steps import MainStep, main_steps
 from orchard.lab.start import LAB_START, LabStart
 from orchard.lab.state import LabState
 from orchard.lab.verdict_table import MetricEffect, VerdictView
+from orchard.lab.verdicts import LockStatus, lock_status
 from orchard.lab.workspace import Workspace
 
 RUNNING_STATES = (ExperimentStatus.STARTING, ExperimentStatus.RUNNING)
@@ -94,16 +92,6 @@ class WorkerView:
 
 
 @dataclass(frozen=True)
-class LockView:
-    state: str  # free, held, disabled
-    path: str
-    holder_pid: int | None
-    holder_label: str | None
-    holder_since: float | None
-    queue: tuple[int, ...]  # pids waiting
-
-
-@dataclass(frozen=True)
 class BacklogItem:
     id: str
     score: float
@@ -145,7 +133,7 @@ class LabView:
     floors: Mapping[str, float]
     directions: Mapping[str, str]
     workers: tuple[WorkerView, ...]
-    lock: LockView
+    lock: LockStatus
     backlog: tuple[BacklogItem, ...]
     leaderboard: tuple[LeaderRow, ...]
     experiments: tuple[ExperimentView, ...]
@@ -168,33 +156,7 @@ class LabView:
         return sorted(keys)
 
 
-# -- the machine's side: lock and worker logs -------------------------------------------------------------------
-
-
-def read_lock(path: Path | None = None) -> LockView:
-    """Who holds the machine-wide measurement lock right now, and who queues for it."""
-    path = path or default_lock_path()
-    if lock_disabled():
-        return LockView("disabled", str(path), None, None, None, ())
-    probe = FileLock(path, mode=0o666, thread_local=False, preserve_lock_file=True)
-    try:
-        probe.acquire(timeout=0)
-    except Timeout:
-        held = True
-    else:
-        probe.release()
-        held = False
-    holder = read_holder(path) or {}
-    queue: list[int] = []
-    try:
-        for ticket in Path(f"{path}.waiting").iterdir():
-            pid = ticket.name.split("-", 1)[0]
-            if pid.isdigit():
-                queue.append(int(pid))
-    except OSError:
-        pass
-    return LockView("held" if held else "free", str(path), holder.get("pid"), holder.get("label"),
-                    holder.get("since"), tuple(sorted(set(queue))))
+# -- the machine's side: worker logs ---------------------------------------------------------------------------------
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> tuple[str, ...]:
@@ -277,7 +239,7 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         sandbox=ws.config.workers.sandbox, tmux_socket=ws.tmux_socket, worker_slots=ws.config.workers.count,
         baseline=baseline,
         floors=floors, directions=dirs, workers=workers,
-        lock=read_lock() if live else LockView("not read", "", None, None, None, ()),
+        lock=lock_status() if live else LockStatus("not read", "", None, None, None, ()),
         backlog=tuple(BacklogItem(r.id, r.hypothesis.score, r.hypothesis.lane, r.hypothesis.title) for r in ranked),
         leaderboard=tuple(LeaderRow(r.metric, dirs.get(r.metric, "lower"), r.baseline, r.best, r.by, r.commit, r.main,
                                     r.effect, r.final) for r in board),
