@@ -75,7 +75,7 @@ def _tickets(queue: Path) -> list[tuple[Path, int]]:
 class LockStatus:
     """The lock as a user looks at it: free, held or disabled, its holder, and who queues for it."""
 
-    state: str  # free, held, disabled
+    state: str  # free, held, disabled ("not read" in a snapshot that did not look)
     path: str
     holder_pid: int | None
     holder_label: str | None
