@@ -1,6 +1,6 @@
 """How much time orchard's runner adds around a command that does nothing.
 
-Times `/bin/true` in one session: orchard's `runner.run` (the elapsed_ms it
+Times `/bin/true` in one session: orchard's `process.run` (the elapsed_ms it
 records, and the wall time of the whole call as its caller pays it), a bare
 `subprocess.run` without and with captured output (perf_counter around the
 call), all interleaved run by run; and hyperfine without a shell (`-N`, its
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from orchard.bench import runner
+from orchard import process
 from orchard.bench.environment import isolated_env
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts
@@ -55,7 +55,7 @@ def in_process_runs(runs: int, env: dict[str, str], rng: random.Random) -> dict[
     methods do.
     """
     calls: dict[str, Callable[[], object]] = {
-        CALL: lambda: runner.run(COMMAND, env=env),
+        CALL: lambda: process.run(COMMAND, env=env),
         BARE: lambda: subprocess.run(COMMAND, env=env, check=True),
         CAPTURE: lambda: subprocess.run(COMMAND, env=env, check=True, capture_output=True),
     }
@@ -68,7 +68,7 @@ def in_process_runs(runs: int, env: dict[str, str], rng: random.Random) -> dict[
             if index < WARMUP:
                 continue
             times[name].append(elapsed)
-            if isinstance(result, runner.Capture):
+            if isinstance(result, process.Capture):
                 assert result.returncode == 0
                 times[RECORDED].append(result.elapsed_ms)
     return times

@@ -51,7 +51,8 @@ from typing import Any
 import numpy as np
 from scipy import stats as scipy_stats
 
-from orchard.bench import calibration, instructions, runner, stats
+from orchard import process
+from orchard.bench import calibration, instructions, stats
 from orchard.bench.environment import isolated_env
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts
@@ -118,8 +119,8 @@ class Lab:
     rng: random.Random
     counter: instructions.Counter | None
 
-    def run(self, binary: Path) -> runner.Capture:
-        capture = runner.run([binary], cwd=self.directory, env=self.env, timeout_s=120)
+    def run(self, binary: Path) -> process.Capture:
+        capture = process.run([binary], cwd=self.directory, env=self.env, timeout_s=120)
         if not capture.ok:
             sys.exit(f"{binary} failed ({capture.returncode}): {capture.stderr_text[-300:]}")
         return capture
@@ -174,7 +175,7 @@ def build(directory: Path, work_ms: float, env: dict[str, str]) -> tuple[dict[st
 
     def median_cpu_ms(iterations: int, runs: int = 15) -> float:
         # CPU time, not wall time: it does not depend on how loaded the machine is while sizing
-        return statistics.median(runner.run([program, str(iterations)], env=env).cpu_ms or 0.0 for _ in range(runs))
+        return statistics.median(process.run([program, str(iterations)], env=env).cpu_ms or 0.0 for _ in range(runs))
 
     fixed = median_cpu_ms(0)  # process start and exit, not scaled by the argument
     probe = 2_000_000

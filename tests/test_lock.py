@@ -16,7 +16,15 @@ from typing import IO
 
 import pytest
 
-from orchard.bench.lock import ENV_PATH, ENV_SWITCH, MACHINE_LOCK_PATH, MeasurementLock, read_holder
+from orchard.bench.lock import (
+    ENV_PATH,
+    ENV_SWITCH,
+    MACHINE_LOCK_PATH,
+    LockStatus,
+    MeasurementLock,
+    lock_status,
+    read_holder,
+)
 
 # Enters the lock `times` times; inside, prints its metadata and the monotonic
 # bounds of the section, then holds it until the release file exists.
@@ -131,6 +139,27 @@ def test_a_waiter_names_the_holder_and_records_its_wait(
     assert waited["start"] > held["end"]
     assert "[runlock]" not in holder.stderr
     assert Path(lock_env[ENV_PATH]).exists()  # the private path was used
+
+
+def test_the_status_names_the_holder_and_the_queue_as_dashboard_and_status_show_them(
+    tmp_path: Path, lock_env: dict[str, str], parties: list[Party], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(ENV_SWITCH, raising=False)
+    path = Path(lock_env[ENV_PATH])
+    holder = _start(parties, tmp_path, "orchard lab verdict", lock_env)
+    holder.wait_holding()
+    waiter = _start(parties, tmp_path, "queued", lock_env, released=True)
+    waiter.wait_stderr("[runlock] waiting")
+    status = lock_status(path)
+    assert (status.state, status.path, status.holder_pid, status.holder_label) == (
+        "held", str(path), holder.proc.pid, "orchard lab verdict")
+    assert status.queue == (waiter.proc.pid,)
+    holder.finish()
+    waiter.finish()
+    after = lock_status(path)
+    assert (after.state, after.holder_pid, after.holder_label, after.queue) == ("free", waiter.proc.pid, "queued", ())
+    monkeypatch.setenv(ENV_SWITCH, "off")
+    assert lock_status(path) == LockStatus("disabled", str(path), None, None, None, ())
 
 
 def test_the_lock_is_released_when_the_holder_is_killed(

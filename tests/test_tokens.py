@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from orchard.bench import tokens
 from orchard.bench.rows import step_row, total_row
-from orchard.bench.runner import run
+from orchard.process import run
 
 SUBJECT = {"name": "tool", "kind": "command"}
 

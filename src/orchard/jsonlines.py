@@ -40,6 +40,15 @@ def json_objects(
     return found
 
 
+def last_json_object(lines: str | Iterable[str], *, key: str | None = None) -> dict[str, Any] | None:
+    """The last JSON object of mixed output (read leniently) that has `key` when one is named, or None.
+
+    A tool's result is the last object it printed: whatever it logged before is not the answer.
+    """
+    found = [value for value in json_objects(lines) if key is None or key in value]
+    return found[-1] if found else None
+
+
 def read_jsonl(path: Path | str) -> list[dict[str, Any]]:
     """Every row of a JSON-lines file orchard wrote (strict: a broken line is an error naming it)."""
     with open(path, encoding="utf-8") as handle:

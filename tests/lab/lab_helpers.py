@@ -1,5 +1,5 @@
-"""Helpers for the lab's tests: real git repositories, the stand-in agent CLI, and a
-check that nothing a test started is left running. (Named uniquely so that
+"""Helpers for the lab's tests: real git repositories, the stand-in agent CLI, orchard.toml
+text, and a check that nothing a test started is left running. (Named uniquely so that
 `import lab_helpers` is never confused with another directory's conftest.)"""
 
 from __future__ import annotations
@@ -7,12 +7,13 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import libtmux
 import psutil
+import tomli_w
 
 if TYPE_CHECKING:
     from orchard.lab.db_records import JournalEvent
@@ -48,10 +49,46 @@ TARGET_FILES = {
 }
 BENCH_FILES = {"bench.py": "print('measuring')\n", ".gitignore": "results/\n"}
 
-# Appended to a `command` worker's template (TOML basic-string text, placeholders still to fill): the
-# report a worker that finished writes. A worker that writes none did not finish and is not judged.
-REPORTS = (r"; printf '{{\"schema\": \"orchard.worker-report/1\", \"experiment\": \"%s\", \"status\": \"done\", "
-           r"\"summary\": \"done\", \"measurements\": []}}' {experiment} > {report}")
+# Appended to a `command` worker's template (placeholders still to fill): the report a worker that
+# finished writes. A worker that writes none did not finish and is not judged.
+REPORTS = ("; printf '{{\"schema\": \"orchard.worker-report/1\", \"experiment\": \"%s\", \"status\": \"done\", "
+           "\"summary\": \"done\", \"measurements\": []}}' {experiment} > {report}")
+
+# The target above, built and measured as the bench's suite.toml sees it: alpha.txt is the binary.
+ALPHA_TARGET = {"build": "chmod +x src/alpha.txt", "binary": "src/alpha.txt"}
+SUITE_BENCH = {"suite": "suite.toml"}
+# A lab that measures nothing: README is the binary, the bench's verdict command always says NO-CHANGE.
+README_TARGET = {"binary": "README"}
+NO_CHANGE_BENCH = {"verdict": "echo NO-CHANGE"}
+
+
+def one_worker(**keys: Any) -> dict[str, Any]:
+    """`[workers]` for one exploit worker run as a subprocess, with the keys a test sets on top."""
+    return {"count": 1, "exploit": 1, "explore": 0, "executor": "subprocess", **keys}
+
+
+def command_launcher(template: str, **keys: Any) -> dict[str, Any]:
+    """A `command` launcher's table: the worker is `template` (placeholders like {target_dir} filled per job)."""
+    return {"name": "command", "template": template, **keys}
+
+
+def lab_config(
+    *,
+    target: Mapping[str, Any],
+    bench: Mapping[str, Any] | None = SUITE_BENCH,
+    workers: Mapping[str, Any] | None = None,
+    launcher: Mapping[str, Any] | None = None,
+    stop: Mapping[str, Any] | None = None,
+    launchers: Mapping[str, Mapping[str, Any]] | None = None,
+    **sections: Mapping[str, Any],
+) -> str:
+    """orchard.toml's text for a test's lab: each section a table of values (None leaves it out), in this order.
+
+    Values are written by tomli_w, so a test states them as Python values and never escapes TOML by hand.
+    """
+    tables = {"target": target, "bench": bench, "workers": workers, "launcher": launcher, "stop": stop,
+              "launchers": launchers, **sections}
+    return tomli_w.dumps({name: table for name, table in tables.items() if table is not None})
 
 
 def processes_marked(mark: str, job: str | None = None) -> list[psutil.Process]:

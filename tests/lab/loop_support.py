@@ -18,7 +18,9 @@ from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.report import SCHEMA, ReportReading, write_report
 from orchard.lab.state import LabState
 
-# A target whose run.sh prints 400 lines, the win that prints 40, and a suite measuring its stdout.
+# A target whose run.sh prints 400 lines (its orchard.toml table), the win that prints 40, and a suite
+# measuring its stdout.
+RUN_SH_TARGET = {"build": "true", "binary": "run.sh"}
 OLD = 'i=0; while [ $i -lt 400 ]; do echo "line $i"; i=$((i+1)); done\n'
 WIN = 'i=0; while [ $i -lt 40 ]; do echo "line $i"; i=$((i+1)); done\n'
 STDOUT_SUITE = """

@@ -11,6 +11,7 @@ import dataclasses
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,7 +30,7 @@ from orchard.lab.prompts import prompt_text
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 from orchard.lab.workspace_init import init_workspace
-from tests.lab.lab_helpers import git, make_repo
+from tests.lab.lab_helpers import command_launcher, git, lab_config, make_repo, one_worker
 from tests.lab.loop_support import FINISHED, bare_candidate, metric, verdict_of
 
 VISIBLE = "alpha " * 200 + "\n"
@@ -67,22 +68,7 @@ kind = "information_recall"
 TOOL = '#!/bin/sh\ncat "$1"\n'
 TEST = 'import subprocess\nout = subprocess.run(["sh", "tool.sh", "tests/data.txt"], capture_output=True).stdout\n' \
        'assert b"word" in out\nprint("ok")\n'
-CONFIG = """
-[target]
-build = "chmod +x tool.sh"
-binary = "tool.sh"
-test = "python3 tests/test_tool.py"
-{target_extra}
-
-[bench]
-suite = "suite.toml"
-
-[launcher]
-name = "command"
-template = "true"
-
-{extra}
-"""
+TOOL_TARGET = {"build": "chmod +x tool.sh", "binary": "tool.sh", "test": "python3 tests/test_tool.py"}
 HOSTILE = {
     # recognizes the visible input by its name: a huge win there, nothing on the held-out one
     "special-case": '#!/bin/sh\ncase "$1" in *visible.txt) echo alpha ;; *) cat "$1" ;; esac\n',
@@ -104,9 +90,11 @@ def repos(tmp_path: Path) -> tuple[Path, Path]:
     return target, bench
 
 
-def workspace(tmp_path: Path, repos: tuple[Path, Path], extra: str = "", target_extra: str = "") -> Workspace:
+def workspace(tmp_path: Path, repos: tuple[Path, Path], *, target: dict[str, str] = TOOL_TARGET,
+              **sections: Any) -> Workspace:
+    """A workspace on the tool and its bench (whose default worker changes nothing), with `sections` added."""
     config = tmp_path / "orchard.toml"
-    config.write_text(CONFIG.format(extra=extra, target_extra=target_extra))
+    config.write_text(lab_config(target=target, launcher=command_launcher("true"), **sections))
     return init_workspace(tmp_path / "ws", str(repos[0]), str(repos[1]), config)
 
 
@@ -281,8 +269,8 @@ ANSWERS = {
 def test_a_reviewer_reads_the_change_and_only_a_readable_approval_approves(
         tmp_path: Path, repos: tuple[Path, Path], answer: str, approved: bool, said: str) -> None:
     reads = "grep -q 'tr -s' {prompt_file} && grep -q 'visible/stdout_bytes' {prompt_file} && "
-    ws = workspace(tmp_path, repos, "[launchers.reviewer]\nname = \"command\"\n"
-                   f"template = '''{reads}{ANSWERS[answer]}'''\n[review]\nlauncher = \"reviewer\"\n")
+    ws = workspace(tmp_path, repos, launchers={"reviewer": command_launcher(reads + ANSWERS[answer])},
+                   review={"launcher": "reviewer"})
     patch = patch_of(repos[0], tmp_path, {"tool.sh": HONEST})
     hypothesis = Hypothesis(id="h", metric="visible/stdout_bytes", change="squeeze", scope=("tool.sh",))
     candidate = bare_candidate(experiment="h", patch=patch, target_base=ws.target_base())
@@ -301,7 +289,7 @@ def test_a_reviewer_reads_the_change_and_only_a_readable_approval_approves(
 def test_a_reviewer_that_outlives_its_timeout_is_killed_and_rejects(
         tmp_path: Path, repos: tuple[Path, Path]) -> None:
     slow = ANSWERS["approve"].replace("echo", "sleep 60; echo")
-    ws = workspace(tmp_path, repos, f"[review]\ntimeout_minutes = 0.01\ntemplate = '''{slow}'''\n")
+    ws = workspace(tmp_path, repos, review={"timeout_minutes": 0.01, "template": slow})
     hypothesis = Hypothesis(id="h", metric="visible/stdout_bytes", change="squeeze", scope=("tool.sh",))
     candidate = bare_candidate(experiment="h", patch="", target_base=ws.target_base())
     verdict = verdict_of([metric("visible/stdout_bytes", "improved", -0.5)])
@@ -312,7 +300,7 @@ def test_a_reviewer_that_outlives_its_timeout_is_killed_and_rejects(
 
 
 def test_a_rejecting_inline_reviewer_kills_a_measured_win(tmp_path: Path, repos: tuple[Path, Path]) -> None:
-    ws = workspace(tmp_path, repos, "[review]\ntemplate = '''" + ANSWERS["reject"] + "'''\n")
+    ws = workspace(tmp_path, repos, review={"template": ANSWERS["reject"]})
     judgment = judged(ws, "reviewed", patch_of(repos[0], tmp_path, {"tool.sh": '#!/bin/sh\nhead -c 300 "$1"\n'}),
                       rejudged=True)
     assert judgment.decision == Decision.KILL and judgment.rule == Rule.REVIEW, judgment.reasons
@@ -324,7 +312,7 @@ def test_a_rejecting_inline_reviewer_kills_a_measured_win(tmp_path: Path, repos:
 
 def test_a_review_section_naming_no_launcher_is_refused(tmp_path: Path, repos: tuple[Path, Path]) -> None:
     with pytest.raises(ConfigError, match="review.launcher: 'nobody' is not a"):
-        workspace(tmp_path, repos, '[review]\nlauncher = "nobody"\n')
+        workspace(tmp_path, repos, review={"launcher": "nobody"})
 
 
 # -- (d) tests out of scope, weakened tests ---------------------------------------------------------------
@@ -372,7 +360,7 @@ def test_a_rewritten_assertion_counts_and_a_moved_one_does_not() -> None:
 
 
 def test_fewer_tests_counted_than_at_the_base_is_weakening(tmp_path: Path, repos: tuple[Path, Path]) -> None:
-    ws = workspace(tmp_path, repos, target_extra='test_count = "ls tests/test_*.py | wc -l"')
+    ws = workspace(tmp_path, repos, target={**TOOL_TARGET, "test_count": "ls tests/test_*.py | wc -l"})
     judgment = judged(ws, "fewer", patch_of(repos[0], tmp_path, {"tests/test_more.py": None, "tool.sh": HONEST}),
                       scope=("tests/", "tool.sh"))
     assert judgment.decision == Decision.KILL and judgment.rule == Rule.TESTS_KEPT, judgment.reasons
@@ -384,7 +372,7 @@ def test_fewer_tests_counted_than_at_the_base_is_weakening(tmp_path: Path, repos
 
 def test_the_prompt_says_what_a_worker_may_not_touch_and_that_gaming_disqualifies(
         tmp_path: Path, repos: tuple[Path, Path]) -> None:
-    ws = workspace(tmp_path, repos, "[review]\ntemplate = 'true'\n")
+    ws = workspace(tmp_path, repos, review={"template": "true"})
     checkout = ws.setup_worker("w1")
     text = prompt_text(ws, Experiment("h", Hypothesis(metric="visible/stdout_bytes", change="c", id="h"), checkout))
     assert "## Gaming the benchmark is disqualifying" in text
@@ -408,18 +396,9 @@ WORKERS = {  # hostile command workers, run in their target checkout
     "peek": "ls -R {bench_dir} > found.txt; git -C {bench_dir} log --all --stat >> found.txt; "
             "grep -rl omega {bench_dir} >> found.txt; true",
 }
-LAB = """
-[workers]
-count = 1
-exploit = 1
-explore = 0
-executor = "subprocess"
-
-[stop]
-top_attempted = 4
-idle_loops = 10
-""" + "".join(f"\n[launchers.{name}]\nname = \"command\"\ntemplate = '''{template}; {FINISHED}'''\n"
-              for name, template in WORKERS.items())  # each finishes with its report: only the gaming is judged
+LAB = {"workers": one_worker(), "stop": {"top_attempted": 4, "idle_loops": 10},
+       # each finishes with its report: only the gaming is judged
+       "launchers": {name: command_launcher(f"{template}; {FINISHED}") for name, template in WORKERS.items()}}
 
 
 def test_hostile_workers_through_the_loop_are_each_killed_with_their_own_reason(
@@ -429,7 +408,7 @@ def test_hostile_workers_through_the_loop_are_each_killed_with_their_own_reason(
     from tests.lab.loop_support import add_hypotheses
 
     monkeypatch.setenv("ORCHARD_TEST_MARK", mark)
-    ws = workspace(tmp_path, repos, LAB)
+    ws = workspace(tmp_path, repos, **LAB)
     state = LabState.open(ws.root)
     try:
         add_hypotheses(state, *({"id": name, "launcher": name, "metric": "visible/stdout_bytes",

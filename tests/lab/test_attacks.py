@@ -28,33 +28,8 @@ from orchard.lab.state import LabState
 from orchard.lab.verdicts import LabIntegrityError
 from orchard.lab.workspace import Workspace
 from orchard.lab.workspace_init import init_workspace
-from tests.lab.lab_helpers import git, wait_for
-from tests.lab.loop_support import OLD, STDOUT_SUITE, WIN
-
-CONFIG = """
-[target]
-build = "true"
-binary = "run.sh"
-
-[bench]
-suite = "suite.toml"
-
-[workers]
-count = 1
-exploit = 1
-explore = 0
-executor = "{executor}"
-timeout_minutes = {timeout}
-sandbox = "none"
-
-[launcher]
-name = "command"
-template = "sh {script} {{target_dir}} {{report}} {{experiment}} {{workspace}}"
-
-[stop]
-top_attempted = {hypotheses}
-idle_loops = 3
-"""
+from tests.lab.lab_helpers import command_launcher, git, lab_config, one_worker, wait_for
+from tests.lab.loop_support import OLD, RUN_SH_TARGET, STDOUT_SUITE, WIN
 
 # The start of every hostile script: its arguments, a valid report, and how to write the win.
 PRELUDE = f"""set -e
@@ -82,8 +57,12 @@ def _lab(tmp_path: Path, body: str, *, hypotheses: int = 1, executor: str = "sub
     script = tmp_path / "worker.sh"
     script.write_text(PRELUDE + body)
     (tmp_path / "suite.toml").write_text(STDOUT_SUITE)
-    (tmp_path / "orchard.toml").write_text(CONFIG.format(executor=executor, timeout=timeout, script=script,
-                                                         hypotheses=hypotheses))
+    (tmp_path / "orchard.toml").write_text(lab_config(
+        target=RUN_SH_TARGET,
+        workers=one_worker(executor=executor, timeout_minutes=timeout, sandbox="none"),
+        launcher=command_launcher(f"sh {script} {{target_dir}} {{report}} {{experiment}} {{workspace}}"),
+        stop={"top_attempted": hypotheses, "idle_loops": 3},
+    ))
     ws = init_workspace(tmp_path / "ws", str(repo), None, tmp_path / "orchard.toml")
     state = LabState.open(ws.root)
     try:

@@ -25,44 +25,17 @@ import pytest
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 from orchard.lab.workspace_init import init_workspace
-from tests.lab.lab_helpers import REPORTS, wait_for
+from tests.lab.lab_helpers import ALPHA_TARGET, REPORTS, command_launcher, lab_config, one_worker, wait_for
 from tests.lab.test_launcher_failures import SUITE
 
 KILL_AT = "ORCHARD_TEST_KILL_AT"  # orchard SIGKILLs itself there (lab/loop.py)
 
-CONFIG = """
-[target]
-build = "chmod +x src/alpha.txt"
-binary = "src/alpha.txt"
-
-[bench]
-suite = "suite.toml"
-
-[workers]
-count = 1
-exploit = 1
-explore = 0
-executor = "subprocess"
-timeout_minutes = 3
-# unconfined on purpose: these workers do what a worker without bubblewrap can (the sandbox stops most of it,
-# tests/lab/test_sandbox.py), and the lab must survive it anyway
-sandbox = "none"
-
-[launcher]
-name = "command"
-template = "printf 'alpha\\\\n' > {target_dir}/src/alpha.txt""" + REPORTS + """"
-
-[stop]
-top_attempted = 9
-idle_loops = 99
-"""
-
 # (id, the worker's command, its scope); ranked in this order (impact 5 down to 1)
 HOSTILE = {
     "wipe-checkout": "rm -rf {target_dir}",
-    "wipe-git": "printf 'b\\\\n' > {target_dir}/src/beta.txt; rm -rf {target_dir}/.git",
-    "fifty-megabytes": "head -c 52428800 /dev/zero | tr '\\\\0' a > {target_dir}/src/gamma.txt",
-    "plant-in-judge": "printf 'b\\\\n' > {target_dir}/src/beta.txt; mkdir -p {workspace}/judge; "
+    "wipe-git": "printf 'b\\n' > {target_dir}/src/beta.txt; rm -rf {target_dir}/.git",
+    "fifty-megabytes": "head -c 52428800 /dev/zero | tr '\\0' a > {target_dir}/src/gamma.txt",
+    "plant-in-judge": "printf 'b\\n' > {target_dir}/src/beta.txt; mkdir -p {workspace}/judge; "
                       "touch {workspace}/judge/{experiment}",
     "binary-not-a-file": "rm {target_dir}/src/alpha.txt; mkdir {target_dir}/src/alpha.txt; "
                          "touch {target_dir}/src/alpha.txt/x",
@@ -78,10 +51,17 @@ def _hypotheses(hostile: dict[str, str]) -> str:
     return "\n".join(tables)
 
 
-def _launchers(hostile: dict[str, str]) -> str:
-    """Each hostile worker's launcher; every one writes a finished worker's report after its act."""
-    return "".join(f'\n[launchers.{name}]\nname = "command"\ntemplate = "{command}{REPORTS}"\n'
-                   for name, command in hostile.items())
+def _config(hostile: dict[str, str], executor: str = "subprocess") -> str:
+    """The lab, with each hostile worker's launcher; every one writes a finished worker's report after its act."""
+    return lab_config(
+        target=ALPHA_TARGET,
+        # unconfined on purpose: these workers do what a worker without bubblewrap can (the sandbox stops most
+        # of it, tests/lab/test_sandbox.py), and the lab must survive it anyway
+        workers=one_worker(executor=executor, timeout_minutes=3, sandbox="none"),
+        launcher=command_launcher("printf 'alpha\\n' > {target_dir}/src/alpha.txt" + REPORTS),
+        stop={"top_attempted": 9, "idle_loops": 99},
+        launchers={name: command_launcher(command + REPORTS) for name, command in hostile.items()},
+    )
 
 
 def _orchard(*args: str | Path) -> subprocess.CompletedProcess[str]:
@@ -89,9 +69,9 @@ def _orchard(*args: str | Path) -> subprocess.CompletedProcess[str]:
                           timeout=900, check=False)
 
 
-def _lab(tmp_path: Path, target_repo: Path, hostile: dict[str, str]) -> Path:
+def _lab(tmp_path: Path, target_repo: Path, hostile: dict[str, str], executor: str = "subprocess") -> Path:
     (tmp_path / "suite.toml").write_text(SUITE)
-    (tmp_path / "orchard.toml").write_text(CONFIG + _launchers(hostile))
+    (tmp_path / "orchard.toml").write_text(_config(hostile, executor))
     (tmp_path / "hypotheses.toml").write_text(_hypotheses(hostile))
     ws = init_workspace(tmp_path / "ws", str(target_repo), None, tmp_path / "orchard.toml")
     added = _orchard("backlog", "add", ws.root, "--file", tmp_path / "hypotheses.toml")
@@ -173,7 +153,7 @@ def test_a_worker_that_fills_its_disk_is_killed_and_the_lab_goes_on(
 ) -> None:
     (tmp_path / "suite.toml").write_text(SUITE)
     hostile = {"fill-disk": "head -c 8000000 /dev/urandom > {target_dir}/src/noise.bin"}
-    (tmp_path / "orchard.toml").write_text(CONFIG + _launchers(hostile))
+    (tmp_path / "orchard.toml").write_text(_config(hostile))
     (tmp_path / "hypotheses.toml").write_text(_hypotheses(hostile))
     # the workspace exists already (the mount point is in it): lay it out around the mount
     ws = init_workspace(tmp_path / "fresh", str(target_repo), None, tmp_path / "orchard.toml")
@@ -204,10 +184,8 @@ def test_an_orchard_killed_between_launching_a_worker_and_recording_it_never_sta
     if when == "ended":
         go.touch()
     hostile = {"slow": f"echo started >> {starts}; while [ ! -e {go} ]; do sleep 0.1; done; "
-                       "printf 'alpha\\\\n' > {target_dir}/src/alpha.txt"}
-    root = _lab(tmp_path, target_repo, hostile)
-    config = root / "orchard.toml"
-    config.write_text(config.read_text().replace('executor = "subprocess"', f'executor = "{executor}"'))
+                       "printf 'alpha\\n' > {target_dir}/src/alpha.txt"}
+    root = _lab(tmp_path, target_repo, hostile, executor)
     socket = Workspace.open(root).tmux_socket
     resume: subprocess.Popen[str] | None = None
     try:
@@ -259,8 +237,8 @@ def test_a_worker_that_breaks_its_worker_directory_re_queues_the_next_launch(
 def test_a_worker_that_prints_a_huge_log_costs_orchard_no_memory_for_it(tmp_path: Path, target_repo: Path) -> None:
     """Collection reads the end of a worker's log (where the exit line and an agent's result are), not all of it:
     a worker that prints 300 MB leaves orchard's peak memory where it was."""
-    root = _lab(tmp_path, target_repo, {"loud": "head -c 300000000 /dev/zero | tr '\\\\0' x; echo; "
-                                                 "printf 'b\\\\n' > {target_dir}/src/beta.txt"})
+    root = _lab(tmp_path, target_repo, {"loud": "head -c 300000000 /dev/zero | tr '\\0' x; echo; "
+                                                 "printf 'b\\n' > {target_dir}/src/beta.txt"})
     peak = subprocess.run(
         [sys.executable, "-c", "import resource, subprocess, sys; "
          "done = subprocess.run([sys.executable, '-m', 'orchard', 'run', sys.argv[1]], capture_output=True); "

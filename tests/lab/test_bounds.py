@@ -124,8 +124,8 @@ INJECTED = "Fine title\n# INJECTED heading\n| a | b |"
 
 def test_titles_and_worker_output_never_become_markdown_headings(tmp_path: Path, target_repo: Path) -> None:
     # the worker's change breaks the build, whose last line of output is a would-be heading
-    root = _lab(tmp_path, target_repo, {"breaks-build": "printf '#!/bin/sh\\\\n' > {target_dir}/src/alpha.txt; "
-                                                        "printf '\\\\n# INJECTED by the build\\\\n' > "
+    root = _lab(tmp_path, target_repo, {"breaks-build": "printf '#!/bin/sh\\n' > {target_dir}/src/alpha.txt; "
+                                                        "printf '\\n# INJECTED by the build\\n' > "
                                                         "{target_dir}/src/beta.txt"})
     config = root / "orchard.toml"
     config.write_text(config.read_text().replace('build = "chmod +x src/alpha.txt"',

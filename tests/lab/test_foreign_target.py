@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from orchard.lab.state import LabState
-from tests.lab.lab_helpers import REPORTS, git
+from tests.lab.lab_helpers import REPORTS, command_launcher, git, lab_config, one_worker
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -66,32 +66,15 @@ kind = "information_recall"
 kind = "determinism"
 """
 
-CONFIG = """
-[target]
-build = "python3 -m venv --copies .venv && .venv/bin/python setup.py -q develop"
-test = ".venv/bin/python -c 'import texttable'"
-binary = ".venv/bin/python"
-
-[bench]
-suite = "suite.toml"
-
-[workers]
-count = 1
-exploit = 1
-explore = 0
-executor = "subprocess"
-timeout_minutes = 5
-
-[launcher]
-name = "patch"
-
-[launchers.shell]
-name = "command"
-template = "printf '# tidied by the shell launcher\\\\n' >> {target_dir}/texttable.py""" + REPORTS + """"
-
-[stop]
-top_attempted = 3
-"""
+CONFIG = lab_config(
+    target={"build": "python3 -m venv --copies .venv && .venv/bin/python setup.py -q develop",
+            "test": ".venv/bin/python -c 'import texttable'", "binary": ".venv/bin/python"},
+    workers=one_worker(timeout_minutes=5),
+    launcher={"name": "patch"},
+    stop={"top_attempted": 3},
+    launchers={"shell": command_launcher("printf '# tidied by the shell launcher\\n' >> {target_dir}/texttable.py"
+                                         + REPORTS)},
+)
 
 HYPOTHESES = """
 [[hypothesis]]

@@ -20,8 +20,8 @@ import pytest
 from orchard.lab.judgment import Decision, Rule
 from orchard.lab.state import LabState
 from orchard.lab.workspace_init import init_workspace
-from tests.lab.lab_helpers import assert_nothing_left, make_repo
-from tests.lab.test_anti_gaming import SECRET, SUITE, TEST, TOOL, VISIBLE
+from tests.lab.lab_helpers import assert_nothing_left, command_launcher, lab_config, make_repo, one_worker
+from tests.lab.test_anti_gaming import SECRET, SUITE, TEST, TOOL, TOOL_TARGET, VISIBLE
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500),
               pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")]
@@ -62,38 +62,12 @@ HOSTILE = {
 }
 HONEST = ("printf '#!/bin/sh\\ntr -s \" \" < \"$1\" | cut -c1-12\\n' > tool.sh", ["tool.sh"])
 
-CONFIG = """
-[target]
-build = "chmod +x tool.sh"
-binary = "tool.sh"
-test = "python3 tests/test_tool.py"
-
-[bench]
-suite = "suite.toml"
-
-[workers]
-count = 2
-exploit = 2
-explore = 0
-executor = "subprocess"
-timeout_minutes = 3
-
-[launcher]
-name = "command"
-template = "true"
-
-[stop]
-top_attempted = 99
-idle_loops = 99
-"""
-
-
 def _config(marker: Path) -> str:
-    launchers = "".join(
-        f"\n[launchers.{name}]\nname = \"command\"\ntemplate = '''{line.replace('{marker}', str(marker))}; "
-        f"{REPORT}'''\n"
-        for name, (line, _) in [*HOSTILE.items(), ("honest", HONEST)])
-    return CONFIG + launchers
+    launchers = {name: command_launcher(f"{line.replace('{marker}', str(marker))}; {REPORT}")
+                 for name, (line, _) in [*HOSTILE.items(), ("honest", HONEST)]}
+    return lab_config(target=TOOL_TARGET, workers=one_worker(count=2, exploit=2, timeout_minutes=3),
+                      launcher=command_launcher("true"), stop={"top_attempted": 99, "idle_loops": 99},
+                      launchers=launchers)
 
 
 def _hypotheses() -> str:

@@ -28,21 +28,14 @@ from orchard.lab.start import start
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 from orchard.lab.workspace_init import init_workspace
-from tests.lab.lab_helpers import git
-from tests.lab.loop_support import OLD, STDOUT_SUITE, WIN, bare_candidate
+from tests.lab.lab_helpers import git, lab_config
+from tests.lab.loop_support import OLD, RUN_SH_TARGET, STDOUT_SUITE, WIN, bare_candidate
 
 # The "sneaky" win prints 4,000 lines when it runs from a baseline build directory
 # (judge/base-*), so main measured after its merge regresses.
 SNEAKY = 'n=40; case "$0" in */base-*) n=4000;; esac\ni=0; while [ $i -lt $n ]; do echo "line $i"; i=$((i+1)); done\n'
 
-CONFIG = """
-[target]
-build = "true"
-binary = "run.sh"
-
-[bench]
-suite = "suite.toml"
-"""
+CONFIG = lab_config(target=RUN_SH_TARGET)
 
 NORMAL_STEPS = ["land", "rebase", "push", "confirm", "merge", "publish", "main-check"]
 REVERT_STEPS = ["revert", "publish-revert"]

@@ -22,7 +22,7 @@ import pytest
 
 from orchard.lab.state import LabState
 from orchard.lab.workspace_init import init_workspace
-from tests.lab.lab_helpers import git
+from tests.lab.lab_helpers import ALPHA_TARGET, command_launcher, git, lab_config, one_worker
 from tests.lab.loop_support import snapshot
 
 SUITE = """
@@ -41,41 +41,18 @@ name = "stdout_bytes"
 floor = 0.0
 """
 
-CONFIG = """
-[target]
-build = "chmod +x src/alpha.txt"
-binary = "src/alpha.txt"
-
-[bench]
-suite = "suite.toml"
-
-[workers]
-count = 1
-exploit = 1
-explore = 0
-executor = "subprocess"
-timeout_minutes = 2
-
-[launcher]
-name = "claude"
-pass_env = ["STANDIN_MODE"]  # the stand-in's misbehaviour; a worker inherits nothing it is not given
-
-[stop]
-launcher_failures = 3
-top_attempted = 9
-
-[launchers.codex]
-name = "codex"
-pass_env = ["STANDIN_MODE"]
-
-[launchers.shell]
-name = "command"
-template = "env no-such-agent-cli {prompt_file}"
-
-[launchers.edit]
-name = "command"
-template = "printf 'alpha\\\\n' > {target_dir}/src/alpha.txt"
-"""
+CONFIG = lab_config(
+    target=ALPHA_TARGET,
+    workers=one_worker(timeout_minutes=2),
+    # the stand-in's misbehaviour; a worker inherits nothing it is not given
+    launcher={"name": "claude", "pass_env": ["STANDIN_MODE"]},
+    stop={"launcher_failures": 3, "top_attempted": 9},
+    launchers={
+        "codex": {"name": "codex", "pass_env": ["STANDIN_MODE"]},
+        "shell": command_launcher("env no-such-agent-cli {prompt_file}"),
+        "edit": command_launcher("printf 'alpha\\n' > {target_dir}/src/alpha.txt"),
+    },
+)
 
 HYPOTHESES = """
 [[hypothesis]]

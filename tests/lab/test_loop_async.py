@@ -11,7 +11,14 @@ import pytest
 from orchard.lab.loop import Lab
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
-from tests.lab.lab_helpers import assert_nothing_left
+from tests.lab.lab_helpers import (
+    NO_CHANGE_BENCH,
+    README_TARGET,
+    assert_nothing_left,
+    command_launcher,
+    lab_config,
+    one_worker,
+)
 from tests.lab.loop_support import add_hypotheses
 
 # The report a worker that finished writes (one that writes none is not judged).
@@ -19,32 +26,18 @@ FINISH = """printf '{"schema": "orchard.worker-report/1", "experiment": "%s", "s
 "measurements": []}' "$2" > "$1"
 """
 
-# Workers are instant (one line appended to a file); the judge's target tests
-# take a few seconds and write when they start and end, per candidate.
-CONFIG = """
-[target]
-binary = "README"
-test = "echo start {{experiment}} >> {log} && sleep 3 && echo end {{experiment}} >> {log}"
-
-[bench]
-verdict = "echo NO-CHANGE"
-
-[workers]
-count = 1
-exploit = 1
-explore = 0
-executor = "tmux"
-judges = 2
-sandbox = "none"  # the judge's tests report their timing to a file of this test's (the sandbox hides it)
-
-[launcher]
-name = "command"
-template = "echo {{experiment}} >> src/alpha.txt && sh {finish} {{report}} {{experiment}}"
-
-[stop]
-top_attempted = 3
-idle_loops = 10
-"""
+def _config(log: Path, finish: Path) -> str:
+    """Workers are instant (one line appended to a file); the judge's target tests take a few seconds and
+    write to `log` when they start and end, per candidate."""
+    return lab_config(
+        target={**README_TARGET,
+                "test": f"echo start {{experiment}} >> {log} && sleep 3 && echo end {{experiment}} >> {log}"},
+        bench=NO_CHANGE_BENCH,
+        # the judge's tests report their timing to a file of this test's (the sandbox hides it)
+        workers=one_worker(executor="tmux", judges=2, sandbox="none"),
+        launcher=command_launcher(f"echo {{experiment}} >> src/alpha.txt && sh {finish} {{report}} {{experiment}}"),
+        stop={"top_attempted": 3, "idle_loops": 10},
+    )
 
 
 def test_workers_are_assigned_and_collected_while_the_judge_works(
@@ -54,7 +47,7 @@ def test_workers_are_assigned_and_collected_while_the_judge_works(
     tests_log = tmp_path / "judge-tests.log"
     finish = tmp_path / "finish.sh"
     finish.write_text(FINISH)
-    ws = make_workspace(CONFIG.format(log=tests_log, finish=finish))
+    ws = make_workspace(_config(tests_log, finish))
     state = LabState.open(ws.root)
     try:
         add_hypotheses(state, *({"id": f"h{i}", "scope": ["src/"]} for i in (1, 2, 3)))

@@ -14,7 +14,17 @@ from orchard.lab.loop import Lab
 from orchard.lab.remote import lab_id, scratch_dir
 from orchard.lab.state import LabState
 from orchard.lab.workspace_init import init_workspace
-from tests.lab.lab_helpers import BENCH_FILES, TARGET_FILES, make_repo, processes_marked
+from tests.lab.lab_helpers import (
+    BENCH_FILES,
+    NO_CHANGE_BENCH,
+    README_TARGET,
+    TARGET_FILES,
+    command_launcher,
+    lab_config,
+    make_repo,
+    one_worker,
+    processes_marked,
+)
 from tests.lab.test_planner import STANDIN, hypothesis_toml
 
 # Two of the planner's hypotheses share a file: they must never run at once.
@@ -33,29 +43,14 @@ def test_the_planner_refills_a_dry_backlog_and_scopes_stay_disjoint_on_the_clust
     # The stand-in answers planning prompts; run as a worker it finds no output file named and
     # exits 1 having changed nothing, so every experiment here is killed: only scheduling is tested.
     config = tmp_path / "orchard.toml"
-    config.write_text(f"""
-[target]
-binary = "README"
-
-[bench]
-verdict = "echo NO-CHANGE"
-
-[workers]
-count = 2
-exploit = 2
-explore = 0
-executor = "dask"
-scheduler = "local"
-refill = true
-sandbox_read = ["{answer}", "{STANDIN}"]  # the stand-in planner and its answer, outside the workspace
-
-[launcher]
-name = "command"
-template = "{sys.executable} {STANDIN} {{prompt_file}} {answer}"
-
-[stop]
-top_attempted = 10
-""")
+    config.write_text(lab_config(
+        target=README_TARGET, bench=NO_CHANGE_BENCH,
+        workers=one_worker(count=2, exploit=2, executor="dask", scheduler="local", refill=True,
+                           # the stand-in planner and its answer, outside the workspace
+                           sandbox_read=[str(answer), str(STANDIN)]),
+        launcher=command_launcher(f"{sys.executable} {STANDIN} {{prompt_file}} {answer}"),
+        stop={"top_attempted": 10},
+    ))
     target, bench = make_repo(tmp_path / "target", TARGET_FILES), make_repo(tmp_path / "bench", BENCH_FILES)
     ws = init_workspace(tmp_path / "ws", str(target), str(bench), config)
     state = LabState.open(ws.root)

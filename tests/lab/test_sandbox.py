@@ -27,7 +27,16 @@ from orchard.lab.loop import Lab
 from orchard.lab.prompts import render_prompt
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
-from tests.lab.lab_helpers import BENCH_FILES, assert_nothing_left, processes_marked
+from tests.lab.lab_helpers import (
+    BENCH_FILES,
+    NO_CHANGE_BENCH,
+    README_TARGET,
+    assert_nothing_left,
+    command_launcher,
+    lab_config,
+    one_worker,
+    processes_marked,
+)
 from tests.lab.loop_support import add_hypotheses, bare_candidate, metric, snapshot, verdict_of
 
 HOSTILE = r"""#!/bin/bash
@@ -175,13 +184,8 @@ def test_orchard_run_refuses_to_start_without_a_working_bubblewrap(
     assert snapshot(workspace.root) == before
 
 
-UNSANDBOXED_CONFIG = """
-target = { binary = "README" }
-bench = { verdict = "echo NO-CHANGE" }
-workers = { count = 1, exploit = 1, explore = 0, executor = "subprocess", sandbox = "none" }
-launcher = { name = "command", template = "echo changed >> src/alpha.txt" }
-stop = { top_attempted = 1 }
-"""
+UNSANDBOXED_CONFIG = lab_config(target=README_TARGET, bench=NO_CHANGE_BENCH, workers=one_worker(sandbox="none"),
+                                launcher=command_launcher("echo changed >> src/alpha.txt"), stop={"top_attempted": 1})
 
 
 def test_an_unsandboxed_lab_says_so_in_status_and_in_every_journal_judgment(

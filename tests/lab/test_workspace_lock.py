@@ -38,7 +38,7 @@ def test_a_second_run_is_refused_naming_the_first_and_a_sigkill_releases_the_loc
     go, starts = tmp_path / "go", tmp_path / "starts.log"
     root = _lab(tmp_path, target_repo, {
         "waits": f"echo started >> {starts}; while [ ! -e {go} ]; do sleep 0.1; done; "
-                 "printf 'alpha\\\\n' > {target_dir}/src/alpha.txt"})
+                 "printf 'alpha\\n' > {target_dir}/src/alpha.txt"})
     first = subprocess.Popen([sys.executable, "-m", "orchard", "run", str(root)], stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
     try:

@@ -9,8 +9,7 @@ everything that shapes output is pinned.
 from __future__ import annotations
 
 import os
-import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 # Bump when the pinned set below changes: rows with different versions are
 # not comparable (it is one of the comparability keys).
@@ -68,9 +67,3 @@ def isolated_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
         env.update(extra)
     return env
 
-
-def command_display(command: Sequence[str] | str) -> str:
-    """The command as a user (or an agent) would type it."""
-    if isinstance(command, str):
-        return command
-    return shlex.join(str(part) for part in command)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from orchard.bench import runner
+from orchard import process
 from orchard.bench.environment import isolated_env
 from orchard.bench.measure import Observation, Workbench, as_number, render
 from orchard.bench.suite import Gate, Scenario
@@ -100,7 +100,7 @@ def run_command_gates(
         assert gate.command is not None
         for role, binary in binaries.items():
             command = render(gate.command, bench.template_values(binary), f"gate '{gate.name}'")
-            capture = runner.run(
+            capture = process.run(
                 command, cwd=bench.suite.directory, env=isolated_env(), timeout_s=bench.suite.timeout_s
             )
             detail = (

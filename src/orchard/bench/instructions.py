@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from orchard.bench import runner
+from orchard import process
 
 METRIC = "instructions"
 CYCLES = "estimated_cycles"
@@ -163,7 +163,7 @@ def count(
             ]
         # the timeout scales with the counter's slowdown: cachegrind runs a program 20-100x slower
         limit = None if timeout_s is None else timeout_s * (2 if counter is Counter.PERF else 100)
-        capture = runner.run(wrapped, cwd=cwd, env=env, timeout_s=limit, admitted_chars=64 * 1024)
+        capture = process.run(wrapped, cwd=cwd, env=env, timeout_s=limit, admitted_chars=64 * 1024)
         if capture.timed_out:
             return Count(None, counter, f"{counter} run timed out")
         events = None if counter is Counter.PERF else _cachegrind_events(Path(scratch))

@@ -19,6 +19,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TextIO
@@ -56,6 +57,51 @@ def read_holder(path: Path) -> dict[str, Any] | None:
         return None
 
 
+def _tickets(queue: Path) -> list[tuple[Path, int]]:
+    """The waiting room's tickets and the pid each names (a ticket is `<pid>-<id>`)."""
+    try:
+        entries = list(queue.iterdir())
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        pid = entry.name.split("-", 1)[0]
+        if pid.isdigit():
+            found.append((entry, int(pid)))
+    return found
+
+
+@dataclass(frozen=True)
+class LockStatus:
+    """The lock as a user looks at it: free, held or disabled, its holder, and who queues for it."""
+
+    state: str  # free, held, disabled ("not read" in a snapshot that did not look)
+    path: str
+    holder_pid: int | None
+    holder_label: str | None
+    holder_since: float | None
+    queue: tuple[int, ...]  # pids waiting
+
+
+def lock_status(path: Path | None = None) -> LockStatus:
+    """Who holds the lock right now (probed without waiting), and who queues for it."""
+    path = path or default_lock_path()
+    if lock_disabled():
+        return LockStatus("disabled", str(path), None, None, None, ())
+    probe = FileLock(path, mode=0o666, thread_local=False, preserve_lock_file=True)
+    try:
+        probe.acquire(timeout=0)
+    except Timeout:
+        held = True
+    else:
+        probe.release()
+        held = False
+    holder = read_holder(path) or {}
+    queue = tuple(sorted({pid for _, pid in _tickets(Path(f"{path}.waiting"))}))
+    return LockStatus("held" if held else "free", str(path), holder.get("pid"), holder.get("label"),
+                      holder.get("since"), queue)
+
+
 class MeasurementLock:
     """Context manager around one measured unit; reusable, not reentrant."""
 
@@ -80,15 +126,10 @@ class MeasurementLock:
 
     def _others_waiting(self) -> bool:
         """Whether another live process has queued for the lock."""
-        try:
-            entries = list(self._queue.iterdir())
-        except OSError:
-            return False
-        for entry in entries:
-            pid = entry.name.split("-", 1)[0]
-            if pid.isdigit() and int(pid) != os.getpid():
+        for entry, pid in _tickets(self._queue):
+            if pid != os.getpid():
                 try:
-                    os.kill(int(pid), 0)
+                    os.kill(pid, 0)
                     return True
                 except ProcessLookupError:
                     entry.unlink(missing_ok=True)  # a waiter that died

@@ -26,7 +26,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, BinaryIO, cast
 
-from orchard.bench import instructions, readers, rows, runner, tokens
+from orchard import process
+from orchard.bench import instructions, readers, rows, tokens
 from orchard.bench.environment import isolated_env
 from orchard.bench.suite import BUILTIN_METRICS, Fixture, Scenario, Suite
 from orchard.errors import FixtureError, UsageError
@@ -126,7 +127,7 @@ def _build_fixture(bench: Workbench, fixture: Fixture) -> Path:
     values = {**bench.template_values(Path("/nonexistent")), "dir": str(directory)}
     values.pop("bin")
     command = render(fixture.command, values, f"fixture '{fixture.name}'")
-    capture = runner.run(command, cwd=directory, env=isolated_env(), timeout_s=bench.suite.timeout_s)
+    capture = process.run(command, cwd=directory, env=isolated_env(), timeout_s=bench.suite.timeout_s)
     if not capture.ok:
         raise FixtureError(
             f"fixture '{fixture.name}' failed "
@@ -245,7 +246,7 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *
     admitted = ROWS_ADMITTED_CHARS if scenario.kind == "rows" else bench.suite.admitted_chars
     # the gates judge the whole output; only token estimates use the admitted part
     with tempfile.SpooledTemporaryFile(max_size=SPILL_BYTES, dir=str(bench.root)) as whole:
-        capture = runner.run(
+        capture = process.run(
             command,
             cwd=bench.suite.directory,
             env=isolated_env(scenario.env),
@@ -332,7 +333,7 @@ def _fields_digest(harness_rows: list[dict[str, Any]], fields: tuple[str, ...]) 
     return _digest(json.dumps(picked, sort_keys=True, default=str).encode())
 
 
-def _failure_text(capture: runner.Capture) -> str:
+def _failure_text(capture: process.Capture) -> str:
     if capture.timed_out:
         return "timed out"
     tail = capture.stderr_text.strip().splitlines()[-1:] or [""]

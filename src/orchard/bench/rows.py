@@ -12,9 +12,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from orchard.bench import tokens
-from orchard.bench.environment import ENV_ISOLATION_VERSION, command_display
+from orchard.bench.environment import ENV_ISOLATION_VERSION
 from orchard.bench.machine import machine_fingerprint
-from orchard.bench.runner import Capture
+from orchard.process import Capture, command_display
 
 SCHEMA_VERSION = 1
 SKIP_RETURNCODE = 77

@@ -16,12 +16,11 @@ tests/data/cli-help/, which the tests compare every rendered flag against):
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from pathlib import Path
-from typing import Any
 
+from orchard.jsonlines import json_objects
 from orchard.lab.agent_usage import AgentUsage
 from orchard.lab.experiment import (
     Commands,
@@ -37,21 +36,6 @@ AIDER_VERSION = "0.86.2"
 # at its own changes.
 CLAUDE_BASE_TOOLS = ("Read", "Edit", "Write", "Grep", "Glob", "Bash(git diff *)", "Bash(git status *)")
 
-
-
-def _json_objects(log_text: str) -> list[dict[str, Any]]:
-    """Every line of the log that is a JSON object."""
-    found = []
-    for line in log_text.splitlines():
-        line = line.strip()
-        if line.startswith("{") and line.endswith("}"):
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(value, dict):
-                found.append(value)
-    return found
 
 
 def _shell_tools(commands: Commands) -> list[str]:
@@ -105,7 +89,7 @@ class ClaudeLauncher(Launcher):
         return " ".join(part for part in (head, join_words(words), self._tail()) if part)
 
     def usage(self, log_text: str) -> AgentUsage:
-        for item in reversed(_json_objects(log_text)):
+        for item in reversed(json_objects(log_text)):
             if item.get("type") != "result":
                 continue
             usage = item.get("usage") if isinstance(item.get("usage"), dict) else {}
@@ -121,7 +105,7 @@ class ClaudeLauncher(Launcher):
         return AgentUsage()
 
     def failure(self, log_text: str, exit_code: int | None) -> str | None:
-        for item in reversed(_json_objects(log_text)):
+        for item in reversed(json_objects(log_text)):
             if item.get("type") == "result" and item.get("is_error"):
                 return f"claude: {str(item.get('result') or item.get('subtype') or 'error')[:300]}"
         return super().failure(log_text, exit_code)
@@ -155,7 +139,7 @@ class CodexLauncher(Launcher):
         return " ".join(part for part in (join_words(words), tail, prompt_arg(context.paths.prompt_file)) if part)
 
     def usage(self, log_text: str) -> AgentUsage:
-        turns = [item for item in _json_objects(log_text) if item.get("type") == "turn.completed"]
+        turns = [item for item in json_objects(log_text) if item.get("type") == "turn.completed"]
         usages = [item["usage"] for item in turns if isinstance(item.get("usage"), dict)]
         if not usages:
             return AgentUsage()
@@ -173,7 +157,7 @@ class CodexLauncher(Launcher):
         )
 
     def failure(self, log_text: str, exit_code: int | None) -> str | None:
-        for item in reversed(_json_objects(log_text)):
+        for item in reversed(json_objects(log_text)):
             error = item.get("error") if item.get("type") == "turn.failed" else item
             if item.get("type") in ("error", "turn.failed") and isinstance(error, dict):
                 return f"codex: {str(error.get('message') or 'error')[:300]}"

@@ -28,12 +28,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchard.bench.runner import run
 from orchard.errors import OrchardError
 from orchard.lab.allowlist import judge_env
 from orchard.lab.experiment import placeholder_values, render_command
 from orchard.lab.sandbox import Confinement, step_confinement
 from orchard.lab.workspace import Worker, Workspace
+from orchard.process import run
 
 if TYPE_CHECKING:
     from orchard.lab.state import LabState

@@ -37,9 +37,10 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from orchard.errors import UsageError
-from orchard.lab import live, pages, view
+from orchard.lab import pages, view
 from orchard.lab.chart_cache import ChartCache
 from orchard.lab.state import DB_NAME, LabState
+from orchard.lab.verdicts import lock_status
 from orchard.lab.workspace import Workspace
 
 DEFAULT_HOST = "127.0.0.1"
@@ -79,7 +80,7 @@ class Snapshots:
                         files.append((entry.name, found.st_mtime_ns, found.st_size))
         except OSError:
             pass
-        return tuple(sorted(files)), live.read_lock()
+        return tuple(sorted(files)), lock_status()
 
     def page(self) -> tuple[str, str]:
         """(version, JSON) of the current page."""

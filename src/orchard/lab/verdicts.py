@@ -3,7 +3,8 @@
 The judge, the landing steps, the lab's start and the sweep ask here for a
 verdict of a candidate binary against a baseline binary (from the bench's
 suite, or from the bench's own verdict script), for the lab-start
-calibration, and for the ranked opportunities. Around every verdict the
+calibration, for the ranked opportunities, and (for the dashboard and
+`orchard status`) for who holds the measurement lock. Around every verdict the
 lab's own bench clone is checked: nothing measured with a changed harness
 counts; and both binaries are checked against the hashes recorded when the
 judge built them, before and after: a binary changed by anyone is never
@@ -13,18 +14,15 @@ measured, and a verdict taken while one changed does not count
 
 from __future__ import annotations
 
-import contextlib
-import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from orchard import bench
-from orchard.bench.lock import MeasurementLock
+from orchard.bench.lock import LockStatus, MeasurementLock, lock_status
 from orchard.bench.opportunities import rank
-from orchard.bench.runner import run
 from orchard.bench.verdict import (
     ExternalRun,
     GateResult,
@@ -34,13 +32,16 @@ from orchard.bench.verdict import (
     VerdictWord,
 )
 from orchard.errors import OrchardError
+from orchard.jsonlines import last_json_object
 from orchard.lab.allowlist import judge_env
 from orchard.lab.builds import STEP_TIMEOUT_S, BuiltBinary, placeholders
 from orchard.lab.candidate import a_few
 from orchard.lab.experiment import render_command
 from orchard.lab.workspace import Workspace
+from orchard.process import run
 
-__all__ = ["GateResult", "MetricResult", "MetricVerdict", "Verdict", "VerdictWord", "is_held_out"]
+__all__ = ["GateResult", "LockStatus", "MetricResult", "MetricVerdict", "Verdict", "VerdictWord", "is_held_out",
+           "lock_status"]
 is_held_out = bench.is_held_out
 
 MeasureProgress = Callable[[int, int, str], None]
@@ -79,15 +80,6 @@ def assert_bench_untouched(ws: Workspace, bench_base: str) -> None:
         )
 
 
-def _last_json_verdict(text: str) -> Mapping[str, Any]:
-    for line in reversed(text.strip().splitlines()):
-        with contextlib.suppress(ValueError):
-            found = json.loads(line)
-            if isinstance(found, dict) and "verdict" in found:
-                return found
-    return {}
-
-
 def external_verdict(ws: Workspace, baseline: Path, candidate: Path) -> Verdict:
     """Run the bench's own verdict script under the lock; record its output, map its result.
 
@@ -104,7 +96,7 @@ def external_verdict(ws: Workspace, baseline: Path, candidate: Path) -> Verdict:
                       timeout_s=STEP_TIMEOUT_S,
                       admitted_chars=1 << 24)
     text = capture.stdout_text
-    parsed = _last_json_verdict(text)
+    parsed = last_json_object(text, key="verdict") or {}
     words = VERDICT_WORDS.findall(text)
     said = str(parsed.get("verdict") or (words[-1] if words else VerdictWord.INCONCLUSIVE))
     known = (VerdictWord.PASS, VerdictWord.REGRESSED, VerdictWord.NO_CHANGE, VerdictWord.INCONCLUSIVE)

@@ -27,12 +27,13 @@ from orchard.lab.experiment import ExperimentStatus
 from orchard.lab.journal import journal_entry
 from orchard.lab.judgment import Decision, JudgmentEntry
 from orchard.lab.leaderboard import LeaderRow, directions, leaderboard
-from orchard.lab.live import LockView, log_tail, read_lock
+from orchard.lab.live import log_tail
 from orchard.lab.main_steps import MainStep, main_steps
 from orchard.lab.publication import Publication
 from orchard.lab.start import LAB_START, LabStart
 from orchard.lab.state import LabState
 from orchard.lab.verdict_table import VerdictView
+from orchard.lab.verdicts import LockStatus, lock_status
 from orchard.lab.workspace import Workspace
 
 RUNNING_STATES = (ExperimentStatus.STARTING, ExperimentStatus.RUNNING)
@@ -148,7 +149,7 @@ class LabView:
     floors: Mapping[str, float]
     directions: Mapping[str, str]
     workers: tuple[WorkerView, ...]
-    lock: LockView
+    lock: LockStatus
     backlog: tuple[BacklogItem, ...]
     leaderboard: tuple[LeaderRow, ...]
     experiments: tuple[ExperimentView, ...]
@@ -264,7 +265,7 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         sandbox=ws.config.workers.sandbox, tmux_socket=ws.tmux_socket, worker_slots=ws.config.workers.count,
         baseline=baseline,
         floors=floors, directions=dirs, workers=workers,
-        lock=read_lock() if live else LockView("not read", "", None, None, None, ()),
+        lock=lock_status() if live else LockStatus("not read", "", None, None, None, ()),
         backlog=tuple(BacklogItem(r.id, r.hypothesis.score, r.hypothesis.lane, r.hypothesis.title) for r in ranked),
         leaderboard=board,
         experiments=tuple(experiments), main_steps=tuple(main_steps(events, baseline, floors)), lock_waits=waits,

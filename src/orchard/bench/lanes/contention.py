@@ -40,13 +40,13 @@ from typing import Any, TextIO
 
 import psutil
 
-from orchard.bench import rows, runner, tokens
+from orchard import process
+from orchard.bench import rows, tokens
 from orchard.bench.flows import Flow
 from orchard.bench.lanes.markdown import skips_and_failures, subjects_section, table
 from orchard.bench.lanes.remotes import harness
 from orchard.bench.lanes.session import LaneResult, check_common, lane_context
 from orchard.bench.lanes.steps import Recorder, fail
-from orchard.bench.runner import kill_group
 from orchard.bench.subjects import Subject
 from orchard.errors import FixtureError, UsageError
 
@@ -173,8 +173,8 @@ class Race:
             for command in self.flow.contention[key]
         )
 
-    def call(self, worker: Worker, operation: str, argv: list[str], env: Mapping[str, str]) -> runner.Capture:
-        capture = runner.run(argv, cwd=worker.checkout, env={**self.env, **env}, timeout_s=self.options.step_timeout_s)
+    def call(self, worker: Worker, operation: str, argv: list[str], env: Mapping[str, str]) -> process.Capture:
+        capture = process.run(argv, cwd=worker.checkout, env={**self.env, **env}, timeout_s=self.options.step_timeout_s)
         worker.calls.append(
             {
                 "operation": operation,
@@ -309,7 +309,7 @@ class Race:
                 missing_lines += label not in lines
         fsck_errors = []
         for target in fsck_targets:
-            capture = runner.run(
+            capture = process.run(
                 [self.git, "fsck", "--no-progress", "--no-dangling"],
                 cwd=target,
                 env=self.env,
@@ -330,7 +330,7 @@ class Race:
 
 def _quiet(git: str, argv: list[str], env: Mapping[str, str], cwd: Path | None = None) -> str:
     """stdout of a read-only check; empty when the object is missing (counted as lost)."""
-    capture = runner.run([git, *argv], cwd=cwd, env=env, timeout_s=60)
+    capture = process.run([git, *argv], cwd=cwd, env=env, timeout_s=60)
     return capture.stdout_text if capture.ok else ""
 
 
@@ -345,7 +345,7 @@ def _stop_commands(futures: Sequence[Future[None]]) -> None:
         for child in me.children():
             try:
                 if os.getpgid(child.pid) == child.pid:
-                    kill_group(child.pid)
+                    process.kill_group(child.pid)
             except (ProcessLookupError, psutil.Error):
                 pass
         wait(futures, timeout=0.1)
@@ -432,7 +432,7 @@ def run_lane(options: ContentionOptions, out: TextIO | None = None) -> LaneResul
         options,
         summary,
         out,
-        admitted_chars=runner.DEFAULT_ADMITTED_CHARS,
+        admitted_chars=process.DEFAULT_ADMITTED_CHARS,
         metadata={},
     ) as (session, ctx):
         for run_index in range(options.runs):

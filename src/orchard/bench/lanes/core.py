@@ -35,7 +35,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from orchard.bench import rows, runner
+from orchard import process
+from orchard.bench import rows
 from orchard.bench.flows import CORE_MEASURED, Flow
 from orchard.bench.lanes.generated_repo import (
     Edit,
@@ -136,7 +137,7 @@ def pipe_check(git: str, clean: Path, diff: bytes, env: Mapping[str, str]) -> st
     """None when the diff applies to a clean copy of the head (`git apply --check --cached`), else why not."""
     if not diff.strip():
         return "the diff output is empty"
-    capture = runner.run([git, "apply", "--check", "--cached", "-"], cwd=clean, env=env, timeout_s=120, stdin=diff)
+    capture = process.run([git, "apply", "--check", "--cached", "-"], cwd=clean, env=env, timeout_s=120, stdin=diff)
     if capture.ok:
         return None
     return "git apply --check: " + " ".join(capture.stderr_text.split())[-300:]
@@ -263,12 +264,12 @@ def run_lane(options: CoreOptions, out: TextIO | None = None) -> LaneResult:
             )
             # The pipe check's clean copy: the fixture's head in an index, no files written.
             clean = session.root / f"clean-{spec.label}"
-            runner.run(
+            process.run(
                 [ctx.git, "clone", "-q", "--shared", "--no-checkout", str(fixture.path), str(clean)],
                 env=ctx.env,
                 timeout_s=600,
             )
-            runner.run([ctx.git, "read-tree", "HEAD"], cwd=clean, env=ctx.env, timeout_s=600)
+            process.run([ctx.git, "read-tree", "HEAD"], cwd=clean, env=ctx.env, timeout_s=600)
             for subject in options.subjects:
                 _run_subject(ctx, subject, options, fixture, clean, out)
             shutil.rmtree(clean, ignore_errors=True)

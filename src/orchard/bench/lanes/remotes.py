@@ -16,8 +16,7 @@ import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
 
-from orchard.bench import runner
-from orchard.bench.environment import command_display
+from orchard import process
 from orchard.bench.lanes.transport import LOOPBACK, LoopbackServers, Remote
 from orchard.errors import FixtureError
 
@@ -38,10 +37,10 @@ HARNESS_TIMEOUT_S = 120.0
 
 def harness(argv: list[str], cwd: Path, env: Mapping[str, str], timeout_s: float = HARNESS_TIMEOUT_S) -> str:
     """Run an untimed fixture command; its stdout, or FixtureError with its stderr."""
-    capture = runner.run(argv, cwd=cwd, env=env, timeout_s=timeout_s)
+    capture = process.run(argv, cwd=cwd, env=env, timeout_s=timeout_s)
     if not capture.ok:
         detail = f"timed out after {timeout_s:.0f} s" if capture.timed_out else capture.stderr_text.strip()[-300:]
-        raise FixtureError(f"`{command_display(argv[1:])[:120]}` failed: {detail}")
+        raise FixtureError(f"`{process.command_display(argv[1:])[:120]}` failed: {detail}")
     return capture.stdout_text
 
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchard.bench import rows, runner, tokens
+from orchard import process
+from orchard.bench import rows, tokens
 from orchard.bench.flows import Command, Flow, Probe
 from orchard.bench.lanes.transport import ByteProxy, LoopbackServers
 from orchard.bench.subjects import Subject
@@ -97,7 +98,7 @@ class Recorder:
         )
         self.counted: list[Row] = []
         self.harness_commands = 0
-        self.last_capture: runner.Capture | None = None
+        self.last_capture: process.Capture | None = None
 
     def _at(self, operation: str) -> dict[str, Any]:
         """Where a row of this recorder stands: subject, scenario, operation, run, metadata."""
@@ -144,7 +145,7 @@ class Recorder:
         tool_calls: int,
         stand_ins: tokens.StandIns,
     ) -> Row:
-        capture = runner.run(
+        capture = process.run(
             list(argv),
             cwd=cwd,
             env=env,
@@ -237,7 +238,7 @@ class Recorder:
 
     def harness(
         self, operation: str, argv: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None
-    ) -> runner.Capture:
+    ) -> process.Capture:
         """A fixture, probe or oracle command: recorded, never counted as the agent's."""
         row = self._measure(
             operation, argv, cwd, {**self.ctx.env, **(env or {})}, "harness", (0,), 0, self.stand_ins
@@ -249,7 +250,7 @@ class Recorder:
         assert self.last_capture is not None
         return self.last_capture
 
-    def flow_harness(self, operation: str, command: Command | Probe, values: Mapping[str, Any]) -> runner.Capture:
+    def flow_harness(self, operation: str, command: Command | Probe, values: Mapping[str, Any]) -> process.Capture:
         """A flow's set-up command (prepare, cleanup, acquire a fixture): harness, with the flow's env."""
         return self.harness(operation, command.render(values), Path(values[command.cwd]), command.environment(values))
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from orchard.bench.runner import kill_group
+from orchard.process import kill_group
 
 LOOPBACK = "127.0.0.1"
 READY_TIMEOUT_S = 10.0

@@ -15,9 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchard.bench.environment import command_display
-from orchard.bench.runner import Capture, run
 from orchard.errors import OrchardError
+from orchard.process import Capture, command_display, run
 
 # VCS output is data here (diffs, file lists), not something an agent reads:
 # keep all of it.

@@ -1,4 +1,7 @@
-"""Run one command and measure it.
+"""Run one command as its own process group and measure it; the command as a user would type it.
+
+Shared by the bench (every measured step) and the lab (builds, steps, the
+version-control CLIs): running a process is neither's concept.
 
 The child gets its own process group so a timeout (or a stray grandchild
 left behind after it exits) is killed as a whole, by group id, never by name.
@@ -19,6 +22,7 @@ import hashlib
 import os
 import resource
 import selectors
+import shlex
 import signal
 import subprocess
 import time
@@ -110,6 +114,13 @@ class _Feed:
             return False
         self.rest = self.rest[written:]
         return not self.rest
+
+
+def command_display(command: Sequence[str] | str) -> str:
+    """The command as a user (or an agent) would type it."""
+    if isinstance(command, str):
+        return command
+    return shlex.join(str(part) for part in command)
 
 
 def _now_iso() -> str:

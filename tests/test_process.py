@@ -1,4 +1,4 @@
-"""The process runner, against real processes: kills, output limits, resources."""
+"""The process runner (`orchard.process`), against real processes: kills, output limits, resources."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from orchard.bench.runner import run
+from orchard.process import run
 
 PY = sys.executable
 
@@ -102,7 +102,7 @@ def test_interrupting_the_launcher_kills_the_measured_group(tmp_path: Path) -> N
     child_pid, grandchild_pid = tmp_path / "child.pid", tmp_path / "grandchild.pid"
     driver = textwrap.dedent(
         f"""
-        from orchard.bench.runner import run
+        from orchard.process import run
         run("echo $$ > {child_pid}; sleep 600 & echo $! > {grandchild_pid}; wait", timeout_s=600)
         """
     )
