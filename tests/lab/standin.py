@@ -13,8 +13,10 @@ edit (default) | hang | tamper | leave-scope | no-report | bad-report | commit
 status`, `codex login status`) replay what the real CLIs printed
 (tests/data/cli-help/status-commands.json, copied beside the stand-in):
 logged in, unless the CLI is named in `STANDIN_LOGGED_OUT` (e.g.
-"claude,codex") and none of its credential variables is set;
-`STANDIN_STATUS=unknown` answers as a CLI that has no such command.
+"claude,codex"): then what it printed with no credential, or with the
+credential variable that is set (Claude Code counts its key, Codex not);
+a CLI named in `STANDIN_OLDER` answers as the older version recorded
+without that command (Claude Code 1.0.100).
 
 Its first line of output records the call (`standin-call {json}`: argv, cwd
 and the names of the variables it was given, with the values of those that
@@ -90,20 +92,19 @@ def print_auth_error(cli: str) -> int:
 
 
 STATUS = {"claude": ["auth", "status"], "codex": ["login", "status"]}
-CREDENTIALS = {"claude": ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"), "codex": ("OPENAI_API_KEY",)}
 
 
 def replay_status(cli: str, argv: list[str]) -> int:
     """The recorded answer of the real CLI's status command, in the login state the test asks for."""
     recorded = json.loads((Path(__file__).parent / "cli-help" / "status-commands.json").read_text())
-    if os.environ.get("STANDIN_STATUS") == "unknown":
-        state = "unknown"
-    elif cli in os.environ.get("STANDIN_LOGGED_OUT", "").split(",") and not any(
-            os.environ.get(name) for name in CREDENTIALS[cli]):
-        state = "logged-out"
+    answers = [e for e in recorded["calls"] if e["cli"] == cli and e["argv"] == argv]
+    if cli in os.environ.get("STANDIN_OLDER", "").split(","):
+        entry = next(e for e in answers if e["state"] == "unknown")
+    elif cli in os.environ.get("STANDIN_LOGGED_OUT", "").split(","):  # what it said with a key set, if recorded
+        entry = next((e for e in answers if e.get("credential") and os.environ.get(e["credential"])), None) or next(
+            e for e in answers if e["state"] == "logged-out" and not e.get("credential"))
     else:
-        state = "logged-in"
-    entry = next(e for e in recorded["calls"] if e["cli"] == cli and e["argv"] == argv and e["state"] == state)
+        entry = next(e for e in answers if e["state"] == "logged-in")
     text = (Path(__file__).parent / "cli-help" / entry["output"]).read_text()
     print(text, end="", file=sys.stderr if entry.get("stream") == "stderr" else sys.stdout)
     return int(entry["exit_code"])

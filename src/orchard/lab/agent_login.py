@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 
 from orchard.lab.allowlist import names
 
@@ -64,9 +65,12 @@ def ask(argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None =
 def ask_as_worker(argv: list[str], inherit: tuple[str, ...]) -> CliAnswer:
     """`argv` run as a worker would run it: an empty HOME and TMPDIR, only the variables named in `inherit`."""
     with tempfile.TemporaryDirectory(prefix="orchard-login-") as scratch:
+        home, tmp = Path(scratch, "home"), Path(scratch, "tmp")  # apart, as a worker's are
+        home.mkdir()
+        tmp.mkdir()
         env = {name: os.environ[name] for name in inherit}
-        env.update(HOME=scratch, TMPDIR=scratch)
-        return ask(argv, env=env, cwd=scratch)
+        env.update(HOME=str(home), TMPDIR=str(tmp))
+        return ask(argv, env=env, cwd=str(home))
 
 
 @dataclass(frozen=True)
