@@ -141,15 +141,30 @@ def _one_error(result: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
+def _recorded(cli: str, state: str) -> str:
+    """What the real CLI's status command printed in that login state, with no credential set, on one line."""
+    recorded = json.loads((CLI_HELP / "status-commands.json").read_text())
+    entry = next(e for e in recorded["calls"] if e["cli"] == cli and e["state"] == state and not e.get("credential"))
+    return " ".join((CLI_HELP / entry["output"]).read_text().split())
+
+
 @pytest.mark.parametrize("command", ["run", "plan"])
-def test_a_missing_cli_is_refused_before_any_hypothesis_is_touched(
+def test_a_missing_or_logged_out_agent_is_refused_before_any_hypothesis_is_touched(
     lab: tuple[Path, dict[str, str]], command: str
 ) -> None:
     root, env = lab
     before = snapshot(root)
-    env = {**env, "PATH": "/usr/local/bin:/usr/bin:/bin"}  # no claude anywhere
-    message = _one_error(_orchard(command, root, env=env))
-    assert "launcher 'claude'" in message and "`claude` is not on PATH" in message
+    missing = _one_error(_orchard(command, root, env={**env, "PATH": "/usr/local/bin:/usr/bin:/bin"}))  # no claude
+    assert "launcher 'claude'" in missing and "`claude` is not on PATH" in missing
+    message = _one_error(_orchard(command, root, env={**env, "STANDIN_LOGGED_OUT": "claude,codex"}))
+    assert "launcher 'claude': `claude auth status --json` says it is not logged in (exit " in message
+    assert _recorded("claude", "logged-out")[:200] in message  # the agent's own words
+    assert "ANTHROPIC_API_KEY, CLAUDE_CODE_OAUTH_TOKEN is set" in message and "claude setup-token" in message
+    if command == "run":  # every launcher a hypothesis may name is asked, each named with its own fix
+        assert "launcher 'codex': `codex login status` says it is not logged in" in message
+        assert _recorded("codex", "logged-out")[:200] in message and "OPENAI_API_KEY" in message
+    else:  # the planner is the lab's default launcher only
+        assert "codex" not in message
     assert snapshot(root) == before
 
 
@@ -246,31 +261,6 @@ launcher = "gemini"
     message = _one_error(_orchard("backlog", "add", root, "--file", tmp_path / "bad.toml", env=env))
     assert "metric 'out/stdout_byte' is not in the suite (known: out/stdout_bytes)" in message
     assert "launcher 'gemini' is not defined" in message and "codex, shell, edit" in message
-    assert snapshot(root) == before
-
-
-def _recorded(cli: str, state: str) -> str:
-    """What the real CLI's status command printed in that login state, with no credential set, on one line."""
-    recorded = json.loads((CLI_HELP / "status-commands.json").read_text())
-    entry = next(e for e in recorded["calls"] if e["cli"] == cli and e["state"] == state and not e.get("credential"))
-    return " ".join((CLI_HELP / entry["output"]).read_text().split())
-
-
-@pytest.mark.parametrize("command", ["run", "plan"])
-def test_an_agent_that_says_it_is_not_logged_in_is_refused_before_any_hypothesis_is_touched(
-    lab: tuple[Path, dict[str, str]], command: str
-) -> None:
-    root, env = lab
-    before = snapshot(root)
-    message = _one_error(_orchard(command, root, env={**env, "STANDIN_LOGGED_OUT": "claude,codex"}))
-    assert "launcher 'claude': `claude auth status --json` says it is not logged in (exit " in message
-    assert _recorded("claude", "logged-out")[:200] in message  # the agent's own words
-    assert "ANTHROPIC_API_KEY, CLAUDE_CODE_OAUTH_TOKEN is set" in message and "claude setup-token" in message
-    if command == "run":  # every launcher a hypothesis may name is asked, each named with its own fix
-        assert "launcher 'codex': `codex login status` says it is not logged in" in message
-        assert _recorded("codex", "logged-out")[:200] in message and "OPENAI_API_KEY" in message
-    else:  # the planner is the lab's default launcher only
-        assert "codex" not in message
     assert snapshot(root) == before
 
 
