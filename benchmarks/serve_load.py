@@ -13,15 +13,17 @@ wait for the machine-wide measurement lock, which other work on the machine
 may hold), the verdict's own
 baseline median of `report/wall_ms` (does the load distort what is
 measured?), and for the clients: requests, errors (anything but 200/204 or a
-failed connection) and latency percentiles. Medians over the rounds.
+failed connection), latency percentiles, and the CPU seconds the server and
+the clients (a process of their own) used. Medians over the rounds.
 
-    python benchmarks/serve_load.py [--rounds 3] [--clients 50] [--seconds 60]
+    python benchmarks/serve_load.py [--rounds 3] [--clients 50] [--seconds 60] [--clients-nice 0]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import signal
 import sqlite3
@@ -35,6 +37,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from orchard.demo.lab import make_demo
 
@@ -86,8 +90,10 @@ def _clients(base: str, count: int, seconds: float) -> dict[str, Any]:
     def quantile(q: float) -> float:
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000 if ordered else float("nan")
 
+    used = os.times()
     return {"requests": len(latencies) + len(errors), "errors": len(errors), "error_kinds": sorted(set(errors))[:5],
-            "p50_ms": quantile(0.5), "p95_ms": quantile(0.95), "max_ms": quantile(1.0)}
+            "p50_ms": quantile(0.5), "p95_ms": quantile(0.95), "max_ms": quantile(1.0),
+            "clients_cpu_s": round(used.user + used.system, 2)}
 
 
 def _lab_numbers(root: Path) -> dict[str, Any]:
@@ -109,7 +115,7 @@ def _lab_numbers(root: Path) -> dict[str, Any]:
         db.close()
 
 
-def one_run(directory: Path, clients: int, seconds: float) -> dict[str, Any]:
+def one_run(directory: Path, clients: int, seconds: float, clients_nice: int) -> dict[str, Any]:
     ws = make_demo(directory, workers=3, executor="subprocess", only=HYPOTHESES)
     server = None
     load: dict[str, Any] = {}
@@ -124,7 +130,12 @@ def one_run(directory: Path, clients: int, seconds: float) -> dict[str, Any]:
         base = found.group(1)
 
         def run_clients() -> None:
-            load.update(_clients(base, clients, seconds))
+            # the clients run in a process of their own, so their CPU time is counted apart from the server's;
+            # `--clients-nice` models browsers on other machines (they then take only CPU the lab leaves idle)
+            answer = subprocess.run([sys.executable, __file__, "--client-load", base, "--clients", str(clients),
+                                     "--seconds", str(seconds)], capture_output=True, text=True, check=True,
+                                    preexec_fn=lambda: os.nice(clients_nice) if clients_nice else None)
+            load.update(json.loads(answer.stdout))
 
         loader = threading.Thread(target=run_clients)
     started = time.monotonic()
@@ -142,6 +153,8 @@ def one_run(directory: Path, clients: int, seconds: float) -> dict[str, Any]:
             lab.send_signal(signal.SIGINT)
             lab.wait(timeout=120)
         if server is not None:
+            times = psutil.Process(server.pid).cpu_times()
+            load["server_cpu_s"] = round(times.user + times.system, 2)
             server.send_signal(signal.SIGINT)
             server.wait(timeout=60)
             if server.stderr:
@@ -154,19 +167,26 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--clients-nice", type=int, default=0,
+                        help="niceness of the client process (0: as harsh as the lab's own priority)")
+    parser.add_argument("--client-load", metavar="URL", help=argparse.SUPPRESS)  # the client process itself
     args = parser.parse_args()
+    if args.client_load:
+        print(json.dumps(_clients(args.client_load, args.clients, args.seconds)))
+        return
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="orchard-serve-load-") as scratch:
         for round_ in range(args.rounds):
             order = (0, args.clients) if round_ % 2 == 0 else (args.clients, 0)
             for clients in order:
-                result = one_run(Path(scratch) / f"r{round_}-c{clients}", clients, args.seconds)
+                result = one_run(Path(scratch) / f"r{round_}-c{clients}", clients, args.seconds,
+                                 args.clients_nice)
                 runs.append(result)
                 print(json.dumps(result, sort_keys=True), flush=True)
     for clients in (0, args.clients):
         mine = [r for r in runs if r["clients"] == clients]
-        keys = ["lab_wall_s", "judge_s", "baseline_wall_ms"] + (["requests", "errors", "p50_ms", "p95_ms", "max_ms"]
-                                                                 if clients else [])
+        keys = ["lab_wall_s", "judge_s", "baseline_wall_ms"] + (["requests", "errors", "p50_ms", "p95_ms", "max_ms",
+                                                                  "server_cpu_s", "clients_cpu_s"] if clients else [])
         summary = {k: round(statistics.median(r[k] for r in mine), 3) for k in keys}
         print(f"{clients:>3} clients, median of {len(mine)}: {json.dumps(summary)}")
 

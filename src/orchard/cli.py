@@ -756,7 +756,7 @@ def report(workspace: Path) -> None:
     from orchard.lab import records
 
     with _open_lab(workspace) as (ws, state):
-        records.write_notebook(ws.root, state, final=True)
+        records.write_notebook(ws, state, final=True)
     click.echo((ws.root / "FINAL_REPORT.md").read_text())
 
 

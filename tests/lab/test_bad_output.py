@@ -147,7 +147,7 @@ def test_hostile_outputs_kill_their_own_experiment_and_the_lab_finishes_the_rest
     journal = (root / "JOURNAL.md").read_text()
     assert journal.count("· experiment-error ·") == 3
     report = (root / "FINAL_REPORT.md").read_text()
-    assert "`wipe-checkout`: the experiment could not be collected" in report
+    assert "`wipe-checkout` via `wipe-checkout`: the experiment could not be collected" in report
 
 
 @pytest.fixture

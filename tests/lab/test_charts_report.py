@@ -42,7 +42,7 @@ def lab(make_workspace: Any) -> Workspace:
         sweep = verdict_of([metric("report/wall_ms", "improved", -0.38, interval=(-0.40, -0.35), baseline=64.0,
                                    floor=0.05), _exact("report/stdout_bytes", 11502.0, 560.0)])
         state.log("sweep", {"main": SWEPT, "verdict": sweep.to_dict()})
-        records.write_notebook(ws.root, state, final=True)
+        records.write_notebook(ws, state, final=True)
     finally:
         state.close()
     return ws
@@ -203,7 +203,7 @@ def test_report_html_of_a_lab_that_never_started(make_workspace: Any) -> None:
     ws = make_workspace()
     state = LabState.open(ws.root)
     try:
-        records.write_notebook(ws.root, state, final=True)
+        records.write_notebook(ws, state, final=True)
     finally:
         state.close()
     page = (Path(ws.root) / "report.html").read_text()

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from orchard.errors import UsageError
-from orchard.lab import backlog, publication, records
+from orchard.lab import backlog, publication, records, view
 from orchard.lab import land as landing
 from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.judge import judge
@@ -144,7 +144,7 @@ def test_a_win_reaches_a_non_bare_repository_as_lab_main(tmp_path: Path, user_re
     _assert_reachable(user_repo, outcome)
     assert _step_counts(state) == dict.fromkeys(NORMAL_STEPS, 1)
     state.log("stop", {"reason": "test"})
-    report = records.render_final_report(state, [])
+    report = records.render_final_report(view.build(ws, state, live=False))
     assert f"merged as `{outcome.merge_commit[:10]}`, on `lab/main` in the target" in report
     assert f"git -C {user_repo} merge lab/main" in report
     # the printed command really brings the win in
@@ -218,7 +218,7 @@ def test_a_publication_refused_after_the_start_is_never_reported_merged(tmp_path
     state.update_experiment("shorter", status="done", decision="LAND", branch=outcome.branch,
                             merge_commit=outcome.merge_commit, reasons=outcome.notes)
     state.log("stop", {"reason": "test"})
-    report = records.render_final_report(state, [])
+    report = records.render_final_report(view.build(ws, state, live=False))
     assert "merged as" not in report and "NOT reachable in the target" in report
     publish = next(e.data for e in state.events("publish"))
     assert publish["reachable"] is False and "\n" not in publish["error"]

@@ -154,3 +154,43 @@ def test_status_watch_redraws_in_a_terminal_until_ctrl_c(demo: Workspace) -> Non
     assert b"\x1b[" in seen, "drawn in place with terminal control sequences"
     both = CliRunner().invoke(cli, ["status", str(demo.root), "--json", "--watch"])
     assert both.exit_code == 2 and "--json and --watch" in both.output
+
+
+def test_the_snapshot_is_rebuilt_only_when_what_it_shows_changed(
+        demo: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    from orchard.lab import serve, view
+
+    builds: list[float] = []
+    real_build = view.build
+
+    def counted(*args: object, **kwargs: object) -> view.LabView:
+        builds.append(time.monotonic())
+        return real_build(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(serve, "REFRESH_S", 0.0)  # check on every request
+    monkeypatch.setattr(view, "build", counted)
+    state = LabState.open_readonly(demo.root)
+    try:
+        snapshots = serve.Snapshots(demo, state)
+        first = snapshots.page()
+        assert snapshots.page() == first and snapshots.page() == first
+        assert len(builds) == 1, "an idle lab made the server rebuild its page"
+        demo.log_path("count-with-dict").write_text("a worker's first line\n")
+        snapshots.page()
+        assert len(builds) == 2, "a log that grew did not reach the page"
+        writer = LabState.open(demo.root)
+        try:
+            writer.add_experiment("count-with-dict", "count-with-dict", "w1", "exploit", 1, "a" * 40, "b" * 40,
+                                  "running")
+        finally:
+            writer.close()
+        version, _ = snapshots.page()
+        assert len(builds) == 3 and version != first[0], "a lab.db write did not reach the page"
+    finally:
+        state.close()
+
+
+def test_the_dashboard_gives_the_cpu_to_the_lab(demo: Workspace) -> None:
+    with serving(demo.root) as server:
+        wait_until_served(server)
+        assert os.getpriority(os.PRIO_PROCESS, server.process.pid) >= os.getpriority(os.PRIO_PROCESS, 0) + 10

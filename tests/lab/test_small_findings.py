@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from orchard.lab import backlog, records, stop
+from orchard.lab import backlog, records, stop, view
 from orchard.lab.hypothesis import HypothesisStatus
+from orchard.lab.journal import render_journal
 from orchard.lab.judgment import Decision, Judgment
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
@@ -45,18 +46,24 @@ def test_the_wall_time_budget_counts_from_the_labs_start_not_this_process(
         state.close()
 
 
-def test_a_gate_failing_in_the_warm_up_says_so_and_killed_bullets_name_the_id_once(lab_state: LabState) -> None:
-    add_hypotheses(lab_state, {"id": "top-ten", "scope": ["a.py"]})
-    gate_kill = verdict_of([], [("information_recall", False, "missing 'total words'")])
-    assert gate_kill.pairs == 0
-    reasons = ["quality gate information_recall failed"]
-    lab_state.add_experiment("top-ten", "top-ten", "w1", "exploit", 1, "a" * 40, "b" * 40, "running")
-    lab_state.update_experiment("top-ten", status="done", decision="KILL", reasons=reasons,
-                                judgment=Judgment(Decision.KILL, reasons, verdict=gate_kill))
-    lab_state.log("judgment", {"hypothesis": "top-ten", "title": "top ten", "decision": "KILL",
-                               "reasons": reasons, "verdict": gate_kill.to_dict()}, "top-ten")
-    journal = records.render_journal(lab_state)
+def test_a_gate_failing_in_the_warm_up_says_so_and_killed_bullets_name_the_id_once(
+        make_workspace: Callable[..., Workspace]) -> None:
+    ws = make_workspace()
+    lab_state = LabState.open(ws.root)
+    try:
+        add_hypotheses(lab_state, {"id": "top-ten", "scope": ["a.py"]})
+        gate_kill = verdict_of([], [("information_recall", False, "missing 'total words'")])
+        assert gate_kill.pairs == 0
+        reasons = ["quality gate information_recall failed"]
+        lab_state.add_experiment("top-ten", "top-ten", "w1", "exploit", 1, "a" * 40, "b" * 40, "running")
+        lab_state.update_experiment("top-ten", status="done", decision="KILL", reasons=reasons,
+                                    judgment=Judgment(Decision.KILL, reasons, verdict=gate_kill))
+        lab_state.log("judgment", {"hypothesis": "top-ten", "title": "top ten", "decision": "KILL",
+                                   "reasons": reasons, "verdict": gate_kill.to_dict()}, "top-ten")
+        journal = render_journal(lab_state)
+        report = records.render_final_report(view.build(ws, lab_state, live=False))
+    finally:
+        lab_state.close()
     assert "after the warm-up pair" in journal and "after 0 pairs" not in journal
-    report = records.render_final_report(lab_state, [])
     assert "- `top-ten`: quality gate information_recall failed" in report
     assert "(hypothesis `top-ten`)" not in report

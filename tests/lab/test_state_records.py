@@ -250,7 +250,7 @@ def filled(make_workspace: Callable[..., Workspace]) -> Workspace:
     state = LabState.open(ws.root)
     try:
         fill(state)
-        records.write_notebook(ws.root, state, final=True)
+        records.write_notebook(ws, state, final=True)
     finally:
         state.close()
     return ws

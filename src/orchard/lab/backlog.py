@@ -21,6 +21,7 @@ from orchard.lab.db_records import HypothesisRecord
 from orchard.lab.hypothesis import MIN_CONFIDENCE, TEXT_LIMITS, Hypothesis, HypothesisStatus, Lane, slug
 from orchard.lab.markdown import inline
 from orchard.lab.state import LabState
+from orchard.lab.verdict_table import score_text
 from orchard.tomlfile import read_toml
 
 KILL_CONFIDENCE_FACTOR = 0.8  # a sibling of a killed hypothesis keeps 80% of its confidence
@@ -74,13 +75,17 @@ def pick(state: LabState, lane: Lane, busy_scopes: Sequence[Sequence[str]],
     Exploit lanes take the top of the whole ranking; explore lanes take the
     best hypothesis marked `explore`, falling back to the ranking's tail.
     """
-    candidates = [r for r in ranked(state) if r.id not in skip
-                  and not any(scopes_overlap(r.hypothesis.scope, s) for s in busy_scopes)]
+    ordered = ranked(state)
+
+    def fits(record: HypothesisRecord) -> bool:
+        return record.id not in skip and not any(scopes_overlap(record.hypothesis.scope, s) for s in busy_scopes)
+
+    # the first that fits, not every one: a fleet's backlog has thousands, checked against every running scope
     if lane == Lane.EXPLORE:
-        speculative = [r for r in candidates if r.hypothesis.lane == Lane.EXPLORE]
-        return speculative[0] if speculative else (candidates[-1] if candidates else None)
-    exploit = [r for r in candidates if r.hypothesis.lane == Lane.EXPLOIT]
-    return exploit[0] if exploit else (candidates[0] if candidates else None)
+        speculative = next((r for r in ordered if r.hypothesis.lane == Lane.EXPLORE and fits(r)), None)
+        return speculative or next((r for r in reversed(ordered) if fits(r)), None)
+    exploit = next((r for r in ordered if r.hypothesis.lane == Lane.EXPLOIT and fits(r)), None)
+    return exploit or next((r for r in ordered if fits(r)), None)
 
 
 def add(state: LabState, hypothesis: Hypothesis, *, source: str, parent: str | None = None) -> str:
@@ -223,7 +228,7 @@ def render(state: LabState) -> str:
         h = record.hypothesis
         lines.append(
             f"| {rank if record.status == HypothesisStatus.OPEN else '-'} | `{record.id}` | {h.lane} | "
-            f"{h.score:.2f} | {record.status} | {inline(h.metric)} | {h.predicted_text} | "
+            f"{score_text(h.score)} | {record.status} | {inline(h.metric)} | {h.predicted_text} | "
             f"{inline(', '.join(h.scope) or 'any')} | {inline(h.title)} |"
         )
     return "\n".join(lines) + "\n"

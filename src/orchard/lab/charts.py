@@ -31,8 +31,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from orchard.lab.judgment import Decision
-from orchard.lab.verdict_table import MetricEffect, num, pct
-from orchard.lab.verdict_table import exact as exact_value
+from orchard.lab.verdict_table import MetricEffect, floor_pct, interval, measured, pct, short_commit
 from orchard.lab.view import ExperimentView, LabView
 
 COLOURS = {Decision.LAND: "#2ca02c", Decision.KILL: "#d62728", Decision.ITERATE: "#ff7f0e"}
@@ -96,7 +95,7 @@ def _floor_band(floor: float) -> dict[str, Any]:
 
 def _floor_legend(floor: float) -> go.Scatter:
     """A legend entry for the band (shapes have none)."""
-    return go.Scatter(x=[None], y=[None], mode="markers", name=f"noise floor ±{floor:.2%}",
+    return go.Scatter(x=[None], y=[None], mode="markers", name=f"noise floor ±{floor_pct(floor)}",
                       marker={"symbol": "square", "size": 12, "color": FLOOR_FILL})
 
 
@@ -118,7 +117,7 @@ def main_over_time(view: LabView) -> list[Chart]:
             continue
         title = f"main over time: {key}"
         exact = all(m.exact for _, m in points[1:]) if len(points) > 1 else points[0][1].exact
-        labels = [f"{step.commit[:10]} {step.label}".strip() for step, _ in points]
+        labels = [f"{short_commit(step.commit)} {step.label}" if step.commit else step.label for step, _ in points]
         times = [_utc(step.at) for step, _ in points]
         how = ["paired with the lab's start" if step.paired_with_start else "chained main checks"
                for step, _ in points]
@@ -130,7 +129,7 @@ def main_over_time(view: LabView) -> list[Chart]:
                     y=values,
                     mode="markers+text",
                     name="main (exact value)",
-                    text=[exact_value(v) for v in values],
+                    text=[measured(m, m.candidate) for _, m in points],
                     textposition="top center",
                     marker={"size": 10, "symbol": "diamond", "color": "#1f77b4"},
                     customdata=labels,
@@ -148,7 +147,7 @@ def main_over_time(view: LabView) -> list[Chart]:
                     mode="lines+markers+text",
                     name="main vs start",
                     line={"shape": "hv", "color": "#1f77b4"},
-                    text=[step.commit[:10] for step, _ in points],
+                    text=[short_commit(step.commit) for step, _ in points],
                     textposition="top center",
                     error_y={
                         "type": "data",
@@ -158,7 +157,7 @@ def main_over_time(view: LabView) -> list[Chart]:
                         "visible": True,
                     },
                     customdata=[
-                        [label, pct(m.effect), f"[{pct(m.low)}, {pct(m.high)}]", h]
+                        [label, pct(m.effect), interval(m.low, m.high), h]
                         for label, (_, m), h in zip(labels, points, how, strict=True)
                     ],
                     hovertemplate="%{customdata[0]}<br>effect %{customdata[1]} %{customdata[2]}<br>%{customdata[3]}"
@@ -211,11 +210,11 @@ def experiments(view: LabView) -> list[Chart]:
                     e.decision or e.status,
                     m.verdict,
                     pct(m.effect),
-                    f"[{pct(m.low)}, {pct(m.high)}]",
-                    f"{m.floor:.2%}",
+                    interval(m.low, m.high),
+                    floor_pct(m.floor),
                     m.n,
-                    num(m.baseline),
-                    num(m.candidate),
+                    measured(m, m.baseline),
+                    measured(m, m.candidate),
                 ]
                 for e, m in mine
             ]
@@ -231,7 +230,7 @@ def experiments(view: LabView) -> list[Chart]:
                         y=[m.candidate for _, m in mine],
                         mode="markers+text",
                         name=name,
-                        text=[f"{exact_value(m.baseline)} → {exact_value(m.candidate)}" for _, m in mine],
+                        text=[f"{measured(m, m.baseline)} → {measured(m, m.candidate)}" for _, m in mine],
                         textposition="top center",
                         marker={"color": colour, "size": 11, "symbol": "diamond"},
                         customdata=hover,

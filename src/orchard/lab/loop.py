@@ -106,7 +106,7 @@ class Lab:
         self.render()
 
     def render(self) -> None:
-        records.write_notebook(self.ws.root, self.state)
+        records.write_notebook(self.ws, self.state)
 
     # -- assigning -------------------------------------------------------------------
 
@@ -124,6 +124,8 @@ class Lab:
 
     def blocked(self) -> set[str]:
         """Open hypotheses whose launcher, or their own launch, failed in this run."""
+        if not self.down and not self.deferred:
+            return set()
         return {r.id for r in self.state.hypotheses(HypothesisStatus.OPEN)
                 if r.hypothesis.launcher in self.down or r.id in self.deferred}
 
@@ -276,7 +278,7 @@ class Lab:
     def finish(self, reason: str) -> None:
         stop.final_verdict(self.ws, self.state, say=self.say, measure_progress=self.measure_progress)
         stop.log_stop(self.state, reason)
-        records.write_notebook(self.ws.root, self.state, final=True)
+        records.write_notebook(self.ws, self.state, final=True)
         self.say(f"stopped: {reason}; wrote {self.ws.root / 'FINAL_REPORT.md'}")
 
     def preflight(self) -> None:

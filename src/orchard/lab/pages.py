@@ -19,8 +19,8 @@ from importlib import resources
 
 from orchard.lab.chart_cache import ChartCache
 from orchard.lab.charts import Chart, unjudged
-from orchard.lab.records import when
-from orchard.lab.verdict_table import COLUMNS, after_pairs, cells, effect_cells, num
+from orchard.lab.journal import when
+from orchard.lab.verdict_table import COLUMNS, VerdictView, cells, effect_cells, num, run_of, score_text, short_commit
 from orchard.lab.view import ExperimentView, LabView
 
 STYLE = """
@@ -88,7 +88,7 @@ def summary(view: LabView) -> str:
         f"{len(view.workers)} of {view.worker_slots} workers busy" if view.started_at else "not started")
     started = when(view.started_at) if view.started_at else "-"
     return (f"<p>workspace <code>{escape(view.workspace)}</code> · started {started} · base "
-            f"<code>{escape((view.base or '-')[:12])}</code> · executor {escape(view.executor)}</p>"
+            f"<code>{escape(short_commit(view.base))}</code> · executor {escape(view.executor)}</p>"
             f"<p><b>{state}</b> · {len(view.experiments)} experiments: {d.get('LAND', 0)} LAND, "
             f"{d.get('KILL', 0)} KILL, {d.get('ITERATE', 0)} ITERATE</p>")
 
@@ -120,7 +120,7 @@ def backlog(view: LabView) -> str:
     if not view.backlog:
         return "<p class=muted>the backlog is empty</p>"
     rows = [
-        [str(i + 1), escape(b.id), f"{b.score:.2f}", escape(b.lane), escape(b.title)]
+        [str(i + 1), escape(b.id), score_text(b.score), escape(b.lane), escape(b.title)]
         for i, b in enumerate(view.backlog)
     ]
     return _table(("rank", "hypothesis", "score", "lane", "title"), rows, (0, 2))
@@ -131,7 +131,7 @@ def leaderboard(view: LabView) -> str:
         return "<p class=muted>nothing measured yet</p>"
     rows = []
     for r in view.leaderboard:
-        change = "-" if r.effect is None else f"<code>{escape(r.by)}</code> ({escape((r.commit or '')[:10])})"
+        change = "-" if r.effect is None else f"<code>{escape(r.by)}</code> ({escape(short_commit(r.commit))})"
         rows.append([escape(r.metric), f"{escape(r.direction)} is better", num(r.baseline), change,
                      *map(escape, effect_cells(r.effect, r.final))])
     # every number a paired effect with its interval: no median of one campaign divided by another's
@@ -171,16 +171,28 @@ def experiment_list(view: LabView) -> str:
         )
         parts = [head, f"<ul>{reasons}</ul>" if reasons else ""]
         if e.verdict is not None:
-            v = e.verdict
-            head = f"{escape(after_pairs(v.pairs))} (seed {num(v.seed)})"
-            parts.append(f"<p>Verdict <b>{escape(v.verdict)}</b> {head}</p>")
-            parts.append(_table(COLUMNS, ([escape(c) for c in cells(m)] for m in v.metrics), (2, 4, 5, 6, 7, 8)))
-            parts += [
-                f"<p>gate <code>{escape(g.name)}</code>: {'pass' if g.passed else 'FAIL'} ({escape(g.detail)})</p>"
-                for g in v.gates
-            ]
+            parts.append(_verdict(e.verdict))
         out.append("".join(parts) + "</details>")
     return "\n".join(out)
+
+
+def _verdict(v: VerdictView) -> str:
+    """A verdict's head, its table (the journal's cells) and its gates."""
+    return (f"<p>Verdict <b>{escape(v.verdict)}</b> {escape(run_of(v))}</p>"
+            + _table(COLUMNS, ([escape(c) for c in cells(m)] for m in v.metrics), (2, 4, 5, 6, 7, 8))
+            + "".join(f"<p>gate <code>{escape(g.name)}</code>: {'pass' if g.passed else 'FAIL'} "
+                      f"({escape(g.detail)})</p>" for g in v.gates))
+
+
+def final(view: LabView) -> str:
+    """Main at the end against main at the start, the one paired verdict FINAL_REPORT.md prints."""
+    done = view.final
+    if done is None:
+        return "<p class=muted>not measured yet: the lab measures it when it stops</p>"
+    if not done.moved or done.verdict is None:
+        return f"<p>main did not move from <code>{escape(short_commit(done.start))}</code>: nothing to compare</p>"
+    return (f"<p>main <code>{escape(short_commit(done.end))}</code> against main at the start "
+            f"<code>{escape(short_commit(done.start))}</code>, paired:</p>" + _verdict(done.verdict))
 
 
 def journal(view: LabView, newest_first: bool) -> str:
@@ -200,6 +212,7 @@ def build_page(view: LabView, *, live: bool, cache: ChartCache | None = None) ->
         sections |= {"workers": workers(view), "lock": lock(view)}
     sections |= {
         "leaderboard": leaderboard(view),
+        "final": final(view),
         "chart-main": _chart_divs(charts.main),
         "chart-experiments": _chart_divs(charts.experiments) + unjudged_list(view),
         "chart-activity": _chart_divs(charts.activity),
@@ -215,6 +228,7 @@ TITLES = {
     "workers": "Workers",
     "lock": "Measurement lock",
     "leaderboard": "Leaderboard",
+    "final": "Main at the end against main at the start",
     "chart-main": "Main over time",
     "chart-experiments": "Experiments: effect against their own base",
     "chart-activity": "Lock waits and busy workers",

@@ -18,10 +18,11 @@ from importlib import resources
 from pathlib import Path
 
 from orchard.errors import OrchardError, UsageError
-from orchard.lab import backlog, records
+from orchard.lab import backlog, records, view
 from orchard.lab.executors import Executor, Job, JobResult, make_executor
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
+from orchard.lab.journal import render_journal
 from orchard.lab.launcher import Launcher
 from orchard.lab.launchers import make_launcher, preflight
 from orchard.lab.state import LabState
@@ -55,8 +56,8 @@ def planning_prompt(ws: Workspace, state: LabState, checkout: Path, output: Path
         "target_dir": str(checkout),
         "output": str(output),
         "opportunities": "\n".join(lines) or "(no opportunities ranking yet)",
-        "leaderboard": records.render_leaderboard(state),
-        "journal": records.render_journal(state)[-12000:],
+        "leaderboard": records.render_leaderboard(view.build(ws, state, live=False)),
+        "journal": render_journal(state)[-12000:],
         "backlog": backlog.render(state),
         "layout": _layout(ws, checkout),
         "format": resources.files("orchard.lab").joinpath("templates/hypothesis-format.toml").read_text(),

@@ -2,9 +2,13 @@
 
 A small Starlette app run by uvicorn. It opens lab.db read-only (SQLite
 `mode=ro`; under WAL a reader never blocks the lab's writes) and builds one
-snapshot for all clients at most every `REFRESH_S`, so fifty browsers cost
-the lab no more than one. The page polls `/api/page` with the version it
-has; the server answers 204 while nothing changed.
+snapshot for all clients, and only when something it shows changed (lab.db,
+a log, the measurement lock; checked at most every `REFRESH_S`, rebuilt at
+least every `MAX_AGE_S` for the clocks), so fifty browsers cost the lab no
+more than one and an idle lab costs a few stat calls a second. The page
+polls `/api/page` with the version it has; the server answers 204 while
+nothing changed. The server lowers its own CPU priority: on the lab's
+machine the lab's builds and verdicts come first.
 
 It binds to 127.0.0.1 unless told otherwise. On any other address every
 request needs the token printed at start (`?token=` once, then a cookie, or
@@ -14,6 +18,7 @@ readers on the network.
 
 from __future__ import annotations
 
+import os
 import secrets
 import socket
 import threading
@@ -32,19 +37,21 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from orchard.errors import UsageError
-from orchard.lab import pages, view
+from orchard.lab import live, pages, view
 from orchard.lab.chart_cache import ChartCache
-from orchard.lab.state import LabState
+from orchard.lab.state import DB_NAME, LabState
 from orchard.lab.workspace import Workspace
 
 DEFAULT_HOST = "127.0.0.1"
 REFRESH_S = 1.0
+MAX_AGE_S = 10.0
+NICENESS = 10
 COOKIE = "orchard_token"
 Say = Callable[[str], None]
 
 
 class Snapshots:
-    """The one page every client sees, built again at most every `REFRESH_S`."""
+    """The one page every client sees, built again only when what it shows may have changed."""
 
     def __init__(self, ws: Workspace, state: LabState) -> None:
         self.ws, self.state = ws, state
@@ -52,16 +59,40 @@ class Snapshots:
         self._charts = ChartCache()
         self._page: pages.Page | None = None
         self._json = ""
-        self._built = 0.0
+        self._built = self._checked = 0.0
+        self._seen: tuple[object, ...] = ()
+
+    def _fingerprint(self) -> tuple[object, ...]:
+        """Everything a new snapshot could differ in: lab.db and its WAL, every log, the measurement lock."""
+        files: list[tuple[str, int, int]] = []
+        for path in (self.ws.root / DB_NAME, self.ws.root / f"{DB_NAME}-wal"):
+            try:
+                found = path.stat()
+            except OSError:
+                continue
+            files.append((path.name, found.st_mtime_ns, found.st_size))
+        try:
+            with os.scandir(self.ws.logs_dir) as entries:
+                for entry in entries:
+                    if entry.is_file():
+                        found = entry.stat()
+                        files.append((entry.name, found.st_mtime_ns, found.st_size))
+        except OSError:
+            pass
+        return tuple(sorted(files)), live.read_lock()
 
     def page(self) -> tuple[str, str]:
         """(version, JSON) of the current page."""
         with self._lock:
-            if self._page is None or time.monotonic() - self._built >= REFRESH_S:
-                snapshot = view.build(self.ws, self.state)
-                self._page = pages.build_page(snapshot, live=True, cache=self._charts)
-                self._json = self._page.to_json()
-                self._built = time.monotonic()
+            now = time.monotonic()
+            if self._page is None or now - self._checked >= REFRESH_S:
+                self._checked = now
+                seen = self._fingerprint()
+                if self._page is None or seen != self._seen or now - self._built >= MAX_AGE_S:
+                    snapshot = view.build(self.ws, self.state)
+                    self._page = pages.build_page(snapshot, live=True, cache=self._charts)
+                    self._json = self._page.to_json()
+                    self._built, self._seen = now, seen
             return self._page.version, self._json
 
     def view_json(self) -> str:
@@ -158,6 +189,7 @@ def serve(workspace: Path, host: str = DEFAULT_HOST, port: int = 8765, *, say: S
     state = LabState.open_readonly(ws.root)
     try:
         sock, binding = bind(host, port)
+        os.nice(NICENESS)  # once the address is ours: bad input changes nothing
         try:
             server = uvicorn.Server(uvicorn.Config(make_app(Snapshots(ws, state), binding.token), log_level="warning",
                                                    lifespan="off", timeout_graceful_shutdown=3))

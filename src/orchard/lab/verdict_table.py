@@ -1,8 +1,10 @@
 """A verdict as the lab shows it: typed once from the stored document, formatted once.
 
-JOURNAL.md, FINAL_REPORT.md, report.html, the dashboard and its charts all
-print verdicts through `cells`, `pct` and `num`, so a number reads the same,
-to the digit, wherever it appears.
+JOURNAL.md, LEADERBOARD.md, FINAL_REPORT.md, report.html, the dashboard and
+its charts print every number through the one formatter of its kind here
+(`pct` an effect, `interval`, `floor_pct`, `measured` a metric's value,
+`short_commit`, `score_text`, `run_of` how far a verdict got), so a
+number reads the same, to the digit, wherever it appears.
 """
 
 from __future__ import annotations
@@ -12,9 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from orchard.lab.markdown import inline
 from orchard.lab.verdicts import MetricResult, Verdict, is_held_out
 
 COLUMNS = ("metric", "verdict", "effect", "interval", "floor", "n", "MDE", "baseline", "candidate")
+
+
+def run_of(verdict: VerdictView) -> str:
+    """How far a verdict got and its seed: `after 20 pairs (seed 7)`."""
+    return f"{after_pairs(verdict.pairs)} (seed {num(verdict.seed)})"
 
 
 def after_pairs(pairs: Any) -> str:
@@ -28,6 +36,25 @@ def pct(value: float | None) -> str:
     if value is None or not math.isfinite(value):
         return "-"
     return f"{value:+.2%}"
+
+
+def interval(low: float | None, high: float | None) -> str:
+    return f"[{pct(low)}, {pct(high)}]"
+
+
+def floor_pct(value: float | None) -> str:
+    """A noise floor, a share of the baseline: `5.00%`."""
+    return "-" if value is None else f"{value:.2%}"
+
+
+def short_commit(sha: str | None) -> str:
+    """A commit as every page names it: its first ten hex digits."""
+    return (sha or "-")[:10]
+
+
+def score_text(value: float) -> str:
+    """A hypothesis's backlog score."""
+    return f"{value:.2f}"
 
 
 def num(value: Any) -> str:
@@ -105,14 +132,33 @@ class VerdictView:
 def effect_cells(best: MetricEffect | None, final: MetricEffect | None) -> list[str]:
     """A leaderboard row's numbers: the best change's paired effect, main against the start, the floor."""
     def effect(m: MetricEffect | None) -> str:
-        return "-" if m is None else f"{pct(m.effect)} [{pct(m.low)}, {pct(m.high)}]"
+        return "-" if m is None else f"{pct(m.effect)} {interval(m.low, m.high)}"
 
-    floor = final or best
-    return [effect(best), effect(final), "-" if floor is None else f"{floor.floor:.2%}"]
+    shown = final or best
+    return [effect(best), effect(final), "-" if shown is None else floor_pct(shown.floor)]
+
+
+def measured(m: MetricEffect, value: float | None) -> str:
+    """A metric's measured value: in full when it is deterministic (no noise to round away)."""
+    return exact(value) if m.exact else num(value)
 
 
 def cells(m: MetricEffect) -> list[str]:
     """One metric's row of a verdict table, in `COLUMNS` order."""
     key = f"{m.key} (held-out)" if m.held_out else m.key
-    return [key, m.verdict, pct(m.effect), f"[{pct(m.low)}, {pct(m.high)}]", f"{m.floor:.2%}", str(m.n),
-            pct(m.mde).lstrip("+"), num(m.baseline), num(m.candidate)]
+    return [key, m.verdict, pct(m.effect), interval(m.low, m.high), floor_pct(m.floor), str(m.n),
+            pct(m.mde).lstrip("+"), measured(m, m.baseline), measured(m, m.candidate)]
+
+
+def markdown_table(verdict: VerdictView | None) -> list[str]:
+    """A verdict as Markdown: one table row per metric, then its gates (JOURNAL.md and FINAL_REPORT.md)."""
+    if verdict is None:
+        return []
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|---|---|---:|---|---:|---:|---:|---:|---:|"]
+    lines += ["| " + " | ".join(cells(m)) + " |" for m in verdict.metrics]
+    lines += [f"\ngate `{g.name}`: {'pass' if g.passed else 'FAIL'} ({inline(g.detail)})" for g in verdict.gates]
+    return lines
+
+
+def markdown_head(verdict: VerdictView) -> str:
+    return f"**{verdict.verdict}** {run_of(verdict)}"

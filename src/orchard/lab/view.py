@@ -1,10 +1,10 @@
-"""The lab as people look at it: one typed snapshot for the dashboard, report.html and `status`.
+"""The lab as people look at it: one typed snapshot for the dashboard, the reports and `status`.
 
 Everything the live dashboard (`orchard serve`), the static report.html,
-FINAL_REPORT.md's charts and `orchard status --watch` show is read here,
-once, into frozen records: the readers never see lab.db's JSON columns, so
-a number is formatted from one value wherever it appears, and when lab.db's
-records change shape only this module changes.
+LEADERBOARD.md, FINAL_REPORT.md and `orchard status --watch` show is read
+here, once, into frozen records: the readers never see lab.db's JSON
+columns, so a number is formatted from one value wherever it appears, and
+when lab.db's records change shape only this module changes.
 
 Numbers are the journal's: an experiment's effect is the verdict the
 journal printed under its judgment, main's steps come from the recorded
@@ -15,31 +15,28 @@ against the lab's first baseline).
 from __future__ import annotations
 
 import json
-import re
 import socket
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
-
-from orchard.bench.lock import default_lock_path, lock_disabled, read_holder
-from orchard.lab import backlog, records
+from orchard.lab import backlog
+from orchard.lab.db_records import ExperimentRecord, JournalEvent
 from orchard.lab.experiment import ExperimentStatus
+from orchard.lab.journal import journal_entry
 from orchard.lab.judgment import Decision, JudgmentEntry
+from orchard.lab.leaderboard import LeaderRow, directions, leaderboard
+from orchard.lab.live import LockView, log_tail, read_lock
 from orchard.lab.main_steps import MainStep, main_steps
+from orchard.lab.publication import Publication
 from orchard.lab.start import LAB_START, LabStart
 from orchard.lab.state import LabState
-from orchard.lab.verdict_table import MetricEffect, VerdictView
+from orchard.lab.verdict_table import VerdictView
 from orchard.lab.workspace import Workspace
 
 RUNNING_STATES = (ExperimentStatus.STARTING, ExperimentStatus.RUNNING)
-LOG_TAIL_BYTES = 4096
-LOG_TAIL_LINES = 12
 FEED_ENTRIES = 200
-_CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b-\x1f\x7f]")
 # events whose data carries a verdict document, and what that verdict compares
 VERDICT_EVENTS = ("judgment", "rebase", "confirm", "main-check", "revert", "sweep")
 
@@ -61,6 +58,35 @@ class ExperimentView:
     verdict: VerdictView | None  # as the journal printed it under the judgment
     branch: str | None
     merge_commit: str | None
+    launcher: str = ""  # as its start recorded it (a hypothesis may name its own)
+    published: Published | None = None  # the push of main after its merge
+    reverted: str | None = None  # the revert commit, when main regressed after its merge
+
+
+@dataclass(frozen=True)
+class Published:
+    """Whether a merge reached the target repository, and on which branch (or why not)."""
+
+    branch: str
+    reachable: bool
+    error: str
+
+
+@dataclass(frozen=True)
+class FinalVerdict:
+    """Main at the end against main at the start: one paired verdict, taken when the lab stops."""
+
+    start: str
+    end: str
+    moved: bool
+    verdict: VerdictView | None
+
+
+@dataclass(frozen=True)
+class LauncherFailure:
+    experiment: str
+    hypothesis: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -94,34 +120,11 @@ class WorkerView:
 
 
 @dataclass(frozen=True)
-class LockView:
-    state: str  # free, held, disabled
-    path: str
-    holder_pid: int | None
-    holder_label: str | None
-    holder_since: float | None
-    queue: tuple[int, ...]  # pids waiting
-
-
-@dataclass(frozen=True)
 class BacklogItem:
     id: str
     score: float
     lane: str
     title: str
-
-
-@dataclass(frozen=True)
-class LeaderRow:
-    metric: str
-    direction: str
-    baseline: float
-    best: float
-    by: str
-    commit: str | None
-    main: float
-    effect: MetricEffect | None = None  # the best change's own paired effect
-    final: MetricEffect | None = None  # main at the end against main at the start, one paired verdict
 
 
 @dataclass(frozen=True)
@@ -156,6 +159,10 @@ class LabView:
     stopped: str | None
     decisions: Mapping[str, int] = field(default_factory=dict)
     sandbox: str = "bwrap"  # [workers] sandbox: "none" is shown loudly
+    final: FinalVerdict | None = None  # None until the lab stops and measures it
+    publication: Publication | None = None  # where wins reach the user
+    launcher_failures: tuple[LauncherFailure, ...] = ()
+    cost: Mapping[str, float] = field(default_factory=dict)  # what the agents reported, summed
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -166,52 +173,6 @@ class LabView:
         for e in self.experiments:
             keys |= {m.key for m in (e.verdict.metrics if e.verdict else ())}
         return sorted(keys)
-
-
-# -- the machine's side: lock and worker logs -------------------------------------------------------------------
-
-
-def read_lock(path: Path | None = None) -> LockView:
-    """Who holds the machine-wide measurement lock right now, and who queues for it."""
-    path = path or default_lock_path()
-    if lock_disabled():
-        return LockView("disabled", str(path), None, None, None, ())
-    probe = FileLock(path, mode=0o666, thread_local=False, preserve_lock_file=True)
-    try:
-        probe.acquire(timeout=0)
-    except Timeout:
-        held = True
-    else:
-        probe.release()
-        held = False
-    holder = read_holder(path) or {}
-    queue: list[int] = []
-    try:
-        for ticket in Path(f"{path}.waiting").iterdir():
-            pid = ticket.name.split("-", 1)[0]
-            if pid.isdigit():
-                queue.append(int(pid))
-    except OSError:
-        pass
-    return LockView("held" if held else "free", str(path), holder.get("pid"), holder.get("label"),
-                    holder.get("since"), tuple(sorted(set(queue))))
-
-
-def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> tuple[str, ...]:
-    """The last lines of a worker's log, with terminal control sequences removed (the log is the worker's)."""
-    try:
-        with path.open("rb") as handle:
-            handle.seek(0, 2)
-            size = handle.tell()
-            handle.seek(max(0, size - LOG_TAIL_BYTES))
-            raw = handle.read()
-    except OSError:
-        return ()
-    text = _CONTROL.sub("", raw.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n"))
-    return tuple(text.splitlines()[-lines:])
-
-
-# -- lab.db's side ---------------------------------------------------------------------------------------------------
 
 
 def _busy(experiments: Sequence[ExperimentView]) -> list[Busy]:
@@ -228,6 +189,25 @@ def _busy(experiments: Sequence[ExperimentView]) -> list[Busy]:
     return series
 
 
+def _final(events: Sequence[JournalEvent]) -> FinalVerdict | None:
+    done = [e.data for e in events if e.kind == "final-verdict"]
+    if not done:
+        return None
+    data = done[-1]
+    return FinalVerdict(data["start"], data["end"], bool(data.get("moved")),
+                        VerdictView.from_document(data.get("verdict")))
+
+
+def _cost(rows: Sequence[ExperimentRecord]) -> dict[str, float]:
+    totals: dict[str, float] = {}
+    for row in rows:
+        usage = {} if row.candidate is None else row.candidate.usage.to_dict()
+        for key, value in usage.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                totals[key] = totals.get(key, 0.0) + value
+    return totals
+
+
 def build(ws: Workspace, state: LabState, *, now: float | None = None, live: bool = True) -> LabView:
     """The whole snapshot, read in one transaction so every part agrees with every other."""
     now = time.time() if now is None else now
@@ -236,10 +216,19 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         rows = state.experiments()
         titles = {h.id: h.hypothesis.title for h in state.hypotheses()}
         ranked = backlog.ranked(state)[:10]
-        board = records.leaderboard(state)
-        dirs = records.directions(state)
+        final = _final(events)
+        board = leaderboard(state, None if final is None else final.verdict)
+        dirs = directions(state)
         started = state.meta("started_at")
+        where = json.loads(state.meta("publication") or "{}")
     judgments = {e.experiment: e for e in events if e.kind == "judgment"}
+    # the launcher each experiment ran (a hypothesis may name its own), as its start recorded it
+    launchers = {e.experiment: str(e.data.get("launcher") or ws.config.launcher.name)
+                 for e in events if e.kind == "experiment-start"}
+    published = {e.experiment: Published(str(e.data.get("branch", "")), bool(e.data.get("reachable")),
+                                         str(e.data.get("error") or "not published yet"))
+                 for e in events if e.kind == "publish"}
+    reverts = {e.experiment: str(e.data.get("revert", "")) for e in events if e.kind == "revert"}
     experiments = []
     for row in rows:
         judged = judgments.get(row.name)
@@ -249,20 +238,18 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
             rule=row.judgment.rule if row.judgment else None, reasons=tuple(row.reasons), started_at=row.started_at,
             finished_at=row.finished_at, judged_at=judged.at if judged else None,
             verdict=VerdictView.from_verdict(JudgmentEntry.from_dict(judged.data).verdict if judged else None),
-            branch=row.branch, merge_commit=row.merge_commit))
+            branch=row.branch, merge_commit=row.merge_commit, launcher=launchers.get(row.name, ""),
+            published=published.get(row.name), reverted=reverts.get(row.name)))
     start_event = next((e for e in events if e.kind == LAB_START), None)
     start = None if start_event is None else LabStart.from_dict(start_event.data)
     baseline = {} if start is None else dict(start.baseline)
     floors = {} if start is None else dict(start.floors)
-    # the launcher each experiment ran (a hypothesis may name its own), as its start recorded it
-    launchers = {e.experiment: str(e.data.get("launcher") or ws.config.launcher.name)
-                 for e in events if e.kind == "experiment-start"}
     # where each experiment runs: this machine, or the dask worker its latest attempt started on
     here = socket.gethostname() if ws.config.workers.executor != "dask" else "dask cluster (queued)"
     hosts = {e.experiment: e.data["host"] for e in events if e.kind == "experiment-host"}
     workers = tuple(
         WorkerView(experiment=e.name, hypothesis=e.hypothesis, worker=e.worker, lane=e.lane,
-                   launcher=launchers.get(e.name, ws.config.launcher.name),
+                   launcher=e.launcher or ws.config.launcher.name,
                    status=e.status,
                    elapsed_s=round(now - e.started_at, 1),
                    host=hosts.get(e.name, here),
@@ -279,14 +266,17 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         floors=floors, directions=dirs, workers=workers,
         lock=read_lock() if live else LockView("not read", "", None, None, None, ()),
         backlog=tuple(BacklogItem(r.id, r.hypothesis.score, r.hypothesis.lane, r.hypothesis.title) for r in ranked),
-        leaderboard=tuple(LeaderRow(r.metric, dirs.get(r.metric, "lower"), r.baseline, r.best, r.by, r.commit, r.main,
-                                    r.effect, r.final) for r in board),
+        leaderboard=board,
         experiments=tuple(experiments), main_steps=tuple(main_steps(events, baseline, floors)), lock_waits=waits,
         busy=tuple(_busy(experiments)),
-        journal=tuple(FeedEntry(e.at, e.kind, e.experiment, "\n".join(records.journal_entry(e)).strip())
+        journal=tuple(FeedEntry(e.at, e.kind, e.experiment, "\n".join(journal_entry(e)).strip())
                       for e in events[-FEED_ENTRIES:]),
         stopped=stops[-1].data.get("reason") if stops and not workers else None,
         decisions={d: sum(1 for e in experiments if e.decision == d) for d in Decision},
+        final=final, publication=Publication(**where) if where else None,
+        launcher_failures=tuple(LauncherFailure(e.experiment or "", str(e.data["hypothesis"]), str(e.data["reason"]))
+                                for e in events if e.kind == "launcher-failure"),
+        cost=_cost(rows),
     )
 
 
