@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -153,3 +155,19 @@ def test_a_verdict_taken_as_a_library_writes_the_summary_its_record_names(lab: P
     assert verdict.summary is not None and verdict.summary.is_file()
     assert f"**Verdict: {verdict.verdict}**" in verdict.summary.read_text()
     assert list((lab / "results" / "calibrate").glob("*.md")), "the calibration it ran first has its summary too"
+
+
+def test_a_virtualenv_python_is_measured_inside_its_virtualenv(tmp_path: Path) -> None:
+    """`.venv/bin/python` is a symlink to the base interpreter: run through its target, the venv's packages vanish."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
+    (site,) = (tmp_path / "venv" / "lib").glob("python*/site-packages")
+    (site / "only_in_the_venv.py").write_text("print('imported from the venv')\n")
+    assert (tmp_path / "venv" / "bin" / "python").is_symlink()
+    (tmp_path / "suite.toml").write_text(
+        '[suite]\nname = "venv"\nruns = 6\nmin_runs = 6\ncalibration_runs = 6\n\n'
+        '[[scenario]]\nname = "import"\ncommand = ["{bin}", "-c", "import only_in_the_venv"]\n\n'
+        '[[metric]]\nname = "stdout_bytes"\nfloor = 0.0\n')
+    result = orchard("verdict", "--suite", "suite.toml", "--baseline", "venv/bin/python", "--candidate",
+                     "venv/bin/python", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["verdict"] == "NO-CHANGE"

@@ -14,7 +14,7 @@ import pytest
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 from orchard.lab.workspace_init import init_workspace
-from tests.lab.lab_helpers import AGENT_CLIS, BENCH_FILES, STANDIN, TARGET_FILES, make_repo
+from tests.lab.lab_helpers import AGENT_CLIS, BENCH_FILES, CLI_HELP, STANDIN, TARGET_FILES, make_repo
 
 
 @pytest.fixture
@@ -46,6 +46,7 @@ def standin_bin(tmp_path: Path) -> Path:
     bindir.mkdir()
     # a copy beside them: the sandbox shows a worker its PATH, not this repository (which may be hidden)
     shutil.copyfile(STANDIN, bindir / STANDIN.name)
+    shutil.copytree(CLI_HELP, bindir / "cli-help")  # the real CLIs' recorded answers it replays
     for cli, executable in AGENT_CLIS.items():
         script = bindir / executable
         script.write_text(f'#!/bin/sh\nexec {sys.executable} {bindir / STANDIN.name} {cli} "$@"\n')

@@ -9,7 +9,14 @@ CLI's own output format. `STANDIN_MODE` picks a misbehaviour:
 edit (default) | hang | tamper | leave-scope | no-report | bad-report | commit
 | auth-error (the CLI's own "not logged in" / network error, nothing changed)
 `--version` answers as the real CLIs do (the lab's pre-flight asks), unless
-`STANDIN_VERSION_FAILS` is set.
+`STANDIN_VERSION_FAILS` is set. The login status commands (`claude auth
+status`, `codex login status`) replay what the real CLIs printed
+(tests/data/cli-help/status-commands.json, copied beside the stand-in):
+logged in, unless the CLI is named in `STANDIN_LOGGED_OUT` (e.g.
+"claude,codex"): then what it printed with no credential, or with the
+credential variable that is set (Claude Code counts its key, Codex not);
+a CLI named in `STANDIN_OLDER` answers as the older version recorded
+without that command (Claude Code 1.0.100).
 
 Its first line of output records the call (`standin-call {json}`: argv, cwd
 and the names of the variables it was given, with the values of those that
@@ -84,6 +91,25 @@ def print_auth_error(cli: str) -> int:
     return 1
 
 
+STATUS = {"claude": ["auth", "status"], "codex": ["login", "status"]}
+
+
+def replay_status(cli: str, argv: list[str]) -> int:
+    """The recorded answer of the real CLI's status command, in the login state the test asks for."""
+    recorded = json.loads((Path(__file__).parent / "cli-help" / "status-commands.json").read_text())
+    answers = [e for e in recorded["calls"] if e["cli"] == cli and e["argv"] == argv]
+    if cli in os.environ.get("STANDIN_OLDER", "").split(","):
+        entry = next(e for e in answers if e["state"] == "unknown")
+    elif cli in os.environ.get("STANDIN_LOGGED_OUT", "").split(","):  # what it said with a key set, if recorded
+        entry = next((e for e in answers if e.get("credential") and os.environ.get(e["credential"])), None) or next(
+            e for e in answers if e["state"] == "logged-out" and not e.get("credential"))
+    else:
+        entry = next(e for e in answers if e["state"] == "logged-in")
+    text = (Path(__file__).parent / "cli-help" / entry["output"]).read_text()
+    print(text, end="", file=sys.stderr if entry.get("stream") == "stderr" else sys.stdout)
+    return int(entry["exit_code"])
+
+
 def calls(log_text: str) -> list[dict[str, Any]]:
     """Every call the stand-in recorded in a worker's log."""
     return [json.loads(line[len(CALL):]) for line in log_text.splitlines() if line.startswith(CALL)]
@@ -97,6 +123,8 @@ def main() -> int:
             return 3
         print(f"1.0.0 ({cli} stand-in)")
         return 0
+    if argv[:len(STATUS.get(cli, ["-"]))] == STATUS.get(cli):
+        return replay_status(cli, argv)
     canaries = {name: value for name, value in os.environ.items() if value.startswith(CANARY)}
     print(CALL + json.dumps({"cli": cli, "argv": argv, "cwd": os.getcwd(), "env": sorted(os.environ),
                              "canaries": canaries}), flush=True)

@@ -3,10 +3,12 @@
 The target is texttable's sdist from PyPI (fetched here; a small generated
 package of the same shape when PyPI is unreachable), committed whole into a
 normal repository with `main` checked out and no .gitignore, as a user
-would have it. Its build (`python3 -m venv --copies .venv && .venv/bin/python
-setup.py develop`) writes a virtual environment and rewrites the tracked
-egg-info in the checkout; each benchmark run prints a table of about
-110 KB (4,000 rows), far more than the 20,000 characters an agent is admitted.
+would have it. Its build (`python3 -m venv .venv && .venv/bin/python
+setup.py develop`, README's "A lab on your own code") writes a virtual
+environment and rewrites the tracked egg-info in the checkout, and the
+binary is the venv's `bin/python`, a symlink that must be run as itself;
+each benchmark run prints a table of about 230 KB (4,000 rows), far more
+than the 20,000 characters an agent is admitted.
 
 Three hypotheses: a real win (no rule between rows: fewer bytes, every
 fact kept), a change that drops every row past the 500th (a gate failure
@@ -67,7 +69,7 @@ kind = "determinism"
 """
 
 CONFIG = lab_config(
-    target={"build": "python3 -m venv --copies .venv && .venv/bin/python setup.py -q develop",
+    target={"build": "python3 -m venv .venv && .venv/bin/python setup.py -q develop",
             "test": ".venv/bin/python -c 'import texttable'", "binary": ".venv/bin/python"},
     workers=one_worker(timeout_minutes=5),
     launcher={"name": "patch"},

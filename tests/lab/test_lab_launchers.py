@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections.abc import Callable
@@ -11,14 +12,16 @@ import pytest
 
 from orchard.errors import UsageError
 from orchard.lab import agent_launchers
+from orchard.lab.agent_login import CliAnswer, LoginState
 from orchard.lab.agent_usage import AgentUsage
 from orchard.lab.config import LauncherConfig
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.launchers import make_launcher
 from orchard.lab.workspace import Workspace
+from tests.lab.lab_helpers import CLI_HELP
 
-HELP = Path(__file__).parent.parent / "data" / "cli-help"
+HELP = CLI_HELP
 HELP_FILES = {
     "claude": [f"claude-{agent_launchers.CLAUDE_VERSION}.txt"],
     "codex": [f"codex-exec-{agent_launchers.CODEX_VERSION}.txt"],
@@ -126,6 +129,32 @@ def test_usage_is_read_from_what_the_real_clis_printed() -> None:
     codex = agent_launchers.CodexLauncher().usage((HELP / "codex-0.171.0-events.jsonl").read_text())
     assert codex == AgentUsage()
     assert agent_launchers.ClaudeLauncher().usage("no json at all") == AgentUsage()
+
+
+STATUS_HELP = {"claude": ["claude-2.1.197-auth-help.txt", "claude-2.1.197-auth-status-help.txt"],
+               "codex": ["codex-0.171.0-login-help.txt", "codex-0.171.0-login-status-help.txt"]}
+
+
+@pytest.mark.parametrize("cli", ["claude", "codex"])
+def test_the_login_status_command_is_in_the_recorded_help(cli: str) -> None:
+    """`claude auth status --json` and `codex login status`, as their real `--help` lists them."""
+    group, command, *flags = make_launcher(LauncherConfig(name=cli)).status_command
+    help_text = "\n".join((HELP / name).read_text() for name in STATUS_HELP[cli])
+    assert re.search(rf"^Usage: {cli} {group} ", help_text, re.MULTILINE)
+    assert re.search(rf"^  {command}\b", help_text, re.MULTILINE)  # listed among the group's commands
+    assert all(_in_help(flag, help_text) for flag in flags)
+
+
+def test_the_login_state_is_read_from_what_the_real_clis_printed() -> None:
+    recorded = json.loads((HELP / "status-commands.json").read_text())["calls"]
+    assert {e["state"] for e in recorded} == {state.value for state in LoginState}
+    for entry in recorded:
+        launcher = make_launcher(LauncherConfig(name=entry["cli"]))
+        assert entry["argv"] == list(launcher.status_command)
+        answer = CliAnswer(entry["exit_code"], (HELP / entry["output"]).read_text().strip())
+        assert launcher.login_state(answer) == entry["state"], entry
+    cursor, aider = (make_launcher(LauncherConfig(name=name)) for name in ("cursor", "aider"))
+    assert cursor.check_login() is None and aider.check_login() is None  # neither CLI has a verified status command
 
 
 def test_aider_usage_lines_with_cache_counts() -> None:

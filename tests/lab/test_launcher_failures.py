@@ -2,7 +2,9 @@
 
 A missing or broken agent must not burn the backlog: `orchard run` and
 `orchard plan` refuse at the start (exit 2, one message) when a configured
-CLI is missing or does not answer `--version`, and a worker whose agent
+CLI is missing, does not answer `--version`, or its own login status
+command says it is not logged in while no credential variable of its is
+set (the stand-in replays what the real CLIs printed), and a worker whose agent
 reports its own error (Claude Code's `is_error` result, Codex's error events,
 a launch line that exits 127) without changing anything returns its
 hypothesis to the backlog with the agent's own words as the reason; the lab
@@ -22,7 +24,7 @@ import pytest
 
 from orchard.lab.state import LabState
 from orchard.lab.workspace_init import init_workspace
-from tests.lab.lab_helpers import ALPHA_TARGET, command_launcher, git, lab_config, one_worker
+from tests.lab.lab_helpers import ALPHA_TARGET, CLI_HELP, command_launcher, git, lab_config, one_worker
 from tests.lab.loop_support import snapshot
 
 SUITE = """
@@ -45,10 +47,10 @@ CONFIG = lab_config(
     target=ALPHA_TARGET,
     workers=one_worker(timeout_minutes=2),
     # the stand-in's misbehaviour; a worker inherits nothing it is not given
-    launcher={"name": "claude", "pass_env": ["STANDIN_MODE"]},
+    launcher={"name": "claude", "pass_env": ["STANDIN_*"]},
     stop={"launcher_failures": 3, "top_attempted": 9},
     launchers={
-        "codex": {"name": "codex", "pass_env": ["STANDIN_MODE"]},
+        "codex": {"name": "codex", "pass_env": ["STANDIN_*"]},
         "shell": command_launcher("env no-such-agent-cli {prompt_file}"),
         "edit": command_launcher("printf 'alpha\\n' > {target_dir}/src/alpha.txt"),
     },
@@ -87,6 +89,9 @@ impact = 1
 """
 
 
+CREDENTIAL_PREFIXES = ("ANTHROPIC_", "CLAUDE_CODE_", "OPENAI_", "CODEX_")  # none of the tester's own
+
+
 def _orchard(*args: str | Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "orchard", *map(str, args)], capture_output=True, text=True,
                           timeout=600, env=env, check=False)
@@ -99,7 +104,8 @@ def lab(tmp_path: Path, target_repo: Path, standin_bin: Path) -> tuple[Path, dic
     (tmp_path / "orchard.toml").write_text(CONFIG)
     (tmp_path / "hypotheses.toml").write_text(HYPOTHESES)
     ws = init_workspace(tmp_path / "ws", str(target_repo), None, tmp_path / "orchard.toml")
-    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}
+    ours = {name: value for name, value in os.environ.items() if not name.startswith(CREDENTIAL_PREFIXES)}
+    env = {**ours, "PATH": f"{bindir}:{os.environ['PATH']}"}
     added = _orchard("backlog", "add", ws.root, "--file", tmp_path / "hypotheses.toml", env=env)
     assert added.returncode == 0, added.stderr
     return ws.root, env
@@ -112,15 +118,30 @@ def _one_error(result: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
+def _recorded(cli: str, state: str) -> str:
+    """What the real CLI's status command printed in that login state, with no credential set, on one line."""
+    recorded = json.loads((CLI_HELP / "status-commands.json").read_text())
+    entry = next(e for e in recorded["calls"] if e["cli"] == cli and e["state"] == state and not e.get("credential"))
+    return " ".join((CLI_HELP / entry["output"]).read_text().split())
+
+
 @pytest.mark.parametrize("command", ["run", "plan"])
-def test_a_missing_cli_is_refused_before_any_hypothesis_is_touched(
+def test_a_missing_or_logged_out_agent_is_refused_before_any_hypothesis_is_touched(
     lab: tuple[Path, dict[str, str]], command: str
 ) -> None:
     root, env = lab
     before = snapshot(root)
-    env = {**env, "PATH": "/usr/local/bin:/usr/bin:/bin"}  # no claude anywhere
-    message = _one_error(_orchard(command, root, env=env))
-    assert "launcher 'claude'" in message and "`claude` is not on PATH" in message
+    missing = _one_error(_orchard(command, root, env={**env, "PATH": "/usr/local/bin:/usr/bin:/bin"}))  # no claude
+    assert "launcher 'claude'" in missing and "`claude` is not on PATH" in missing
+    message = _one_error(_orchard(command, root, env={**env, "STANDIN_LOGGED_OUT": "claude,codex"}))
+    assert "launcher 'claude': `claude auth status --json` says it is not logged in (exit " in message
+    assert _recorded("claude", "logged-out")[:200] in message  # the agent's own words
+    assert "ANTHROPIC_API_KEY, CLAUDE_CODE_OAUTH_TOKEN is set" in message and "claude setup-token" in message
+    if command == "run":  # every launcher a hypothesis may name is asked, each named with its own fix
+        assert "launcher 'codex': `codex login status` says it is not logged in" in message
+        assert _recorded("codex", "logged-out")[:200] in message and "OPENAI_API_KEY" in message
+    else:  # the planner is the lab's default launcher only
+        assert "codex" not in message
     assert snapshot(root) == before
 
 
@@ -218,3 +239,41 @@ launcher = "gemini"
     assert "metric 'out/stdout_byte' is not in the suite (known: out/stdout_bytes)" in message
     assert "launcher 'gemini' is not defined" in message and "codex, shell, edit" in message
     assert snapshot(root) == before
+
+
+def test_only_the_launcher_whose_agent_is_logged_out_is_named(lab: tuple[Path, dict[str, str]]) -> None:
+    root, env = lab
+    before = snapshot(root)
+    message = _one_error(_orchard("run", root, env={**env, "STANDIN_LOGGED_OUT": "codex"}))
+    assert "launcher 'codex': `codex login status` says it is not logged in (exit 1: Not logged in)" in message
+    assert "launcher 'claude'" not in message and message.endswith("no hypothesis was touched")
+    assert snapshot(root) == before
+
+
+def test_a_credential_variable_lets_a_logged_out_agent_run(lab: tuple[Path, dict[str, str]]) -> None:
+    """Claude Code counts its key as a login; Codex still says "Not logged in", but its worker gets the key."""
+    root, env = lab
+    keys = {"ANTHROPIC_API_KEY": "canary-anthropic", "OPENAI_API_KEY": "canary-openai"}
+    result = _orchard("run", root, env={**env, **keys, "STANDIN_LOGGED_OUT": "claude,codex",
+                                        "STANDIN_MODE": "auth-error"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    state = LabState.open(root)
+    try:  # the run went on: workers started (and their agents, failing later, sent their hypotheses back)
+        assert {e.data["launcher"] for e in state.events("experiment-start")} >= {"claude", "codex"}
+    finally:
+        state.close()
+
+
+def test_a_cli_without_a_status_command_is_let_through_and_said_so(lab: tuple[Path, dict[str, str]]) -> None:
+    root, env = lab
+    result = _orchard("run", root, env={**env, "STANDIN_OLDER": "claude", "STANDIN_MODE": "auth-error"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    said = " ".join(result.stderr.split())
+    assert ("launcher 'claude': `claude auth status --json` could not tell whether it is logged in (exit 1: "
+            f"{_recorded('claude', 'unknown')}; an older CLI may not have it); its login was not checked") in said
+    assert "`codex login status` could not tell" not in said  # codex answered: logged in
+    state = LabState.open(root)
+    try:
+        assert state.events("experiment-start")
+    finally:
+        state.close()

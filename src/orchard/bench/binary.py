@@ -15,13 +15,17 @@ from orchard.errors import UsageError
 
 
 def check_binary(path: Path | str, role: str) -> Path:
-    """The binary as an absolute path; a missing or non-executable one is a UsageError naming it."""
+    """The binary as an absolute path; a missing or non-executable one is a UsageError naming it.
+
+    A symlink stays the path it is: a virtualenv's `bin/python` is a link to
+    the base interpreter, and run through its target it is outside the venv.
+    """
     binary = Path(path).expanduser()
     if not binary.exists():
         raise UsageError(f"{role}: binary {binary} does not exist")
     if not binary.is_file() or not os.access(binary, os.X_OK):
         raise UsageError(f"{role}: binary {binary} is not an executable file")
-    return binary.resolve()
+    return Path(os.path.abspath(binary))
 
 
 def binary_sha256(path: Path) -> str:

@@ -16,11 +16,13 @@ tests/data/cli-help/, which the tests compare every rendered flag against):
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
 
 from orchard.jsonlines import json_objects
+from orchard.lab.agent_login import CliAnswer, LoginState
 from orchard.lab.agent_usage import AgentUsage
 from orchard.lab.experiment import (
     Commands,
@@ -31,6 +33,9 @@ CLAUDE_VERSION = "2.1.332"
 CODEX_VERSION = "0.171.0"
 CURSOR_VERSION = "docs"  # Cursor's CLI is not obtainable here; see the module docstring
 AIDER_VERSION = "0.86.2"
+
+# Why a login in your own home is no fix: a worker never sees it.
+OWN_HOME = "a worker starts with an empty HOME of its own, so a login stored in yours does not reach it"
 
 # Tools a Claude worker always has: read and edit files, search, and look
 # at its own changes.
@@ -65,6 +70,20 @@ class ClaudeLauncher(Launcher):
     name = "claude"
     default_executable = "claude"
     credentials = ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN")
+    status_command = ("auth", "status", "--json")
+    login_fix = (f"set CLAUDE_CODE_OAUTH_TOKEN (from `claude setup-token`) or ANTHROPIC_API_KEY where orchard runs; "
+                 f"{OWN_HOME}")
+
+    def login_state(self, answer: CliAnswer) -> LoginState:
+        """`claude auth status --json` prints one JSON object with `loggedIn` (exit 1 when false)."""
+        try:
+            status = json.loads(answer.output)
+        except json.JSONDecodeError:
+            return LoginState.UNKNOWN
+        logged_in = status.get("loggedIn") if isinstance(status, dict) else None
+        if not isinstance(logged_in, bool):
+            return LoginState.UNKNOWN
+        return LoginState.LOGGED_IN if logged_in else LoginState.LOGGED_OUT
 
     def allowed_tools(self, commands: Commands) -> list[str]:
         if self.config.allowed_tools:
@@ -117,6 +136,14 @@ class CodexLauncher(Launcher):
     name = "codex"
     default_executable = "codex"
     credentials = ("OPENAI_API_KEY", "CODEX_*")
+    status_command = ("login", "status")
+    login_fix = f"set OPENAI_API_KEY where orchard runs; {OWN_HOME}"
+
+    def login_state(self, answer: CliAnswer) -> LoginState:
+        """`codex login status` says "Not logged in" (exit 1), or how it is logged in (exit 0), after any warnings."""
+        if any(line.strip() == "Not logged in" for line in answer.output.splitlines()):
+            return LoginState.LOGGED_OUT
+        return LoginState.LOGGED_IN if answer.exit_code == 0 else LoginState.UNKNOWN
 
     def writes(self, context: LaunchContext) -> tuple[Path, ...]:
         return (context.log_dir / f"{context.experiment.name}.last-message.md",)

@@ -5,20 +5,23 @@ paths, names the scratch files its CLI drops into the checkout (ignored
 there, so they never count as changes), declares the credentials its CLI
 reads (the only secrets its worker inherits) and what it reads and writes
 outside its checkout, which is all its sandbox (`sandbox.py`) lets it see
-besides; it turns all that into the executor's `Job`.
+besides; it turns all that into the executor's `Job`. An agent launcher also
+names its CLI's own login status command and how to read its answer
+(`agent_login.py`), so a lab whose agent is not logged in stops before any
+hypothesis is touched.
 """
 
 from __future__ import annotations
 
 import shlex
 import shutil
-import subprocess
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 from orchard.lab import sandbox
+from orchard.lab.agent_login import CliAnswer, LoginCheck, LoginState, ask, ask_as_worker, credentials_set
 from orchard.lab.agent_usage import AgentUsage
 from orchard.lab.allowlist import worker_names
 from orchard.lab.config import OFFLINE_LAUNCHERS, LauncherConfig
@@ -65,6 +68,8 @@ class Launcher(ABC):
     default_executable: ClassVar[str] = ""
     scratch: ClassVar[tuple[str, ...]] = ()  # files the CLI drops into the checkout
     credentials: ClassVar[tuple[str, ...]] = ()  # variables the CLI authenticates with (`X_*`: a prefix)
+    status_command: ClassVar[tuple[str, ...]] = ()  # its CLI's own login status words, e.g. ("auth", "status")
+    login_fix: ClassVar[str] = ""  # what the user does when the status says it is not logged in
 
     def __init__(self, config: LauncherConfig | None = None, label: str = "") -> None:
         self.config = config or LauncherConfig(name=self.name, network=self.name not in OFFLINE_LAUNCHERS)
@@ -79,15 +84,27 @@ class Launcher(ABC):
         found = shutil.which(self.executable)
         if found is None:
             return f"`{self.executable}` is not on PATH (install it, or set its `executable`)"
-        try:
-            answer = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S,
-                                    stdin=subprocess.DEVNULL, check=False)
-        except (OSError, subprocess.TimeoutExpired) as error:
-            return f"`{self.executable} --version` did not answer: {error}"
-        if answer.returncode != 0:
-            tail = (answer.stderr or answer.stdout).strip().splitlines()[-1:] or [""]
-            return f"`{self.executable} --version` exited {answer.returncode}: {tail[0][:200]}"
+        answer = ask([found, "--version"], timeout_s=VERSION_TIMEOUT_S)
+        if answer.exit_code is None:
+            return f"`{self.executable} --version` did not answer: {answer.said(200)}"
+        if answer.exit_code != 0:
+            tail = answer.output.splitlines()[-1:] or [""]
+            return f"`{self.executable} --version` exited {answer.exit_code}: {tail[0][:200]}"
         return None
+
+    def login_state(self, answer: CliAnswer) -> LoginState:
+        """What its status command's answer says (default: it cannot tell)."""
+        return LoginState.UNKNOWN
+
+    def check_login(self) -> LoginCheck | None:
+        """Its CLI's own status command, asked as its worker would ask it; None when it declares none."""
+        if not self.status_command:
+            return None
+        inherit = worker_names(self.credentials, self.config.pass_env)
+        answer = ask_as_worker([shutil.which(self.executable) or self.executable, *self.status_command], inherit)
+        state = LoginState.UNKNOWN if answer.exit_code is None else self.login_state(answer)
+        return LoginCheck(self.label, join_words([self.executable, *self.status_command]), state, answer,
+                          self.credentials, credentials_set(self.credentials), self.login_fix)
 
     def failure(self, log_text: str, exit_code: int | None) -> str | None:
         """The agent's own account of why it could not work (no credentials, no network, no CLI), or None."""

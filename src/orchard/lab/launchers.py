@@ -1,4 +1,4 @@
-"""The launchers by name, and the check that every configured one can run.
+"""The launchers by name, and the pre-flight that every configured one can run (and its agent is logged in).
 
 `patch` runs no model: `python -m orchard.lab.patch_worker` applies the
 hypothesis's ready patch, builds, tests, measures and writes the report.
@@ -129,14 +129,27 @@ def launcher_for(config: Config, name: str = "") -> Launcher:
     return make_launcher(config.launchers[name], name)
 
 
-def preflight(config: Config) -> None:
-    """The sandbox works and every configured launcher can run (its CLI answers `--version`).
+def preflight(config: Config, launchers: list[Launcher] | None = None,
+              untouched: str = "no hypothesis was touched") -> list[str]:
+    """The sandbox works and every configured launcher (or those given) can run: its CLI answers `--version`,
+    and its own status command does not say it is logged out while no credential variable of its is set.
 
-    UsageError naming each problem.
+    UsageError naming each problem; returns a note for each status command that could not tell.
     """
     sandbox.preflight(config.workers.sandbox)
-    launchers = [make_launcher(config.launcher), *(launcher_for(config, name) for name in config.launchers)]
-    problems = [f"launcher {launcher.label!r}: {problem}" for launcher in launchers
-                if (problem := launcher.preflight()) is not None]
+    if launchers is None:
+        launchers = [make_launcher(config.launcher), *(launcher_for(config, name) for name in config.launchers)]
+    problems: list[str] = []
+    notes: list[str] = []
+    for launcher in launchers:
+        problem = launcher.preflight()
+        check = launcher.check_login() if problem is None else None
+        if check is not None and check.blocks:
+            problem = check.problem()
+        if problem is not None:
+            problems.append(f"launcher {launcher.label!r}: {problem}")
+        elif check is not None and (note := check.note()) is not None:
+            notes.append(note)
     if problems:
-        raise UsageError("; ".join(problems) + "; no hypothesis was touched")
+        raise UsageError("; ".join(problems) + f"; {untouched}")
+    return notes

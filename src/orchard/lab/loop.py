@@ -282,8 +282,10 @@ class Lab:
         self.say(f"stopped: {reason}; wrote {self.ws.root / 'FINAL_REPORT.md'}")
 
     def preflight(self) -> None:
-        """Before anything is touched: every launcher runs, and every open hypothesis names one that exists."""
-        preflight(self.ws.config)
+        """Before anything is touched: every launcher runs (its agent logged in), and every open hypothesis names
+        one that exists."""
+        for note in preflight(self.ws.config):
+            self.say(note)
         for record in self.state.hypotheses(HypothesisStatus.OPEN):
             launcher_for(self.ws.config, record.hypothesis.launcher)
 

@@ -18,13 +18,13 @@ from importlib import resources
 from pathlib import Path
 
 from orchard.errors import OrchardError, UsageError
-from orchard.lab import backlog, records, sandbox, view
+from orchard.lab import backlog, records, view
 from orchard.lab.executors import Executor, Job, JobResult, make_executor
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.journal import render_journal
 from orchard.lab.launcher import Launcher
-from orchard.lab.launchers import make_launcher
+from orchard.lab.launchers import make_launcher, preflight
 from orchard.lab.state import LabState
 from orchard.lab.verdicts import opportunities
 from orchard.lab.workspace import Workspace
@@ -113,9 +113,6 @@ def start_plan(ws: Workspace, state: LabState, executor: Executor, *, say: Calla
     launcher = make_launcher(ws.config.launcher)
     if launcher.name == "patch":
         raise UsageError("the patch launcher has no model to plan with: add hypotheses with `orchard backlog add`")
-    sandbox.preflight(ws.config.workers.sandbox)
-    if (problem := launcher.preflight()) is not None:
-        raise UsageError(f"launcher {launcher.label!r}: {problem}; nothing was planned")
     name = _plan_name(ws)
     checkout = ws.setup_worker("planner", ignore=launcher.scratch)
     output = checkout.worker.home_dir / f"{name}.toml"  # the sandbox lets it write there; kept in prompts/ after
@@ -146,7 +143,10 @@ def finish_plan(ws: Workspace, state: LabState, run: PlanRun, result: JobResult)
 
 
 def plan(ws: Workspace, state: LabState, *, say: Callable[[str], None] = print) -> list[Hypothesis]:
-    """Run the planner once; add its hypotheses to the backlog and return them."""
+    """Run the planner once (its launcher checked first: it can run, its agent is logged in); add its
+    hypotheses to the backlog and return them."""
+    for note in preflight(ws.config, [make_launcher(ws.config.launcher)], "nothing was planned"):
+        say(note)
     kind = "subprocess" if ws.config.workers.executor == "dask" else ws.config.workers.executor  # plans run here
     with make_executor(kind, ws.tmux_socket, ws.executor_dir) as executor:
         run = start_plan(ws, state, executor, say=say)
