@@ -1,36 +1,44 @@
 """The research loop's own cost: orchestrator time per experiment outside workers, builds and verdicts.
 
-    python benchmarks/loop_overhead.py [--runs 3] [--workers 2] [--executor auto] [--out docs/benchmarks-loop.md]
+    python benchmarks/loop_overhead.py [--runs 3] [--workers 2] [--executor auto] [--out FILE]
 
 Each run makes a fresh demo lab (`make_demo(only=...)`: patch launcher, no
 model) in a temporary directory and runs `Lab.run()` to its stop, with
 timers wrapped around the loop's phases from outside (nothing in orchard
-is changed). Every timer records its own time minus the timed calls inside
-it, so each second lands in exactly one category. Excluded from the
-orchestrator's time:
+is changed; a function imported by name into several modules is timed in
+each). Every timer records its own time minus the timed calls inside it,
+per thread, so each second of a thread lands in exactly one category.
+
+The loop's thread and its judge and landing threads are timed alike; the
+orchestrator's time is the sum over those threads of their time outside:
 
 - waiting for workers: the loop's poll sleeps (the workers themselves run
   in other processes: their patch, build, tests and measurement are theirs);
-- build and test steps: `judge.run_step` (the judge's build, target tests,
+- build and test steps: `builds.run_step` (the judge's build, target tests,
   harness tests, baseline builds);
-- verdicts: `judge.measure` (candidate, confirmation and post-merge
-  verdicts, their lock waits included) and the start's A/A calibration.
+- verdicts: `verdicts.measure` (candidate, confirmation, post-merge and
+  final verdicts, their lock waits included) and the start's A/A calibration
+  (`verdicts.calibrate`).
 
-What remains is the orchestrator: clean checkouts with the patch applied,
-worker checkout resets, candidate collection (diff, bench check, report),
-lab.db transactions, rendering the notebook, the lab's commits, pushes and
-merges, and the executor's bookkeeping. It is reported per judged
-experiment, median over the runs, with its breakdown.
+What remains is the orchestrator: fresh worker clones, clean checkouts
+with the patch applied, candidate collection (diff, bench check, report),
+lab.db transactions, polling the executor, rendering the notebook, the
+lab's commits, pushes and merges. It is reported per judged experiment,
+median over the runs, with its breakdown and the git and tmux processes
+orchard started.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import json
 import os
 import shutil
 import statistics
+import sys
 import tempfile
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
@@ -39,13 +47,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from orchard import bench
+import libtmux
+
 from orchard.bench.machine import machine_facts, machine_fingerprint
 from orchard.demo.lab import make_demo
-from orchard.lab import judge as judging
+from orchard.lab import bench_view, builds, collection, judge, resume, stop, sweep, verdicts, worker_start
 from orchard.lab import loop as loop_module
+from orchard.lab import start as start_module
+from orchard.lab.executors.base import Executor
 from orchard.lab.loop import Lab
 from orchard.lab.state import LabState
+from orchard.lab.vcs.base import Vcs
 from orchard.lab.workspace import Workspace
 
 # One LAND with a merge, a KILL by the unit tests, a KILL by a quality gate,
@@ -53,38 +65,106 @@ from orchard.lab.workspace import Workspace
 HYPOTHESES = ("terse-report", "longest-word-one-pass", "top-ten-default", "read-whole-file")
 
 EXCLUDED = ("waiting for workers", "build and test steps", "verdicts", "calibration")
+BOOKKEEPING = "loop: poll, dispatch, lab.db reads"
+# (module or class, function name, category): the orchestrator's phases.
+PHASES: tuple[tuple[Any, str, str], ...] = (
+    (Lab, "run", BOOKKEEPING),
+    (Lab, "dispatch", BOOKKEEPING),
+    (Lab, "harvest", BOOKKEEPING),
+    (Lab, "preflight", "lab start"),
+    (start_module, "start", "lab start"),
+    (resume, "resume_workers", "lab start"),
+    (Executor, "poll", "executor: poll the workers"),
+    (Executor, "start", "executor: start a worker"),
+    (stop, "stop_reason", "stop conditions"),
+    (Lab, "assign", "assign: pick, pins, lab.db"),
+    (worker_start, "start_worker", "worker start: prompt, lab.db"),
+    (Workspace, "setup_worker", "worker start: fresh clones"),
+    (bench_view, "withhold_inputs", "worker start: bench without held-out inputs"),  # main before issue14-orch
+    (bench_view, "give_bench", "worker start: bench without held-out inputs"),
+    (builds, "give_baseline", "worker start: copy of the baseline"),
+    (builds, "baseline_binary", "baseline binary (cached, hashes checked)"),
+    (collection, "collect_result", "collect: lab.db"),
+    (collection, "collect_candidate", "collect: diff, bench check, report"),
+    (Lab, "_judge_job", "judge thread: collection checks, lab.db"),
+    (judge, "judge", "judge thread: collection checks, lab.db"),
+    (builds, "checkout_with_patch", "judge: clean checkout + patch"),
+    (verdicts, "assert_bench_untouched", "judge: lab's bench clone unchanged"),
+    (Lab, "_decide", "decide + lab.db"),
+    (Lab, "_landed", "decide + lab.db"),
+    (Lab, "_land_job", "land: commit, push, merge"),
+    (Lab, "render", "render notebook"),
+    (sweep, "after_win", "after a win: opportunities, sweep"),
+    (Lab, "finish", "final report"),
+)
+EXCLUSIONS: tuple[tuple[Any, str, str], ...] = (
+    (builds, "run_step", "build and test steps"),
+    (verdicts, "measure", "verdicts"),
+    (verdicts, "calibrate", "calibration"),
+)
 
 
 class Profile:
-    """Self time per category: a timed call's time minus the timed calls inside it."""
+    """Self time per category, per thread: a timed call's time minus the timed calls inside it."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
         self.calls: Counter[str] = Counter()
-        self._children: list[float] = []
+        self._local = threading.local()
+        self._lock = threading.Lock()
         self._restore: list[tuple[Any, str, Any]] = []
+
+    def _stack(self) -> list[float]:
+        stack: list[float] | None = getattr(self._local, "stack", None)
+        if stack is None:
+            stack = self._local.stack = []
+        return stack
 
     def timed(self, category: str, function: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(function)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            self._children.append(0.0)
+            stack = self._stack()
+            stack.append(0.0)
             start = time.perf_counter()
             try:
                 return function(*args, **kwargs)
             finally:
                 elapsed = time.perf_counter() - start
-                inside = self._children.pop()
-                self.seconds[category] += elapsed - inside
-                self.calls[category] += 1
-                if self._children:
-                    self._children[-1] += elapsed
+                inside = stack.pop()
+                with self._lock:
+                    self.seconds[category] += elapsed - inside
+                    self.calls[category] += 1
+                if stack:
+                    stack[-1] += elapsed
 
         return wrapper
 
-    def wrap(self, owner: Any, name: str, category: str) -> None:
+    def counted(self, category: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                self.calls[category] += 1
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    def _replace(self, owner: Any, name: str, wrapped: Callable[..., Any]) -> None:
+        """Put `wrapped` in place of `owner.name`, and of every orchard module's name for the same function."""
         original = getattr(owner, name)
-        self._restore.append((owner, name, original))
-        setattr(owner, name, self.timed(category, original))
+        owners = [owner]
+        if not isinstance(owner, type):
+            owners += [m for key, m in list(sys.modules.items())
+                       if key.startswith("orchard.") and m is not owner and vars(m).get(name) is original]
+        for where in owners:
+            self._restore.append((where, name, vars(where)[name]))
+            setattr(where, name, wrapped)
+
+    def wrap(self, owner: Any, name: str, category: str) -> None:
+        if hasattr(owner, name):  # a phase an older orchard does not have is simply not timed
+            self._replace(owner, name, self.timed(category, getattr(owner, name)))
+
+    def count(self, owner: Any, name: str, category: str) -> None:
+        self._replace(owner, name, self.counted(category, getattr(owner, name)))
 
     def restore(self) -> None:
         for owner, name, original in reversed(self._restore):
@@ -105,21 +185,10 @@ class _TimedClock:
 @contextmanager
 def instrumented(profile: Profile) -> Iterator[None]:
     """Timers around the loop's phases and around what is not the orchestrator's."""
-    profile.wrap(judging, "run_step", "build and test steps")
-    profile.wrap(judging, "measure", "verdicts")
-    profile.wrap(bench, "calibrate", "calibration")
-    profile.wrap(judging, "judge", "judge: clean checkout + patch")
-    profile.wrap(judging, "baseline_binary", "baseline checkout (cached by commit)")
-    profile.wrap(loop_module, "collect_candidate", "collect: diff, bench check, report")
-    profile.wrap(Workspace, "setup_worker", "worker checkout reset")
-    for name, category in (("run", "loop bookkeeping (lab.db, executor)"), ("start", "lab start"),
-                           ("assign", "assign + launch"), ("collect", "loop bookkeeping (lab.db, executor)"),
-                           ("resume_workers", "loop bookkeeping (lab.db, executor)"),
-                           ("judge_next", "loop bookkeeping (lab.db, executor)"), ("_decide", "decide + lab.db"),
-                           ("_land", "land: commit, push, merge"), ("_after_win", "after a win: opportunities, sweep"),
-                           ("render", "render notebook"), ("finish", "final report"),
-                           ("stop_reason", "stop conditions")):
-        profile.wrap(Lab, name, category)
+    for owner, name, category in (*EXCLUSIONS, *PHASES):
+        profile.wrap(owner, name, category)
+    profile.count(Vcs, "_run", "git processes")
+    profile.count(libtmux.Server, "cmd", "tmux processes")
     clock = loop_module.time
     loop_module.time = _TimedClock(profile)  # type: ignore[assignment]
     try:
@@ -133,6 +202,7 @@ def one_run(root: Path, hypotheses: Sequence[str], workers: int, executor: str) 
     ws = make_demo(root / "demo", workers=workers, executor=executor, only=list(hypotheses))
     state = LabState.open(ws.root)
     profile = Profile()
+    load, at = os.getloadavg(), datetime.now(UTC)
     try:
         with instrumented(profile):
             started = time.perf_counter()
@@ -142,10 +212,11 @@ def one_run(root: Path, hypotheses: Sequence[str], workers: int, executor: str) 
         decisions = Counter(e.decision for e in experiments)
     finally:
         state.close()
-    excluded = sum(profile.seconds[c] for c in EXCLUDED)
-    return {"wall_s": wall, "orchestrator_s": wall - excluded, "experiments": len(experiments),
+    orchestrator = sum(seconds for category, seconds in profile.seconds.items() if category not in EXCLUDED)
+    return {"wall_s": wall, "orchestrator_s": orchestrator, "experiments": len(experiments),
             "decisions": dict(decisions), "reason": reason, "seconds": dict(profile.seconds),
-            "calls": dict(profile.calls)}
+            "calls": dict(profile.calls), "load": load, "started_at": at.isoformat(),
+            "ended_at": datetime.now(UTC).isoformat()}
 
 
 def spread(values: Sequence[float], scale: float = 1000.0) -> str:
@@ -153,35 +224,36 @@ def spread(values: Sequence[float], scale: float = 1000.0) -> str:
 
 
 def report(runs: list[dict[str, Any]], hypotheses: Sequence[str], workers: int, executor: str,
-           load: tuple[tuple[float, ...], tuple[float, ...]], command: str, started: datetime) -> str:
+           command: str, label: str) -> str:
     facts = machine_facts()
+    started = min(datetime.fromisoformat(r["started_at"]) for r in runs)
+    ended = max(datetime.fromisoformat(r["ended_at"]) for r in runs)
     per = lambda run, key: run[key] / run["experiments"]  # noqa: E731
     outcomes = Counter(", ".join(f"{n} {d}" for d, n in sorted(r["decisions"].items())) for r in runs)
-    share = statistics.median(r["orchestrator_s"] / r["wall_s"] for r in runs)
     lines = [
-        "# Research loop: orchestrator overhead",
+        f"# Research loop: orchestrator overhead ({label})",
         "",
-        f"Measured {started:%Y-%m-%d %H:%M}-{datetime.now(UTC):%H:%M} UTC on {facts.describe()} "
-        f"(fingerprint `{machine_fingerprint()}`). {len(runs)} run{'s' if len(runs) != 1 else ''} "
-        f"of `{command}`.",
+        f"Measured {started:%Y-%m-%d %H:%M}-{ended:%H:%M} UTC on {facts.describe()} "
+        f"(fingerprint `{machine_fingerprint()}`, `nproc` {os.cpu_count()}). {len(runs)} "
+        f"run{'s' if len(runs) != 1 else ''} of `{command}`; load average (1, 5, 15 min) at each run's start: "
+        + "; ".join(", ".join(f"{v:.2f}" for v in r["load"]) for r in runs) + ".",
         "",
         f"Each run: a fresh demo lab (`make_demo(only=[{', '.join(hypotheses)}])`), {workers} workers, executor "
         f"`{executor}`, patch launcher, `Lab.run()` until it stops. Decisions: "
         + "; ".join(f"{outcome} in {count} of {len(runs)} runs" for outcome, count in outcomes.most_common()) + ".",
         "",
-        "**Orchestrator time** is the run's wall time minus the time spent waiting for workers (the loop's "
-        "poll sleeps), in build and test steps (`judge.run_step`), in verdicts (`judge.measure`, lock waits "
-        "included) and in the start's A/A calibration. It is what orchard itself adds to every experiment: "
-        f"a median {share:.1%} of the run's wall time here.",
-        "",
         "| per judged experiment | median ms (min-max) over runs |",
         "|---|---:|",
-        f"| **orchestrator** | **{spread([per(r, 'orchestrator_s') for r in runs])}** |",
+        f"| **orchestrator** (loop, judge and landing threads) | "
+        f"**{spread([per(r, 'orchestrator_s') for r in runs])}** |",
         f"| whole run (wall) | {spread([per(r, 'wall_s') for r in runs])} |",
     ]
     for category in EXCLUDED:
         per_experiment = [r["seconds"].get(category, 0.0) / r["experiments"] for r in runs]
         lines.append(f"| excluded: {category} | {spread(per_experiment)} |")
+    for counter in ("git processes", "tmux processes"):
+        per_experiment = [r["calls"].get(counter, 0) / r["experiments"] for r in runs]
+        lines.append(f"| {counter} started by orchard | {spread(per_experiment, 1.0)} |")
     lines += [
         "",
         "Where the orchestrator's time goes (self time, per judged experiment; calls per run):",
@@ -197,15 +269,7 @@ def report(runs: list[dict[str, Any]], hypotheses: Sequence[str], workers: int, 
         values = [r["seconds"].get(category, 0.0) / r["experiments"] for r in runs]
         calls = statistics.median([r["calls"].get(category, 0) for r in runs])
         lines.append(f"| {category} | {spread(values)} | {calls:g} |")
-    lines += [
-        "",
-        f"Load average (1, 5, 15 min) at the start: {', '.join(f'{v:.2f}' for v in load[0])}; at the end: "
-        f"{', '.join(f'{v:.2f}' for v in load[1])}. The machine is shared: other engineers' tests, demos and "
-        "benchmarks ran at the same time, so these wall-clock figures include waiting for the CPU and are an "
-        "upper bound for an idle machine. Orchestrator phases overlap with workers that run in parallel "
-        "(they compete for the same 2 cores), which also inflates them.",
-        "",
-    ]
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -215,13 +279,21 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--executor", choices=("auto", "tmux", "subprocess"), default="auto")
     parser.add_argument("--hypotheses", default=",".join(HYPOTHESES), help="demo hypothesis ids, comma-separated")
+    parser.add_argument("--label", default="this checkout", help="what code was measured, for the heading")
     parser.add_argument("--out", type=Path, default=None, help="also write the Markdown here")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="also append each run here (one JSON line), e.g. to interleave two checkouts' runs")
+    parser.add_argument("--report-from", type=Path, default=None,
+                        help="run nothing: report the runs a --json file holds")
     args = parser.parse_args()
     hypotheses = [h for h in args.hypotheses.split(",") if h]
     command = (
         f"python benchmarks/loop_overhead.py --runs {args.runs} --workers {args.workers} --executor {args.executor}"
     )
-    load_start, started = os.getloadavg(), datetime.now(UTC)
+    if args.report_from is not None:
+        saved = [json.loads(line) for line in args.report_from.read_text().splitlines() if line.strip()]
+        print(report(saved, hypotheses, args.workers, args.executor, command, args.label))
+        return
     runs = []
     cache = Path(tempfile.mkdtemp(prefix="orchard-loop-overhead-cache-"))
     previous_cache = os.environ.get("ORCHARD_CACHE_DIR")
@@ -234,9 +306,13 @@ def main() -> None:
             finally:
                 shutil.rmtree(root, ignore_errors=True)
             runs.append(run)
+            if args.json is not None:
+                with args.json.open("a", encoding="utf-8") as handle:
+                    handle.write(json.dumps(run) + "\n")
             print(
                 f"run {index + 1}/{args.runs}: {run['experiments']} experiments, wall {run['wall_s']:.1f} s, "
-                f"orchestrator {run['orchestrator_s']:.2f} s ({run['decisions']}; stopped: {run['reason']})",
+                f"orchestrator {run['orchestrator_s']:.2f} s ({run['decisions']}; stopped: {run['reason']}; "
+                f"load {run['load'][0]:.2f})",
                 flush=True,
             )
     finally:
@@ -245,7 +321,7 @@ def main() -> None:
             os.environ.pop("ORCHARD_CACHE_DIR", None)
         else:
             os.environ["ORCHARD_CACHE_DIR"] = previous_cache
-    text = report(runs, hypotheses, args.workers, args.executor, (load_start, os.getloadavg()), command, started)
+    text = report(runs, hypotheses, args.workers, args.executor, command, args.label)
     print(text)
     if args.out is not None:
         args.out.write_text(text)

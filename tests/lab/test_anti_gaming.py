@@ -153,6 +153,25 @@ def test_a_workers_bench_clone_has_no_held_out_input_not_even_in_its_history(
     assert ws.setup_worker("w1").worker.bench_dir == bench and not (bench / "fixtures" / "hidden").exists()
 
 
+def test_every_experiment_gets_its_own_fresh_copy_of_the_benchs_view(tmp_path: Path, repos: tuple[Path, Path]) -> None:
+    ws = workspace(tmp_path, repos)
+    one = ws.setup_worker("w1").worker.bench_dir
+    two = ws.setup_worker("w2").worker.bench_dir
+    assert git(one, "rev-parse", "HEAD") == git(two, "rev-parse", "HEAD")  # the same view, made once
+    copied = [p for p in one.rglob("*") if p.is_file() and not p.is_symlink()]
+    assert copied and all(p.stat().st_nlink == 1 for p in copied)  # nothing shared with the judge or w2
+    (one / "fixtures" / "visible.txt").write_text("tampered\n")
+    (one / "planted.txt").write_text("x\n")
+    git(one, "add", "--all")
+    git(one, "commit", "-qm", "a worker's commit")
+    again = ws.setup_worker("w1").worker.bench_dir
+    assert (again / "fixtures" / "visible.txt").read_text() == VISIBLE and not (again / "planted.txt").exists()
+    assert len(git(again, "log", "--all", "--format=%H").split()) == 1
+    assert git(again, "rev-parse", "HEAD") == git(two, "rev-parse", "HEAD")
+    assert (two / "fixtures" / "visible.txt").read_text() == VISIBLE
+    assert not (again / "fixtures" / "hidden").exists()
+
+
 def test_the_held_out_copy_is_not_tampering_but_editing_it_is(tmp_path: Path, repos: tuple[Path, Path]) -> None:
     ws = workspace(tmp_path, repos)
     checkout = ws.setup_worker("w1")

@@ -351,6 +351,11 @@ def test_a_modified_bench_clone_stops_the_judge(make_workspace: Callable[..., Wo
     assert "no verdict was taken" in str(caught.value) and str(ws.bench_dir) in str(caught.value)
     git(ws.bench_dir, "checkout", "--", "bench.py")
 
+    git(ws.bench_dir, "rm", "-q", "--cached", "bench.py")  # only its index changed: still not the bench's base
+    with pytest.raises(LabIntegrityError, match=r"\(bench\.py\)"):
+        assert_bench_untouched(ws, base)
+    git(ws.bench_dir, "reset", "-q")
+
     (ws.bench_dir / "extra_fixture.txt").write_text("x\n")
     with pytest.raises(LabIntegrityError, match="extra_fixture.txt"):
         assert_bench_untouched(ws, base)

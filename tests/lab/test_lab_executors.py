@@ -19,7 +19,8 @@ import psutil
 import pytest
 
 from orchard.errors import UsageError
-from orchard.lab.executors import Job, make_executor
+from orchard.lab.executors import Job, make_executor, tmux
+from orchard.lab.executors.tmux import TmuxExecutor
 from tests.lab.lab_helpers import assert_nothing_left, processes_marked, wait_for
 
 EXECUTORS = ["tmux", "subprocess"]
@@ -162,3 +163,42 @@ def test_duration_is_the_workers_real_exit_not_when_the_loop_got_to_it(
         (result,) = executor.wait(timeout_s=60)
     assert result.ok
     assert 0 < result.duration_s < 2.5, result.duration_s  # collected after 3.3 s or more
+
+
+def test_the_tmux_executor_asks_tmux_only_when_a_job_may_have_ended(
+    tmp_path: Path, socket_name: str, mark: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loop polls every half second: each tmux call is a process started on the orchestrator's time.
+
+    tmux is asked when a wrapper's status file appears, when orchard ended a job itself, or every few
+    seconds (a wrapper killed from outside: that fallback is pushed out of the way here); never while
+    nothing runs."""
+    monkeypatch.setattr(tmux, "RECHECK_S", 3600.0)
+    with make_executor("tmux", socket_name) as executor:
+        assert isinstance(executor, TmuxExecutor)
+        server = executor.server
+        asked: list[str] = []
+        cmd = server.cmd
+
+        def counted(name: str, *args: object, **kwargs: object) -> object:
+            asked.append(name)
+            return cmd(name, *args, **kwargs)
+
+        server.cmd = counted
+        assert executor.poll() == [] and executor.poll() == [] and asked == []  # idle: no tmux process
+        assert not libtmux.Server(socket_name=socket_name).is_alive()  # and no server started for it
+        executor.start(_job(tmp_path, "one", "sleep 30", mark))
+        asked.clear()
+        assert executor.poll() == [] and asked == ["list-panes"]  # once at first
+        asked.clear()
+        assert executor.poll() == [] and asked == []  # and not again while nothing says it ended
+        executor.start(_job(tmp_path, "quick", "true", mark))
+        wait_for(lambda: "WORKER_DONE_0" in (tmp_path / "logs/quick.log").read_text()
+                 if (tmp_path / "logs/quick.log").exists() else False, "the quick job's exit line")
+        wait_for(lambda: [r.name for r in executor.poll()] == ["quick"], "the quick job collected")
+        asked.clear()
+        assert executor.poll() == [] and asked == []  # "one" runs on, nothing says it ended
+        executor.cancel("one")
+        (result,) = executor.wait(timeout_s=60)
+    assert result.cancelled and "list-panes" in asked
+    assert_nothing_left(mark, socket_name)

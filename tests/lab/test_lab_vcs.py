@@ -39,6 +39,29 @@ def test_clone_at_a_commit_shares_objects_by_hard_links(repo: Path, vcs: GitVcs,
     assert objects and all(p.stat().st_nlink > 1 for p in objects)
 
 
+def test_head_and_branch_read_from_a_clones_files_are_what_git_says(repo: Path, vcs: GitVcs, tmp_path: Path) -> None:
+    first = git(repo, "rev-parse", "HEAD").strip()
+    detached = tmp_path / "detached"
+    assert vcs.clone(str(repo), detached, commit=first) == first
+    assert vcs.head(detached) == first and vcs.current_branch(detached) is None
+    full = tmp_path / "full"
+    vcs.clone(str(repo), full)
+    (full / "src/alpha.txt").write_text("alpha 2\n")
+    second = vcs.commit(full, "second", branch="topic")
+    assert second == git(full, "rev-parse", "HEAD").strip() != first
+    assert vcs.current_branch(full) == "topic" and vcs.head(full / "src") == second
+    git(full, "pack-refs", "--all")  # the branch now lives in packed-refs only
+    assert not (full / ".git/refs/heads/topic").exists()
+    assert vcs.head(full) == second and vcs.resolve(full, "topic") == second
+    # a linked worktree's .git is a file: git itself answers
+    git(full, "worktree", "add", "-q", "-b", "side", str(tmp_path / "linked"), first)
+    assert vcs.head(tmp_path / "linked") == first and vcs.current_branch(tmp_path / "linked") == "side"
+    vcs.ignore_locally(tmp_path / "linked", ["/scratch/"])
+    (tmp_path / "linked/scratch").mkdir()
+    (tmp_path / "linked/scratch/x").write_text("x\n")
+    assert vcs.status(tmp_path / "linked") == []
+
+
 def test_changes_cover_edits_new_and_deleted_files_and_leave_the_index_alone(
     repo: Path, vcs: GitVcs, tmp_path: Path
 ) -> None:

@@ -119,6 +119,25 @@ def test_a_failed_transaction_leaves_nothing_behind(lab_state: LabState, tmp_pat
     assert [e.name for e in lab_state.experiments()] == ["first"]
 
 
+def test_the_version_moves_with_every_write_of_any_connection_and_only_then(
+        lab_state: LabState, tmp_path: Path) -> None:
+    """The loop skips deciding while the version stands still: a write it did not see would stall the lab."""
+    judge_thread = LabState(tmp_path / "lab.db")  # a judge thread's own connection
+    try:
+        quiet = lab_state.version()
+        lab_state.hypotheses()
+        lab_state.experiments()
+        assert lab_state.version() == quiet, "reading is not a change"
+        lab_state.set_counter("judged", 1)
+        mine = lab_state.version()
+        assert mine != quiet
+        judge_thread.log("baseline-rebuilt", {"why": "its files changed"})
+        assert lab_state.version() != mine, "another connection's commit is a change too"
+        assert lab_state.version() == lab_state.version()
+    finally:
+        judge_thread.close()
+
+
 def test_nested_writes_commit_with_the_outer_transaction_only(lab_state: LabState, tmp_path: Path) -> None:
     reader = LabState(tmp_path / "lab.db")  # another process's view, e.g. `orchard status`
     try:

@@ -181,16 +181,15 @@ def _flags(*, tampered: bool, violations: list[str], committed: bool, unchanged:
     return flags
 
 
-def _foreign(vcs: Vcs, source: Path, work_tree: Path, base: str, clean: Path,
-             ignore: Sequence[str]) -> tuple[Changes, list[str]]:
-    """A worker's checkout read through a fresh clone of ours at `base`: its changes and special files."""
+def _foreign(vcs: Vcs, source: Path, work_tree: Path, base: str, clean: Path, ignore: Sequence[str], *,
+             patch: bool = True) -> Changes:
+    """A worker's checkout read through a fresh clone of ours at `base` (`patch=False`: its changed files only)."""
     if clean.exists():
         shutil.rmtree(clean)
     clean.parent.mkdir(parents=True, exist_ok=True)
     vcs.reader_clone(str(source), clean, base)
     vcs.ignore_locally(clean, ignore)
-    changes = vcs.foreign_changes(clean, work_tree, base, ignore)
-    return changes, special_files.in_tree(vcs, clean, work_tree) + special_files.in_patch(changes.patch)
+    return vcs.foreign_changes(clean, work_tree, base, ignore, patch=patch)
 
 
 def collect_candidate(
@@ -202,10 +201,14 @@ def collect_candidate(
     clean = workspace.judge_dir / f"collect-{experiment.name}"
     ignore = [f"/{REPORT_NAME}", f"/{BASELINE_COPY}/", *workspace.config.target.ignore, *launcher.scratch]
     try:
-        target, special = _foreign(workspace.target_vcs, workspace.reference_target, worker.target_dir,
-                                   checkout.target_base, clean / "target", ignore)
+        target = _foreign(workspace.target_vcs, workspace.reference_target, worker.target_dir,
+                          checkout.target_base, clean / "target", ignore)
+        special = special_files.in_tree(workspace.target_vcs, clean / "target", worker.target_dir)
+        special += special_files.in_patch(target.patch)
         bench_source, bench_base = worker_bench_source(workspace, worker.name, checkout.bench_base)
-        bench, _ = _foreign(workspace.bench_vcs, bench_source, worker.bench_dir, bench_base, clean / "bench", [])
+        # any file changed in the bench is tampering: its names are all that counts, no patch is made
+        bench = _foreign(workspace.bench_vcs, bench_source, worker.bench_dir, bench_base, clean / "bench", [],
+                         patch=False)
     finally:
         shutil.rmtree(clean, ignore_errors=True)
     special += [f"{d.name}/: the checkout itself was replaced by a symlink to {d.resolve()}"

@@ -17,7 +17,7 @@ thread keeps four things moving, none waiting for another:
 4. assign: each free worker takes the best open hypothesis of its lane
    whose scope is disjoint from every running experiment's, while the
    judge works (and, with `workers.refill`, the planner tops the backlog up
-   when it runs short).
+   when it runs short). A poll that finds nothing new decides nothing (settled.py).
 
 Judge and landing threads open their own lab.db connection; every decision
 is recorded by the loop's thread. Every step's outcome is in lab.db before
@@ -32,7 +32,7 @@ from __future__ import annotations
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from orchard.lab import (
@@ -61,6 +61,7 @@ from orchard.lab.judgment import Decision, Judgment, JudgmentEntry
 from orchard.lab.launcher import Launcher
 from orchard.lab.launchers import launcher_for, preflight
 from orchard.lab.sandbox import UNSANDBOXED_NOTE, SandboxMode
+from orchard.lab.settled import Settled
 from orchard.lab.slots import slots
 from orchard.lab.start import start
 from orchard.lab.state import LabState
@@ -91,6 +92,7 @@ class Lab:
         self.plan: planner.PlanRun | None = None
         self.refill_failed = False
         self.deferred: set[str] = set()  # hypotheses whose launch failed in this run: back in the backlog, not retried
+        self._settled = Settled()
 
     def failed(self, record: ExperimentRecord, stage: Stage, error: BaseException) -> None:
         """One experiment failed (see lab/isolation.py): record why and go on, unless the lab itself failed."""
@@ -107,6 +109,11 @@ class Lab:
 
     def render(self) -> None:
         records.write_notebook(self.ws, self.state)
+
+    def _inputs(self) -> Hashable:
+        """What a decision reads, but the clock: lab.db (its version) and the loop's own threads and sets."""
+        return (self.state.version(), self.plan is None, self.refill_failed, tuple(self._judging),
+                tuple(self._landing), frozenset(self.down), frozenset(self.deferred))
 
     # -- assigning -------------------------------------------------------------------
 
@@ -322,6 +329,9 @@ class Lab:
                         refill.collect_plan(self)
                         if self.harvest():
                             continue  # a decision changes the backlog and the stop conditions
+                        if self._settled.unchanged(self._inputs()):
+                            time.sleep(POLL_S)  # nothing to decide from anew
+                            continue
                         refill.refill(self)
                         reason = stop.stop_reason(self.ws, self.state, self.started, self.blocked(),
                                                   planning=self.plan is not None)
@@ -330,6 +340,7 @@ class Lab:
                         self.dispatch()
                         if reason is not None and not self.state.experiments(*Status.active()):
                             break
+                        self._settled.decided(self._inputs())
                         time.sleep(POLL_S)
         finally:
             self.executor = None

@@ -101,7 +101,7 @@ def check(ws: Workspace, state: LabState, branch: str) -> Pin:
             f"the lab's target clone {ws.reference_target} has {checked_out or 'a detached head'} checked out, "
             f"not {branch}: someone switched it; nothing was assigned, rebased, merged or pushed. Switch it back "
             f"(`git -C {ws.reference_target} switch {branch}`) to go on")
-    head = ws.target_vcs.resolve(ws.reference_target, branch)
+    head = ws.target_vcs.head(ws.reference_target)  # `branch` is checked out: its head is the branch's
     if head != pinned.head:
         if not _announced(ws, pinned, head):
             raise LabIntegrityError(

@@ -174,6 +174,11 @@ class LabState:
             self._depth = 0
             self.db.execute("COMMIT")
 
+    def version(self) -> tuple[int, int]:
+        """Equal values mean nothing was written since: other connections' commits and this one's own writes."""
+        other = self.db.execute("PRAGMA data_version").fetchone()[0]
+        return int(other), self.db.total_changes
+
     # -- meta ------------------------------------------------------------------
 
     def meta(self, key: str) -> str | None:

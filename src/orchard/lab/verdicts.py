@@ -71,12 +71,17 @@ def check_built(baseline: BuiltBinary, candidate: BuiltBinary) -> None:
 
 
 def assert_bench_untouched(ws: Workspace, bench_base: str) -> None:
-    """Hard rule: the lab's own bench clone is never modified (else nothing it says counts)."""
-    changes = ws.bench_vcs.changes(ws.bench_dir, bench_base)
-    if changes.files or changes.head != bench_base:
+    """Hard rule: the lab's own bench clone is never modified (else nothing it says counts).
+
+    Its head must be `bench_base` and its status clean (no edit, no file its ignores do not cover):
+    one status, no diff, since nothing of a change is kept but the names of its files.
+    """
+    head = ws.bench_vcs.head(ws.bench_dir)
+    files = list(dict.fromkeys(ws.bench_vcs.status(ws.bench_dir)))  # a file staged and edited is named once
+    if files or head != bench_base:
         raise LabIntegrityError(
             f"the lab's bench clone {ws.bench_dir} differs from {bench_base[:12]} "
-            f"({a_few(changes.files) or 'head moved'}): fix it by hand; no verdict was taken"
+            f"({a_few(files) or 'head moved'}): fix it by hand; no verdict was taken"
         )
 
 

@@ -49,12 +49,13 @@ def start_worker(lab: Lab, record: ExperimentRecord) -> None:
     lab.executor.start(launcher.job(ws, experiment))
     if os.environ.get(KILL_AT) == "after-launch":
         os.kill(os.getpid(), signal.SIGKILL)
-    lab.state.update_experiment(record.name, status=Status.RUNNING)
-    lab.state.log("experiment-start", {"hypothesis": record.hypothesis, "worker": record.worker,
-                                       "lane": record.lane, "base": record.target_base,
-                                       "launcher": launcher.label, "title": experiment.hypothesis.title,
-                                       "prompt": str(prompt),
-                                       "log": str(ws.log_path(record.name))}, record.name)
+    with lab.state.transaction():
+        lab.state.update_experiment(record.name, status=Status.RUNNING)
+        lab.state.log("experiment-start", {"hypothesis": record.hypothesis, "worker": record.worker,
+                                           "lane": record.lane, "base": record.target_base,
+                                           "launcher": launcher.label, "title": experiment.hypothesis.title,
+                                           "prompt": str(prompt),
+                                           "log": str(ws.log_path(record.name))}, record.name)
     lab.say(f"{record.name}: started on worker {record.worker} ({record.lane} lane, launcher {launcher.label})")
 
 

@@ -6,8 +6,9 @@
   bench/                  the lab's own harness clone (judging, baselines)
   judge/target/           the lab's own target clone; workers clone from it
   judge/base-<commit>/    the judge's baseline builds, one per base commit
+  judge/bench-views/      the bench without its held-out inputs, one per bench base (bench_view.py)
   worker-<name>/target/   that worker's target clone (it edits here), fresh for every experiment
-  worker-<name>/bench/    that worker's harness clone (it measures here)
+  worker-<name>/bench/    that worker's harness (it measures here): a fresh copy of the bench's view
   worker-<name>/home/     its private HOME and TMPDIR (tmp/), empty at every experiment's start
 ```
 
@@ -31,7 +32,7 @@ from pathlib import Path
 from orchard.errors import UsageError
 from orchard.lab import config as config_module
 from orchard.lab import config_file
-from orchard.lab.bench_view import withhold_inputs
+from orchard.lab.bench_view import give_bench
 from orchard.lab.config import Config
 from orchard.lab.vcs import Identity, Vcs, VcsError, get_vcs
 
@@ -306,12 +307,11 @@ class Workspace:
         target_base = target_base or self.target_base()
         bench_base = bench_base or self.bench_base()
         worker.root.mkdir(exist_ok=True)
-        for vcs, source, dest, base in ((self.target_vcs, self.reference_target, worker.target_dir, target_base),
-                                        (self.bench_vcs, self.bench_dir, worker.bench_dir, bench_base)):
+        for dest in (worker.target_dir, worker.bench_dir):
             if dest.exists() or dest.is_symlink():
                 shutil.rmtree(dest) if dest.is_dir() and not dest.is_symlink() else dest.unlink()
-            vcs.clone(str(source), dest, commit=base)
-        withhold_inputs(self, worker, bench_base)
+        self.target_vcs.clone(str(self.reference_target), worker.target_dir, commit=target_base)
+        give_bench(self, worker, bench_base)  # without its held-out inputs
         self.target_vcs.ignore_locally(worker.target_dir, [f"/{REPORT_NAME}", f"/{BASELINE_COPY}/",
                                                            *self.config.target.ignore, *ignore])
         for private in (worker.home_dir, worker.tmp_dir):  # nothing an earlier experiment left there

@@ -32,6 +32,8 @@ from orchard.lab.executors.base import Executor, Job, _Running, exit_line, wrap
 SESSION = "orchard"
 # How long a dead pane may show no exit status before it is recorded as unknown.
 STATUS_GRACE_S = 5.0
+# How often tmux is asked about panes when no job shows a sign of having ended (`_worth_asking`).
+RECHECK_S = 2.0
 _PANE_FORMAT = "#{window_id}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_dead_signal}"
 
 
@@ -65,6 +67,7 @@ class TmuxExecutor(Executor):
         super().__init__()
         self.socket_name = socket_name
         self._dead_since: dict[str, float] = {}
+        self._asked_at = float("-inf")  # when tmux was last asked how the panes stand
         self._owns_runtime = runtime_dir is None
         self._runtime = Path(tempfile.mkdtemp(prefix=f"{socket_name}-")) if runtime_dir is None else runtime_dir
         self._runtime.mkdir(parents=True, exist_ok=True)
@@ -84,7 +87,11 @@ class TmuxExecutor(Executor):
         return list(result.stdout)
 
     def _has_session(self) -> bool:
-        return self.server.is_alive() and self.server.cmd("has-session", "-t", SESSION).returncode == 0
+        """One tmux call: `has-session` fails alike when there is no server or no session."""
+        try:
+            return self.server.cmd("has-session", "-t", SESSION).returncode == 0
+        except Exception:  # noqa: BLE001 - as libtmux's own is_alive: no answer is no session
+            return False
 
     def _status_file(self, window_key: str) -> Path:
         return self._runtime / f"{window_key}.exit"
@@ -120,10 +127,25 @@ class TmuxExecutor(Executor):
                 return int(pane_pid), (window_id, f"job{self._launched}")
         return None
 
+    def _worth_asking(self) -> bool:
+        """Whether a job may have ended since tmux was last asked: each ask is a process on the loop's time.
+
+        A wrapper writes its status file as it exits, and orchard knows the jobs it ended itself; only a
+        wrapper killed from outside leaves neither, and tmux is asked every `RECHECK_S` for that.
+        """
+        if not self._running:
+            return False  # an idle poll starts no process
+        return (time.monotonic() - self._asked_at >= RECHECK_S
+                or any(entry.ended_by is not None or self._status_file(_handle(entry)[1]).exists()
+                       for entry in self._running.values()))
+
     def _statuses(self) -> dict[str, tuple[int | None, int | None] | None]:
+        if not self._worth_asking():
+            return {name: None for name in self._running}
+        self._asked_at = time.monotonic()
         panes: dict[str, tuple[bool, str, str]] = {}
-        if self.server.is_alive():
-            result = self.server.cmd("list-panes", "-a", "-F", _PANE_FORMAT)
+        result = self.server.cmd("list-panes", "-a", "-F", _PANE_FORMAT)  # no server: no panes, no output
+        if result.returncode == 0:
             for line in result.stdout:
                 pane_id, _pid, pane_dead, pane_status, pane_sig = (line.split("\t") + ["", "", "", ""])[:5]
                 panes[pane_id] = (pane_dead == "1", pane_status, pane_sig)
@@ -156,8 +178,7 @@ class TmuxExecutor(Executor):
         window_id, key = _handle(running)
         self._dead_since.pop(window_id, None)
         self._status_file(key).unlink(missing_ok=True)
-        if self.server.is_alive():
-            self.server.cmd("kill-window", "-t", window_id)
+        self.server.cmd("kill-window", "-t", window_id)  # a server that is gone took the window with it
 
     def socket_path(self) -> Path:
         """Where tmux puts this server's socket (tmux's own rule: $TMUX_TMPDIR or /tmp)."""

@@ -141,9 +141,11 @@ class Vcs(ABC):
         """A clone of `source` to read a foreign work tree through (`foreign_changes`); files optional."""
         self.clone(source, dest, commit=commit)
 
-    def foreign_changes(self, clean: Path, work_tree: Path, base: str, ignore: Sequence[str] = ()) -> Changes:
+    def foreign_changes(self, clean: Path, work_tree: Path, base: str, ignore: Sequence[str] = (), *,
+                        patch: bool = True) -> Changes:
         """What a foreign work tree (a worker's) holds beyond `base`, read through `clean`, a clone of ours at `base`.
 
+        `patch=False`: only the changed files are wanted (an adapter may then skip the diff).
         Nothing in the work tree's own VCS directory is read or run. This
         default copies the work tree's files (its VCS directory left out)
         into `clean` and asks `changes` there; an adapter may do better.

@@ -103,6 +103,15 @@ def _small_text(path: Path, limit: int = 1 << 20) -> str:
         os.close(descriptor)
 
 
+def _own_git_dir(checkout: Path) -> Path | None:
+    """A checkout's `.git` when it is a directory of its own (a clone's), read without starting git.
+
+    None for anything else (a linked worktree's `.git` file, a link, a subdirectory): git is asked then.
+    """
+    git_dir = Path(checkout).absolute() / ".git"
+    return git_dir if git_dir.is_dir() and not git_dir.is_symlink() else None
+
+
 def _split_z(output: bytes) -> list[str]:
     return [part.decode("utf-8", errors="surrogateescape") for part in output.split(b"\0") if part]
 
@@ -155,7 +164,11 @@ class GitVcs(Vcs):
         return self.head(path)
 
     def head(self, checkout: Path) -> str:
-        return self._git(checkout, "rev-parse", "HEAD").decode().strip()
+        # A clone's head is read from its files, no process started; anything else (a linked
+        # worktree, a subdirectory, an unborn branch) is git's to resolve.
+        git_dir = _own_git_dir(checkout)
+        found = read_head(git_dir) if git_dir is not None else ""
+        return found or self._git(checkout, "rev-parse", "HEAD").decode().strip()
 
     def resolve(self, checkout: Path, rev: str) -> str:
         capture = self._run(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
@@ -166,7 +179,7 @@ class GitVcs(Vcs):
 
     def status(self, checkout: Path) -> list[str]:
         out = self._git(checkout, "status", "--porcelain=v1", "-z", "--untracked-files=all",
-                        "--ignore-submodules=none")
+                        "--ignore-submodules=none", env={"GIT_OPTIONAL_LOCKS": "0"})  # never writes the index
         # Entries are "XY path"; a rename carries its source as the next entry.
         paths: list[str] = []
         entries = _split_z(out)
@@ -179,18 +192,21 @@ class GitVcs(Vcs):
 
     def changes(self, checkout: Path, base: str, ignore: Sequence[str] = ()) -> Changes:
         checkout = Path(checkout)
-        git_dir = Path(self._git(checkout, "rev-parse", "--absolute-git-dir").decode().strip())
+        git_dir = _own_git_dir(checkout) or Path(
+            self._git(checkout, "rev-parse", "--absolute-git-dir").decode().strip())
         return self._staged_changes(checkout, git_dir, base, ignore, self.head(checkout), ())
 
-    def foreign_changes(self, clean: Path, work_tree: Path, base: str, ignore: Sequence[str] = ()) -> Changes:
+    def foreign_changes(self, clean: Path, work_tree: Path, base: str, ignore: Sequence[str] = (), *,
+                        patch: bool = True) -> Changes:
         clean = Path(clean)
         git_dir = clean / ".git"
         where = ("--git-dir", str(git_dir), "--work-tree", str(Path(work_tree)))
         return self._staged_changes(clean, git_dir, base, ignore, read_head(Path(work_tree) / ".git"), where,
-                                    _FOREIGN_ENV)
+                                    _FOREIGN_ENV, patch=patch)
 
     def _staged_changes(self, cwd: Path, git_dir: Path, base: str, ignore: Sequence[str], head: str,
-                        where: Sequence[str], extra_env: dict[str, str] | None = None) -> Changes:
+                        where: Sequence[str], extra_env: dict[str, str] | None = None, *,
+                        patch: bool = True) -> Changes:
         # Stage everything into a private copy of the index, so new files are
         # part of the diff and the checkout's own index is left as it was.
         handle, temp_index = tempfile.mkstemp(prefix="orchard-index-", dir=git_dir)
@@ -210,12 +226,12 @@ class GitVcs(Vcs):
             paths = ["--", *_excluded(ignore)] if ignore else []
             files = _split_z(self._git(cwd, *where, "diff", "--cached", "--name-only", "-z",
                                        "--no-renames", base, *paths, env=env))
-            patch = self._git(cwd, *where, "diff", "--cached", *_DIFF_FLAGS, base, *paths, env=env)
+            diff = self._git(cwd, *where, "diff", "--cached", *_DIFF_FLAGS, base, *paths, env=env) if patch else b""
         finally:
             if os.path.exists(temp_index):
                 os.unlink(temp_index)
         return Changes(base=base, head=head, files=tuple(files),
-                       patch=patch.decode("utf-8", errors="surrogateescape"))
+                       patch=diff.decode("utf-8", errors="surrogateescape"))
 
     def commit_shape(self, checkout: Path, rev: str) -> tuple[list[str], str]:
         commit = self.resolve(checkout, rev)
@@ -263,6 +279,16 @@ class GitVcs(Vcs):
         return self.head(checkout)
 
     def current_branch(self, checkout: Path) -> str | None:
+        git_dir = _own_git_dir(checkout)
+        try:
+            head = _small_text(git_dir / "HEAD") if git_dir is not None else "ref: "
+        except (OSError, UnicodeDecodeError):
+            head = "ref: "  # no HEAD file of its own to read: git answers
+        if not head.startswith("ref: "):
+            return None  # detached
+        branch = head.removeprefix("ref: refs/heads/")
+        if branch != head and branch and ".." not in branch:
+            return branch
         result = self._run(["symbolic-ref", "--quiet", "--short", "HEAD"], checkout, env=self._env(), check=False)
         return result.stdout_text.strip() or None if result.ok else None
 
@@ -285,8 +311,11 @@ class GitVcs(Vcs):
         self._git(checkout, "clean", "--quiet", "--force", "-d")
 
     def ignore_locally(self, checkout: Path, patterns: Sequence[str]) -> None:
-        exclude = Path(checkout) / self._git(checkout, "rev-parse", "--git-path",
-                                             "info/exclude").decode().strip()
+        if not patterns:
+            return
+        git_dir = _own_git_dir(checkout)
+        exclude = git_dir / "info" / "exclude" if git_dir is not None else Path(checkout) / self._git(
+            checkout, "rev-parse", "--git-path", "info/exclude").decode().strip()
         exclude.parent.mkdir(parents=True, exist_ok=True)
         present = exclude.read_text().splitlines() if exclude.exists() else []
         missing = [pattern for pattern in patterns if pattern not in present]
