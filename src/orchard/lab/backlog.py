@@ -88,6 +88,11 @@ def pick(state: LabState, lane: Lane, busy_scopes: Sequence[Sequence[str]],
     return exploit or next((r for r in ordered if fits(r)), None)
 
 
+def experiment_name(record: HypothesisRecord) -> str:
+    """The name of the hypothesis's next experiment: its id, then `id-2`, `id-3`... for each new attempt."""
+    return record.id if record.attempts == 0 else f"{record.id}-{record.attempts + 1}"
+
+
 def add(state: LabState, hypothesis: Hypothesis, *, source: str, parent: str | None = None) -> str:
     if state.has_hypothesis(hypothesis.id):
         raise UsageError(f"hypothesis id {hypothesis.id!r} is already in the backlog")

@@ -136,10 +136,6 @@ class Lab:
         return {r.id for r in self.state.hypotheses(HypothesisStatus.OPEN)
                 if r.hypothesis.launcher in self.down or r.id in self.deferred}
 
-    def _name(self, hypothesis_id: str) -> str:
-        attempts = self.state.hypothesis(hypothesis_id).attempts
-        return hypothesis_id if attempts == 0 else f"{hypothesis_id}-{attempts + 1}"
-
     def launch(self, record: ExperimentRecord) -> None:
         """Start the experiment's worker; a failure re-queues its hypothesis and the lab goes on."""
         try:
@@ -157,7 +153,7 @@ class Lab:
             record = backlog.pick(self.state, slot.lane, busy_scopes, skip=self.blocked())
             if record is None:
                 continue
-            name = self._name(record.id)
+            name = backlog.experiment_name(record)
             pins.check(self.ws, self.state, publication.main_branch(self.ws, self.state))  # bases come from it
             with self.state.transaction():
                 self.state.update_hypothesis(record.id, status=HypothesisStatus.RUNNING, attempt=True)
