@@ -27,7 +27,7 @@ from orchard.lab.remote import RemoteExperiment, RemoteOutcome, lab_id, remove_s
 from orchard.lab.serving import RepositoryServer, ServedRepositories
 from orchard.lab.state import LabState
 from orchard.lab.workspace import WorkerCheckout, Workspace
-from tests.lab.lab_helpers import assert_nothing_left, git, wait_for
+from tests.lab.lab_helpers import assert_nothing_left, git, stop_process_groups, wait_for
 from tests.lab.lab_helpers import lab_events as events
 from tests.lab.loop_support import FINISHED
 
@@ -193,13 +193,7 @@ def test_a_cli_dask_worker_runs_experiments_from_the_served_repositories(tmp_pat
         assert scheduler.poll() is None and worker.poll() is None  # the user's cluster is left running
         assert_no_scratch(ws.root)
     finally:
-        for proc in reversed(started):
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_process_groups(started)
     assert_nothing_left(mark, None)
 
 

@@ -13,7 +13,6 @@ import os
 import random
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -32,7 +31,7 @@ from orchard.lab import config as config_module
 from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
-from tests.lab.lab_helpers import assert_nothing_left
+from tests.lab.lab_helpers import assert_nothing_left, small_tmpfs, stop_process_groups
 from tests.lab.lab_helpers import lab_events as events
 from tests.lab.loop_support import FINISHED
 from tests.lab.test_dask import DASK, assert_no_scratch, decisions, finish, orchard, use_cluster
@@ -120,13 +119,7 @@ def dask_cluster(host: SecondHost, scratch: Path, mark: str, **worker_env: str) 
             env={**env, **worker_env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
         yield Cluster(address, tuple(started))
     finally:
-        for proc in reversed(started):
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_process_groups(started)
     assert_nothing_left(mark, None)
 
 
@@ -222,26 +215,12 @@ def test_a_git_daemon_on_loopback_is_one_clear_error_for_a_worker_on_another_hos
     assert_no_scratch(ws.root)
 
 
-@contextmanager
-def full_disk(directory: Path) -> Iterator[Path]:
-    """A 16 KiB tmpfs of this test's own at `directory` (too small for a clone), unmounted afterwards."""
-    directory.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "orchard-test", str(directory)],
-                             capture_output=True, text=True, check=False)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
-        yield directory
-    finally:
-        subprocess.run(["umount", str(directory)], check=True)
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_worker_host_that_cannot_make_its_checkouts_sends_the_hypothesis_back_never_kills_it(
         tmp_path: Path, second_host: SecondHost, mark: str) -> None:
     ws = make_demo(tmp_path / "lab", workers=2, only=["terse-report"])
-    with full_disk(tmp_path / "full") as full, \
+    with small_tmpfs(tmp_path / "full", "16k") as full, \
             dask_cluster(second_host, tmp_path / "dask-scratch", mark, TMPDIR=str(full)) as cluster:
         use_cluster(ws, scheduler=cluster.scheduler, serve="git-daemon", serve_host=second_host.lab_address)
         output = finish(orchard("run", str(ws.root), mark=mark))
