@@ -5,14 +5,18 @@ text, and a check that nothing a test started is left running. (Named uniquely s
 from __future__ import annotations
 
 import os
+import shutil
+import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import libtmux
 import psutil
+import pytest
 import tomli_w
 
 if TYPE_CHECKING:
@@ -133,3 +137,31 @@ def lab_events(root: Path, kind: str) -> list[JournalEvent]:
         return state.events(kind)
     finally:
         state.close()
+
+
+def stop_process_groups(started: Sequence[subprocess.Popen[Any]]) -> None:
+    """Stop each process started with `start_new_session` and everything in its group, the last started first."""
+    for proc in reversed(started):
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@contextmanager
+def small_tmpfs(mount_point: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of `size` (a disk a test can really fill) mounted at a new `mount_point`, unmounted afterwards;
+    the test is skipped where it cannot be mounted."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a small tmpfs needs root")
+    mount_point.mkdir(parents=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount_point)],
+                             capture_output=True, text=True, check=False)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)

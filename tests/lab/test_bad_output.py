@@ -25,7 +25,7 @@ import pytest
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 from orchard.lab.workspace_init import init_workspace
-from tests.lab.lab_helpers import ALPHA_TARGET, REPORTS, command_launcher, lab_config, one_worker, wait_for
+from tests.lab.lab_helpers import ALPHA_TARGET, REPORTS, command_launcher, lab_config, one_worker, small_tmpfs, wait_for
 from tests.lab.test_launcher_failures import SUITE
 
 KILL_AT = "ORCHARD_TEST_KILL_AT"  # orchard SIGKILLs itself there (lab/loop.py)
@@ -134,18 +134,8 @@ def test_hostile_outputs_kill_their_own_experiment_and_the_lab_finishes_the_rest
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 4 MB tmpfs under the judge's directory, where collection copies a worker's change into its own
     clone: a disk a worker's output can really fill."""
-    mount_point = tmp_path / "ws" / "judge"
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("mounting a small tmpfs needs root")
-    mount_point.mkdir(parents=True)
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount_point)],
-                             capture_output=True, text=True, check=False)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
+    with small_tmpfs(tmp_path / "ws" / "judge", "4m") as mount_point:
         yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
 def test_a_worker_that_fills_its_disk_is_killed_and_the_lab_goes_on(

@@ -23,12 +23,13 @@ from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.judgment import Decision, Rule
 from orchard.lab.launchers import make_launcher
-from orchard.lab.remote import RemoteOutcome, lab_id, scratch_dir
-from orchard.lab.serving import RepositoryServer
+from orchard.lab.remote import RemoteExperiment, RemoteOutcome, lab_id, remove_scratch, run_experiment, scratch_dir
+from orchard.lab.serving import RepositoryServer, ServedRepositories
 from orchard.lab.state import LabState
 from orchard.lab.workspace import WorkerCheckout, Workspace
-from tests.lab.lab_helpers import assert_nothing_left, git, wait_for
+from tests.lab.lab_helpers import assert_nothing_left, git, stop_process_groups, wait_for
 from tests.lab.lab_helpers import lab_events as events
+from tests.lab.loop_support import FINISHED
 
 DASK = Path(sys.executable).with_name("dask")
 
@@ -192,13 +193,7 @@ def test_a_cli_dask_worker_runs_experiments_from_the_served_repositories(tmp_pat
         assert scheduler.poll() is None and worker.poll() is None  # the user's cluster is left running
         assert_no_scratch(ws.root)
     finally:
-        for proc in reversed(started):
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_process_groups(started)
     assert_nothing_left(mark, None)
 
 
@@ -220,6 +215,31 @@ def test_the_git_daemon_serves_the_two_repositories_read_only_and_nothing_else(t
         other = served.target.rsplit("/", 3)[0] + "/worker-w9/.git"
         assert subprocess.run(["git", "ls-remote", other], check=False, capture_output=True).returncode != 0
     assert not psutil.pid_exists(daemon)  # stopped by its pid when the lab stops
+
+
+def test_a_scratch_copy_left_by_a_killed_lab_fetches_from_the_next_runs_git_daemon(tmp_path: Path) -> None:
+    ws = make_demo(tmp_path / "lab", workers=1, only=["terse-report"])
+    config = ws.config.replace("launcher", name="command", template="echo worked; " + FINISHED)
+    hypothesis = Hypothesis(metric="report/wall_ms", change="x", id="terse-report", scope=("wordfreq/report.py",))
+
+    def run(name: str, served: ServedRepositories) -> RemoteOutcome:
+        return run_experiment(RemoteExperiment(lab_id(ws.root), name, "w1", hypothesis, ws.target_base(),
+                                               ws.bench_base(), served, config))
+
+    try:
+        with RepositoryServer("git-daemon", ws.root, ws.reference_target, ws.bench_dir) as first:
+            assert run("first", first).error is None
+        # the lab was killed (its scratch copy stays); its next run serves on another port, never the old one
+        with socket.socket() as old_port:  # bound, never listening: a connection there is refused
+            old_port.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past the old connections' TIME_WAIT
+            old_port.bind(("127.0.0.1", int(first.target.split(":")[2].split("/")[0])))
+            with RepositoryServer("git-daemon", ws.root, ws.reference_target, ws.bench_dir) as second:
+                outcome = run("second", second)
+        assert outcome.error is None, outcome.error
+        assert outcome.fetched_from == second.target and "worked" in outcome.log_tail
+    finally:
+        remove_scratch(lab_id(ws.root))
+    assert_no_scratch(ws.root)
 
 
 def test_the_lab_trusts_the_patch_not_what_a_remote_worker_says_about_it(tmp_path: Path) -> None:

@@ -288,10 +288,11 @@ def patch_files(patch: str) -> list[str]:
 def from_remote(workspace: Workspace, experiment: Experiment, outcome: RemoteOutcome, launcher: Launcher) -> Candidate:
     """A candidate from what a dask task sent back; the lab's own log, prompt and report copies are written."""
     checkout = experiment.checkout
-    where = f"{outcome.host} ({outcome.address})" if outcome.address else outcome.host or "an unknown host"
+    where = outcome.where
     log = workspace.log_path(experiment.name)
     log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_text(f"[orchard] ran on dask worker {where}; timings {outcome.timings}\n"
+    fetched = f", checkouts fetched from {outcome.fetched_from}" if outcome.fetched_from else ""
+    log.write_text(f"[orchard] ran on dask worker {where}{fetched}; timings {outcome.timings}\n"
                    + (f"[orchard] {outcome.error}\n" if outcome.error else "") + outcome.log_tail,
                    encoding="utf-8")
     if outcome.prompt:

@@ -2,7 +2,9 @@
 
 A worker whose agent could not work at all (its launcher failed and it changed nothing) is not
 a candidate: its hypothesis goes back to the backlog and its launcher is given no more work
-in this run. Local and dask workers are collected alike.
+in this run. Local and dask workers are collected alike; a dask worker whose host failed around it
+(its checkouts could not be made, or dask lost every worker that ran it) is treated as a worker
+that could not be launched: its hypothesis goes back to the backlog, never KILLed.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from orchard.errors import OrchardError
 from orchard.lab import stop
 from orchard.lab.candidate import Candidate, Flag, collect_candidate, from_remote
 from orchard.lab.db_records import ExperimentRecord
@@ -54,6 +57,9 @@ def collect_result(lab: Lab, result: JobResult) -> None:
 
 def _collect_remote(lab: Lab, outcome: RemoteOutcome) -> None:
     record = lab.state.experiment(outcome.name)
+    if outcome.host_failed:  # like a local worker that could not be launched: back to the backlog, not KILLed
+        lab.failed(record, Stage.LAUNCH, OrchardError(f"on dask worker {outcome.where}: {outcome.error}"))
+        return
     candidate = _collected(lab, record, lambda: from_remote(lab.ws, lab.experiment(record), outcome,
                                                             lab.launcher(record)))
     if candidate is not None:

@@ -141,21 +141,24 @@ class Launcher(ABC):
         return ()
 
     def confinement(self, workspace: Workspace, context: LaunchContext, *, cwd: Path, own: list[Path], home: Path,
-                    tmp: Path, reads: tuple[Path, ...] = (), path: str | None = None) -> sandbox.Confinement:
-        """Its sandbox: writable `own` dirs, private `home` and `tmp`, what it reads and writes, its credentials."""
+                    tmp: Path, reads: tuple[Path, ...] = (), path: str | None = None,
+                    hide: tuple[Path, ...] = ()) -> sandbox.Confinement:
+        """Its sandbox: writable `own` dirs, private `home` and `tmp`, what it reads and writes, its credentials;
+        `hide`: more places of the orchestrator's (the lab's workspace, seen from a dask worker)."""
         return sandbox.worker_confinement(
             workspace.config.workers.sandbox, workspace=workspace.root, cwd=cwd, network=self.config.network,
             inherit=worker_names(self.credentials, self.config.pass_env), home=home, tmp=tmp,
             reads=(*self.reads(context), *reads), writes=self.writes(context), executable=self.executable, own=own,
-            extra_reads=workspace.config.workers.sandbox_read, path=path)
+            extra_reads=workspace.config.workers.sandbox_read, path=path, hide=hide)
 
-    def job(self, workspace: Workspace, experiment: Experiment, env: dict[str, str] | None = None) -> Job:
+    def job(self, workspace: Workspace, experiment: Experiment, env: dict[str, str] | None = None,
+            hide: tuple[Path, ...] = ()) -> Job:
         """The executor job for `experiment`: its launch line, run sandboxed in its target checkout."""
         context = self.context(workspace, experiment)
         paths, worker = context.paths, experiment.checkout.worker
         own = [paths.target_dir] + ([] if paths.target_dir in paths.report.parents else [paths.report.parent])
         confinement = self.confinement(workspace, context, cwd=paths.target_dir, own=own, home=worker.home_dir,
-                                       tmp=worker.tmp_dir, path=(env or {}).get("PATH"))
+                                       tmp=worker.tmp_dir, path=(env or {}).get("PATH"), hide=hide)
         return Job(
             name=experiment.name,
             command=self.command(context),

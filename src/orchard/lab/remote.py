@@ -10,6 +10,9 @@ executor's wrapper, timeout and whole-tree kill). It returns a
 status, timings and the host. None of it is trusted by the lab: the judge
 applies the patch to its own clean checkout, and the lab works out the
 changed files, the scope and every flag itself (`candidate.from_remote`).
+A failure to set up (the clone, a full disk) is the host's, never the
+hypothesis's (`host_failed`). `host_problem` is what the lab's start runs on
+every dask worker: reach to the served repositories, git, the sandbox.
 
 Several experiments may run at once on one host (one dask worker with
 `agent=2`, or several dask workers): the shared references are updated
@@ -34,20 +37,23 @@ from pathlib import Path
 import psutil
 from filelock import FileLock
 
+from orchard.errors import UsageError
+from orchard.lab import sandbox
 from orchard.lab.bench_view import worker_bench_base
 from orchard.lab.builds import BuiltBinary, candidate_step, give_baseline, placeholders
-from orchard.lab.config import Config
+from orchard.lab.config import Config, WorkersConfig
 from orchard.lab.executors.base import kill_tree
 from orchard.lab.executors.subprocess import SubprocessExecutor
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.launchers import launcher_for
 from orchard.lab.prompts import render_prompt
-from orchard.lab.serving import ServedRepositories
+from orchard.lab.serving import GIT_DAEMON, ServedRepositories
 from orchard.lab.workspace import Workspace
 
 LOG_TAIL_CHARS = 200_000  # of the worker's log, sent back to the lab
 EVENT_TOPIC = "orchard-experiments"  # dask's event log: where each attempt started
+REACH_TIMEOUT_S = 30.0  # for one `git ls-remote` of a served repository from a dask worker
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,7 @@ class RemoteExperiment:
     config: Config
     patch_text: str | None = None  # the hypothesis's ready patch (patch launcher)
     bench_patch_text: str | None = None
+    lab_root: str = ""  # the lab's workspace: hidden from the launcher on a host that shares its file system
 
 
 @dataclass(frozen=True)
@@ -87,7 +94,14 @@ class RemoteOutcome:
     log_tail: str = ""
     prompt: str = ""
     timings: dict[str, float] = field(default_factory=dict)  # setup_s, run_s, collect_s
+    fetched_from: str = ""  # where the worker's reference clone of the target was fetched from
     error: str | None = None  # what went wrong around the worker (clone failed, ...)
+    host_failed: bool = False  # the host's failure, not the hypothesis's: its setup failed, or dask lost it
+
+    @property
+    def where(self) -> str:
+        """The host and the dask worker's address, as the lab's logs and messages name them."""
+        return f"{self.host} ({self.address})" if self.address else self.host or "an unknown host"
 
 
 def lab_id(workspace_root: Path) -> str:
@@ -99,17 +113,22 @@ def scratch_dir(lab: str) -> Path:
     return Path(tempfile.gettempdir()) / f"orchard-dask-{lab}"
 
 
-def _git(cwd: Path | None, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
+def _git(cwd: Path | None, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
 
 def _sync(source: str, dest: Path, commit: str) -> None:
-    """Clone `source` into `dest`, or fetch into an existing clone, until `commit` is there."""
+    """Clone `source` into `dest`, or fetch into an existing clone, until `commit` is there.
+
+    An existing clone is pointed at `source` first: a lab that was killed
+    left its scratch copy, and its next run serves on another port.
+    """
     if not (dest / ".git").exists():
         shutil.rmtree(dest, ignore_errors=True)
         dest.parent.mkdir(parents=True, exist_ok=True)
         _git(None, "clone", "--quiet", "--no-checkout", source, str(dest))
     else:
+        _git(dest, "remote", "set-url", "origin", source)
         _git(dest, "fetch", "--quiet", "origin", "+refs/heads/*:refs/remotes/origin/*")
     _git(dest, "checkout", "--quiet", "--force", "--detach", commit)
 
@@ -179,11 +198,11 @@ def run_experiment(spec: RemoteExperiment) -> RemoteOutcome:
     host, address = _announce(spec.name)
     began = time.monotonic()
     ws = Workspace(scratch_dir(spec.lab_id), spec.config)
-    ws.root.mkdir(parents=True, exist_ok=True)
-    for directory in (ws.prompts_dir, ws.logs_dir, ws.judge_dir):
-        directory.mkdir(exist_ok=True)
-    launcher = launcher_for(spec.config, spec.hypothesis.launcher)  # the one the hypothesis names
     try:
+        ws.root.mkdir(parents=True, exist_ok=True)
+        for directory in (ws.prompts_dir, ws.logs_dir, ws.judge_dir):
+            directory.mkdir(exist_ok=True)
+        launcher = launcher_for(spec.config, spec.hypothesis.launcher)  # the one the hypothesis names
         with FileLock(str(ws.root / ".references.lock")):
             _prepare(ws, spec)
         pid_file = _pid_file(ws, spec.worker)
@@ -192,14 +211,16 @@ def run_experiment(spec: RemoteExperiment) -> RemoteOutcome:
                                    ignore=launcher.scratch)
         if (built := ws.baseline_binary(spec.target_base)) is not None and built.exists():
             give_baseline(ws, checkout.worker, BuiltBinary.of(built, spec.target_base))
+        fetched_from = _git(ws.reference_target, "remote", "get-url", "origin")
         experiment = Experiment(spec.name, _materialized(ws, spec), checkout)
         prompt = render_prompt(ws, experiment)
-        job = launcher.job(ws, experiment)
+        job = launcher.job(ws, experiment, hide=(Path(spec.lab_root),) if spec.lab_root else ())
         job.log_path.unlink(missing_ok=True)
-    except Exception as error:  # noqa: BLE001 - any failure here is the experiment's, reported to the lab
+    except Exception as error:  # noqa: BLE001 - any failure here is the host's, reported to the lab
         detail = getattr(error, "stderr", "") or ""
         return RemoteOutcome(spec.name, host, address, None, None, False, "", time.monotonic() - began, time.time(),
-                             error=f"setting up the worker failed: {error} {detail}".strip()[:2000])
+                             error=f"setting up the worker failed: {error} {detail}".strip()[:2000],
+                             host_failed=True)
     setup_s = time.monotonic() - began
     with SubprocessExecutor() as executor:
         executor.start(job)
@@ -223,7 +244,36 @@ def run_experiment(spec: RemoteExperiment) -> RemoteOutcome:
         prompt=prompt.read_text(encoding="utf-8"),
         timings={"setup_s": round(setup_s, 3), "run_s": round(run_s, 3),
                  "collect_s": round(time.monotonic() - began - setup_s - run_s, 3)},
+        fetched_from=fetched_from,
     )
+
+
+def host_problem(repositories: ServedRepositories, workers: WorkersConfig) -> str | None:
+    """What keeps this dask worker's host from running the lab's experiments, or None (run on each at the start).
+
+    Every experiment would fail the same way on it: the lab's repositories
+    out of reach (a git daemon on an address this host cannot reach), no
+    git, no working bubblewrap for the configured sandbox.
+    """
+    hint = (f"[workers] serve_host = {workers.serve_host!r} must be an address of the lab's host that every "
+            "dask worker reaches" if workers.serve == GIT_DAEMON else
+            "[workers] serve = \"path\" needs the lab's workspace at the same path on every dask worker")
+    for url in (repositories.target, repositories.bench):
+        try:
+            answer = subprocess.run(["git", "ls-remote", "--heads", url], capture_output=True, text=True,
+                                    timeout=REACH_TIMEOUT_S, stdin=subprocess.DEVNULL, check=False)
+        except subprocess.TimeoutExpired:
+            return f"cannot fetch the lab's repository {url} (no answer within {REACH_TIMEOUT_S:g} s): {hint}"
+        except OSError as error:
+            return f"cannot run git: {error}"
+        if answer.returncode != 0:
+            said = " ".join(answer.stderr.split())[:300] or f"exit {answer.returncode}"
+            return f"cannot fetch the lab's repository {url} ({said}): {hint}"
+    try:
+        sandbox.preflight(workers.sandbox)
+    except UsageError as error:
+        return str(error)
+    return None
 
 
 def remove_scratch(lab: str) -> None:

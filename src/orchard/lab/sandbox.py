@@ -126,9 +126,9 @@ def _absolute(path: Path | str) -> Path:
     return Path(os.path.abspath(path))
 
 
-def _hidden(workspace: Path) -> list[Path]:
+def _hidden(workspace: Path, more: Iterable[Path] = ()) -> list[Path]:
     """The orchestrator's places, outermost only (a tmpfs over a parent already hides a child)."""
-    found = {workspace, *(Path(p) for p in SYSTEM_HIDDEN), Path.home()}
+    found = {workspace, *(Path(p) for p in SYSTEM_HIDDEN), Path.home(), *more}
     found |= {Path(os.environ[key]) for key in ("TMPDIR", "XDG_RUNTIME_DIR", "TMUX_TMPDIR") if os.environ.get(key)}
     real = sorted({_absolute(p) for p in found if p.is_dir() and _absolute(p) != Path("/")}, key=lambda p: len(p.parts))
     return [p for p in real if not any(q != p and q in p.parents for q in real)]
@@ -181,7 +181,7 @@ def _visible_tools(executable: str, extra: Iterable[str], path: str, workspace: 
 def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, inherit: Iterable[str],
                        home: Path, tmp: Path, reads: Iterable[Path], writes: Iterable[Path], executable: str = "",
                        own: Iterable[Path] = (), extra_reads: Iterable[str] = (),
-                       path: str | None = None) -> Confinement:
+                       path: str | None = None, hide: Iterable[Path] = ()) -> Confinement:
     """The confinement of one worker.
 
     `own`: its directories (the target checkout) bound writable (but for
@@ -190,7 +190,9 @@ def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, 
     prompt and input files, read-only; `writes`: single files it writes
     outside them (created empty here if missing, so they can be bound);
     `extra_reads`: more paths it may read (`[workers] sandbox_read`);
-    `path`: its PATH, when it is not orchard's own.
+    `path`: its PATH, when it is not orchard's own; `hide`: more places of
+    the orchestrator's (on a dask worker sharing the lab's file system, the
+    lab's workspace: its own `workspace` there is only the scratch copy).
     """
     home.mkdir(parents=True, exist_ok=True)
     tmp.mkdir(parents=True, exist_ok=True)
@@ -203,7 +205,7 @@ def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, 
     if mode != SandboxMode.BWRAP:
         return Confinement(SandboxMode.NONE, cwd, network, inherit, setenv)
     workspace = _absolute(workspace)
-    hidden = _hidden(workspace)
+    hidden = _hidden(workspace, hide)
     tools = _visible_tools(executable, extra_reads, os.environ.get("PATH", "") if path is None else path, workspace,
                            hidden)
     readable = [*tools, *map(_absolute, reads)]

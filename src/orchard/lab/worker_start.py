@@ -71,7 +71,8 @@ def _launch_remote(lab: Lab, executor: DaskExecutor, record: ExperimentRecord) -
 
     executor.start(RemoteExperiment(lab_id(lab.ws.root), record.name, record.worker, hypothesis,
                                     record.target_base, record.bench_base, executor.repositories,
-                                    lab.ws.config, text(hypothesis.patch), text(hypothesis.bench_patch)))
+                                    lab.ws.config, text(hypothesis.patch), text(hypothesis.bench_patch),
+                                    lab_root=str(lab.ws.root)))
     lab.state.update_experiment(record.name, status=Status.RUNNING)
     lab.state.log("experiment-start", {"hypothesis": record.hypothesis, "worker": record.worker,
                                        "lane": record.lane, "base": record.target_base,

@@ -13,6 +13,11 @@ dask's event log, so a second start of the same experiment is a re-queue,
 reported by `placements` with the host it was lost on. If dask gives up
 (its `allowed-failures`), the experiment is submitted again: a lost
 machine never kills a hypothesis.
+
+At the start every dask worker checks that it can fetch the served
+repositories and make the configured sandbox (`remote.host_problem`): a
+host that cannot would fail every experiment, so the lab refuses to start
+and names it. Workers that join later are not checked.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from orchard.lab.remote import (
     EVENT_TOPIC,
     RemoteExperiment,
     RemoteOutcome,
+    host_problem,
     lab_id,
     remove_scratch,
     run_experiment,
@@ -89,10 +95,19 @@ class DaskExecutor:
                                  f"`agent` resource for {WORKER_WAIT_S:g} s: start workers with "
                                  "`dask worker ADDRESS --resources "
                                  "\"agent=1 cpu=4\"`")
+            self._check_hosts()
         except BaseException:
             self.close()
             raise
         return self
+
+    def _check_hosts(self) -> None:
+        """Every dask worker can fetch the served repositories and sandbox its launcher (UsageError naming each
+        that cannot): on a host that cannot, every experiment would fail the same way."""
+        found = self.cluster.client.run(host_problem, self.repositories, self.ws.config.workers)
+        problems = [f"dask worker {address}: {problem}" for address, problem in sorted(found.items()) if problem]
+        if problems:
+            raise UsageError("; ".join(problems))
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
@@ -146,14 +161,15 @@ class DaskExecutor:
                     task.submissions += 1
                     task.future = self._submit(task.spec)
                     continue
-                ended.append(self._failed(task, f"dask lost {task.submissions} workers running it"))
+                ended.append(self._failed(task, f"dask lost {task.submissions} workers running it", host_failed=True))
             except Exception as error:  # noqa: BLE001 - the task's own failure ends the experiment, not the lab
                 ended.append(self._failed(task, f"the dask task failed: {type(error).__name__}: {error}"))
             del self._tasks[name]
         return ended
 
-    def _failed(self, task: _Task, error: str) -> RemoteOutcome:
-        return RemoteOutcome(task.spec.name, "", task.address or "", None, None, False, "", 0.0, 0.0, error=error)
+    def _failed(self, task: _Task, error: str, host_failed: bool = False) -> RemoteOutcome:
+        return RemoteOutcome(task.spec.name, "", task.address or "", None, None, False, "", 0.0, 0.0, error=error,
+                             host_failed=host_failed)
 
     def _read_events(self) -> None:
         events = self.cluster.client.get_events(EVENT_TOPIC)
