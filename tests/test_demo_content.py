@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import os
 import subprocess
 import sys
 import tomllib
@@ -27,7 +26,7 @@ import pytest
 from orchard import demo
 from orchard.bench.holdout import withhold
 from orchard.bench.suite import load_suite
-from tests.helpers import orchard
+from tests.helpers import orchard, session_lock_file
 
 # What each hypothesis is built to show in one lab run.
 OUTCOMES = {
@@ -140,8 +139,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Lab:
     target = repository(demo.TARGET, root / "template")
     assert build(target)
     bench = repository(demo.BENCH, root / "bench")
-    lock_dir = Path(os.environ.get("ORCHARD_TEST_LOCK_DIR", tmp_path_factory.getbasetemp()))
-    env = {"ORCHARD_CACHE_DIR": str(root / "cache"), "ORCHARD_LOCK_FILE": str(lock_dir / "orchard-test.lock")}
+    env = {"ORCHARD_CACHE_DIR": str(root / "cache"), "ORCHARD_LOCK_FILE": str(session_lock_file(tmp_path_factory))}
     calibrated = orchard(
         "calibrate", "--suite", bench / "suite.toml", "--baseline", target / demo.BINARY,
         "--runs", RUNS, "--results", root / "results", env=env,
