@@ -206,6 +206,7 @@ def test_every_patch_applies_after_both_wins_in_either_order(lab: Lab) -> None:
             git(checkout, "apply", "--check", str(demo.HERE / hypotheses()[hypothesis]["patch"]))
 
 
+@pytest.mark.slow  # the demo's timed win, measured (fast tier: the demo's gate verdict, top-ten-default)
 def test_count_with_dict_lands_on_wall_time(lab: Lab) -> None:
     candidate = lab.candidate("count-with-dict")
     assert candidate.built and candidate.tests.returncode == 0, candidate.tests.stderr
@@ -219,6 +220,7 @@ def test_count_with_dict_lands_on_wall_time(lab: Lab) -> None:
     assert failed_gates(report) == []
 
 
+@pytest.mark.slow  # held-out confirmation in the fast tier: test_anti_gaming's win beyond the bound
 def test_terse_report_lands_on_output_size_with_every_fact_kept(lab: Lab) -> None:
     candidate = lab.candidate("terse-report")
     assert candidate.built and candidate.tests.returncode == 0, candidate.tests.stderr
