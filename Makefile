@@ -1,8 +1,9 @@
 # `make test` and `make demo` are the whole set-up on a fresh machine:
 # each creates .venv and installs orchard into it when missing.
 #   make lint       ruff (src, tests, benchmarks) and mypy --strict (src)
-#   make test       lint, then the fast tier (everything not marked slow)
-#   make test-slow  the slow tier: whole lab runs, long measurements
+#   make test       lint, then the fast tier (everything not marked slow), one pytest-xdist
+#                   worker per core, each test file on one worker (its module fixtures built once)
+#   make test-slow  the slow tier: whole lab runs, a browser, dask clusters, long measurements
 #   make test-all   both tiers
 PYTHON ?= python3
 VENV := .venv
@@ -22,7 +23,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 test: lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadfile
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m slow

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import session_lock_file
 from tests.lanes_support import LaneEnv, assert_no_children
 
 
 @pytest.fixture(autouse=True)
 def _private_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Calibration cache per test; one lock file per test session (real flock, not shared with the user)."""
+    """Calibration cache per test; one lock file for the test run (real flock, not shared with the user)."""
     monkeypatch.setenv("ORCHARD_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-    lock_dir = Path(os.environ.get("ORCHARD_TEST_LOCK_DIR", tmp_path_factory.getbasetemp()))
-    monkeypatch.setenv("ORCHARD_LOCK_FILE", str(lock_dir / "orchard-test.lock"))
+    monkeypatch.setenv("ORCHARD_LOCK_FILE", str(session_lock_file(tmp_path_factory)))
 
 
 @pytest.fixture

@@ -5,9 +5,29 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 ORCHARD = [sys.executable, "-m", "orchard"]
+
+
+def slow_but(values: Sequence[object], *fast: object) -> list[Any]:
+    """Parameters for an end-to-end test: those in `fast` run in the fast tier, the others only in the slow one."""
+    return [pytest.param(value, marks=() if value in fast else pytest.mark.slow) for value in values]
+
+
+def session_lock_file(factory: pytest.TempPathFactory) -> Path:
+    """The measurement lock of the whole test run: one real flock, never the user's machine-wide one.
+
+    Under pytest-xdist every worker has its own temp dir inside the run's; the lock sits in the run's,
+    so measured runs of tests in different workers still take turns (`ORCHARD_TEST_LOCK_DIR` moves it)."""
+    if "ORCHARD_TEST_LOCK_DIR" in os.environ:
+        return Path(os.environ["ORCHARD_TEST_LOCK_DIR"]) / "orchard-test.lock"
+    run = factory.getbasetemp()
+    return (run.parent if os.environ.get("PYTEST_XDIST_WORKER") else run) / "orchard-test.lock"
 
 LOOP = """#!/bin/sh
 i=0

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import os
 import subprocess
 import sys
 import tomllib
@@ -27,7 +26,7 @@ import pytest
 from orchard import demo
 from orchard.bench.holdout import withhold
 from orchard.bench.suite import load_suite
-from tests.helpers import orchard
+from tests.helpers import orchard, session_lock_file
 
 # What each hypothesis is built to show in one lab run.
 OUTCOMES = {
@@ -140,8 +139,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Lab:
     target = repository(demo.TARGET, root / "template")
     assert build(target)
     bench = repository(demo.BENCH, root / "bench")
-    lock_dir = Path(os.environ.get("ORCHARD_TEST_LOCK_DIR", tmp_path_factory.getbasetemp()))
-    env = {"ORCHARD_CACHE_DIR": str(root / "cache"), "ORCHARD_LOCK_FILE": str(lock_dir / "orchard-test.lock")}
+    env = {"ORCHARD_CACHE_DIR": str(root / "cache"), "ORCHARD_LOCK_FILE": str(session_lock_file(tmp_path_factory))}
     calibrated = orchard(
         "calibrate", "--suite", bench / "suite.toml", "--baseline", target / demo.BINARY,
         "--runs", RUNS, "--results", root / "results", env=env,
@@ -208,6 +206,7 @@ def test_every_patch_applies_after_both_wins_in_either_order(lab: Lab) -> None:
             git(checkout, "apply", "--check", str(demo.HERE / hypotheses()[hypothesis]["patch"]))
 
 
+@pytest.mark.slow  # the demo's timed win, measured (fast tier: the demo's gate verdict, top-ten-default)
 def test_count_with_dict_lands_on_wall_time(lab: Lab) -> None:
     candidate = lab.candidate("count-with-dict")
     assert candidate.built and candidate.tests.returncode == 0, candidate.tests.stderr
@@ -221,6 +220,7 @@ def test_count_with_dict_lands_on_wall_time(lab: Lab) -> None:
     assert failed_gates(report) == []
 
 
+@pytest.mark.slow  # held-out confirmation in the fast tier: test_anti_gaming's win beyond the bound
 def test_terse_report_lands_on_output_size_with_every_fact_kept(lab: Lab) -> None:
     candidate = lab.candidate("terse-report")
     assert candidate.built and candidate.tests.returncode == 0, candidate.tests.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -95,6 +96,8 @@ def test_pytest_benchmark_json_gives_one_row_per_sample(tmp_path: Path) -> None:
             "--benchmark-max-time=0.05",
         ],
         cwd=tmp_path,
+        # not this run's pytest-xdist worker variables: pytest-benchmark would switch itself off
+        env={name: value for name, value in os.environ.items() if not name.startswith("PYTEST_XDIST")},
         check=True,
         capture_output=True,
     )

@@ -28,6 +28,7 @@ from orchard.lab.state import LabState
 from orchard.lab.verdicts import LabIntegrityError
 from orchard.lab.workspace import Workspace
 from orchard.lab.workspace_init import init_workspace
+from tests.helpers import slow_but
 from tests.lab.lab_helpers import command_launcher, git, lab_config, one_worker, wait_for
 from tests.lab.loop_support import OLD, RUN_SH_TARGET, STDOUT_SUITE, WIN
 
@@ -241,7 +242,7 @@ def test_a_worker_that_did_not_finish_is_never_judged(tmp_path: Path, ending: st
     assert not _events(ws, "merge")
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", slow_but([signal.SIGINT, signal.SIGTERM], signal.SIGINT))
 def test_a_worker_the_lab_stopped_is_started_again(tmp_path: Path, sig: signal.Signals) -> None:
     """`orchard run` stopped mid-worker (Ctrl-C, SIGTERM): on resume the worker starts again, never collected."""
     started, second = tmp_path / "started", tmp_path / "second-run"

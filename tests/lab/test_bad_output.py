@@ -25,6 +25,7 @@ import pytest
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 from orchard.lab.workspace_init import init_workspace
+from tests.helpers import slow_but
 from tests.lab.lab_helpers import ALPHA_TARGET, REPORTS, command_launcher, lab_config, one_worker, small_tmpfs, wait_for
 from tests.lab.test_launcher_failures import SUITE
 
@@ -105,6 +106,7 @@ def _run_and_resume(root: Path) -> None:
     assert "Traceback" not in again.stderr
 
 
+@pytest.mark.slow  # a whole `orchard run` and its resume, real verdicts (the fast tier: the disk-full lab below)
 def test_hostile_outputs_kill_their_own_experiment_and_the_lab_finishes_the_rest(
     tmp_path: Path, target_repo: Path
 ) -> None:
@@ -162,8 +164,8 @@ def test_a_worker_that_fills_its_disk_is_killed_and_the_lab_goes_on(
     assert outcomes["good"][1] == "LAND", outcomes["good"]
 
 
-@pytest.mark.parametrize("when", ["still-running", "ended"])
-@pytest.mark.parametrize("executor", ["subprocess", "tmux"])
+@pytest.mark.parametrize("when", slow_but(["still-running", "ended"], "still-running"))
+@pytest.mark.parametrize("executor", slow_but(["subprocess", "tmux"], "subprocess"))
 def test_an_orchard_killed_between_launching_a_worker_and_recording_it_never_starts_a_second_one(
     tmp_path: Path, target_repo: Path, executor: str, when: str
 ) -> None:
@@ -200,6 +202,7 @@ def test_an_orchard_killed_between_launching_a_worker_and_recording_it_never_sta
     assert _outcomes(root)["slow"][:2] == ("done", "LAND"), _outcomes(root)
 
 
+@pytest.mark.slow  # a whole `orchard run` and its resume, real verdicts
 def test_a_worker_that_breaks_its_worker_directory_re_queues_the_next_launch(
     tmp_path: Path, target_repo: Path
 ) -> None:
@@ -224,6 +227,7 @@ def test_a_worker_that_breaks_its_worker_directory_re_queues_the_next_launch(
     assert _outcomes(root)["good"][:2] == ("done", "LAND")
 
 
+@pytest.mark.slow  # a whole `orchard run` with real verdicts
 def test_a_worker_that_prints_a_huge_log_costs_orchard_no_memory_for_it(tmp_path: Path, target_repo: Path) -> None:
     """Collection reads the end of a worker's log (where the exit line and an agent's result are), not all of it:
     a worker that prints 300 MB leaves orchard's peak memory where it was."""

@@ -26,7 +26,9 @@ from tests.lab.lab_helpers import assert_nothing_left, wait_for
 from tests.lab.serve_support import serving, wait_until_served
 from tests.lab.test_charts_report import lab  # noqa: F401  (the hand-filled lab with main checks and a sweep)
 
-pytestmark = needs_chromium
+# slow tier: a real browser; the fast tier checks the same pages without one (test_charts_report: report.html is
+# one file with no network; test_serve: 401 without the token off loopback, the cookie after it)
+pytestmark = [needs_chromium, pytest.mark.slow]
 
 DEMO = ["count-with-dict", "terse-report", "single-write", "read-whole-file"]
 
@@ -69,7 +71,6 @@ def test_off_loopback_the_browser_gets_401_without_the_token(tmp_path: Path) -> 
         assert [e for e in console_errors(driver) if "401" not in e] == []
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_dashboard_follows_a_running_demo_lab(tmp_path: Path, mark: str) -> None:
     ws = make_demo(tmp_path / "lab", workers=3, executor="subprocess", only=DEMO)

@@ -258,9 +258,12 @@ def test_the_lab_trusts_the_patch_not_what_a_remote_worker_says_about_it(tmp_pat
     assert "ran on dask worker elsewhere" in Path(candidate.log_path).read_text()
 
 
-def test_an_unreachable_scheduler_is_one_clear_error(tmp_path: Path, mark: str) -> None:
+def test_an_unreachable_scheduler_is_one_clear_error(tmp_path: Path, mark: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     ws = make_demo(tmp_path / "lab", workers=1, only=["terse-report"])
     use_cluster(ws, scheduler=f"tcp://127.0.0.1:{_free_port()}")
+    # dask retries a refused connection until its connect timeout (30 s by default): the user's setting, shortened
+    monkeypatch.setenv("DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT", "2s")
     proc = orchard("run", str(ws.root), mark=mark)
     output, _ = proc.communicate(timeout=300)
     assert proc.returncode == 2, output

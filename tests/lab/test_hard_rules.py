@@ -10,8 +10,8 @@ Checks come from real shell steps, candidates from real worker checkouts.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -32,7 +32,7 @@ from orchard.lab.launchers import make_launcher
 from orchard.lab.state import LabState
 from orchard.lab.verdicts import LabIntegrityError, assert_bench_untouched
 from orchard.lab.workspace import Workspace
-from tests.helpers import orchard
+from tests.helpers import orchard, session_lock_file
 from tests.lab.lab_helpers import git
 from tests.lab.loop_support import add_hypotheses, bare_candidate, metric, verdict_of, write_finished_report
 
@@ -88,17 +88,18 @@ def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Verdict]:
         )
         (root / name).write_text(f"#!/bin/sh\necho '{row}'\n")
         (root / name).chmod(0o755)
-    lock_dir = Path(os.environ.get("ORCHARD_TEST_LOCK_DIR", tmp_path_factory.getbasetemp()))
-    env = {"ORCHARD_CACHE_DIR": str(root / "cache"), "ORCHARD_LOCK_FILE": str(lock_dir / "orchard-test.lock")}
-    found = {}
-    for name in SUBJECTS:
-        if name == "base":
-            continue
-        result = orchard(
-            "verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", name, "--json", cwd=root, env=env
-        )
+    env = {"ORCHARD_CACHE_DIR": str(root / "cache"), "ORCHARD_LOCK_FILE": str(session_lock_file(tmp_path_factory))}
+
+    def verdict(name: str) -> Verdict:
+        result = orchard("verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", name, "--json",
+                         "--results", f"results-{name}", cwd=root, env=env)
         assert result.returncode in (0, 1), result.stderr
-        found[name] = Verdict.from_dict(json.loads(result.stdout))
+        return Verdict.from_dict(json.loads(result.stdout))
+
+    first, *others = [name for name in SUBJECTS if name != "base"]
+    found = {first: verdict(first)}  # calibrates; the others find its calibration cached
+    with ThreadPoolExecutor(len(others)) as pool:  # their measured runs take turns under the lock
+        found.update(zip(others, pool.map(verdict, others), strict=True))
     return found
 
 

@@ -23,6 +23,7 @@ from orchard.lab.launcher import Launcher
 from orchard.lab.launchers import make_launcher
 from orchard.lab.prompts import render_prompt
 from orchard.lab.workspace import Workspace
+from tests.helpers import slow_but
 from tests.lab.lab_helpers import assert_nothing_left, git, processes_marked
 from tests.lab.standin import calls
 
@@ -90,7 +91,7 @@ def run_experiments(
             for name in names}
 
 
-@pytest.mark.parametrize("kind", EXECUTORS)
+@pytest.mark.parametrize("kind", slow_but(EXECUTORS, "tmux"))  # the other executor in the fast tier below
 def test_three_patch_workers_at_once_each_yield_candidate_and_report(
     kind: str, make_workspace: Callable[..., Workspace], bench_repo: Path, tmp_path: Path, mark: str
 ) -> None:
@@ -140,7 +141,7 @@ MISBEHAVING = {
 }
 
 
-@pytest.mark.parametrize("kind", EXECUTORS)
+@pytest.mark.parametrize("kind", slow_but(EXECUTORS, "subprocess"))
 def test_misbehaving_workers_are_flagged_and_a_hanging_one_is_killed(
     kind: str, make_workspace: Callable[..., Workspace], standin_bin: Path, mark: str
 ) -> None:

@@ -28,6 +28,7 @@ from orchard.lab.start import start
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 from orchard.lab.workspace_init import init_workspace
+from tests.helpers import slow_but
 from tests.lab.lab_helpers import git, lab_config
 from tests.lab.loop_support import OLD, RUN_SH_TARGET, STDOUT_SUITE, WIN, bare_candidate
 
@@ -146,7 +147,7 @@ def test_a_win_reaches_a_non_bare_repository_as_lab_main(tmp_path: Path, user_re
     state.close()
 
 
-@pytest.mark.parametrize("step", NORMAL_STEPS)
+@pytest.mark.parametrize("step", slow_but(NORMAL_STEPS, "merge"))  # each a real judge and landing
 def test_a_kill_at_each_landing_step_resumes_at_the_first_step_not_done(
     tmp_path: Path, user_repo: Path, step: str
 ) -> None:
@@ -160,7 +161,7 @@ def test_a_kill_at_each_landing_step_resumes_at_the_first_step_not_done(
     state.close()
 
 
-@pytest.mark.parametrize("step", ["main-check", *REVERT_STEPS])
+@pytest.mark.parametrize("step", slow_but(["main-check", *REVERT_STEPS], "revert"))
 def test_a_kill_while_reverting_resumes_and_publishes_the_revert(
     tmp_path: Path, user_repo: Path, step: str
 ) -> None:

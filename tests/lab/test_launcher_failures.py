@@ -178,6 +178,7 @@ def test_agents_that_cannot_work_return_their_hypotheses_and_stop_the_lab(lab: t
     assert "launcher `codex`" in (root / "JOURNAL.md").read_text()
 
 
+@pytest.mark.slow  # a whole `orchard run`, two real verdicts (per-hypothesis launchers, fast: test_anti_gaming)
 def test_a_patch_hypothesis_and_a_command_hypothesis_share_one_run(
     lab: tuple[Path, dict[str, str]], tmp_path: Path, target_repo: Path
 ) -> None:

@@ -8,6 +8,9 @@ the user's. Either way every dask worker must offer the `agent` resource
 (`dask worker tcp://HOST:8786 --resources "agent=1 cpu=4"`): one
 experiment takes `agent=1` and `cpu=<cpus_per_experiment>`, so the
 resources a worker declares cap how many experiments it runs at once.
+How long orchard keeps trying to reach a scheduler is dask's own
+`distributed.comm.timeouts.connect` (30 s unless set, e.g. by
+`DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=5s`).
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ from orchard.errors import UsageError
 from orchard.lab.config import WorkersConfig
 
 LOCAL = "local"
-CONNECT_TIMEOUT_S = 30
 
 
 def experiment_resources(workers: WorkersConfig) -> dict[str, float]:
@@ -55,7 +57,8 @@ class Cluster:
                 raise UsageError(f"workers.scheduler: {address!r} is neither \"local\" nor an address like "
                                  "tcp://HOST:8786")
             try:
-                self.client = Client(address, timeout=CONNECT_TIMEOUT_S)  # type: ignore[no-untyped-call]
+                # dask's own connect timeout (its config): a scheduler that refuses is retried until then
+                self.client = Client(address)  # type: ignore[no-untyped-call]
             except OSError as error:
                 raise UsageError(f"workers.scheduler: cannot reach the dask scheduler at {address}: {error}") from None
         return self.client
