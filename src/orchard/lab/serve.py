@@ -4,7 +4,7 @@ A small Starlette app run by uvicorn. It opens lab.db read-only (SQLite
 `mode=ro`; under WAL a reader never blocks the lab's writes) and builds one
 snapshot for all clients, and only when something it shows changed (lab.db,
 a log, the measurement lock; checked at most every `REFRESH_S`, rebuilt at
-least every `MAX_AGE_S` for the clocks), so fifty browsers cost the lab no
+least every `settled.RECHECK_S` for the clocks), so fifty browsers cost the lab no
 more than one and an idle lab costs a few stat calls a second. The page
 polls `/api/page` with the version it has; the server answers 204 while
 nothing changed. The server lowers its own CPU priority: on the lab's
@@ -23,7 +23,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,13 +39,13 @@ from starlette.types import ASGIApp
 from orchard.errors import UsageError
 from orchard.lab import pages, view
 from orchard.lab.chart_cache import ChartCache
-from orchard.lab.state import DB_NAME, LabState
+from orchard.lab.settled import Settled
+from orchard.lab.state import LabState
 from orchard.lab.verdicts import lock_status
 from orchard.lab.workspace import Workspace
 
 DEFAULT_HOST = "127.0.0.1"
 REFRESH_S = 1.0
-MAX_AGE_S = 10.0
 NICENESS = 10
 COOKIE = "orchard_token"
 Say = Callable[[str], None]
@@ -60,27 +60,21 @@ class Snapshots:
         self._charts = ChartCache()
         self._page: pages.Page | None = None
         self._json = ""
-        self._built = self._checked = 0.0
-        self._seen: tuple[object, ...] = ()
+        self._checked = 0.0
+        self._settled = Settled()
 
-    def _fingerprint(self) -> tuple[object, ...]:
-        """Everything a new snapshot could differ in: lab.db and its WAL, every log, the measurement lock."""
-        files: list[tuple[str, int, int]] = []
-        for path in (self.ws.root / DB_NAME, self.ws.root / f"{DB_NAME}-wal"):
-            try:
-                found = path.stat()
-            except OSError:
-                continue
-            files.append((path.name, found.st_mtime_ns, found.st_size))
+    def _inputs(self) -> Hashable:
+        """Everything a new snapshot could differ in: lab.db's writes, every log, the measurement lock."""
+        logs: list[tuple[str, int, int]] = []
         try:
             with os.scandir(self.ws.logs_dir) as entries:
                 for entry in entries:
                     if entry.is_file():
                         found = entry.stat()
-                        files.append((entry.name, found.st_mtime_ns, found.st_size))
+                        logs.append((entry.name, found.st_mtime_ns, found.st_size))
         except OSError:
             pass
-        return tuple(sorted(files)), lock_status()
+        return self.state.version(), tuple(sorted(logs)), lock_status()
 
     def page(self) -> tuple[str, str]:
         """(version, JSON) of the current page."""
@@ -88,12 +82,12 @@ class Snapshots:
             now = time.monotonic()
             if self._page is None or now - self._checked >= REFRESH_S:
                 self._checked = now
-                seen = self._fingerprint()
-                if self._page is None or seen != self._seen or now - self._built >= MAX_AGE_S:
+                inputs = self._inputs()
+                if self._page is None or not self._settled.unchanged(inputs):
                     snapshot = view.build(self.ws, self.state)
                     self._page = pages.build_page(snapshot, live=True, cache=self._charts)
                     self._json = self._page.to_json()
-                    self._built, self._seen = now, seen
+                    self._settled.decided(inputs)
             return self._page.version, self._json
 
     def view_json(self) -> str:

@@ -7,7 +7,7 @@ stop conditions again, assign free workers and hand candidates to judges:
 each of those reads every hypothesis and experiment from lab.db, which a
 quiet poll (workers and judges busy) would otherwise repeat for nothing.
 A quiet lab still decides every `RECHECK_S`, for what only time changes
-(the wall-time budget).
+(the wall-time budget). `orchard serve` rebuilds its page by the same rule.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ RECHECK_S = 5.0
 
 
 class Settled:
-    """What the loop last decided from, and when."""
+    """What the loop (or the dashboard) last decided from, and when."""
 
     def __init__(self) -> None:
         self._inputs: Hashable = None
