@@ -280,15 +280,16 @@ class GitVcs(Vcs):
 
     def current_branch(self, checkout: Path) -> str | None:
         git_dir = _own_git_dir(checkout)
-        try:
-            head = _small_text(git_dir / "HEAD") if git_dir is not None else "ref: "
-        except (OSError, UnicodeDecodeError):
-            head = "ref: "  # no HEAD file of its own to read: git answers
-        if not head.startswith("ref: "):
-            return None  # detached
-        branch = head.removeprefix("ref: refs/heads/")
-        if branch != head and branch and ".." not in branch:
-            return branch
+        if git_dir is not None:  # a clone's HEAD read from its file; anything unclear is git's to answer
+            try:
+                head = _small_text(git_dir / "HEAD")
+            except (OSError, UnicodeDecodeError):
+                head = "ref: "
+            if not head.startswith("ref: "):
+                return None  # detached
+            branch = head.removeprefix("ref: refs/heads/")
+            if branch != head and branch and ".." not in branch:
+                return branch
         result = self._run(["symbolic-ref", "--quiet", "--short", "HEAD"], checkout, env=self._env(), check=False)
         return result.stdout_text.strip() or None if result.ok else None
 
