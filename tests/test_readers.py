@@ -96,8 +96,10 @@ def test_pytest_benchmark_json_gives_one_row_per_sample(tmp_path: Path) -> None:
             "--benchmark-max-time=0.05",
         ],
         cwd=tmp_path,
-        # not this run's pytest-xdist worker variables: pytest-benchmark would switch itself off
-        env={name: value for name, value in os.environ.items() if not name.startswith("PYTEST_XDIST")},
+        # not this run's pytest-xdist worker variables (pytest-benchmark would switch itself off), nor
+        # `make test`'s plugin autoload switch (pytest-benchmark is loaded by it)
+        env={name: value for name, value in os.environ.items()
+             if not name.startswith("PYTEST_XDIST") and name != "PYTEST_DISABLE_PLUGIN_AUTOLOAD"},
         check=True,
         capture_output=True,
     )

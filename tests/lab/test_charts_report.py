@@ -176,6 +176,21 @@ def test_experiments_chart_colours_by_decision_and_lists_the_unjudged(lab: Works
     assert "<code>tokenize-regex-r1</code>" in listed and "harness tampered: bench clone changed: suite.toml" in listed
 
 
+def test_every_figure_is_valid_plotly(lab: Workspace) -> None:
+    """The figures are written as plain data: plotly's own schema (its Python figure objects) accepts each."""
+    import plotly.graph_objects as go
+
+    page = pages.build_page(_snapshot(lab), live=False)
+    assert {c.id for c in page.charts} >= {"main-report-wall-ms", "experiments-report-wall-ms", "activity"}
+    for chart in page.charts:
+        figure = go.Figure(json.loads(chart.figure))  # raises ValueError on a property plotly does not know
+        assert figure.layout.paper_bgcolor == "white" and figure.data, chart.id
+    broken = json.loads(page.charts[0].figure)
+    broken["data"][0]["colour"] = "red"
+    with pytest.raises(ValueError, match="colour"):
+        go.Figure(broken)
+
+
 def test_the_chart_cache_draws_again_only_when_the_data_changed(lab: Workspace) -> None:
     cache = ChartCache()
     first = cache.charts(_snapshot(lab))

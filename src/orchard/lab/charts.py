@@ -2,8 +2,11 @@
 
 Plotly draws them: its JavaScript ships inside the `plotly` wheel
 (`plotly.min.js`), so the dashboard serves it and report.html inlines it
-with no CDN and no network; the figures are built here, in Python, with
-plotly's validated figure objects, and only their JSON reaches a page.
+with no CDN and no network. The figures are plotly's JSON figure format,
+written here as plain data: plotly's Python figure objects validate every
+property and expand a template, which cost more than the rest of the final
+report together (docs/benchmarks-loop.md); the tests check every figure
+against plotly's schema instead (`plotly.graph_objects.Figure`).
 
 What each chart claims is what a verdict measured:
 
@@ -23,12 +26,12 @@ exact values, labelled, never as a line.
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-
-import plotly.graph_objects as go
 
 from orchard.lab.judgment import Decision
 from orchard.lab.verdict_table import MetricEffect, floor_pct, interval, measured, pct, short_commit
@@ -38,6 +41,11 @@ COLOURS = {Decision.LAND: "#2ca02c", Decision.KILL: "#d62728", Decision.ITERATE:
 PENDING_COLOUR = "#7f7f7f"
 FLOOR_FILL = "rgba(120, 120, 120, 0.18)"
 HEIGHT = 360
+GRID = "#EBF0F8"
+# plotly's "plotly_white" look, the few properties of it these charts show (a named template is not JSON)
+WHITE = {"paper_bgcolor": "white", "plot_bgcolor": "white", "font": {"color": "#2a3f5f"},
+         "hovermode": "closest", "hoverlabel": {"align": "left"}}
+AXIS = {"gridcolor": GRID, "linecolor": GRID, "zerolinecolor": GRID, "zerolinewidth": 2}
 
 
 @dataclass(frozen=True)
@@ -81,11 +89,11 @@ def _better(view: LabView, key: str) -> str:
 
 
 def _layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, Any]:
-    return {"title": {"text": title}, "height": HEIGHT, "margin": {"l": 70, "r": 30, "t": 50, "b": 90},
-            "xaxis": {"title": {"text": x_title}, "showline": True, "ticks": "outside", "automargin": True},
-            "yaxis": {"title": {"text": y_title}, "showline": True, "ticks": "outside", "zeroline": True,
+    return {"title": {"text": title, "x": 0.05}, "height": HEIGHT, "margin": {"l": 70, "r": 30, "t": 50, "b": 90},
+            "xaxis": {**AXIS, "title": {"text": x_title}, "showline": True, "ticks": "outside", "automargin": True},
+            "yaxis": {**AXIS, "title": {"text": y_title}, "showline": True, "ticks": "outside", "zeroline": True,
                       "automargin": True},
-            "legend": {"orientation": "h", "y": -0.3}, "template": "plotly_white", **extra}
+            "legend": {"orientation": "h", "y": -0.3}, **WHITE, **extra}
 
 
 def _floor_band(floor: float) -> dict[str, Any]:
@@ -93,17 +101,29 @@ def _floor_band(floor: float) -> dict[str, Any]:
             "fillcolor": FLOOR_FILL, "line": {"width": 0}, "layer": "below"}
 
 
-def _floor_legend(floor: float) -> go.Scatter:
+def _floor_legend(floor: float) -> dict[str, Any]:
     """A legend entry for the band (shapes have none)."""
-    return go.Scatter(x=[None], y=[None], mode="markers", name=f"noise floor ±{floor_pct(floor)}",
-                      marker={"symbol": "square", "size": 12, "color": FLOOR_FILL})
+    return {"type": "scatter", "x": [None], "y": [None], "mode": "markers", "name": f"noise floor ±{floor_pct(floor)}",
+            "marker": {"symbol": "square", "size": 12, "color": FLOOR_FILL}}
 
 
-def _chart(chart_id: str, title: str, figure: go.Figure, at: Sequence[float] = ()) -> Chart:
+def _finite(value: Any) -> Any:
+    """JSON that a browser parses: a NaN or infinity becomes null, as plotly's own encoder writes it."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _chart(chart_id: str, title: str, data: list[dict[str, Any]], layout: dict[str, Any],
+           at: Sequence[float] = ()) -> Chart:
     """The figure as JSON; a time axis with a single moment gets a minute either side (not milliseconds)."""
     if at and max(at) - min(at) < 1.0:
-        figure.update_xaxes(range=[_utc(min(at) - 60), _utc(max(at) + 60)])
-    return Chart(chart_id, title, figure.to_json())
+        layout["xaxis"]["range"] = [_utc(min(at) - 60), _utc(max(at) + 60)]
+    return Chart(chart_id, title, json.dumps(_finite({"data": data, "layout": layout}), ensure_ascii=False))
 
 
 # -- (1) main over time -----------------------------------------------------------------------------------------
@@ -122,57 +142,49 @@ def main_over_time(view: LabView) -> list[Chart]:
         how = ["paired with the lab's start" if step.paired_with_start else "chained main checks"
                for step, _ in points]
         if exact:
-            values = [m.candidate for _, m in points]
-            figure = go.Figure(
-                go.Scatter(
-                    x=times,
-                    y=values,
-                    mode="markers+text",
-                    name="main (exact value)",
-                    text=[measured(m, m.candidate) for _, m in points],
-                    textposition="top center",
-                    marker={"size": 10, "symbol": "diamond", "color": "#1f77b4"},
-                    customdata=labels,
-                    hovertemplate="%{customdata}<br>%{y} " + unit(key) + "<extra></extra>",
-                )
-            )
-            y_title = f"{key} ({unit(key) or 'value'}), exact · {_better(view, key)}"
-            figure.update_layout(_layout(title, "time (UTC)", y_title))
+            data: list[dict[str, Any]] = [{
+                "type": "scatter",
+                "x": times,
+                "y": [m.candidate for _, m in points],
+                "mode": "markers+text",
+                "name": "main (exact value)",
+                "text": [measured(m, m.candidate) for _, m in points],
+                "textposition": "top center",
+                "marker": {"size": 10, "symbol": "diamond", "color": "#1f77b4"},
+                "customdata": labels,
+                "hovertemplate": "%{customdata}<br>%{y} " + unit(key) + "<extra></extra>",
+            }]
+            layout = _layout(title, "time (UTC)", f"{key} ({unit(key) or 'value'}), exact · {_better(view, key)}")
         else:
             triples = [_pct_points(m) for _, m in points]
-            figure = go.Figure(
-                go.Scatter(
-                    x=times,
-                    y=[t[0] if t else None for t in triples],
-                    mode="lines+markers+text",
-                    name="main vs start",
-                    line={"shape": "hv", "color": "#1f77b4"},
-                    text=[short_commit(step.commit) for step, _ in points],
-                    textposition="top center",
-                    error_y={
-                        "type": "data",
-                        "symmetric": False,
-                        "array": [t[2] if t else None for t in triples],
-                        "arrayminus": [t[1] if t else None for t in triples],
-                        "visible": True,
-                    },
-                    customdata=[
-                        [label, pct(m.effect), interval(m.low, m.high), h]
-                        for label, (_, m), h in zip(labels, points, how, strict=True)
-                    ],
-                    hovertemplate="%{customdata[0]}<br>effect %{customdata[1]} %{customdata[2]}<br>%{customdata[3]}"
-                    "<extra></extra>",
-                )
-            )
             floor = view.floors.get(key, 0.0)
-            figure.add_trace(_floor_legend(floor))
-            figure.update_layout(
-                _layout(
-                    title, "time (UTC)", f"change vs lab start (%) · {_better(view, key)}", shapes=[_floor_band(floor)]
-                )
-            )
-            figure.update_yaxes(ticksuffix="%")
-        charts.append(_chart(f"main-{_slug(key)}", title, figure, [step.at for step, _ in points]))
+            data = [{
+                "type": "scatter",
+                "x": times,
+                "y": [t[0] if t else None for t in triples],
+                "mode": "lines+markers+text",
+                "name": "main vs start",
+                "line": {"shape": "hv", "color": "#1f77b4"},
+                "text": [short_commit(step.commit) for step, _ in points],
+                "textposition": "top center",
+                "error_y": {
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [t[2] if t else None for t in triples],
+                    "arrayminus": [t[1] if t else None for t in triples],
+                    "visible": True,
+                },
+                "customdata": [
+                    [label, pct(m.effect), interval(m.low, m.high), h]
+                    for label, (_, m), h in zip(labels, points, how, strict=True)
+                ],
+                "hovertemplate": "%{customdata[0]}<br>effect %{customdata[1]} %{customdata[2]}<br>%{customdata[3]}"
+                "<extra></extra>",
+            }, _floor_legend(floor)]
+            layout = _layout(title, "time (UTC)", f"change vs lab start (%) · {_better(view, key)}",
+                             shapes=[_floor_band(floor)])
+            layout["yaxis"]["ticksuffix"] = "%"
+        charts.append(_chart(f"main-{_slug(key)}", title, data, layout, [step.at for step, _ in points]))
     return charts
 
 
@@ -196,91 +208,54 @@ def experiments(view: LabView) -> list[Chart]:
         if not rows:
             continue
         title = f"experiments: {key}"
-        figure = go.Figure()
+        data: list[dict[str, Any]] = []
         exact = all(m.exact for _, m in rows)
         for decision in (*Decision, None):
             mine = [(e, m) for e, m in rows if e.decision == decision]
             if not mine:
                 continue
-            name = decision or "not decided"
             colour = PENDING_COLOUR if decision is None else COLOURS[decision]
-            hover = [
-                [
-                    e.name,
-                    e.decision or e.status,
-                    m.verdict,
-                    pct(m.effect),
-                    interval(m.low, m.high),
-                    floor_pct(m.floor),
-                    m.n,
-                    measured(m, m.baseline),
-                    measured(m, m.candidate),
-                ]
-                for e, m in mine
-            ]
-            template = (
-                "%{customdata[0]} (%{customdata[1]})<br>%{customdata[2]} %{customdata[3]} %{customdata[4]}"
-                "<br>floor %{customdata[5]}, n %{customdata[6]}<br>base %{customdata[7]} → "
-                "candidate %{customdata[8]}<extra></extra>"
-            )
+            trace: dict[str, Any] = {
+                "type": "scatter",
+                "x": [e.name for e, _ in mine],
+                "mode": "markers+text",
+                "name": str(decision or "not decided"),
+                "customdata": [
+                    [e.name, e.decision or e.status, m.verdict, pct(m.effect), interval(m.low, m.high),
+                     floor_pct(m.floor), m.n, measured(m, m.baseline), measured(m, m.candidate)]
+                    for e, m in mine
+                ],
+                "hovertemplate": "%{customdata[0]} (%{customdata[1]})<br>%{customdata[2]} %{customdata[3]} "
+                "%{customdata[4]}<br>floor %{customdata[5]}, n %{customdata[6]}<br>base %{customdata[7]} → "
+                "candidate %{customdata[8]}<extra></extra>",
+            }
             if exact:
-                figure.add_trace(
-                    go.Scatter(
-                        x=[e.name for e, _ in mine],
-                        y=[m.candidate for _, m in mine],
-                        mode="markers+text",
-                        name=name,
-                        text=[f"{measured(m, m.baseline)} → {measured(m, m.candidate)}" for _, m in mine],
-                        textposition="top center",
-                        marker={"color": colour, "size": 11, "symbol": "diamond"},
-                        customdata=hover,
-                        hovertemplate=template,
-                    )
-                )
+                trace |= {"y": [m.candidate for _, m in mine],
+                          "text": [f"{measured(m, m.baseline)} → {measured(m, m.candidate)}" for _, m in mine],
+                          "textposition": "top center",
+                          "marker": {"color": colour, "size": 11, "symbol": "diamond"}}
             else:
                 triples = [_pct_points(m) for _, m in mine]
-                figure.add_trace(
-                    go.Scatter(
-                        x=[e.name for e, _ in mine],
-                        y=[t[0] if t else None for t in triples],
-                        mode="markers+text",
-                        name=name,
-                        text=[pct(m.effect) for _, m in mine],
-                        textposition="middle right",
-                        marker={"color": colour, "size": 10},
-                        error_y={
-                            "type": "data",
-                            "symmetric": False,
-                            "array": [t[2] if t else None for t in triples],
-                            "arrayminus": [t[1] if t else None for t in triples],
-                            "color": colour,
-                        },
-                        customdata=hover,
-                        hovertemplate=template,
-                    )
-                )
+                trace |= {"y": [t[0] if t else None for t in triples],
+                          "text": [pct(m.effect) for _, m in mine],
+                          "textposition": "middle right",
+                          "marker": {"color": colour, "size": 10},
+                          "error_y": {"type": "data", "symmetric": False,
+                                      "array": [t[2] if t else None for t in triples],
+                                      "arrayminus": [t[1] if t else None for t in triples],
+                                      "color": colour}}
+            data.append(trace)
+        x_title = "experiment (each against its own base)"
         if exact:
-            figure.update_layout(
-                _layout(
-                    title,
-                    "experiment (each against its own base)",
-                    f"{key} ({unit(key) or 'value'}), exact · {_better(view, key)}",
-                )
-            )
+            layout = _layout(title, x_title, f"{key} ({unit(key) or 'value'}), exact · {_better(view, key)}")
         else:
             floor = view.floors.get(key, max(m.floor for _, m in rows))
-            figure.add_trace(_floor_legend(floor))
-            figure.update_layout(
-                _layout(
-                    title,
-                    "experiment (each against its own base)",
-                    f"effect vs its base (%) · {_better(view, key)}",
-                    shapes=[_floor_band(floor)],
-                )
-            )
-            figure.update_yaxes(ticksuffix="%")
-        figure.update_xaxes(type="category", tickangle=-30)
-        charts.append(_chart(f"experiments-{_slug(key)}", title, figure))
+            data.append(_floor_legend(floor))
+            layout = _layout(title, x_title, f"effect vs its base (%) · {_better(view, key)}",
+                             shapes=[_floor_band(floor)])
+            layout["yaxis"]["ticksuffix"] = "%"
+        layout["xaxis"] |= {"type": "category", "tickangle": -30}
+        charts.append(_chart(f"experiments-{_slug(key)}", title, data, layout))
     return charts
 
 
@@ -291,41 +266,30 @@ def activity(view: LabView) -> Chart | None:
     if not view.busy and not view.lock_waits:
         return None
     title = "lock waits and busy workers"
-    figure = go.Figure()
+    data: list[dict[str, Any]] = []
     if view.busy:
-        figure.add_trace(
-            go.Scatter(
-                x=[_utc(b.at) for b in view.busy],
-                y=[b.workers for b in view.busy],
-                mode="lines",
-                name="busy workers",
-                line={"shape": "hv", "color": "#1f77b4"},
-                hovertemplate="%{x}<br>%{y} busy<extra></extra>",
-            )
-        )
+        data.append({
+            "type": "scatter",
+            "x": [_utc(b.at) for b in view.busy],
+            "y": [b.workers for b in view.busy],
+            "mode": "lines",
+            "name": "busy workers",
+            "line": {"shape": "hv", "color": "#1f77b4"},
+            "hovertemplate": "%{x}<br>%{y} busy<extra></extra>",
+        })
     if view.lock_waits:
-        figure.add_trace(
-            go.Bar(
-                x=[_utc(w.at) for w in view.lock_waits],
-                y=[round(w.wait_ms / 1000, 3) for w in view.lock_waits],
-                name="lock wait per verdict (s)",
-                yaxis="y2",
-                marker={"color": "#9467bd"},
-                customdata=[[w.kind, w.experiment or ""] for w in view.lock_waits],
-                hovertemplate="%{customdata[0]} %{customdata[1]}<br>waited %{y} s<extra></extra>",
-            )
-        )
+        data.append({
+            "type": "bar",
+            "x": [_utc(w.at) for w in view.lock_waits],
+            "y": [round(w.wait_ms / 1000, 3) for w in view.lock_waits],
+            "name": "lock wait per verdict (s)",
+            "yaxis": "y2",
+            "marker": {"color": "#9467bd"},
+            "customdata": [[w.kind, w.experiment or ""] for w in view.lock_waits],
+            "hovertemplate": "%{customdata[0]} %{customdata[1]}<br>waited %{y} s<extra></extra>",
+        })
     layout = _layout(title, "time (UTC)", f"busy workers (of {view.worker_slots})")
-    layout["yaxis"].update(range=[0, view.worker_slots + 0.5], dtick=1)
-    layout["yaxis2"] = {
-        "title": {"text": "lock wait (s)"},
-        "overlaying": "y",
-        "side": "right",
-        "showline": True,
-        "ticks": "outside",
-        "rangemode": "tozero",
-    }
-    figure.update_layout(layout)
-    return _chart("activity", title, figure, [b.at for b in view.busy] + [w.at for w in view.lock_waits])
-
-
+    layout["yaxis"] |= {"range": [0, view.worker_slots + 0.5], "dtick": 1}
+    layout["yaxis2"] = {**AXIS, "title": {"text": "lock wait (s)"}, "overlaying": "y", "side": "right",
+                        "showline": True, "ticks": "outside", "rangemode": "tozero"}
+    return _chart("activity", title, data, layout, [b.at for b in view.busy] + [w.at for w in view.lock_waits])

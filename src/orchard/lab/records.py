@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from orchard.lab import backlog, view
+from orchard.lab import backlog, pages, view
 from orchard.lab.journal import render_journal
 from orchard.lab.judgment import Decision
 from orchard.lab.markdown import inline
@@ -119,7 +119,5 @@ def write_notebook(ws: Workspace, state: LabState, *, final: bool = False) -> No
     write_atomic(ws.root / "LEADERBOARD.md", render_leaderboard(snapshot))
     write_atomic(ws.root / "backlog.md", backlog.render(state))
     if final:
-        from orchard.lab import pages  # plotly is loaded only when report.html is written
-
         write_atomic(ws.root / "FINAL_REPORT.md", render_final_report(snapshot))
         write_atomic(ws.root / "report.html", pages.report_html(snapshot))
