@@ -149,9 +149,11 @@ class GitVcs(Vcs):
         return self.head(dest)
 
     def reader_clone(self, source: str, dest: Path, commit: str) -> None:
-        """No files are checked out: `foreign_changes` reads the base's tree into a private index."""
+        """No files are checked out: `foreign_changes` reads the base's tree into a private index.
+
+        A base the clone lacks fails there, in `read-tree`, with git's own message.
+        """
         self._git(None, "clone", "--quiet", "--no-checkout", str(source), str(Path(dest)))
-        self.resolve(Path(dest), commit)  # the base must be there
 
     def prepare_reference(self, checkout: Path) -> None:
         """Pack every object: a local clone then hard-links one pack instead of each loose object."""
