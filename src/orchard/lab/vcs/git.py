@@ -149,11 +149,21 @@ class GitVcs(Vcs):
         return self.head(dest)
 
     def reader_clone(self, source: str, dest: Path, commit: str) -> None:
-        """No files are checked out: `foreign_changes` reads the base's tree into a private index.
+        """An empty repository of the judge's that borrows `source`'s objects (git's alternates).
 
-        A base the clone lacks fails there, in `read-tree`, with git's own message.
+        `foreign_changes` reads the base's tree into a private index through it;
+        what it stages is written here, never into `source`. One process, where
+        a clone took two and left a tree of hard links to remove. A base
+        `source` lacks fails in `read-tree`, with git's own message.
         """
-        self._git(None, "clone", "--quiet", "--no-checkout", str(source), str(Path(dest)))
+        objects = _own_git_dir(Path(source))
+        objects = (objects if objects is not None else Path(source).absolute()) / "objects"
+        if not objects.is_dir():
+            raise VcsError(f"{source} is not a git repository of the lab's (no objects directory)")
+        git_dir = Path(dest) / ".git"
+        self._git(None, "init", "--quiet", "--bare", "--template=", str(git_dir))
+        (git_dir / "objects" / "info").mkdir(parents=True, exist_ok=True)
+        (git_dir / "objects" / "info" / "alternates").write_text(f"{objects}\n", encoding="utf-8")
 
     def prepare_reference(self, checkout: Path) -> None:
         """Pack every object: a local clone then hard-links one pack instead of each loose object."""
