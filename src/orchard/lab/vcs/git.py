@@ -141,8 +141,12 @@ class GitVcs(Vcs):
         dest = Path(dest)
         # A local source is cloned with hard-linked objects (git's default
         # for paths): cheap, and safe if the source is later repacked.
-        if commit is None:
+        source_git = _own_git_dir(Path(source)) if Path(source).is_dir() else None
+        if commit is None or (source_git is not None and read_head(source_git) == commit):
+            # the source's head is the commit asked for: git's own checkout gives it, one process less
             self._git(None, "clone", "--quiet", str(source), str(dest))
+            if commit is not None:  # detached there, as `checkout --detach` leaves it (the index is already it)
+                (dest / ".git" / "HEAD").write_text(f"{commit}\n", encoding="ascii")
         else:
             self._git(None, "clone", "--quiet", "--no-checkout", str(source), str(dest))
             self._git(dest, "checkout", "--quiet", "--detach", commit)
