@@ -1,8 +1,9 @@
 # `make test` and `make demo` are the whole set-up on a fresh machine:
 # each creates .venv and installs orchard into it when missing.
 #   make lint       ruff (src, tests, benchmarks) and mypy --strict (src)
-#   make test       lint, then the fast tier (everything not marked slow), one pytest-xdist
-#                   worker per core, each test file on one worker (its module fixtures built once)
+#   make test       lint, then the fast tier (everything not marked slow) in 4 pytest-xdist workers,
+#                   each test file on one worker (its module fixtures built once); 4, not one per
+#                   core: the tests mostly wait (on processes, polls, the shared measurement lock)
 #   make test-slow  the slow tier: whole lab runs, a browser, dask clusters, long measurements
 #   make test-all   both tiers
 PYTHON ?= python3
@@ -28,7 +29,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 test: lint
-	$(PYTEST) -n auto --dist loadfile
+	$(PYTEST) -n 4 --dist loadfile
 
 test-slow: $(STAMP)
 	$(PYTEST) -m slow

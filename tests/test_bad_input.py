@@ -80,6 +80,7 @@ def test_suite_mistakes_are_named(lab: Path, mutation: str, needle: str) -> None
     assert_usage_error(run_verdict(lab), needle)
 
 
+@pytest.mark.slow
 def test_nothing_recorded_is_lost(lab: Path) -> None:
     results = lab / "results" / "verdict"
     results.mkdir(parents=True)

@@ -28,6 +28,7 @@ def _verdict_json(result: subprocess.CompletedProcess[str]) -> dict:
     return json.loads(result.stdout)
 
 
+@pytest.mark.slow
 @needs_unshare
 def test_a_calibration_made_under_one_hostname_is_reused_under_another(lab: Path) -> None:
     made = orchard("calibrate", "--suite", "suite.toml", "--baseline", "fast", "--runs", "8", cwd=lab)
@@ -62,6 +63,7 @@ def test_a_calibration_made_under_one_hostname_is_reused_under_another(lab: Path
     assert report["calibration"]["cached"] is True, renamed.stderr
 
 
+@pytest.mark.slow
 def test_a_calibration_file_is_written_and_reused_on_a_runner_with_an_empty_cache(lab: Path) -> None:
     made = orchard(
         "calibrate",
@@ -99,6 +101,7 @@ def test_a_calibration_file_is_written_and_reused_on_a_runner_with_an_empty_cach
     assert report["calibration"]["file"].endswith("ci/calibration.json")
 
 
+@pytest.mark.slow
 def test_a_suite_names_its_calibration_file(lab: Path) -> None:
     suite = (
         (lab / "suite.toml").read_text().replace('name = "loop"', 'name = "loop"\ncalibration = "calibration.json"', 1)

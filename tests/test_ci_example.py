@@ -94,6 +94,7 @@ def test_a_pull_request_that_prints_more_is_regressed_and_summarized(project: Pa
     assert _git(project, "worktree", "list").count("\n") == 0  # the base worktree is removed
 
 
+@pytest.mark.slow
 def test_fail_on_any_fails_an_improvement_and_a_kept_calibration_is_reused(project: Path, tmp_path: Path) -> None:
     base = _git(project, "rev-parse", "HEAD")
     _commit(project, '#!/bin/sh\necho "total: 42"\n')

@@ -38,6 +38,7 @@ def test_results_pointing_at_a_file_is_one_line_and_exit_2(lab: Path) -> None:
     assert (lab / "results-file").read_text() == "not a directory\n"
 
 
+@pytest.mark.slow
 def test_calibrate_and_bench_run_speak_json_and_short_intervals_say_so(lab: Path) -> None:
     text = orchard("calibrate", "--suite", "suite.toml", "--baseline", "fast", "--runs", "6", cwd=lab)
     assert text.returncode == 0, text.stderr
@@ -52,6 +53,7 @@ def test_calibrate_and_bench_run_speak_json_and_short_intervals_say_so(lab: Path
     assert entry["subject"] == "fast" and entry["runs"] == 3 and entry["medians"]["wall_ms"] > 0
 
 
+@pytest.mark.slow
 def test_quiet_leaves_only_the_result(lab: Path) -> None:
     loud = orchard("verdict", "--suite", "suite.toml", "--baseline", "fast", "--candidate", "fast", "--json", cwd=lab)
     assert "pair order seed" in loud.stderr

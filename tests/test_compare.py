@@ -36,6 +36,7 @@ def lab(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_runs_that_line_up_are_compared_paired(lab: Path) -> None:
     old = _bench_run(lab, "fast", 8, "old")
     new = _bench_run(lab, "slow", 8, "new")
@@ -63,6 +64,7 @@ def test_runs_that_do_not_line_up_are_compared_unpaired_with_a_warning(lab: Path
     assert "unpaired comparison" in text.stdout and "warning:" in text.stdout
 
 
+@pytest.mark.slow
 def test_bad_inputs_exit_2_naming_the_file(lab: Path) -> None:
     old = _bench_run(lab, "fast", 6, "old")
     missing = orchard("compare", old, lab / "nope.jsonl", cwd=lab)

@@ -132,7 +132,7 @@ class Lab:
         return result.stdout
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module")  # ~12 s: every test that takes it is in the slow tier
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Lab:
     """The template as a built repository, the bench as another, and one A/A calibration."""
     root = tmp_path_factory.mktemp("demo-content")
@@ -184,6 +184,7 @@ def test_the_lab_reads_the_demo_backlog() -> None:
     assert sorted(h.id for h in backlog.load_file(demo.HYPOTHESES)) == sorted(OUTCOMES)
 
 
+@pytest.mark.slow
 def test_template_and_bench_tests_pass_and_leave_both_clean(lab: Lab) -> None:
     assert unit_tests(lab.target).returncode == 0
     assert unit_tests(lab.bench).returncode == 0
@@ -194,6 +195,7 @@ def test_template_and_bench_tests_pass_and_leave_both_clean(lab: Lab) -> None:
     assert all(fact in report for fact in scenario.expect)
 
 
+@pytest.mark.slow
 def test_every_patch_applies_after_both_wins_in_either_order(lab: Lab) -> None:
     wins = ["count-with-dict", "terse-report"]
     for order in (wins, wins[::-1]):
@@ -206,7 +208,7 @@ def test_every_patch_applies_after_both_wins_in_either_order(lab: Lab) -> None:
             git(checkout, "apply", "--check", str(demo.HERE / hypotheses()[hypothesis]["patch"]))
 
 
-@pytest.mark.slow  # the demo's timed win, measured (fast tier: the demo's gate verdict, top-ten-default)
+@pytest.mark.slow  # the demo's timed win, measured
 def test_count_with_dict_lands_on_wall_time(lab: Lab) -> None:
     candidate = lab.candidate("count-with-dict")
     assert candidate.built and candidate.tests.returncode == 0, candidate.tests.stderr
@@ -253,6 +255,7 @@ def test_terse_report_is_still_a_win_rebased_onto_main_after_the_time_win(lab: L
     assert metric(report, "report/stdout_bytes")["verdict"] == "improved"
 
 
+@pytest.mark.slow
 def test_top_ten_default_shrinks_the_output_but_is_regressed_by_information_recall(lab: Lab) -> None:
     candidate = lab.candidate("top-ten-default")
     assert candidate.built and candidate.tests.returncode == 0, candidate.tests.stderr
@@ -275,6 +278,7 @@ def test_single_write_has_no_effect_above_the_noise_floor(lab: Lab) -> None:
         assert metric(report, key)["verdict"] == "no-change"
 
 
+@pytest.mark.slow
 def test_longest_word_one_pass_fails_the_unit_tests_only(lab: Lab) -> None:
     candidate = lab.candidate("longest-word-one-pass")
     assert candidate.built
@@ -284,6 +288,7 @@ def test_longest_word_one_pass_fails_the_unit_tests_only(lab: Lab) -> None:
     assert lab.report(candidate.binary) == lab.report(lab.target / demo.BINARY)
 
 
+@pytest.mark.slow
 def test_tokenize_regex_edits_a_test_outside_its_scope(lab: Lab) -> None:
     hypothesis = hypotheses()["tokenize-regex"]
     candidate = lab.candidate("tokenize-regex")
@@ -295,6 +300,7 @@ def test_tokenize_regex_edits_a_test_outside_its_scope(lab: Lab) -> None:
     assert candidate.tests.returncode == 0
 
 
+@pytest.mark.slow
 def test_read_whole_file_stays_in_scope_but_modifies_the_bench(lab: Lab) -> None:
     hypothesis = hypotheses()["read-whole-file"]
     candidate = lab.candidate("read-whole-file")

@@ -51,11 +51,11 @@ def lab(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize(
     ("candidate", "verdict", "codes"),
-    [
-        ("base", "NO-CHANGE", {"regressed": 0, "inconclusive": 0, "any": 0}),
-        ("better", "PASS", {"regressed": 0, "inconclusive": 0, "any": 1}),
+    [  # the fast tier runs the one whose policies disagree most; the slow tier all four
+        pytest.param("base", "NO-CHANGE", {"regressed": 0, "inconclusive": 0, "any": 0}, marks=pytest.mark.slow),
+        pytest.param("better", "PASS", {"regressed": 0, "inconclusive": 0, "any": 1}, marks=pytest.mark.slow),
         ("wobbly", "INCONCLUSIVE", {"regressed": 0, "inconclusive": 1, "any": 1}),
-        ("worse", "REGRESSED", {"regressed": 1, "inconclusive": 1, "any": 1}),
+        pytest.param("worse", "REGRESSED", {"regressed": 1, "inconclusive": 1, "any": 1}, marks=pytest.mark.slow),
     ],
 )
 def test_fail_on_picks_the_exit_code(lab: Path, candidate: str, verdict: str, codes: dict[str, int]) -> None:

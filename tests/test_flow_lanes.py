@@ -77,6 +77,7 @@ def test_env_per_flow_and_per_command_reach_the_commands(lane_env: LaneEnv, tmp_
     assert "push command" in lines and not any(line.startswith("push flow") for line in lines)
 
 
+@pytest.mark.slow
 def test_twig_enters_the_task_loop_agent_task_and_interrupted_publication_by_its_flow(
     lane_env: LaneEnv, tmp_path: Path
 ) -> None:
@@ -138,6 +139,7 @@ def test_twig_enters_the_contention_lane_by_its_flow(lane_env: LaneEnv, tmp_path
 LANDED = 'landed = { argv = ["{git}", "--git-dir", "{remote_dir}", "rev-parse", "refs/heads/main"], cwd = "root" }'
 
 
+@pytest.mark.slow
 def test_whether_an_interrupted_publication_landed_is_the_flows_probe(lane_env: LaneEnv, tmp_path: Path) -> None:
     """The lane asks the flow's `[interrupted] landed` probe; it knows no CLI's way of asking."""
     binary, flow = twig.install(tmp_path)
@@ -170,6 +172,7 @@ SERVED = "agent_task_oak_local_v1"
 MATERIALIZATION = "legacy_selected_clone_materialization_v1"
 
 
+@pytest.mark.slow
 def test_twig_enters_the_owned_server_and_materialization_scenarios_by_its_flow(
     lane_env: LaneEnv, tmp_path: Path
 ) -> None:

@@ -112,6 +112,7 @@ name = "estimated_cycles"
 """
 
 
+@pytest.mark.slow
 @needs_valgrind
 def test_estimated_cycles_weigh_the_simulated_cache_accesses_and_repeat(tmp_path: Path) -> None:
     small = make_binary(tmp_path, "small", iterations=1000)
@@ -138,6 +139,7 @@ def test_the_estimate_is_the_documented_formula() -> None:
 
 
 @needs_valgrind
+@pytest.mark.slow
 def test_a_suite_measures_estimated_cycles_in_its_rows(tmp_path: Path) -> None:
     make_binary(tmp_path, "tool", iterations=1000)
     (tmp_path / "suite.toml").write_text(CYCLES_SUITE)

@@ -13,6 +13,7 @@ from orchard.errors import UsageError
 from tests.lanes_support import LaneEnv, cli_process, invoke, latest_rows, totals, wait_for, without_oak_on_path
 
 
+@pytest.mark.slow
 def test_two_and_eight_workers_in_both_modes_keep_every_commit(lane_env: LaneEnv) -> None:
     result = invoke(
         "bench",

@@ -87,6 +87,7 @@ def test_a_broken_subject_fails_each_gate(lane_env: LaneEnv, cache: Path) -> Non
     assert result.output.count("| FAIL |") == 3
 
 
+@pytest.mark.slow
 def test_twig_enters_the_core_lane_by_its_flow_and_opportunities_rank_core_beside_task_loop(
     lane_env: LaneEnv, cache: Path, tmp_path: Path
 ) -> None:

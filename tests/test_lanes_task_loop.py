@@ -63,6 +63,7 @@ def test_local_task_loop_rows_oracle_and_oak_skips(lane_env: LaneEnv, monkeypatc
     assert lane_env.leftovers() == []
 
 
+@pytest.mark.slow
 def test_daemon_transport_measures_network_bytes_and_stops_its_servers(lane_env: LaneEnv) -> None:
     result = invoke(
         "bench",
@@ -173,6 +174,7 @@ def test_push_that_lies_fails_the_oracle(lane_env: LaneEnv) -> None:
     assert "| `liar` | task_loop | 0 | oracle" in result.output
 
 
+@pytest.mark.slow
 def test_hanging_step_times_out_and_the_next_subject_runs(lane_env: LaneEnv) -> None:
     hang = lane_env.wrapper("hang-git", 'if [ "$1" = status ]; then sleep 60; fi\nexec git "$@"\n')
     result = invoke(

@@ -274,6 +274,7 @@ lock.print_total()
 """
 
 
+@pytest.mark.slow
 def test_two_campaigns_take_turns_instead_of_one_keeping_the_machine(tmp_path: Path, lock_env: dict[str, str]) -> None:
     """flock has no queue: without the courtesy pause, whoever holds it re-acquires between pairs."""
     procs = [

@@ -78,6 +78,7 @@ def test_pyperf_output_gives_one_row_per_value(tmp_path: Path) -> None:
     assert all(0 < r["wall_ms"] < 1 and r["unit"] == "second" for r in rows)
 
 
+@pytest.mark.slow
 def test_pytest_benchmark_json_gives_one_row_per_sample(tmp_path: Path) -> None:
     (tmp_path / "test_work.py").write_text(
         "def test_sort(benchmark):\n    benchmark(sorted, list(range(1000, 0, -1)))\n"

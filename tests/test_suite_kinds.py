@@ -98,6 +98,7 @@ def verdict(lab: Path, candidate: str) -> tuple[int, dict]:
     return result.returncode, json.loads(result.stdout)
 
 
+@pytest.mark.slow
 def test_fewer_tokens_and_calls_from_a_rows_harness_pass_exactly(lab: Path) -> None:
     code, report = verdict(lab, subject(lab, "lean", calls=4, tokens=900))
     assert code == 0 and report["verdict"] == "PASS"
@@ -109,12 +110,14 @@ def test_fewer_tokens_and_calls_from_a_rows_harness_pass_exactly(lab: Path) -> N
     assert "task/oracle_passed" not in by_key  # recorded for the gate, not judged
 
 
+@pytest.mark.slow
 def test_oracle_drop_is_regressed_despite_token_win(lab: Path) -> None:
     code, report = verdict(lab, subject(lab, "cheat", tokens=300, oracle=0))
     assert code == 1 and report["verdict"] == "REGRESSED"
     assert any(g["name"] == "no_drop" and not g["passed"] for g in report["gates"])
 
 
+@pytest.mark.slow
 def test_rows_from_unlike_transports_are_never_compared(lab: Path) -> None:
     code, report = verdict(lab, subject(lab, "networked", transport="network"))
     assert code == 1 and report["verdict"] == "ERROR"

@@ -10,6 +10,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from orchard.bench import tokens
 from orchard.jsonlines import read_jsonl
 from tests.helpers import make_binary, orchard
@@ -42,6 +44,7 @@ name = "tool_call_count"
 """
 
 
+@pytest.mark.slow
 def test_identical_binaries_under_other_names_and_directories_count_the_same_tokens(tmp_path: Path) -> None:
     short = make_binary(tmp_path, "a.sh", iterations=10)
     deep = tmp_path / "a" / "much" / "deeper" / "install" / "prefix" / "bin"

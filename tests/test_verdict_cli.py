@@ -82,6 +82,7 @@ def test_failing_baseline_is_an_error_not_a_number(lab: Path) -> None:
     assert "scenario 'loop'" in report["reasons"][0] and "exit 3" in report["reasons"][0]
 
 
+@pytest.mark.slow
 def test_calibration_is_cached_and_reported_with_its_age(lab: Path) -> None:
     result = orchard("calibrate", "--suite", "suite.toml", "--baseline", "fast", "--runs", "10", cwd=lab)
     assert result.returncode == 0, result.stderr
@@ -92,6 +93,7 @@ def test_calibration_is_cached_and_reported_with_its_age(lab: Path) -> None:
     assert "pair order seed:" in text.stdout
 
 
+@pytest.mark.slow
 def test_rows_record_pairs_in_randomized_order_with_warmup(lab: Path) -> None:
     _, report = verdict(lab, "fast-copy", "fast", "--seed", "42")
     assert report["seed"] == 42
@@ -106,6 +108,7 @@ def test_rows_record_pairs_in_randomized_order_with_warmup(lab: Path) -> None:
     assert (lab / report["summary"]).read_text().startswith("# Measurement summary")
 
 
+@pytest.mark.slow
 def test_two_verdicts_at_once_never_overlap_their_measured_runs(lab: Path) -> None:
     import subprocess
     import sys
@@ -149,6 +152,7 @@ def test_bench_run_measures_named_subjects(lab: Path) -> None:
     assert "| loop | fast | 3 | 0 |" in result.stdout and "| loop | slow | 3 | 0 |" in result.stdout
 
 
+@pytest.mark.slow
 def test_a_verdict_taken_as_a_library_writes_the_summary_its_record_names(lab: Path) -> None:
     """The lab takes verdicts through the library, not the CLI: the campaign writes its own summaries."""
     verdict = run_verdict(load_suite(lab / "suite.toml"), lab / "fast", lab / "fast-copy", results=lab / "results")
@@ -157,6 +161,7 @@ def test_a_verdict_taken_as_a_library_writes_the_summary_its_record_names(lab: P
     assert list((lab / "results" / "calibrate").glob("*.md")), "the calibration it ran first has its summary too"
 
 
+@pytest.mark.slow
 def test_a_virtualenv_python_is_measured_inside_its_virtualenv(tmp_path: Path) -> None:
     """`.venv/bin/python` is a symlink to the base interpreter: run through its target, the venv's packages vanish."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)

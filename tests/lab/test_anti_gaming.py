@@ -420,6 +420,7 @@ LAB = {"workers": one_worker(), "stop": {"top_attempted": 4, "idle_loops": 10},
        "launchers": {name: command_launcher(f"{template}; {FINISHED}") for name, template in WORKERS.items()}}
 
 
+@pytest.mark.slow
 def test_hostile_workers_through_the_loop_are_each_killed_with_their_own_reason(
         tmp_path: Path, repos: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, mark: str) -> None:
     from orchard.lab.loop import Lab

@@ -116,7 +116,7 @@ finished
     assert "faster now" not in git(repo, "log", "--all", "-p")
 
 
-@pytest.mark.parametrize("onto", ["judge/target main", "the target's lab/main"])
+@pytest.mark.parametrize("onto", slow_but(["judge/target main", "the target's lab/main"], "judge/target main"))
 def test_commit_onto_the_labs_own_target_clone(tmp_path: Path, onto: str) -> None:
     """A real win, and a backdoor committed where the lab merges or publishes: it stops before moving anything."""
     if onto == "judge/target main":  # committed right there
@@ -231,7 +231,7 @@ cd .. && mv target elsewhere && ln -s elsewhere target
     assert not _events(ws, "merge")
 
 
-@pytest.mark.parametrize("ending", ["timed-out", "exit-nonzero"])
+@pytest.mark.parametrize("ending", slow_but(["timed-out", "exit-nonzero"], "exit-nonzero"))
 def test_a_worker_that_did_not_finish_is_never_judged(tmp_path: Path, ending: str) -> None:
     """A real win and a valid report, but the worker was killed by its timeout, or crashed: KILL, saying so."""
     tail = "sleep 600" if ending == "timed-out" else "exit 3"
@@ -242,6 +242,7 @@ def test_a_worker_that_did_not_finish_is_never_judged(tmp_path: Path, ending: st
     assert not _events(ws, "merge")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", slow_but([signal.SIGINT, signal.SIGTERM], signal.SIGINT))
 def test_a_worker_the_lab_stopped_is_started_again(tmp_path: Path, sig: signal.Signals) -> None:
     """`orchard run` stopped mid-worker (Ctrl-C, SIGTERM): on resume the worker starts again, never collected."""

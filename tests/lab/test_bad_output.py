@@ -140,6 +140,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         yield mount_point
 
 
+@pytest.mark.slow
 def test_a_worker_that_fills_its_disk_is_killed_and_the_lab_goes_on(
     tmp_path: Path, target_repo: Path, small_disk: Path
 ) -> None:

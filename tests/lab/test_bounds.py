@@ -122,6 +122,7 @@ def test_a_hypothesis_file_with_confidence_7_is_refused_whole(lab: Path, tmp_pat
 INJECTED = "Fine title\n# INJECTED heading\n| a | b |"
 
 
+@pytest.mark.slow
 def test_titles_and_worker_output_never_become_markdown_headings(tmp_path: Path, target_repo: Path) -> None:
     # the worker's change breaks the build, whose last line of output is a would-be heading
     root = _lab(tmp_path, target_repo, {"breaks-build": "printf '#!/bin/sh\\n' > {target_dir}/src/alpha.txt; "

@@ -21,6 +21,7 @@ import pytest
 from orchard.errors import UsageError
 from orchard.lab.executors import Job, make_executor, tmux
 from orchard.lab.executors.tmux import TmuxExecutor
+from tests.helpers import slow_but
 from tests.lab.lab_helpers import assert_nothing_left, processes_marked, wait_for
 
 EXECUTORS = ["tmux", "subprocess"]
@@ -150,7 +151,7 @@ def test_auto_picks_tmux_when_installed(socket_name: str) -> None:
         make_executor("docker", socket_name)
 
 
-@pytest.mark.parametrize("kind", EXECUTORS)
+@pytest.mark.parametrize("kind", slow_but(EXECUTORS, "subprocess"))
 def test_duration_is_the_workers_real_exit_not_when_the_loop_got_to_it(
     kind: str, tmp_path: Path, socket_name: str, mark: str
 ) -> None:

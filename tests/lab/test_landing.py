@@ -200,6 +200,7 @@ def test_a_target_that_refuses_is_named_at_the_start_with_the_fix(tmp_path: Path
     state.close()
 
 
+@pytest.mark.slow
 def test_a_publication_refused_after_the_start_is_never_reported_merged(tmp_path: Path, user_repo: Path) -> None:
     ws, state = _lab(tmp_path, user_repo)
     hook = user_repo / ".git" / "hooks" / "pre-receive"
@@ -220,6 +221,7 @@ def test_a_publication_refused_after_the_start_is_never_reported_merged(tmp_path
     state.close()
 
 
+@pytest.mark.slow
 def test_the_final_numbers_are_one_paired_verdict_of_main_at_the_end_against_the_start(
     tmp_path: Path, user_repo: Path
 ) -> None:

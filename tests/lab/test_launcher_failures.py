@@ -24,6 +24,7 @@ import pytest
 
 from orchard.lab.state import LabState
 from orchard.lab.workspace_init import init_workspace
+from tests.helpers import slow_but
 from tests.lab.lab_helpers import ALPHA_TARGET, CLI_HELP, command_launcher, git, lab_config, one_worker
 from tests.lab.loop_support import snapshot
 
@@ -125,7 +126,7 @@ def _recorded(cli: str, state: str) -> str:
     return " ".join((CLI_HELP / entry["output"]).read_text().split())
 
 
-@pytest.mark.parametrize("command", ["run", "plan"])
+@pytest.mark.parametrize("command", slow_but(["run", "plan"], "run"))
 def test_a_missing_or_logged_out_agent_is_refused_before_any_hypothesis_is_touched(
     lab: tuple[Path, dict[str, str]], command: str
 ) -> None:
@@ -225,6 +226,7 @@ launcher = "edit"
     assert git(target_repo, "status", "--porcelain") == ""
 
 
+@pytest.mark.slow
 def test_backlog_add_refuses_an_unknown_metric_or_launcher(lab: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     root, env = lab
     before = snapshot(root)
@@ -242,6 +244,7 @@ launcher = "gemini"
     assert snapshot(root) == before
 
 
+@pytest.mark.slow
 def test_only_the_launcher_whose_agent_is_logged_out_is_named(lab: tuple[Path, dict[str, str]]) -> None:
     root, env = lab
     before = snapshot(root)
@@ -251,6 +254,7 @@ def test_only_the_launcher_whose_agent_is_logged_out_is_named(lab: tuple[Path, d
     assert snapshot(root) == before
 
 
+@pytest.mark.slow
 def test_a_credential_variable_lets_a_logged_out_agent_run(lab: tuple[Path, dict[str, str]]) -> None:
     """Claude Code counts its key as a login; Codex still says "Not logged in", but its worker gets the key."""
     root, env = lab
@@ -265,6 +269,7 @@ def test_a_credential_variable_lets_a_logged_out_agent_run(lab: tuple[Path, dict
         state.close()
 
 
+@pytest.mark.slow
 def test_a_cli_without_a_status_command_is_let_through_and_said_so(lab: tuple[Path, dict[str, str]]) -> None:
     root, env = lab
     result = _orchard("run", root, env={**env, "STANDIN_OLDER": "claude", "STANDIN_MODE": "auth-error"})

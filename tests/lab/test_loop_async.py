@@ -40,6 +40,7 @@ def _config(log: Path, finish: Path) -> str:
     )
 
 
+@pytest.mark.slow
 def test_workers_are_assigned_and_collected_while_the_judge_works(
         make_workspace: Callable[..., Workspace], tmp_path: Path, mark: str,
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -187,6 +187,7 @@ def finished_lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mark: str) -> 
     return ws, repo
 
 
+@pytest.mark.slow
 def test_every_number_of_the_reports_and_the_dashboard_is_the_journals(
         finished_lab: tuple[Workspace, Path], mark: str) -> None:
     ws, repo = finished_lab

@@ -17,6 +17,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tests.lab.lab_helpers import lab_events, wait_for
 from tests.lab.loop_support import snapshot
 from tests.lab.test_bad_output import _lab, _orchard, _outcomes
@@ -32,6 +34,7 @@ def _one_error(result: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_a_second_run_is_refused_naming_the_first_and_a_sigkill_releases_the_lock(
     tmp_path: Path, target_repo: Path
 ) -> None:
@@ -75,6 +78,7 @@ HOLDER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_backlog_add_while_another_process_holds_the_write_lock_gives_one_message(
     tmp_path: Path, target_repo: Path
 ) -> None:
