@@ -21,7 +21,7 @@ builds it:
 - `timed-out` / `cancelled` / `exit-nonzero`: how the process ended.
 
 A worker's checkouts are foreign: they are never read with their own VCS
-configuration. Each is read through a fresh judge-owned clone at its base
+configuration. Each is read through a fresh judge-owned repository holding its base
 (`judge/collect-<experiment>/`), whose repository looks at the worker's
 files (`Vcs.foreign_changes`); nothing in the worker's `.git` runs or counts.
 
@@ -183,7 +183,7 @@ def _flags(*, tampered: bool, violations: list[str], committed: bool, unchanged:
 
 def _foreign(vcs: Vcs, source: Path, work_tree: Path, base: str, clean: Path, ignore: Sequence[str], *,
              patch: bool = True) -> Changes:
-    """A worker's checkout read through a fresh clone of ours at `base` (`patch=False`: its changed files only)."""
+    """A worker's checkout read through a fresh repository of ours holding `base` (`patch=False`: names only)."""
     if clean.exists():
         shutil.rmtree(clean)
     clean.parent.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,7 @@ runs in the orchestrator), and the lab's identity is passed with `-c` per
 commit, so no configuration file is ever written.
 
 A worker's checkout is foreign: `foreign_changes` reads its files through a
-judge-owned clone's repository (`--git-dir` ours, `--work-tree` theirs), with
+judge-owned repository (`--git-dir` ours, `--work-tree` theirs), with
 no system or global configuration, so nothing in the worker's `.git`
 (config, hooks, fsmonitor, filter or diff drivers, index) is ever read.
 """
