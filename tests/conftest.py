@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +11,17 @@ import pytest
 
 from tests.helpers import session_lock_file
 from tests.lanes_support import LaneEnv, assert_no_children
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give the processes the tests start a Ctrl-C of their own, however the test run was started.
+
+    A shell without job control starts a background command (`.ci/run &`, a CI runner's step) with
+    SIGINT ignored, and an ignored signal stays ignored in every process started from it: the Ctrl-C
+    tests could not interrupt what they test. A handler, unlike "ignored", is reset at exec.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)

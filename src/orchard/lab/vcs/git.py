@@ -138,12 +138,10 @@ class GitVcs(Vcs):
         }
 
     def clone(self, source: str, dest: Path, commit: str | None = None) -> str:
-        dest = Path(dest)
-        # A local source is cloned with hard-linked objects (git's default
-        # for paths): cheap, and safe if the source is later repacked.
-        source_git = _own_git_dir(Path(source)) if Path(source).is_dir() else None
+        # A local source is cloned with hard-linked objects (git's default for paths): cheap, and safe if
+        # the source is later repacked. At the source's own head, git's own checkout gives it: one process less.
+        dest, source_git = Path(dest), _own_git_dir(Path(source)) if Path(source).is_dir() else None
         if commit is None or (source_git is not None and read_head(source_git) == commit):
-            # the source's head is the commit asked for: git's own checkout gives it, one process less
             self._git(None, "clone", "--quiet", str(source), str(dest))
             if commit is not None:  # detached there, as `checkout --detach` leaves it (the index is already it)
                 (dest / ".git" / "HEAD").write_text(f"{commit}\n", encoding="ascii")
@@ -153,13 +151,9 @@ class GitVcs(Vcs):
         return self.head(dest)
 
     def reader_clone(self, source: str, dest: Path, commit: str) -> None:
-        """An empty repository of the judge's that borrows `source`'s objects (git's alternates).
-
-        `foreign_changes` reads the base's tree into a private index through it;
-        what it stages is written here, never into `source`. One process, where
-        a clone took two and left a tree of hard links to remove. A base
-        `source` lacks fails in `read-tree`, with git's own message.
-        """
+        """An empty repository of the judge's borrowing `source`'s objects (alternates): `foreign_changes` reads
+        the base into a private index through it, and what it stages is written here, never into `source`. One
+        process (a clone took two, and left hard links to remove); a missing base fails in `read-tree`."""
         objects = _own_git_dir(Path(source))
         objects = (objects if objects is not None else Path(source).absolute()) / "objects"
         if not objects.is_dir():
