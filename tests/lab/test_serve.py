@@ -25,6 +25,13 @@ from tests.lab.lab_helpers import wait_for
 from tests.lab.serve_support import fetch, serving, wait_until_served
 
 
+@pytest.fixture(autouse=True)
+def _idle_machine(_private_state: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A measurement lock of the test's own: the page shows the lock, and the test run's is taken by other
+    xdist workers' measured tests, which would change the page under a test that expects an idle lab."""
+    monkeypatch.setenv("ORCHARD_LOCK_FILE", str(tmp_path / "idle-machine.lock"))
+
+
 @pytest.fixture
 def demo(tmp_path: Path) -> Workspace:
     return make_demo(tmp_path / "demo", only=["count-with-dict", "terse-report", "single-write"])
@@ -157,11 +164,8 @@ def test_status_watch_redraws_in_a_terminal_until_ctrl_c(demo: Workspace) -> Non
 
 
 def test_the_snapshot_is_rebuilt_only_when_what_it_shows_changed(
-        demo: Workspace, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+        demo: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
     from orchard.lab import serve, view
-
-    # the page shows the measurement lock: the test run's own is taken by other workers' measured tests
-    monkeypatch.setenv("ORCHARD_LOCK_FILE", str(tmp_path / "idle-machine.lock"))
 
     builds: list[float] = []
     real_build = view.build
