@@ -113,6 +113,7 @@ def test_twig_enters_the_task_loop_agent_task_and_interrupted_publication_by_its
     assert "twig save stages and commits in one call" in summary  # every note, not only describe
 
 
+@pytest.mark.slow
 def test_twig_enters_the_contention_lane_by_its_flow(lane_env: LaneEnv, tmp_path: Path) -> None:
     binary, flow = twig.install(tmp_path)
     result = invoke(

@@ -236,6 +236,7 @@ def test_ctrl_c_stops_servers_and_removes_workdirs(lane_env: LaneEnv) -> None:
     assert list((lane_env.results / "task-loop").glob("*.jsonl"))  # rows measured so far are kept
 
 
+@pytest.mark.slow
 def test_the_same_git_at_a_long_path_under_a_long_name_counts_the_same_tokens(
     lane_env: LaneEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:

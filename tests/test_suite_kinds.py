@@ -124,6 +124,7 @@ def test_rows_from_unlike_transports_are_never_compared(lab: Path) -> None:
     assert "remote_transport" in report["reasons"][0] and "not comparable" in report["reasons"][0]
 
 
+@pytest.mark.slow
 def test_custom_command_gate_runs_on_the_candidate(lab: Path) -> None:
     broken = lab / "broken"
     broken.write_text("#!/bin/sh\nexit 4\n")

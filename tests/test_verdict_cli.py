@@ -68,6 +68,7 @@ def test_faster_but_losing_information_is_regressed_by_the_gate(lab: Path) -> No
     assert [g["name"] for g in report["gates"] if not g["passed"]] == ["information_recall"]
 
 
+@pytest.mark.slow
 def test_nondeterministic_output_fails_determinism_gate(lab: Path) -> None:
     code, report = verdict(lab, "flaky")
     assert code == 1 and report["verdict"] == "REGRESSED"

@@ -30,6 +30,7 @@ from orchard.lab.prompts import prompt_text
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 from orchard.lab.workspace_init import init_workspace
+from tests.helpers import slow_but
 from tests.lab.lab_helpers import command_launcher, git, lab_config, make_repo, one_worker
 from tests.lab.loop_support import FINISHED, bare_candidate, metric, verdict_of
 
@@ -189,7 +190,7 @@ def test_the_held_out_copy_is_not_tampering_but_editing_it_is(tmp_path: Path, re
     assert candidate.bench_changes == ["fixtures/visible.txt"]
 
 
-@pytest.mark.parametrize("kind", ["special-case", "cache-by-hash"])
+@pytest.mark.parametrize("kind", slow_but(["special-case", "cache-by-hash"], "special-case"))
 def test_special_casing_the_visible_input_is_killed_on_the_held_out_one(
         tmp_path: Path, repos: tuple[Path, Path], kind: str) -> None:
     ws = workspace(tmp_path, repos)

@@ -155,7 +155,8 @@ with db:
 """
 
 
-@pytest.mark.parametrize("forgery", ["patch out of scope", "patch not the one hashed"])
+@pytest.mark.parametrize("forgery", slow_but(["patch out of scope", "patch not the one hashed"],
+                                             "patch not the one hashed"))
 def test_a_forged_lab_db_judgment(tmp_path: Path, forgery: str) -> None:
     """The worker writes LAND into lab.db: its patch leaves the scope, or is not the patch its sha256 is of."""
     forge = tmp_path / "forge.py"

@@ -167,6 +167,7 @@ def test_a_worker_that_fills_its_disk_is_killed_and_the_lab_goes_on(
 
 @pytest.mark.parametrize("when", slow_but(["still-running", "ended"], "still-running"))
 @pytest.mark.parametrize("executor", slow_but(["subprocess", "tmux"], "subprocess"))
+@pytest.mark.slow
 def test_an_orchard_killed_between_launching_a_worker_and_recording_it_never_starts_a_second_one(
     tmp_path: Path, target_repo: Path, executor: str, when: str
 ) -> None:

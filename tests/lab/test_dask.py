@@ -258,6 +258,7 @@ def test_the_lab_trusts_the_patch_not_what_a_remote_worker_says_about_it(tmp_pat
     assert "ran on dask worker elsewhere" in Path(candidate.log_path).read_text()
 
 
+@pytest.mark.slow
 def test_an_unreachable_scheduler_is_one_clear_error(tmp_path: Path, mark: str,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     ws = make_demo(tmp_path / "lab", workers=1, only=["terse-report"])

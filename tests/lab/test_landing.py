@@ -161,7 +161,7 @@ def test_a_kill_at_each_landing_step_resumes_at_the_first_step_not_done(
     state.close()
 
 
-@pytest.mark.parametrize("step", slow_but(["main-check", *REVERT_STEPS], "revert"))
+@pytest.mark.parametrize("step", slow_but(["main-check", *REVERT_STEPS]))  # fast tier: the merge kill above
 def test_a_kill_while_reverting_resumes_and_publishes_the_revert(
     tmp_path: Path, user_repo: Path, step: str
 ) -> None:
