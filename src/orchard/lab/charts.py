@@ -84,6 +84,14 @@ def _pct_points(effect: MetricEffect) -> tuple[float, float, float] | None:
     return value, max(0.0, value - low), max(0.0, high - value)
 
 
+def _effects(effects: Sequence[MetricEffect], **error_style: Any) -> dict[str, Any]:
+    """A trace's y values and error bars: each effect and its interval, in percent."""
+    triples = [_pct_points(m) for m in effects]
+    return {"y": [t[0] if t else None for t in triples],
+            "error_y": {"type": "data", "symmetric": False, "array": [t[2] if t else None for t in triples],
+                        "arrayminus": [t[1] if t else None for t in triples], **error_style}}
+
+
 def _better(view: LabView, key: str) -> str:
     return f"{view.directions.get(key, 'lower')} is better"
 
@@ -96,9 +104,13 @@ def _layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, A
             "legend": {"orientation": "h", "y": -0.3}, **WHITE, **extra}
 
 
-def _floor_band(floor: float) -> dict[str, Any]:
-    return {"type": "rect", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": -floor * 100, "y1": floor * 100,
-            "fillcolor": FLOOR_FILL, "line": {"width": 0}, "layer": "below"}
+def _percent_layout(title: str, x_title: str, y_title: str, floor: float) -> dict[str, Any]:
+    """A layout for effects in percent, the noise floor drawn as a band around zero."""
+    layout = _layout(title, x_title, y_title, shapes=[{
+        "type": "rect", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": -floor * 100, "y1": floor * 100,
+        "fillcolor": FLOOR_FILL, "line": {"width": 0}, "layer": "below"}])
+    layout["yaxis"]["ticksuffix"] = "%"
+    return layout
 
 
 def _floor_legend(floor: float) -> dict[str, Any]:
@@ -156,24 +168,16 @@ def main_over_time(view: LabView) -> list[Chart]:
             }]
             layout = _layout(title, "time (UTC)", f"{key} ({unit(key) or 'value'}), exact · {_better(view, key)}")
         else:
-            triples = [_pct_points(m) for _, m in points]
             floor = view.floors.get(key, 0.0)
             data = [{
                 "type": "scatter",
                 "x": times,
-                "y": [t[0] if t else None for t in triples],
+                **_effects([m for _, m in points], visible=True),
                 "mode": "lines+markers+text",
                 "name": "main vs start",
                 "line": {"shape": "hv", "color": "#1f77b4"},
                 "text": [short_commit(step.commit) for step, _ in points],
                 "textposition": "top center",
-                "error_y": {
-                    "type": "data",
-                    "symmetric": False,
-                    "array": [t[2] if t else None for t in triples],
-                    "arrayminus": [t[1] if t else None for t in triples],
-                    "visible": True,
-                },
                 "customdata": [
                     [label, pct(m.effect), interval(m.low, m.high), h]
                     for label, (_, m), h in zip(labels, points, how, strict=True)
@@ -181,9 +185,7 @@ def main_over_time(view: LabView) -> list[Chart]:
                 "hovertemplate": "%{customdata[0]}<br>effect %{customdata[1]} %{customdata[2]}<br>%{customdata[3]}"
                 "<extra></extra>",
             }, _floor_legend(floor)]
-            layout = _layout(title, "time (UTC)", f"change vs lab start (%) · {_better(view, key)}",
-                             shapes=[_floor_band(floor)])
-            layout["yaxis"]["ticksuffix"] = "%"
+            layout = _percent_layout(title, "time (UTC)", f"change vs lab start (%) · {_better(view, key)}", floor)
         charts.append(_chart(f"main-{_slug(key)}", title, data, layout, [step.at for step, _ in points]))
     return charts
 
@@ -235,15 +237,10 @@ def experiments(view: LabView) -> list[Chart]:
                           "textposition": "top center",
                           "marker": {"color": colour, "size": 11, "symbol": "diamond"}}
             else:
-                triples = [_pct_points(m) for _, m in mine]
-                trace |= {"y": [t[0] if t else None for t in triples],
+                trace |= {**_effects([m for _, m in mine], color=colour),
                           "text": [pct(m.effect) for _, m in mine],
                           "textposition": "middle right",
-                          "marker": {"color": colour, "size": 10},
-                          "error_y": {"type": "data", "symmetric": False,
-                                      "array": [t[2] if t else None for t in triples],
-                                      "arrayminus": [t[1] if t else None for t in triples],
-                                      "color": colour}}
+                          "marker": {"color": colour, "size": 10}}
             data.append(trace)
         x_title = "experiment (each against its own base)"
         if exact:
@@ -251,9 +248,7 @@ def experiments(view: LabView) -> list[Chart]:
         else:
             floor = view.floors.get(key, max(m.floor for _, m in rows))
             data.append(_floor_legend(floor))
-            layout = _layout(title, x_title, f"effect vs its base (%) · {_better(view, key)}",
-                             shapes=[_floor_band(floor)])
-            layout["yaxis"]["ticksuffix"] = "%"
+            layout = _percent_layout(title, x_title, f"effect vs its base (%) · {_better(view, key)}", floor)
         layout["xaxis"] |= {"type": "category", "tickangle": -30}
         charts.append(_chart(f"experiments-{_slug(key)}", title, data, layout))
     return charts

@@ -140,7 +140,7 @@ class GitVcs(Vcs):
     def clone(self, source: str, dest: Path, commit: str | None = None) -> str:
         # A local source is cloned with hard-linked objects (git's default for paths): cheap, and safe if
         # the source is later repacked. At the source's own head, git's own checkout gives it: one process less.
-        dest, source_git = Path(dest), _own_git_dir(Path(source)) if Path(source).is_dir() else None
+        dest, source_git = Path(dest), _own_git_dir(Path(source))  # None for a URL or a bare repository
         if commit is None or (source_git is not None and read_head(source_git) == commit):
             self._git(None, "clone", "--quiet", str(source), str(dest))
             if commit is not None:  # detached there, as `checkout --detach` leaves it (the index is already it)
