@@ -202,6 +202,24 @@ finished
     assert decisions[0].startswith("LAND"), decisions  # the change itself was judged as any other
 
 
+def test_what_collection_stages_never_enters_the_labs_repository(tmp_path: Path) -> None:
+    """The judge stages a worker's files to read them: into a repository of its own, never the lab's clone."""
+    leaked = "only this worker ever wrote this line\n"
+    ws, repo = _lab(tmp_path, f"""
+win
+printf '{leaked.strip()}\\n' > src/leak.txt
+finished
+""")
+    decisions = _run(ws)
+    assert decisions[0].startswith("KILL") and "src/leak.txt" in decisions[0], decisions
+    blob = subprocess.run(["git", "hash-object", "--stdin"], input=leaked, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    for where in (ws.reference_target, repo):
+        found = subprocess.run(["git", "-C", str(where), "cat-file", "-e", blob], capture_output=True)
+        assert found.returncode != 0, f"the worker's file is an object in {where}"
+    assert not list(ws.judge_dir.glob("collect-*")), "the judge's reader repositories are removed"
+
+
 def test_symlinks_and_special_files(tmp_path: Path) -> None:
     """A real win beside a symlink to /etc/passwd and a FIFO: refused, each file named; a link inside may stay."""
     ws, repo = _lab(tmp_path, """
