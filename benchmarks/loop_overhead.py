@@ -52,14 +52,13 @@ import libtmux
 from orchard.bench.machine import machine_facts, machine_fingerprint
 from orchard.demo.lab import make_demo
 from orchard.lab.db.state import LabState
-from orchard.lab.judge import builds
 from orchard.lab.judge import ladder as judge
 from orchard.lab.judge import measuring as verdicts
 from orchard.lab.loop import collection, resume, stop, sweep, worker_start
 from orchard.lab.loop import lab as loop_module
 from orchard.lab.loop import start as start_module
 from orchard.lab.loop.lab import Lab
-from orchard.lab.workers import bench_view
+from orchard.lab.workers import bench_view, builds
 from orchard.lab.workers.executors.base import Executor
 from orchard.lab.workers.vcs.base import Vcs
 from orchard.lab.workers.workspace import Workspace

@@ -613,12 +613,12 @@ def backlog_list(workspace: Path, as_json: bool, show_all: bool) -> None:
     """The open hypotheses, best score first."""
     import json as jsonlib
 
-    from orchard.lab.loop import backlog
+    from orchard.lab.db.ranking import ranked
     from orchard.lab.records.hypothesis import HypothesisStatus
 
     statuses = tuple(HypothesisStatus) if show_all else (HypothesisStatus.OPEN,)
     with _open_lab(workspace) as (_, state):
-        records = backlog.ranked(state, statuses)
+        records = ranked(state, statuses)
     if as_json:
         click.echo(
             jsonlib.dumps(
@@ -718,9 +718,10 @@ def backlog_add(
         metrics = [] if from_opportunities else metric_keys(ws)
         backlog.add_all(state, hypotheses, source=source, origin=origin, metrics=metrics,
                         launchers=list(ws.config.launchers))
+        from orchard.lab.notebook import backlog_file
         from orchard.lab.notebook.files import write_atomic
 
-        write_atomic(ws.root / "backlog.md", backlog.render(state))
+        write_atomic(ws.root / "backlog.md", backlog_file.render(state))
     _print_added(hypotheses)
 
 
@@ -728,12 +729,13 @@ def backlog_add(
 @workspace_argument
 def backlog_rank(workspace: Path) -> None:
     """Rank the open hypotheses again and rewrite backlog.md."""
-    from orchard.lab.loop import backlog
+    from orchard.lab.db.ranking import ranked
+    from orchard.lab.notebook import backlog_file
     from orchard.lab.notebook.files import write_atomic
 
     with _open_lab(workspace) as (ws, state):
-        write_atomic(ws.root / "backlog.md", backlog.render(state))
-        records = backlog.ranked(state)
+        write_atomic(ws.root / "backlog.md", backlog_file.render(state))
+        records = ranked(state)
     _print_ranked(records)
     click.echo(f"wrote {ws.root / 'backlog.md'}")
 

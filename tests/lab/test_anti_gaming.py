@@ -19,10 +19,11 @@ from orchard.bench.verdict import MetricResult
 from orchard.lab.config.orchard_toml import ConfigError
 from orchard.lab.db.state import LabState
 from orchard.lab.judge import plausibility, review, weakened
-from orchard.lab.judge.builds import Check
-from orchard.lab.judge.candidate import Flag, collect_candidate
+from orchard.lab.judge.candidate import collect_candidate
 from orchard.lab.judge.ladder import decide, judge
 from orchard.lab.loop import backlog
+from orchard.lab.records.build import Check
+from orchard.lab.records.candidate import Flag
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis, in_scope, is_test_file, outside_scope
 from orchard.lab.records.judgment import Decision, Judgment, Rule

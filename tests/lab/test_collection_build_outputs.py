@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from orchard.lab.judge import builds
 from orchard.lab.judge import ladder as judge
-from orchard.lab.judge.candidate import Candidate, collect_candidate
+from orchard.lab.judge.candidate import collect_candidate
+from orchard.lab.records.candidate import Candidate
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.workers import builds
 from orchard.lab.workers.executors import JobResult
 from orchard.lab.workers.launchers import make_launcher
 from orchard.lab.workers.workspace import Workspace

@@ -19,10 +19,12 @@ from orchard.demo.lab import make_demo
 from orchard.lab.config import orchard_toml as config_module
 from orchard.lab.config import rendered as config_file
 from orchard.lab.db.state import LabState
-from orchard.lab.judge.candidate import Flag, from_remote
+from orchard.lab.judge.candidate import from_remote
+from orchard.lab.records.candidate import Flag
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.records.judgment import Decision, Rule
+from orchard.lab.records.worker import WorkerCheckout
 from orchard.lab.workers.launchers import make_launcher
 from orchard.lab.workers.remote import (
     RemoteExperiment,
@@ -33,7 +35,7 @@ from orchard.lab.workers.remote import (
     scratch_dir,
 )
 from orchard.lab.workers.serving import RepositoryServer, ServedRepositories
-from orchard.lab.workers.workspace import WorkerCheckout, Workspace
+from orchard.lab.workers.workspace import Workspace
 from tests.lab.lab_helpers import assert_nothing_left, git, stop_process_groups, wait_for
 from tests.lab.lab_helpers import lab_events as events
 from tests.lab.loop_support import FINISHED

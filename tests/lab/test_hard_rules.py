@@ -20,16 +20,17 @@ import pytest
 from orchard.bench.verdict import Verdict
 from orchard.lab.config.orchard_toml import LauncherConfig
 from orchard.lab.db.state import LabState
-from orchard.lab.judge import builds
 from orchard.lab.judge import ladder as judging
-from orchard.lab.judge.builds import Check
-from orchard.lab.judge.candidate import Candidate, collect_candidate
+from orchard.lab.judge.candidate import collect_candidate
 from orchard.lab.judge.ladder import decide
 from orchard.lab.judge.measuring import LabIntegrityError, assert_bench_untouched
 from orchard.lab.loop import backlog
+from orchard.lab.records.build import Check
+from orchard.lab.records.candidate import Candidate
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis, HypothesisStatus
 from orchard.lab.records.judgment import Decision, Judgment, Rule
+from orchard.lab.workers import builds
 from orchard.lab.workers.executors import JobResult
 from orchard.lab.workers.launchers import make_launcher
 from orchard.lab.workers.workspace import Workspace

@@ -15,7 +15,8 @@ from pathlib import Path
 import libtmux
 import pytest
 
-from orchard.lab.judge.candidate import Candidate, collect_candidate
+from orchard.lab.judge.candidate import collect_candidate
+from orchard.lab.records.candidate import Candidate
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.workers.executors import Executor, JobResult, make_executor

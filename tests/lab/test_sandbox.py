@@ -19,10 +19,11 @@ import psutil
 import pytest
 
 from orchard.lab.db.state import LabState
-from orchard.lab.judge import builds, review
+from orchard.lab.judge import review
 from orchard.lab.loop.lab import Lab
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.workers import builds
 from orchard.lab.workers.executors import make_executor
 from orchard.lab.workers.launchers import make_launcher
 from orchard.lab.workers.prompts import render_prompt

@@ -19,10 +19,10 @@ import pytest
 from orchard.bench.measure import RunSpec, observe, workbench
 from orchard.bench.suite import load_suite
 from orchard.lab.db.state import LabState
-from orchard.lab.judge import builds
 from orchard.lab.judge import measuring as verdicts
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.workers import builds
 from orchard.lab.workers.executors import make_executor
 from orchard.lab.workers.launchers import make_launcher
 from orchard.lab.workers.prompts import render_prompt

@@ -6,7 +6,8 @@ in backlog.md, JOURNAL.md, LEADERBOARD.md and FINAL_REPORT.md. `inline` is
 the one function every renderer passes such text through: line breaks
 become spaces, so the text cannot start a heading, list or table row of its
 own; `|` cannot end a table cell; a leading block marker and HTML are
-escaped, so `- # title` stays a list item with a title in it.
+escaped, so `- # title` stays a list item with a title in it. `a_few` keeps
+a list of names (files, flags) to one line of a reason.
 """
 
 from __future__ import annotations
@@ -23,3 +24,13 @@ def inline(text: object) -> str:
     line = _BREAKS.sub(" ", str(text))
     line = line.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
     return _BLOCK_START.sub(lambda m: m.group(1) + "\\" + m.group(2), line)
+
+
+SHOWN_NAMES = 3
+
+
+def a_few(names: list[str] | tuple[str, ...], shown: int = SHOWN_NAMES) -> str:
+    """Some names and how many more: a reason stays one line however many files there are."""
+    listed = ", ".join(names[:shown])
+    more = len(names) - shown
+    return f"{listed} and {more} more" if more > 0 else listed

@@ -56,7 +56,7 @@ CREATE TABLE measurements (
 );
 CREATE TABLE baselines (
     commit_id TEXT PRIMARY KEY,
-    binary TEXT NOT NULL,          -- the judge's build (builds.BuiltBinary: path and hashes), JSON
+    binary TEXT NOT NULL,          -- the judge's build (records.build.BuiltBinary: path and hashes), JSON
     built_at REAL NOT NULL
 );
 """

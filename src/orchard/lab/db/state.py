@@ -27,7 +27,7 @@ from orchard import __version__
 from orchard.errors import OrchardError, UsageError
 from orchard.lab.db.schema import SCHEMA, SCHEMA_VERSION
 from orchard.lab.db.workspace_lock import holder
-from orchard.lab.judge.candidate import Candidate
+from orchard.lab.records.candidate import Candidate
 from orchard.lab.records.db import ExperimentRecord, HypothesisRecord, JournalEvent, Measurement
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import Hypothesis, HypothesisStatus, Lane

@@ -39,54 +39,22 @@ from __future__ import annotations
 import fnmatch
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from enum import StrEnum
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from orchard.lab.judge import special_files
-from orchard.lab.records.agent_usage import AgentUsage
+from orchard.lab.records.candidate import Candidate, Flag
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import outside_scope
+from orchard.lab.records.worker import BASELINE_COPY, REPORT_NAME
 from orchard.lab.workers import report as report_module
 from orchard.lab.workers.bench_view import worker_bench_source
 from orchard.lab.workers.executors import JobResult
 from orchard.lab.workers.executors.base import log_tail
 from orchard.lab.workers.launcher_base import Launcher
 from orchard.lab.workers.remote import RemoteOutcome
-from orchard.lab.workers.report import ReportReading
 from orchard.lab.workers.vcs import Changes, Vcs
-from orchard.lab.workers.workspace import BASELINE_COPY, REPORT_NAME, Workspace
-
-
-class Flag(StrEnum):
-    """What collection noticed about a candidate (see the module's docstring)."""
-
-    HARNESS_TAMPERED = "harness-tampered"
-    SCOPE_VIOLATION = "scope-violation"
-    WORKER_COMMITTED = "worker-committed"
-    NO_CHANGES = "no-changes"
-    BINARY_FILES = "binary-files"
-    PATCH_TOO_LARGE = "patch-too-large"
-    REPORT_MISSING = "report-missing"
-    REPORT_MALFORMED = "report-malformed"
-    REPORT_INVALID = "report-invalid"
-    REPORT_UNREADABLE = "report-unreadable"
-    SPECIAL_FILES = "special-files"
-    TIMED_OUT = "timed-out"
-    CANCELLED = "cancelled"
-    EXIT_NONZERO = "exit-nonzero"
-
-
-SHOWN_NAMES = 3
-
-
-def a_few(names: list[str] | tuple[str, ...], shown: int = SHOWN_NAMES) -> str:
-    """Some names and how many more: a reason stays one line however many files there are."""
-    listed = ", ".join(names[:shown])
-    more = len(names) - shown
-    return f"{listed} and {more} more" if more > 0 else listed
+from orchard.lab.workers.workspace import Workspace
 
 
 def binary_files(patch: str) -> list[str]:
@@ -98,50 +66,6 @@ def binary_files(patch: str) -> list[str]:
                 and "\ndeleted file mode" not in "\n" + body:
             found.append(header.split(" b/", 1)[-1])
     return found
-
-
-@dataclass(frozen=True)
-class Candidate:
-    experiment: str
-    worker: str
-    target_base: str
-    bench_base: str
-    target_head: str
-    patch: str  # empty when refused (binary blobs, oversize)
-    changed_files: list[str]
-    scope: list[str]
-    scope_violations: list[str]
-    bench_changes: list[str]
-    bench_head: str
-    report: ReportReading
-    log_path: str
-    exit_code: int | None
-    signal: int | None
-    duration_s: float
-    started_at: str
-    usage: AgentUsage
-    flags: list[Flag] = field(default_factory=list)
-    host: str | None = None  # the dask worker's host and address; None: this machine
-    patch_bytes: int = 0
-    binary_files: list[str] = field(default_factory=list)
-    launcher: str = ""  # the launcher that ran, as orchard.toml names it
-    launcher_failure: str | None = None  # the agent's own account of why it could not work at all
-    special_files: list[str] = field(default_factory=list)  # each with what it is
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready record for the lab's state."""
-        data = asdict(self)
-        data["report"] = self.report.to_dict()
-        data["usage"] = self.usage.to_dict()
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Candidate:
-        values = {key: data[key] for key in cls.__dataclass_fields__ if key in data}
-        values["report"] = ReportReading.from_dict(data["report"])
-        values["usage"] = AgentUsage.from_dict(data.get("usage") or {})
-        values["flags"] = [Flag(flag) for flag in data.get("flags", [])]
-        return cls(**values)
 
 
 def _without_scratch(files: tuple[str, ...], scratch: tuple[str, ...]) -> list[str]:

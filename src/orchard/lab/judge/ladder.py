@@ -6,7 +6,7 @@ untouched, scope kept), build, the target's tests, the bench's own tests,
 then the bench's verdict against the baseline binary built from the same
 base, gates included. The hard rules of the seed are enforced here, each
 with its own reason, and `decide` turns the findings into LAND, KILL or
-ITERATE. Building is `builds`' job, measuring `verdicts`'.
+ITERATE. Building is `workers/builds`' job, measuring `judge/measuring`'.
 
 A worker that did not finish (timed out, cancelled, crashed, or ended with
 no report) is never judged: its half-made change is KILLed with how it
@@ -20,16 +20,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from orchard.lab.judge import plausibility, review, weakened
-from orchard.lab.judge.builds import (
-    BuiltBinary,
-    Check,
-    baseline_binary,
-    candidate_step,
-    checkout_with_patch,
-    harness_tests,
-    placeholders,
-)
-from orchard.lab.judge.candidate import Candidate, Flag, a_few
 from orchard.lab.judge.measuring import (
     BinaryChanged,
     MeasureProgress,
@@ -39,7 +29,18 @@ from orchard.lab.judge.measuring import (
     measure,
     plausible_bound,
 )
+from orchard.lab.records.build import BuiltBinary, Check
+from orchard.lab.records.candidate import Candidate, Flag
 from orchard.lab.records.judgment import Decision, Judgment, Rule, patch_digest
+from orchard.lab.text import a_few
+from orchard.lab.workers.builds import (
+    baseline_binary,
+    candidate_step,
+    checkout_with_patch,
+    harness_tests,
+    hash_build,
+    placeholders,
+)
 from orchard.lab.workers.vcs import VcsError
 from orchard.lab.workers.workspace import Workspace
 
@@ -208,7 +209,7 @@ def judge(
     if binary is None or not binary.exists():
         checks.append(Check("binary", False, f"the build made no binary at {ws.config.target.binary}"))
         return _finish(Judgment(Decision.KILL, [checks[-1].detail]), checks, str(checkout), None, base)
-    built = BuiltBinary.of(binary)
+    built = hash_build(binary)
     progress(f"{name}: verdict against the baseline built from {base[:12]}")
     try:
         try:

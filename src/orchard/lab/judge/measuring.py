@@ -21,22 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from orchard import bench
-from orchard.bench.lock import LockStatus, MeasurementLock, lock_status
-from orchard.bench.opportunities import rank
-from orchard.bench.verdict import (
-    ExternalRun,
-    GateResult,
-    MetricResult,
-    MetricVerdict,
-    Verdict,
-    VerdictWord,
-)
+from orchard.bench import LockStatus, MeasurementLock, lock_status, rank_opportunities
 from orchard.errors import OrchardError
 from orchard.jsonlines import last_json_object
-from orchard.lab.judge.builds import STEP_TIMEOUT_S, BuiltBinary, placeholders
-from orchard.lab.judge.candidate import a_few
+from orchard.lab.records.build import BuiltBinary
 from orchard.lab.records.experiment import render_command
+from orchard.lab.records.verdict import ExternalRun, GateResult, MetricResult, MetricVerdict, Verdict, VerdictWord
+from orchard.lab.text import a_few
 from orchard.lab.workers.allowlist import judge_env
+from orchard.lab.workers.builds import STEP_TIMEOUT_S, files_changed, placeholders
 from orchard.lab.workers.workspace import Workspace
 from orchard.process import run
 
@@ -65,7 +58,7 @@ class BinaryChanged(OrchardError):
 def check_built(baseline: BuiltBinary, candidate: BuiltBinary) -> None:
     """Both binaries as the judge built them, or `BinaryChanged` naming the one that is not."""
     for role, built in (("baseline", baseline), ("candidate", candidate)):
-        changed = built.changed()
+        changed = files_changed(built)
         if changed:
             raise BinaryChanged(role, built, changed)
 
@@ -146,12 +139,6 @@ def plausible_bound(ws: Workspace) -> float:
     return bench.load_suite(path).plausible if path is not None else bench.Suite.plausible
 
 
-def withhold(ws: Workspace, bench_dir: Path) -> list[str]:
-    """Turn a worker's bench clone into its copy without held-out inputs; the files removed."""
-    path = ws.suite(bench_dir)
-    return bench.withhold(path) if path is not None and path.is_file() else []
-
-
 def _suite_path(ws: Workspace) -> Path:
     suite_path = ws.suite(ws.bench_dir)
     if suite_path is None:
@@ -187,4 +174,4 @@ def calibrate(ws: Workspace, binary: BuiltBinary, progress: MeasureProgress | No
 
 def opportunities(ws: Workspace) -> list[dict[str, Any]]:
     """The largest gaps in the lab's results, ranked by the bench."""
-    return list(rank(ws.results_dir).get("items", []))
+    return list(rank_opportunities(ws.results_dir).get("items", []))

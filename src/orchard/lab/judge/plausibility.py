@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import math
 
-from orchard.lab.judge.builds import Check
 from orchard.lab.judge.measuring import MetricResult, MetricVerdict, Verdict, is_held_out
+from orchard.lab.records.build import Check
 
 NAME = "plausible"
 

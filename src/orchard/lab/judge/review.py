@@ -23,17 +23,18 @@ from importlib import resources
 from pathlib import Path
 
 from orchard.lab.config.orchard_toml import LauncherConfig
-from orchard.lab.judge.builds import Check
-from orchard.lab.judge.candidate import Candidate
 from orchard.lab.judge.measuring import Verdict
 from orchard.lab.judge.verdict_view import MetricEffect, cells
+from orchard.lab.records.build import Check
+from orchard.lab.records.candidate import Candidate
 from orchard.lab.records.experiment import Commands, Experiment, ExperimentPaths
 from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.records.worker import WorkerCheckout
 from orchard.lab.workers.executors.base import Job
 from orchard.lab.workers.executors.subprocess import SubprocessExecutor
 from orchard.lab.workers.launcher_base import LaunchContext
 from orchard.lab.workers.launchers import launcher_for, make_launcher
-from orchard.lab.workers.workspace import WorkerCheckout, Workspace
+from orchard.lab.workers.workspace import Workspace
 
 NAME = "review"
 ANSWER, DIFF = "answer.json", "change.diff"

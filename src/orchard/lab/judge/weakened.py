@@ -16,9 +16,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchard.lab.judge.builds import Check, baseline_binary, candidate_step, placeholders
-from orchard.lab.judge.candidate import a_few
+from orchard.lab.records.build import Check
 from orchard.lab.records.hypothesis import is_test_file
+from orchard.lab.text import a_few
+from orchard.lab.workers.builds import baseline_binary, candidate_step, placeholders
 from orchard.lab.workers.workspace import Workspace
 
 if TYPE_CHECKING:

@@ -39,8 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchard.lab.judge import special_files
-from orchard.lab.judge.builds import BuiltBinary, baseline_binary, candidate_step, checkout_with_patch, placeholders
-from orchard.lab.judge.candidate import a_few, patch_files
+from orchard.lab.judge.candidate import patch_files
 from orchard.lab.judge.ladder import judge
 from orchard.lab.judge.measuring import (
     BinaryChanged,
@@ -56,6 +55,8 @@ from orchard.lab.landing.publication import check_published, main_branch, public
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import Hypothesis, outside_scope
 from orchard.lab.records.judgment import Decision, Judgment, patch_digest
+from orchard.lab.text import a_few
+from orchard.lab.workers.builds import baseline_binary, candidate_step, checkout_with_patch, hash_build, placeholders
 from orchard.lab.workers.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -174,7 +175,7 @@ def _confirm(ws: Workspace, state: LabState, main_head: str, current: Judgment, 
             return f"what lands fails its {step} from clean for the confirmation: {check.detail}"
     if binary is None or not binary.exists():
         return f"what lands builds no binary at {ws.config.target.binary}"
-    built = BuiltBinary.of(binary)
+    built = hash_build(binary)
     for attempt in (1, 2):
         try:
             return measure(ws, baseline_binary(ws, state, main_head), built, progress=measure_progress)

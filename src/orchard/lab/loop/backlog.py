@@ -4,7 +4,8 @@ The loop takes the top open hypothesis of a lane whose scope is disjoint
 from every running experiment's (workers get file-disjoint scopes; the lab
 owns integration). What the lab learns flows back: a killed hypothesis
 lowers its siblings' confidence (same metric, overlapping scope), an
-ITERATE adds a sharpened child. `backlog.md` is rendered from lab.db.
+ITERATE adds a sharpened child. `backlog.md` is rendered from lab.db
+(`notebook/backlog_file.py`), in the order of `db/ranking.py`.
 """
 
 from __future__ import annotations
@@ -17,22 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from orchard.errors import UsageError
+from orchard.lab.db.ranking import ranked
 from orchard.lab.db.state import LabState
-from orchard.lab.judge.verdict_view import score_text
 from orchard.lab.records.db import HypothesisRecord
 from orchard.lab.records.hypothesis import MIN_CONFIDENCE, TEXT_LIMITS, Hypothesis, HypothesisStatus, Lane, slug
-from orchard.lab.text import inline
 from orchard.tomlfile import read_toml
 
 KILL_CONFIDENCE_FACTOR = 0.8  # a sibling of a killed hypothesis keeps 80% of its confidence
 ITERATE_CONFIDENCE_FACTOR = 0.9  # a sharpened child starts a little less sure than its parent
 SHARPENED = " (sharpened)"
-
-
-def ranked(state: LabState, statuses: Sequence[HypothesisStatus] = (HypothesisStatus.OPEN,)) -> list[HypothesisRecord]:
-    """Hypotheses with these statuses, best score first (older first among equals)."""
-    records = [r for r in state.hypotheses() if r.status in statuses]
-    return sorted(records, key=lambda r: (-r.hypothesis.score, r.created_at, r.id))
 
 
 def _literal_prefix(pattern: str) -> str:
@@ -216,24 +210,3 @@ def top_attempted(state: LabState, top: int) -> bool:
     """Whether the `top` best hypotheses of the whole backlog have all been tried."""
     best = ranked(state, tuple(HypothesisStatus))[:top]
     return bool(best) and all(r.status != HypothesisStatus.OPEN for r in best)
-
-
-def render(state: LabState) -> str:
-    lines = [
-        "# Backlog",
-        "",
-        "Ranked by score = impact x confidence / effort. Rendered from lab.db.",
-        "",
-        "| rank | id | lane | score | status | metric | predicted | scope | title |",
-        "|---:|---|---|---:|---|---|---:|---|---|",
-    ]
-    done = (HypothesisStatus.RUNNING, HypothesisStatus.ITERATED, HypothesisStatus.LANDED, HypothesisStatus.KILLED)
-    order = ranked(state) + ranked(state, done)
-    for rank, record in enumerate(order, 1):
-        h = record.hypothesis
-        lines.append(
-            f"| {rank if record.status == HypothesisStatus.OPEN else '-'} | `{record.id}` | {h.lane} | "
-            f"{score_text(h.score)} | {record.status} | {inline(h.metric)} | {h.predicted_text} | "
-            f"{inline(', '.join(h.scope) or 'any')} | {inline(h.title)} |"
-        )
-    return "\n".join(lines) + "\n"

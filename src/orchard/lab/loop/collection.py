@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from orchard.errors import OrchardError
-from orchard.lab.judge.candidate import Candidate, Flag, collect_candidate, from_remote
+from orchard.lab.judge.candidate import collect_candidate, from_remote
 from orchard.lab.loop import stop
+from orchard.lab.loop.driver import Driver
 from orchard.lab.loop.isolation import Stage
+from orchard.lab.records.candidate import Candidate, Flag
 from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import HypothesisStatus
@@ -24,13 +25,10 @@ from orchard.lab.workers.executors import JobResult
 from orchard.lab.workers.executors.dask import DaskExecutor
 from orchard.lab.workers.remote import RemoteOutcome
 
-if TYPE_CHECKING:
-    from orchard.lab.loop.lab import Lab
-
 Status = ExperimentStatus
 
 
-def collect(lab: Lab) -> None:
+def collect(lab: Driver) -> None:
     assert lab.executor is not None
     if isinstance(lab.executor, DaskExecutor):
         for placement in lab.executor.placements():
@@ -46,7 +44,7 @@ def collect(lab: Lab) -> None:
         collect_result(lab, result)
 
 
-def collect_result(lab: Lab, result: JobResult) -> None:
+def collect_result(lab: Driver, result: JobResult) -> None:
     record = lab.state.experiment(result.name)
     candidate = _collected(lab, record, lambda: collect_candidate(lab.ws, lab.experiment(record), result,
                                                                   lab.launcher(record)))
@@ -55,7 +53,7 @@ def collect_result(lab: Lab, result: JobResult) -> None:
         lab.say(f"{record.name}: worker ended (exit {result.exit_code}); flags: {flags}")
 
 
-def _collect_remote(lab: Lab, outcome: RemoteOutcome) -> None:
+def _collect_remote(lab: Driver, outcome: RemoteOutcome) -> None:
     record = lab.state.experiment(outcome.name)
     if outcome.host_failed:  # like a local worker that could not be launched: back to the backlog, not KILLed
         lab.failed(record, Stage.LAUNCH, OrchardError(f"on dask worker {outcome.where}: {outcome.error}"))
@@ -68,7 +66,7 @@ def _collect_remote(lab: Lab, outcome: RemoteOutcome) -> None:
                 f"flags: {', '.join(candidate.flags) or 'none'}")
 
 
-def _collected(lab: Lab, record: ExperimentRecord, read: Callable[[], Candidate]) -> Candidate | None:
+def _collected(lab: Driver, record: ExperimentRecord, read: Callable[[], Candidate]) -> Candidate | None:
     """Read the ended worker's candidate and record it; None when its agent could not work or collection failed."""
     if record.status not in (Status.STARTING, Status.RUNNING):
         return None  # its end is recorded already (its launch failed after the worker started)
@@ -85,7 +83,7 @@ def _collected(lab: Lab, record: ExperimentRecord, read: Callable[[], Candidate]
         return None
 
 
-def _launcher_failed(lab: Lab, record: ExperimentRecord, candidate: Candidate) -> None:
+def _launcher_failed(lab: Driver, record: ExperimentRecord, candidate: Candidate) -> None:
     """The agent could not work at all: its own message is the reason, the hypothesis goes back to the backlog."""
     reason = f"launcher {candidate.launcher} failed: {candidate.launcher_failure}"
     with lab.state.transaction():
@@ -96,7 +94,7 @@ def _launcher_failed(lab: Lab, record: ExperimentRecord, candidate: Candidate) -
                                            "exit_code": candidate.exit_code, "reason": reason,
                                            "log": candidate.log_path}, record.name)
         lab.state.set_counter(stop.LAUNCHER_FAILURES, lab.state.counter(stop.LAUNCHER_FAILURES) + 1)
-    lab.down.add(lab.state.hypothesis(record.hypothesis).hypothesis.launcher)
+    lab.launcher_down(lab.state.hypothesis(record.hypothesis).hypothesis.launcher)
     lab.say(f"{record.name}: {reason}; {record.hypothesis} goes back to the backlog")
     lab.render()
 

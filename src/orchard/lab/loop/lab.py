@@ -17,7 +17,7 @@ thread keeps four things moving, none waiting for another:
 4. assign: each free worker takes the best open hypothesis of its lane
    whose scope is disjoint from every running experiment's, while the
    judge works (and, with `workers.refill`, the planner tops the backlog up
-   when it runs short). A poll that finds nothing new decides nothing (settled.py).
+   when it runs short). A poll that finds nothing new decides nothing (db/settled.py).
 
 Judge and landing threads open their own lab.db connection; every decision
 is recorded by the loop's thread. Every step's outcome is in lab.db before
@@ -36,14 +36,15 @@ from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from orchard.lab.db import workspace_lock
+from orchard.lab.db.settled import Settled
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.ladder import judge
 from orchard.lab.judge.measuring import MeasureProgress
 from orchard.lab.landing import land as landing
 from orchard.lab.landing import pins, publication
-from orchard.lab.loop import backlog, collection, planner, refill, resume, stop, sweep, worker_start
+from orchard.lab.loop import backlog, collection, resume, stop, sweep, worker_start
 from orchard.lab.loop.isolation import Stage, end_experiment, lab_wide
-from orchard.lab.loop.settled import Settled
+from orchard.lab.loop.refill import Refill
 from orchard.lab.loop.slots import slots
 from orchard.lab.loop.start import start
 from orchard.lab.notebook import files as records
@@ -51,12 +52,13 @@ from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.records.experiment import Experiment, ExperimentStatus
 from orchard.lab.records.hypothesis import HypothesisStatus
 from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry
+from orchard.lab.records.worker import WorkerCheckout
 from orchard.lab.workers.executors import Executor, SubprocessExecutor, make_executor
 from orchard.lab.workers.executors.dask import DaskExecutor
 from orchard.lab.workers.launcher_base import Launcher
 from orchard.lab.workers.launchers import launcher_for, preflight
 from orchard.lab.workers.sandbox import UNSANDBOXED_NOTE, SandboxMode
-from orchard.lab.workers.workspace import WorkerCheckout, Workspace
+from orchard.lab.workers.workspace import Workspace
 
 POLL_S = 0.5
 Say = Callable[[str], None]
@@ -78,9 +80,7 @@ class Lab:
         self._judging: dict[str, Future[Judgment]] = {}
         self._landing: dict[str, Future[landing.LandOutcome]] = {}
         self._one_landing = threading.Lock()  # merges into main are serial
-        self.planner_executor: Executor | None = None  # the refill planner's own executor (never the workers')
-        self.plan: planner.PlanRun | None = None
-        self.refill_failed = False
+        self.refill = Refill()  # the planner topping the backlog up, on its own executor (never the workers')
         self.deferred: set[str] = set()  # hypotheses whose launch failed in this run: back in the backlog, not retried
         self._settled = Settled()
 
@@ -102,7 +102,7 @@ class Lab:
 
     def _inputs(self) -> Hashable:
         """What a decision reads, but the clock: lab.db (its version) and the loop's own threads and sets."""
-        return (self.state.version(), self.plan is None, self.refill_failed, tuple(self._judging),
+        return (self.state.version(), self.refill.plan is None, self.refill.failed, tuple(self._judging),
                 tuple(self._landing), frozenset(self.down), frozenset(self.deferred))
 
     # -- assigning -------------------------------------------------------------------
@@ -118,6 +118,9 @@ class Lab:
         if name not in self.launchers:
             self.launchers[name] = launcher_for(self.ws.config, name)
         return self.launchers[name]
+
+    def launcher_down(self, launcher: str) -> None:
+        self.down.add(launcher)
 
     def blocked(self) -> set[str]:
         """Open hypotheses whose launcher, or their own launch, failed in this run."""
@@ -263,8 +266,8 @@ class Lab:
             merged = "merged into main" + ("" if outcome.published else ", NOT published to the target")
         self.say(f"{record.name}: landed on {outcome.branch} ({merged})")
         self.render()
-        if won:
-            sweep.after_win(self)
+        if won and sweep.after_win(self.ws, self.state, say=self.say, measure_progress=self.measure_progress):
+            self.render()
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -309,18 +312,18 @@ class Lab:
                 with (ThreadPoolExecutor(max_workers=workers.judges + 1, thread_name_prefix="judge") as pool,
                       SubprocessExecutor() as planner_executor):
                     self._pool = pool
-                    self.planner_executor = planner_executor if workers.refill else None
+                    self.refill = Refill(planner_executor if workers.refill else None)
                     while True:
                         collection.collect(self)
-                        refill.collect_plan(self)
+                        self.refill.collect(self.ws, self.state, self.say)
                         if self.harvest():
                             continue  # a decision changes the backlog and the stop conditions
                         if self._settled.unchanged(self._inputs()):
                             time.sleep(POLL_S)  # nothing to decide from anew
                             continue
-                        refill.refill(self)
+                        self.refill.start(self.ws, self.state, self.say)
                         reason = stop.stop_reason(self.ws, self.state, self.started, self.blocked(),
-                                                  planning=self.plan is not None)
+                                                  planning=self.refill.plan is not None)
                         if reason is None:
                             self.assign()
                         self.dispatch()
@@ -331,7 +334,7 @@ class Lab:
         finally:
             self.executor = None
             self._pool = None
-            self.planner_executor = self.plan = None
+            self.refill = Refill()
             self._judging.clear()
             self._landing.clear()
         assert reason is not None

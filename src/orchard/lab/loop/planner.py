@@ -21,8 +21,8 @@ from orchard.errors import OrchardError, UsageError
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import opportunities
 from orchard.lab.loop import backlog
+from orchard.lab.notebook import backlog_file, view
 from orchard.lab.notebook import files as records
-from orchard.lab.notebook import view
 from orchard.lab.notebook.journal import render_journal
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
@@ -60,7 +60,7 @@ def planning_prompt(ws: Workspace, state: LabState, checkout: Path, output: Path
         "opportunities": "\n".join(lines) or "(no opportunities ranking yet)",
         "leaderboard": records.render_leaderboard(view.build(ws, state, live=False)),
         "journal": render_journal(state)[-12000:],
-        "backlog": backlog.render(state),
+        "backlog": backlog_file.render(state),
         "layout": _layout(ws, checkout),
         "format": resources.files("orchard.lab").joinpath("templates/hypothesis-format.toml").read_text(),
         "min": str(MIN_HYPOTHESES),
@@ -140,7 +140,7 @@ def finish_plan(ws: Workspace, state: LabState, run: PlanRun, result: JobResult)
         for h in hypotheses:
             backlog.add(state, h, source="planner")
         state.log("backlog", {"planner": run.name, "added": [h.id for h in hypotheses]})
-    records.write_atomic(ws.root / "backlog.md", backlog.render(state))
+    records.write_atomic(ws.root / "backlog.md", backlog_file.render(state))
     return hypotheses
 
 

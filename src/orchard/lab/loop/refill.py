@@ -6,50 +6,55 @@ refilling for the rest of the run rather than asking again and again.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from orchard.errors import OrchardError
+from orchard.lab.db.state import LabState
 from orchard.lab.loop import planner
 from orchard.lab.loop.slots import slots
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import HypothesisStatus
-
-if TYPE_CHECKING:
-    from orchard.lab.loop.lab import Lab
+from orchard.lab.workers.executors import Executor
+from orchard.lab.workers.workspace import Workspace
 
 Status = ExperimentStatus
 
 
-def refill(lab: Lab) -> None:
-    """Start the planner when open hypotheses fall below the free workers (once at a time)."""
-    if lab.planner_executor is None or lab.plan is not None or lab.refill_failed:
-        return
-    busy = {e.worker for e in lab.state.experiments(Status.STARTING, Status.RUNNING)}
-    free = sum(1 for slot in slots(lab.ws) if slot.worker not in busy)
-    if len(lab.state.hypotheses(HypothesisStatus.OPEN)) >= free:
-        return
-    try:
-        lab.plan = planner.start_plan(lab.ws, lab.state, lab.planner_executor, say=lab.say)
-    except OrchardError as error:
-        _stopped(lab, str(error))
+class Refill:
+    """The loop's planner: its executor (None: `workers.refill` is off), the plan running, whether it stopped."""
 
+    def __init__(self, executor: Executor | None = None) -> None:
+        self.executor = executor
+        self.plan: planner.PlanRun | None = None
+        self.failed = False
 
-def collect_plan(lab: Lab) -> None:
-    """Add a finished planner's hypotheses; a rejected answer stops refilling for this run."""
-    run = lab.plan
-    if lab.planner_executor is None or run is None:
-        return
-    for result in lab.planner_executor.poll():
+    def start(self, ws: Workspace, state: LabState, say: Callable[[str], None]) -> None:
+        """Start the planner when open hypotheses fall below the free workers (once at a time)."""
+        if self.executor is None or self.plan is not None or self.failed:
+            return
+        busy = {e.worker for e in state.experiments(Status.STARTING, Status.RUNNING)}
+        free = sum(1 for slot in slots(ws) if slot.worker not in busy)
+        if len(state.hypotheses(HypothesisStatus.OPEN)) >= free:
+            return
         try:
-            added = planner.finish_plan(lab.ws, lab.state, run, result)
-            lab.say(f"planner {run.name}: added {', '.join(h.id for h in added)}")
+            self.plan = planner.start_plan(ws, state, self.executor, say=say)
         except OrchardError as error:
-            _stopped(lab, str(error))
-        lab.plan = None
+            self._stopped(state, say, str(error))
 
+    def collect(self, ws: Workspace, state: LabState, say: Callable[[str], None]) -> None:
+        """Add a finished planner's hypotheses; a rejected answer stops refilling for this run."""
+        run = self.plan
+        if self.executor is None or run is None:
+            return
+        for result in self.executor.poll():
+            try:
+                added = planner.finish_plan(ws, state, run, result)
+                say(f"planner {run.name}: added {', '.join(h.id for h in added)}")
+            except OrchardError as error:
+                self._stopped(state, say, str(error))
+            self.plan = None
 
-def _stopped(lab: Lab, why: str) -> None:
-    lab.refill_failed = True
-    lab.state.log("refill", {"stopped": why})
-    lab.say(f"backlog refill stopped for this run: {why}")
-
+    def _stopped(self, state: LabState, say: Callable[[str], None], why: str) -> None:
+        self.failed = True
+        state.log("refill", {"stopped": why})
+        say(f"backlog refill stopped for this run: {why}")

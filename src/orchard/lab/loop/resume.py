@@ -9,21 +9,18 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from orchard.lab.loop import collection
+from orchard.lab.loop.driver import Driver
 from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.workers.executors.dask import DaskExecutor
-
-if TYPE_CHECKING:
-    from orchard.lab.loop.lab import Lab
 
 Status = ExperimentStatus
 STOPPED_BY_LAB = "worker-stopped-by-lab"  # the journal's record that a worker was killed by the lab's own stop
 
 
-def _stopped_by_lab(lab: Lab, record: ExperimentRecord) -> bool:
+def _stopped_by_lab(lab: Driver, record: ExperimentRecord) -> bool:
     """Whether the lab itself stopped this experiment's worker after it last started (never a finished one)."""
     kinds = [e.kind for e in lab.state.events() if e.experiment == record.name
              and e.kind in ("experiment-start", STOPPED_BY_LAB)]
@@ -31,7 +28,7 @@ def _stopped_by_lab(lab: Lab, record: ExperimentRecord) -> bool:
 
 
 @contextlib.contextmanager
-def stopping(lab: Lab) -> Iterator[None]:
+def stopping(lab: Driver) -> Iterator[None]:
     """A run that ends early records, before the executor kills them, that its running workers were stopped."""
     try:
         yield
@@ -42,7 +39,7 @@ def stopping(lab: Lab) -> Iterator[None]:
         raise
 
 
-def resume_workers(lab: Lab) -> None:
+def resume_workers(lab: Driver) -> None:
     """Experiments an earlier orchard left running: adopt, collect, or start again."""
     assert lab.executor is not None
     for record in lab.state.experiments(Status.STARTING, Status.RUNNING):

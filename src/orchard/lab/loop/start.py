@@ -12,43 +12,19 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from orchard.errors import OrchardError
 from orchard.lab.db.state import LabState
-from orchard.lab.judge.builds import baseline_binary, harness_tests, placeholders
 from orchard.lab.judge.measuring import MeasureProgress, calibrate
 from orchard.lab.landing.publication import main_branch
+from orchard.lab.records.lab_start import LAB_START, LabStart
+from orchard.lab.workers.builds import baseline_binary, harness_tests, placeholders
 from orchard.lab.workers.workspace import Workspace
-
-LAB_START = "lab-start"
-
-
-@dataclass(frozen=True)
-class LabStart:
-    """What the journal's lab-start entry records."""
-
-    base: str
-    bench_base: str
-    binary: str
-    calibration: str
-    baseline: dict[str, float] = field(default_factory=dict)
-    floors: dict[str, float] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LabStart:
-        return cls(data["base"], data.get("bench_base", ""), data.get("binary", ""), data.get("calibration", "-"),
-                   dict(data.get("baseline", {})), dict(data.get("floors", {})))
 
 
 def recorded_start(state: LabState) -> LabStart | None:
     """The lab's start as the journal recorded it (None before it started)."""
-    starts = state.events(LAB_START)
-    return LabStart.from_dict(starts[0].data) if starts else None
+    return LabStart.first(state.events(LAB_START))
 
 
 def start(ws: Workspace, state: LabState, *, say: Callable[[str], None] = print,

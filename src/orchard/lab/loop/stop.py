@@ -10,11 +10,11 @@ import time
 from collections.abc import Callable, Collection
 
 from orchard.lab.db.state import LabState
-from orchard.lab.judge.builds import baseline_binary
 from orchard.lab.judge.measuring import MeasureProgress, measure
 from orchard.lab.loop import backlog
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import HypothesisStatus
+from orchard.lab.workers.builds import baseline_binary
 from orchard.lab.workers.workspace import Workspace
 
 JUDGED, LANDED_IN_LOOP, LOOP, IDLE_LOOPS, MERGED = "judged", "landed_in_loop", "loop", "idle_loops", "merged"

@@ -6,21 +6,22 @@ run's gain, not only each win's step.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
-from orchard.lab.judge.builds import baseline_binary, placeholders, run_step
-from orchard.lab.judge.measuring import measure, opportunities
+from orchard.lab.db.state import LabState
+from orchard.lab.judge.measuring import MeasureProgress, measure, opportunities
 from orchard.lab.loop import stop
 from orchard.lab.loop.start import recorded_start
+from orchard.lab.workers.builds import baseline_binary, placeholders, run_step
+from orchard.lab.workers.workspace import Workspace
 
-if TYPE_CHECKING:
-    from orchard.lab.loop.lab import Lab
 
-
-def after_win(lab: Lab) -> None:
-    """Re-read the opportunities; every few wins, run the full sweep."""
-    items = opportunities(lab.ws)
-    lab.state.log(
+def after_win(ws: Workspace, state: LabState, *, say: Callable[[str], None],
+              measure_progress: MeasureProgress | None = None) -> bool:
+    """Re-read the opportunities; every few wins, run the full sweep (True: it ran, the notebook is behind)."""
+    items = opportunities(ws)
+    state.log(
         "opportunities",
         {
             "items": len(items),
@@ -31,23 +32,24 @@ def after_win(lab: Lab) -> None:
             ],
         },
     )
-    if lab.state.counter(stop.MERGED) % lab.ws.config.bench.sweep_every == 0:
-        sweep(lab)
+    if state.counter(stop.MERGED) % ws.config.bench.sweep_every:
+        return False
+    sweep(ws, state, say=say, measure_progress=measure_progress)
+    return True
 
 
-def sweep(lab: Lab) -> None:
-    ws = lab.ws
+def sweep(ws: Workspace, state: LabState, *, say: Callable[[str], None],
+          measure_progress: MeasureProgress | None = None) -> None:
     main = ws.target_base()
-    lab.say(f"full sweep: main {main[:12]} against the lab's first baseline")
-    started = recorded_start(lab.state)
-    first = baseline_binary(ws, lab.state, started.base if started else main)
-    verdict = measure(ws, first, baseline_binary(ws, lab.state, main), progress=lab.measure_progress)
+    say(f"full sweep: main {main[:12]} against the lab's first baseline")
+    started = recorded_start(state)
+    first = baseline_binary(ws, state, started.base if started else main)
+    verdict = measure(ws, first, baseline_binary(ws, state, main), progress=measure_progress)
     data: dict[str, Any] = {"main": main, "verdict": verdict.to_dict()}
     if ws.config.bench.sweep:
-        values = placeholders(ws, ws.reference_target, baseline_binary(ws, lab.state, main).path)
+        values = placeholders(ws, ws.reference_target, baseline_binary(ws, state, main).path)
         check = run_step("sweep", ws.config.bench.sweep, ws.bench_dir, values, ws.judge_dir / "sweep-logs")
         data["command"] = check.detail
         data["command_log"] = check.log
-    lab.state.log("sweep", data)
-    lab.render()
+    state.log("sweep", data)
 

@@ -9,24 +9,21 @@ from __future__ import annotations
 import os
 import signal
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from orchard.lab.judge.builds import baseline_binary, give_baseline
+from orchard.lab.loop.driver import Driver
 from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.records.experiment import ExperimentStatus
+from orchard.lab.workers.builds import baseline_binary, give_baseline
 from orchard.lab.workers.executors.dask import DaskExecutor
 from orchard.lab.workers.prompts import render_prompt
 from orchard.lab.workers.remote import RemoteExperiment, lab_id
-
-if TYPE_CHECKING:
-    from orchard.lab.loop.lab import Lab
 
 Status = ExperimentStatus
 # Tests only: `after-launch` makes orchard SIGKILL itself between starting a worker and recording it.
 KILL_AT = "ORCHARD_TEST_KILL_AT"
 
 
-def start_worker(lab: Lab, record: ExperimentRecord) -> None:
+def start_worker(lab: Driver, record: ExperimentRecord) -> None:
     """Give the worker clean checkouts at the recorded bases, render its prompt, start it.
 
     The experiment is recorded STARTING before this runs: that record names the worker's job (its
@@ -59,7 +56,7 @@ def start_worker(lab: Lab, record: ExperimentRecord) -> None:
     lab.say(f"{record.name}: started on worker {record.worker} ({record.lane} lane, launcher {launcher.label})")
 
 
-def _launch_remote(lab: Lab, executor: DaskExecutor, record: ExperimentRecord) -> None:
+def _launch_remote(lab: Driver, executor: DaskExecutor, record: ExperimentRecord) -> None:
     """Submit the experiment as a dask task; the dask worker makes its own checkouts and prompt."""
     assert executor.repositories is not None
     experiment = lab.experiment(record)

@@ -15,8 +15,7 @@ from pathlib import Path
 
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.verdict_view import effect_cells, markdown_head, markdown_table, num, score_text, short_commit
-from orchard.lab.loop import backlog
-from orchard.lab.notebook import pages, view
+from orchard.lab.notebook import backlog_file, pages, view
 from orchard.lab.notebook.journal import render_journal
 from orchard.lab.notebook.view import ExperimentView, LabView
 from orchard.lab.records.judgment import Decision
@@ -118,7 +117,7 @@ def write_notebook(ws: Workspace, state: LabState, *, final: bool = False) -> No
     write_atomic(ws.root / "JOURNAL.md", render_journal(state))
     snapshot = view.build(ws, state, live=False)
     write_atomic(ws.root / "LEADERBOARD.md", render_leaderboard(snapshot))
-    write_atomic(ws.root / "backlog.md", backlog.render(state))
+    write_atomic(ws.root / "backlog.md", backlog_file.render(state))
     if final:
         write_atomic(ws.root / "FINAL_REPORT.md", render_final_report(snapshot))
         write_atomic(ws.root / "report.html", pages.report_html(snapshot))

@@ -2,7 +2,7 @@
 
 The journal is the lab's account of itself: every other page (LEADERBOARD.md,
 FINAL_REPORT.md, report.html, the dashboard) prints numbers that appear
-here, through the same formatters (`verdict_table`), so they agree with it
+here, through the same formatters (`judge/verdict_view`), so they agree with it
 to the digit. The dashboard's feed shows these entries as they are.
 """
 
@@ -14,9 +14,9 @@ from datetime import UTC, datetime
 
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.verdict_view import VerdictView, floor_pct, markdown_head, markdown_table, num, short_commit
-from orchard.lab.loop.start import LAB_START, LabStart
 from orchard.lab.records.db import JournalEvent
 from orchard.lab.records.judgment import JudgmentEntry
+from orchard.lab.records.lab_start import LAB_START, LabStart
 from orchard.lab.text import inline
 from orchard.lab.workers.sandbox import UNSANDBOXED_NOTE, SandboxMode
 

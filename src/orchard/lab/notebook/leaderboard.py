@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import MetricVerdict
 from orchard.lab.judge.verdict_view import MetricEffect, VerdictView
-from orchard.lab.loop.start import recorded_start
 from orchard.lab.records.judgment import Decision
+from orchard.lab.records.lab_start import LAB_START, LabStart
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ def _better(a: float, b: float, direction: str) -> bool:
 
 def leaderboard(state: LabState, final: VerdictView | None) -> tuple[LeaderRow, ...]:
     """Per metric: baseline, best value from a landed change, current main, main at the end against the start."""
-    start = recorded_start(state)
+    start = LabStart.first(state.events(LAB_START))
     dirs = directions(state)
     board = {key: LeaderRow(key, dirs.get(key, "lower"), value, value, "baseline", None, value)
              for key, value in ({} if start is None else start.baseline).items()}

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from orchard.lab.judge.verdict_view import MetricEffect, VerdictView
-from orchard.lab.loop.start import LAB_START, LabStart
 from orchard.lab.records.db import JournalEvent
+from orchard.lab.records.lab_start import LAB_START, LabStart
 
 
 @dataclass(frozen=True)

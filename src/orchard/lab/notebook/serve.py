@@ -37,9 +37,9 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from orchard.errors import UsageError
+from orchard.lab.db.settled import Settled
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import lock_status
-from orchard.lab.loop.settled import Settled
 from orchard.lab.notebook import pages, view
 from orchard.lab.notebook.chart_cache import ChartCache
 from orchard.lab.workers.workspace import Workspace

@@ -21,12 +21,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from orchard.lab.db import ranking
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import LockStatus, lock_status
 from orchard.lab.judge.verdict_view import VerdictView
 from orchard.lab.landing.publication import Publication
-from orchard.lab.loop import backlog
-from orchard.lab.loop.start import LAB_START, LabStart
 from orchard.lab.notebook.journal import journal_entry
 from orchard.lab.notebook.leaderboard import LeaderRow, directions, leaderboard
 from orchard.lab.notebook.live import log_tail
@@ -34,6 +33,7 @@ from orchard.lab.notebook.main_steps import MainStep, main_steps
 from orchard.lab.records.db import ExperimentRecord, JournalEvent
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.judgment import Decision, JudgmentEntry
+from orchard.lab.records.lab_start import LAB_START, LabStart
 from orchard.lab.workers.workspace import Workspace
 
 RUNNING_STATES = (ExperimentStatus.STARTING, ExperimentStatus.RUNNING)
@@ -216,7 +216,7 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         events = state.events()
         rows = state.experiments()
         titles = {h.id: h.hypothesis.title for h in state.hypotheses()}
-        ranked = backlog.ranked(state)[:10]
+        ranked = ranking.ranked(state)[:10]
         final = _final(events)
         board = leaderboard(state, None if final is None else final.verdict)
         dirs = directions(state)

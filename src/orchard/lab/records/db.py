@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from orchard.lab.judge.candidate import Candidate
+from orchard.lab.records.candidate import Candidate
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import Hypothesis, HypothesisStatus, Lane
 from orchard.lab.records.judgment import Decision, Judgment

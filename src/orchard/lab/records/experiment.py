@@ -14,7 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from orchard.lab.records.hypothesis import Hypothesis
-from orchard.lab.workers.workspace import WorkerCheckout, Workspace, check_name
+from orchard.lab.records.worker import WorkerCheckout, check_name
 
 
 class ExperimentStatus(StrEnum):
@@ -94,29 +94,3 @@ class Commands:
 def render_command(template: str, placeholders: dict[str, str]) -> str:
     """Fill a command template's placeholders with shell-quoted values."""
     return template.format(**{key: shlex.quote(value) for key, value in placeholders.items()})
-
-
-def experiment_paths(workspace: Workspace, experiment: Experiment) -> ExperimentPaths:
-    worker = experiment.checkout.worker
-    return ExperimentPaths(
-        workspace=workspace.root,
-        experiment=experiment.name,
-        target_dir=worker.target_dir,
-        bench_dir=worker.bench_dir,
-        binary=workspace.binary(worker),
-        baseline=workspace.worker_baseline(worker),
-        suite=workspace.suite(worker.bench_dir),
-        report=worker.report_path,
-        prompt_file=workspace.prompt_path(experiment.name),
-        log_file=workspace.log_path(experiment.name),
-    )
-
-
-def experiment_commands(workspace: Workspace, paths: ExperimentPaths) -> Commands:
-    values = paths.placeholders()
-    target, bench = workspace.config.target, workspace.config.bench
-    return Commands(
-        build=render_command(target.build, values),
-        test=render_command(target.test, values),
-        measure=render_command(bench.measure, values),
-    )

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from orchard.lab.judge.builds import BuiltBinary, Check
-from orchard.lab.judge.measuring import Verdict
+from orchard.lab.records.build import BuiltBinary, Check
+from orchard.lab.records.verdict import Verdict
 
 
 class Decision(StrEnum):

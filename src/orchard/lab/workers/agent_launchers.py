@@ -23,9 +23,7 @@ from pathlib import Path
 
 from orchard.jsonlines import json_objects
 from orchard.lab.records.agent_usage import AgentUsage
-from orchard.lab.records.experiment import (
-    Commands,
-)
+from orchard.lab.records.experiment import Commands
 from orchard.lab.workers.agent_login import CliAnswer, LoginState
 from orchard.lab.workers.launcher_base import LaunchContext, Launcher, join_words, prompt_arg
 

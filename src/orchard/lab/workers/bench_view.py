@@ -23,35 +23,49 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
+
+from orchard import bench
 
 if TYPE_CHECKING:
-    from orchard.lab.workers.workspace import Worker, Workspace
+    from orchard.lab.records.worker import Worker
+    from orchard.lab.workers.vcs import Vcs
+
+
+class ViewSource(Protocol):
+    """What a view is made from: the workspace's bench, its VCS, the judge's directory (a `Workspace`)."""
+
+    @property
+    def bench_dir(self) -> Path: ...
+    @property
+    def judge_dir(self) -> Path: ...
+    @property
+    def bench_vcs(self) -> Vcs: ...
+    def suite(self, bench_dir: Path) -> Path | None: ...
+
 
 # Workers set up in parallel threads ask for the same view at once: it is made once.
 _MAKING = threading.Lock()
 
 
-def _views(ws: Workspace) -> Path:
+def _views(ws: ViewSource) -> Path:
     return ws.judge_dir / "bench-views"
 
 
-def _record(ws: Workspace, worker: str) -> Path:
+def _record(ws: ViewSource, worker: str) -> Path:
     return _views(ws) / worker
 
 
-def _view_dir(ws: Workspace, bench_base: str) -> Path:
+def _view_dir(ws: ViewSource, bench_base: str) -> Path:
     return _views(ws) / f"base-{bench_base}"
 
 
-def _nothing_withheld(ws: Workspace, bench_base: str) -> Path:
+def _nothing_withheld(ws: ViewSource, bench_base: str) -> Path:
     return _views(ws) / f"base-{bench_base}.none"
 
 
-def _view(ws: Workspace, bench_base: str) -> Path | None:
+def _view(ws: ViewSource, bench_base: str) -> Path | None:
     """The judge's view of the bench at `bench_base` (made on first use); None when nothing is held out."""
-    from orchard.lab.judge.measuring import withhold  # the one lab module that reads suites; it imports workspace
-
     view, none = _view_dir(ws, bench_base), _nothing_withheld(ws, bench_base)
     with _MAKING:
         if view.is_dir():
@@ -62,7 +76,7 @@ def _view(ws: Workspace, bench_base: str) -> Path | None:
         making = Path(tempfile.mkdtemp(prefix=f".making-{bench_base[:12]}-", dir=_views(ws)))
         try:
             ws.bench_vcs.clone(str(ws.bench_dir), making / "bench", commit=bench_base)
-            if not withhold(ws, making / "bench"):
+            if not _withhold(ws, making / "bench"):
                 none.touch()
                 return None
             shutil.rmtree(making / "bench" / ".git")
@@ -77,7 +91,13 @@ def _view(ws: Workspace, bench_base: str) -> Path | None:
             shutil.rmtree(making, ignore_errors=True)
 
 
-def give_bench(ws: Workspace, worker: Worker, bench_base: str) -> None:
+def _withhold(ws: ViewSource, bench_dir: Path) -> list[str]:
+    """Turn a bench clone into its copy without held-out inputs (the suite says which); the files removed."""
+    path = ws.suite(bench_dir)
+    return bench.withhold(path) if path is not None and path.is_file() else []
+
+
+def give_bench(ws: ViewSource, worker: Worker, bench_base: str) -> None:
     """Give `worker` a fresh bench at `bench_base`: a copy of the judge's view, or a clone when nothing is held out."""
     record = _record(ws, worker.name)
     record.unlink(missing_ok=True)
@@ -89,7 +109,7 @@ def give_bench(ws: Workspace, worker: Worker, bench_base: str) -> None:
     record.write_text(f"{bench_base} {ws.bench_vcs.head(view)}\n", encoding="utf-8")
 
 
-def worker_bench_base(ws: Workspace, worker: str, bench_base: str) -> str:
+def worker_bench_base(ws: ViewSource, worker: str, bench_base: str) -> str:
     """The commit `worker`'s bench clone must still be at: `bench_base`, or its held-out-free copy of it."""
     try:
         base, view = _record(ws, worker).read_text(encoding="utf-8").split()
@@ -98,7 +118,7 @@ def worker_bench_base(ws: Workspace, worker: str, bench_base: str) -> str:
     return view if base == bench_base else bench_base
 
 
-def worker_bench_source(ws: Workspace, worker: str, bench_base: str) -> tuple[Path, str]:
+def worker_bench_source(ws: ViewSource, worker: str, bench_base: str) -> tuple[Path, str]:
     """A judge-owned repository holding `worker`'s bench base, and that base: the lab's bench, or its view."""
     base = worker_bench_base(ws, worker, bench_base)
     return (_view_dir(ws, bench_base), base) if base != bench_base else (ws.bench_dir, bench_base)

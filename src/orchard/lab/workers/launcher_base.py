@@ -22,17 +22,12 @@ from typing import ClassVar
 
 from orchard.lab.config.orchard_toml import OFFLINE_LAUNCHERS, LauncherConfig
 from orchard.lab.records.agent_usage import AgentUsage
-from orchard.lab.records.experiment import (
-    Commands,
-    Experiment,
-    ExperimentPaths,
-    experiment_commands,
-    experiment_paths,
-)
+from orchard.lab.records.experiment import Commands, Experiment, ExperimentPaths
 from orchard.lab.workers import sandbox
 from orchard.lab.workers.agent_login import CliAnswer, LoginCheck, LoginState, ask, ask_as_worker, credentials_set
 from orchard.lab.workers.allowlist import worker_names
 from orchard.lab.workers.executors import Job
+from orchard.lab.workers.paths import experiment_commands, experiment_paths
 from orchard.lab.workers.workspace import Workspace
 
 VERSION_TIMEOUT_S = 30.0

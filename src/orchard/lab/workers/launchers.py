@@ -15,10 +15,7 @@ from pathlib import Path
 
 from orchard.errors import UsageError
 from orchard.lab.config.orchard_toml import Config, LauncherConfig
-from orchard.lab.records.experiment import (
-    Experiment,
-    render_command,
-)
+from orchard.lab.records.experiment import Experiment, render_command
 from orchard.lab.workers import sandbox
 from orchard.lab.workers.agent_launchers import AiderLauncher, ClaudeLauncher, CodexLauncher, CursorLauncher
 from orchard.lab.workers.launcher_base import LaunchContext, Launcher, join_words

@@ -39,11 +39,11 @@ from filelock import FileLock
 
 from orchard.errors import UsageError
 from orchard.lab.config.orchard_toml import Config, WorkersConfig
-from orchard.lab.judge.builds import BuiltBinary, candidate_step, give_baseline, placeholders
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.workers import sandbox
 from orchard.lab.workers.bench_view import worker_bench_base
+from orchard.lab.workers.builds import candidate_step, give_baseline, hash_build, placeholders
 from orchard.lab.workers.executors.base import kill_tree
 from orchard.lab.workers.executors.subprocess import SubprocessExecutor
 from orchard.lab.workers.launchers import launcher_for
@@ -210,7 +210,7 @@ def run_experiment(spec: RemoteExperiment) -> RemoteOutcome:
         checkout = ws.setup_worker(spec.worker, target_base=spec.target_base, bench_base=spec.bench_base,
                                    ignore=launcher.scratch)
         if (built := ws.baseline_binary(spec.target_base)) is not None and built.exists():
-            give_baseline(ws, checkout.worker, BuiltBinary.of(built, spec.target_base))
+            give_baseline(ws, checkout.worker, hash_build(built, spec.target_base))
         fetched_from = _git(ws.reference_target, "remote", "get-url", "origin")
         experiment = Experiment(spec.name, _materialized(ws, spec), checkout)
         prompt = render_prompt(ws, experiment)

@@ -36,10 +36,10 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from orchard.lab.records.report_reading import ReportReading
 
 SCHEMA = "orchard.worker-report/1"
 MAX_REPORT_BYTES = 1 << 20
@@ -66,26 +66,6 @@ EXAMPLE: dict[str, Any] = {
     ],
     "notes": "",
 }
-
-
-@dataclass(frozen=True)
-class ReportReading:
-    """What was found where the report should be. `report` is set only when `state` is `ok`."""
-
-    state: str  # ok | missing | malformed | invalid | unreadable
-    path: str
-    report: dict[str, Any] | None = None
-    problems: list[str] = field(default_factory=list)
-    raw: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ReportReading:
-        return cls(
-            str(data["state"]), str(data["path"]), data.get("report"), list(data.get("problems", [])), data.get("raw")
-        )
 
 
 def _is_number(value: Any) -> bool:

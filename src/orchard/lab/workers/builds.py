@@ -10,7 +10,7 @@ runs candidate code, so it gets the judge's environment allowlist
 
 Every binary the judge builds is recorded as a `BuiltBinary`: its path and
 the sha256 of the binary (and, for a `#!` script, of every file in its
-directory, which it may read) taken right after the build. `verdicts`
+directory, which it may read) taken right after the build. `measuring`
 checks the record before and after every verdict; a cached baseline whose
 files no longer match is built again from its commit (and the journal says
 so), never measured as it is.
@@ -24,15 +24,16 @@ import os
 import shutil
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from orchard.errors import OrchardError
+from orchard.lab.records.build import BuiltBinary, Check
 from orchard.lab.records.experiment import placeholder_values, render_command
+from orchard.lab.records.worker import Worker
 from orchard.lab.workers.allowlist import judge_env
 from orchard.lab.workers.sandbox import Confinement, step_confinement
-from orchard.lab.workers.workspace import Worker, Workspace
+from orchard.lab.workers.workspace import Workspace
 from orchard.process import run
 
 if TYPE_CHECKING:
@@ -103,51 +104,19 @@ def _cache_file(name: str) -> bool:
     return "__pycache__/" in name
 
 
-@dataclass(frozen=True)
-class BuiltBinary:
-    """A binary the judge built, with what its files held right after the build."""
-
-    path: Path
-    files: dict[str, str]  # relative to the binary's directory: sha256 (a symlink: "->" + its target)
-    commit: str = ""  # the commit a baseline was built from ("" for a candidate)
-
-    @classmethod
-    def of(cls, path: Path, commit: str = "") -> BuiltBinary:
-        """Hash a binary just built."""
-        return cls(Path(path), _hashes(Path(path)), commit)
-
-    def changed(self) -> list[str]:
-        """Files that differ from the record now (empty: the binary is as it was built)."""
-        try:
-            now = _hashes(self.path)
-        except OSError:
-            return [self.path.name]
-        return sorted(name for name in set(now) | set(self.files) if now.get(name) != self.files.get(name)
-                      and not (name not in self.files and _cache_file(name)))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"path": str(self.path), "files": dict(self.files), "commit": self.commit}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> BuiltBinary:
-        return cls(Path(data["path"]), {str(k): str(v) for k, v in data["files"].items()}, str(data.get("commit", "")))
+def hash_build(path: Path, commit: str = "") -> BuiltBinary:
+    """Hash a binary just built."""
+    return BuiltBinary(Path(path), _hashes(Path(path)), commit)
 
 
-@dataclass
-class Check:
-    """One thing established about a candidate (a step run, a collection check), passed or not."""
-
-    name: str
-    passed: bool
-    detail: str
-    log: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Check:
-        return cls(str(data["name"]), bool(data["passed"]), str(data["detail"]), data.get("log"))
+def files_changed(binary: BuiltBinary) -> list[str]:
+    """Files that differ from the record now (empty: the binary is as it was built)."""
+    try:
+        now = _hashes(binary.path)
+    except OSError:
+        return [binary.path.name]
+    return sorted(name for name in set(now) | set(binary.files) if now.get(name) != binary.files.get(name)
+                  and not (name not in binary.files and _cache_file(name)))
 
 
 def placeholders(ws: Workspace, target_dir: Path, binary: Path | None) -> dict[str, str]:
@@ -242,10 +211,10 @@ def _cached(state: LabState, commit: str) -> BuiltBinary | None:
 def _baseline_binary(ws: Workspace, state: LabState, commit: str) -> BuiltBinary:
     cached = _cached(state, commit)
     if cached is not None:
-        changed = cached.changed()
-        if not changed:
+        now_changed = files_changed(cached)
+        if not now_changed:
             return cached
-        state.log("baseline-rebuilt", {"commit": commit, "binary": str(cached.path), "changed": changed,
+        state.log("baseline-rebuilt", {"commit": commit, "binary": str(cached.path), "changed": now_changed,
                                        "why": "the cached baseline's files changed since the judge built them"})
     checkout = checkout_with_patch(ws, ws.baseline_dir(commit), commit, "")
     check = candidate_step(ws, "build", ws.config.target.build, checkout, placeholders(ws, checkout, None),
@@ -253,6 +222,6 @@ def _baseline_binary(ws: Workspace, state: LabState, commit: str) -> BuiltBinary
     binary = ws.binary_in(checkout)
     if not check.passed or binary is None or not binary.exists():
         raise OrchardError(f"the baseline at {commit[:12]} does not build: {check.detail}")
-    built = BuiltBinary.of(binary, commit)
-    state.add_baseline(commit, json.dumps(built.to_dict()))
-    return built
+    built_now = hash_build(binary, commit)
+    state.add_baseline(commit, json.dumps(built_now.to_dict()))
+    return built_now
