@@ -50,7 +50,7 @@ from typing import Any
 import libtmux
 
 from orchard.bench.machine import machine_facts, machine_fingerprint
-from orchard.demo.lab import make_demo
+from orchard.demo.make import make_demo
 from orchard.lab.db.state import LabState
 from orchard.lab.judge import ladder as judge
 from orchard.lab.judge import measuring as verdicts

@@ -313,7 +313,7 @@ def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, as_js
     from orchard.bench.display import run_json
     from orchard.bench.subjects import parse_binaries
     from orchard.bench.suite import load_suite
-    from orchard.bench.sweep import run_suite
+    from orchard.bench.suite_run import run_suite
 
     suite = load_suite(suite_path)
     subjects = parse_binaries(subject_specs)
@@ -793,7 +793,7 @@ def demo(workspace: Path | None, workers: int, executor: str) -> None:
     import shutil
     import time
 
-    from orchard.demo.lab import default_directory, make_demo
+    from orchard.demo.make import default_directory, make_demo
 
     started = time.monotonic()
     console = _console()

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from orchard.lab.records.db import JournalEvent
 
 STANDIN = Path(__file__).with_name("standin.py")
-CLI_HELP = Path(__file__).parent.parent / "data" / "cli-help"  # the agent CLIs' recorded help and answers
+CLI_HELP = Path(__file__).parent / "data" / "cli-help"  # the agent CLIs' recorded help and answers
 AGENT_CLIS = {"claude": "claude", "codex": "codex", "cursor": "agent", "aider": "aider"}
 
 

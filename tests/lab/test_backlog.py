@@ -11,7 +11,7 @@ from click.testing import CliRunner, Result
 from orchard.bench import opportunities
 from orchard.bench.store import RunWriter
 from orchard.cli import cli
-from orchard.demo.lab import make_demo
+from orchard.demo.make import make_demo
 from orchard.lab.db.ranking import ranked
 from orchard.lab.db.state import LabState
 from orchard.lab.loop import backlog

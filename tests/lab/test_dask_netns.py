@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from orchard.demo.lab import make_demo
+from orchard.demo.make import make_demo
 from orchard.lab.config import orchard_toml as config_module
 from orchard.lab.config import rendered as config_file
 from orchard.lab.db.state import LabState

@@ -17,7 +17,7 @@ from pathlib import Path
 import libtmux
 import pytest
 
-from orchard.demo.lab import make_demo
+from orchard.demo.make import make_demo
 from orchard.lab.db.state import LabState
 from orchard.lab.workers.workspace import Workspace
 from tests.lab.lab_helpers import assert_nothing_left, git, wait_for

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from orchard.cli import cli
-from orchard.demo.lab import make_demo
+from orchard.demo.make import make_demo
 from orchard.lab.db.state import LabState
 from orchard.lab.workers.workspace import Workspace
 from orchard.lab.workers.workspace_init import init_workspace

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from orchard.cli import cli
-from orchard.demo.lab import make_demo
+from orchard.demo.make import make_demo
 from orchard.lab.db.state import LabState
 from orchard.lab.workers.workspace import Workspace
 from tests.lab.lab_helpers import wait_for

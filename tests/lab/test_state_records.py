@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 
 from orchard.bench.verdict import Verdict
 from orchard.cli import cli
-from orchard.demo.lab import make_demo
+from orchard.demo.make import make_demo
 from orchard.errors import UsageError
 from orchard.lab.db.schema import SCHEMA_VERSION
 from orchard.lab.db.state import LabState

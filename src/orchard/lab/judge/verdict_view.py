@@ -99,7 +99,7 @@ class MetricEffect:
 
 
 @dataclass(frozen=True)
-class Gate:
+class GateView:
     name: str
     passed: bool
     detail: str
@@ -113,7 +113,7 @@ class VerdictView:
     lock_wait_ms: float
     reasons: tuple[str, ...]
     metrics: tuple[MetricEffect, ...]
-    gates: tuple[Gate, ...]
+    gates: tuple[GateView, ...]
 
     @classmethod
     def from_verdict(cls, verdict: Verdict | None) -> VerdictView | None:
@@ -121,7 +121,7 @@ class VerdictView:
             return None
         return cls(verdict=verdict.verdict, pairs=verdict.pairs, seed=verdict.seed, lock_wait_ms=verdict.lock_wait_ms,
                    reasons=tuple(verdict.reasons), metrics=tuple(MetricEffect.from_metric(m) for m in verdict.metrics),
-                   gates=tuple(Gate(g.name, g.passed, g.detail) for g in verdict.gates))
+                   gates=tuple(GateView(g.name, g.passed, g.detail) for g in verdict.gates))
 
     @classmethod
     def from_document(cls, data: Mapping[str, Any] | None) -> VerdictView | None:

@@ -36,7 +36,6 @@ from orchard.lab.records.judgment import Decision, JudgmentEntry
 from orchard.lab.records.lab_start import LAB_START, LabStart
 from orchard.lab.workers.workspace import Workspace
 
-RUNNING_STATES = (ExperimentStatus.STARTING, ExperimentStatus.RUNNING)
 FEED_ENTRIES = 200
 # events whose data carries a verdict document, and what that verdict compares
 VERDICT_EVENTS = ("judgment", "rebase", "confirm", "main-check", "revert", "sweep")

@@ -31,7 +31,7 @@ def check_name(kind: str, name: str) -> str:
 
 
 @dataclass(frozen=True)
-class Worker:
+class WorkerDir:
     """A worker's directory and its two checkouts (which may not exist yet)."""
 
     name: str
@@ -66,6 +66,6 @@ class Worker:
 class WorkerCheckout:
     """A worker set up for one experiment: its checkouts sit at these base commits."""
 
-    worker: Worker
+    worker: WorkerDir
     target_base: str
     bench_base: str

@@ -4,7 +4,7 @@ Each renders its CLI's launch line and reads the agent's cost and token
 usage back from the worker's log where the CLI prints them.
 
 Flags were checked against each CLI's own `--help` (recorded under
-tests/data/cli-help/, which the tests compare every rendered flag against):
+tests/lab/data/cli-help/, which the tests compare every rendered flag against):
 
 | launcher | CLI | version checked | how |
 | --- | --- | --- | --- |

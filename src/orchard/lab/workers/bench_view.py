@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Protocol
 from orchard import bench
 
 if TYPE_CHECKING:
-    from orchard.lab.records.worker import Worker
+    from orchard.lab.records.worker import WorkerDir
     from orchard.lab.workers.vcs import Vcs
 
 
@@ -97,7 +97,7 @@ def _withhold(ws: ViewSource, bench_dir: Path) -> list[str]:
     return bench.withhold(path) if path is not None and path.is_file() else []
 
 
-def give_bench(ws: ViewSource, worker: Worker, bench_base: str) -> None:
+def give_bench(ws: ViewSource, worker: WorkerDir, bench_base: str) -> None:
     """Give `worker` a fresh bench at `bench_base`: a copy of the judge's view, or a clone when nothing is held out."""
     record = _record(ws, worker.name)
     record.unlink(missing_ok=True)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from orchard.errors import OrchardError
 from orchard.lab.records.build import BuiltBinary, Check
 from orchard.lab.records.experiment import placeholder_values, render_command
-from orchard.lab.records.worker import Worker
+from orchard.lab.records.worker import WorkerDir
 from orchard.lab.workers.allowlist import judge_env
 from orchard.lab.workers.sandbox import Confinement, step_confinement
 from orchard.lab.workers.workspace import Workspace
@@ -66,7 +66,7 @@ def is_script(path: Path) -> bool:
         return False
 
 
-def give_baseline(ws: Workspace, worker: Worker, baseline: BuiltBinary) -> None:
+def give_baseline(ws: Workspace, worker: WorkerDir, baseline: BuiltBinary) -> None:
     """The worker's own copy of the baseline build (`{baseline}` names it): the judge's copy is never handed out."""
     if ws.config.target.binary:
         checkout = baseline.path.parents[len(Path(ws.config.target.binary).parts) - 1]

@@ -68,11 +68,6 @@ class Cluster:
         info = self.client.scheduler_info()
         return int(sum(w.get("resources", {}).get("agent", 0) for w in info.get("workers", {}).values()))
 
-    def worker_processes(self) -> dict[str, int]:
-        """Each dask worker's address and pid (for status, and for tests that kill one)."""
-        info = self.client.scheduler_info()
-        return {address: int(w["pid"]) for address, w in info.get("workers", {}).items() if "pid" in w}
-
     def close(self) -> None:
         if self.client is not None:
             self.client.close()

@@ -3,7 +3,7 @@
 `patch` runs no model: `python -m orchard.lab.workers.patch_worker` applies the
 hypothesis's ready patch, builds, tests, measures and writes the report.
 `command` runs the user's template. The agent CLIs' launchers are in
-`agent_launchers.py`; what all launchers share is `launcher.Launcher`.
+`agent_launchers.py`; what all launchers share is `launcher_base.Launcher`.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from orchard.errors import UsageError
 from orchard.lab.config import orchard_toml as config_module
 from orchard.lab.config import rendered as config_file
 from orchard.lab.config.orchard_toml import Config
-from orchard.lab.records.worker import BASELINE_COPY, REPORT_NAME, Worker, WorkerCheckout, check_name
+from orchard.lab.records.worker import BASELINE_COPY, REPORT_NAME, WorkerCheckout, WorkerDir, check_name
 from orchard.lab.workers.bench_view import give_bench
 from orchard.lab.workers.vcs import Identity, Vcs, VcsError, get_vcs
 
@@ -95,10 +95,10 @@ class Workspace:
     def log_path(self, experiment: str) -> Path:
         return self.logs_dir / f"{check_name('experiment', experiment)}.log"
 
-    def worker(self, name: str) -> Worker:
-        return Worker(check_name("worker", name), self.root / f"worker-{name}")
+    def worker(self, name: str) -> WorkerDir:
+        return WorkerDir(check_name("worker", name), self.root / f"worker-{name}")
 
-    def workers(self) -> list[Worker]:
+    def workers(self) -> list[WorkerDir]:
         """Workers that have a directory in this workspace."""
         return [self.worker(path.name[len("worker-"):])
                 for path in sorted(self.root.glob("worker-*")) if path.is_dir()]
@@ -107,11 +107,11 @@ class Workspace:
         """The binary a build of `checkout` makes (None when the configuration names none)."""
         return checkout / self.config.target.binary if self.config.target.binary else None
 
-    def binary(self, worker: Worker) -> Path | None:
+    def binary(self, worker: WorkerDir) -> Path | None:
         """The binary a worker builds."""
         return self.binary_in(worker.target_dir)
 
-    def worker_baseline(self, worker: Worker) -> Path | None:
+    def worker_baseline(self, worker: WorkerDir) -> Path | None:
         """The worker's own copy of the baseline binary: what `{baseline}` names in its prompt and commands."""
         return self.binary_in(worker.baseline_copy)
 

@@ -130,9 +130,6 @@ class OakVcs(Vcs):
     def ignore_locally(self, checkout: Path, patterns: Sequence[str]) -> None:
         """Oak has no documented per-checkout ignore file: the collector filters these paths."""
 
-    def mount(self, repo: str, directory: Path) -> None:
-        self._oak(None, "mount", repo, str(directory))
-
     def mount_end(self, directory: Path, *, force: bool = False) -> None:
         self._oak(None, "mount", "end", str(directory), *(["-f"] if force else []))
 

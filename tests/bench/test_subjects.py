@@ -10,7 +10,7 @@ import pytest
 
 from orchard.bench.subjects import parse_binaries, parse_subjects
 from orchard.errors import UsageError
-from tests.lanes_support import LaneEnv, invoke, without_oak_on_path
+from tests.bench.lanes_support import LaneEnv, invoke, without_oak_on_path
 
 KINDS = {"git", "oak"}
 

@@ -9,7 +9,7 @@ import pytest
 
 from orchard.bench.environment import isolated_env
 from orchard.bench.lanes import pushwire
-from tests.lanes_support import LaneEnv, invoke, latest_rows, totals, without_oak_on_path
+from tests.bench.lanes_support import LaneEnv, invoke, latest_rows, totals, without_oak_on_path
 
 SCENARIO = "interrupted_publication_after_request_v1"
 ZERO = "0" * 40

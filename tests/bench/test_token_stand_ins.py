@@ -14,8 +14,8 @@ import pytest
 
 from orchard.bench import tokens
 from orchard.jsonlines import read_jsonl
+from tests.bench.lanes_support import LaneEnv, edited_flow, invoke, latest_rows, totals
 from tests.helpers import make_binary, orchard
-from tests.lanes_support import LaneEnv, edited_flow, invoke, latest_rows, totals
 
 TOKENS_SUITE = """
 [suite]

@@ -1,6 +1,6 @@
 """Lanes driven by flow files alone: strict flows, env, notes, names, versions, warm-up.
 
-`twig` (tests/twig.py) is a third CLI with its own command grammar over git;
+`twig` (tests/bench/twig.py) is a third CLI with its own command grammar over git;
 it enters every lane through its flow file, with no code change.
 """
 
@@ -13,8 +13,8 @@ import pytest
 
 from orchard.bench.flows import load_flow
 from orchard.errors import UsageError
-from tests import twig
-from tests.lanes_support import LaneEnv, assert_no_children, edited_flow, invoke, latest_rows, totals
+from tests.bench import twig
+from tests.bench.lanes_support import LaneEnv, assert_no_children, edited_flow, invoke, latest_rows, totals
 
 INTERRUPTED = "interrupted_publication_after_request_v1"
 

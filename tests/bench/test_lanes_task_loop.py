@@ -9,7 +9,7 @@ import psutil
 import pytest
 
 from orchard.bench.rows import COMPARABILITY_KEYS
-from tests.lanes_support import LaneEnv, cli_process, invoke, latest_rows, totals, wait_for, without_oak_on_path
+from tests.bench.lanes_support import LaneEnv, cli_process, invoke, latest_rows, totals, wait_for, without_oak_on_path
 
 TASK_LOOP_OPS = [
     f"{phase}.{step}"

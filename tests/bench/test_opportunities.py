@@ -12,7 +12,7 @@ import pytest
 from orchard.bench import opportunities
 from orchard.bench.flows import shipped_flow_files
 from orchard.bench.store import RunWriter
-from tests.lanes_support import LaneEnv, assert_no_children, invoke
+from tests.bench.lanes_support import LaneEnv, assert_no_children, invoke
 
 ITEM_FIELDS = {
     "rank", "lane", "scenario", "operation", "level", "metric", "direction", "subject", "value", "runs",

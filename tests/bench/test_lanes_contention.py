@@ -10,7 +10,7 @@ import pytest
 
 from orchard.bench.lanes.contention import parse_workers
 from orchard.errors import UsageError
-from tests.lanes_support import LaneEnv, cli_process, invoke, latest_rows, totals, wait_for, without_oak_on_path
+from tests.bench.lanes_support import LaneEnv, cli_process, invoke, latest_rows, totals, wait_for, without_oak_on_path
 
 
 @pytest.mark.slow

@@ -8,7 +8,7 @@ import pytest
 
 from orchard.bench.flows import STEPS, load_flow, load_flows, shipped_flow_files
 from orchard.errors import UsageError
-from tests.lanes_support import LaneEnv, edited_flow, invoke, latest_rows, totals
+from tests.bench.lanes_support import LaneEnv, edited_flow, invoke, latest_rows, totals
 
 GIT_FLOW = shipped_flow_files()["git"]
 

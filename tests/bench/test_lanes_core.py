@@ -15,8 +15,8 @@ from orchard.bench.flows import shipped_flow_files
 from orchard.bench.lanes.core import parse_files
 from orchard.bench.lanes.generated_repo import RepoSpec, ensure, typical_edit
 from orchard.errors import UsageError
-from tests import twig
-from tests.lanes_support import LaneEnv, invoke, latest_rows, totals
+from tests.bench import twig
+from tests.bench.lanes_support import LaneEnv, invoke, latest_rows, totals
 
 OPS = ["core.status", "core.diff", "core.log", "core.show"]
 
