@@ -17,6 +17,7 @@ from orchard.lab import backlog, pages, view
 from orchard.lab.journal import render_journal
 from orchard.lab.judgment import Decision
 from orchard.lab.markdown import inline
+from orchard.lab.sandbox import UNSANDBOXED_NOTE, SandboxMode
 from orchard.lab.state import LabState
 from orchard.lab.verdict_table import effect_cells, markdown_head, markdown_table, num, score_text, short_commit
 from orchard.lab.view import ExperimentView, LabView
@@ -77,6 +78,11 @@ def _landing_state(e: ExperimentView) -> str:
     return f"merged as {merged}{reverted}, on `{e.published.branch}` in the target"
 
 
+def _unsandboxed(lab: LabView) -> list[str]:
+    """A lab whose workers ran without bubblewrap says so at the top of its report, not only in its journal."""
+    return [f"**{UNSANDBOXED_NOTE}.**", ""] if lab.sandbox == SandboxMode.NONE else []
+
+
 def render_final_report(lab: LabView) -> str:
     def decided(decision: Decision) -> list[ExperimentView]:
         return [e for e in lab.experiments if e.decision == decision]
@@ -84,7 +90,7 @@ def render_final_report(lab: LabView) -> str:
     landed, killed, iterated = decided(Decision.LAND), decided(Decision.KILL), decided(Decision.ITERATE)
     lines = ["# Final report", "", f"Stopped: {inline(lab.stopped or 'the lab has not stopped')}.", "",
              f"{len(lab.experiments)} experiments: {len(landed)} landed, {len(killed)} killed, "
-             f"{len(iterated)} iterated.", "", *final_lines(lab), "", "## Landed changes", ""]
+             f"{len(iterated)} iterated.", "", *_unsandboxed(lab), *final_lines(lab), "", "## Landed changes", ""]
     lines += [f"- `{e.name}` on `{e.branch}`{_via(e)} ({inline(_landing_state(e))}): " + inline("; ".join(e.reasons))
               for e in landed] or ["- none"]
     where = lab.publication
