@@ -52,8 +52,8 @@ def test_bench_never_imports_lab() -> None:
 
 def test_verdicts_is_the_only_lab_module_that_imports_bench() -> None:
     files = sorted((SRC / "lab").rglob("*.py"))
-    assert importers([SRC / "lab" / "verdicts.py"], "orchard.bench"), "verdicts.py measures through the bench"
-    assert importers([path for path in files if path != SRC / "lab" / "verdicts.py"], "orchard.bench") == []
+    assert importers([SRC / "lab" / "judge" / "measuring.py"], "orchard.bench"), "it measures through the bench"
+    assert importers([path for path in files if path != SRC / "lab" / "judge" / "measuring.py"], "orchard.bench") == []
 
 
 def test_the_shared_modules_import_neither_package() -> None:
@@ -63,8 +63,8 @@ def test_the_shared_modules_import_neither_package() -> None:
 
 def test_every_way_of_importing_bench_is_seen() -> None:
     """The check itself: absolute, from-the-package, relative and deferred imports are all found."""
-    source = ("import orchard.bench.lock\nfrom orchard import bench\nfrom ...bench.rows import step_row\n"
-              "from .. import verdicts\ndef later():\n    from orchard.bench import stats\n")
-    names = {name for _, name in imported(source, "orchard.lab.vcs")}
+    source = ("import orchard.bench.lock\nfrom orchard import bench\nfrom ....bench.rows import step_row\n"
+              "from ...judge import measuring\ndef later():\n    from orchard.bench import stats\n")
+    names = {name for _, name in imported(source, "orchard.lab.workers.vcs")}
     assert {"orchard.bench.lock", "orchard.bench", "orchard.bench.rows", "orchard.bench.stats",
-            "orchard.lab.verdicts"} <= names
+            "orchard.lab.judge.measuring"} <= names

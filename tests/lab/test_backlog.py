@@ -12,10 +12,10 @@ from orchard.bench import opportunities
 from orchard.bench.store import RunWriter
 from orchard.cli import cli
 from orchard.demo.lab import make_demo
-from orchard.lab import backlog
-from orchard.lab.hypothesis import HypothesisStatus
-from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace
+from orchard.lab.db.state import LabState
+from orchard.lab.loop import backlog
+from orchard.lab.records.hypothesis import HypothesisStatus
+from orchard.lab.workers.workspace import Workspace
 from tests.lab.loop_support import add_hypotheses, snapshot
 
 

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from orchard.demo.lab import demo_sandbox
-from orchard.lab import records, view
-from orchard.lab.sandbox import SandboxMode
-from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace
+from orchard.lab.db.state import LabState
+from orchard.lab.notebook import files as records
+from orchard.lab.notebook import view
+from orchard.lab.workers.sandbox import SandboxMode
+from orchard.lab.workers.workspace import Workspace
 
 
 @pytest.fixture

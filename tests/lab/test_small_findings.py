@@ -5,12 +5,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from orchard.lab import backlog, records, stop, view
-from orchard.lab.hypothesis import HypothesisStatus
-from orchard.lab.journal import render_journal
-from orchard.lab.judgment import Decision, Judgment
-from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace
+from orchard.lab.db.state import LabState
+from orchard.lab.loop import backlog, stop
+from orchard.lab.notebook import files as records
+from orchard.lab.notebook import view
+from orchard.lab.notebook.journal import render_journal
+from orchard.lab.records.hypothesis import HypothesisStatus
+from orchard.lab.records.judgment import Decision, Judgment
+from orchard.lab.workers.workspace import Workspace
 from tests.lab.loop_support import add_hypotheses, verdict_of
 
 

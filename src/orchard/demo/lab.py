@@ -18,10 +18,11 @@ from pathlib import Path
 
 from orchard.demo import BENCH, BINARY, HYPOTHESES, TARGET, copy_template
 from orchard.errors import UsageError
-from orchard.lab import backlog, sandbox
-from orchard.lab import config as config_module
-from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace
+from orchard.lab.config import orchard_toml as config_module
+from orchard.lab.db.state import LabState
+from orchard.lab.loop import backlog
+from orchard.lab.workers import sandbox
+from orchard.lab.workers.workspace import Workspace
 
 IGNORES = {"target": "build/\n__pycache__/\n*.pyc\n", "bench": "__pycache__/\n*.pyc\nresults/\n"}
 IDENTITY = {"GIT_AUTHOR_NAME": "orchard demo", "GIT_AUTHOR_EMAIL": "demo@orchard.invalid",

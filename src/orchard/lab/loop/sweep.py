@@ -1,0 +1,53 @@
+"""After a landed win: the opportunities re-read and, every few wins, the full sweep.
+
+The sweep measures main against the lab's first baseline, so the journal shows the whole
+run's gain, not only each win's step.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from orchard.lab.judge.builds import baseline_binary, placeholders, run_step
+from orchard.lab.judge.measuring import measure, opportunities
+from orchard.lab.loop import stop
+from orchard.lab.loop.start import recorded_start
+
+if TYPE_CHECKING:
+    from orchard.lab.loop.lab import Lab
+
+
+def after_win(lab: Lab) -> None:
+    """Re-read the opportunities; every few wins, run the full sweep."""
+    items = opportunities(lab.ws)
+    lab.state.log(
+        "opportunities",
+        {
+            "items": len(items),
+            "top": [
+                f"{i['scenario']}/{i['operation']} {i['metric']}: {i['subject']} vs {i['comparator']} "
+                f"gap {i['gap']}"
+                for i in items[:3]
+            ],
+        },
+    )
+    if lab.state.counter(stop.MERGED) % lab.ws.config.bench.sweep_every == 0:
+        sweep(lab)
+
+
+def sweep(lab: Lab) -> None:
+    ws = lab.ws
+    main = ws.target_base()
+    lab.say(f"full sweep: main {main[:12]} against the lab's first baseline")
+    started = recorded_start(lab.state)
+    first = baseline_binary(ws, lab.state, started.base if started else main)
+    verdict = measure(ws, first, baseline_binary(ws, lab.state, main), progress=lab.measure_progress)
+    data: dict[str, Any] = {"main": main, "verdict": verdict.to_dict()}
+    if ws.config.bench.sweep:
+        values = placeholders(ws, ws.reference_target, baseline_binary(ws, lab.state, main).path)
+        check = run_step("sweep", ws.config.bench.sweep, ws.bench_dir, values, ws.judge_dir / "sweep-logs")
+        data["command"] = check.detail
+        data["command_log"] = check.log
+    lab.state.log("sweep", data)
+    lab.render()
+
