@@ -793,11 +793,14 @@ def demo(workspace: Path | None, workers: int, executor: str) -> None:
     import shutil
     import time
 
-    from orchard.demo.make import default_directory, make_demo
+    from orchard.demo.make import default_directory, demo_sandbox, make_demo
 
     started = time.monotonic()
     console = _console()
-    ws = make_demo(workspace or default_directory(), workers=workers, executor=executor)
+    mode, unsandboxed = demo_sandbox()
+    if unsandboxed:
+        console.print(f"note: {unsandboxed}", style="yellow", highlight=False)
+    ws = make_demo(workspace or default_directory(), workers=workers, executor=executor, sandbox_mode=mode)
     console.print(f"demo lab: {ws.root}")
     if ws.config.workers.executor in ("auto", "tmux") and shutil.which("tmux"):
         from orchard.lab.workers.executors import attach_command

@@ -21,6 +21,7 @@ from orchard.errors import UsageError
 from orchard.lab.config import orchard_toml as config_module
 from orchard.lab.db.state import LabState
 from orchard.lab.loop import backlog
+from orchard.lab.workers import sandbox
 from orchard.lab.workers.workspace import Workspace
 
 IGNORES = {"target": "build/\n__pycache__/\n*.pyc\n", "bench": "__pycache__/\n*.pyc\nresults/\n"}
@@ -42,11 +43,29 @@ def _repository(template: Path, directory: Path, kind: str, message: str) -> Pat
     return directory
 
 
+DEMO_UNSANDBOXED = ("the demo runs its workers WITHOUT a sandbox: {why}. Its workers only apply orchard's own "
+                    "ready patches; a lab on your own code never falls back like this")
+
+
+def demo_sandbox() -> tuple[str, str | None]:
+    """The demo's `[workers] sandbox`: bubblewrap where it works here, else none, with the line that says so.
+
+    The demo's workers apply orchard's own patches, so it may run anywhere; `orchard run` on a user's lab
+    still refuses to start without a working sandbox.
+    """
+    try:
+        sandbox.preflight(sandbox.SandboxMode.BWRAP)
+    except UsageError as error:
+        return sandbox.SandboxMode.NONE, DEMO_UNSANDBOXED.format(why=str(error).removesuffix(sandbox.HINT).rstrip(": "))
+    return sandbox.SandboxMode.BWRAP, None
+
+
 def default_directory() -> Path:
     return Path.cwd() / f"orchard-demo-{time.strftime('%Y%m%dT%H%M%S')}"
 
 
-def make_demo(directory: Path, *, workers: int = 3, executor: str = "auto", only: Sequence[str] = ()) -> Workspace:
+def make_demo(directory: Path, *, workers: int = 3, executor: str = "auto", only: Sequence[str] = (),
+              sandbox_mode: str = sandbox.SandboxMode.BWRAP) -> Workspace:
     """Create the demo's repositories and workspace; the backlog holds the demo hypotheses (`only` these ids)."""
     directory = Path(directory).resolve()
     if directory.exists() and any(directory.iterdir()):
@@ -77,7 +96,7 @@ def make_demo(directory: Path, *, workers: int = 3, executor: str = "auto", only
                              f"--candidate {{binary}} --runs 8 --json --results {{workspace}}/results/workers",
                   "sweep_every": 2},
         "workers": {"count": workers, "exploit": workers - explore, "explore": explore, "executor": executor,
-                    "timeout_minutes": 5.0},
+                    "timeout_minutes": 5.0, "sandbox": str(sandbox_mode)},
         "launcher": {"name": "patch", "executable": python},
         "stop": {"top_attempted": len(hypotheses), "idle_loops": 3},
         "lab": {"author_name": "orchard demo lab", "author_email": "lab@orchard.invalid"},

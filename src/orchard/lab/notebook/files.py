@@ -20,6 +20,7 @@ from orchard.lab.notebook.journal import render_journal
 from orchard.lab.notebook.view import ExperimentView, LabView
 from orchard.lab.records.judgment import Decision
 from orchard.lab.text import inline
+from orchard.lab.workers.sandbox import UNSANDBOXED_NOTE, SandboxMode
 from orchard.lab.workers.workspace import Workspace
 
 NEXT_BACKLOG = 6  # hypotheses the final report recommends
@@ -77,6 +78,11 @@ def _landing_state(e: ExperimentView) -> str:
     return f"merged as {merged}{reverted}, on `{e.published.branch}` in the target"
 
 
+def _unsandboxed(lab: LabView) -> list[str]:
+    """A lab whose workers ran without bubblewrap says so at the top of its report, not only in its journal."""
+    return [f"**{UNSANDBOXED_NOTE}.**", ""] if lab.sandbox == SandboxMode.NONE else []
+
+
 def render_final_report(lab: LabView) -> str:
     def decided(decision: Decision) -> list[ExperimentView]:
         return [e for e in lab.experiments if e.decision == decision]
@@ -84,7 +90,7 @@ def render_final_report(lab: LabView) -> str:
     landed, killed, iterated = decided(Decision.LAND), decided(Decision.KILL), decided(Decision.ITERATE)
     lines = ["# Final report", "", f"Stopped: {inline(lab.stopped or 'the lab has not stopped')}.", "",
              f"{len(lab.experiments)} experiments: {len(landed)} landed, {len(killed)} killed, "
-             f"{len(iterated)} iterated.", "", *final_lines(lab), "", "## Landed changes", ""]
+             f"{len(iterated)} iterated.", "", *_unsandboxed(lab), *final_lines(lab), "", "## Landed changes", ""]
     lines += [f"- `{e.name}` on `{e.branch}`{_via(e)} ({inline(_landing_state(e))}): " + inline("; ".join(e.reasons))
               for e in landed] or ["- none"]
     where = lab.publication
