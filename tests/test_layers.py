@@ -197,6 +197,17 @@ def test_records_import_nothing_of_the_lab_but_records() -> None:
         "orchard.lab.records.verdict -> orchard.bench"]
 
 
+def test_records_do_no_io() -> None:
+    """Records are data: none imports what reads or writes files, runs processes or opens connections."""
+    io = ("os", "shutil", "subprocess", "socket", "tempfile", "orchard.process", "orchard.tomlfile",
+          "orchard.jsonlines")
+    records = sorted((SRC / "orchard" / "lab" / "records").glob("*.py"))
+    assert len(records) > 4
+    found = [f"{path.name}: {name}" for path in records for _, name in imported(path.read_text(), "orchard.lab.records")
+             if name in io or name.startswith(tuple(f"{module}." for module in io))]
+    assert found == []
+
+
 def test_bench_never_imports_lab() -> None:
     bench = [name for name in GRAPH if name.startswith("orchard.bench")]
     assert len(bench) > 20, "the bench's modules were found"
