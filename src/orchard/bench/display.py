@@ -14,14 +14,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 from orchard.bench.calibration import Calibration, age_text
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import Suite
 from orchard.bench.verdict import CalibrationNote, MetricResult, MetricVerdict, Verdict, VerdictDecision, VerdictWord
+from orchard.units import quantity
 
 RUN_SCHEMA = "orchard.bench-run/1"
+_UNBOUNDED = 10_000  # columns: a table's natural width is measured without the console's limit
 _STYLE = {MetricVerdict.IMPROVED: "green", MetricVerdict.REGRESSED: "red", MetricVerdict.UNCHANGED: "dim",
           MetricVerdict.UNCLEAR: "yellow"}
 _OVERALL_STYLE = {VerdictWord.PASS: "bold green", VerdictWord.REGRESSED: "bold red", VerdictWord.NO_CHANGE: "bold",
@@ -32,16 +36,6 @@ def pct(value: float | None, signed: bool = True) -> str:
     if value is None or not math.isfinite(value):
         return "-"
     return f"{value:+.2%}" if signed else f"{value:.2%}"
-
-
-def quantity(value: float | None, metric: str) -> str:
-    if value is None:
-        return "-"
-    if metric.endswith("_ms"):
-        return f"{value:.2f} ms"
-    if metric.endswith("_bytes"):
-        return f"{value / 1e6:.2f} MB" if value >= 1e6 else f"{value:.0f} B"
-    return f"{value:g}"
 
 
 NO_INTERVAL = "no interval at this n"
@@ -88,6 +82,28 @@ def metric_table(metrics: Sequence[MetricResult], title: str | None = None) -> T
     return table
 
 
+def metric_block(m: MetricResult) -> Text:
+    """One metric as a few short lines: the stacked form of its table row, for a console too narrow for the table."""
+    style = _STYLE.get(m.verdict, "")
+    block = Text.assemble((m.key, "bold"), "  ", (str(m.verdict), style))
+    block.append(f"\n  effect {pct(m.effect)}, interval {interval_text(m)}{confidence_text(m)}")
+    block.append(f"\n  floor {pct(m.floor, signed=False)}, n {m.n}, MDE {pct(m.mde, signed=False)}")
+    block.append(f"\n  baseline {quantity(m.baseline_median, m.metric)}, "
+                 f"candidate {quantity(m.candidate_median, m.metric)}")
+    return block
+
+
+def print_metrics(console: Console, metrics: Sequence[MetricResult]) -> None:
+    """The metric table when it fits the console's width, else one block per metric (nothing cut to `inconc…`)."""
+    table = metric_table(metrics)
+    natural = Measurement.get(console, console.options.update(max_width=_UNBOUNDED), table).maximum
+    if natural <= console.width:
+        console.print(table)
+        return
+    for m in metrics:
+        console.print(metric_block(m))
+
+
 def calibration_line(cal: CalibrationNote | None) -> str:
     if cal is None:
         return "calibration: none"
@@ -112,7 +128,7 @@ def as_decision(verdict: Verdict) -> VerdictDecision:
 def print_decision(console: Console, decision: VerdictDecision, warnings: Sequence[str]) -> None:
     """Metric table, gates, warnings, the verdict and its reasons."""
     if decision.metrics:
-        console.print(metric_table(decision.metrics))
+        print_metrics(console, decision.metrics)
     for gate in decision.gates:
         mark = "[green]pass[/]" if gate.passed else "[red]FAIL[/]"
         console.print(f"gate {gate.name}: {mark} {gate.detail}")

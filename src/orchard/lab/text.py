@@ -5,8 +5,11 @@ Hypothesis titles, causes and changes (a planner agent writes them), reasons
 in backlog.md, JOURNAL.md, LEADERBOARD.md and FINAL_REPORT.md. `inline` is
 the one function every renderer passes such text through: line breaks
 become spaces, so the text cannot start a heading, list or table row of its
-own; `|` cannot end a table cell; a leading block marker and HTML are
-escaped, so `- # title` stays a list item with a title in it. `a_few` keeps
+own; `|` cannot end a table cell; a leading block marker, HTML and entity
+references are escaped, so `- # title` stays a list item with a title in
+it. Escapes are Markdown's own backslashes, never HTML entities: the files
+are read as plain text in a terminal too, where `&lt;` would show as such,
+and a comparison such as `effect < floor` is left as it is. `a_few` keeps
 a list of names (files, flags) to one line of a reason.
 """
 
@@ -17,12 +20,15 @@ import re
 # Every character Python's str.splitlines() breaks on: a reader's renderer may break on any of them.
 _BREAKS = re.compile(r"[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]+")
 _BLOCK_START = re.compile(r"^(\s*)([#>+*=_~`-]|\d+[.)])")
+_HTML_START = re.compile(r"<(?=[A-Za-z/!?])")  # a tag, comment or autolink opens this way; `a < b` does not
+_ENTITY = re.compile(r"&(?=#?\w+;)")
 
 
 def inline(text: object) -> str:
     """`text` as one line of Markdown that renders as exactly these characters (no markup of its own)."""
     line = _BREAKS.sub(" ", str(text))
-    line = line.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    line = line.replace("\\", "\\\\").replace("|", "\\|")
+    line = _ENTITY.sub("\\&", _HTML_START.sub("\\<", line))
     return _BLOCK_START.sub(lambda m: m.group(1) + "\\" + m.group(2), line)
 
 

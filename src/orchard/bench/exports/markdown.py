@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from orchard.bench.display import bounds_text, pct, quantity
+from orchard.bench.display import bounds_text, pct
 from orchard.bench.verdict import VerdictDecision
+from orchard.units import quantity
 
 _ICON = {"PASS": "✅", "NO-CHANGE": "⚪", "INCONCLUSIVE": "🟡", "REGRESSED": "❌", "ERROR": "❌"}
 

@@ -3,7 +3,7 @@
 JOURNAL.md, LEADERBOARD.md, FINAL_REPORT.md, report.html, the dashboard and
 its charts print every number through the one formatter of its kind here
 (`pct` an effect, `interval`, `floor_pct`, `measured` a metric's value,
-`short_commit`, `score_text`, `run_of` how far a verdict got), so a
+`short_commit`, `score_text`; units from `orchard.units`, `run_of` how far a verdict got), so a
 number reads the same, to the digit, wherever it appears.
 """
 
@@ -16,13 +16,15 @@ from typing import Any
 
 from orchard.lab.judge.measuring import MetricResult, Verdict, is_held_out
 from orchard.lab.text import inline
+from orchard.units import count, exact_quantity, quantity
 
 COLUMNS = ("metric", "verdict", "effect", "interval", "floor", "n", "MDE", "baseline", "candidate")
 
 
 def run_of(verdict: VerdictView) -> str:
     """How far a verdict got and its seed: `after 20 pairs (seed 7)`."""
-    return f"{after_pairs(verdict.pairs)} (seed {num(verdict.seed)})"
+    seed = "-" if verdict.seed is None else verdict.seed
+    return f"{after_pairs(verdict.pairs)} (seed {seed})"
 
 
 def after_pairs(pairs: Any) -> str:
@@ -58,19 +60,8 @@ def score_text(value: float) -> str:
 
 
 def num(value: Any) -> str:
-    """A measured value as people read it: 290,600 bytes, not 2.906e+05."""
-    if value is None:
-        return "-"
-    if isinstance(value, float) and abs(value) >= 10_000:
-        return f"{value:,.0f}"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
-def exact(value: float | None) -> str:
-    """A deterministic metric's value in full (11502, not 1.15e+04): it has no noise to round away."""
-    return "-" if value is None else f"{value:.12g}"
+    """A count or plain number as people read it: 290,600, not 2.906e+05 (nor 290600 in another table)."""
+    return count(value) if isinstance(value, (int, float)) else "-" if value is None else str(value)
 
 
 @dataclass(frozen=True)
@@ -140,7 +131,7 @@ def effect_cells(best: MetricEffect | None, final: MetricEffect | None) -> list[
 
 def measured(m: MetricEffect, value: float | None) -> str:
     """A metric's measured value: in full when it is deterministic (no noise to round away)."""
-    return exact(value) if m.exact else num(value)
+    return exact_quantity(value, m.key) if m.exact else quantity(value, m.key)
 
 
 def cells(m: MetricEffect) -> list[str]:

@@ -1,0 +1,55 @@
+"""The verdict as a terminal shows it: readable at 80 and 120 columns, numbers in units people read."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+from orchard.bench.display import print_decision
+from orchard.bench.verdict import MetricResult, MetricVerdict, VerdictDecision, VerdictWord
+
+
+def _metric(scenario: str, metric: str, verdict: MetricVerdict, baseline: float, candidate: float) -> MetricResult:
+    return MetricResult(
+        scenario=scenario, metric=metric, direction="lower", target=True, verdict=verdict, method="hodges-lehmann",
+        scale="log-ratio", effect=candidate / baseline - 1, interval=(-0.0213, 0.0456), confidence=0.95,
+        floor=0.348, n=20, mde=0.0512, baseline_median=baseline, candidate_median=candidate,
+    )
+
+
+DECISION = VerdictDecision(
+    VerdictWord.INCONCLUSIVE,
+    [
+        _metric("render-large-table", "wall_ms", MetricVerdict.UNCLEAR, 0.0624, 0.0631),
+        _metric("render-large-table", "instructions", MetricVerdict.UNCLEAR, 245_242_011.0, 245_300_000.0),
+        _metric("render-large-table", "peak_rss_bytes", MetricVerdict.UNCHANGED, 232_087.0, 232_087.0),
+    ],
+    reasons=["render-large-table/wall_ms: interval [-2.13%, +4.56%] is wider than the floor"],
+)
+
+
+def _shown(width: int) -> str:
+    console = Console(width=width, file=io.StringIO(), record=True, color_system=None)
+    print_decision(console, DECISION, [])
+    return console.export_text()
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_the_verdict_fits_a_narrow_terminal_with_every_cell_whole(width: int) -> None:
+    text = _shown(width)
+    assert max(len(line) for line in text.splitlines()) <= width, text
+    assert "…" not in text, f"a cell was cut at {width} columns:\n{text}"
+    assert text.count("inconclusive") == 2 and "no-change" in text, text
+    assert text.count("34.80%") == 3 and "20" in text, f"floor and n are shown:\n{text}"
+    assert "e+0" not in text, text
+    for value in ("62.4 µs", "63.1 µs", "245.2 M", "245.3 M", "232.1 KB"):
+        assert value in text, (value, text)
+
+
+def test_a_wide_terminal_gets_the_table() -> None:
+    text = _shown(200)
+    header = next(line for line in text.splitlines() if "metric" in line)
+    assert header.replace("┃", " ").split() == ["metric", "verdict", "effect", "interval", "floor", "n", "MDE", "baseline", "candidate"]
+    assert "62.4 µs" in text and "e+0" not in text

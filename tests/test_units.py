@@ -1,0 +1,41 @@
+"""One formatter per kind of number: the same value reads the same in every table and page."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchard.units import big_count, count, duration_ms, exact_quantity, quantity, size_bytes
+
+
+@pytest.mark.parametrize(("ms", "shown"), [
+    (0.0008, "800 ns"), (0.0624, "62.4 µs"), (1.234, "1.23 ms"), (245.24, "245 ms"), (999.96, "1.00 s"),
+    (2452.4, "2.45 s"), (3_600_000.0, "3,600 s"), (None, "-"), (float("nan"), "-"),
+])
+def test_durations_scale_from_nanoseconds_to_seconds(ms: float | None, shown: str) -> None:
+    assert duration_ms(ms) == shown
+
+
+@pytest.mark.parametrize(("size", "shown"), [
+    (512, "512 B"), (999.6, "1.0 KB"), (290_600, "290.6 KB"), (12_345_678, "12.3 MB"), (1.5e9, "1.50 GB"),
+])
+def test_sizes_scale_from_bytes_to_gigabytes(size: float, shown: str) -> None:
+    assert size_bytes(size) == shown
+
+
+def test_a_count_has_separators_whether_it_came_as_int_or_float() -> None:
+    assert count(232087) == count(232087.0) == "232,087"
+    assert count(0.33333) == "0.3333" and count(7) == "7"
+
+
+def test_instruction_counts_read_in_millions_never_with_an_exponent() -> None:
+    assert big_count(245_242_011.0) == "245.2 M" and big_count(1.3e9) == "1.3 G" and big_count(9_999) == "9,999"
+    assert quantity(245_242_011.0, "scenario/instructions") == "245.2 M"
+    assert quantity(2_000_000.0, "estimated_cycles") == "2.0 M"
+
+
+def test_a_metric_picks_its_unit_by_name_and_an_exact_value_keeps_every_digit() -> None:
+    assert quantity(0.0624, "report/wall_ms") == "62.4 µs"
+    assert quantity(232_087.0, "peak_rss_bytes") == "232.1 KB"
+    assert quantity(1234.0, "rows_written") == "1,234"
+    assert exact_quantity(11_502.0, "report/stdout_bytes") == "11,502 B"
+    assert exact_quantity(245_242_011.0, "instructions") == "245,242,011"
