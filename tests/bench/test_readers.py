@@ -117,6 +117,22 @@ def test_google_benchmark_json_keeps_iterations_not_aggregates() -> None:
     assert rows[3]["cpu_ms"] == pytest.approx(0.52092, rel=1e-4)  # 520.9 us
 
 
+def test_google_benchmark_json_with_aggregates_only_says_so() -> None:
+    data = json.loads((DATA / "google-benchmark.json").read_text())
+    data["benchmarks"] = [b for b in data["benchmarks"] if b["run_type"] == "aggregate"]
+    assert data["benchmarks"], "the sample file has aggregate rows"
+    with pytest.raises(UsageError, match=r"gb\.json: .*only aggregate rows .*--benchmark_report_aggregates_only"):
+        readers.read(json.dumps(data), Format.GOOGLE_BENCHMARK, "gb.json")
+
+
+def test_each_tools_file_is_recognised_and_orchard_rows_are_not_taken_for_one() -> None:
+    assert readers.sniff((DATA / "google-benchmark.json").read_text()) == Format.GOOGLE_BENCHMARK
+    assert readers.sniff('{"results": [{"command": "true", "times": [0.1]}]}') == Format.HYPERFINE
+    assert readers.sniff('{"machine_info": {}, "benchmarks": []}') == Format.PYTEST_BENCHMARK
+    assert readers.sniff('{"version": "1.0", "benchmarks": []}') == Format.PYPERF
+    assert readers.sniff('{"step_kind": "measured", "scenario": "s"}\n') is None
+
+
 @pytest.mark.parametrize("fmt", list(Format))
 # a multi-line JSON document from some other tool (hyperfine's export silently gave zero jsonl rows)
 @pytest.mark.parametrize("text", ["", '{\n  "something": "else",\n  "results": []\n}\n'])

@@ -289,7 +289,9 @@ def test_a_regressed_metric_is_killed_but_not_as_a_gate(green: list[Check], verd
 def test_no_claim_below_the_noise_floor(green: list[Check], verdicts: dict[str, Verdict]) -> None:
     no_change = decide(green, verdicts["same"], [])
     assert no_change.decision == Decision.KILL and no_change.rule == Rule.FLOOR
-    assert no_change.reasons == ["no effect beyond the noise floor: every metric within its noise floor"]
+    assert no_change.reasons == [
+        "no effect beyond the noise floor: every metric within its noise floor and the smallest change that matters"
+    ]
     # INCONCLUSIVE whose estimate is inside the floor: nothing to claim, killed
     faint = verdict_of([metric("report/wall_ms", "inconclusive", -0.01, interval=(-0.05, 0.03), floor=0.03, mde=0.06)])
     assert faint.verdict == "INCONCLUSIVE"

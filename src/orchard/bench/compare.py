@@ -3,9 +3,10 @@
 Each file is orchard rows (JSONL) of one subject: a `bench run`, a lane run,
 or rows a reader produced. Rows are grouped by scenario and operation; every
 metric measured in all rows of both sides is judged. Where the two sets'
-runs line up (the same run or pair numbers on both sides) the comparison is
-paired, as a verdict is; otherwise it is unpaired, with a warning: two
-campaigns taken at different times share no drift, so only a shift larger
+runs line up (the same run or pair numbers on both sides, measured in one
+interleaved campaign) the comparison is paired, as a verdict is; otherwise
+it is unpaired, with a warning: two campaigns taken one after the other
+share no drift even when their run numbers match, so only a shift larger
 than the spread between runs can show. No A/A calibration is involved: the
 suite's minimum floors (the defaults per metric) are the floors.
 """
@@ -15,9 +16,11 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from orchard.bench import readers
 from orchard.bench import rows as rowlib
 from orchard.bench.suite import BUILTIN_METRICS, OPTIONAL_METRICS
 from orchard.bench.verdict import (
@@ -68,8 +71,10 @@ def _rows(path: Path) -> list[dict[str, Any]]:
         loaded = read_jsonl(path)
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None
-    except (OSError, ValueError) as error:
-        raise UsageError(f"{path}: not orchard rows (JSONL): {error}") from None
+    except OSError as error:
+        raise UsageError(f"{path}: cannot read it: {error}") from None
+    except ValueError as error:
+        raise UsageError(f"{path}: {_not_rows(path, f'not orchard rows (JSONL): {error}')}") from None
     judged = [
         row
         for row in loaded
@@ -79,8 +84,38 @@ def _rows(path: Path) -> list[dict[str, Any]]:
         and row.get("returncode") == 0
     ]
     if not judged:
-        raise UsageError(f"{path}: no successful measured rows to compare")
+        raise UsageError(f"{path}: {_not_rows(path, 'no successful measured rows to compare')}")
     return judged
+
+
+def _not_rows(path: Path, otherwise: str) -> str:
+    """Why a file gave nothing to compare, naming the tool that wrote it when it is another tool's file."""
+    fmt = readers.sniff(path.read_text(errors="replace"))
+    if fmt is None:
+        return otherwise
+    return (f"this is a {fmt} file, not orchard rows: `orchard compare` reads the JSONL rows orchard writes; "
+            f"measure it through a suite's rows scenario with format = \"{fmt}\" (docs/suites.md)")
+
+
+def _span(rows: Sequence[Mapping[str, Any]]) -> tuple[datetime, datetime] | None:
+    """When a set of rows was measured, from its first start to its last end; None if a row has no times."""
+    try:
+        starts = [datetime.fromisoformat(str(r["started_at"])) for r in rows]
+        ends = [datetime.fromisoformat(str(r.get("ended_at") or r["started_at"])) for r in rows]
+    except (KeyError, ValueError):
+        return None
+    return min(starts), max(ends)
+
+
+def measured_apart(old_rows: Sequence[Mapping[str, Any]], new_rows: Sequence[Mapping[str, Any]]) -> str:
+    """Why two sets are not paired although their run numbers line up: one was measured after the other ended."""
+    old, new = _span(old_rows), _span(new_rows)
+    if old is None or new is None or (old[0] <= new[1] and new[0] <= old[1]):
+        return ""
+    first, second = sorted((old, new))
+    gap = (second[0] - first[1]).total_seconds()
+    return (f"measured apart ({gap:,.0f} s between the two campaigns, not interleaved): their run numbers line up "
+            "but the runs share no moment, so they are not paired")
 
 
 def _groups(path: Path, rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
@@ -126,12 +161,14 @@ def compare(old: Path, new: Path, alpha: float = DEFAULT_ALPHA) -> Comparison:
         a_rows, b_rows = old_groups[key], new_groups[key]
         a_keys, b_keys = [_run_key(r) for r in a_rows], [_run_key(r) for r in b_rows]
         paired = None not in a_keys and sorted(a_keys) == sorted(b_keys) and len(set(a_keys)) == len(a_keys)
-        if paired:
+        apart = measured_apart(a_rows, b_rows) if paired else ""
+        if paired and not apart:
             b_by_key = {_run_key(r): r for r in b_rows}
             b_rows = [b_by_key[k] for k in a_keys]
         else:
-            all_paired = False
-            warnings.append(f"{key}: runs do not line up ({len(a_rows)} old, {len(b_rows)} new): compared unpaired")
+            paired = all_paired = False
+            why = apart or f"runs do not line up ({len(a_rows)} old, {len(b_rows)} new)"
+            warnings.append(f"{key}: {why}: compared unpaired")
         specs, samples = [], {}
         for metric, field in FIELDS.items():
             a = [r.get(field) for r in a_rows]

@@ -14,6 +14,9 @@ rows would silently judge nothing.
 | `pyperf` | `-o FILE` (a suite or one benchmark) | one per value: `benchmark`, `wall_ms`, `value` |
 | `pytest-benchmark` | `--benchmark-json` | one per sample (`--benchmark-save-data`), else one per benchmark |
 | `google-benchmark` | `--benchmark_out` (JSON) | one per iteration run: `wall_ms`, `cpu_ms`, `iterations` |
+
+`sniff` names the tool that wrote a file handed where orchard rows belong
+(`orchard compare` says "this is a pyperf file" rather than "no rows").
 """
 
 from __future__ import annotations
@@ -123,7 +126,11 @@ _GB_UNIT_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1000.0}
 
 def _google_benchmark(text: str) -> list[Row]:
     rows = []
-    for index, bench in enumerate(_list(_document(text), "benchmarks")):
+    benchmarks = _list(_document(text), "benchmarks")
+    if benchmarks and all(isinstance(b, dict) and b.get("run_type") == "aggregate" for b in benchmarks):
+        raise ValueError("only aggregate rows (mean, median, stddev), no repetition to pair: "
+                         "run without --benchmark_report_aggregates_only")
+    for index, bench in enumerate(benchmarks):
         if bench.get("run_type", "iteration") != "iteration" or bench.get("error_occurred"):
             continue  # aggregates (mean, median, stddev) repeat what the iterations say
         scale = _GB_UNIT_MS.get(bench.get("time_unit", "ns"), 1e-6)
@@ -146,6 +153,23 @@ READERS: dict[Format, Callable[[str], list[Row]]] = {
     Format.PYTEST_BENCHMARK: _pytest_benchmark,
     Format.GOOGLE_BENCHMARK: _google_benchmark,
 }
+
+
+def sniff(text: str) -> Format | None:
+    """Which other tool wrote this JSON document, from the keys each one writes at its top; None if none."""
+    try:
+        data = _document(text)
+    except ValueError:
+        return None
+    if any(isinstance(r, dict) and "times" in r for r in _list(data, "results")):
+        return Format.HYPERFINE
+    if "machine_info" in data and "benchmarks" in data:
+        return Format.PYTEST_BENCHMARK
+    if "context" in data and "benchmarks" in data:
+        return Format.GOOGLE_BENCHMARK
+    if "version" in data and ("benchmarks" in data or "runs" in data):
+        return Format.PYPERF
+    return None
 
 
 def read(text: str, fmt: Format, source: str) -> list[Row]:

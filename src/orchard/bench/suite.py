@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from orchard.bench.readers import Format
-from orchard.bench.verdict import MetricSpec
+from orchard.bench.verdict import DEFAULT_NO_CHANGE_WITHIN, MetricSpec
 from orchard.errors import UsageError
 from orchard.tomlfile import Table, parse_toml, read_bytes
 
@@ -161,7 +161,10 @@ def load_suite(path: Path | str) -> Suite:
     calibration_file = head.get("calibration", str, None)
     holdout_files = head.strings("holdout")
     plausible = float(head.get("plausible", (int, float), DEFAULT_PLAUSIBLE))
+    within = float(head.get("no_change_within", (int, float), DEFAULT_NO_CHANGE_WITHIN))
     head.finish()
+    if not 0 <= within < 1:  # also refuses nan
+        head.fail(f"'no_change_within' is a share of the baseline, from 0 to below 1 (got {within})")
     if not plausible > 1:  # also refuses nan
         head.fail(f"'plausible' must be a factor above 1 (got {plausible})")
     if any(not p.strip() or p.startswith("/") or ".." in Path(p).parts for p in holdout_files):
@@ -188,7 +191,8 @@ def load_suite(path: Path | str) -> Suite:
     recorded: list[str] = []
     if not metric_tables:
         metrics = [
-            MetricSpec(scenario=s.name, metric=m, direction="lower", min_floor=floor, target=True)
+            MetricSpec(scenario=s.name, metric=m, direction="lower", min_floor=floor, target=True,
+                       no_change_within=within)
             for s in scenarios
             for m, floor in s.metrics().items()
         ]
@@ -217,7 +221,7 @@ def load_suite(path: Path | str) -> Suite:
                     f"(known: {', '.join(measured.metrics())}{hint})"
                 )
         if compare:
-            metrics += [MetricSpec(s, metric, direction, floor, target) for s in applies]
+            metrics += [MetricSpec(s, metric, direction, floor, target, within) for s in applies]
         else:
             recorded.append(metric)
 

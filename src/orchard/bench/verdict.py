@@ -6,7 +6,10 @@ interval. With the metric's noise floor d from A/A calibration:
 
 - regressed   the interval lies beyond +d on the bad side
 - improved    the interval lies beyond d on the good side
-- no-change   the interval lies inside [-d, +d]
+- no-change   the interval lies inside [-t, +t], t the smallest change that
+              matters (the suite's `no_change_within`, 1% by default, or the
+              metric's own floor if larger): "no change that matters", never
+              merely "nothing beyond a wide floor"
 - inconclusive otherwise, with the minimum detectable effect at this n
 
 Metrics whose A/A runs never varied compare exactly. Several metrics are
@@ -50,6 +53,7 @@ class MetricVerdict(StrEnum):
 
 VERDICT_SCHEMA = "orchard.verdict/1"  # the id of Verdict.to_dict, the `--json` document
 DEFAULT_ALPHA = 0.05  # one-sided, per claim; intervals are two-sided at 1 - 2 alpha
+DEFAULT_NO_CHANGE_WITHIN = 0.01  # the smallest relative change that matters, unless a suite says otherwise
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,12 @@ class MetricSpec:
     direction: str  # "lower" or "higher" is better
     min_floor: float = 0.0  # relative; the floor is never below this
     target: bool = True  # an improvement here can make the verdict PASS
+    no_change_within: float = DEFAULT_NO_CHANGE_WITHIN  # the suite's threshold of interest
+
+    @property
+    def matters(self) -> float:
+        """The smallest change that matters: NO-CHANGE is claimed only for intervals inside +-this."""
+        return max(self.min_floor, self.no_change_within)
 
     @property
     def key(self) -> str:
@@ -230,23 +240,32 @@ class AdaptivePlan:
         return self.alpha * weights[points.index(n)] / sum(weights)
 
 
-def _classify(low: float, high: float, floor: float) -> MetricVerdict:
-    """Classify an interval on the bad-is-positive scale."""
+def _classify(low: float, high: float, floor: float, matters: float) -> MetricVerdict:
+    """Classify an interval on the bad-is-positive scale: changes clear the floor, no change stays within `matters`."""
     if low > floor:
         return MetricVerdict.REGRESSED
     if high < -floor:
         return MetricVerdict.IMPROVED
-    if low >= -floor and high <= floor:
+    if low >= -matters and high <= matters:
         return MetricVerdict.UNCHANGED
     return MetricVerdict.UNCLEAR
 
 
-def _claim_p(bad: np.ndarray, floor: float) -> float:
+def _wide_floor_note(result: MetricResult, matters: float) -> str:
+    """Why an unclear interval inside the noise floor is no NO-CHANGE: the floor is wider than what matters."""
+    low, high = result.interval or (-math.inf, math.inf)
+    if result.verdict == MetricVerdict.UNCLEAR and -result.floor <= low and high <= result.floor:
+        return (f"within the noise floor {result.floor:.2%} but not within {matters:.2%}, "
+                "the smallest change that matters")
+    return result.note
+
+
+def _claim_p(bad: np.ndarray, floor: float, matters: float) -> float:
     """Smallest p-value among the three claims (regressed, improved, unchanged)."""
     p_regressed = stats.signed_rank_p_greater(bad, floor)
     p_improved = stats.signed_rank_p_greater(-bad, floor)
     p_unchanged = max(
-        stats.signed_rank_p_greater(bad, -floor), stats.signed_rank_p_greater(-bad, -floor)
+        stats.signed_rank_p_greater(bad, -matters), stats.signed_rank_p_greater(-bad, -matters)
     )
     return min(p_regressed, p_improved, p_unchanged)
 
@@ -281,7 +300,7 @@ def decide_metrics(
     metrics that need statistics (exact ones carry no error probability).
     """
     results: dict[str, MetricResult] = {}
-    statistical: list[tuple[MetricSpec, str, np.ndarray, float]] = []
+    statistical: list[tuple[MetricSpec, str, np.ndarray, float]] = []  # (spec, scale, bad, floor on that scale)
     for spec in specs:
         a = np.asarray(samples[spec.key][0], dtype=float)
         b = np.asarray(samples[spec.key][1], dtype=float)
@@ -299,13 +318,14 @@ def decide_metrics(
             candidate_median=float(np.median(b)) if len(b) else None,
             note="deterministic in A/A but varies here" if cal.deterministic else "",
         )
-    p_values = [_claim_p(bad, floor_scaled) for _, _, bad, floor_scaled in statistical]
+    p_values = [_claim_p(bad, floor_scaled, _from_relative(scale, spec.matters))
+                for spec, scale, bad, floor_scaled in statistical]
     levels = stats.holm_levels(p_values, alpha)
     for (spec, scale, bad, floor_scaled), p, level in zip(statistical, p_values, levels, strict=True):
         result = results[spec.key]
         sign = spec.bad_sign
         interval = stats.hl_interval(bad, 1.0 - 2.0 * level)
-        result.verdict = _classify(interval.low, interval.high, floor_scaled)
+        result.verdict = _classify(interval.low, interval.high, floor_scaled, _from_relative(scale, spec.matters))
         estimate = stats.hodges_lehmann(bad) if len(bad) else math.nan
         # back to the candidate-vs-baseline orientation for display
         low, high = sorted((sign * interval.low, sign * interval.high))
@@ -313,6 +333,7 @@ def decide_metrics(
         result.interval = (_to_relative(scale, low), _to_relative(scale, high))
         result.confidence = interval.confidence if math.isfinite(interval.low) else 1.0 - 2.0 * level
         result.p_value = p
+        result.note = _wide_floor_note(result, spec.matters)
         sd = stats.robust_sd(bad)
         result.mde = stats.minimum_detectable_effect(sd, len(bad), level, floor_scaled)
         if math.isfinite(result.mde):
@@ -348,7 +369,7 @@ def decide_unpaired(
         sign = spec.bad_sign
         floor = _from_relative(scale, spec.min_floor)
         low, high = sorted((sign * interval.low, sign * interval.high))
-        verdict = _classify(low, high, floor)
+        verdict = _classify(low, high, floor, _from_relative(scale, spec.matters))
         results.append(_result(
             spec, verdict=verdict, method="hodges-lehmann-unpaired", scale=scale,
             effect=_to_relative(scale, estimate), interval=(_to_relative(scale, interval.low),
@@ -377,9 +398,10 @@ def overall(metrics: Sequence[MetricResult], gates: Sequence[GateResult]) -> Ver
         return VerdictDecision(VerdictWord.PASS, list(metrics), list(gates), reasons)
     unclear = [m for m in metrics if m.verdict == MetricVerdict.UNCLEAR]
     if unclear:
-        reasons += [f"{m.key} inconclusive at n={m.n} (MDE {m.mde:.2%})" for m in unclear if m.mde is not None]
+        reasons += [f"{m.key} inconclusive at n={m.n}" + (f" (MDE {m.mde:.2%})" if m.mde is not None else "")
+                    + (f": {m.note}" if m.note else "") for m in unclear]
         return VerdictDecision(VerdictWord.INCONCLUSIVE, list(metrics), list(gates), reasons)
-    reasons.append("every metric within its noise floor")
+    reasons.append("every metric within its noise floor and the smallest change that matters")
     return VerdictDecision(VerdictWord.NO_CHANGE, list(metrics), list(gates), reasons)
 
 
