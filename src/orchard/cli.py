@@ -630,6 +630,10 @@ def backlog_list(workspace: Path, as_json: bool, show_all: bool) -> None:
             )
         )
         return
+    if not records:
+        attempted = "" if show_all else " of open hypotheses (--all shows the attempted ones too)"
+        click.echo(f"the backlog is empty{attempted}: add some with `orchard backlog add {workspace} --file FILE`")
+        return
     _print_ranked(records)
 
 

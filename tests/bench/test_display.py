@@ -51,5 +51,6 @@ def test_the_verdict_fits_a_narrow_terminal_with_every_cell_whole(width: int) ->
 def test_a_wide_terminal_gets_the_table() -> None:
     text = _shown(200)
     header = next(line for line in text.splitlines() if "metric" in line)
-    assert header.replace("┃", " ").split() == ["metric", "verdict", "effect", "interval", "floor", "n", "MDE", "baseline", "candidate"]
+    columns = ["metric", "verdict", "effect", "interval", "floor", "n", "MDE", "baseline", "candidate"]
+    assert header.replace("┃", " ").split() == columns
     assert "62.4 µs" in text and "e+0" not in text

@@ -329,3 +329,18 @@ def test_an_iterate_adds_a_numbered_sharpened_child_that_never_collides(demo: Wo
         assert "learned from single-write-r2: promising but unclear" in notes
     finally:
         state.close()
+
+
+def test_an_empty_backlog_says_so(demo: Workspace) -> None:
+    state = LabState.open(demo.root)
+    try:
+        for hypothesis in ("count-with-dict", "single-write"):
+            state.update_hypothesis(hypothesis, status=HypothesisStatus.KILLED)
+    finally:
+        state.close()
+    shown = invoke("backlog", "list", demo.root)
+    assert shown.exit_code == 0, shown.output
+    assert shown.output.startswith("the backlog is empty of open hypotheses (--all shows the attempted ones too)")
+    assert "orchard backlog add" in shown.output
+    assert "count-with-dict" in invoke("backlog", "list", demo.root, "--all").output
+    assert listed(demo) == []  # --json stays a list a script can read

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchard.bench import placeholders
 from orchard.bench.readers import Format
 from orchard.bench.verdict import DEFAULT_NO_CHANGE_WITHIN, MetricSpec
 from orchard.errors import UsageError
@@ -229,6 +230,7 @@ def load_suite(path: Path | str) -> Suite:
     gates = tuple(
         _gate(path, i, t, scenario_names, known_values, scenarios) for i, t in enumerate(gate_tables)
     )
+    _check_placeholders(path, fixtures, scenarios, gates)
     return Suite(
         path=path,
         name=name,
@@ -263,6 +265,16 @@ def _check_holdout(path: Path, fixtures: tuple[Fixture, ...], scenarios: tuple[S
         if needs and not scenario.holdout:
             raise UsageError(f"suite {path}: [[scenario]] '{scenario.name}' is visible to workers but uses "
                              f"held-out fixture(s) {', '.join(needs)}: mark it holdout = true too")
+
+
+def _check_placeholders(path: Path, fixtures: tuple[Fixture, ...], scenarios: tuple[Scenario, ...],
+                        gates: tuple[Gate, ...]) -> None:
+    """Every command's placeholders name something a run fills: a typo stops the suite before anything runs."""
+    placeholders.check(path, [f.name for f in fixtures], [
+        *((f"[[fixture]] '{f.name}'", f.command, True) for f in fixtures),
+        *((f"[[scenario]] '{s.name}'", template, False) for s in scenarios for template in (s.command, s.file)),
+        *((f"[[gate]] '{g.name}'", g.command, False) for g in gates),
+    ])
 
 
 def _unique(path: Path, what: str, names: list[str]) -> None:
