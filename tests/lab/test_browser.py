@@ -52,7 +52,7 @@ def test_report_html_renders_with_no_network_and_no_console_errors(lab: Workspac
         by_id = {c["id"]: c for c in charts}
         assert by_id["main-report-wall-ms"]["x"] == "time (UTC)"
         assert "change vs lab start (%)" in by_id["main-report-wall-ms"]["y"]
-        assert {"11502", "560"} <= set(by_id["main-report-stdout-bytes"]["labels"]), "exact values, labelled"
+        assert {"11,502 B", "560 B"} <= set(by_id["main-report-stdout-bytes"]["labels"]), "exact values, labelled"
         assert "count-with-dict" in text(driver, "experiments") and "-40.00%" in text(driver, "experiments")
         assert console_errors(driver) == []
         screenshot(driver, tmp_path / "report.png")

@@ -137,7 +137,7 @@ def test_main_over_time_steps_per_landed_change_against_the_start(lab: Workspace
     # a deterministic metric: its exact values, no line
     exact = figures["main-report-stdout-bytes"]["data"][0]
     assert exact["mode"] == "markers+text" and exact["y"] == [11502.0, 11502.0, 560.0]
-    assert exact["text"] == ["11502", "11502", "560"]
+    assert exact["text"] == ["11,502 B", "11,502 B", "560 B"]
 
 
 def test_a_chain_of_main_checks_multiplies_effects_and_bounds() -> None:

@@ -295,7 +295,7 @@ def test_final_report_has_every_metric_change_and_decision_with_its_reasons(fill
     assert "- `tokenize-regex`: promising but unclear: report/wall_ms inconclusive at n=20 (MDE 5.00%)" in report
     next_up = report.split("## Recommended next backlog")[1]
     assert "`tokenize-regex-r1` (score 1.80, exploit): Tokenize with a regex (sharpened)" in next_up
-    assert "cost_usd: 0.47" in report and "input_tokens: 3000" in report
+    assert "cost_usd: 0.47" in report and "input_tokens: 3,000" in report
 
 
 def test_journal_has_each_judgment_with_its_verdict_table(filled: Workspace) -> None:
@@ -307,7 +307,7 @@ def test_journal_has_each_judgment_with_its_verdict_table(filled: Workspace) -> 
     assert "| report/wall_ms | 64 | 5.00% |" in journal  # baseline median and noise floor
     assert "**LAND** · hypothesis `count-with-dict`: Count words with a dict" in journal
     assert "Verdict **PASS** after 20 pairs (seed 7):" in journal
-    assert "| report/wall_ms | improved | -40.00% | [-41.00%, -39.00%] | 5.00% | 20 | 5.00% | 64 | 38.4 |" in journal
+    assert "| report/wall_ms | improved | -40.00% | [-41.00%, -39.00%] | 5.00% | 20 | 5.00% | 64.0 ms | 38.4 ms |" in journal
     assert "- branch: lab/count-with-dict" in journal and f"- commit: {MERGE}" in journal
     kill = journal.split("**KILL** · hypothesis `single-write`")[1].split("## ")[0]
     assert "- no effect beyond the noise floor: every metric within its noise floor" in kill
