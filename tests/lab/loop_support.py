@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orchard.bench.verdict import GateResult, MetricResult, Verdict, overall
+from orchard.bench.verdict import Direction, GateResult, Method, MetricResult, MetricVerdict, Scale, Verdict, overall
 from orchard.lab import backlog
 from orchard.lab.agent_usage import AgentUsage
 from orchard.lab.candidate import Candidate
@@ -47,8 +47,8 @@ def metric(key: str, verdict: str, effect: float, *, interval: tuple[float, floa
     """One metric's result; the candidate's median follows from the baseline and the effect."""
     scenario, name = key.split("/")
     return MetricResult(
-        scenario=scenario, metric=name, direction=direction, target=target, verdict=verdict,
-        method="hodges-lehmann", scale="log-ratio", effect=effect,
+        scenario=scenario, metric=name, direction=Direction(direction), target=target,
+        verdict=MetricVerdict(verdict), method=Method.HODGES_LEHMANN, scale=Scale.LOG_RATIO, effect=effect,
         interval=interval or (effect - 0.01, effect + 0.01), confidence=0.9, floor=floor, n=n, mde=mde,
         baseline_median=baseline, candidate_median=round(baseline * (1 + effect), 6),
     )

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from orchard.bench.verdict import Method
 from orchard.lab import pages, records
 from orchard.lab import view as lab_view
 from orchard.lab.chart_cache import ChartCache
@@ -51,7 +52,7 @@ def lab(make_workspace: Any) -> Workspace:
 def _exact(key: str, before: float, after: float) -> Any:
     result = metric(key, "improved" if after < before else "no-change", after / before - 1,
                     interval=(after / before - 1, after / before - 1), baseline=before, floor=0.0)
-    result.method = "exact"
+    result.method = Method.EXACT
     result.candidate_median = after
     return result
 

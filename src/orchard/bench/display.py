@@ -19,7 +19,7 @@ from rich.table import Table
 from orchard.bench.calibration import Calibration, age_text
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import Suite
-from orchard.bench.verdict import CalibrationNote, Decision, MetricResult, MetricVerdict, Verdict, VerdictWord
+from orchard.bench.verdict import CalibrationNote, Decision, Method, MetricResult, MetricVerdict, Verdict, VerdictWord
 
 RUN_SCHEMA = "orchard.bench-run/1"
 _STYLE = {MetricVerdict.IMPROVED: "green", MetricVerdict.REGRESSED: "red", MetricVerdict.UNCHANGED: "dim",
@@ -62,7 +62,7 @@ def bounds_text(low: float, high: float) -> str:
 
 
 def confidence_text(metric: MetricResult) -> str:
-    if metric.method == "exact":
+    if metric.method == Method.EXACT:
         return " exact"
     if metric.confidence and interval_text(metric) != NO_INTERVAL:
         return f" @{metric.confidence:.0%}"

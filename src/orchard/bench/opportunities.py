@@ -44,18 +44,18 @@ from pathlib import Path
 from typing import Any
 
 from orchard.bench import store
+from orchard.bench.verdict import Direction
 from orchard.jsonlines import read_jsonl
 
 SCHEMA = "orchard.opportunities/1"
-LOWER, HIGHER = "lower", "higher"
-METRICS: dict[str, tuple[str, float, float, bool]] = {
+METRICS: dict[str, tuple[Direction, float, float, bool]] = {
     # metric: (better direction, weight, floor, is latency)
-    "tool_call_count": (LOWER, 1.0, 1.0, False),
-    "estimated_total_tokens": (LOWER, 1.0, 10.0, False),
-    "output_bytes": (LOWER, 0.25, 100.0, False),
-    "elapsed_ms": (LOWER, 0.5, 1.0, True),
-    "snapshots_per_second": (HIGHER, 1.0, 0.1, True),
-    "retry_count": (LOWER, 0.5, 1.0, False),
+    "tool_call_count": (Direction.LOWER, 1.0, 1.0, False),
+    "estimated_total_tokens": (Direction.LOWER, 1.0, 10.0, False),
+    "output_bytes": (Direction.LOWER, 0.25, 100.0, False),
+    "elapsed_ms": (Direction.LOWER, 0.5, 1.0, True),
+    "snapshots_per_second": (Direction.HIGHER, 1.0, 0.1, True),
+    "retry_count": (Direction.LOWER, 0.5, 1.0, False),
 }
 STEP_METRICS = ("tool_call_count", "estimated_total_tokens", "output_bytes", "elapsed_ms")
 AGENT_STEP_KINDS = ("vcs", "edit")
@@ -155,9 +155,9 @@ def _collect(lane: str, lane_rows: Sequence[Mapping[str, Any]]) -> _Samples:
     return samples
 
 
-def _separated(mine: Iterable[float], theirs: Iterable[float], direction: str) -> bool:
+def _separated(mine: Iterable[float], theirs: Iterable[float], direction: Direction) -> bool:
     mine, theirs = list(mine), list(theirs)
-    return min(mine) > max(theirs) if direction == LOWER else max(mine) < min(theirs)
+    return min(mine) > max(theirs) if direction == Direction.LOWER else max(mine) < min(theirs)
 
 
 def _step_of(part: str) -> str:
@@ -252,10 +252,10 @@ def rank(results: Path) -> dict[str, Any]:
                 }
                 if not rivals:
                     continue
-                pick = min if direction == LOWER else max
+                pick = min if direction == Direction.LOWER else max
                 comparator = pick(rivals, key=lambda name: rivals[name])
                 best = rivals[comparator]
-                gap = value - best if direction == LOWER else best - value
+                gap = value - best if direction == Direction.LOWER else best - value
                 if gap <= 0:
                     continue
                 if latency and not _separated(

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from orchard.bench.readers import Format
-from orchard.bench.verdict import MetricSpec
+from orchard.bench.verdict import Direction, MetricSpec
 from orchard.errors import UsageError
 from orchard.tomlfile import Table, parse_toml, read_bytes
 
@@ -188,7 +188,7 @@ def load_suite(path: Path | str) -> Suite:
     recorded: list[str] = []
     if not metric_tables:
         metrics = [
-            MetricSpec(scenario=s.name, metric=m, direction="lower", min_floor=floor, target=True)
+            MetricSpec(scenario=s.name, metric=m, direction=Direction.LOWER, min_floor=floor, target=True)
             for s in scenarios
             for m, floor in s.metrics().items()
         ]
@@ -196,9 +196,10 @@ def load_suite(path: Path | str) -> Suite:
         reader = _Reader(path, f"[[metric]] #{index + 1}", table)
         metric = reader.get("name", str, required=True)
         reader.where = f"[[metric]] '{metric}'"
-        direction = reader.get("direction", str, "lower")
-        if direction not in ("lower", "higher"):
+        said = reader.get("direction", str, Direction.LOWER)
+        if said not in tuple(Direction):
             reader.fail("'direction' must be \"lower\" or \"higher\"")
+        direction = Direction(said)
         floor = float(reader.get("floor", (int, float), {**BUILTIN_METRICS, **OPTIONAL_METRICS}.get(metric, 0.0)))
         if floor < 0:
             reader.fail("'floor' must not be negative")

@@ -48,6 +48,38 @@ class MetricVerdict(StrEnum):
     UNCLEAR = "inconclusive"
 
 
+class Direction(StrEnum):
+    """Which way a metric is better."""
+
+    LOWER = "lower"
+    HIGHER = "higher"
+
+    def gain(self, change: float) -> float:
+        """`change` (candidate minus baseline, in any unit) signed so that positive is better."""
+        return -change if self is Direction.LOWER else change
+
+    def better(self, value: float, than: float) -> bool:
+        return value < than if self is Direction.LOWER else value > than
+
+
+class Method(StrEnum):
+    """How a metric's verdict was reached (UNSTATED: a bench's own verdict script did not say)."""
+
+    HODGES_LEHMANN = "hodges-lehmann"
+    UNPAIRED = "hodges-lehmann-unpaired"
+    EXACT = "exact"
+    UNSTATED = ""
+
+
+class Scale(StrEnum):
+    """What a metric's paired differences were taken on: the best the values allow (UNSTATED as for `Method`)."""
+
+    LOG_RATIO = "log-ratio"
+    RELATIVE = "relative"  # to the baseline's median size: some values are not positive
+    ABSOLUTE = "absolute"  # the baseline's median is zero
+    UNSTATED = ""
+
+
 VERDICT_SCHEMA = "orchard.verdict/1"  # the id of Verdict.to_dict, the `--json` document
 DEFAULT_ALPHA = 0.05  # one-sided, per claim; intervals are two-sided at 1 - 2 alpha
 
@@ -58,7 +90,7 @@ class MetricSpec:
 
     scenario: str
     metric: str
-    direction: str  # "lower" or "higher" is better
+    direction: Direction
     min_floor: float = 0.0  # relative; the floor is never below this
     target: bool = True  # an improvement here can make the verdict PASS
 
@@ -69,7 +101,7 @@ class MetricSpec:
     @property
     def bad_sign(self) -> float:
         """+1 when a larger value is worse, -1 when it is better."""
-        return 1.0 if self.direction == "lower" else -1.0
+        return -self.direction.gain(1.0)
 
     def floor(self, noise: MetricNoise) -> float:
         """The floor claims must clear: the calibrated one, never below the suite's minimum."""
@@ -89,11 +121,11 @@ class MetricNoise:
 class MetricResult:
     scenario: str
     metric: str
-    direction: str
+    direction: Direction
     target: bool
     verdict: MetricVerdict
-    method: str  # "hodges-lehmann" or "exact"
-    scale: str  # "log-ratio", "relative" or "absolute"
+    method: Method
+    scale: Scale
     effect: float | None  # candidate vs baseline, relative (0.05 = 5% larger)
     interval: tuple[float, float] | None
     confidence: float | None
@@ -122,7 +154,7 @@ class MetricResult:
         data["interval_percent"] = None if data["interval"] is None else [_percent(v) for v in data["interval"]]
         data["floor_percent"] = _percent(self.floor)
         data["mde_percent"] = _percent(data["mde"])
-        log_scale = self.scale == "log-ratio"
+        log_scale = self.scale == Scale.LOG_RATIO
         data["effect_log_ratio"] = _log_ratio(data["effect"]) if log_scale else None
         data["interval_log_ratio"] = (
             [_log_ratio(v) for v in data["interval"]] if log_scale and data["interval"] is not None else None
@@ -134,9 +166,9 @@ class MetricResult:
         """The inverse of `to_json` (an unbounded interval end comes back as infinity)."""
         interval = data.get("interval")
         return cls(
-            scenario=str(data["scenario"]), metric=str(data["metric"]), direction=str(data["direction"]),
+            scenario=str(data["scenario"]), metric=str(data["metric"]), direction=Direction(data["direction"]),
             target=bool(data.get("target", True)), verdict=MetricVerdict(data["verdict"]),
-            method=str(data.get("method", "")), scale=str(data.get("scale", "")), effect=data.get("effect"),
+            method=Method(data.get("method", "")), scale=Scale(data.get("scale", "")), effect=data.get("effect"),
             interval=None if interval is None else (
                 -math.inf if interval[0] is None else float(interval[0]),
                 math.inf if interval[1] is None else float(interval[1])),
@@ -177,24 +209,24 @@ class Decision:
     reasons: list[str] = field(default_factory=list)
 
 
-def _to_relative(scale: str, value: float) -> float:
-    return math.expm1(value) if scale == "log-ratio" else value
+def _to_relative(scale: Scale, value: float) -> float:
+    return math.expm1(value) if scale == Scale.LOG_RATIO else value
 
 
-def _from_relative(scale: str, value: float) -> float:
-    return math.log1p(value) if scale == "log-ratio" else value
+def _from_relative(scale: Scale, value: float) -> float:
+    return math.log1p(value) if scale == Scale.LOG_RATIO else value
 
 
-def paired_differences(baseline: stats.Values, candidate: stats.Values) -> tuple[str, np.ndarray]:
+def paired_differences(baseline: stats.Values, candidate: stats.Values) -> tuple[Scale, np.ndarray]:
     """Per-pair differences on the best scale the data allows."""
     a = np.asarray(baseline, dtype=float)
     b = np.asarray(candidate, dtype=float)
     if np.all(a > 0) and np.all(b > 0):
-        return "log-ratio", np.log(b / a)
+        return Scale.LOG_RATIO, np.log(b / a)
     scale = float(np.median(np.abs(a)))
     if scale > 0:
-        return "relative", (b - a) / scale
-    return "absolute", b - a
+        return Scale.RELATIVE, (b - a) / scale
+    return Scale.ABSOLUTE, b - a
 
 
 @dataclass(frozen=True)
@@ -264,7 +296,7 @@ def _exact_result(spec: MetricSpec, a: np.ndarray, b: np.ndarray) -> MetricResul
         verdict = MetricVerdict.UNCHANGED
     else:
         verdict = MetricVerdict.REGRESSED if spec.bad_sign * effect > 0 else MetricVerdict.IMPROVED
-    return _result(spec, verdict=verdict, method="exact", scale=scale, effect=effect, interval=(effect, effect),
+    return _result(spec, verdict=verdict, method=Method.EXACT, scale=scale, effect=effect, interval=(effect, effect),
                    confidence=1.0, floor=spec.min_floor, n=len(a), mde=0.0, baseline_median=float(a[0]),
                    candidate_median=float(b[0]))
 
@@ -281,7 +313,7 @@ def decide_metrics(
     metrics that need statistics (exact ones carry no error probability).
     """
     results: dict[str, MetricResult] = {}
-    statistical: list[tuple[MetricSpec, str, np.ndarray, float]] = []
+    statistical: list[tuple[MetricSpec, Scale, np.ndarray, float]] = []
     for spec in specs:
         a = np.asarray(samples[spec.key][0], dtype=float)
         b = np.asarray(samples[spec.key][1], dtype=float)
@@ -293,7 +325,7 @@ def decide_metrics(
         bad = spec.bad_sign * d
         statistical.append((spec, scale, bad, _from_relative(scale, spec.floor(cal))))
         results[spec.key] = _result(
-            spec, verdict=MetricVerdict.UNCLEAR, method="hodges-lehmann", scale=scale, effect=None, interval=None,
+            spec, verdict=MetricVerdict.UNCLEAR, method=Method.HODGES_LEHMANN, scale=scale, effect=None, interval=None,
             confidence=None, floor=spec.floor(cal), n=len(d), mde=None,
             baseline_median=float(np.median(a)) if len(a) else None,
             candidate_median=float(np.median(b)) if len(b) else None,
@@ -340,17 +372,17 @@ def decide_unpaired(
             results.append(_exact_result(spec, a, b))
             continue
         if np.all(a > 0) and np.all(b > 0):
-            scale, x, y = "log-ratio", np.log(a), np.log(b)
+            scale, x, y = Scale.LOG_RATIO, np.log(a), np.log(b)
         else:  # differences relative to the baseline's typical size, as paired_differences does
             unit = float(np.median(np.abs(a))) or 1.0
-            scale, x, y = "relative", a / unit, b / unit
+            scale, x, y = Scale.RELATIVE, a / unit, b / unit
         estimate, interval = stats.shift_interval(x, y, 1.0 - 2.0 * level)
         sign = spec.bad_sign
         floor = _from_relative(scale, spec.min_floor)
         low, high = sorted((sign * interval.low, sign * interval.high))
         verdict = _classify(low, high, floor)
         results.append(_result(
-            spec, verdict=verdict, method="hodges-lehmann-unpaired", scale=scale,
+            spec, verdict=verdict, method=Method.UNPAIRED, scale=scale,
             effect=_to_relative(scale, estimate), interval=(_to_relative(scale, interval.low),
                                                             _to_relative(scale, interval.high)),
             confidence=interval.confidence, floor=spec.min_floor, n=min(len(a), len(b)), mde=None,

@@ -35,6 +35,7 @@ from typing import Any
 
 from orchard.lab.judgment import Decision
 from orchard.lab.verdict_table import MetricEffect, floor_pct, interval, measured, pct, short_commit
+from orchard.lab.verdicts import Direction
 from orchard.lab.view import ExperimentView, LabView
 
 COLOURS = {Decision.LAND: "#2ca02c", Decision.KILL: "#d62728", Decision.ITERATE: "#ff7f0e"}
@@ -93,7 +94,7 @@ def _effects(effects: Sequence[MetricEffect], **error_style: Any) -> dict[str, A
 
 
 def _better(view: LabView, key: str) -> str:
-    return f"{view.directions.get(key, 'lower')} is better"
+    return f"{view.directions.get(key, Direction.LOWER)} is better"
 
 
 def _layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, Any]:

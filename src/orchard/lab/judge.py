@@ -54,8 +54,7 @@ def _promising(verdict: Verdict) -> bool:
     for m in verdict.metrics:
         if not m.target or m.effect is None:
             continue
-        good = -m.effect if m.direction == "lower" else m.effect
-        if good > m.floor:
+        if m.direction.gain(m.effect) > m.floor:
             return True
     return False
 

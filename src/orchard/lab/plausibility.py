@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from orchard.lab.builds import Check
-from orchard.lab.verdicts import MetricResult, MetricVerdict, Verdict, is_held_out
+from orchard.lab.verdicts import Direction, MetricResult, MetricVerdict, Verdict, is_held_out
 
 NAME = "plausible"
 
@@ -27,7 +27,7 @@ def factor(m: MetricResult) -> float:
     if m.verdict != MetricVerdict.IMPROVED or m.effect is None or not math.isfinite(m.effect):
         return 1.0
     ratio = 1.0 + m.effect  # candidate / baseline
-    if m.direction == "lower":
+    if m.direction == Direction.LOWER:
         return math.inf if ratio <= 0 else 1.0 / ratio
     return ratio
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchard.lab.markdown import inline
-from orchard.lab.verdicts import MetricResult, Verdict, is_held_out
+from orchard.lab.verdicts import Method, MetricResult, Verdict, is_held_out
 
 COLUMNS = ("metric", "verdict", "effect", "interval", "floor", "n", "MDE", "baseline", "candidate")
 
@@ -94,7 +94,7 @@ class MetricEffect:
     def from_metric(cls, m: MetricResult) -> MetricEffect:
         low, high = m.interval or (None, None)
         return cls(key=m.key, verdict=m.verdict, effect=m.effect, low=low, high=high, floor=m.floor, n=m.n,
-                   mde=m.mde, baseline=m.baseline_median, candidate=m.candidate_median, exact=m.method == "exact",
+                   mde=m.mde, baseline=m.baseline_median, candidate=m.candidate_median, exact=m.method == Method.EXACT,
                    held_out=is_held_out(m))
 
 

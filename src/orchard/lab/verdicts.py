@@ -24,8 +24,10 @@ from orchard import bench
 from orchard.bench.lock import LockStatus, MeasurementLock, lock_status
 from orchard.bench.opportunities import rank
 from orchard.bench.verdict import (
+    Direction,
     ExternalRun,
     GateResult,
+    Method,
     MetricResult,
     MetricVerdict,
     Verdict,
@@ -40,8 +42,8 @@ from orchard.lab.experiment import render_command
 from orchard.lab.workspace import Workspace
 from orchard.process import run
 
-__all__ = ["GateResult", "LockStatus", "MetricResult", "MetricVerdict", "Verdict", "VerdictWord", "is_held_out",
-           "lock_status"]
+__all__ = ["Direction", "GateResult", "LockStatus", "Method", "MetricResult", "MetricVerdict", "Verdict", "VerdictWord",
+           "is_held_out", "lock_status"]
 is_held_out = bench.is_held_out
 
 MeasureProgress = Callable[[int, int, str], None]
@@ -165,7 +167,7 @@ class Baseline:
 
     medians: dict[str, float]  # metrics never measured in the A/A runs have none
     floors: dict[str, float]
-    directions: dict[str, str]
+    directions: dict[str, Direction]
     calibration: str  # how it was calibrated, for the journal
 
 

@@ -33,7 +33,7 @@ from orchard.lab.publication import Publication
 from orchard.lab.start import LAB_START, LabStart
 from orchard.lab.state import LabState
 from orchard.lab.verdict_table import VerdictView
-from orchard.lab.verdicts import LockStatus, lock_status
+from orchard.lab.verdicts import Direction, LockStatus, lock_status
 from orchard.lab.workspace import Workspace
 
 RUNNING_STATES = (ExperimentStatus.STARTING, ExperimentStatus.RUNNING)
@@ -147,7 +147,7 @@ class LabView:
     worker_slots: int
     baseline: Mapping[str, float]
     floors: Mapping[str, float]
-    directions: Mapping[str, str]
+    directions: Mapping[str, Direction]
     workers: tuple[WorkerView, ...]
     lock: LockStatus
     backlog: tuple[BacklogItem, ...]

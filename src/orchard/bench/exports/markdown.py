@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from orchard.bench.display import bounds_text, pct, quantity
-from orchard.bench.verdict import Decision
+from orchard.bench.verdict import Decision, Method
 
 _ICON = {"PASS": "✅", "NO-CHANGE": "⚪", "INCONCLUSIVE": "🟡", "REGRESSED": "❌", "ERROR": "❌"}
 
@@ -24,7 +24,7 @@ def render(decision: Decision, facts: list[str]) -> str:
             "|---|---|---:|---:|---:|---:|---:|---:|",
         ]
         for m in decision.metrics:
-            interval = "exact" if m.method == "exact" else (bounds_text(*m.interval) if m.interval else "-")
+            interval = "exact" if m.method == Method.EXACT else (bounds_text(*m.interval) if m.interval else "-")
             lines.append(
                 f"| `{_cell(m.key)}` | {m.verdict} | {pct(m.effect)} | {interval} | {pct(m.floor, signed=False)} | "
                 f"{m.n} | {quantity(m.baseline_median, m.metric)} | {quantity(m.candidate_median, m.metric)} |"
