@@ -15,7 +15,7 @@ from orchard.lab import backlog
 from orchard.lab.agent_usage import AgentUsage
 from orchard.lab.candidate import Candidate
 from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.report import SCHEMA, ReportReading, write_report
+from orchard.lab.report import SCHEMA, ReportReading, ReportState, write_report
 from orchard.lab.state import LabState
 
 # A target whose run.sh prints 400 lines (its orchard.toml table), the win that prints 40, and a suite
@@ -103,7 +103,8 @@ def bare_candidate(**fields: Any) -> Candidate:
     values: dict[str, Any] = {
         "experiment": "x", "worker": "w1", "target_base": "", "bench_base": "", "target_head": "", "patch": "",
         "changed_files": [], "scope": [], "scope_violations": [], "bench_changes": [], "bench_head": "",
-        "report": ReportReading("missing", ""), "log_path": "", "exit_code": 0, "signal": None, "duration_s": 0.0,
+        "report": ReportReading(ReportState.MISSING, ""), "log_path": "", "exit_code": 0, "signal": None,
+        "duration_s": 0.0,
         "started_at": "", "usage": AgentUsage(), "flags": [],
     }
     return Candidate(**(values | fields))

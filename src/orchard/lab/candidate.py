@@ -55,7 +55,7 @@ from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import outside_scope
 from orchard.lab.launcher import Launcher
 from orchard.lab.remote import RemoteOutcome
-from orchard.lab.report import ReportReading
+from orchard.lab.report import ReportReading, ReportState
 from orchard.lab.vcs import Changes, Vcs
 from orchard.lab.workspace import BASELINE_COPY, REPORT_NAME, Workspace
 
@@ -77,6 +77,11 @@ class Flag(StrEnum):
     TIMED_OUT = "timed-out"
     CANCELLED = "cancelled"
     EXIT_NONZERO = "exit-nonzero"
+
+
+# A report that is not OK, as collection flags it.
+REPORT_FLAGS = {ReportState.MISSING: Flag.REPORT_MISSING, ReportState.MALFORMED: Flag.REPORT_MALFORMED,
+                ReportState.INVALID: Flag.REPORT_INVALID, ReportState.UNREADABLE: Flag.REPORT_UNREADABLE}
 
 
 SHOWN_NAMES = 3
@@ -153,7 +158,7 @@ def _without_scratch(files: tuple[str, ...], scratch: tuple[str, ...]) -> list[s
 
 
 def _flags(*, tampered: bool, violations: list[str], committed: bool, unchanged: bool, binary: bool,
-           too_large: bool, report: str, timed_out: bool, cancelled: bool, exit_code: int | None,
+           too_large: bool, report: ReportState, timed_out: bool, cancelled: bool, exit_code: int | None,
            special: bool = False) -> list[Flag]:
     flags: list[Flag] = []
     if tampered:
@@ -170,8 +175,8 @@ def _flags(*, tampered: bool, violations: list[str], committed: bool, unchanged:
         flags.append(Flag.PATCH_TOO_LARGE)
     if special:
         flags.append(Flag.SPECIAL_FILES)
-    if report != "ok":
-        flags.append(Flag(f"report-{report}"))
+    if report != ReportState.OK:
+        flags.append(REPORT_FLAGS[report])
     if timed_out:
         flags.append(Flag.TIMED_OUT)
     elif cancelled:

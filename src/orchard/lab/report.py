@@ -38,6 +38,7 @@ import os
 import stat
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -68,11 +69,21 @@ EXAMPLE: dict[str, Any] = {
 }
 
 
+class ReportState(StrEnum):
+    """What was found where the report should be."""
+
+    OK = "ok"
+    MISSING = "missing"
+    MALFORMED = "malformed"  # not JSON
+    INVALID = "invalid"  # JSON that breaks the schema
+    UNREADABLE = "unreadable"  # not a regular file, over the cap, not UTF-8, nested too deep
+
+
 @dataclass(frozen=True)
 class ReportReading:
-    """What was found where the report should be. `report` is set only when `state` is `ok`."""
+    """What was found where the report should be. `report` is set only when `state` is OK."""
 
-    state: str  # ok | missing | malformed | invalid | unreadable
+    state: ReportState
     path: str
     report: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
@@ -84,7 +95,8 @@ class ReportReading:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReportReading:
         return cls(
-            str(data["state"]), str(data["path"]), data.get("report"), list(data.get("problems", [])), data.get("raw")
+            ReportState(data["state"]), str(data["path"]), data.get("report"), list(data.get("problems", [])),
+            data.get("raw"),
         )
 
 
@@ -179,22 +191,22 @@ def read_report(path: Path, experiment: str | None = None) -> ReportReading:
     try:
         raw = _read_regular(path)
     except FileNotFoundError:
-        return ReportReading("missing", str(path), problems=["the worker wrote no report"])
+        return ReportReading(ReportState.MISSING, str(path), problems=["the worker wrote no report"])
     except OSError as error:
         why = "a symlink" if path.is_symlink() else error.strerror or str(error)
-        return ReportReading("unreadable", str(path), problems=[f"report unreadable: {why}"])
+        return ReportReading(ReportState.UNREADABLE, str(path), problems=[f"report unreadable: {why}"])
     except (ValueError, UnicodeDecodeError) as error:
-        return ReportReading("unreadable", str(path), problems=[f"report unreadable: {error}"])
+        return ReportReading(ReportState.UNREADABLE, str(path), problems=[f"report unreadable: {error}"])
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as error:
-        return ReportReading("malformed", str(path), problems=[f"not JSON: {error}"], raw=raw)
+        return ReportReading(ReportState.MALFORMED, str(path), problems=[f"not JSON: {error}"], raw=raw)
     except RecursionError:
-        return ReportReading("unreadable", str(path), problems=["report unreadable: JSON nested too deep"])
+        return ReportReading(ReportState.UNREADABLE, str(path), problems=["report unreadable: JSON nested too deep"])
     problems = validate(data, experiment)
     if problems:
-        return ReportReading("invalid", str(path), problems=problems, raw=raw)
-    return ReportReading("ok", str(path), report=data, raw=raw)
+        return ReportReading(ReportState.INVALID, str(path), problems=problems, raw=raw)
+    return ReportReading(ReportState.OK, str(path), report=data, raw=raw)
 
 
 def write_report(path: Path, report: dict[str, Any]) -> None:
