@@ -18,6 +18,7 @@ import click
 
 from orchard import __version__
 from orchard.errors import OrchardError, UsageError
+from orchard.lab.config import ExecutorKind
 from orchard.lab.hypothesis import Lane
 
 if TYPE_CHECKING:
@@ -784,7 +785,7 @@ def serve(workspace: Path, port: int, host: str) -> None:
     help="Where to create the demo lab (default: ./orchard-demo-<time>).",
 )
 @click.option("--workers", type=int, default=3, show_default=True, help="Workers running at once.")
-@click.option("--executor", type=click.Choice(["auto", "tmux", "subprocess", "dask"]), default="auto",
+@click.option("--executor", type=click.Choice([kind.value for kind in ExecutorKind]), default=ExecutorKind.AUTO.value,
               show_default=True, help="Where workers run; dask: a LocalCluster orchard starts and stops itself.")
 def demo(workspace: Path | None, workers: int, executor: str) -> None:
     """A whole lab run on the embedded demo target: every decision path, then FINAL_REPORT.md."""
@@ -795,9 +796,9 @@ def demo(workspace: Path | None, workers: int, executor: str) -> None:
 
     started = time.monotonic()
     console = _console()
-    ws = make_demo(workspace or default_directory(), workers=workers, executor=executor)
+    ws = make_demo(workspace or default_directory(), workers=workers, executor=ExecutorKind(executor))
     console.print(f"demo lab: {ws.root}")
-    if ws.config.workers.executor in ("auto", "tmux") and shutil.which("tmux"):
+    if ws.config.workers.executor in (ExecutorKind.AUTO, ExecutorKind.TMUX) and shutil.which("tmux"):
         from orchard.lab.executors import attach_command
 
         console.print(f"watch the workers live: {attach_command(ws.tmux_socket)}")

@@ -20,6 +20,7 @@ from orchard.demo import BENCH, BINARY, HYPOTHESES, TARGET, copy_template
 from orchard.errors import UsageError
 from orchard.lab import backlog
 from orchard.lab import config as config_module
+from orchard.lab.config import ExecutorKind
 from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 
@@ -46,7 +47,8 @@ def default_directory() -> Path:
     return Path.cwd() / f"orchard-demo-{time.strftime('%Y%m%dT%H%M%S')}"
 
 
-def make_demo(directory: Path, *, workers: int = 3, executor: str = "auto", only: Sequence[str] = ()) -> Workspace:
+def make_demo(directory: Path, *, workers: int = 3, executor: ExecutorKind = ExecutorKind.AUTO,
+              only: Sequence[str] = ()) -> Workspace:
     """Create the demo's repositories and workspace; the backlog holds the demo hypotheses (`only` these ids)."""
     directory = Path(directory).resolve()
     if directory.exists() and any(directory.iterdir()):

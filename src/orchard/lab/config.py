@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +28,21 @@ VCS_KINDS = ("git", "oak")
 DEFAULT_IGNORES = (".venv/", "venv/", "*.egg-info/", "__pycache__/", "*.pyc", "build/", "dist/", "target/",
                    "node_modules/")
 LAUNCHERS = ("claude", "codex", "cursor", "aider", "patch", "command")
-EXECUTORS = ("auto", "tmux", "subprocess", "dask")
 SERVE_MODES = ("git-daemon", "path")
 SANDBOXES = ("bwrap", "none")
 # Launchers that need no model service: their workers get no network unless `network = true`.
 OFFLINE_LAUNCHERS = ("patch", "command")
+
+
+class ExecutorKind(StrEnum):
+    """Where workers run (`[workers] executor`, each executor's `kind`)."""
+
+    AUTO = "auto"  # configured only: tmux when installed, else subprocess
+    TMUX = "tmux"
+    SUBPROCESS = "subprocess"
+    DASK = "dask"
+
+
 # Upper bounds: a value past them is a typo (or an attack on memory), never a plan.
 MAX_WORKERS = 64
 MAX_COUNT = 100_000
@@ -107,8 +118,8 @@ class WorkersConfig:
     count: int = _key(3, "workers running at once", minimum=1, maximum=MAX_WORKERS)
     exploit: int = _key(2, "lanes taking the top of the backlog", minimum=0, maximum=MAX_WORKERS)
     explore: int = _key(1, "lanes trying speculative hypotheses", minimum=0, maximum=MAX_WORKERS)
-    executor: str = _key("auto", "where workers run: tmux windows, plain subprocesses, tmux when "
-                                 "installed, or tasks on a dask.distributed cluster", choices=EXECUTORS)
+    executor: ExecutorKind = _key(ExecutorKind.AUTO, "where workers run: tmux windows, plain subprocesses, tmux "
+                                  "when installed, or tasks on a dask.distributed cluster")
     scheduler: str = _key("local", "dask executor only: `local` (a LocalCluster orchard starts and stops) or "
                                    "an existing scheduler's address, tcp://HOST:8786")
     dask_workers: int = _key(2, "dask executor with a local cluster: worker processes it starts",

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from orchard.errors import OrchardError, UsageError
 from orchard.lab import backlog, records, view
+from orchard.lab.config import ExecutorKind
 from orchard.lab.executors import Executor, Job, JobResult, make_executor
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
@@ -147,7 +148,8 @@ def plan(ws: Workspace, state: LabState, *, say: Callable[[str], None] = print) 
     hypotheses to the backlog and return them."""
     for note in preflight(ws.config, [make_launcher(ws.config.launcher)], "nothing was planned"):
         say(note)
-    kind = "subprocess" if ws.config.workers.executor == "dask" else ws.config.workers.executor  # plans run here
+    configured = ws.config.workers.executor
+    kind = ExecutorKind.SUBPROCESS if configured == ExecutorKind.DASK else configured  # plans run here
     with make_executor(kind, ws.tmux_socket, ws.executor_dir) as executor:
         run = start_plan(ws, state, executor, say=say)
         results = executor.wait()

@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from orchard.lab import view
+from orchard.lab.config import ExecutorKind
 from orchard.lab.executors import attach_command
 from orchard.lab.sandbox import UNSANDBOXED_NOTE, SandboxMode
 from orchard.lab.state import LabState
@@ -37,7 +38,7 @@ def status(lab: LabView) -> dict[str, Any]:
         "workspace": lab.workspace,
         "executor": lab.executor,
         "sandbox": lab.sandbox,
-        "attach": attach_command(lab.tmux_socket) if lab.executor in ("auto", "tmux") else None,
+        "attach": attach_command(lab.tmux_socket) if lab.executor in (ExecutorKind.AUTO, ExecutorKind.TMUX) else None,
         "workers": [{"experiment": w.experiment, "worker": w.worker, "lane": w.lane, "status": w.status,
                      "minutes": round(w.elapsed_s / 60, 1), "log": w.log, "hypothesis": w.hypothesis,
                      "launcher": w.launcher, "host": w.host}
@@ -64,7 +65,7 @@ def render(lab: LabView) -> Group:
             table.add_row(w.experiment, w.worker, w.lane, w.launcher, w.status, str(round(w.elapsed_s / 60, 1)),
                           w.host, w.log)
         parts.append(table)
-        if lab.executor in ("auto", "tmux"):
+        if lab.executor in (ExecutorKind.AUTO, ExecutorKind.TMUX):
             parts.append(Text(f"watch the workers live: {attach_command(lab.tmux_socket)}"))
     else:
         parts.append(Text("no worker is running" + (f"; stopped: {lab.stopped}" if lab.stopped else "")))

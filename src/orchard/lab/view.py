@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from orchard.lab import backlog
+from orchard.lab.config import ExecutorKind
 from orchard.lab.db_records import ExperimentRecord, JournalEvent
 from orchard.lab.experiment import ExperimentStatus
 from orchard.lab.journal import journal_entry
@@ -142,7 +143,7 @@ class LabView:
     generated_at: float
     started_at: float | None
     base: str | None
-    executor: str
+    executor: ExecutorKind
     tmux_socket: str
     worker_slots: int
     baseline: Mapping[str, float]
@@ -246,7 +247,7 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
     baseline = {} if start is None else dict(start.baseline)
     floors = {} if start is None else dict(start.floors)
     # where each experiment runs: this machine, or the dask worker its latest attempt started on
-    here = socket.gethostname() if ws.config.workers.executor != "dask" else "dask cluster (queued)"
+    here = socket.gethostname() if ws.config.workers.executor != ExecutorKind.DASK else "dask cluster (queued)"
     hosts = {e.experiment: e.data["host"] for e in events if e.kind == "experiment-host"}
     workers = tuple(
         WorkerView(experiment=e.name, hypothesis=e.hypothesis, worker=e.worker, lane=e.lane,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchard.lab.builds import baseline_binary, give_baseline
+from orchard.lab.config import ExecutorKind
 from orchard.lab.db_records import ExperimentRecord
 from orchard.lab.executors.dask import DaskExecutor
 from orchard.lab.experiment import ExperimentStatus
@@ -77,7 +78,7 @@ def _launch_remote(lab: Lab, executor: DaskExecutor, record: ExperimentRecord) -
     lab.state.log("experiment-start", {"hypothesis": record.hypothesis, "worker": record.worker,
                                        "lane": record.lane, "base": record.target_base,
                                        "launcher": lab.launcher(record).label,
-                                       "title": hypothesis.title, "executor": "dask",
+                                       "title": hypothesis.title, "executor": ExecutorKind.DASK,
                                        "scheduler": lab.ws.config.workers.scheduler,
                                        "log": str(lab.ws.log_path(record.name))}, record.name)
     lab.say(f"{record.name}: submitted to the dask cluster for worker {record.worker} ({record.lane} lane)")

@@ -30,6 +30,7 @@ from typing import Any, Self
 
 from orchard.errors import UsageError
 from orchard.lab.cluster import Cluster, experiment_resources
+from orchard.lab.config import ExecutorKind
 from orchard.lab.remote import (
     EVENT_TOPIC,
     RemoteExperiment,
@@ -67,7 +68,7 @@ class _Task:
 class DaskExecutor:
     """Runs experiments on the configured dask cluster; serves the lab's repositories to it."""
 
-    kind = "dask"
+    kind = ExecutorKind.DASK
 
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
