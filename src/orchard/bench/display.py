@@ -106,7 +106,7 @@ def print_verdict(console: Console, verdict: Verdict) -> None:
 
 def as_decision(verdict: Verdict) -> Decision:
     """The verdict's judgement alone (what `orchard compare` also produces)."""
-    return Decision(verdict.verdict, verdict.metrics, verdict.gates, verdict.reasons)
+    return Decision(verdict.verdict, verdict.metrics, verdict.gates, verdict.reasons, verdict.unjudged)
 
 
 def print_decision(console: Console, decision: Decision, warnings: Sequence[str]) -> None:

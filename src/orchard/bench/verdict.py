@@ -48,6 +48,14 @@ class MetricVerdict(StrEnum):
     UNCLEAR = "inconclusive"
 
 
+class Unjudged(StrEnum):
+    """Why a verdict is ERROR: what kept the candidate from being compared at all."""
+
+    BASELINE_FAILED = "baseline-failed"  # a scenario, its calibration or a gate failed for the baseline
+    INCOMPARABLE_ROWS = "incomparable-rows"  # a harness's rows differ in a comparability key
+    COMMAND_FAILED = "command-failed"  # a bench's own verdict script failed yet printed PASS
+
+
 class Direction(StrEnum):
     """Which way a metric is better."""
 
@@ -207,6 +215,7 @@ class Decision:
     metrics: list[MetricResult] = field(default_factory=list)
     gates: list[GateResult] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
+    unjudged: Unjudged | None = None  # set exactly when the verdict is ERROR
 
 
 def _to_relative(scale: Scale, value: float) -> float:
@@ -476,6 +485,9 @@ class Verdict:
     rows: Path | None = None
     summary: Path | None = None
     external: ExternalRun | None = None
+    # Why an ERROR could not compare, for the lab's rules in the same process. Not in `to_dict`: the --json
+    # document's form is fixed, and its reasons say it in words.
+    unjudged: Unjudged | None = None
 
     @property
     def failed_gates(self) -> list[GateResult]:

@@ -25,6 +25,7 @@ import shutil
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -133,11 +134,31 @@ class BuiltBinary:
         return cls(Path(data["path"]), {str(k): str(v) for k, v in data["files"].items()}, str(data.get("commit", "")))
 
 
-@dataclass
+class CheckName(StrEnum):
+    """What a check established, by the name lab.db, the journal and a step's log file carry."""
+
+    WORKER = "worker"  # the worker finished, with a report
+    HARNESS = "harness"  # the bench clone is untouched
+    SCOPE = "scope"  # every change inside the hypothesis's scope
+    PATCH = "patch"  # text only, no special files, under the size cap
+    TESTS_KEPT = "tests-kept"  # no assertion removed from test files
+    APPLY = "apply"  # the patch applies to a clean base
+    BUILD = "build"
+    TESTS = "tests"  # the target's own tests
+    TEST_COUNT = "test-count"  # no fewer tests counted than at the base
+    TEST_COUNT_BASE = "test-count-base"  # the base's count (a step only)
+    BENCH_TESTS = "bench-tests"  # the bench's own tests
+    BINARY = "binary"  # the build made the binary, unchanged while it was measured
+    PLAUSIBLE = "plausible"  # a win beyond the plausible factor, confirmed on held-out inputs
+    REVIEW = "review"  # the reviewer approved
+    SWEEP = "sweep"  # the bench's sweep after a landed win (a step only)
+
+
+@dataclass(frozen=True)
 class Check:
     """One thing established about a candidate (a step run, a collection check), passed or not."""
 
-    name: str
+    name: CheckName
     passed: bool
     detail: str
     log: str | None = None
@@ -147,7 +168,7 @@ class Check:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Check:
-        return cls(str(data["name"]), bool(data["passed"]), str(data["detail"]), data.get("log"))
+        return cls(CheckName(data["name"]), bool(data["passed"]), str(data["detail"]), data.get("log"))
 
 
 def placeholders(ws: Workspace, target_dir: Path, binary: Path | None) -> dict[str, str]:
@@ -156,7 +177,7 @@ def placeholders(ws: Workspace, target_dir: Path, binary: Path | None) -> dict[s
                               bench_dir=ws.bench_dir, binary=binary, baseline=binary, suite=ws.suite(ws.bench_dir))
 
 
-def run_step(name: str, template: str, cwd: Path, values: Mapping[str, str], log_dir: Path, *,
+def run_step(name: CheckName, template: str, cwd: Path, values: Mapping[str, str], log_dir: Path, *,
              pass_env: Sequence[str] = (), confine: Confinement | None = None) -> Check:
     """Run one configured shell command with the judge's allowlist (plus `pass_env`), inside `confine` when
     given; its output goes to a log."""
@@ -176,7 +197,7 @@ def run_step(name: str, template: str, cwd: Path, values: Mapping[str, str], log
     return Check(name, False, f"`{command}` failed ({what}): {tail[0][:200]}", str(log))
 
 
-def candidate_step(ws: Workspace, name: str, template: str, checkout: Path, values: Mapping[str, str],
+def candidate_step(ws: Workspace, name: CheckName, template: str, checkout: Path, values: Mapping[str, str],
                    log_dir: Path) -> Check:
     """A step that runs the target's own code in a judge checkout (build, tests, test count): the judge's
     allowlist plus `[lab] pass_env`, confined like a worker (`[workers] sandbox`) to writing that checkout."""
@@ -200,7 +221,7 @@ def harness_tests(ws: Workspace, state: LabState, bench_base: str, values: Mappi
     recorded = state.meta(key)
     if recorded is not None:
         return Check.from_dict(json.loads(recorded))
-    check = run_step("bench-tests", ws.config.bench.test, ws.bench_dir, values, log_dir,
+    check = run_step(CheckName.BENCH_TESTS, ws.config.bench.test, ws.bench_dir, values, log_dir,
                      pass_env=ws.config.lab.pass_env)
     if check.passed:
         state.set_meta(key, json.dumps(check.to_dict()))
@@ -248,7 +269,7 @@ def _baseline_binary(ws: Workspace, state: LabState, commit: str) -> BuiltBinary
         state.log("baseline-rebuilt", {"commit": commit, "binary": str(cached.path), "changed": changed,
                                        "why": "the cached baseline's files changed since the judge built them"})
     checkout = checkout_with_patch(ws, ws.baseline_dir(commit), commit, "")
-    check = candidate_step(ws, "build", ws.config.target.build, checkout, placeholders(ws, checkout, None),
+    check = candidate_step(ws, CheckName.BUILD, ws.config.target.build, checkout, placeholders(ws, checkout, None),
                            checkout.parent / "logs")
     binary = ws.binary_in(checkout)
     if not check.passed or binary is None or not binary.exists():

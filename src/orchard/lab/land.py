@@ -39,7 +39,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchard.lab import pins, special_files
-from orchard.lab.builds import BuiltBinary, baseline_binary, candidate_step, checkout_with_patch, placeholders
+from orchard.lab.builds import (
+    BuiltBinary,
+    CheckName,
+    baseline_binary,
+    candidate_step,
+    checkout_with_patch,
+    placeholders,
+)
 from orchard.lab.candidate import a_few, patch_files
 from orchard.lab.experiment import ExperimentStatus
 from orchard.lab.hypothesis import Hypothesis, outside_scope
@@ -167,7 +174,7 @@ def _confirm(ws: Workspace, state: LabState, main_head: str, current: Judgment, 
     checkout = landing_checkout(ws, name, main_head, current, hypothesis, purpose="confirm")
     binary = ws.binary_in(checkout)
     values, logs = placeholders(ws, checkout, binary), checkout.parent / "confirm-logs"
-    for step, command in (("build", ws.config.target.build), ("tests", ws.config.target.test)):
+    for step, command in ((CheckName.BUILD, ws.config.target.build), (CheckName.TESTS, ws.config.target.test)):
         check = candidate_step(ws, step, command, checkout, values, logs)
         if not check.passed:
             return f"what lands fails its {step} from clean for the confirmation: {check.detail}"

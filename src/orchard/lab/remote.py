@@ -40,7 +40,7 @@ from filelock import FileLock
 from orchard.errors import UsageError
 from orchard.lab import sandbox
 from orchard.lab.bench_view import worker_bench_base
-from orchard.lab.builds import BuiltBinary, candidate_step, give_baseline, placeholders
+from orchard.lab.builds import BuiltBinary, CheckName, candidate_step, give_baseline, placeholders
 from orchard.lab.config import Config, WorkersConfig
 from orchard.lab.executors.base import kill_tree
 from orchard.lab.executors.subprocess import SubprocessExecutor
@@ -143,7 +143,7 @@ def _prepare(ws: Workspace, spec: RemoteExperiment) -> None:
     checkout = ws.baseline_dir(spec.target_base)
     shutil.rmtree(checkout, ignore_errors=True)
     ws.target_vcs.clone(str(ws.reference_target), checkout, commit=spec.target_base)
-    candidate_step(ws, "build", ws.config.target.build, checkout, placeholders(ws, checkout, None),
+    candidate_step(ws, CheckName.BUILD, ws.config.target.build, checkout, placeholders(ws, checkout, None),
                    checkout.parent / "logs")
 
 

@@ -22,7 +22,7 @@ from enum import StrEnum
 from importlib import resources
 from pathlib import Path
 
-from orchard.lab.builds import Check
+from orchard.lab.builds import Check, CheckName
 from orchard.lab.candidate import Candidate
 from orchard.lab.config import LauncherConfig
 from orchard.lab.executors.base import Job
@@ -35,7 +35,6 @@ from orchard.lab.verdict_table import MetricEffect, cells
 from orchard.lab.verdicts import Verdict
 from orchard.lab.workspace import WorkerCheckout, Workspace
 
-NAME = "review"
 ANSWER, DIFF = "answer.json", "change.diff"
 ANSWER_MAX_BYTES = 64 * 1024
 DIFF_MAX_CHARS = 200_000  # the prompt shows at most this much of the diff; the file beside it has all of it
@@ -146,12 +145,12 @@ def review(ws: Workspace, experiment: Experiment, candidate: Candidate, verdict:
         (result,) = executor.wait()
     who = f"reviewer {launcher.label}"
     if result.timed_out:
-        return Check(NAME, False, f"{who} timed out; no approval", str(paths.log_file))
+        return Check(CheckName.REVIEW, False, f"{who} timed out; no approval", str(paths.log_file))
     reading = read_answer(answer)
     said = "; ".join(reading.reasons) or "no reasons given"
     if reading.approved:
-        return Check(NAME, True, f"{who} approved: {said}", str(paths.log_file))
-    return Check(NAME, False, f"{who}: {said}", str(paths.log_file))
+        return Check(CheckName.REVIEW, True, f"{who} approved: {said}", str(paths.log_file))
+    return Check(CheckName.REVIEW, False, f"{who}: {said}", str(paths.log_file))
 
 
 def experiment_for(name: str, hypothesis: Hypothesis, candidate: Candidate, ws: Workspace) -> Experiment:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from orchard.lab import stop
-from orchard.lab.builds import baseline_binary, placeholders, run_step
+from orchard.lab.builds import CheckName, baseline_binary, placeholders, run_step
 from orchard.lab.start import recorded_start
 from orchard.lab.verdicts import measure, opportunities
 
@@ -45,7 +45,7 @@ def sweep(lab: Lab) -> None:
     data: dict[str, Any] = {"main": main, "verdict": verdict.to_dict()}
     if ws.config.bench.sweep:
         values = placeholders(ws, ws.reference_target, baseline_binary(ws, lab.state, main).path)
-        check = run_step("sweep", ws.config.bench.sweep, ws.bench_dir, values, ws.judge_dir / "sweep-logs")
+        check = run_step(CheckName.SWEEP, ws.config.bench.sweep, ws.bench_dir, values, ws.judge_dir / "sweep-logs")
         data["command"] = check.detail
         data["command_log"] = check.log
     lab.state.log("sweep", data)

@@ -30,6 +30,7 @@ from orchard.bench.verdict import (
     Method,
     MetricResult,
     MetricVerdict,
+    Unjudged,
     Verdict,
     VerdictWord,
 )
@@ -42,8 +43,8 @@ from orchard.lab.experiment import render_command
 from orchard.lab.workspace import Workspace
 from orchard.process import run
 
-__all__ = ["Direction", "GateResult", "LockStatus", "Method", "MetricResult", "MetricVerdict", "Verdict", "VerdictWord",
-           "is_held_out", "lock_status"]
+__all__ = ["Direction", "GateResult", "LockStatus", "Method", "MetricResult", "MetricVerdict", "Unjudged", "Verdict",
+           "VerdictWord", "is_held_out", "lock_status"]
 is_held_out = bench.is_held_out
 
 MeasureProgress = Callable[[int, int, str], None]
@@ -110,15 +111,16 @@ def external_verdict(ws: Workspace, baseline: Path, candidate: Path) -> Verdict:
     outcome = VerdictWord(said) if said in known else VerdictWord.INCONCLUSIVE
     reasons = [str(r) for r in parsed.get("reasons", [])] or [
         f"the bench's verdict command said {outcome}" + ("" if words or parsed else " (it printed no verdict word)")]
+    unjudged = None
     if not capture.ok and outcome == VerdictWord.PASS:
-        outcome = VerdictWord.ERROR
+        outcome, unjudged = VerdictWord.ERROR, Unjudged.COMMAND_FAILED
         reasons = [f"the verdict command failed ({capture.returncode}) yet printed PASS"]
     return Verdict(
         verdict=outcome, reasons=reasons, baseline=baseline, candidate=candidate,
         metrics=[MetricResult.from_dict(m) for m in parsed.get("metrics", [])],
         gates=[GateResult.from_dict(g) for g in parsed.get("gates", [])],
         seed=parsed.get("seed"), pairs=parsed.get("pairs"), lock_wait_ms=lock.last_wait_ms,
-        external=ExternalRun(command, capture.returncode, text[-4000:]),
+        external=ExternalRun(command, capture.returncode, text[-4000:]), unjudged=unjudged,
     )
 
 
