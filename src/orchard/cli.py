@@ -678,50 +678,21 @@ def backlog_add(
     patch: Path | None,
 ) -> None:
     """Add hypotheses: from a TOML file, from the opportunities ranking, or from flags."""
-    from orchard.lab import backlog
+    from orchard.lab import backlog_add
     from orchard.lab.hypothesis import Hypothesis
-    from orchard.lab.verdicts import metric_keys
 
     with _open_lab(workspace) as (ws, state):
         if file_path is not None:
-            hypotheses, source, origin = backlog.load_file(file_path), "user", str(file_path)
+            hypotheses = backlog_add.add_file(ws, state, file_path)
         elif from_opportunities:
-            from orchard.bench.opportunities import rank
-
-            hypotheses = backlog.from_opportunities(rank(ws.results_dir).get("items", []), from_opportunities)
-            source, origin = "opportunities", f"the opportunities in {ws.results_dir}"
-            if not hypotheses:
-                raise UsageError(f"no opportunities in {ws.results_dir}: run a lane there first")
+            hypotheses = backlog_add.add_opportunities(ws, state, from_opportunities)
         else:
-            data = {
-                "id": hypothesis_id,
-                "title": title,
-                "metric": metric,
-                "current_value": current_value,
-                "suspected_cause": suspected_cause,
-                "change": change,
-                "scope": list(scope),
-                "impact": impact,
-                "confidence": confidence,
-                "effort": effort,
-                "lane": lane,
-            }
-            if predicted_effect is not None:
-                data["predicted_effect"] = predicted_effect
-            if patch is not None:
-                data["patch"] = str(patch.resolve())
-            hypotheses, source = (
-                [Hypothesis.from_dict({k: v for k, v in data.items() if v != ""}, source="flags")],
-                "user",
-            )
-            origin = "flags"
-        # an opportunity names a lane's metric, which the lab's suite need not measure
-        metrics = [] if from_opportunities else metric_keys(ws)
-        backlog.add_all(state, hypotheses, source=source, origin=origin, metrics=metrics,
-                        launchers=list(ws.config.launchers))
-        from orchard.lab.records import write_atomic
-
-        write_atomic(ws.root / "backlog.md", backlog.render(state))
+            hypothesis = Hypothesis.from_fields(
+                source="flags", id=hypothesis_id, title=title, metric=metric, current_value=current_value,
+                suspected_cause=suspected_cause, change=change, scope=list(scope), impact=impact,
+                confidence=confidence, effort=effort, lane=lane, predicted_effect=predicted_effect,
+                patch=None if patch is None else str(patch.resolve()))
+            hypotheses = backlog_add.add_one(ws, state, hypothesis)
     _print_added(hypotheses)
 
 

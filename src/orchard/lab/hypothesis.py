@@ -111,6 +111,11 @@ class Hypothesis:
         return data
 
     @classmethod
+    def from_fields(cls, *, source: str, **given: Any) -> Hypothesis:
+        """Build from named fields (a command line's), an empty string or None standing for "not given"."""
+        return cls.from_dict({key: value for key, value in given.items() if value not in ("", None)}, source=source)
+
+    @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "hypothesis", stored: bool = False) -> Hypothesis:
         """Build from parsed TOML/JSON; UsageError naming every bad field.
 
