@@ -258,6 +258,24 @@ def _launcher_defaults(values: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
+def _launchers(tables: Any, problems: list[str]) -> dict[str, LauncherConfig]:
+    """The [launchers.NAME] tables, checked; each problem is added to `problems`."""
+    if not isinstance(tables, dict):
+        problems.append(f"{LAUNCHERS_SECTION}: expected [{LAUNCHERS_SECTION}.NAME] tables, got {tables!r}")
+        return {}
+    launchers: dict[str, LauncherConfig] = {}
+    for launcher_name, table in tables.items():
+        where = f"{LAUNCHERS_SECTION}.{launcher_name}"
+        if not isinstance(table, dict):
+            problems.append(f"{where}: expected a [{where}] table, got {table!r}")
+            continue
+        values = _launcher_defaults(check_section(where, LauncherConfig, table, problems))
+        if values.get("name") == "command" and not values.get("template"):
+            problems.append(f"{where}.template: the command launcher needs a template")
+        launchers[launcher_name] = LauncherConfig(**values)
+    return launchers
+
+
 def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | None = None) -> Config:
     """Validate parsed TOML and build a Config; every problem is reported at once."""
     problems: list[str] = []
@@ -268,20 +286,7 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
     for section_name, cls in SECTIONS.items():
         sections[section_name] = check_section(section_name, cls, data.get(section_name, {}), problems)
     sections["launcher"] = _launcher_defaults(sections["launcher"])
-    launchers: dict[str, LauncherConfig] = {}
-    tables = data.get(LAUNCHERS_SECTION, {})
-    if not isinstance(tables, dict):
-        problems.append(f"{LAUNCHERS_SECTION}: expected [{LAUNCHERS_SECTION}.NAME] tables, got {tables!r}")
-        tables = {}
-    for launcher_name, table in tables.items():
-        where = f"{LAUNCHERS_SECTION}.{launcher_name}"
-        if not isinstance(table, dict):
-            problems.append(f"{where}: expected a [{where}] table, got {table!r}")
-            continue
-        values = _launcher_defaults(check_section(where, LauncherConfig, table, problems))
-        if values.get("name") == "command" and not values.get("template"):
-            problems.append(f"{where}.template: the command launcher needs a template")
-        launchers[launcher_name] = LauncherConfig(**values)
+    launchers = _launchers(data.get(LAUNCHERS_SECTION, {}), problems)
     workers = WorkersConfig(**sections["workers"])
     lanes_valid = not any(p.startswith(("workers.count:", "workers.exploit:", "workers.explore:")) for p in problems)
     if lanes_valid and workers.exploit + workers.explore != workers.count:

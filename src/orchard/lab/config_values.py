@@ -69,18 +69,25 @@ def range_note(meta: Mapping[str, Any]) -> str:
     return f" (at least {low:g})" if low is not None else ""
 
 
-def _check_value(name: str, spec: dataclasses.Field[Any], kind: Any, value: Any) -> str | None:
-    meta = spec.metadata
-    allowed = choices(spec, kind)
+def _type_problem(name: str, kind: Any, value: Any) -> str | None:
+    """`value` is not of the key's type (an enum's is a string; a list's, a list of strings)."""
     if _is_vocabulary(kind):
         kind = str  # as TOML says it; the checked value becomes the enum
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
     if typing.get_origin(kind) is list:
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             return f"{name}: expected a list of strings, got {value!r}"
     elif not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
         return f"{name}: expected {_type_name(kind)}, got {value!r}"
+    return None
+
+
+def _check_value(name: str, spec: dataclasses.Field[Any], kind: Any, value: Any) -> str | None:
+    meta = spec.metadata
+    allowed = choices(spec, kind)
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if (problem := _type_problem(name, kind, value)) is not None:
+        return problem
     if allowed and value not in allowed:
         return f"{name}: {value!r} is not one of {', '.join(allowed)}"
     if isinstance(value, float) and not math.isfinite(value):
