@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -125,7 +125,7 @@ class MetricNoise:
     sd: float  # robust SD of A/A paired differences (relative scale)
 
 
-@dataclass
+@dataclass(frozen=True)
 class MetricResult:
     scenario: str
     metric: str
@@ -195,7 +195,7 @@ def _log_ratio(fraction: float | None) -> float | None:
     return None if fraction is None or fraction <= -1.0 else math.log1p(fraction)
 
 
-@dataclass
+@dataclass(frozen=True)
 class GateResult:
     name: str
     passed: bool
@@ -209,7 +209,7 @@ class GateResult:
         return cls(str(data["name"]), bool(data["passed"]), str(data.get("detail", "")))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Decision:
     verdict: VerdictWord
     metrics: list[MetricResult] = field(default_factory=list)
@@ -343,21 +343,19 @@ def decide_metrics(
     p_values = [_claim_p(bad, floor_scaled) for _, _, bad, floor_scaled in statistical]
     levels = stats.holm_levels(p_values, alpha)
     for (spec, scale, bad, floor_scaled), p, level in zip(statistical, p_values, levels, strict=True):
-        result = results[spec.key]
         sign = spec.bad_sign
         interval = stats.hl_interval(bad, 1.0 - 2.0 * level)
-        result.verdict = _classify(interval.low, interval.high, floor_scaled)
         estimate = stats.hodges_lehmann(bad) if len(bad) else math.nan
         # back to the candidate-vs-baseline orientation for display
         low, high = sorted((sign * interval.low, sign * interval.high))
-        result.effect = _to_relative(scale, sign * estimate)
-        result.interval = (_to_relative(scale, low), _to_relative(scale, high))
-        result.confidence = interval.confidence if math.isfinite(interval.low) else 1.0 - 2.0 * level
-        result.p_value = p
-        sd = stats.robust_sd(bad)
-        result.mde = stats.minimum_detectable_effect(sd, len(bad), level, floor_scaled)
-        if math.isfinite(result.mde):
-            result.mde = _to_relative(scale, result.mde)
+        mde = stats.minimum_detectable_effect(stats.robust_sd(bad), len(bad), level, floor_scaled)
+        results[spec.key] = replace(
+            results[spec.key], verdict=_classify(interval.low, interval.high, floor_scaled),
+            effect=_to_relative(scale, sign * estimate),
+            interval=(_to_relative(scale, low), _to_relative(scale, high)),
+            confidence=interval.confidence if math.isfinite(interval.low) else 1.0 - 2.0 * level, p_value=p,
+            mde=_to_relative(scale, mde) if math.isfinite(mde) else mde,
+        )
     return [results[spec.key] for spec in specs]
 
 
@@ -460,7 +458,7 @@ class ExternalRun:
     output_tail: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class Verdict:
     """A candidate's verdict against its baseline, with everything needed to read it again later.
 
