@@ -190,7 +190,7 @@ def _confirm(ws: Workspace, state: LabState, main_head: str, current: Judgment, 
     raise AssertionError("unreachable")
 
 
-def land(
+def land(  # noqa: C901, PLR0915  (split by issue19-journal)
     ws: Workspace,
     state: LabState,
     record: ExperimentRecord,
