@@ -183,21 +183,10 @@ def run(
         if ended.rusage.ru_maxrss > launcher_rss_kib:
             peak_rss = ended.rusage.ru_maxrss * 1024  # Linux reports KiB
     return Capture(
-        command=argv,
-        returncode=returncode,
-        timed_out=ended.timed_out,
-        elapsed_ms=(ended_ns - started_ns) / 1e6,
-        cpu_ms=cpu_ms,
-        peak_rss_bytes=peak_rss,
-        stdout=bytes(out.kept),
-        stderr=bytes(err.kept),
-        stdout_bytes=out.total,
-        stdout_sha256=out.hash.hexdigest(),
-        stderr_bytes=err.total,
-        started_at=started_at,
-        ended_at=_now_iso(),
-        started_ns=started_ns,
-        ended_ns=ended_ns,
+        command=argv, returncode=returncode, timed_out=ended.timed_out, elapsed_ms=(ended_ns - started_ns) / 1e6,
+        cpu_ms=cpu_ms, peak_rss_bytes=peak_rss, stdout=bytes(out.kept), stderr=bytes(err.kept),
+        stdout_bytes=out.total, stdout_sha256=out.hash.hexdigest(), stderr_bytes=err.total,
+        started_at=started_at, ended_at=_now_iso(), started_ns=started_ns, ended_ns=ended_ns,
     )
 
 

@@ -305,11 +305,7 @@ def run_verdict(
         samples = Samples(suite.metrics)
         refusal: _Refusal | None = None
         if cal is None:
-            progress(0, suite.calibration_runs, "no A/A calibration cached for this machine and suite: calibrating")
-            try:
-                cal = calibrate(suite, baseline, results=results, progress=progress, file=calibration_file)
-            except BaselineFailed as failure:
-                refusal = _Refusal(Unjudged.BASELINE_FAILED, str(failure))
+            cal, refusal = _calibrate_now(suite, baseline, results, progress, calibration_file)
         command_gates = run_command_gates(suite.gates, bench, runner.binaries)
         gates = list(command_gates.get("candidate", []))
         refusal = refusal or next((_Refusal(Unjudged.BASELINE_FAILED, f"baseline fails gate {g.name}: {g.detail}")
@@ -329,23 +325,22 @@ def run_verdict(
                                                       cal.machine_fingerprint,
                                                       None if cal.file is None else str(cal.file))
     return Verdict(
-        verdict=decision.verdict,
-        reasons=decision.reasons,
-        baseline=baseline,
-        candidate=candidate,
-        metrics=label(suite, decision.metrics),
-        gates=decision.gates,
-        suite=str(suite.path),
-        seed=seed,
-        pairs=measured.pairs,
-        planned_pairs=max_runs,
-        calibration=note,
-        warnings=warnings,
-        lock_wait_ms=runner.lock.total_wait_ms,
-        rows=writer.path,
-        summary=writer.summary_path,
+        verdict=decision.verdict, reasons=decision.reasons, baseline=baseline, candidate=candidate,
+        metrics=label(suite, decision.metrics), gates=decision.gates, suite=str(suite.path), seed=seed,
+        pairs=measured.pairs, planned_pairs=max_runs, calibration=note, warnings=warnings,
+        lock_wait_ms=runner.lock.total_wait_ms, rows=writer.path, summary=writer.summary_path,
         unjudged=decision.unjudged,
     )
+
+
+def _calibrate_now(suite: Suite, baseline: Path, results: Path, progress: Progress,
+                   calibration_file: Path | None) -> tuple[calibration_cache.Calibration | None, _Refusal | None]:
+    """A/A calibration for a verdict that found none: (it, None), or (None, why the baseline cannot be judged)."""
+    progress(0, suite.calibration_runs, "no A/A calibration cached for this machine and suite: calibrating")
+    try:
+        return calibrate(suite, baseline, results=results, progress=progress, file=calibration_file), None
+    except BaselineFailed as failure:
+        return None, _Refusal(Unjudged.BASELINE_FAILED, str(failure))
 
 
 def _cached_calibration(suite: Suite, calibration_file: Path | None) -> calibration_cache.Calibration | None:
