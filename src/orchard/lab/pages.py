@@ -23,6 +23,7 @@ from orchard.lab.chart_cache import ChartCache
 from orchard.lab.charts import Chart, unjudged
 from orchard.lab.journal import when
 from orchard.lab.verdict_table import COLUMNS, VerdictView, cells, effect_cells, num, run_of, score_text, short_commit
+from orchard.lab.verdicts import LockState
 from orchard.lab.view import ExperimentView, LabView
 
 STYLE = """
@@ -113,7 +114,7 @@ def lock(view: LabView) -> str:
     recent = ", ".join(f"{escape(w.kind)} {escape(w.experiment or '')} {w.wait_ms / 1000:.2f} s" for w in waits)
     return (
         f"<p>measurement lock <b>{escape(lk.state)}</b>; "
-        f"{'holder' if lk.state == 'held' else 'last holder'}: {holder} since {since}; queue: {queue}</p>"
+        f"{'holder' if lk.state == LockState.HELD else 'last holder'}: {holder} since {since}; queue: {queue}</p>"
         f"<p class=muted>recent waits per verdict: {recent or 'none recorded'} · <code>{escape(lk.path)}</code></p>"
     )
 

@@ -22,6 +22,7 @@ from orchard.lab.executors import attach_command
 from orchard.lab.sandbox import UNSANDBOXED_NOTE, SandboxMode
 from orchard.lab.state import LabState
 from orchard.lab.verdict_table import effect_cells, num
+from orchard.lab.verdicts import LockState
 from orchard.lab.view import LabView
 from orchard.lab.workspace import Workspace
 
@@ -80,7 +81,8 @@ def render(lab: LabView) -> Group:
                       *effect_cells(row.effect, row.final))
     parts.append(board)
     lock = lab.lock
-    holder = f" by pid {lock.holder_pid} ({lock.holder_label})" if lock.state == "held" and lock.holder_pid else ""
+    held = lock.state == LockState.HELD and lock.holder_pid
+    holder = f" by pid {lock.holder_pid} ({lock.holder_label})" if held else ""
     queue = f"; queue: {', '.join(f'pid {pid}' for pid in lock.queue)}" if lock.queue else ""
     parts.append(Text(f"measurement lock: {lock.state}{holder}{queue}"))
     return Group(*parts)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from orchard import bench
-from orchard.bench.lock import LockStatus, MeasurementLock, lock_status
+from orchard.bench.lock import LockState, LockStatus, MeasurementLock, lock_status
 from orchard.bench.opportunities import rank
 from orchard.bench.verdict import (
     Direction,
@@ -43,8 +43,8 @@ from orchard.lab.experiment import render_command
 from orchard.lab.workspace import Workspace
 from orchard.process import run
 
-__all__ = ["Direction", "GateResult", "LockStatus", "Method", "MetricResult", "MetricVerdict", "Unjudged", "Verdict",
-           "VerdictWord", "is_held_out", "lock_status"]
+__all__ = ["Direction", "GateResult", "LockState", "LockStatus", "Method", "MetricResult", "MetricVerdict", "Unjudged",
+           "Verdict", "VerdictWord", "is_held_out", "lock_status"]
 is_held_out = bench.is_held_out
 
 MeasureProgress = Callable[[int, int, str], None]

@@ -34,7 +34,7 @@ from orchard.lab.publication import Publication
 from orchard.lab.start import LAB_START, LabStart
 from orchard.lab.state import LabState
 from orchard.lab.verdict_table import VerdictView
-from orchard.lab.verdicts import Direction, LockStatus, lock_status
+from orchard.lab.verdicts import Direction, LockState, LockStatus, lock_status
 from orchard.lab.workspace import Workspace
 
 RUNNING_STATES = (ExperimentStatus.STARTING, ExperimentStatus.RUNNING)
@@ -266,7 +266,7 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         sandbox=ws.config.workers.sandbox, tmux_socket=ws.tmux_socket, worker_slots=ws.config.workers.count,
         baseline=baseline,
         floors=floors, directions=dirs, workers=workers,
-        lock=lock_status() if live else LockStatus("not read", "", None, None, None, ()),
+        lock=lock_status() if live else LockStatus(LockState.NOT_READ, "", None, None, None, ()),
         backlog=tuple(BacklogItem(r.id, r.hypothesis.score, r.hypothesis.lane, r.hypothesis.title) for r in ranked),
         leaderboard=board,
         experiments=tuple(experiments), main_steps=tuple(main_steps(events, baseline, floors)), lock_waits=waits,
