@@ -31,12 +31,12 @@ from orchard.bench.suite import MIN_RUNS_FLOOR, Scenario, Suite
 from orchard.bench.verdict import (
     AdaptivePlan,
     CalibrationNote,
-    Decision,
     GateResult,
     MetricResult,
     MetricSpec,
     Unjudged,
     Verdict,
+    VerdictDecision,
     VerdictWord,
     decide_metrics,
     overall,
@@ -44,7 +44,7 @@ from orchard.bench.verdict import (
 )
 from orchard.errors import OrchardError, UsageError
 
-Progress = Callable[[int, int, str], None]  # (pairs done, pairs planned, note)
+PairProgress = Callable[[int, int, str], None]  # (pairs done, pairs planned, note)
 
 
 class BaselineFailed(OrchardError):
@@ -199,7 +199,7 @@ def _aa_campaign(
     count: int,
     seed: int,
     results: Path,
-    progress: Progress,
+    progress: PairProgress,
 ) -> tuple[dict[str, calibration_cache.MetricCalibration], list[str], Path]:
     """One A/A campaign: (noise per metric, metrics whose interval excludes zero, rows file)."""
     with workbench(suite) as bench, RunWriter(results, "calibrate", rows_summary) as writer:
@@ -229,7 +229,7 @@ def calibrate(
     runs: int | None = None,
     seed: int | None = None,
     results: Path = Path("results"),
-    progress: Progress = _quiet,
+    progress: PairProgress = _quiet,
     file: Path | None = None,
 ) -> calibration_cache.Calibration:
     """A/A: the baseline against itself; saves (in the cache, and in `file` if given) and returns it.
@@ -285,7 +285,7 @@ def run_verdict(
     seed: int | None = None,
     results: Path = Path("results"),
     recalibrate: bool = False,
-    progress: Progress = _quiet,
+    progress: PairProgress = _quiet,
     calibration_file: Path | None = None,
 ) -> Verdict:
     """Judge `candidate` against `baseline` on `suite`.
@@ -316,7 +316,7 @@ def run_verdict(
             measured = _measure_pairs(runner, samples, cal, AdaptivePlan(min_runs, max_runs, suite.alpha), progress)
         refusal = refusal or measured.refusal
         runner.lock.print_total()
-        decision = (Decision(VerdictWord.ERROR, reasons=[refusal.reason], unjudged=refusal.cause) if refusal
+        decision = (VerdictDecision(VerdictWord.ERROR, reasons=[refusal.reason], unjudged=refusal.cause) if refusal
                     else overall(measured.metrics, gates + measured.failed_gates))
         warnings = runner.tracker.warnings + ([] if cal is None else _warnings(runner, samples, cal, decision))
         writer.write({"lane": "verdict", "step_kind": "verdict", "verdict": decision.verdict,
@@ -333,7 +333,7 @@ def run_verdict(
     )
 
 
-def _calibrate_now(suite: Suite, baseline: Path, results: Path, progress: Progress,
+def _calibrate_now(suite: Suite, baseline: Path, results: Path, progress: PairProgress,
                    calibration_file: Path | None) -> tuple[calibration_cache.Calibration | None, _Refusal | None]:
     """A/A calibration for a verdict that found none: (it, None), or (None, why the baseline cannot be judged)."""
     progress(0, suite.calibration_runs, "no A/A calibration cached for this machine and suite: calibrating")
@@ -369,7 +369,7 @@ class _Measured:
 
 
 def _measure_pairs(runner: PairRunner, samples: Samples, cal: calibration_cache.Calibration, plan: AdaptivePlan,
-                   progress: Progress) -> _Measured:
+                   progress: PairProgress) -> _Measured:
     """The warm-up pair, then pairs up to `plan.max_runs`, judged at each look until every metric is settled.
 
     A gate failed, a failed baseline run or rows not comparable end the campaign at that pair.
@@ -412,7 +412,7 @@ def _noise_for(cal: calibration_cache.Calibration, specs: Sequence[MetricSpec]) 
 
 
 def _warnings(
-    runner: PairRunner, samples: Samples, cal: calibration_cache.Calibration, decision: Decision
+    runner: PairRunner, samples: Samples, cal: calibration_cache.Calibration, decision: VerdictDecision
 ) -> list[str]:
     """hyperfine-style notes on when these numbers should not be trusted."""
     notes = []

@@ -22,11 +22,11 @@ from orchard.bench import rows as rowlib
 from orchard.bench.suite import BUILTIN_METRICS, OPTIONAL_METRICS
 from orchard.bench.verdict import (
     DEFAULT_ALPHA,
-    Decision,
     Direction,
     MetricNoise,
     MetricResult,
     MetricSpec,
+    VerdictDecision,
     decide_metrics,
     decide_unpaired,
     overall,
@@ -45,7 +45,7 @@ JUDGED_STEPS = ("measured", "total")
 
 @dataclass
 class Comparison:
-    decision: Decision
+    decision: VerdictDecision
     paired: bool
     warnings: list[str]
     old: Path

@@ -123,7 +123,7 @@ class Suite:
         raise KeyError(name)
 
 
-class _Reader(Table):
+class _SuiteReader(Table):
     """A suite's table: the strict `Table`, plus the command values only suites have."""
 
     def __init__(self, path: Path, where: str, table: Any) -> None:
@@ -144,7 +144,7 @@ def load_suite(path: Path | str) -> Suite:
     path = Path(path).resolve()
     raw = read_bytes(path, "suite")
     data = parse_toml(raw, path, "suite")
-    top = _Reader(path, "top level", data)
+    top = _SuiteReader(path, "top level", data)
     fixture_tables, scenario_tables, metric_tables, gate_tables = (
         top.tables(key) for key in ("fixture", "scenario", "metric", "gate")
     )
@@ -243,7 +243,7 @@ def _metrics(path: Path, tables: list[Any], scenarios: tuple[Scenario, ...]) -> 
     metrics: list[MetricSpec] = []
     recorded: list[str] = []
     for index, table in enumerate(tables):
-        reader = _Reader(path, f"[[metric]] #{index + 1}", table)
+        reader = _SuiteReader(path, f"[[metric]] #{index + 1}", table)
         metric = reader.get("name", str, required=True)
         reader.where = f"[[metric]] '{metric}'"
         said = reader.get("direction", str, Direction.LOWER)
@@ -265,7 +265,7 @@ def _metrics(path: Path, tables: list[Any], scenarios: tuple[Scenario, ...]) -> 
     return metrics, recorded
 
 
-def _check_measured(reader: _Reader, metric: str, scenario: str, scenarios: tuple[Scenario, ...]) -> None:
+def _check_measured(reader: _SuiteReader, metric: str, scenario: str, scenarios: tuple[Scenario, ...]) -> None:
     """`scenario` is one of the suite's, and measures `metric` if it is a command scenario."""
     names = [s.name for s in scenarios]
     if scenario not in names:
@@ -301,7 +301,7 @@ def _unique(path: Path, what: str, names: list[str]) -> None:
 
 
 def _fixture(path: Path, index: int, table: Any) -> Fixture:
-    reader = _Reader(path, f"[[fixture]] #{index + 1}", table)
+    reader = _SuiteReader(path, f"[[fixture]] #{index + 1}", table)
     name = reader.get("name", str, required=True)
     reader.where = f"[[fixture]] '{name}'"
     command = reader.command("command", required=True)
@@ -312,7 +312,7 @@ def _fixture(path: Path, index: int, table: Any) -> Fixture:
 
 
 def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Scenario:
-    reader = _Reader(path, f"[[scenario]] #{index + 1}", table)
+    reader = _SuiteReader(path, f"[[scenario]] #{index + 1}", table)
     name = reader.get("name", str, required=True)
     reader.where = f"[[scenario]] '{name}'"
     kind = reader.get("kind", str, "command")
@@ -363,7 +363,7 @@ def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Sce
     return scenario
 
 
-def _expect_file(path: Path, reader: _Reader) -> tuple[str, ...]:
+def _expect_file(path: Path, reader: _SuiteReader) -> tuple[str, ...]:
     """Facts listed one per line in a file beside the suite (hundreds do not belong in TOML)."""
     name = reader.get("expect_file", str, None)
     if name is None:
@@ -387,7 +387,7 @@ def _gate(
     known_values: set[str],
     scenarios: tuple[Scenario, ...],
 ) -> Gate:
-    reader = _Reader(path, f"[[gate]] #{index + 1}", table)
+    reader = _SuiteReader(path, f"[[gate]] #{index + 1}", table)
     kind = reader.get("kind", str, required=True)
     if kind not in GATE_KINDS:
         reader.fail(f"'kind' must be one of {', '.join(GATE_KINDS)}")
