@@ -18,6 +18,7 @@ import click
 
 from orchard import __version__
 from orchard.errors import OrchardError, UsageError
+from orchard.lab.config.orchard_toml import ExecutorKind
 from orchard.lab.records.hypothesis import Lane
 
 if TYPE_CHECKING:
@@ -681,51 +682,21 @@ def backlog_add(
     patch: Path | None,
 ) -> None:
     """Add hypotheses: from a TOML file, from the opportunities ranking, or from flags."""
-    from orchard.lab.judge.measuring import metric_keys
-    from orchard.lab.loop import backlog
+    from orchard.lab.loop import backlog_add
     from orchard.lab.records.hypothesis import Hypothesis
 
     with _open_lab(workspace) as (ws, state):
         if file_path is not None:
-            hypotheses, source, origin = backlog.load_file(file_path), "user", str(file_path)
+            hypotheses = backlog_add.add_file(ws, state, file_path)
         elif from_opportunities:
-            from orchard.bench.opportunities import rank
-
-            hypotheses = backlog.from_opportunities(rank(ws.results_dir).get("items", []), from_opportunities)
-            source, origin = "opportunities", f"the opportunities in {ws.results_dir}"
-            if not hypotheses:
-                raise UsageError(f"no opportunities in {ws.results_dir}: run a lane there first")
+            hypotheses = backlog_add.add_opportunities(ws, state, from_opportunities)
         else:
-            data = {
-                "id": hypothesis_id,
-                "title": title,
-                "metric": metric,
-                "current_value": current_value,
-                "suspected_cause": suspected_cause,
-                "change": change,
-                "scope": list(scope),
-                "impact": impact,
-                "confidence": confidence,
-                "effort": effort,
-                "lane": lane,
-            }
-            if predicted_effect is not None:
-                data["predicted_effect"] = predicted_effect
-            if patch is not None:
-                data["patch"] = str(patch.resolve())
-            hypotheses, source = (
-                [Hypothesis.from_dict({k: v for k, v in data.items() if v != ""}, source="flags")],
-                "user",
-            )
-            origin = "flags"
-        # an opportunity names a lane's metric, which the lab's suite need not measure
-        metrics = [] if from_opportunities else metric_keys(ws)
-        backlog.add_all(state, hypotheses, source=source, origin=origin, metrics=metrics,
-                        launchers=list(ws.config.launchers))
-        from orchard.lab.notebook import backlog_file
-        from orchard.lab.notebook.files import write_atomic
-
-        write_atomic(ws.root / "backlog.md", backlog_file.render(state))
+            hypothesis = Hypothesis.from_fields(
+                source="flags", id=hypothesis_id, title=title, metric=metric, current_value=current_value,
+                suspected_cause=suspected_cause, change=change, scope=list(scope), impact=impact,
+                confidence=confidence, effort=effort, lane=lane, predicted_effect=predicted_effect,
+                patch=None if patch is None else str(patch.resolve()))
+            hypotheses = backlog_add.add_one(ws, state, hypothesis)
     _print_added(hypotheses)
 
 
@@ -790,7 +761,7 @@ def serve(workspace: Path, port: int, host: str) -> None:
     help="Where to create the demo lab (default: ./orchard-demo-<time>).",
 )
 @click.option("--workers", type=int, default=3, show_default=True, help="Workers running at once.")
-@click.option("--executor", type=click.Choice(["auto", "tmux", "subprocess", "dask"]), default="auto",
+@click.option("--executor", type=click.Choice([kind.value for kind in ExecutorKind]), default=ExecutorKind.AUTO.value,
               show_default=True, help="Where workers run; dask: a LocalCluster orchard starts and stops itself.")
 def demo(workspace: Path | None, workers: int, executor: str) -> None:
     """A whole lab run on the embedded demo target: every decision path, then FINAL_REPORT.md."""
@@ -804,9 +775,10 @@ def demo(workspace: Path | None, workers: int, executor: str) -> None:
     mode, unsandboxed = demo_sandbox()
     if unsandboxed:
         console.print(f"note: {unsandboxed}", style="yellow", highlight=False)
-    ws = make_demo(workspace or default_directory(), workers=workers, executor=executor, sandbox_mode=mode)
+    ws = make_demo(workspace or default_directory(), workers=workers, executor=ExecutorKind(executor),
+                   sandbox_mode=mode)
     console.print(f"demo lab: {ws.root}")
-    if ws.config.workers.executor in ("auto", "tmux") and shutil.which("tmux"):
+    if ws.config.workers.executor in (ExecutorKind.AUTO, ExecutorKind.TMUX) and shutil.which("tmux"):
         from orchard.lab.workers.executors import attach_command
 
         console.print(f"watch the workers live: {attach_command(ws.tmux_socket)}")

@@ -161,89 +161,101 @@ def run(
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
-    pgid = proc.pid
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     out, err = _Stream(admitted_chars, stdout_sink), _Stream(admitted_chars)
-    timed_out = False
-    status: int | None = None
-    rusage = None
     try:
-        pidfd = os.pidfd_open(proc.pid)
-        selector = selectors.DefaultSelector()
-        try:
-            assert proc.stdout is not None and proc.stderr is not None
-            selector.register(proc.stdout, selectors.EVENT_READ, out)
-            selector.register(proc.stderr, selectors.EVENT_READ, err)
-            selector.register(pidfd, selectors.EVENT_READ, None)
-            if proc.stdin is not None:
-                # fed as the child reads it: a child that never reads (or writes
-                # more than a pipe holds before reading) cannot block the runner
-                os.set_blocking(proc.stdin.fileno(), False)
-                selector.register(proc.stdin, selectors.EVENT_WRITE, _Feed(stdin or b""))
-            exited_at: float | None = None
-            while len(selector.get_map()) > 0:
-                now = time.monotonic()
-                if exited_at is not None and now - exited_at > DRAIN_GRACE_S:
-                    break  # stragglers hold the pipes open; the group is killed below
-                if status is None and deadline is not None and now >= deadline:
-                    timed_out = True
-                    kill_group(pgid)
-                    deadline = None
-                wait = None if deadline is None else max(0.0, deadline - now)
-                if exited_at is not None:
-                    wait = DRAIN_GRACE_S
-                for key, _ in selector.select(wait):
-                    if isinstance(key.data, _Feed):
-                        if key.data.write(key.fd):
-                            selector.unregister(key.fileobj)
-                            cast(IO[bytes], key.fileobj).close()
-                        continue
-                    if key.data is None:
-                        _, status, rusage = os.wait4(proc.pid, 0)
-                        exited_at = time.monotonic()
-                        selector.unregister(pidfd)
-                        continue
-                    chunk = os.read(key.fd, 65536)
-                    if chunk:
-                        key.data.feed(chunk)
-                    else:
-                        selector.unregister(key.fileobj)
-            if status is None:
-                _, status, rusage = os.wait4(proc.pid, 0)
-        finally:
-            selector.close()
-            os.close(pidfd)
+        ended = _pump(proc, out, err, stdin, deadline)
     except BaseException:
-        kill_group(pgid)
+        kill_group(proc.pid)
         proc.wait()
         raise
     finally:
         ended_ns = time.perf_counter_ns()
-        kill_group(pgid)  # nothing the command started outlives the measurement
+        kill_group(proc.pid)  # nothing the command started outlives the measurement
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
-    returncode = None if timed_out else os.waitstatus_to_exitcode(status)
+    returncode = None if ended.timed_out else os.waitstatus_to_exitcode(ended.status)
     proc.returncode = returncode if returncode is not None else -signal.SIGKILL
     cpu_ms = peak_rss = None
-    if rusage is not None:
-        cpu_ms = (rusage.ru_utime + rusage.ru_stime) * 1000.0
-        if rusage.ru_maxrss > launcher_rss_kib:
-            peak_rss = rusage.ru_maxrss * 1024  # Linux reports KiB
+    if ended.rusage is not None:
+        cpu_ms = (ended.rusage.ru_utime + ended.rusage.ru_stime) * 1000.0
+        if ended.rusage.ru_maxrss > launcher_rss_kib:
+            peak_rss = ended.rusage.ru_maxrss * 1024  # Linux reports KiB
     return Capture(
-        command=argv,
-        returncode=returncode,
-        timed_out=timed_out,
-        elapsed_ms=(ended_ns - started_ns) / 1e6,
-        cpu_ms=cpu_ms,
-        peak_rss_bytes=peak_rss,
-        stdout=bytes(out.kept),
-        stderr=bytes(err.kept),
-        stdout_bytes=out.total,
-        stdout_sha256=out.hash.hexdigest(),
-        stderr_bytes=err.total,
-        started_at=started_at,
-        ended_at=_now_iso(),
-        started_ns=started_ns,
-        ended_ns=ended_ns,
+        command=argv, returncode=returncode, timed_out=ended.timed_out, elapsed_ms=(ended_ns - started_ns) / 1e6,
+        cpu_ms=cpu_ms, peak_rss_bytes=peak_rss, stdout=bytes(out.kept), stderr=bytes(err.kept),
+        stdout_bytes=out.total, stdout_sha256=out.hash.hexdigest(), stderr_bytes=err.total,
+        started_at=started_at, ended_at=_now_iso(), started_ns=started_ns, ended_ns=ended_ns,
     )
+
+
+@dataclass
+class _Ended:
+    """How the child ended, as `_pump` saw it (no status yet while it runs)."""
+
+    status: int = 0
+    rusage: resource.struct_rusage | None = None
+    reaped: bool = False
+    timed_out: bool = False
+
+
+def _pump(proc: subprocess.Popen[bytes], out: _Stream, err: _Stream, stdin: bytes | None,
+          deadline: float | None) -> _Ended:
+    """Feed the child's stdin, read both its pipes and reap it, killing its group at the deadline.
+
+    Pipes still held open by what it started get DRAIN_GRACE_S after it exits.
+    """
+    ended = _Ended()
+    pidfd = os.pidfd_open(proc.pid)
+    selector = selectors.DefaultSelector()
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        selector.register(proc.stdout, selectors.EVENT_READ, out)
+        selector.register(proc.stderr, selectors.EVENT_READ, err)
+        selector.register(pidfd, selectors.EVENT_READ, None)
+        if proc.stdin is not None:
+            # fed as the child reads it: a child that never reads (or writes
+            # more than a pipe holds before reading) cannot block the runner
+            os.set_blocking(proc.stdin.fileno(), False)
+            selector.register(proc.stdin, selectors.EVENT_WRITE, _Feed(stdin or b""))
+        exited_at: float | None = None
+        while len(selector.get_map()) > 0:
+            now = time.monotonic()
+            if exited_at is not None and now - exited_at > DRAIN_GRACE_S:
+                break  # stragglers hold the pipes open; the group is killed by `run`
+            if not ended.reaped and deadline is not None and now >= deadline:
+                ended.timed_out = True
+                kill_group(proc.pid)
+                deadline = None
+            wait = None if deadline is None else max(0.0, deadline - now)
+            for key, _ in selector.select(DRAIN_GRACE_S if exited_at is not None else wait):
+                if _serve(selector, key, proc, ended):
+                    exited_at = time.monotonic()
+        if not ended.reaped:
+            _, ended.status, ended.rusage = os.wait4(proc.pid, 0)
+    finally:
+        selector.close()
+        os.close(pidfd)
+    return ended
+
+
+def _serve(selector: selectors.BaseSelector, key: selectors.SelectorKey, proc: subprocess.Popen[bytes],
+           ended: _Ended) -> bool:
+    """One ready file served: stdin fed, output read, or (True) the child reaped through its pidfd."""
+    if isinstance(key.data, _Feed):
+        if key.data.write(key.fd):
+            selector.unregister(key.fileobj)
+            cast(IO[bytes], key.fileobj).close()
+        return False
+    if key.data is None:
+        _, ended.status, ended.rusage = os.wait4(proc.pid, 0)
+        ended.reaped = True
+        selector.unregister(key.fileobj)
+        return True
+    chunk = os.read(key.fd, 65536)
+    if chunk:
+        key.data.feed(chunk)
+    else:
+        selector.unregister(key.fileobj)
+    return False

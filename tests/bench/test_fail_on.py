@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import click
 import pytest
 
+from orchard import cli
 from orchard.bench.policy import FailOn
+from orchard.bench.verdict import VerdictWord
 from tests.helpers import orchard
 
 # a harness binary printing one JSON row; "wobbly" alternates +-10% between runs
@@ -96,4 +99,11 @@ def test_an_unknown_policy_is_a_usage_error(lab: Path) -> None:
 
 
 def test_error_fails_under_every_policy() -> None:
-    assert all(policy.fails("ERROR") for policy in FailOn)
+    assert all(policy.fails(VerdictWord.ERROR) for policy in FailOn)
+
+
+def test_the_command_line_offers_every_policy_and_no_other() -> None:
+    for command in (cli.verdict, cli.compare):
+        option = next(param for param in command.params if param.name == "fail_on")
+        assert isinstance(option.type, click.Choice)
+        assert list(option.type.choices) == [policy.value for policy in FailOn]

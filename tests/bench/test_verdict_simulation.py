@@ -17,6 +17,8 @@ import pytest
 from orchard.bench import calibration
 from orchard.bench.verdict import (
     AdaptivePlan,
+    Direction,
+    Method,
     MetricSpec,
     MetricVerdict,
     VerdictWord,
@@ -25,8 +27,8 @@ from orchard.bench.verdict import (
     settled,
 )
 
-WALL = MetricSpec("sim", "wall_ms", "lower", min_floor=0.0)
-TOKENS = MetricSpec("sim", "estimated_total_tokens", "lower", min_floor=0.0)
+WALL = MetricSpec("sim", "wall_ms", Direction.LOWER, min_floor=0.0)
+TOKENS = MetricSpec("sim", "estimated_total_tokens", Direction.LOWER, min_floor=0.0)
 
 
 class NoisyMachine:
@@ -126,7 +128,7 @@ def test_deterministic_metric_is_compared_exactly() -> None:
     noise = {TOKENS.key: cal[TOKENS.key].noise()}
     # one pair is enough: there is no noise to average away
     fewer = decide_metrics([TOKENS], {TOKENS.key: ([1200.0] * 6, [1188.0] * 6)}, noise, 0.05)[0]
-    assert (fewer.verdict, fewer.method) == (MetricVerdict.IMPROVED, "exact")
+    assert (fewer.verdict, fewer.method) == (MetricVerdict.IMPROVED, Method.EXACT)
     assert fewer.effect == pytest.approx(-0.01)
     same = decide_metrics([TOKENS], {TOKENS.key: ([1200.0] * 6, [1200.0] * 6)}, noise, 0.05)[0]
     assert same.verdict == "no-change" and same.interval == (0.0, 0.0)

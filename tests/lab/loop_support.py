@@ -10,13 +10,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orchard.bench.verdict import GateResult, MetricResult, Verdict, overall
+from orchard.bench.verdict import Direction, GateResult, Method, MetricResult, MetricVerdict, Scale, Verdict, overall
 from orchard.lab.db.state import LabState
 from orchard.lab.loop import backlog
 from orchard.lab.records.agent_usage import AgentUsage
 from orchard.lab.records.candidate import Candidate
 from orchard.lab.records.hypothesis import Hypothesis
-from orchard.lab.records.report_reading import ReportReading
+from orchard.lab.records.report_reading import ReportReading, ReportState
 from orchard.lab.workers.report import SCHEMA, write_report
 
 # A target whose run.sh prints 400 lines (its orchard.toml table), the win that prints 40, and a suite
@@ -48,8 +48,8 @@ def metric(key: str, verdict: str, effect: float, *, interval: tuple[float, floa
     """One metric's result; the candidate's median follows from the baseline and the effect."""
     scenario, name = key.split("/")
     return MetricResult(
-        scenario=scenario, metric=name, direction=direction, target=target, verdict=verdict,
-        method="hodges-lehmann", scale="log-ratio", effect=effect,
+        scenario=scenario, metric=name, direction=Direction(direction), target=target,
+        verdict=MetricVerdict(verdict), method=Method.HODGES_LEHMANN, scale=Scale.LOG_RATIO, effect=effect,
         interval=interval or (effect - 0.01, effect + 0.01), confidence=0.9, floor=floor, n=n, mde=mde,
         baseline_median=baseline, candidate_median=round(baseline * (1 + effect), 6),
     )
@@ -104,7 +104,8 @@ def bare_candidate(**fields: Any) -> Candidate:
     values: dict[str, Any] = {
         "experiment": "x", "worker": "w1", "target_base": "", "bench_base": "", "target_head": "", "patch": "",
         "changed_files": [], "scope": [], "scope_violations": [], "bench_changes": [], "bench_head": "",
-        "report": ReportReading("missing", ""), "log_path": "", "exit_code": 0, "signal": None, "duration_s": 0.0,
+        "report": ReportReading(ReportState.MISSING, ""), "log_path": "", "exit_code": 0, "signal": None,
+        "duration_s": 0.0,
         "started_at": "", "usage": AgentUsage(), "flags": [],
     }
     return Candidate(**(values | fields))

@@ -115,6 +115,23 @@ def calls(log_text: str) -> list[dict[str, Any]]:
     return [json.loads(line[len(CALL):]) for line in log_text.splitlines() if line.startswith(CALL)]
 
 
+def misbehave(mode: str, checkout: Path, bench: Path) -> None:
+    """What `tamper`, `leave-scope` and `commit` do beside the edit."""
+    if mode == "tamper":
+        tracked = sorted(p for p in bench.iterdir() if p.is_file() and not p.name.startswith("."))
+        try:
+            with (tracked[0] if tracked else bench / "flatter.txt").open("a") as handle:
+                handle.write("a friendlier number\n")
+        except OSError as error:
+            print(f"standin: cannot change the bench: {error}", flush=True)
+    if mode == "leave-scope":
+        with (checkout / "README").open("a") as handle:
+            handle.write("outside the scope\n")
+    if mode == "commit":
+        subprocess.run(["git", "-c", "user.name=w", "-c", "user.email=w@x", "commit", "-qam", "no"],
+                       cwd=checkout, check=True)
+
+
 def main() -> int:
     cli, argv = sys.argv[1], sys.argv[2:]
     if argv == ["--version"]:
@@ -147,19 +164,7 @@ def main() -> int:
         target = target / "standin.txt"
     with target.open("a") as handle:
         handle.write(f"edited by {cli} for {experiment}\n")
-    if mode == "tamper":
-        tracked = sorted(p for p in bench.iterdir() if p.is_file() and not p.name.startswith("."))
-        try:
-            with (tracked[0] if tracked else bench / "flatter.txt").open("a") as handle:
-                handle.write("a friendlier number\n")
-        except OSError as error:
-            print(f"standin: cannot change the bench: {error}", flush=True)
-    if mode == "leave-scope":
-        with (checkout / "README").open("a") as handle:
-            handle.write("outside the scope\n")
-    if mode == "commit":
-        subprocess.run(["git", "-c", "user.name=w", "-c", "user.email=w@x", "commit", "-qam", "no"],
-                       cwd=checkout, check=True)
+    misbehave(mode, checkout, bench)
     if mode == "bad-report":
         report.write_text("this is not json")
     elif mode != "no-report":

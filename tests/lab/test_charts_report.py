@@ -3,6 +3,7 @@ read, to the digit, as JOURNAL.md and FINAL_REPORT.md print them."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from datetime import datetime
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from orchard.bench.verdict import Method
 from orchard.lab.db.state import LabState
 from orchard.lab.notebook import files as records
 from orchard.lab.notebook import pages
@@ -52,9 +54,7 @@ def lab(make_workspace: Any) -> Workspace:
 def _exact(key: str, before: float, after: float) -> Any:
     result = metric(key, "improved" if after < before else "no-change", after / before - 1,
                     interval=(after / before - 1, after / before - 1), baseline=before, floor=0.0)
-    result.method = "exact"
-    result.candidate_median = after
-    return result
+    return dataclasses.replace(result, method=Method.EXACT, candidate_median=after)
 
 
 def _snapshot(ws: Workspace) -> lab_view.LabView:

@@ -184,6 +184,18 @@ def _patch(project: Path, old: str, new: str) -> str:
     return diff
 
 
+def _table_bench(bench: Path) -> Path:
+    """The bench's repository: its suite, its driver and the facts the gate reads."""
+    bench.mkdir()
+    (bench / "suite.toml").write_text(SUITE)
+    (bench / "drive.py").write_text(DRIVE)
+    (bench / "facts.txt").write_text(FACTS)
+    git(bench, "init", "-q", "-b", "main")
+    git(bench, "add", "-A")
+    git(bench, "commit", "-qm", "the table bench")
+    return bench
+
+
 def test_a_lab_on_a_pypi_package_in_a_non_bare_repository(tmp_path: Path) -> None:
     project = _fetch(tmp_path)
     git(project, "init", "-q", "-b", "main")
@@ -197,14 +209,7 @@ def test_a_lab_on_a_pypi_package_in_a_non_bare_repository(tmp_path: Path) -> Non
         "self._deco = Texttable.VLINES | Texttable.BORDER"))
     (tmp_path / "first-500-rows.diff").write_text(_patch(
         project, "        for row in self._rows:\n", "        for row in self._rows[:500]:\n"))
-    bench = tmp_path / "bench"
-    bench.mkdir()
-    (bench / "suite.toml").write_text(SUITE)
-    (bench / "drive.py").write_text(DRIVE)
-    (bench / "facts.txt").write_text(FACTS)
-    git(bench, "init", "-q", "-b", "main")
-    git(bench, "add", "-A")
-    git(bench, "commit", "-qm", "the table bench")
+    bench = _table_bench(tmp_path / "bench")
     (tmp_path / "orchard.toml").write_text(CONFIG)
     (tmp_path / "hypotheses.toml").write_text(HYPOTHESES)
 

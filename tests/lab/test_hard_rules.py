@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench.verdict import Verdict
+from orchard.bench.campaign import run_verdict
+from orchard.bench.suite import load_suite
+from orchard.bench.verdict import Unjudged, Verdict
 from orchard.lab.config.orchard_toml import LauncherConfig
 from orchard.lab.db.state import LabState
 from orchard.lab.judge import ladder as judging
@@ -25,7 +27,7 @@ from orchard.lab.judge.candidate import collect_candidate
 from orchard.lab.judge.ladder import decide
 from orchard.lab.judge.measuring import LabIntegrityError, assert_bench_untouched
 from orchard.lab.loop import backlog
-from orchard.lab.records.build import Check
+from orchard.lab.records.build import Check, CheckName
 from orchard.lab.records.candidate import Candidate
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis, HypothesisStatus
@@ -312,18 +314,26 @@ def test_no_claim_below_the_noise_floor(green: list[Check], verdicts: dict[str, 
 
 
 def test_rows_with_unlike_comparability_keys_are_never_compared(
-    green: list[Check], verdicts: dict[str, Verdict]
+    green: list[Check], verdicts: dict[str, Verdict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    judgment = decide(green, verdicts["networked"], [])
+    # taken in process, as the judge takes it (--json states the cause only in words)
+    root = verdicts["networked"].baseline.parent
+    monkeypatch.setenv("ORCHARD_CACHE_DIR", str(root / "cache"))  # the calibration the fixture's verdicts made
+    networked = run_verdict(load_suite(root / "suite.toml"), root / "base", root / "networked", results=tmp_path)
+    assert networked.unjudged == Unjudged.INCOMPARABLE_ROWS
+    judgment = decide(green, networked, [])
     assert judgment.decision == Decision.KILL and judgment.rule == Rule.COMPARABLE
     assert judgment.reasons[0].startswith("the verdict could not compare")
     assert "remote_transport" in judgment.reasons[0] and "'network'" in judgment.reasons[0]
     # an ERROR for another cause is a KILL too, but not under this rule
-    broken = replace(
-        verdicts["networked"], reasons=["baseline failed scenario 'task' (exit 3); nothing can be compared"]
-    )
+    broken = replace(networked, unjudged=Unjudged.BASELINE_FAILED,
+                     reasons=["baseline failed scenario 'task' (exit 3); nothing can be compared"])
     other = decide(green, broken, [])
     assert other.decision == Decision.KILL and other.rule is None
+    # the rule follows the verdict's cause, never its words: a baseline that printed "not comparable" is no
+    # comparability refusal
+    worded = replace(broken, reasons=["baseline failed scenario 'task': rows are not comparable, it said"])
+    assert decide(green, worded, []).rule is None
 
 
 def test_the_first_rule_that_applies_decides(green: list[Check], tmp_path: Path, verdicts: dict[str, Verdict]) -> None:
@@ -482,3 +492,12 @@ def test_every_failed_check_is_in_the_reasons_in_rule_order(
     ]
     reasons = decide(everything_wrong, verdicts["cheat"], []).reasons
     assert [r.split(" ")[0] for r in reasons] == ["harness", "left", "does", "quality"]
+
+
+def test_check_names_are_the_words_lab_db_and_the_journal_have_always_stored() -> None:
+    assert [name.value for name in CheckName] == [
+        "worker", "harness", "scope", "patch", "tests-kept", "apply", "build", "tests", "test-count", "test-count-base",
+        "bench-tests", "binary", "plausible", "review", "sweep"]
+    stored = Check(CheckName.TESTS_KEPT, False, "2 removed").to_dict()
+    assert json.dumps(stored) == '{"name": "tests-kept", "passed": false, "detail": "2 removed", "log": null}'
+    assert Check.from_dict(stored).name is CheckName.TESTS_KEPT

@@ -10,7 +10,7 @@ import pytest
 from orchard.errors import UsageError
 from orchard.lab.config import orchard_toml as config
 from orchard.lab.config import rendered as config_file
-from orchard.lab.config.orchard_toml import Config, ConfigError, TargetConfig
+from orchard.lab.config.orchard_toml import Config, ConfigError, ExecutorKind, TargetConfig
 
 
 def test_rendered_default_loads_back_to_the_same_configuration(tmp_path: Path) -> None:
@@ -113,3 +113,15 @@ def test_sandbox_keys_network_defaults_by_launcher_and_pass_env_names_variables(
     assert "workers.sandbox: 'docker' is not one of bwrap, none" in message
     assert "launcher.pass_env: 'BAD NAME' is not a variable name" in message
     assert "lab.pass_env: '$HOME' is not a variable name" in message
+
+
+def test_the_executor_is_read_as_its_vocabulary_and_written_as_before(tmp_path: Path) -> None:
+    loaded = config.from_dict({"target": {"repo": "/r"}, "workers": {"executor": "dask"}})
+    assert loaded.workers.executor is ExecutorKind.DASK
+    path = tmp_path / "orchard.toml"
+    config_file.write(loaded, path)
+    text = path.read_text()
+    assert 'executor = "dask"' in text and "(auto | tmux | subprocess | dask)" in text
+    assert config.load(path).workers.executor is ExecutorKind.DASK
+    with pytest.raises(ConfigError, match="workers.executor: 'docker' is not one of auto, tmux, subprocess, dask"):
+        config.from_dict({"target": {"repo": "/r"}, "workers": {"executor": "docker"}})

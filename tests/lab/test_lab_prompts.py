@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from orchard.errors import UsageError
+from orchard.lab.records.candidate import REPORT_FLAGS
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis, in_scope, outside_scope
 from orchard.lab.workers import report
@@ -115,3 +116,8 @@ def test_hypothesis_from_dict_names_every_bad_field() -> None:
     for expected in ("colour: unknown field", "metric: missing", "change: missing", "scope: expected a list",
                      "effort: expected a number from 1 to 5, got 0", "lane: 'wild' is not one of exploit, explore"):
         assert expected in message
+
+
+def test_every_report_but_ok_is_flagged_with_the_flag_lab_db_has_always_stored() -> None:
+    assert set(REPORT_FLAGS) == set(report.ReportState) - {report.ReportState.OK}
+    assert all(flag == f"report-{state}" for state, flag in REPORT_FLAGS.items())

@@ -9,23 +9,37 @@ from orchard.bench.binary import check_binary
 from orchard.bench.calibration import Calibration, CalibrationFailed
 from orchard.bench.campaign import calibrate, run_verdict
 from orchard.bench.holdout import is_held_out, withhold
-from orchard.bench.lock import LockStatus, MeasurementLock, lock_status
+from orchard.bench.lock import LockState, LockStatus, MeasurementLock, lock_status
 from orchard.bench.opportunities import rank as rank_opportunities
 from orchard.bench.store import latest_rows
 from orchard.bench.suite import Suite, load_suite
-from orchard.bench.verdict import ExternalRun, GateResult, MetricResult, MetricVerdict, Verdict, VerdictWord
+from orchard.bench.verdict import (
+    Direction,
+    ExternalRun,
+    GateResult,
+    Method,
+    MetricResult,
+    MetricVerdict,
+    Unjudged,
+    Verdict,
+    VerdictWord,
+)
 from orchard.jsonlines import read_jsonl
 
 __all__ = [
     "Calibration",
     "CalibrationFailed",
+    "Direction",
     "ExternalRun",
     "GateResult",
+    "LockState",
     "LockStatus",
     "MeasurementLock",
     "MetricResult",
+    "Method",
     "MetricVerdict",
     "Suite",
+    "Unjudged",
     "calibrate",
     "check_binary",
     "is_held_out",

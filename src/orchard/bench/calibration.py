@@ -30,7 +30,7 @@ import numpy as np
 
 from orchard.bench import stats
 from orchard.bench.machine import MachineFacts, machine_facts
-from orchard.bench.verdict import MetricNoise, MetricSpec, paired_differences
+from orchard.bench.verdict import MetricNoise, MetricSpec, Scale, paired_differences
 from orchard.errors import OrchardError, UsageError
 
 CACHE_ENV = "ORCHARD_CACHE_DIR"
@@ -129,7 +129,7 @@ def compute(
     for key, (scale, d, median) in stochastic:
         resolution = stats.hl_interval(d, 1.0 - 2.0 * alpha)
         check = stats.hl_interval(d, 1.0 - CHECK_ALPHA / m)
-        to_rel = math.expm1 if scale == "log-ratio" else (lambda v: v)
+        to_rel = math.expm1 if scale == Scale.LOG_RATIO else (lambda v: v)
         half_width = (resolution.high - resolution.low) / 2.0
         result[key] = MetricCalibration(
             floor=to_rel(half_width) if math.isfinite(half_width) else math.inf,

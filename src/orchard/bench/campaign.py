@@ -34,6 +34,7 @@ from orchard.bench.verdict import (
     GateResult,
     MetricResult,
     MetricSpec,
+    Unjudged,
     Verdict,
     VerdictDecision,
     VerdictWord,
@@ -296,88 +297,109 @@ def run_verdict(
     candidate = check_binary(candidate, "candidate")
     min_runs, max_runs = check_runs(runs, suite)
     calibration_file = calibration_file or suite.calibration
-    cal = None
-    if not recalibrate:
-        cal = (
-            calibration_cache.load_file(calibration_file, suite.digest, suite.name)
-            if calibration_file is not None
-            else calibration_cache.load(machine_fingerprint(), suite.digest)
-        )
+    cal = None if recalibrate else _cached_calibration(suite, calibration_file)
     cached = cal is not None
     seed = random.SystemRandom().randrange(1, 2**31) if seed is None else seed
-    warnings: list[str] = []
     with workbench(suite) as bench, RunWriter(results, "verdict", rows_summary) as writer:
         runner = PairRunner(suite, bench, baseline, candidate, writer, seed, "verdict")
         samples = Samples(suite.metrics)
-        error: str | None = None
+        refusal: _Refusal | None = None
         if cal is None:
-            progress(0, suite.calibration_runs, "no A/A calibration cached for this machine and suite: calibrating")
-            try:
-                cal = calibrate(suite, baseline, results=results, progress=progress, file=calibration_file)
-            except BaselineFailed as failure:
-                error = str(failure)
+            cal, refusal = _calibrate_now(suite, baseline, results, progress, calibration_file)
         command_gates = run_command_gates(suite.gates, bench, runner.binaries)
         gates = list(command_gates.get("candidate", []))
-        error = error or next(
-            (f"baseline fails gate {g.name}: {g.detail}" for g in command_gates.get("baseline", []) if not g.passed),
-            None,
-        )
-        plan = AdaptivePlan(min_runs, max_runs, suite.alpha)
-        metrics: list[MetricResult] = []
-        pairs = 0
-        if error is None and all(g.passed for g in gates):
-            progress(0, max_runs, f"pair order seed {seed}; warm-up pair")
-            for index in range(max_runs + 1):
-                try:
-                    outcome = runner.run_pair(index, warmup=index == 0)
-                except IncomparableRows as refusal:
-                    error = str(refusal)
-                    break
-                error = _baseline_error(outcome)
-                failed = [g for _, _, gs in outcome for g in gs]
-                if error or failed:
-                    gates += failed
-                    break
-                if index == 0:
-                    continue
-                pairs = index
-                for base, cand, _ in outcome:
-                    samples.add(base, cand)
-                progress(index, max_runs, "")
-                level = plan.alpha_at(index)
-                if level is not None:
-                    specs, values = samples.measured()
-                    assert cal is not None  # a failed calibration set `error` and measured no pair
-                    metrics = decide_metrics(specs, values, _noise_for(cal, specs), level)
-                    if settled(metrics):
-                        break
+        refusal = refusal or next((_Refusal(Unjudged.BASELINE_FAILED, f"baseline fails gate {g.name}: {g.detail}")
+                                   for g in command_gates.get("baseline", []) if not g.passed), None)
+        measured = _Measured()
+        if refusal is None and all(g.passed for g in gates):
+            assert cal is not None  # a failed calibration is a refusal
+            measured = _measure_pairs(runner, samples, cal, AdaptivePlan(min_runs, max_runs, suite.alpha), progress)
+        refusal = refusal or measured.refusal
         runner.lock.print_total()
-        decision = VerdictDecision(VerdictWord.ERROR, reasons=[error]) if error else overall(metrics, gates)
-        warnings += runner.tracker.warnings
-        if cal is not None:
-            warnings += _warnings(runner, samples, cal, decision)
+        decision = (VerdictDecision(VerdictWord.ERROR, reasons=[refusal.reason], unjudged=refusal.cause) if refusal
+                    else overall(measured.metrics, gates + measured.failed_gates))
+        warnings = runner.tracker.warnings + ([] if cal is None else _warnings(runner, samples, cal, decision))
         writer.write({"lane": "verdict", "step_kind": "verdict", "verdict": decision.verdict,
-                      "reasons": decision.reasons, "pairs": pairs, "seed": seed, **runner.base_meta})
+                      "reasons": decision.reasons, "pairs": measured.pairs, "seed": seed, **runner.base_meta})
     note = None if cal is None else CalibrationNote(cached, round(cal.age_s(), 1), cal.runs, cal.seed,
                                                       cal.machine_fingerprint,
                                                       None if cal.file is None else str(cal.file))
     return Verdict(
-        verdict=decision.verdict,
-        reasons=decision.reasons,
-        baseline=baseline,
-        candidate=candidate,
-        metrics=label(suite, decision.metrics),
-        gates=decision.gates,
-        suite=str(suite.path),
-        seed=seed,
-        pairs=pairs,
-        planned_pairs=max_runs,
-        calibration=note,
-        warnings=warnings,
-        lock_wait_ms=runner.lock.total_wait_ms,
-        rows=writer.path,
-        summary=writer.summary_path,
+        verdict=decision.verdict, reasons=decision.reasons, baseline=baseline, candidate=candidate,
+        metrics=label(suite, decision.metrics), gates=decision.gates, suite=str(suite.path), seed=seed,
+        pairs=measured.pairs, planned_pairs=max_runs, calibration=note, warnings=warnings,
+        lock_wait_ms=runner.lock.total_wait_ms, rows=writer.path, summary=writer.summary_path,
+        unjudged=decision.unjudged,
     )
+
+
+def _calibrate_now(suite: Suite, baseline: Path, results: Path, progress: PairProgress,
+                   calibration_file: Path | None) -> tuple[calibration_cache.Calibration | None, _Refusal | None]:
+    """A/A calibration for a verdict that found none: (it, None), or (None, why the baseline cannot be judged)."""
+    progress(0, suite.calibration_runs, "no A/A calibration cached for this machine and suite: calibrating")
+    try:
+        return calibrate(suite, baseline, results=results, progress=progress, file=calibration_file), None
+    except BaselineFailed as failure:
+        return None, _Refusal(Unjudged.BASELINE_FAILED, str(failure))
+
+
+def _cached_calibration(suite: Suite, calibration_file: Path | None) -> calibration_cache.Calibration | None:
+    """The named calibration file's, else the cache's for this machine and suite (None: calibrate now)."""
+    if calibration_file is not None:
+        return calibration_cache.load_file(calibration_file, suite.digest, suite.name)
+    return calibration_cache.load(machine_fingerprint(), suite.digest)
+
+
+@dataclass(frozen=True)
+class _Refusal:
+    """Why a verdict campaign compared nothing: its ERROR."""
+
+    cause: Unjudged
+    reason: str
+
+
+@dataclass(frozen=True)
+class _Measured:
+    """What a campaign's pairs gave: the metrics of its last look, or why it stopped before one."""
+
+    metrics: list[MetricResult] = field(default_factory=list)
+    pairs: int = 0  # judged pairs, the warm-up not counted
+    failed_gates: list[GateResult] = field(default_factory=list)
+    refusal: _Refusal | None = None
+
+
+def _measure_pairs(runner: PairRunner, samples: Samples, cal: calibration_cache.Calibration, plan: AdaptivePlan,
+                   progress: PairProgress) -> _Measured:
+    """The warm-up pair, then pairs up to `plan.max_runs`, judged at each look until every metric is settled.
+
+    A gate failed, a failed baseline run or rows not comparable end the campaign at that pair.
+    """
+    metrics: list[MetricResult] = []
+    pairs = 0
+    progress(0, plan.max_runs, f"pair order seed {runner.seed}; warm-up pair")
+    for index in range(plan.max_runs + 1):
+        try:
+            outcome = runner.run_pair(index, warmup=index == 0)
+        except IncomparableRows as refusal:
+            return _Measured(metrics, pairs, refusal=_Refusal(Unjudged.INCOMPARABLE_ROWS, str(refusal)))
+        error = _baseline_error(outcome)
+        failed = [g for _, _, gs in outcome for g in gs]
+        if error or failed:
+            return _Measured(metrics, pairs, failed, None if error is None else _Refusal(Unjudged.BASELINE_FAILED,
+                                                                                          error))
+        if index == 0:
+            continue
+        pairs = index
+        for base, cand, _ in outcome:
+            samples.add(base, cand)
+        progress(index, plan.max_runs, "")
+        level = plan.alpha_at(index)
+        if level is not None:
+            specs, values = samples.measured()
+            metrics = decide_metrics(specs, values, _noise_for(cal, specs), level)
+            if settled(metrics):
+                break
+    return _Measured(metrics, pairs)
 
 
 def _noise_for(cal: calibration_cache.Calibration, specs: Sequence[MetricSpec]) -> dict[str, Any]:

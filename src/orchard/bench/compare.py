@@ -25,6 +25,7 @@ from orchard.bench import rows as rowlib
 from orchard.bench.suite import BUILTIN_METRICS, OPTIONAL_METRICS
 from orchard.bench.verdict import (
     DEFAULT_ALPHA,
+    Direction,
     MetricNoise,
     MetricResult,
     MetricSpec,
@@ -174,7 +175,7 @@ def compare(old: Path, new: Path, alpha: float = DEFAULT_ALPHA) -> Comparison:
             a = [r.get(field) for r in a_rows]
             b = [r.get(field) for r in b_rows]
             if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in a + b):
-                spec = MetricSpec(key, metric, "lower", {**BUILTIN_METRICS, **OPTIONAL_METRICS}[metric])
+                spec = MetricSpec(key, metric, Direction.LOWER, {**BUILTIN_METRICS, **OPTIONAL_METRICS}[metric])
                 specs.append(spec)
                 samples[spec.key] = ([float(v or 0) for v in a], [float(v or 0) for v in b])  # all numbers here
         if paired:

@@ -21,7 +21,15 @@ from rich.text import Text
 from orchard.bench.calibration import Calibration, age_text
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import Suite
-from orchard.bench.verdict import CalibrationNote, MetricResult, MetricVerdict, Verdict, VerdictDecision, VerdictWord
+from orchard.bench.verdict import (
+    CalibrationNote,
+    Method,
+    MetricResult,
+    MetricVerdict,
+    Verdict,
+    VerdictDecision,
+    VerdictWord,
+)
 from orchard.units import quantity
 
 RUN_SCHEMA = "orchard.bench-run/1"
@@ -56,7 +64,7 @@ def bounds_text(low: float, high: float) -> str:
 
 
 def confidence_text(metric: MetricResult) -> str:
-    if metric.method == "exact":
+    if metric.method == Method.EXACT:
         return " exact"
     if metric.confidence and interval_text(metric) != NO_INTERVAL:
         return f" @{metric.confidence:.0%}"
@@ -122,7 +130,7 @@ def print_verdict(console: Console, verdict: Verdict) -> None:
 
 def as_decision(verdict: Verdict) -> VerdictDecision:
     """The verdict's judgement alone (what `orchard compare` also produces)."""
-    return VerdictDecision(verdict.verdict, verdict.metrics, verdict.gates, verdict.reasons)
+    return VerdictDecision(verdict.verdict, verdict.metrics, verdict.gates, verdict.reasons, verdict.unjudged)
 
 
 def print_decision(console: Console, decision: VerdictDecision, warnings: Sequence[str]) -> None:

@@ -337,6 +337,42 @@ def _steps(reader: _FlowReader, data: dict[str, Any], notes: dict[str, str],
     return steps
 
 
+def _notes(reader: _FlowReader, notes: Any) -> dict[str, str]:
+    """`[notes]`: why a step of this CLI differs from the others, one string per step."""
+    if not isinstance(notes, dict):
+        raise reader.fail("notes", "must be a table of strings")
+    for key, note in notes.items():
+        if not isinstance(note, str) or not note.strip():
+            raise reader.fail("notes", f"`{key}` must be a string saying why")
+    return notes
+
+
+def _branch(reader: _FlowReader, branch: Any) -> tuple[str | None, Probe | None]:
+    """`branch`: a template string, or a [branch] probe whose pattern's group 1 is the branch."""
+    if isinstance(branch, str):
+        reader.argv("branch", [branch], LOOP_PLACEHOLDERS)
+        return branch, None
+    if isinstance(branch, dict):
+        probe = reader.probe("branch.probe", reader.table("branch", branch, ("probe",)).get("probe"))
+        if not probe.pattern:
+            raise reader.fail("branch.probe", "needs a `pattern` whose group 1 is the branch")
+        return None, probe
+    raise reader.fail("branch", "give a template string or a [branch] probe")
+
+
+def _lost_race(reader: _FlowReader, lost_race: Any) -> str | None:
+    """`[contention] lost_race`: a regular expression, when given."""
+    if lost_race is None:
+        return None
+    if not isinstance(lost_race, str):
+        raise reader.fail("contention.lost_race", "must be a regular expression string")
+    try:
+        re.compile(lost_race)
+    except re.error as error:
+        raise reader.fail("contention.lost_race", f"not a regular expression: {error}") from error
+    return lost_race
+
+
 def load_flow(path: Path) -> Flow:
     """Read and validate a flow file; any problem is a UsageError naming file and key."""
     path = Path(path)
@@ -352,28 +388,12 @@ def load_flow(path: Path) -> Flow:
     if remote not in REMOTES:
         raise reader.fail("remote", f"`remote` must be one of {', '.join(REMOTES)}")
     reader.flow_env = reader.env("env", data.get("env", {}), LOOP_PLACEHOLDERS)
-    notes = data.get("notes", {})
-    if not isinstance(notes, dict):
-        raise reader.fail("notes", "must be a table of strings")
-    for key, note in notes.items():
-        if not isinstance(note, str) or not note.strip():
-            raise reader.fail("notes", f"`{key}` must be a string saying why")
+    notes = _notes(reader, data.get("notes", {}))
     payload_file = data.get("payload_file", "task-notes.md")
     if not isinstance(payload_file, str) or not payload_file:
         raise reader.fail("payload_file", "must be a file name")
     steps = _steps(reader, data, notes, str(remote))
-    branch = data.get("branch")
-    branch_template: str | None = None
-    branch_probe: Probe | None = None
-    if isinstance(branch, str):
-        reader.argv("branch", [branch], LOOP_PLACEHOLDERS)
-        branch_template = branch
-    elif isinstance(branch, dict):
-        branch_probe = reader.probe("branch.probe", reader.table("branch", branch, ("probe",)).get("probe"))
-        if not branch_probe.pattern:
-            raise reader.fail("branch.probe", "needs a `pattern` whose group 1 is the branch")
-    else:
-        raise reader.fail("branch", "give a template string or a [branch] probe")
+    branch_template, branch_probe = _branch(reader, data.get("branch"))
     raw_probes = data.get("probes", {})
     if not isinstance(raw_probes, dict):
         raise reader.fail("probes", "must be a table of probes")
@@ -385,14 +405,7 @@ def load_flow(path: Path) -> Flow:
     if not isinstance(raw_interrupted, dict):
         raise reader.fail("interrupted", "must be a table")
     raw_contention = data.get("contention", {})
-    lost_race = raw_contention.get("lost_race") if isinstance(raw_contention, dict) else None
-    if lost_race is not None:
-        if not isinstance(lost_race, str):
-            raise reader.fail("contention.lost_race", "must be a regular expression string")
-        try:
-            re.compile(lost_race)
-        except re.error as error:
-            raise reader.fail("contention.lost_race", f"not a regular expression: {error}") from error
+    lost_race = _lost_race(reader, raw_contention.get("lost_race") if isinstance(raw_contention, dict) else None)
     return Flow(
         kind=kind,
         path=path,

@@ -20,6 +20,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TextIO
@@ -71,11 +72,21 @@ def _tickets(queue: Path) -> list[tuple[Path, int]]:
     return found
 
 
+class LockState(StrEnum):
+    """The measurement lock as a row, `orchard status` and the dashboard name it."""
+
+    FREE = "free"
+    HELD = "held"  # the machine-wide lock (in a row: held for that measurement)
+    PRIVATE = "private"  # a row measured under a lock file of its own (ORCHARD_LOCK_FILE)
+    DISABLED = "disabled"
+    NOT_READ = "not read"  # a snapshot that did not look
+
+
 @dataclass(frozen=True)
 class LockStatus:
     """The lock as a user looks at it: free, held or disabled, its holder, and who queues for it."""
 
-    state: str  # free, held, disabled ("not read" in a snapshot that did not look)
+    state: LockState
     path: str
     holder_pid: int | None
     holder_label: str | None
@@ -87,7 +98,7 @@ def lock_status(path: Path | None = None) -> LockStatus:
     """Who holds the lock right now (probed without waiting), and who queues for it."""
     path = path or default_lock_path()
     if lock_disabled():
-        return LockStatus("disabled", str(path), None, None, None, ())
+        return LockStatus(LockState.DISABLED, str(path), None, None, None, ())
     probe = FileLock(path, mode=0o666, thread_local=False, preserve_lock_file=True)
     try:
         probe.acquire(timeout=0)
@@ -98,7 +109,7 @@ def lock_status(path: Path | None = None) -> LockStatus:
         held = False
     holder = read_holder(path) or {}
     queue = tuple(sorted({pid for _, pid in _tickets(Path(f"{path}.waiting"))}))
-    return LockStatus("held" if held else "free", str(path), holder.get("pid"), holder.get("label"),
+    return LockStatus(LockState.HELD if held else LockState.FREE, str(path), holder.get("pid"), holder.get("label"),
                       holder.get("since"), queue)
 
 
@@ -140,9 +151,9 @@ class MeasurementLock:
     def metadata(self) -> dict[str, Any]:
         """Row fields describing the lock during the last measured unit."""
         if self.disabled:
-            state = "disabled"
+            state = LockState.DISABLED
         else:
-            state = "held" if self.path == MACHINE_LOCK_PATH else "private"
+            state = LockState.HELD if self.path == MACHINE_LOCK_PATH else LockState.PRIVATE
         return {
             "measurement_lock": state,
             "lock_file": str(self.path),

@@ -44,18 +44,18 @@ from pathlib import Path
 from typing import Any
 
 from orchard.bench import store
+from orchard.bench.verdict import Direction
 from orchard.jsonlines import read_jsonl
 
 SCHEMA = "orchard.opportunities/1"
-LOWER, HIGHER = "lower", "higher"
-METRICS: dict[str, tuple[str, float, float, bool]] = {
+METRICS: dict[str, tuple[Direction, float, float, bool]] = {
     # metric: (better direction, weight, floor, is latency)
-    "tool_call_count": (LOWER, 1.0, 1.0, False),
-    "estimated_total_tokens": (LOWER, 1.0, 10.0, False),
-    "output_bytes": (LOWER, 0.25, 100.0, False),
-    "elapsed_ms": (LOWER, 0.5, 1.0, True),
-    "snapshots_per_second": (HIGHER, 1.0, 0.1, True),
-    "retry_count": (LOWER, 0.5, 1.0, False),
+    "tool_call_count": (Direction.LOWER, 1.0, 1.0, False),
+    "estimated_total_tokens": (Direction.LOWER, 1.0, 10.0, False),
+    "output_bytes": (Direction.LOWER, 0.25, 100.0, False),
+    "elapsed_ms": (Direction.LOWER, 0.5, 1.0, True),
+    "snapshots_per_second": (Direction.HIGHER, 1.0, 0.1, True),
+    "retry_count": (Direction.LOWER, 0.5, 1.0, False),
 }
 STEP_METRICS = ("tool_call_count", "estimated_total_tokens", "output_bytes", "elapsed_ms")
 AGENT_STEP_KINDS = ("vcs", "edit")
@@ -108,8 +108,26 @@ def _collect(lane: str, lane_rows: Sequence[Mapping[str, Any]]) -> _Samples:
     for row in good:
         samples.transport[(str(row.get("scenario")), str(row.get("subject")))] = row.get("remote_transport")
     totals = [row for row in good if row.get("step_kind") == "total"]
-    steps = [row for row in good if row.get("step_kind") in AGENT_STEP_KINDS]
-    zero_steps: dict[tuple[str, str, int], list[str]] = {}
+    zero_steps = _add_totals(samples, lane, totals)
+    _add_steps(samples, lane, [row for row in good if row.get("step_kind") in AGENT_STEP_KINDS], totals)
+    # A step the subject's flow makes no call for is a measured zero, not a gap in the data.
+    phases = {cell[2].split(".", 1)[0] for (cell, _, _) in samples.values if cell[3] == "step"}
+    for (scenario, subject, run), empty in zero_steps.items():
+        for step in empty:
+            for phase in phases:
+                cell = (lane, scenario, f"{phase}.{step}", "step")
+                if any(c == cell for (c, _, _) in samples.values):
+                    for metric in STEP_METRICS:
+                        samples.values[(cell, subject, metric)].setdefault(run, 0.0)
+    return samples
+
+
+ZeroSteps = dict[tuple[str, str, int], list[str]]  # (scenario, subject, run): the flow's steps without calls
+
+
+def _add_totals(samples: _Samples, lane: str, totals: Sequence[Mapping[str, Any]]) -> ZeroSteps:
+    """Each total row's metrics and flow notes; returns each run's steps without calls."""
+    zero_steps: ZeroSteps = {}
     for row in totals:
         cell = (lane, str(row["scenario"]), _total_operation(row), "total")
         run = int(row.get("run") or 0)
@@ -124,6 +142,12 @@ def _collect(lane: str, lane_rows: Sequence[Mapping[str, Any]]) -> _Samples:
         notes = row.get("flow_notes") or {}
         if isinstance(notes, dict) and notes:
             samples.notes[(str(row["scenario"]), str(row["subject"]))] = {str(k): str(v) for k, v in notes.items()}
+    return zero_steps
+
+
+def _add_steps(samples: _Samples, lane: str, steps: Sequence[Mapping[str, Any]],
+               totals: Sequence[Mapping[str, Any]]) -> None:
+    """Each agent step's metrics, and the step as a part of its run's total."""
     for row in steps:
         part = _step_part(row)
         run = int(row.get("run") or 0)
@@ -143,21 +167,11 @@ def _collect(lane: str, lane_rows: Sequence[Mapping[str, Any]]) -> _Samples:
                 ):
                     total_cell = (lane, str(row["scenario"]), _total_operation(total), "total")
                     samples.parts[(total_cell, subject, metric)][part].append(value)
-    # A step the subject's flow makes no call for is a measured zero, not a gap in the data.
-    phases = {cell[2].split(".", 1)[0] for (cell, _, _) in samples.values if cell[3] == "step"}
-    for (scenario, subject, run), empty in zero_steps.items():
-        for step in empty:
-            for phase in phases:
-                cell = (lane, scenario, f"{phase}.{step}", "step")
-                if any(c == cell for (c, _, _) in samples.values):
-                    for metric in STEP_METRICS:
-                        samples.values[(cell, subject, metric)].setdefault(run, 0.0)
-    return samples
 
 
-def _separated(mine: Iterable[float], theirs: Iterable[float], direction: str) -> bool:
+def _separated(mine: Iterable[float], theirs: Iterable[float], direction: Direction) -> bool:
     mine, theirs = list(mine), list(theirs)
-    return min(mine) > max(theirs) if direction == LOWER else max(mine) < min(theirs)
+    return min(mine) > max(theirs) if direction == Direction.LOWER else max(mine) < min(theirs)
 
 
 def _step_of(part: str) -> str:
@@ -252,10 +266,10 @@ def rank(results: Path) -> dict[str, Any]:
                 }
                 if not rivals:
                     continue
-                pick = min if direction == LOWER else max
+                pick = min if direction == Direction.LOWER else max
                 comparator = pick(rivals, key=lambda name: rivals[name])
                 best = rivals[comparator]
-                gap = value - best if direction == LOWER else best - value
+                gap = value - best if direction == Direction.LOWER else best - value
                 if gap <= 0:
                     continue
                 if latency and not _separated(

@@ -11,18 +11,20 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from orchard.bench.verdict import VerdictWord
+
 
 class FailOn(StrEnum):
     REGRESSED = "regressed"
     INCONCLUSIVE = "inconclusive"
     ANY = "any"
 
-    def fails(self, verdict: str) -> bool:
-        """Whether `verdict` (PASS, NO-CHANGE, INCONCLUSIVE, REGRESSED, ERROR) fails under this policy."""
-        if verdict in ("REGRESSED", "ERROR"):
+    def fails(self, verdict: VerdictWord) -> bool:
+        """Whether `verdict` fails under this policy."""
+        if verdict in (VerdictWord.REGRESSED, VerdictWord.ERROR):
             return True
         if self is FailOn.INCONCLUSIVE:
-            return verdict == "INCONCLUSIVE"
+            return verdict == VerdictWord.INCONCLUSIVE
         if self is FailOn.ANY:
-            return verdict != "NO-CHANGE"
+            return verdict != VerdictWord.NO_CHANGE
         return False

@@ -17,7 +17,7 @@ from typing import Any
 
 from orchard.bench import placeholders
 from orchard.bench.readers import Format
-from orchard.bench.verdict import DEFAULT_NO_CHANGE_WITHIN, MetricSpec
+from orchard.bench.verdict import DEFAULT_NO_CHANGE_WITHIN, Direction, MetricSpec
 from orchard.errors import UsageError
 from orchard.tomlfile import Table, parse_toml, read_bytes
 
@@ -149,109 +149,142 @@ def load_suite(path: Path | str) -> Suite:
     fixture_tables, scenario_tables, metric_tables, gate_tables = (
         top.tables(key) for key in ("fixture", "scenario", "metric", "gate")
     )
-    head = top.table("suite")
+    head_table = top.table("suite")
     top.finish()
-    name = head.get("name", str, path.stem)
-    description = head.get("description", str, "")
-    runs = head.get("runs", int, 20)
-    min_runs = head.get("min_runs", int, 8)
-    calibration_runs = head.get("calibration_runs", int, 40)
-    timeout_s = float(head.get("timeout_s", (int, float), 120))
-    admitted_chars = head.get("admitted_output_chars", int, 20_000)
-    alpha = float(head.get("alpha", (int, float), 0.05))
-    calibration_file = head.get("calibration", str, None)
-    holdout_files = head.strings("holdout")
-    plausible = float(head.get("plausible", (int, float), DEFAULT_PLAUSIBLE))
-    within = float(head.get("no_change_within", (int, float), DEFAULT_NO_CHANGE_WITHIN))
-    head.finish()
-    if not 0 <= within < 1:  # also refuses nan
-        head.fail(f"'no_change_within' is a share of the baseline, from 0 to below 1 (got {within})")
-    if not plausible > 1:  # also refuses nan
-        head.fail(f"'plausible' must be a factor above 1 (got {plausible})")
-    if any(not p.strip() or p.startswith("/") or ".." in Path(p).parts for p in holdout_files):
-        head.fail("'holdout' lists paths relative to the suite's directory, inside it")
-    if min_runs < MIN_RUNS_FLOOR:
-        head.fail(f"'min_runs' must be at least {MIN_RUNS_FLOOR}")
-    if runs < min_runs:
-        head.fail(f"'runs' ({runs}) must be at least 'min_runs' ({min_runs})")
-    if calibration_runs < MIN_RUNS_FLOOR:
-        head.fail(f"'calibration_runs' must be at least {MIN_RUNS_FLOOR}")
-    if not 0 < alpha < 0.5:
-        head.fail("'alpha' must be between 0 and 0.5")
-
+    head = _head(path, head_table)
     fixtures = tuple(_fixture(path, i, t) for i, t in enumerate(fixture_tables))
     _unique(path, "fixture", [f.name for f in fixtures])
-    scenarios = tuple(_scenario(path, i, t, timeout_s) for i, t in enumerate(scenario_tables))
+    scenarios = tuple(_scenario(path, i, t, head.timeout_s) for i, t in enumerate(scenario_tables))
     if not scenarios:
         raise UsageError(f"suite {path}: no [[scenario]] defined")
     _unique(path, "scenario", [s.name for s in scenarios])
-    scenario_names = [s.name for s in scenarios]
     _check_holdout(path, fixtures, scenarios)
-
-    metrics: list[MetricSpec] = []
-    recorded: list[str] = []
-    if not metric_tables:
-        metrics = [
-            MetricSpec(scenario=s.name, metric=m, direction="lower", min_floor=floor, target=True,
-                       no_change_within=within)
-            for s in scenarios
-            for m, floor in s.metrics().items()
-        ]
-    for index, table in enumerate(metric_tables):
-        reader = _SuiteReader(path, f"[[metric]] #{index + 1}", table)
-        metric = reader.get("name", str, required=True)
-        reader.where = f"[[metric]] '{metric}'"
-        direction = reader.get("direction", str, "lower")
-        if direction not in ("lower", "higher"):
-            reader.fail("'direction' must be \"lower\" or \"higher\"")
-        floor = float(reader.get("floor", (int, float), {**BUILTIN_METRICS, **OPTIONAL_METRICS}.get(metric, 0.0)))
-        if floor < 0:
-            reader.fail("'floor' must not be negative")
-        target = reader.get("target", bool, True)
-        compare = reader.get("compare", bool, True)
-        applies = reader.strings("scenarios") or tuple(scenario_names)
-        reader.finish()
-        for scenario in applies:
-            if scenario not in scenario_names:
-                reader.fail(f"unknown scenario '{scenario}' (suite has: {', '.join(scenario_names)})")
-            measured = next(s for s in scenarios if s.name == scenario)
-            if measured.kind == "command" and metric not in measured.metrics():
-                hint = (f"; add measure = [\"{metric}\"] to the scenario" if metric in OPTIONAL_METRICS else "")
-                reader.fail(
-                    f"unknown metric for command scenario '{scenario}' "
-                    f"(known: {', '.join(measured.metrics())}{hint})"
-                )
-        if compare:
-            metrics += [MetricSpec(s, metric, direction, floor, target, within) for s in applies]
-        else:
-            recorded.append(metric)
-
+    metrics, recorded = _metrics(path, metric_tables, scenarios, head.no_change_within)
     known_values = {m.metric for m in metrics} | set(recorded) | set(BUILTIN_METRICS) | set(GATE_VALUES)
+    scenario_names = [s.name for s in scenarios]
     gates = tuple(
         _gate(path, i, t, scenario_names, known_values, scenarios) for i, t in enumerate(gate_tables)
     )
     _check_placeholders(path, fixtures, scenarios, gates)
     return Suite(
         path=path,
-        name=name,
-        description=description,
+        name=head.name,
+        description=head.description,
         fixtures=fixtures,
         scenarios=scenarios,
         metrics=tuple(metrics),
         recorded_only=tuple(recorded),
         gates=gates,
-        runs=runs,
-        min_runs=min_runs,
-        calibration_runs=calibration_runs,
-        timeout_s=timeout_s,
-        admitted_chars=admitted_chars,
-        alpha=alpha,
+        runs=head.runs,
+        min_runs=head.min_runs,
+        calibration_runs=head.calibration_runs,
+        timeout_s=head.timeout_s,
+        admitted_chars=head.admitted_chars,
+        alpha=head.alpha,
         # facts read from an expect_file are part of what the suite judges
         digest=hashlib.sha256(raw + "\0".join(e for s in scenarios for e in s.expect).encode()).hexdigest()[:16],
-        calibration=None if calibration_file is None else path.parent / calibration_file,
-        holdout=holdout_files,
-        plausible=plausible,
+        calibration=None if head.calibration is None else path.parent / head.calibration,
+        holdout=head.holdout,
+        plausible=head.plausible,
     )
+
+
+@dataclass(frozen=True)
+class _Head:
+    """The `[suite]` table, checked."""
+
+    name: str
+    description: str
+    runs: int
+    min_runs: int
+    calibration_runs: int
+    timeout_s: float
+    admitted_chars: int
+    alpha: float
+    calibration: str | None
+    holdout: tuple[str, ...]
+    plausible: float
+    no_change_within: float
+
+
+def _head(path: Path, head: Table) -> _Head:
+    read = _Head(
+        name=head.get("name", str, path.stem),
+        description=head.get("description", str, ""),
+        runs=head.get("runs", int, 20),
+        min_runs=head.get("min_runs", int, 8),
+        calibration_runs=head.get("calibration_runs", int, 40),
+        timeout_s=float(head.get("timeout_s", (int, float), 120)),
+        admitted_chars=head.get("admitted_output_chars", int, 20_000),
+        alpha=float(head.get("alpha", (int, float), 0.05)),
+        calibration=head.get("calibration", str, None),
+        holdout=head.strings("holdout"),
+        plausible=float(head.get("plausible", (int, float), DEFAULT_PLAUSIBLE)),
+        no_change_within=float(head.get("no_change_within", (int, float), DEFAULT_NO_CHANGE_WITHIN)),
+    )
+    head.finish()
+    if not 0 <= read.no_change_within < 1:  # also refuses nan
+        head.fail(f"'no_change_within' is a share of the baseline, from 0 to below 1 (got {read.no_change_within})")
+    if not read.plausible > 1:  # also refuses nan
+        head.fail(f"'plausible' must be a factor above 1 (got {read.plausible})")
+    if any(not p.strip() or p.startswith("/") or ".." in Path(p).parts for p in read.holdout):
+        head.fail("'holdout' lists paths relative to the suite's directory, inside it")
+    if read.min_runs < MIN_RUNS_FLOOR:
+        head.fail(f"'min_runs' must be at least {MIN_RUNS_FLOOR}")
+    if read.runs < read.min_runs:
+        head.fail(f"'runs' ({read.runs}) must be at least 'min_runs' ({read.min_runs})")
+    if read.calibration_runs < MIN_RUNS_FLOOR:
+        head.fail(f"'calibration_runs' must be at least {MIN_RUNS_FLOOR}")
+    if not 0 < read.alpha < 0.5:
+        head.fail("'alpha' must be between 0 and 0.5")
+    return read
+
+
+def _metrics(path: Path, tables: list[Any], scenarios: tuple[Scenario, ...],
+             within: float) -> tuple[list[MetricSpec], list[str]]:
+    """The metrics compared (every scenario's own, lower is better, when no [[metric]] is given) and the names
+    only recorded (`compare = false`)."""
+    if not tables:
+        return [MetricSpec(scenario=s.name, metric=m, direction=Direction.LOWER, min_floor=floor, target=True,
+                           no_change_within=within)
+                for s in scenarios for m, floor in s.metrics().items()], []
+    metrics: list[MetricSpec] = []
+    recorded: list[str] = []
+    for index, table in enumerate(tables):
+        reader = _SuiteReader(path, f"[[metric]] #{index + 1}", table)
+        metric = reader.get("name", str, required=True)
+        reader.where = f"[[metric]] '{metric}'"
+        said = reader.get("direction", str, Direction.LOWER)
+        if said not in tuple(Direction):
+            reader.fail("'direction' must be \"lower\" or \"higher\"")
+        floor = float(reader.get("floor", (int, float), {**BUILTIN_METRICS, **OPTIONAL_METRICS}.get(metric, 0.0)))
+        if floor < 0:
+            reader.fail("'floor' must not be negative")
+        target = reader.get("target", bool, True)
+        compare = reader.get("compare", bool, True)
+        applies = reader.strings("scenarios") or tuple(s.name for s in scenarios)
+        reader.finish()
+        for scenario in applies:
+            _check_measured(reader, metric, scenario, scenarios)
+        if compare:
+            metrics += [MetricSpec(s, metric, Direction(said), floor, target, within) for s in applies]
+        else:
+            recorded.append(metric)
+    return metrics, recorded
+
+
+def _check_measured(reader: _SuiteReader, metric: str, scenario: str, scenarios: tuple[Scenario, ...]) -> None:
+    """`scenario` is one of the suite's, and measures `metric` if it is a command scenario."""
+    names = [s.name for s in scenarios]
+    if scenario not in names:
+        reader.fail(f"unknown scenario '{scenario}' (suite has: {', '.join(names)})")
+    measured = next(s for s in scenarios if s.name == scenario)
+    if measured.kind == "command" and metric not in measured.metrics():
+        hint = (f"; add measure = [\"{metric}\"] to the scenario" if metric in OPTIONAL_METRICS else "")
+        reader.fail(
+            f"unknown metric for command scenario '{scenario}' "
+            f"(known: {', '.join(measured.metrics())}{hint})"
+        )
 
 
 def _check_holdout(path: Path, fixtures: tuple[Fixture, ...], scenarios: tuple[Scenario, ...]) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,46 @@ class MetricVerdict(StrEnum):
     UNCLEAR = "inconclusive"
 
 
+class Unjudged(StrEnum):
+    """Why a verdict is ERROR: what kept the candidate from being compared at all."""
+
+    BASELINE_FAILED = "baseline-failed"  # a scenario, its calibration or a gate failed for the baseline
+    INCOMPARABLE_ROWS = "incomparable-rows"  # a harness's rows differ in a comparability key
+    COMMAND_FAILED = "command-failed"  # a bench's own verdict script failed yet printed PASS
+
+
+class Direction(StrEnum):
+    """Which way a metric is better."""
+
+    LOWER = "lower"
+    HIGHER = "higher"
+
+    def gain(self, change: float) -> float:
+        """`change` (candidate minus baseline, in any unit) signed so that positive is better."""
+        return -change if self is Direction.LOWER else change
+
+    def better(self, value: float, than: float) -> bool:
+        return value < than if self is Direction.LOWER else value > than
+
+
+class Method(StrEnum):
+    """How a metric's verdict was reached (UNSTATED: a bench's own verdict script did not say)."""
+
+    HODGES_LEHMANN = "hodges-lehmann"
+    UNPAIRED = "hodges-lehmann-unpaired"
+    EXACT = "exact"
+    UNSTATED = ""
+
+
+class Scale(StrEnum):
+    """What a metric's paired differences were taken on: the best the values allow (UNSTATED as for `Method`)."""
+
+    LOG_RATIO = "log-ratio"
+    RELATIVE = "relative"  # to the baseline's median size: some values are not positive
+    ABSOLUTE = "absolute"  # the baseline's median is zero
+    UNSTATED = ""
+
+
 VERDICT_SCHEMA = "orchard.verdict/1"  # the id of Verdict.to_dict, the `--json` document
 DEFAULT_ALPHA = 0.05  # one-sided, per claim; intervals are two-sided at 1 - 2 alpha
 DEFAULT_NO_CHANGE_WITHIN = 0.01  # the smallest relative change that matters, unless a suite says otherwise
@@ -62,7 +102,7 @@ class MetricSpec:
 
     scenario: str
     metric: str
-    direction: str  # "lower" or "higher" is better
+    direction: Direction
     min_floor: float = 0.0  # relative; the floor is never below this
     target: bool = True  # an improvement here can make the verdict PASS
     no_change_within: float = DEFAULT_NO_CHANGE_WITHIN  # the suite's threshold of interest
@@ -79,7 +119,7 @@ class MetricSpec:
     @property
     def bad_sign(self) -> float:
         """+1 when a larger value is worse, -1 when it is better."""
-        return 1.0 if self.direction == "lower" else -1.0
+        return -self.direction.gain(1.0)
 
     def floor(self, noise: MetricNoise) -> float:
         """The floor claims must clear: the calibrated one, never below the suite's minimum."""
@@ -95,15 +135,15 @@ class MetricNoise:
     sd: float  # robust SD of A/A paired differences (relative scale)
 
 
-@dataclass
+@dataclass(frozen=True)
 class MetricResult:
     scenario: str
     metric: str
-    direction: str
+    direction: Direction
     target: bool
     verdict: MetricVerdict
-    method: str  # "hodges-lehmann" or "exact"
-    scale: str  # "log-ratio", "relative" or "absolute"
+    method: Method
+    scale: Scale
     effect: float | None  # candidate vs baseline, relative (0.05 = 5% larger)
     interval: tuple[float, float] | None
     confidence: float | None
@@ -132,7 +172,7 @@ class MetricResult:
         data["interval_percent"] = None if data["interval"] is None else [_percent(v) for v in data["interval"]]
         data["floor_percent"] = _percent(self.floor)
         data["mde_percent"] = _percent(data["mde"])
-        log_scale = self.scale == "log-ratio"
+        log_scale = self.scale == Scale.LOG_RATIO
         data["effect_log_ratio"] = _log_ratio(data["effect"]) if log_scale else None
         data["interval_log_ratio"] = (
             [_log_ratio(v) for v in data["interval"]] if log_scale and data["interval"] is not None else None
@@ -144,9 +184,9 @@ class MetricResult:
         """The inverse of `to_json` (an unbounded interval end comes back as infinity)."""
         interval = data.get("interval")
         return cls(
-            scenario=str(data["scenario"]), metric=str(data["metric"]), direction=str(data["direction"]),
+            scenario=str(data["scenario"]), metric=str(data["metric"]), direction=Direction(data["direction"]),
             target=bool(data.get("target", True)), verdict=MetricVerdict(data["verdict"]),
-            method=str(data.get("method", "")), scale=str(data.get("scale", "")), effect=data.get("effect"),
+            method=Method(data.get("method", "")), scale=Scale(data.get("scale", "")), effect=data.get("effect"),
             interval=None if interval is None else (
                 -math.inf if interval[0] is None else float(interval[0]),
                 math.inf if interval[1] is None else float(interval[1])),
@@ -165,7 +205,7 @@ def _log_ratio(fraction: float | None) -> float | None:
     return None if fraction is None or fraction <= -1.0 else math.log1p(fraction)
 
 
-@dataclass
+@dataclass(frozen=True)
 class GateResult:
     name: str
     passed: bool
@@ -179,32 +219,33 @@ class GateResult:
         return cls(str(data["name"]), bool(data["passed"]), str(data.get("detail", "")))
 
 
-@dataclass
+@dataclass(frozen=True)
 class VerdictDecision:
     verdict: VerdictWord
     metrics: list[MetricResult] = field(default_factory=list)
     gates: list[GateResult] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
+    unjudged: Unjudged | None = None  # set exactly when the verdict is ERROR
 
 
-def _to_relative(scale: str, value: float) -> float:
-    return math.expm1(value) if scale == "log-ratio" else value
+def _to_relative(scale: Scale, value: float) -> float:
+    return math.expm1(value) if scale == Scale.LOG_RATIO else value
 
 
-def _from_relative(scale: str, value: float) -> float:
-    return math.log1p(value) if scale == "log-ratio" else value
+def _from_relative(scale: Scale, value: float) -> float:
+    return math.log1p(value) if scale == Scale.LOG_RATIO else value
 
 
-def paired_differences(baseline: stats.Values, candidate: stats.Values) -> tuple[str, np.ndarray]:
+def paired_differences(baseline: stats.Values, candidate: stats.Values) -> tuple[Scale, np.ndarray]:
     """Per-pair differences on the best scale the data allows."""
     a = np.asarray(baseline, dtype=float)
     b = np.asarray(candidate, dtype=float)
     if np.all(a > 0) and np.all(b > 0):
-        return "log-ratio", np.log(b / a)
+        return Scale.LOG_RATIO, np.log(b / a)
     scale = float(np.median(np.abs(a)))
     if scale > 0:
-        return "relative", (b - a) / scale
-    return "absolute", b - a
+        return Scale.RELATIVE, (b - a) / scale
+    return Scale.ABSOLUTE, b - a
 
 
 @dataclass(frozen=True)
@@ -283,7 +324,7 @@ def _exact_result(spec: MetricSpec, a: np.ndarray, b: np.ndarray) -> MetricResul
         verdict = MetricVerdict.UNCHANGED
     else:
         verdict = MetricVerdict.REGRESSED if spec.bad_sign * effect > 0 else MetricVerdict.IMPROVED
-    return _result(spec, verdict=verdict, method="exact", scale=scale, effect=effect, interval=(effect, effect),
+    return _result(spec, verdict=verdict, method=Method.EXACT, scale=scale, effect=effect, interval=(effect, effect),
                    confidence=1.0, floor=spec.min_floor, n=len(a), mde=0.0, baseline_median=float(a[0]),
                    candidate_median=float(b[0]))
 
@@ -300,7 +341,7 @@ def decide_metrics(
     metrics that need statistics (exact ones carry no error probability).
     """
     results: dict[str, MetricResult] = {}
-    statistical: list[tuple[MetricSpec, str, np.ndarray, float]] = []  # (spec, scale, bad, floor on that scale)
+    statistical: list[tuple[MetricSpec, Scale, np.ndarray, float]] = []
     for spec in specs:
         a = np.asarray(samples[spec.key][0], dtype=float)
         b = np.asarray(samples[spec.key][1], dtype=float)
@@ -312,7 +353,7 @@ def decide_metrics(
         bad = spec.bad_sign * d
         statistical.append((spec, scale, bad, _from_relative(scale, spec.floor(cal))))
         results[spec.key] = _result(
-            spec, verdict=MetricVerdict.UNCLEAR, method="hodges-lehmann", scale=scale, effect=None, interval=None,
+            spec, verdict=MetricVerdict.UNCLEAR, method=Method.HODGES_LEHMANN, scale=scale, effect=None, interval=None,
             confidence=None, floor=spec.floor(cal), n=len(d), mde=None,
             baseline_median=float(np.median(a)) if len(a) else None,
             candidate_median=float(np.median(b)) if len(b) else None,
@@ -322,22 +363,21 @@ def decide_metrics(
                 for spec, scale, bad, floor_scaled in statistical]
     levels = stats.holm_levels(p_values, alpha)
     for (spec, scale, bad, floor_scaled), p, level in zip(statistical, p_values, levels, strict=True):
-        result = results[spec.key]
         sign = spec.bad_sign
         interval = stats.hl_interval(bad, 1.0 - 2.0 * level)
-        result.verdict = _classify(interval.low, interval.high, floor_scaled, _from_relative(scale, spec.matters))
         estimate = stats.hodges_lehmann(bad) if len(bad) else math.nan
         # back to the candidate-vs-baseline orientation for display
         low, high = sorted((sign * interval.low, sign * interval.high))
-        result.effect = _to_relative(scale, sign * estimate)
-        result.interval = (_to_relative(scale, low), _to_relative(scale, high))
-        result.confidence = interval.confidence if math.isfinite(interval.low) else 1.0 - 2.0 * level
-        result.p_value = p
-        result.note = _wide_floor_note(result, spec.matters)
-        sd = stats.robust_sd(bad)
-        result.mde = stats.minimum_detectable_effect(sd, len(bad), level, floor_scaled)
-        if math.isfinite(result.mde):
-            result.mde = _to_relative(scale, result.mde)
+        mde = stats.minimum_detectable_effect(stats.robust_sd(bad), len(bad), level, floor_scaled)
+        judged = replace(
+            results[spec.key],
+            verdict=_classify(interval.low, interval.high, floor_scaled, _from_relative(scale, spec.matters)),
+            effect=_to_relative(scale, sign * estimate),
+            interval=(_to_relative(scale, low), _to_relative(scale, high)),
+            confidence=interval.confidence if math.isfinite(interval.low) else 1.0 - 2.0 * level, p_value=p,
+            mde=_to_relative(scale, mde) if math.isfinite(mde) else mde,
+        )
+        results[spec.key] = replace(judged, note=_wide_floor_note(judged, spec.matters))
     return [results[spec.key] for spec in specs]
 
 
@@ -361,17 +401,17 @@ def decide_unpaired(
             results.append(_exact_result(spec, a, b))
             continue
         if np.all(a > 0) and np.all(b > 0):
-            scale, x, y = "log-ratio", np.log(a), np.log(b)
+            scale, x, y = Scale.LOG_RATIO, np.log(a), np.log(b)
         else:  # differences relative to the baseline's typical size, as paired_differences does
             unit = float(np.median(np.abs(a))) or 1.0
-            scale, x, y = "relative", a / unit, b / unit
+            scale, x, y = Scale.RELATIVE, a / unit, b / unit
         estimate, interval = stats.shift_interval(x, y, 1.0 - 2.0 * level)
         sign = spec.bad_sign
         floor = _from_relative(scale, spec.min_floor)
         low, high = sorted((sign * interval.low, sign * interval.high))
         verdict = _classify(low, high, floor, _from_relative(scale, spec.matters))
         results.append(_result(
-            spec, verdict=verdict, method="hodges-lehmann-unpaired", scale=scale,
+            spec, verdict=verdict, method=Method.UNPAIRED, scale=scale,
             effect=_to_relative(scale, estimate), interval=(_to_relative(scale, interval.low),
                                                             _to_relative(scale, interval.high)),
             confidence=interval.confidence, floor=spec.min_floor, n=min(len(a), len(b)), mde=None,
@@ -441,7 +481,7 @@ class ExternalRun:
     output_tail: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class Verdict:
     """A candidate's verdict against its baseline, with everything needed to read it again later.
 
@@ -466,6 +506,9 @@ class Verdict:
     rows: Path | None = None
     summary: Path | None = None
     external: ExternalRun | None = None
+    # Why an ERROR could not compare, for the lab's rules in the same process. Not in `to_dict`: the --json
+    # document's form is fixed, and its reasons say it in words.
+    unjudged: Unjudged | None = None
 
     @property
     def failed_gates(self) -> list[GateResult]:

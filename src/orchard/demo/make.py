@@ -19,6 +19,7 @@ from pathlib import Path
 from orchard.demo import BENCH, BINARY, HYPOTHESES, TARGET, copy_template
 from orchard.errors import UsageError
 from orchard.lab.config import orchard_toml as config_module
+from orchard.lab.config.orchard_toml import ExecutorKind
 from orchard.lab.db.state import LabState
 from orchard.lab.loop import backlog
 from orchard.lab.workers import sandbox
@@ -64,8 +65,8 @@ def default_directory() -> Path:
     return Path.cwd() / f"orchard-demo-{time.strftime('%Y%m%dT%H%M%S')}"
 
 
-def make_demo(directory: Path, *, workers: int = 3, executor: str = "auto", only: Sequence[str] = (),
-              sandbox_mode: str = sandbox.SandboxMode.BWRAP) -> Workspace:
+def make_demo(directory: Path, *, workers: int = 3, executor: ExecutorKind = ExecutorKind.AUTO,
+              only: Sequence[str] = (), sandbox_mode: str = sandbox.SandboxMode.BWRAP) -> Workspace:
     """Create the demo's repositories and workspace; the backlog holds the demo hypotheses (`only` these ids)."""
     directory = Path(directory).resolve()
     if directory.exists() and any(directory.iterdir()):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from orchard.bench.display import bounds_text, pct
-from orchard.bench.verdict import VerdictDecision
+from orchard.bench.verdict import Method, VerdictDecision
 from orchard.units import quantity
 
 _ICON = {"PASS": "✅", "NO-CHANGE": "⚪", "INCONCLUSIVE": "🟡", "REGRESSED": "❌", "ERROR": "❌"}
@@ -25,7 +25,7 @@ def render(decision: VerdictDecision, facts: list[str]) -> str:
             "|---|---|---:|---:|---:|---:|---:|---:|",
         ]
         for m in decision.metrics:
-            interval = "exact" if m.method == "exact" else (bounds_text(*m.interval) if m.interval else "-")
+            interval = "exact" if m.method == Method.EXACT else (bounds_text(*m.interval) if m.interval else "-")
             lines.append(
                 f"| `{_cell(m.key)}` | {m.verdict} | {pct(m.effect)} | {interval} | {pct(m.floor, signed=False)} | "
                 f"{m.n} | {quantity(m.baseline_median, m.metric)} | {quantity(m.candidate_median, m.metric)} |"

@@ -18,11 +18,12 @@ a skip row naming the missing keys.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from orchard.bench import rows
-from orchard.bench.flows import Flow
+from orchard.bench.flows import Command, Flow
 from orchard.bench.lanes.steps import LaneContext, Recorder, Row, fail
 from orchard.bench.lanes.task_loop import (
     network_totals,
@@ -81,6 +82,47 @@ def run(ctx: LaneContext, subject: Subject, flow: Flow, remote: Remote, run_inde
     return rec.emit_total(total)
 
 
+def _seed(rec: Recorder, flow: Flow, values: dict[str, Any], seed: Path, payload_text: str) -> str | None:
+    """The payload file written and published by the flow's `seed` commands; or why not."""
+    seed.mkdir()
+    (seed / flow.payload_file).write_text(payload_text)
+    for index, command in enumerate(flow.served.seed):
+        if not rec.flow_harness(f"setup.seed.{index}", command, values).ok:
+            return f"[served] seed command {index} failed"
+    return None
+
+
+def _served_phase(rec: Recorder, flow: Flow, values: dict[str, Any], phased: dict[str, Any],
+                  commands: Sequence[Command]) -> str | None:
+    """One phase's commands; the branch read after the first acquire is kept in `values`. Returns why it failed."""
+    phase = phased["phase"]
+    for command in commands:
+        row = rec.command(f"{phase}.{command.name}", command, phased, extra={"phase": phase})
+        if rows.is_failure(row):
+            return f"{phase}.{command.name} failed"
+        if command.name == "acquire" and not values["branch"] and flow.served.branch is not None:
+            values["branch"] = phased["branch"] = rec.probe(f"{phase}.branch", flow.served.branch, phased) or ""
+            if not values["branch"]:
+                return f"{phase}: the flow's [served] branch probe read no branch"
+    return None
+
+
+def _served_oracle(ctx: LaneContext, rec: Recorder, flow: Flow, values: dict[str, Any], verifier: Path,
+                   payload_text: str, expected_head: str | None) -> tuple[bool, bool]:
+    """(the payload file is what the phases wrote, the head is the last phase's), fetched into `verifier`."""
+    checked = {**values, "phase": "verify", "workspace": str(verifier)}
+    if not _fetched(ctx, rec, flow, checked):
+        return False, False
+    notes = verifier / flow.payload_file
+    payload_ok = notes.is_file() and notes.read_text() == payload_text
+    head: str | None
+    if flow.harness_verifies:
+        head = rec.harness("verify.head", [ctx.git, "rev-parse", "HEAD"], verifier).stdout_text.strip()
+    else:
+        head = rec.probe("verify.head", flow.probes["head"], checked)
+    return payload_ok, expected_head is not None and expected_head == head
+
+
 SERVED_NEEDS = ("[served] serve", "[served] seed", "[served] branch", "[probes] head")
 
 
@@ -120,44 +162,20 @@ def run_served(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int) -
     payload_text = "# task notes\n"
     expected_head: str | None = None
     if failure is None:
-        (root / "seed").mkdir()
-        (root / "seed" / flow.payload_file).write_text(payload_text)
-        for index, command in enumerate(flow.served.seed):
-            if not rec.flow_harness(f"setup.seed.{index}", command, values).ok:
-                failure = f"[served] seed command {index} failed"
-                break
+        failure = _seed(rec, flow, values, root / "seed", payload_text)
     for phase, commands in flow.served.phases.items():
         if failure is not None:
             break
         phased = {**values, "phase": phase, "workspace": str(root / phase),
                   "payload": f"{phase} task run={run_index} bench={ctx.bench_id}",
                   "message": f"bench served task {ctx.bench_id} r{run_index} {phase}"}
-        for command in commands:
-            row = rec.command(f"{phase}.{command.name}", command, phased, extra={"phase": phase})
-            if rows.is_failure(row):
-                failure = f"{phase}.{command.name} failed"
-                break
-            if command.name == "acquire" and not values["branch"] and flow.served.branch is not None:
-                values["branch"] = phased["branch"] = rec.probe(f"{phase}.branch", flow.served.branch, phased) or ""
-                if not values["branch"]:
-                    failure = f"{phase}: the flow's [served] branch probe read no branch"
-                    break
+        failure = _served_phase(rec, flow, values, phased, commands)
         if failure is None:
             payload_text += phased["payload"] + "\n"
             expected_head = rec.probe(f"{phase}.head", flow.probes["head"], phased)
     payload_ok = head_ok = False
     if failure is None:
-        verifier = root / "verifier"
-        checked = {**values, "phase": "verify", "workspace": str(verifier)}
-        if _fetched(ctx, rec, flow, checked):
-            notes = verifier / flow.payload_file
-            payload_ok = notes.is_file() and notes.read_text() == payload_text
-            head: str | None
-            if flow.harness_verifies:
-                head = rec.harness("verify.head", [ctx.git, "rev-parse", "HEAD"], verifier).stdout_text.strip()
-            else:
-                head = rec.probe("verify.head", flow.probes["head"], checked)
-            head_ok = expected_head is not None and expected_head == head
+        payload_ok, head_ok = _served_oracle(ctx, rec, flow, values, root / "verifier", payload_text, expected_head)
     stopped = server.stop()
     total = rec.total(
         OAK_LOCAL_TOTAL,

@@ -27,9 +27,11 @@ claim (`fixture_remote_ref_unchanged: null`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import socket
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -246,82 +248,21 @@ def run(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int) -> Row:
     }
     rec = Recorder(ctx, subject, SCENARIO, run_index, fields=fields, fixture_id=FIXTURE_ID)
     root = ctx.root / f"interrupted-{subject.name}-r{run_index}"
-    workspace = root / "work"
     root.mkdir(parents=True)
     values: dict[str, Any] = {
-        "bin": str(subject.bin), "root": str(root), "workspace": str(workspace), "base": str(root),
+        "bin": str(subject.bin), "root": str(root), "workspace": str(root / "work"), "base": str(root),
         "verifier": str(root / "verifier"), "run": run_index, "bench_id": ctx.bench_id,
         "subject": subject.name, "phase": "setup",
         "payload": f"interrupted publication run={run_index} bench={ctx.bench_id}",
         "message": f"interrupted publication {ctx.bench_id} r{run_index}", "repo": "oak/repo",
         "git": ctx.git, "remote_dir": "",
     }
-    git = ctx.git
-    http_server: ThreadingHTTPServer | None = None
-    thread: threading.Thread | None = None
     try:
-        if protocol is PublishProtocol.GIT:
-            fault = DropAfterPushRequest()
-            report = fault.report
-            name = f"interrupted-{subject.name}-r{run_index}"
-            bare = seed_bare(git, ctx.servers.served / f"{name}.git", ctx.env)
-            proxy = ctx.servers.proxy(ctx.servers.daemon().port, fault)
-            values.update(remote=f"git://{LOOPBACK}:{proxy.port}/{name}.git", branch="main", remote_dir=str(bare))
-        else:
-            http_server = ThreadingHTTPServer((LOOPBACK, 0), _DropPushHandler)
-            http_server.report = FixtureReport()  # type: ignore[attr-defined]
-            report = http_server.report  # type: ignore[attr-defined]
-            thread = threading.Thread(target=http_server.serve_forever, name="interrupted-http", daemon=True)
-            thread.start()
-            values.update(remote=f"http://{LOOPBACK}:{http_server.server_address[1]}", branch="")
-        for index, command in enumerate(flow.interrupted["acquire"]):
-            Path(values[command.cwd]).mkdir(parents=True, exist_ok=True)
-            if not rec.flow_harness(f"setup.acquire.{index}", command, values).ok:
-                raise FixtureError(f"[interrupted] acquire against the {protocol} fault fixture failed")
-        for step in ("edit", "snapshot"):
-            if not rec.flow_step("setup", step, flow.step(step), values):
-                raise FixtureError(f"setup {step} failed")
-        landed_before = None if flow.landed is None else rec.probe("probe.landed_before", flow.landed, values)
-        head_before = rec.probe("probe.head_before", flow.probes["head"], values)
-        payload_before = _sha256(workspace / flow.payload_file)
-        publish = (flow.interrupted.get("publish") or flow.step("publish"))[-1]
-        attempt = rec.command("publication.attempt", publish, values, expected=ANY_FAILURE)
-        capture = rec.last_capture
-        claim = classify_claim(attempt, capture.stdout_text if capture else "", capture.stderr_text if capture else "")
-        rec.flow_step("reconcile", "inspect", flow.step("inspect"), values)
-        head_after = rec.probe("probe.head_after", flow.probes["head"], values)
-        unpublished = rec.probe("probe.unpublished", flow.probes["unpublished"], values) is not None
-        payload_after = _sha256(workspace / flow.payload_file)
-        # Did the publication land? The flow's own probe asks the remote, before and after; no probe, no claim.
-        landed_after = None if flow.landed is None else rec.probe("probe.landed_after", flow.landed, values)
-        remote_unchanged = None if landed_before is None or landed_after is None else landed_after == landed_before
+        with _fault_fixture(ctx, f"interrupted-{subject.name}-r{run_index}", protocol, values) as report:
+            seen = _attempt(rec, flow, values, root / "work")
     except FixtureError as error:
         return rec.emit_total(fail(rec.total(TOTAL), f"fixture: {error}"))
-    finally:
-        if http_server is not None:
-            http_server.shutdown()
-            http_server.server_close()
-        if thread is not None:
-            thread.join(timeout=5)
-    payload_preserved = payload_before is not None and payload_before == payload_after
-    evidence = {
-        **claim,
-        **report.fields(),
-        "fixture_outcome_knowledge": "withheld_from_server_not_applied"
-        if protocol is PublishProtocol.GIT
-        else "unknown_after_complete_request_disconnect",
-        "fixture_remote_ref_unchanged": remote_unchanged,
-        "fixture_landed_probe": None if flow.landed is None else " ".join(flow.landed.argv),
-        "fixture_landed_before": landed_before,
-        "fixture_landed_after": landed_after,
-        "local_head_before": head_before,
-        "local_head_after": head_after,
-        "local_head_preserved": head_before is not None and head_before == head_after,
-        "worktree_payload_preserved": payload_preserved,
-        "unpublished_state_preserved": unpublished,
-        "local_work_preserved": payload_preserved and unpublished,
-        "human_action_count": 0,
-    }
+    evidence = _evidence(flow, seen, report)
     total = rec.total(TOTAL, **evidence)
     problems = [
         name
@@ -333,11 +274,102 @@ def run(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int) -> Row:
             ("blind replay: more than one publication request", evidence["mutation_requests_observed"] <= 1),
             ("local head changed", evidence["local_head_preserved"]),
             ("local work lost or marked published", evidence["local_work_preserved"]),
-            ("server ref changed behind the fixture", remote_unchanged is not False),
-            ("publication attempt did not end with a failure", not rows.is_failure(attempt)),
+            ("server ref changed behind the fixture", evidence["fixture_remote_ref_unchanged"] is not False),
+            ("publication attempt did not end with a failure", not rows.is_failure(seen.attempt)),
         )
         if not ok
     ]
     if problems:
         fail(total, "; ".join(problems))
     return rec.emit_total(total)
+
+
+@contextlib.contextmanager
+def _fault_fixture(ctx: LaneContext, name: str, protocol: PublishProtocol | None,
+                   values: dict[str, Any]) -> Iterator[FixtureReport]:
+    """The fault fixture for the flow's publish protocol, its remote set in `values`; stopped afterwards."""
+    if protocol is PublishProtocol.GIT:
+        fault = DropAfterPushRequest()
+        bare = seed_bare(ctx.git, ctx.servers.served / f"{name}.git", ctx.env)
+        proxy = ctx.servers.proxy(ctx.servers.daemon().port, fault)
+        values.update(remote=f"git://{LOOPBACK}:{proxy.port}/{name}.git", branch="main", remote_dir=str(bare))
+        yield fault.report
+        return
+    http_server = ThreadingHTTPServer((LOOPBACK, 0), _DropPushHandler)
+    http_server.report = FixtureReport()  # type: ignore[attr-defined]
+    thread = threading.Thread(target=http_server.serve_forever, name="interrupted-http", daemon=True)
+    try:
+        thread.start()
+        values.update(remote=f"http://{LOOPBACK}:{http_server.server_address[1]}", branch="")
+        yield http_server.report  # type: ignore[attr-defined]
+    finally:
+        http_server.shutdown()
+        http_server.server_close()
+        thread.join(timeout=5)
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """What one run observed around its publication attempt."""
+
+    attempt: Row
+    claim: dict[str, Any]
+    head_before: str | None
+    head_after: str | None
+    payload_before: str | None
+    payload_after: str | None
+    unpublished: bool
+    landed_before: str | None  # the flow's landed probe, asking the remote (None: no probe)
+    landed_after: str | None
+
+
+def _attempt(rec: Recorder, flow: Flow, values: dict[str, Any], workspace: Path) -> _Seen:
+    """Acquire, edit and snapshot; probe; attempt the publication the fixture cuts; inspect; probe again."""
+    for index, command in enumerate(flow.interrupted["acquire"]):
+        Path(values[command.cwd]).mkdir(parents=True, exist_ok=True)
+        if not rec.flow_harness(f"setup.acquire.{index}", command, values).ok:
+            raise FixtureError(f"[interrupted] acquire against the {flow.publish_protocol} fault fixture failed")
+    for step in ("edit", "snapshot"):
+        if not rec.flow_step("setup", step, flow.step(step), values):
+            raise FixtureError(f"setup {step} failed")
+    landed_before = None if flow.landed is None else rec.probe("probe.landed_before", flow.landed, values)
+    head_before = rec.probe("probe.head_before", flow.probes["head"], values)
+    payload_before = _sha256(workspace / flow.payload_file)
+    publish = (flow.interrupted.get("publish") or flow.step("publish"))[-1]
+    attempt = rec.command("publication.attempt", publish, values, expected=ANY_FAILURE)
+    capture = rec.last_capture
+    claim = classify_claim(attempt, capture.stdout_text if capture else "", capture.stderr_text if capture else "")
+    rec.flow_step("reconcile", "inspect", flow.step("inspect"), values)
+    return _Seen(
+        attempt=attempt, claim=claim, head_before=head_before,
+        head_after=rec.probe("probe.head_after", flow.probes["head"], values),
+        unpublished=rec.probe("probe.unpublished", flow.probes["unpublished"], values) is not None,
+        payload_before=payload_before, payload_after=_sha256(workspace / flow.payload_file),
+        landed_before=landed_before,
+        landed_after=None if flow.landed is None else rec.probe("probe.landed_after", flow.landed, values),
+    )
+
+
+def _evidence(flow: Flow, seen: _Seen, report: FixtureReport) -> dict[str, Any]:
+    """The total row's evidence: what the CLI claimed, what the fixture saw, what was kept locally."""
+    payload_preserved = seen.payload_before is not None and seen.payload_before == seen.payload_after
+    landed = seen.landed_before is not None and seen.landed_after is not None
+    return {
+        **seen.claim,
+        **report.fields(),
+        "fixture_outcome_knowledge": "withheld_from_server_not_applied"
+        if flow.publish_protocol is PublishProtocol.GIT
+        else "unknown_after_complete_request_disconnect",
+        # Did the publication land? The flow's own probe asks the remote, before and after; no probe, no claim.
+        "fixture_remote_ref_unchanged": seen.landed_after == seen.landed_before if landed else None,
+        "fixture_landed_probe": None if flow.landed is None else " ".join(flow.landed.argv),
+        "fixture_landed_before": seen.landed_before,
+        "fixture_landed_after": seen.landed_after,
+        "local_head_before": seen.head_before,
+        "local_head_after": seen.head_after,
+        "local_head_preserved": seen.head_before is not None and seen.head_before == seen.head_after,
+        "worktree_payload_preserved": payload_preserved,
+        "unpublished_state_preserved": seen.unpublished,
+        "local_work_preserved": payload_preserved and seen.unpublished,
+        "human_action_count": 0,
+    }

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -97,23 +97,10 @@ def _campaign(ctx: LaneContext, members: Sequence[Subject], flow: Flow, runs: in
         "repo": REPO, "branch": BRANCH, "source": str(git_seed), "message": "selected branch", "payload": "",
         "run": 0, "bench_id": ctx.bench_id, "subject": members[0].name, "phase": "setup",
     }
-    failure = None
-    for argv, cwd in (
-        ([ctx.git, "init", "-q", "-b", "main"], git_seed),
-        ([ctx.git, "add", "."], git_seed),
-        ([ctx.git, "commit", "-q", "-m", "fixture main"], git_seed),
-    ):
-        if not setup.harness("setup.git_fixture", argv, cwd).ok:
-            failure = "git fixture could not be built"
+    failure = _git_fixture(ctx, setup, git_seed)
     serve = flow.served.serve[0]
     server = ctx.servers.start(serve.render(values), root, serve.environment(values))
-    if failure is None and not wait_for_port(port, server.alive):
-        failure = "the flow's serve command did not listen on its port"
-    for index, command in enumerate(flow.materialization["import"]):
-        if failure is not None:
-            break
-        if not setup.flow_harness(f"setup.import.{index}", command, values).ok:
-            failure = f"[materialization] import command {index} failed while building the fixture"
+    failure = failure or _imported(setup, flow, values, lambda: wait_for_port(port, server.alive))
     expected_head = None if failure else _head(ctx, setup, flow, values)
     expected_tree = None if failure else worktree_snapshot(seed)
     if failure or expected_head is None:
@@ -154,6 +141,27 @@ def _campaign(ctx: LaneContext, members: Sequence[Subject], flow: Flow, runs: in
                 fail(total, "oracle: clone head or files differ from the fixture")
             rec.emit_total(total)
     server.stop()
+
+
+def _git_fixture(ctx: LaneContext, setup: Recorder, git_seed: Path) -> str | None:
+    """The fixture committed as a git repository to import from; or why not."""
+    failure = None
+    for argv in ([ctx.git, "init", "-q", "-b", "main"], [ctx.git, "add", "."],
+                 [ctx.git, "commit", "-q", "-m", "fixture main"]):
+        if not setup.harness("setup.git_fixture", argv, git_seed).ok:
+            failure = "git fixture could not be built"
+    return failure
+
+
+def _imported(setup: Recorder, flow: Flow, values: dict[str, Any], listening: Callable[[], bool]) -> str | None:
+    """The fixture imported into the served repository by the flow's commands, once its server listens; or why
+    not."""
+    if not listening():
+        return "the flow's serve command did not listen on its port"
+    for index, command in enumerate(flow.materialization["import"]):
+        if not setup.flow_harness(f"setup.import.{index}", command, values).ok:
+            return f"[materialization] import command {index} failed while building the fixture"
+    return None
 
 
 def _head(ctx: LaneContext, rec: Recorder, flow: Flow, values: Mapping[str, Any]) -> str | None:

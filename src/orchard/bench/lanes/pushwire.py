@@ -112,25 +112,7 @@ def pack_end(buf: bytes, start: int) -> tuple[int, int] | None:
     count = int.from_bytes(buf[start + 8 : start + 12], "big")
     pos = start + 12
     for _ in range(count):
-        if pos >= len(buf):
-            return None
-        kind = (buf[pos] >> 4) & 7
-        end = _varint_end(buf, pos)
-        if end is None:
-            return None
-        pos = end
-        if kind == OBJ_OFS_DELTA:
-            end = _varint_end(buf, pos)
-            if end is None:
-                return None
-            pos = end
-        elif kind == OBJ_REF_DELTA:
-            pos += SHA1_LEN
-        elif kind not in PLAIN_TYPES:
-            raise InvalidRequest(f"bad pack object type {kind}")
-        if pos >= len(buf):
-            return None
-        end = _zlib_end(buf, pos)
+        end = _object_end(buf, pos)
         if end is None:
             return None
         pos = end
@@ -139,6 +121,29 @@ def pack_end(buf: bytes, start: int) -> tuple[int, int] | None:
     if hashlib.sha1(buf[start:pos]).digest() != buf[pos : pos + SHA1_LEN]:
         raise InvalidRequest("pack trailer does not match its SHA-1")
     return pos + SHA1_LEN, count
+
+
+def _object_end(buf: bytes, pos: int) -> int | None:
+    """End offset of the pack object starting at `pos` (header, delta base, zlib data); None if partial."""
+    if pos >= len(buf):
+        return None
+    kind = (buf[pos] >> 4) & 7
+    end = _varint_end(buf, pos)
+    if end is None:
+        return None
+    pos = end
+    if kind == OBJ_OFS_DELTA:
+        end = _varint_end(buf, pos)
+        if end is None:
+            return None
+        pos = end
+    elif kind == OBJ_REF_DELTA:
+        pos += SHA1_LEN
+    elif kind not in PLAIN_TYPES:
+        raise InvalidRequest(f"bad pack object type {kind}")
+    if pos >= len(buf):
+        return None
+    return _zlib_end(buf, pos)
 
 
 def _zlib_end(buf: bytes, pos: int) -> int | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +28,21 @@ VCS_KINDS = ("git", "oak")
 DEFAULT_IGNORES = (".venv/", "venv/", "*.egg-info/", "__pycache__/", "*.pyc", "build/", "dist/", "target/",
                    "node_modules/")
 LAUNCHERS = ("claude", "codex", "cursor", "aider", "patch", "command")
-EXECUTORS = ("auto", "tmux", "subprocess", "dask")
 SERVE_MODES = ("git-daemon", "path")
 SANDBOXES = ("bwrap", "none")
 # Launchers that need no model service: their workers get no network unless `network = true`.
 OFFLINE_LAUNCHERS = ("patch", "command")
+
+
+class ExecutorKind(StrEnum):
+    """Where workers run (`[workers] executor`, each executor's `kind`)."""
+
+    AUTO = "auto"  # configured only: tmux when installed, else subprocess
+    TMUX = "tmux"
+    SUBPROCESS = "subprocess"
+    DASK = "dask"
+
+
 # Upper bounds: a value past them is a typo (or an attack on memory), never a plan.
 MAX_WORKERS = 64
 MAX_COUNT = 100_000
@@ -107,8 +118,8 @@ class WorkersConfig:
     count: int = _key(3, "workers running at once", minimum=1, maximum=MAX_WORKERS)
     exploit: int = _key(2, "lanes taking the top of the backlog", minimum=0, maximum=MAX_WORKERS)
     explore: int = _key(1, "lanes trying speculative hypotheses", minimum=0, maximum=MAX_WORKERS)
-    executor: str = _key("auto", "where workers run: tmux windows, plain subprocesses, tmux when "
-                                 "installed, or tasks on a dask.distributed cluster", choices=EXECUTORS)
+    executor: ExecutorKind = _key(ExecutorKind.AUTO, "where workers run: tmux windows, plain subprocesses, tmux "
+                                  "when installed, or tasks on a dask.distributed cluster")
     scheduler: str = _key("local", "dask executor only: `local` (a LocalCluster orchard starts and stops) or "
                                    "an existing scheduler's address, tcp://HOST:8786")
     dask_workers: int = _key(2, "dask executor with a local cluster: worker processes it starts",
@@ -247,6 +258,24 @@ def _launcher_defaults(values: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
+def _launchers(tables: Any, problems: list[str]) -> dict[str, LauncherConfig]:
+    """The [launchers.NAME] tables, checked; each problem is added to `problems`."""
+    if not isinstance(tables, dict):
+        problems.append(f"{LAUNCHERS_SECTION}: expected [{LAUNCHERS_SECTION}.NAME] tables, got {tables!r}")
+        return {}
+    launchers: dict[str, LauncherConfig] = {}
+    for launcher_name, table in tables.items():
+        where = f"{LAUNCHERS_SECTION}.{launcher_name}"
+        if not isinstance(table, dict):
+            problems.append(f"{where}: expected a [{where}] table, got {table!r}")
+            continue
+        values = _launcher_defaults(check_section(where, LauncherConfig, table, problems))
+        if values.get("name") == "command" and not values.get("template"):
+            problems.append(f"{where}.template: the command launcher needs a template")
+        launchers[launcher_name] = LauncherConfig(**values)
+    return launchers
+
+
 def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | None = None) -> Config:
     """Validate parsed TOML and build a Config; every problem is reported at once."""
     problems: list[str] = []
@@ -257,20 +286,7 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
     for section_name, cls in SECTIONS.items():
         sections[section_name] = check_section(section_name, cls, data.get(section_name, {}), problems)
     sections["launcher"] = _launcher_defaults(sections["launcher"])
-    launchers: dict[str, LauncherConfig] = {}
-    tables = data.get(LAUNCHERS_SECTION, {})
-    if not isinstance(tables, dict):
-        problems.append(f"{LAUNCHERS_SECTION}: expected [{LAUNCHERS_SECTION}.NAME] tables, got {tables!r}")
-        tables = {}
-    for launcher_name, table in tables.items():
-        where = f"{LAUNCHERS_SECTION}.{launcher_name}"
-        if not isinstance(table, dict):
-            problems.append(f"{where}: expected a [{where}] table, got {table!r}")
-            continue
-        values = _launcher_defaults(check_section(where, LauncherConfig, table, problems))
-        if values.get("name") == "command" and not values.get("template"):
-            problems.append(f"{where}.template: the command launcher needs a template")
-        launchers[launcher_name] = LauncherConfig(**values)
+    launchers = _launchers(data.get(LAUNCHERS_SECTION, {}), problems)
     workers = WorkersConfig(**sections["workers"])
     lanes_valid = not any(p.startswith(("workers.count:", "workers.exploit:", "workers.explore:")) for p in problems)
     if lanes_valid and workers.exploit + workers.explore != workers.count:

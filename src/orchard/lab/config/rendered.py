@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import textwrap
+import typing
 from pathlib import Path
 
 import tomli_w
 
 from orchard.lab.config.orchard_toml import LAUNCHERS_SECTION, SECTIONS, Config, from_dict
-from orchard.lab.config.values import PLACEHOLDERS, range_note
+from orchard.lab.config.values import PLACEHOLDERS, choices, range_note
 from orchard.tomlfile import parse_toml
 
 
@@ -29,11 +30,12 @@ def render(config: Config) -> str:
     for name, cls in SECTIONS.items():
         section = getattr(config, name)
         lines += ["", f"# {cls.__doc__}", f"[{name}]"]
+        hints = typing.get_type_hints(cls)
         for spec in dataclasses.fields(cls):
             meta = spec.metadata
             note = meta["help"]
-            if meta["choices"]:
-                note += f" ({' | '.join(meta['choices'])})"
+            if allowed := choices(spec, hints[spec.name]):
+                note += f" ({' | '.join(allowed)})"
             note += range_note(meta) if meta["maximum"] is not None else ""
             lines += [f"# {part}" for part in textwrap.wrap(note, 86)]
             lines.append(tomli_w.dumps({spec.name: getattr(section, spec.name)}).rstrip("\n"))

@@ -13,6 +13,7 @@ import re
 import string
 import typing
 from collections.abc import Mapping
+from enum import StrEnum
 from typing import Any
 
 # Placeholders a command in orchard.toml may use; each is replaced, shell
@@ -31,6 +32,15 @@ PLACEHOLDERS = {
 
 VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\*?$")
 
+
+
+def _is_vocabulary(kind: Any) -> bool:
+    return isinstance(kind, type) and issubclass(kind, StrEnum)
+
+
+def choices(spec: dataclasses.Field[Any], kind: Any) -> tuple[str, ...]:
+    """A key's allowed values: its StrEnum type's, or its schema's; empty: any value of its type."""
+    return tuple(kind) if _is_vocabulary(kind) else tuple(spec.metadata["choices"])
 
 
 def _type_name(kind: Any) -> str:
@@ -59,17 +69,27 @@ def range_note(meta: Mapping[str, Any]) -> str:
     return f" (at least {low:g})" if low is not None else ""
 
 
-def _check_value(name: str, spec: dataclasses.Field[Any], kind: Any, value: Any) -> str | None:
-    meta = spec.metadata
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
+def _type_problem(name: str, kind: Any, value: Any) -> str | None:
+    """`value` is not of the key's type (an enum's is a string; a list's, a list of strings)."""
+    if _is_vocabulary(kind):
+        kind = str  # as TOML says it; the checked value becomes the enum
     if typing.get_origin(kind) is list:
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             return f"{name}: expected a list of strings, got {value!r}"
     elif not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
         return f"{name}: expected {_type_name(kind)}, got {value!r}"
-    if meta["choices"] and value not in meta["choices"]:
-        return f"{name}: {value!r} is not one of {', '.join(meta['choices'])}"
+    return None
+
+
+def _check_value(name: str, spec: dataclasses.Field[Any], kind: Any, value: Any) -> str | None:
+    meta = spec.metadata
+    allowed = choices(spec, kind)
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if (problem := _type_problem(name, kind, value)) is not None:
+        return problem
+    if allowed and value not in allowed:
+        return f"{name}: {value!r} is not one of {', '.join(allowed)}"
     if isinstance(value, float) and not math.isfinite(value):
         return f"{name}: {value!r} is not a finite number{range_note(meta)}"
     low, high = meta["minimum"], meta["maximum"]
@@ -109,5 +129,6 @@ def check_section(section_name: str, cls: type, raw: Any, problems: list[str]) -
         if problem:
             problems.append(problem)
         else:
-            values[key] = float(raw[key]) if hints[key] is float else raw[key]
+            kind = hints[key]
+            values[key] = kind(raw[key]) if kind is float or _is_vocabulary(kind) else raw[key]
     return values

@@ -43,9 +43,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from orchard.lab.judge import special_files
-from orchard.lab.records.candidate import Candidate, Flag
+from orchard.lab.records.candidate import REPORT_FLAGS, Candidate, Flag
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import outside_scope
+from orchard.lab.records.report_reading import ReportState
 from orchard.lab.records.worker import BASELINE_COPY, REPORT_NAME
 from orchard.lab.workers import report as report_module
 from orchard.lab.workers.bench_view import worker_bench_source
@@ -77,7 +78,7 @@ def _without_scratch(files: tuple[str, ...], scratch: tuple[str, ...]) -> list[s
 
 
 def _flags(*, tampered: bool, violations: list[str], committed: bool, unchanged: bool, binary: bool,
-           too_large: bool, report: str, timed_out: bool, cancelled: bool, exit_code: int | None,
+           too_large: bool, report: ReportState, timed_out: bool, cancelled: bool, exit_code: int | None,
            special: bool = False) -> list[Flag]:
     flags: list[Flag] = []
     if tampered:
@@ -94,8 +95,8 @@ def _flags(*, tampered: bool, violations: list[str], committed: bool, unchanged:
         flags.append(Flag.PATCH_TOO_LARGE)
     if special:
         flags.append(Flag.SPECIAL_FILES)
-    if report != "ok":
-        flags.append(Flag(f"report-{report}"))
+    if report != ReportState.OK:
+        flags.append(REPORT_FLAGS[report])
     if timed_out:
         flags.append(Flag.TIMED_OUT)
     elif cancelled:

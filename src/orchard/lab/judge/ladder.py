@@ -17,19 +17,22 @@ KILL too ("judge binary changed"); a baseline that did is built again.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchard.lab.judge import plausibility, review, weakened
 from orchard.lab.judge.measuring import (
     BinaryChanged,
     MeasureProgress,
+    Unjudged,
     Verdict,
     VerdictWord,
     assert_bench_untouched,
     measure,
     plausible_bound,
 )
-from orchard.lab.records.build import BuiltBinary, Check
+from orchard.lab.records.build import BuiltBinary, Check, CheckName
 from orchard.lab.records.candidate import Candidate, Flag
 from orchard.lab.records.judgment import Decision, Judgment, Rule, patch_digest
 from orchard.lab.text import a_few
@@ -52,85 +55,92 @@ Progress = Callable[[str], None]
 
 def _promising(verdict: Verdict) -> bool:
     """An unclear verdict worth another try: a target's estimate beyond its floor on the good side."""
-    for m in verdict.metrics:
-        if not m.target or m.effect is None:
-            continue
-        good = -m.effect if m.direction == "lower" else m.effect
-        if good > m.floor:
-            return True
-    return False
+    return any(m.target and m.effect is not None and m.direction.gain(m.effect) > m.floor for m in verdict.metrics)
 
 
-TESTS_RED = ("tests failed", "bench-tests failed")  # red tests beside a win: worth fixing, not killing
+TESTS_RED = (CheckName.TESTS, CheckName.BENCH_TESTS)  # red tests beside a win: worth fixing, not killing
 # How a worker may end without finishing, in the words its reason uses.
 UNFINISHED = {Flag.TIMED_OUT: "timed out", Flag.CANCELLED: "cancelled", Flag.EXIT_NONZERO: "exited non-zero",
               Flag.REPORT_MISSING: "wrote no report"}
+# A failed check as a reason, and the hard rule it breaks, in the order of docs/loop.md's rules: the checks of
+# collection, then (after a change that changed nothing) those of the build, then (after the verdict) the last.
+Stated = tuple[tuple[CheckName, str, Rule | None], ...]
+COLLECTED: Stated = (
+    (CheckName.WORKER, "the worker did not finish: {}; its change is not judged", None),
+    (CheckName.HARNESS, "harness tampered: {}; the experiment is void", Rule.HARNESS),
+    (CheckName.SCOPE, "left its scope: {}", Rule.SCOPE),
+    (CheckName.TESTS_KEPT, "weakened tests: {}", Rule.TESTS_KEPT),
+    (CheckName.TEST_COUNT, "weakened tests: {}", Rule.TESTS_KEPT),
+    (CheckName.PATCH, "change refused: {}", None),
+)
+BUILT: Stated = (
+    (CheckName.APPLY, "the patch does not apply to a clean base: {}", None),
+    (CheckName.BUILD, "does not build from clean: {}", Rule.TESTS),
+    (CheckName.TESTS, "tests failed: {}", Rule.TESTS),
+    (CheckName.BENCH_TESTS, "bench-tests failed: {}", Rule.TESTS),
+)
+MEASURED: Stated = (
+    (CheckName.PLAUSIBLE, "implausible: {}", Rule.PLAUSIBLE),
+    (CheckName.REVIEW, "review rejected: {}", Rule.REVIEW),
+)
 
 
-def _failures(checks: Sequence[Check], verdict: Verdict | None,
-              flags: Sequence[str]) -> list[tuple[str, Rule | None]]:
-    """Every failed check as (reason, rule), in the order of docs/loop.md's rules."""
-    by_name = {check.name: check for check in checks}
+@dataclass(frozen=True)
+class Failure:
+    """One reason a candidate does not land: in words, the hard rule it breaks, the check it comes from."""
 
-    def failed(name: str) -> Check | None:
-        check = by_name.get(name)
-        return check if check is not None and not check.passed else None
+    reason: str
+    rule: Rule | None = None
+    check: CheckName | None = None
 
-    found: list[tuple[str, Rule | None]] = []
-    if (check := failed("worker")) is not None:
-        found.append((f"the worker did not finish: {check.detail}; its change is not judged", None))
-    if (check := failed("harness")) is not None:
-        found.append((f"harness tampered: {check.detail}; the experiment is void", Rule.HARNESS))
-    if (check := failed("scope")) is not None:
-        found.append((f"left its scope: {check.detail}", Rule.SCOPE))
-    found += [(f"weakened tests: {c.detail}", Rule.TESTS_KEPT)
-              for c in (failed(weakened.NAME), failed(weakened.COUNT_NAME)) if c is not None]
-    if (check := failed("patch")) is not None:
-        found.append((f"change refused: {check.detail}", None))
+
+def _failures(checks: Sequence[Check], verdict: Verdict | None, flags: Sequence[str]) -> list[Failure]:
+    """Every failed check and the verdict's own failure, in the order of docs/loop.md's rules."""
+    latest = {check.name: check for check in checks}
+    failed = {name: check for name, check in latest.items() if not check.passed}
+
+    def stated(rules: Stated) -> list[Failure]:
+        return [Failure(text.format(failed[name].detail), rule, name) for name, text, rule in rules if name in failed]
+
+    found = stated(COLLECTED)
     if Flag.NO_CHANGES in flags:
-        found.append(("the worker changed nothing", None))
-    if (check := failed("apply")) is not None:
-        found.append((f"the patch does not apply to a clean base: {check.detail}", None))
-    if (check := failed("build")) is not None:
-        found.append((f"does not build from clean: {check.detail}", Rule.TESTS))
-    found += [(f"{c.name} failed: {c.detail}", Rule.TESTS) for c in (failed("tests"), failed("bench-tests"))
-              if c is not None]  # each starts with one of TESTS_RED
+        found.append(Failure("the worker changed nothing"))
+    found += stated(BUILT)
     if verdict is None:
         return found
-    reasons = list(verdict.reasons)
+    return found + _verdict_failures(verdict) + stated(MEASURED)
+
+
+def _verdict_failures(verdict: Verdict) -> list[Failure]:
+    """An ERROR (under its rule when the rows were not comparable) or a REGRESSED verdict, as failures."""
+    reasons = "; ".join(verdict.reasons)
     if verdict.verdict == VerdictWord.ERROR:
-        rule = Rule.COMPARABLE if any("not comparable" in r for r in reasons) else None
-        found.append(("the verdict could not compare: " + "; ".join(reasons), rule))
-    elif verdict.verdict == VerdictWord.REGRESSED:
-        gates = verdict.failed_gates
-        found += [(f"quality gate {g.name} failed ({g.detail}): REGRESSED whatever the metrics say", Rule.GATES)
-                  for g in gates]
-        if not gates:
-            found.append(("REGRESSED: " + "; ".join(reasons), None))
-    if (check := failed(plausibility.NAME)) is not None:
-        found.append((f"implausible: {check.detail}", Rule.PLAUSIBLE))
-    if (check := failed(review.NAME)) is not None:
-        found.append((f"review rejected: {check.detail}", Rule.REVIEW))
-    return found
+        rule = Rule.COMPARABLE if verdict.unjudged == Unjudged.INCOMPARABLE_ROWS else None
+        return [Failure("the verdict could not compare: " + reasons, rule)]
+    if verdict.verdict == VerdictWord.REGRESSED:
+        gates = [Failure(f"quality gate {g.name} failed ({g.detail}): REGRESSED whatever the metrics say", Rule.GATES)
+                 for g in verdict.failed_gates]
+        return gates or [Failure("REGRESSED: " + reasons)]
+    return []
 
 
 def decide(checks: Sequence[Check], verdict: Verdict | None, flags: Sequence[str]) -> Judgment:
     """The hard rules, in order: the first that applies decides, and every failed check is a reason."""
     failures = _failures(checks, verdict, flags)
-    reasons = [reason for reason, _ in failures]
+    reasons = [failure.reason for failure in failures]
     outcome = None if verdict is None else verdict.verdict
     if failures:
-        if outcome == VerdictWord.PASS and all(reason.startswith(TESTS_RED) for reason in reasons):
+        if outcome == VerdictWord.PASS and all(failure.check in TESTS_RED for failure in failures):
             return Judgment(Decision.ITERATE,
                             ["a measured win, but " + "; ".join(reasons) + ": fix correctness and retry"], Rule.TESTS)
         if outcome in (VerdictWord.PASS, VerdictWord.NO_CHANGE, VerdictWord.INCONCLUSIVE):
             reasons.append(f"verdict {outcome}")
-        return Judgment(Decision.KILL, reasons, failures[0][1])
+        return Judgment(Decision.KILL, reasons, failures[0].rule)
     if verdict is None:
         return Judgment(Decision.KILL, ["no verdict could be taken"])
     reasons = list(verdict.reasons)
     if outcome == VerdictWord.PASS:
-        flagged = [f"flagged implausible: {c.detail}" for c in checks if c.name == plausibility.NAME]
+        flagged = [f"flagged implausible: {c.detail}" for c in checks if c.name == CheckName.PLAUSIBLE]
         return Judgment(Decision.LAND, reasons + flagged)
     if outcome == VerdictWord.NO_CHANGE:
         return Judgment(Decision.KILL, ["no effect beyond the noise floor: " + "; ".join(reasons)], Rule.FLOOR)
@@ -154,15 +164,17 @@ def collection_checks(candidate: Candidate) -> list[Check]:
         refusals.append(f"a {size_kb:,.0f} KB patch over [target] max_patch_kb ({a_few(candidate.changed_files)})")
     unfinished = [why for flag, why in UNFINISHED.items() if flag in candidate.flags]
     return [
-        Check("harness", not tampered, f"bench clone changed: {changed}" if tampered else "bench clone unchanged"),
-        Check("scope", not violations,
+        Check(CheckName.HARNESS, not tampered,
+              f"bench clone changed: {changed}" if tampered else "bench clone unchanged"),
+        Check(CheckName.SCOPE, not violations,
               f"files outside {candidate.scope or 'the scope'}: {a_few(violations)}" if violations
               else "every change inside the scope"),
-        Check("patch", not refusals,
+        Check(CheckName.PATCH, not refusals,
               " and ".join(refusals) + ": build outputs belong in the target's .gitignore or [target] ignore"
               if refusals else f"{size_kb:,.0f} KB, text only"),
         weakened.check(candidate.patch),
-        Check("worker", not unfinished, " and ".join(unfinished) if unfinished else "finished with a report"),
+        Check(CheckName.WORKER, not unfinished,
+              " and ".join(unfinished) if unfinished else "finished with a report"),
     ]
 
 
@@ -182,45 +194,27 @@ def judge(
     flags = list(candidate.flags)
     if not all(c.passed for c in checks) or Flag.NO_CHANGES in flags:
         return _finish(decide(checks, None, flags), checks, None, None, base)
-    directory = ws.judge_dir / name / "target"
-    logs = ws.judge_dir / name / "logs"
     progress(f"{name}: clean checkout of {base[:12]} plus the patch")
     try:
-        checkout = checkout_with_patch(ws, directory, base, candidate.patch)
-        checks.append(Check("apply", True, "patch applies to a clean base"))
+        checkout = checkout_with_patch(ws, ws.judge_dir / name / "target", base, candidate.patch)
+        checks.append(Check(CheckName.APPLY, True, "patch applies to a clean base"))
     except VcsError as error:
-        checks.append(Check("apply", False, str(error)[:300]))
+        checks.append(Check(CheckName.APPLY, False, str(error)[:300]))
         return _finish(decide(checks, None, flags), checks, None, None, base)
     binary = ws.binary_in(checkout)
     values = placeholders(ws, checkout, binary)
-    progress(f"{name}: build")
-    checks.append(candidate_step(ws, "build", ws.config.target.build, checkout, values, logs))
-    if not checks[-1].passed:
+    if not _built_and_tested(ws, state, name, checkout, values, base, bench_base, checks, progress):
         return _finish(decide(checks, None, flags), checks, str(checkout), None, base)
-    progress(f"{name}: target tests")
-    checks.append(candidate_step(ws, "tests", ws.config.target.test, checkout, values, logs))
-    if ws.config.target.test_count:
-        progress(f"{name}: counting the tests against the base")
-        checks.append(weakened.count_check(ws, state, base, checkout, values, logs))
-    progress(f"{name}: bench tests")
-    checks.append(harness_tests(ws, state, bench_base, values, logs))
-    assert_bench_untouched(ws, bench_base)
     baseline = baseline_binary(ws, state, base)
     if binary is None or not binary.exists():
-        checks.append(Check("binary", False, f"the build made no binary at {ws.config.target.binary}"))
+        checks.append(Check(CheckName.BINARY, False, f"the build made no binary at {ws.config.target.binary}"))
         return _finish(Judgment(Decision.KILL, [checks[-1].detail]), checks, str(checkout), None, base)
     built = hash_build(binary)
     progress(f"{name}: verdict against the baseline built from {base[:12]}")
     try:
-        try:
-            verdict = measure(ws, baseline, built, progress=measure_progress)
-        except BinaryChanged as changed:
-            if changed.role != "baseline":
-                raise
-            progress(f"{name}: {changed}; the baseline is built again and measured again")
-            verdict = measure(ws, baseline_binary(ws, state, base), built, progress=measure_progress)
+        verdict = _measured(ws, state, name, base, (baseline, built), progress, measure_progress)
     except BinaryChanged as changed:
-        checks.append(Check("binary", False, str(changed)))
+        checks.append(Check(CheckName.BINARY, False, str(changed)))
         return _finish(Judgment(Decision.KILL, [str(changed)]), checks, str(checkout), None, base)
     assert_bench_untouched(ws, bench_base)
     if (plausible := plausibility.check(verdict, plausible_bound(ws))) is not None:
@@ -235,6 +229,40 @@ def judge(
     judgment = _finish(judgment, checks, str(checkout), verdict, base, built)
     judgment.patch, judgment.patch_sha256 = candidate.patch, patch_digest(candidate.patch)
     return judgment
+
+
+def _built_and_tested(ws: Workspace, state: LabState, name: str, checkout: Path, values: dict[str, str], base: str,
+                      bench_base: str, checks: list[Check], progress: Progress) -> bool:
+    """Build the candidate's checkout, then (when it built) run its tests, its test count and the bench's tests;
+    every step's check goes into `checks`. False: it did not build."""
+    logs = ws.judge_dir / name / "logs"
+    progress(f"{name}: build")
+    checks.append(candidate_step(ws, CheckName.BUILD, ws.config.target.build, checkout, values, logs))
+    if not checks[-1].passed:
+        return False
+    progress(f"{name}: target tests")
+    checks.append(candidate_step(ws, CheckName.TESTS, ws.config.target.test, checkout, values, logs))
+    if ws.config.target.test_count:
+        progress(f"{name}: counting the tests against the base")
+        checks.append(weakened.count_check(ws, state, base, checkout, values, logs))
+    progress(f"{name}: bench tests")
+    checks.append(harness_tests(ws, state, bench_base, values, logs))
+    assert_bench_untouched(ws, bench_base)
+    return True
+
+
+def _measured(ws: Workspace, state: LabState, name: str, base: str, binaries: tuple[BuiltBinary, BuiltBinary],
+              progress: Progress, measure_progress: MeasureProgress | None) -> Verdict:
+    """The verdict of (baseline, candidate); a baseline that changed is built from `base` and measured again
+    once (`BinaryChanged` otherwise)."""
+    baseline, built = binaries
+    try:
+        return measure(ws, baseline, built, progress=measure_progress)
+    except BinaryChanged as changed:
+        if changed.role != "baseline":
+            raise
+        progress(f"{name}: {changed}; the baseline is built again and measured again")
+        return measure(ws, baseline_binary(ws, state, base), built, progress=measure_progress)
 
 
 def _finish(judgment: Judgment, checks: list[Check], checkout: str | None, verdict: Verdict | None,

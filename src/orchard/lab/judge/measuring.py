@@ -21,7 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from orchard import bench
-from orchard.bench import LockStatus, MeasurementLock, lock_status, rank_opportunities
+from orchard.bench import (
+    Direction,
+    LockState,
+    LockStatus,
+    MeasurementLock,
+    Method,
+    Unjudged,
+    lock_status,
+    rank_opportunities,
+)
 from orchard.errors import OrchardError
 from orchard.jsonlines import last_json_object
 from orchard.lab.records.build import BuiltBinary
@@ -33,8 +42,8 @@ from orchard.lab.workers.builds import STEP_TIMEOUT_S, files_changed, placeholde
 from orchard.lab.workers.workspace import Workspace
 from orchard.process import run
 
-__all__ = ["GateResult", "LockStatus", "MetricResult", "MetricVerdict", "Verdict", "VerdictWord", "is_held_out",
-           "lock_status"]
+__all__ = ["Direction", "GateResult", "LockState", "LockStatus", "Method", "MetricResult", "MetricVerdict", "Unjudged",
+           "Verdict", "VerdictWord", "is_held_out", "lock_status"]
 is_held_out = bench.is_held_out
 
 MeasureProgress = Callable[[int, int, str], None]
@@ -101,15 +110,16 @@ def external_verdict(ws: Workspace, baseline: Path, candidate: Path) -> Verdict:
     outcome = VerdictWord(said) if said in known else VerdictWord.INCONCLUSIVE
     reasons = [str(r) for r in parsed.get("reasons", [])] or [
         f"the bench's verdict command said {outcome}" + ("" if words or parsed else " (it printed no verdict word)")]
+    unjudged = None
     if not capture.ok and outcome == VerdictWord.PASS:
-        outcome = VerdictWord.ERROR
+        outcome, unjudged = VerdictWord.ERROR, Unjudged.COMMAND_FAILED
         reasons = [f"the verdict command failed ({capture.returncode}) yet printed PASS"]
     return Verdict(
         verdict=outcome, reasons=reasons, baseline=baseline, candidate=candidate,
         metrics=[MetricResult.from_dict(m) for m in parsed.get("metrics", [])],
         gates=[GateResult.from_dict(g) for g in parsed.get("gates", [])],
         seed=parsed.get("seed"), pairs=parsed.get("pairs"), lock_wait_ms=lock.last_wait_ms,
-        external=ExternalRun(command, capture.returncode, text[-4000:]),
+        external=ExternalRun(command, capture.returncode, text[-4000:]), unjudged=unjudged,
     )
 
 
@@ -152,7 +162,7 @@ class Baseline:
 
     medians: dict[str, float]  # metrics never measured in the A/A runs have none
     floors: dict[str, float]
-    directions: dict[str, str]
+    directions: dict[str, Direction]
     calibration: str  # how it was calibrated, for the journal
 
 

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import math
 
-from orchard.lab.judge.measuring import MetricResult, MetricVerdict, Verdict, is_held_out
-from orchard.lab.records.build import Check
-
-NAME = "plausible"
+from orchard.lab.judge.measuring import Direction, MetricResult, MetricVerdict, Verdict, is_held_out
+from orchard.lab.records.build import Check, CheckName
 
 
 def factor(m: MetricResult) -> float:
@@ -27,7 +25,7 @@ def factor(m: MetricResult) -> float:
     if m.verdict != MetricVerdict.IMPROVED or m.effect is None or not math.isfinite(m.effect):
         return 1.0
     ratio = 1.0 + m.effect  # candidate / baseline
-    if m.direction == "lower":
+    if m.direction == Direction.LOWER:
         return math.inf if ratio <= 0 else 1.0 / ratio
     return ratio
 
@@ -45,7 +43,7 @@ def check(verdict: Verdict, bound: float) -> Check | None:
     beyond = f"{claim} beyond the plausible bound {bound:g}x"
     held_out = [m for m in verdict.metrics if is_held_out(m)]
     if not held_out:
-        return Check(NAME, False, f"{beyond} and no held-out inputs to confirm it")
+        return Check(CheckName.PLAUSIBLE, False, f"{beyond} and no held-out inputs to confirm it")
     unconfirmed = []
     for metric in dict.fromkeys(m.metric for m in wild):
         same = [m for m in held_out if m.metric == metric]
@@ -54,6 +52,8 @@ def check(verdict: Verdict, bound: float) -> Check | None:
             seen = ", ".join(f"{m.key} {m.verdict}" for m in same) or "no held-out scenario measures it"
             unconfirmed.append(f"{metric} ({seen})")
     if unconfirmed:
-        return Check(NAME, False, f"{beyond}, not confirmed on held-out inputs: {'; '.join(unconfirmed)}")
+        return Check(CheckName.PLAUSIBLE, False,
+                     f"{beyond}, not confirmed on held-out inputs: {'; '.join(unconfirmed)}")
     shown_on = ", ".join(f"{_times(factor(m))} on {m.key}" for m in held_out if factor(m) > 1)
-    return Check(NAME, True, f"{beyond}, confirmed on held-out inputs ({shown_on}); flagged for a human look")
+    return Check(CheckName.PLAUSIBLE, True,
+                 f"{beyond}, confirmed on held-out inputs ({shown_on}); flagged for a human look")

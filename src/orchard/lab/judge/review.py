@@ -25,7 +25,7 @@ from pathlib import Path
 from orchard.lab.config.orchard_toml import LauncherConfig
 from orchard.lab.judge.measuring import Verdict
 from orchard.lab.judge.verdict_view import MetricEffect, cells
-from orchard.lab.records.build import Check
+from orchard.lab.records.build import Check, CheckName
 from orchard.lab.records.candidate import Candidate
 from orchard.lab.records.experiment import Commands, Experiment, ExperimentPaths
 from orchard.lab.records.hypothesis import Hypothesis
@@ -36,7 +36,6 @@ from orchard.lab.workers.launcher_base import LaunchContext
 from orchard.lab.workers.launchers import launcher_for, make_launcher
 from orchard.lab.workers.workspace import Workspace
 
-NAME = "review"
 ANSWER, DIFF = "answer.json", "change.diff"
 ANSWER_MAX_BYTES = 64 * 1024
 DIFF_MAX_CHARS = 200_000  # the prompt shows at most this much of the diff; the file beside it has all of it
@@ -147,12 +146,12 @@ def review(ws: Workspace, experiment: Experiment, candidate: Candidate, verdict:
         (result,) = executor.wait()
     who = f"reviewer {launcher.label}"
     if result.timed_out:
-        return Check(NAME, False, f"{who} timed out; no approval", str(paths.log_file))
+        return Check(CheckName.REVIEW, False, f"{who} timed out; no approval", str(paths.log_file))
     reading = read_answer(answer)
     said = "; ".join(reading.reasons) or "no reasons given"
     if reading.approved:
-        return Check(NAME, True, f"{who} approved: {said}", str(paths.log_file))
-    return Check(NAME, False, f"{who}: {said}", str(paths.log_file))
+        return Check(CheckName.REVIEW, True, f"{who} approved: {said}", str(paths.log_file))
+    return Check(CheckName.REVIEW, False, f"{who}: {said}", str(paths.log_file))
 
 
 def experiment_for(name: str, hypothesis: Hypothesis, candidate: Candidate, ws: Workspace) -> Experiment:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from orchard.lab.judge.measuring import MetricResult, Verdict, is_held_out
+from orchard.lab.judge.measuring import Method, MetricResult, Verdict, is_held_out
 from orchard.lab.text import inline
 from orchard.units import count, exact_quantity, quantity
 
@@ -85,7 +85,7 @@ class MetricEffect:
     def from_metric(cls, m: MetricResult) -> MetricEffect:
         low, high = m.interval or (None, None)
         return cls(key=m.key, verdict=m.verdict, effect=m.effect, low=low, high=high, floor=m.floor, n=m.n,
-                   mde=m.mde, baseline=m.baseline_median, candidate=m.candidate_median, exact=m.method == "exact",
+                   mde=m.mde, baseline=m.baseline_median, candidate=m.candidate_median, exact=m.method == Method.EXACT,
                    held_out=is_held_out(m))
 
 

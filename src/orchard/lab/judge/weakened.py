@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchard.lab.records.build import Check
+from orchard.lab.records.build import Check, CheckName
 from orchard.lab.records.hypothesis import is_test_file
 from orchard.lab.text import a_few
 from orchard.lab.workers.builds import baseline_binary, candidate_step, placeholders
@@ -25,8 +25,6 @@ from orchard.lab.workers.workspace import Workspace
 if TYPE_CHECKING:
     from orchard.lab.db.state import LabState
 
-NAME = "tests-kept"
-COUNT_NAME = "test-count"
 ASSERTION = re.compile(r"^\s*(assert\b|self\.assert\w*\(|.*\bexpect\()")
 _FILE = re.compile(r"^\+\+\+ b/(.+)$|^--- a/(.+)$")
 COUNT = re.compile(r"\d+")
@@ -52,7 +50,7 @@ def removed_assertions(patch: str) -> list[str]:
 
 
 def count_tests(ws: Workspace, command: str, checkout: Path, values: Mapping[str, str], logs: Path,
-                name: str) -> int | None:
+                name: CheckName) -> int | None:
     """The number `[target] test_count` prints: the first whole number on the last line of its output."""
     step = candidate_step(ws, name, command, checkout, values, logs)
     if not step.passed or step.log is None:
@@ -67,8 +65,9 @@ def check(patch: str) -> Check:
     """Whether the change takes assertions out of test files."""
     removed = removed_assertions(patch)
     if removed:
-        return Check(NAME, False, f"{len(removed)} assertion(s) removed from test files ({a_few(removed)})")
-    return Check(NAME, True, "no assertion removed from test files")
+        return Check(CheckName.TESTS_KEPT, False,
+                     f"{len(removed)} assertion(s) removed from test files ({a_few(removed)})")
+    return Check(CheckName.TESTS_KEPT, True, "no assertion removed from test files")
 
 
 def count_check(ws: Workspace, state: LabState, base: str, checkout: Path, values: Mapping[str, str],
@@ -80,15 +79,17 @@ def count_check(ws: Workspace, state: LabState, base: str, checkout: Path, value
     if recorded is None:
         baseline_binary(ws, state, base)  # its checkout is where the base's tests are counted
         base_dir = ws.baseline_dir(base)
-        counted = count_tests(ws, command, base_dir, placeholders(ws, base_dir, None), logs, "test-count-base")
+        counted = count_tests(ws, command, base_dir, placeholders(ws, base_dir, None), logs,
+                              CheckName.TEST_COUNT_BASE)
         if counted is not None:
             state.set_meta(key, str(counted))
     else:
         counted = int(recorded)
-    candidate = count_tests(ws, command, checkout, values, logs, "test-count")
+    candidate = count_tests(ws, command, checkout, values, logs, CheckName.TEST_COUNT)
     if counted is None or candidate is None:
         where = "the base" if counted is None else "the candidate"
-        return Check(COUNT_NAME, False, f"[target] test_count printed no number for {where} (see its log)")
+        return Check(CheckName.TEST_COUNT, False,
+                     f"[target] test_count printed no number for {where} (see its log)")
     if candidate < counted:
-        return Check(COUNT_NAME, False, f"{candidate} tests counted, {counted} at the base")
-    return Check(COUNT_NAME, True, f"{candidate} tests counted, {counted} at the base")
+        return Check(CheckName.TEST_COUNT, False, f"{candidate} tests counted, {counted} at the base")
+    return Check(CheckName.TEST_COUNT, True, f"{candidate} tests counted, {counted} at the base")

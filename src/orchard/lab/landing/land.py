@@ -52,6 +52,7 @@ from orchard.lab.judge.measuring import (
 from orchard.lab.judge.verdict_view import after_pairs
 from orchard.lab.landing import pins
 from orchard.lab.landing.publication import check_published, main_branch, publication, push
+from orchard.lab.records.build import CheckName
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import Hypothesis, outside_scope
 from orchard.lab.records.judgment import Decision, Judgment, patch_digest
@@ -169,7 +170,7 @@ def _confirm(ws: Workspace, state: LabState, main_head: str, current: Judgment, 
     checkout = landing_checkout(ws, name, main_head, current, hypothesis, purpose="confirm")
     binary = ws.binary_in(checkout)
     values, logs = placeholders(ws, checkout, binary), checkout.parent / "confirm-logs"
-    for step, command in (("build", ws.config.target.build), ("tests", ws.config.target.test)):
+    for step, command in ((CheckName.BUILD, ws.config.target.build), (CheckName.TESTS, ws.config.target.test)):
         check = candidate_step(ws, step, command, checkout, values, logs)
         if not check.passed:
             return f"what lands fails its {step} from clean for the confirmation: {check.detail}"
@@ -185,7 +186,7 @@ def _confirm(ws: Workspace, state: LabState, main_head: str, current: Judgment, 
     raise AssertionError("unreachable")
 
 
-def land(
+def land(  # noqa: C901, PLR0915  (split by issue19-journal)
     ws: Workspace,
     state: LabState,
     record: ExperimentRecord,

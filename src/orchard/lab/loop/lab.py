@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from orchard.lab.config.orchard_toml import ExecutorKind
 from orchard.lab.db import workspace_lock
 from orchard.lab.db.settled import Settled
 from orchard.lab.db.state import LabState
@@ -296,12 +297,12 @@ class Lab:
         if events and events[-1].kind == "stop":
             self.state.set_counter(stop.IDLE_LOOPS, 0)  # a new session after a clean stop starts fresh
         workers = self.ws.config.workers
-        self.executor = (DaskExecutor(self.ws) if workers.executor == "dask"
+        self.executor = (DaskExecutor(self.ws) if workers.executor == ExecutorKind.DASK
                          else make_executor(workers.executor, self.ws.tmux_socket, self.ws.executor_dir))
         reason: str | None = None
         try:
             with self.executor, resume.stopping(self):
-                if self.executor.kind == "subprocess" and workers.executor == "auto":
+                if self.executor.kind == ExecutorKind.SUBPROCESS and workers.executor == ExecutorKind.AUTO:
                     self.say("tmux is not installed: workers run as plain subprocesses")
                 if workers.sandbox == SandboxMode.NONE:
                     self.say(UNSANDBOXED_NOTE)

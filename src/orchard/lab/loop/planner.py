@@ -18,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 
 from orchard.errors import OrchardError, UsageError
+from orchard.lab.config.orchard_toml import ExecutorKind
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import opportunities
 from orchard.lab.loop import backlog
@@ -149,7 +150,8 @@ def plan(ws: Workspace, state: LabState, *, say: Callable[[str], None] = print) 
     hypotheses to the backlog and return them."""
     for note in preflight(ws.config, [make_launcher(ws.config.launcher)], "nothing was planned"):
         say(note)
-    kind = "subprocess" if ws.config.workers.executor == "dask" else ws.config.workers.executor  # plans run here
+    configured = ws.config.workers.executor
+    kind = ExecutorKind.SUBPROCESS if configured == ExecutorKind.DASK else configured  # plans run here
     with make_executor(kind, ws.tmux_socket, ws.executor_dir) as executor:
         run = start_plan(ws, state, executor, say=say)
         results = executor.wait()

@@ -13,6 +13,7 @@ from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import MeasureProgress, measure, opportunities
 from orchard.lab.loop import stop
 from orchard.lab.loop.start import recorded_start
+from orchard.lab.records.build import CheckName
 from orchard.lab.workers.builds import baseline_binary, placeholders, run_step
 from orchard.lab.workers.workspace import Workspace
 
@@ -48,7 +49,7 @@ def sweep(ws: Workspace, state: LabState, *, say: Callable[[str], None],
     data: dict[str, Any] = {"main": main, "verdict": verdict.to_dict()}
     if ws.config.bench.sweep:
         values = placeholders(ws, ws.reference_target, baseline_binary(ws, state, main).path)
-        check = run_step("sweep", ws.config.bench.sweep, ws.bench_dir, values, ws.judge_dir / "sweep-logs")
+        check = run_step(CheckName.SWEEP, ws.config.bench.sweep, ws.bench_dir, values, ws.judge_dir / "sweep-logs")
         data["command"] = check.detail
         data["command_log"] = check.log
     state.log("sweep", data)

@@ -10,6 +10,7 @@ import os
 import signal
 from pathlib import Path
 
+from orchard.lab.config.orchard_toml import ExecutorKind
 from orchard.lab.loop.driver import Driver
 from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.records.experiment import ExperimentStatus
@@ -74,7 +75,7 @@ def _launch_remote(lab: Driver, executor: DaskExecutor, record: ExperimentRecord
     lab.state.log("experiment-start", {"hypothesis": record.hypothesis, "worker": record.worker,
                                        "lane": record.lane, "base": record.target_base,
                                        "launcher": lab.launcher(record).label,
-                                       "title": hypothesis.title, "executor": "dask",
+                                       "title": hypothesis.title, "executor": ExecutorKind.DASK,
                                        "scheduler": lab.ws.config.workers.scheduler,
                                        "log": str(lab.ws.log_path(record.name))}, record.name)
     lab.say(f"{record.name}: submitted to the dask cluster for worker {record.worker} ({record.lane} lane)")

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from orchard.lab.judge.measuring import Direction
 from orchard.lab.judge.verdict_view import MetricEffect, floor_pct, interval, measured, pct, short_commit
 from orchard.lab.notebook.view import ExperimentView, LabView
 from orchard.lab.records.judgment import Decision
@@ -93,7 +94,7 @@ def _effects(effects: Sequence[MetricEffect], **error_style: Any) -> dict[str, A
 
 
 def _better(view: LabView, key: str) -> str:
-    return f"{view.directions.get(key, 'lower')} is better"
+    return f"{view.directions.get(key, Direction.LOWER)} is better"
 
 
 def _layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, Any]:

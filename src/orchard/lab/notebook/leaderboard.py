@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from orchard.lab.db.state import LabState
-from orchard.lab.judge.measuring import MetricVerdict
+from orchard.lab.judge.measuring import Direction, MetricVerdict
 from orchard.lab.judge.verdict_view import MetricEffect, VerdictView
 from orchard.lab.records.judgment import Decision
 from orchard.lab.records.lab_start import LAB_START, LabStart
@@ -21,7 +21,7 @@ from orchard.lab.records.lab_start import LAB_START, LabStart
 @dataclass(frozen=True)
 class LeaderRow:
     metric: str
-    direction: str
+    direction: Direction
     baseline: float
     best: float
     by: str  # the experiment, or "baseline" while nothing beat it
@@ -31,20 +31,16 @@ class LeaderRow:
     final: MetricEffect | None = None  # main at the end against main at the start, one paired verdict
 
 
-def directions(state: LabState) -> dict[str, str]:
+def directions(state: LabState) -> dict[str, Direction]:
     raw = state.meta("metric_directions")
-    return json.loads(raw) if raw else {}
-
-
-def _better(a: float, b: float, direction: str) -> bool:
-    return a < b if direction == "lower" else a > b
+    return {key: Direction(value) for key, value in (json.loads(raw) if raw else {}).items()}
 
 
 def leaderboard(state: LabState, final: VerdictView | None) -> tuple[LeaderRow, ...]:
     """Per metric: baseline, best value from a landed change, current main, main at the end against the start."""
     start = LabStart.first(state.events(LAB_START))
     dirs = directions(state)
-    board = {key: LeaderRow(key, dirs.get(key, "lower"), value, value, "baseline", None, value)
+    board = {key: LeaderRow(key, dirs.get(key, Direction.LOWER), value, value, "baseline", None, value)
              for key, value in ({} if start is None else start.baseline).items()}
     for experiment in state.experiments():
         judged = None if experiment.judgment is None else VerdictView.from_verdict(experiment.judgment.verdict)
@@ -54,7 +50,7 @@ def leaderboard(state: LabState, final: VerdictView | None) -> tuple[LeaderRow, 
             row = board.get(metric.key)
             if row is None or metric.candidate is None or metric.verdict != MetricVerdict.IMPROVED:
                 continue
-            if _better(metric.candidate, row.best, row.direction):
+            if row.direction.better(metric.candidate, row.best):
                 board[metric.key] = replace(row, best=metric.candidate, by=experiment.name, effect=metric,
                                             commit=experiment.merge_commit or experiment.land_commit)
     mains: Mapping[str, float] = {}

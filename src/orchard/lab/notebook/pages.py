@@ -19,6 +19,7 @@ from importlib import resources
 from importlib.util import find_spec
 from pathlib import Path
 
+from orchard.lab.judge.measuring import LockState
 from orchard.lab.judge.verdict_view import (
     COLUMNS,
     VerdictView,
@@ -122,7 +123,7 @@ def lock(view: LabView) -> str:
     recent = ", ".join(f"{escape(w.kind)} {escape(w.experiment or '')} {w.wait_ms / 1000:.2f} s" for w in waits)
     return (
         f"<p>measurement lock <b>{escape(lk.state)}</b>; "
-        f"{'holder' if lk.state == 'held' else 'last holder'}: {holder} since {since}; queue: {queue}</p>"
+        f"{'holder' if lk.state == LockState.HELD else 'last holder'}: {holder} since {since}; queue: {queue}</p>"
         f"<p class=muted>recent waits per verdict: {recent or 'none recorded'} · <code>{escape(lk.path)}</code></p>"
     )
 

@@ -16,7 +16,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from orchard.lab.config.orchard_toml import ExecutorKind
 from orchard.lab.db.state import LabState
+from orchard.lab.judge.measuring import LockState
 from orchard.lab.judge.verdict_view import effect_cells, num
 from orchard.lab.notebook import view
 from orchard.lab.notebook.view import LabView
@@ -37,7 +39,7 @@ def status(lab: LabView) -> dict[str, Any]:
         "workspace": lab.workspace,
         "executor": lab.executor,
         "sandbox": lab.sandbox,
-        "attach": attach_command(lab.tmux_socket) if lab.executor in ("auto", "tmux") else None,
+        "attach": attach_command(lab.tmux_socket) if lab.executor in (ExecutorKind.AUTO, ExecutorKind.TMUX) else None,
         "workers": [{"experiment": w.experiment, "worker": w.worker, "lane": w.lane, "status": w.status,
                      "minutes": round(w.elapsed_s / 60, 1), "log": w.log, "hypothesis": w.hypothesis,
                      "launcher": w.launcher, "host": w.host}
@@ -64,7 +66,7 @@ def render(lab: LabView) -> Group:
             table.add_row(w.experiment, w.worker, w.lane, w.launcher, w.status, str(round(w.elapsed_s / 60, 1)),
                           w.host, w.log)
         parts.append(table)
-        if lab.executor in ("auto", "tmux"):
+        if lab.executor in (ExecutorKind.AUTO, ExecutorKind.TMUX):
             parts.append(Text(f"watch the workers live: {attach_command(lab.tmux_socket)}"))
     else:
         parts.append(Text("no worker is running" + (f"; stopped: {lab.stopped}" if lab.stopped else "")))
@@ -79,7 +81,8 @@ def render(lab: LabView) -> Group:
                       *effect_cells(row.effect, row.final))
     parts.append(board)
     lock = lab.lock
-    holder = f" by pid {lock.holder_pid} ({lock.holder_label})" if lock.state == "held" and lock.holder_pid else ""
+    held = lock.state == LockState.HELD and lock.holder_pid
+    holder = f" by pid {lock.holder_pid} ({lock.holder_label})" if held else ""
     queue = f"; queue: {', '.join(f'pid {pid}' for pid in lock.queue)}" if lock.queue else ""
     parts.append(Text(f"measurement lock: {lock.state}{holder}{queue}"))
     return Group(*parts)

@@ -21,9 +21,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from orchard.lab.config.orchard_toml import ExecutorKind
 from orchard.lab.db import ranking
 from orchard.lab.db.state import LabState
-from orchard.lab.judge.measuring import LockStatus, lock_status
+from orchard.lab.judge.measuring import Direction, LockState, LockStatus, lock_status
 from orchard.lab.judge.verdict_view import VerdictView
 from orchard.lab.landing.publication import Publication
 from orchard.lab.notebook.journal import journal_entry
@@ -141,12 +142,12 @@ class LabView:
     generated_at: float
     started_at: float | None
     base: str | None
-    executor: str
+    executor: ExecutorKind
     tmux_socket: str
     worker_slots: int
     baseline: Mapping[str, float]
     floors: Mapping[str, float]
-    directions: Mapping[str, str]
+    directions: Mapping[str, Direction]
     workers: tuple[WorkerView, ...]
     lock: LockStatus
     backlog: tuple[BacklogItem, ...]
@@ -245,7 +246,7 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
     baseline = {} if start is None else dict(start.baseline)
     floors = {} if start is None else dict(start.floors)
     # where each experiment runs: this machine, or the dask worker its latest attempt started on
-    here = socket.gethostname() if ws.config.workers.executor != "dask" else "dask cluster (queued)"
+    here = socket.gethostname() if ws.config.workers.executor != ExecutorKind.DASK else "dask cluster (queued)"
     hosts = {e.experiment: e.data["host"] for e in events if e.kind == "experiment-host"}
     workers = tuple(
         WorkerView(experiment=e.name, hypothesis=e.hypothesis, worker=e.worker, lane=e.lane,
@@ -264,7 +265,7 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         sandbox=ws.config.workers.sandbox, tmux_socket=ws.tmux_socket, worker_slots=ws.config.workers.count,
         baseline=baseline,
         floors=floors, directions=dirs, workers=workers,
-        lock=lock_status() if live else LockStatus("not read", "", None, None, None, ()),
+        lock=lock_status() if live else LockStatus(LockState.NOT_READ, "", None, None, None, ()),
         backlog=tuple(BacklogItem(r.id, r.hypothesis.score, r.hypothesis.lane, r.hypothesis.title) for r in ranked),
         leaderboard=board,
         experiments=tuple(experiments), main_steps=tuple(main_steps(events, baseline, floors)), lock_waits=waits,

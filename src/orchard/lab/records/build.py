@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +29,31 @@ class BuiltBinary:
         return cls(Path(data["path"]), {str(k): str(v) for k, v in data["files"].items()}, str(data.get("commit", "")))
 
 
-@dataclass
+class CheckName(StrEnum):
+    """What a check established, by the name lab.db, the journal and a step's log file carry."""
+
+    WORKER = "worker"  # the worker finished, with a report
+    HARNESS = "harness"  # the bench clone is untouched
+    SCOPE = "scope"  # every change inside the hypothesis's scope
+    PATCH = "patch"  # text only, no special files, under the size cap
+    TESTS_KEPT = "tests-kept"  # no assertion removed from test files
+    APPLY = "apply"  # the patch applies to a clean base
+    BUILD = "build"
+    TESTS = "tests"  # the target's own tests
+    TEST_COUNT = "test-count"  # no fewer tests counted than at the base
+    TEST_COUNT_BASE = "test-count-base"  # the base's count (a step only)
+    BENCH_TESTS = "bench-tests"  # the bench's own tests
+    BINARY = "binary"  # the build made the binary, unchanged while it was measured
+    PLAUSIBLE = "plausible"  # a win beyond the plausible factor, confirmed on held-out inputs
+    REVIEW = "review"  # the reviewer approved
+    SWEEP = "sweep"  # the bench's sweep after a landed win (a step only)
+
+
+@dataclass(frozen=True)
 class Check:
     """One thing established about a candidate (a step run, a collection check), passed or not."""
 
-    name: str
+    name: CheckName
     passed: bool
     detail: str
     log: str | None = None
@@ -42,4 +63,4 @@ class Check:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Check:
-        return cls(str(data["name"]), bool(data["passed"]), str(data["detail"]), data.get("log"))
+        return cls(CheckName(data["name"]), bool(data["passed"]), str(data["detail"]), data.get("log"))

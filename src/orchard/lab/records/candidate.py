@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from orchard.lab.records.agent_usage import AgentUsage
-from orchard.lab.records.report_reading import ReportReading
+from orchard.lab.records.report_reading import ReportReading, ReportState
 
 
 class Flag(StrEnum):
@@ -33,6 +33,11 @@ class Flag(StrEnum):
     TIMED_OUT = "timed-out"
     CANCELLED = "cancelled"
     EXIT_NONZERO = "exit-nonzero"
+
+
+# A report that is not OK, as collection flags it.
+REPORT_FLAGS = {ReportState.MISSING: Flag.REPORT_MISSING, ReportState.MALFORMED: Flag.REPORT_MALFORMED,
+                ReportState.INVALID: Flag.REPORT_INVALID, ReportState.UNREADABLE: Flag.REPORT_UNREADABLE}
 
 
 @dataclass(frozen=True)

@@ -111,31 +111,20 @@ class Hypothesis:
         return data
 
     @classmethod
+    def from_fields(cls, *, source: str, **given: Any) -> Hypothesis:
+        """Build from named fields (a command line's), an empty string or None standing for "not given"."""
+        return cls.from_dict({key: value for key, value in given.items() if value not in ("", None)}, source=source)
+
+    @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "hypothesis", stored: bool = False) -> Hypothesis:
         """Build from parsed TOML/JSON; UsageError naming every bad field.
 
         `stored`: a record lab.db already holds. Its types are checked, the bounds on new input are not,
         so a lab made before a bound existed still opens.
         """
-        problems: list[str] = []
         known = set(cls.__dataclass_fields__)
-        problems += [f"{source}.{key}: unknown field" for key in data if key not in known]
-        for key in ("metric", "change"):
-            if not isinstance(data.get(key), str) or not data.get(key):
-                problems.append(f"{source}.{key}: missing (a non-empty string)")
-        for key in (*_TEXT_FIELDS, "current_value", "notes", "launcher"):
-            value = data.get(key, "")
-            if key == "current_value" and finite_number(value):
-                continue
-            if not isinstance(value, str):
-                problems.append(f"{source}.{key}: expected a string, got {reprlib.repr(value)}")
-        if data.get("id") and isinstance(data["id"], str) and not _ID.match(data["id"]):
-            problems.append(f"{source}.id: {reprlib.repr(data['id'])} must be lower-case letters, digits and '-' "
-                            "(at most 48)")
-        for key, limit in {} if stored else TEXT_LIMITS.items():
-            value = data.get(key)
-            if isinstance(value, str) and len(value) > limit:
-                problems.append(f"{source}.{key}: {len(value)} characters, at most {limit} allowed")
+        problems = [f"{source}.{key}: unknown field" for key in data if key not in known]
+        problems += _text_problems(data, source, stored)
         predicted = data.get("predicted_effect")
         number = isinstance(predicted, (int, float)) and not isinstance(predicted, bool)
         if predicted is not None and (not number or not stored and (not finite_number(predicted) or predicted < -1)):
@@ -147,14 +136,7 @@ class Hypothesis:
         elif not stored and (len(scope) > MAX_SCOPE_ENTRIES or any(len(item) > MAX_SCOPE_ENTRY for item in scope)):
             problems.append(f"{source}.scope: at most {MAX_SCOPE_ENTRIES} entries of at most {MAX_SCOPE_ENTRY} "
                             "characters allowed")
-        for key, (low, high) in RANGES.items():
-            value = data.get(key, cls.__dataclass_fields__[key].default)
-            exclusive = key == "confidence"
-            if stored and isinstance(value, (int, float)) and not isinstance(value, bool):
-                continue
-            if not finite_number(value) or not (low < value if exclusive else low <= value) or value > high:
-                allowed = f"above {low:g} and at most {high:g}" if exclusive else f"from {low:g} to {high:g}"
-                problems.append(f"{source}.{key}: expected a number {allowed}, got {reprlib.repr(value)}")
+        problems += _range_problems(data, source, stored)
         if data.get("lane", Lane.EXPLOIT) not in tuple(Lane):
             problems.append(f"{source}.lane: {reprlib.repr(data.get('lane'))} is not one of {', '.join(Lane)}")
         for key in ("patch", "bench_patch"):
@@ -170,6 +152,40 @@ class Hypothesis:
         if values.get("predicted_effect") is not None:
             values["predicted_effect"] = float(values["predicted_effect"])
         return cls(**values)
+
+
+def _text_problems(data: Mapping[str, Any], source: str, stored: bool) -> list[str]:
+    """The text fields: present where required, strings, a well-formed id, within their limits (new input)."""
+    problems = [f"{source}.{key}: missing (a non-empty string)" for key in ("metric", "change")
+                if not isinstance(data.get(key), str) or not data.get(key)]
+    for key in (*_TEXT_FIELDS, "current_value", "notes", "launcher"):
+        value = data.get(key, "")
+        if key == "current_value" and finite_number(value):
+            continue
+        if not isinstance(value, str):
+            problems.append(f"{source}.{key}: expected a string, got {reprlib.repr(value)}")
+    if data.get("id") and isinstance(data["id"], str) and not _ID.match(data["id"]):
+        problems.append(f"{source}.id: {reprlib.repr(data['id'])} must be lower-case letters, digits and '-' "
+                        "(at most 48)")
+    for key, limit in {} if stored else TEXT_LIMITS.items():
+        value = data.get(key)
+        if isinstance(value, str) and len(value) > limit:
+            problems.append(f"{source}.{key}: {len(value)} characters, at most {limit} allowed")
+    return problems
+
+
+def _range_problems(data: Mapping[str, Any], source: str, stored: bool) -> list[str]:
+    """The ranking inputs: finite numbers inside their ranges (a stored record's only numbers)."""
+    problems = []
+    for key, (low, high) in RANGES.items():
+        value = data.get(key, Hypothesis.__dataclass_fields__[key].default)
+        exclusive = key == "confidence"
+        if stored and isinstance(value, (int, float)) and not isinstance(value, bool):
+            continue
+        if not finite_number(value) or not (low < value if exclusive else low <= value) or value > high:
+            allowed = f"above {low:g} and at most {high:g}" if exclusive else f"from {low:g} to {high:g}"
+            problems.append(f"{source}.{key}: expected a number {allowed}, got {reprlib.repr(value)}")
+    return problems
 
 
 def finite_number(value: Any) -> bool:

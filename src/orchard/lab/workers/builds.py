@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchard.errors import OrchardError
-from orchard.lab.records.build import BuiltBinary, Check
+from orchard.lab.records.build import BuiltBinary, Check, CheckName
 from orchard.lab.records.experiment import placeholder_values, render_command
 from orchard.lab.records.worker import WorkerDir
 from orchard.lab.workers.allowlist import judge_env
@@ -125,7 +125,7 @@ def placeholders(ws: Workspace, target_dir: Path, binary: Path | None) -> dict[s
                               bench_dir=ws.bench_dir, binary=binary, baseline=binary, suite=ws.suite(ws.bench_dir))
 
 
-def run_step(name: str, template: str, cwd: Path, values: Mapping[str, str], log_dir: Path, *,
+def run_step(name: CheckName, template: str, cwd: Path, values: Mapping[str, str], log_dir: Path, *,
              pass_env: Sequence[str] = (), confine: Confinement | None = None) -> Check:
     """Run one configured shell command with the judge's allowlist (plus `pass_env`), inside `confine` when
     given; its output goes to a log."""
@@ -145,7 +145,7 @@ def run_step(name: str, template: str, cwd: Path, values: Mapping[str, str], log
     return Check(name, False, f"`{command}` failed ({what}): {tail[0][:200]}", str(log))
 
 
-def candidate_step(ws: Workspace, name: str, template: str, checkout: Path, values: Mapping[str, str],
+def candidate_step(ws: Workspace, name: CheckName, template: str, checkout: Path, values: Mapping[str, str],
                    log_dir: Path) -> Check:
     """A step that runs the target's own code in a judge checkout (build, tests, test count): the judge's
     allowlist plus `[lab] pass_env`, confined like a worker (`[workers] sandbox`) to writing that checkout."""
@@ -169,7 +169,7 @@ def harness_tests(ws: Workspace, state: LabState, bench_base: str, values: Mappi
     recorded = state.meta(key)
     if recorded is not None:
         return Check.from_dict(json.loads(recorded))
-    check = run_step("bench-tests", ws.config.bench.test, ws.bench_dir, values, log_dir,
+    check = run_step(CheckName.BENCH_TESTS, ws.config.bench.test, ws.bench_dir, values, log_dir,
                      pass_env=ws.config.lab.pass_env)
     if check.passed:
         state.set_meta(key, json.dumps(check.to_dict()))
@@ -217,7 +217,7 @@ def _baseline_binary(ws: Workspace, state: LabState, commit: str) -> BuiltBinary
         state.log("baseline-rebuilt", {"commit": commit, "binary": str(cached.path), "changed": now_changed,
                                        "why": "the cached baseline's files changed since the judge built them"})
     checkout = checkout_with_patch(ws, ws.baseline_dir(commit), commit, "")
-    check = candidate_step(ws, "build", ws.config.target.build, checkout, placeholders(ws, checkout, None),
+    check = candidate_step(ws, CheckName.BUILD, ws.config.target.build, checkout, placeholders(ws, checkout, None),
                            checkout.parent / "logs")
     binary = ws.binary_in(checkout)
     if not check.passed or binary is None or not binary.exists():

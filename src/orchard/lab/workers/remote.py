@@ -39,6 +39,7 @@ from filelock import FileLock
 
 from orchard.errors import UsageError
 from orchard.lab.config.orchard_toml import Config, WorkersConfig
+from orchard.lab.records.build import CheckName
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.workers import sandbox
@@ -143,7 +144,7 @@ def _prepare(ws: Workspace, spec: RemoteExperiment) -> None:
     checkout = ws.baseline_dir(spec.target_base)
     shutil.rmtree(checkout, ignore_errors=True)
     ws.target_vcs.clone(str(ws.reference_target), checkout, commit=spec.target_base)
-    candidate_step(ws, "build", ws.config.target.build, checkout, placeholders(ws, checkout, None),
+    candidate_step(ws, CheckName.BUILD, ws.config.target.build, checkout, placeholders(ws, checkout, None),
                    checkout.parent / "logs")
 
 

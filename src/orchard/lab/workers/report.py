@@ -39,7 +39,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from orchard.lab.records.report_reading import ReportReading
+from orchard.lab.records.report_reading import ReportReading, ReportState
 
 SCHEMA = "orchard.worker-report/1"
 MAX_REPORT_BYTES = 1 << 20
@@ -159,22 +159,22 @@ def read_report(path: Path, experiment: str | None = None) -> ReportReading:
     try:
         raw = _read_regular(path)
     except FileNotFoundError:
-        return ReportReading("missing", str(path), problems=["the worker wrote no report"])
+        return ReportReading(ReportState.MISSING, str(path), problems=["the worker wrote no report"])
     except OSError as error:
         why = "a symlink" if path.is_symlink() else error.strerror or str(error)
-        return ReportReading("unreadable", str(path), problems=[f"report unreadable: {why}"])
+        return ReportReading(ReportState.UNREADABLE, str(path), problems=[f"report unreadable: {why}"])
     except (ValueError, UnicodeDecodeError) as error:
-        return ReportReading("unreadable", str(path), problems=[f"report unreadable: {error}"])
+        return ReportReading(ReportState.UNREADABLE, str(path), problems=[f"report unreadable: {error}"])
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as error:
-        return ReportReading("malformed", str(path), problems=[f"not JSON: {error}"], raw=raw)
+        return ReportReading(ReportState.MALFORMED, str(path), problems=[f"not JSON: {error}"], raw=raw)
     except RecursionError:
-        return ReportReading("unreadable", str(path), problems=["report unreadable: JSON nested too deep"])
+        return ReportReading(ReportState.UNREADABLE, str(path), problems=["report unreadable: JSON nested too deep"])
     problems = validate(data, experiment)
     if problems:
-        return ReportReading("invalid", str(path), problems=problems, raw=raw)
-    return ReportReading("ok", str(path), report=data, raw=raw)
+        return ReportReading(ReportState.INVALID, str(path), problems=problems, raw=raw)
+    return ReportReading(ReportState.OK, str(path), report=data, raw=raw)
 
 
 def write_report(path: Path, report: dict[str, Any]) -> None:

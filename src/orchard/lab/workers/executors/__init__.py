@@ -6,18 +6,19 @@ import shutil
 from pathlib import Path
 
 from orchard.errors import UsageError
+from orchard.lab.config.orchard_toml import ExecutorKind
 from orchard.lab.workers.executors.base import DONE_MARKER, Executor, Job, JobResult, kill_tree
 from orchard.lab.workers.executors.subprocess import SubprocessExecutor
 from orchard.lab.workers.executors.tmux import TmuxExecutor, attach_command
 
 
-def make_executor(kind: str, socket_name: str, runtime_dir: Path | None = None) -> Executor:
+def make_executor(kind: ExecutorKind, socket_name: str, runtime_dir: Path | None = None) -> Executor:
     """`tmux`, `subprocess`, or `auto` (tmux when installed); `socket_name` and `runtime_dir` are the workspace's."""
-    if kind == "auto":
-        kind = "tmux" if shutil.which("tmux") else "subprocess"
-    if kind == "tmux":
+    if kind == ExecutorKind.AUTO:
+        kind = ExecutorKind.TMUX if shutil.which("tmux") else ExecutorKind.SUBPROCESS
+    if kind == ExecutorKind.TMUX:
         return TmuxExecutor(socket_name, runtime_dir)
-    if kind == "subprocess":
+    if kind == ExecutorKind.SUBPROCESS:
         return SubprocessExecutor()
     raise UsageError(f"unknown executor {kind!r}; known: auto, tmux, subprocess")
 

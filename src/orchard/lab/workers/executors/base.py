@@ -37,6 +37,7 @@ from types import TracebackType
 import psutil
 
 from orchard.errors import UsageError
+from orchard.lab.config.orchard_toml import ExecutorKind
 from orchard.lab.workers.sandbox import Confinement
 
 DONE_MARKER = "WORKER_DONE_"
@@ -184,7 +185,7 @@ class _Running:
 class Executor(ABC):
     """Starts jobs, enforces their timeouts, reports how each one ended."""
 
-    kind: str = ""
+    kind: ExecutorKind
 
     def __init__(self) -> None:
         self._running: dict[str, _Running] = {}

@@ -29,6 +29,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from orchard.errors import UsageError
+from orchard.lab.config.orchard_toml import ExecutorKind
 from orchard.lab.workers.cluster import Cluster, experiment_resources
 from orchard.lab.workers.remote import (
     EVENT_TOPIC,
@@ -67,7 +68,7 @@ class _Task:
 class DaskExecutor:
     """Runs experiments on the configured dask cluster; serves the lab's repositories to it."""
 
-    kind = "dask"
+    kind = ExecutorKind.DASK
 
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws

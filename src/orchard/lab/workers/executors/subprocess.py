@@ -14,6 +14,7 @@ import subprocess
 
 import psutil
 
+from orchard.lab.config.orchard_toml import ExecutorKind
 from orchard.lab.workers.executors.base import Executor, Job, _Running, exit_line, wrap
 
 JOB_MARK = "ORCHARD_JOB"
@@ -28,7 +29,7 @@ def _mark(proc: psutil.Process | None) -> str | None:
 
 
 class SubprocessExecutor(Executor):
-    kind = "subprocess"
+    kind = ExecutorKind.SUBPROCESS
 
     def _launch(self, job: Job) -> tuple[int, object]:
         proc = subprocess.Popen(

@@ -27,6 +27,7 @@ from typing import cast
 import libtmux
 
 from orchard.errors import UsageError
+from orchard.lab.config.orchard_toml import ExecutorKind
 from orchard.lab.workers.executors.base import Executor, Job, _Running, exit_line, wrap
 
 SESSION = "orchard"
@@ -53,7 +54,7 @@ def _handle(running: _Running) -> tuple[str, str]:
     return window_id, key
 
 class TmuxExecutor(Executor):
-    kind = "tmux"
+    kind = ExecutorKind.TMUX
 
     def __init__(self, socket_name: str, runtime_dir: Path | None = None) -> None:
         """`runtime_dir` holds the wrappers' exit-status files (default: a private temp dir).

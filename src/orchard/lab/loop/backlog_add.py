@@ -1,0 +1,48 @@
+"""`orchard backlog add`: hypotheses from a file, from the opportunities ranking or from one set of fields.
+
+Each is checked against what the lab can run: a metric its suite measures
+(an opportunity names a lane's metric, which the suite need not measure, so
+those are not held to it) and a launcher orchard.toml defines. All are added
+or none, and backlog.md is written again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from orchard.errors import UsageError
+from orchard.lab.db.state import LabState
+from orchard.lab.judge.measuring import metric_keys, opportunities
+from orchard.lab.loop import backlog
+from orchard.lab.notebook import backlog_file
+from orchard.lab.notebook.files import write_atomic
+from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.workers.workspace import Workspace
+
+
+def add_file(ws: Workspace, state: LabState, path: Path) -> list[Hypothesis]:
+    """The [[hypothesis]] tables of a TOML file."""
+    return _added(ws, state, backlog.load_file(path), source="user", origin=str(path))
+
+
+def add_opportunities(ws: Workspace, state: LabState, top: int) -> list[Hypothesis]:
+    """The `top` largest gaps of the lab's latest rows, the cause left for a planner."""
+    hypotheses = backlog.from_opportunities(opportunities(ws), top)
+    if not hypotheses:
+        raise UsageError(f"no opportunities in {ws.results_dir}: run a lane there first")
+    return _added(ws, state, hypotheses, source="opportunities", origin=f"the opportunities in {ws.results_dir}",
+                  suite_metrics=False)
+
+
+def add_one(ws: Workspace, state: LabState, hypothesis: Hypothesis) -> list[Hypothesis]:
+    """One hypothesis given field by field (`Hypothesis.from_fields`)."""
+    return _added(ws, state, [hypothesis], source="user", origin="flags")
+
+
+def _added(ws: Workspace, state: LabState, hypotheses: Sequence[Hypothesis], *, source: str, origin: str,
+           suite_metrics: bool = True) -> list[Hypothesis]:
+    backlog.add_all(state, hypotheses, source=source, origin=origin, metrics=metric_keys(ws) if suite_metrics else [],
+                    launchers=list(ws.config.launchers))
+    write_atomic(ws.root / "backlog.md", backlog_file.render(state))
+    return list(hypotheses)
