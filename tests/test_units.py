@@ -39,3 +39,9 @@ def test_a_metric_picks_its_unit_by_name_and_an_exact_value_keeps_every_digit() 
     assert quantity(1234.0, "rows_written") == "1,234"
     assert exact_quantity(11_502.0, "report/stdout_bytes") == "11,502 B"
     assert exact_quantity(245_242_011.0, "instructions") == "245,242,011"
+
+
+def test_almost_nothing_below_zero_prints_without_a_sign() -> None:
+    assert duration_ms(-1e-12) == "0.00 ns"
+    assert size_bytes(-1e-9) in ("0 B", "0.00 B")
+    assert duration_ms(-0.5) == "-500 µs"

@@ -39,6 +39,8 @@ def _scaled(value: float | None, steps: Steps) -> str:
         return "-"
     below, unit, per, decimals = next(step for step in steps if abs(value) < step[0])
     number = _three_digits(value / per) if decimals is None else f"{value / per:,.{decimals}f}"
+    if number.startswith("-") and not number.strip("-0.,"):
+        number = number[1:]  # a rounding of almost nothing is no negative amount
     return f"{number} {unit}"
 
 
