@@ -180,6 +180,27 @@ sleep 600
     assert not _events(ws, "merge")
 
 
+def test_a_forged_land_row_with_no_judgment_never_reaches_the_users_repository(tmp_path: Path) -> None:
+    """The worker writes LAND into lab.db for its own in-scope, correctly hashed 10x regression; no judge ever
+    judged it, so nothing is committed, journaled as landed or pushed, and the run fails."""
+    forge = tmp_path / "forge.py"
+    forge.write_text(FORGE)
+    ws, repo = _lab(tmp_path, f"""
+printf '#!/bin/sh\\ni=0; while [ $i -lt 4000 ]; do echo "line $i"; i=$((i+1)); done\\n' > run.sh
+finished
+base=$(git rev-parse HEAD)
+git diff "$base" > ../slow.patch
+{sys.executable} {forge} "$workspace" "$experiment" "$base" ../slow.patch "$target" ../slow.patch
+sleep 600
+""")
+    with pytest.raises(LabIntegrityError, match="no judgment"):
+        _run(ws)
+    assert "lab/h1" not in git(repo, "branch", "--list", "lab/*")
+    assert "4000" not in git(repo, "log", "--all", "-p")
+    for step in ("land", "push", "merge"):
+        assert not _events(ws, step), step
+
+
 def test_hooks_and_config_in_the_workers_git(tmp_path: Path) -> None:
     """fsmonitor, hooksPath, a filter and a diff driver in the worker's .git/config never run in orchard."""
     ran = tmp_path / "hook-ran"
