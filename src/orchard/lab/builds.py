@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from orchard.errors import OrchardError
 from orchard.lab.allowlist import judge_env
+from orchard.lab.events import BaselineRebuilt
 from orchard.lab.experiment import placeholder_values, render_command
 from orchard.lab.sandbox import Confinement, step_confinement
 from orchard.lab.workspace import Worker, Workspace
@@ -245,8 +246,8 @@ def _baseline_binary(ws: Workspace, state: LabState, commit: str) -> BuiltBinary
         changed = cached.changed()
         if not changed:
             return cached
-        state.log("baseline-rebuilt", {"commit": commit, "binary": str(cached.path), "changed": changed,
-                                       "why": "the cached baseline's files changed since the judge built them"})
+        state.log(BaselineRebuilt(commit, str(cached.path), tuple(changed),
+                                  "the cached baseline's files changed since the judge built them"))
     checkout = checkout_with_patch(ws, ws.baseline_dir(commit), commit, "")
     check = candidate_step(ws, "build", ws.config.target.build, checkout, placeholders(ws, checkout, None),
                            checkout.parent / "logs")

@@ -27,6 +27,7 @@ from enum import StrEnum
 
 from orchard.lab import stop
 from orchard.lab.db_records import ExperimentRecord
+from orchard.lab.events import ExperimentFailed
 from orchard.lab.experiment import ExperimentStatus
 from orchard.lab.hypothesis import HypothesisStatus
 from orchard.lab.judgment import Decision
@@ -34,7 +35,6 @@ from orchard.lab.state import LabBusy, LabState
 from orchard.lab.verdicts import LabIntegrityError
 
 REASON_CHARS = 300
-EVENT = "experiment-error"
 
 
 class Stage(StrEnum):
@@ -71,8 +71,7 @@ def end_experiment(state: LabState, record: ExperimentRecord, stage: Stage, erro
                                 decision=None if requeue else Decision.KILL, reasons=[reason])
         state.update_hypothesis(record.hypothesis,
                                 status=HypothesisStatus.OPEN if requeue else HypothesisStatus.KILLED)
-        state.log(EVENT, {"hypothesis": record.hypothesis, "stage": stage, "reason": reason,
-                          "requeued": requeue}, record.name)
+        state.log(ExperimentFailed(record.hypothesis, stage, reason, requeue), record.name)
         if not requeue:
             stop.count_judged(state, workers, False)
     return reason

@@ -51,6 +51,7 @@ from orchard.lab import (
 )
 from orchard.lab import land as landing
 from orchard.lab.db_records import ExperimentRecord
+from orchard.lab.events import BacklogChanged, EventKind
 from orchard.lab.executors import Executor, SubprocessExecutor, make_executor
 from orchard.lab.executors.dask import DaskExecutor
 from orchard.lab.experiment import Experiment, ExperimentStatus
@@ -233,19 +234,19 @@ class Lab:
         event = JudgmentEntry(
             hypothesis=hypothesis.id, title=hypothesis.title, decision=judgment.decision, reasons=judgment.reasons,
             metric=hypothesis.metric, predicted=hypothesis.predicted_text, cause=hypothesis.suspected_cause,
-            rule=judgment.rule, verdict=judgment.verdict, checks=judgment.check_lines(),
-            usage=None if record.candidate is None else record.candidate.usage.to_dict(),
-            sandbox=self.ws.config.workers.sandbox)
+            rule=judgment.rule, verdict=judgment.verdict, checks=tuple(judgment.check_lines()),
+            usage=None if record.candidate is None else record.candidate.usage,
+            sandbox=self.ws.config.workers.sandbox, patch_sha256=judgment.patch_sha256)
         with self.state.transaction():
             self.state.update_experiment(record.name, status=status, judgment=judgment,
                                          decision=judgment.decision, reasons=judgment.reasons)
-            self.state.log("judgment", event.to_dict(), record.name)
+            self.state.log(event, record.name)
             if judgment.decision == Decision.KILL:
                 self.state.update_hypothesis(hypothesis.id, status=HypothesisStatus.KILLED)
                 lowered = backlog.learn_from_kill(self.state, entry)
                 if lowered:
-                    self.state.log("backlog", {"lowered confidence": lowered,
-                                               "because": f"{hypothesis.id} was killed"}, record.name)
+                    self.state.log(BacklogChanged(lowered=tuple(lowered), because=f"{hypothesis.id} was killed"),
+                                   record.name)
             elif judgment.decision == Decision.ITERATE:
                 self.state.update_hypothesis(hypothesis.id, status=HypothesisStatus.ITERATED)
                 child = backlog.sharpen(self.state, hypothesis, judgment.reasons)
@@ -300,7 +301,7 @@ class Lab:
     def _run(self) -> str:
         self.preflight()
         events = self.state.events()
-        if events and events[-1].kind == "stop":
+        if events and events[-1].kind == EventKind.STOP:
             self.state.set_counter(stop.IDLE_LOOPS, 0)  # a new session after a clean stop starts fresh
         workers = self.ws.config.workers
         self.executor = (DaskExecutor(self.ws) if workers.executor == "dask"

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from orchard.errors import OrchardError, UsageError
 from orchard.lab import backlog, records, view
+from orchard.lab.events import BacklogChanged
 from orchard.lab.executors import Executor, Job, JobResult, make_executor
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
@@ -137,7 +138,7 @@ def finish_plan(ws: Workspace, state: LabState, run: PlanRun, result: JobResult)
     with state.transaction():
         for h in hypotheses:
             backlog.add(state, h, source="planner")
-        state.log("backlog", {"planner": run.name, "added": [h.id for h in hypotheses]})
+        state.log(BacklogChanged(planner=run.name, added=tuple(h.id for h in hypotheses)))
     records.write_atomic(ws.root / "backlog.md", backlog.render(state))
     return hypotheses
 

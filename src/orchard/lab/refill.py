@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from orchard.errors import OrchardError
 from orchard.lab import planner
+from orchard.lab.events import RefillStopped
 from orchard.lab.experiment import ExperimentStatus
 from orchard.lab.hypothesis import HypothesisStatus
 from orchard.lab.slots import slots
@@ -50,6 +51,6 @@ def collect_plan(lab: Lab) -> None:
 
 def _stopped(lab: Lab, why: str) -> None:
     lab.refill_failed = True
-    lab.state.log("refill", {"stopped": why})
+    lab.state.log(RefillStopped(why))
     lab.say(f"backlog refill stopped for this run: {why}")
 

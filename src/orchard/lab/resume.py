@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from orchard.lab import collection
 from orchard.lab.db_records import ExperimentRecord
+from orchard.lab.events import EventKind, WorkerStopped
 from orchard.lab.executors.dask import DaskExecutor
 from orchard.lab.experiment import ExperimentStatus
 
@@ -20,14 +21,13 @@ if TYPE_CHECKING:
     from orchard.lab.loop import Lab
 
 Status = ExperimentStatus
-STOPPED_BY_LAB = "worker-stopped-by-lab"  # the journal's record that a worker was killed by the lab's own stop
 
 
 def _stopped_by_lab(lab: Lab, record: ExperimentRecord) -> bool:
     """Whether the lab itself stopped this experiment's worker after it last started (never a finished one)."""
     kinds = [e.kind for e in lab.state.events() if e.experiment == record.name
-             and e.kind in ("experiment-start", STOPPED_BY_LAB)]
-    return bool(kinds) and kinds[-1] == STOPPED_BY_LAB
+             and e.kind in (EventKind.EXPERIMENT_START, EventKind.WORKER_STOPPED)]
+    return bool(kinds) and kinds[-1] == EventKind.WORKER_STOPPED
 
 
 @contextlib.contextmanager
@@ -37,8 +37,7 @@ def stopping(lab: Lab) -> Iterator[None]:
         yield
     except BaseException as error:
         for record in lab.state.experiments(Status.RUNNING):
-            lab.state.log(STOPPED_BY_LAB, {"why": f"orchard run stopped ({type(error).__name__})",
-                                           "worker": record.worker}, record.name)
+            lab.state.log(WorkerStopped(f"orchard run stopped ({type(error).__name__})", record.worker), record.name)
         raise
 
 

@@ -12,43 +12,20 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from orchard.errors import OrchardError
 from orchard.lab.builds import baseline_binary, harness_tests, placeholders
+from orchard.lab.events import LabStart
 from orchard.lab.publication import main_branch
 from orchard.lab.state import LabState
 from orchard.lab.verdicts import MeasureProgress, calibrate
 from orchard.lab.workspace import Workspace
 
-LAB_START = "lab-start"
-
-
-@dataclass(frozen=True)
-class LabStart:
-    """What the journal's lab-start entry records."""
-
-    base: str
-    bench_base: str
-    binary: str
-    calibration: str
-    baseline: dict[str, float] = field(default_factory=dict)
-    floors: dict[str, float] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LabStart:
-        return cls(data["base"], data.get("bench_base", ""), data.get("binary", ""), data.get("calibration", "-"),
-                   dict(data.get("baseline", {})), dict(data.get("floors", {})))
-
 
 def recorded_start(state: LabState) -> LabStart | None:
     """The lab's start as the journal recorded it (None before it started)."""
-    starts = state.events(LAB_START)
-    return LabStart.from_dict(starts[0].data) if starts else None
+    starts = state.events_of(LabStart)
+    return starts[0].event if starts else None
 
 
 def start(ws: Workspace, state: LabState, *, say: Callable[[str], None] = print,
@@ -76,6 +53,6 @@ def start(ws: Workspace, state: LabState, *, say: Callable[[str], None] = print,
         if calibrated:
             state.add_measurement("baseline", base, entry.baseline)
             state.add_measurement("main", base, entry.baseline)
-        state.log(LAB_START, entry.to_dict())
+        state.log(entry)
         state.set_meta("started_at", str(time.time()))
     return True

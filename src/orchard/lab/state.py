@@ -21,12 +21,20 @@ import sqlite3
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from orchard import __version__
 from orchard.errors import OrchardError, UsageError
 from orchard.lab.candidate import Candidate
-from orchard.lab.db_records import ExperimentRecord, HypothesisRecord, JournalEvent, Measurement
+from orchard.lab.db_records import (
+    ExperimentRecord,
+    HypothesisRecord,
+    JournalEvent,
+    Measurement,
+    Unrecognized,
+    of_type,
+)
+from orchard.lab.events import Event, EventKind
 from orchard.lab.experiment import ExperimentStatus
 from orchard.lab.hypothesis import Hypothesis, HypothesisStatus, Lane
 from orchard.lab.judgment import Judgment
@@ -39,6 +47,7 @@ MAX_VALUE_BYTES = (16 + 4) * 1024 * 1024
 BUSY_TIMEOUT_S = 10.0  # how long a writer waits for another process's write lock on lab.db
 
 DB_NAME = "lab.db"
+E = TypeVar("E", bound=Event)
 
 
 class LabBusy(UsageError):
@@ -280,18 +289,26 @@ class LabState:
 
     # -- events, measurements, baselines --------------------------------------------
 
-    def log(self, kind: str, data: Mapping[str, Any], experiment: str | None = None) -> None:
+    def log(self, event: Event, experiment: str | None = None) -> int:
+        """Journal one event (its record's JSON); returns its id."""
         with self.transaction():
-            self.db.execute(
+            cursor = self.db.execute(
                 "INSERT INTO events (at, kind, experiment, data) VALUES (?, ?, ?, ?)",
-                (time.time(), kind, experiment, _bounded(kind, json.dumps(dict(data), sort_keys=True, default=str))),
+                (time.time(), event.kind, experiment,
+                 _bounded(event.kind, json.dumps(event.to_dict(), sort_keys=True, default=str))),
             )
+        return int(cursor.lastrowid or 0)
 
-    def events(self, kind: str | None = None) -> list[JournalEvent]:
-        query, args = "SELECT * FROM events", tuple[str, ...]()
+    def events(self, kind: EventKind | None = None, *, after: int = 0) -> list[JournalEvent[Event | Unrecognized]]:
+        """The journal, oldest first (of one kind; only the events after the id `after`)."""
+        query, args = "SELECT * FROM events WHERE id > ?", list[int | str]([after])
         if kind is not None:
-            query, args = query + " WHERE kind = ?", (kind,)
+            query, args = query + " AND kind = ?", [after, kind]
         return [JournalEvent.from_row(row) for row in self.db.execute(query + " ORDER BY id", args)]
+
+    def events_of(self, record: type[E]) -> list[JournalEvent[E]]:
+        """The events of one record type, oldest first, each with its record typed."""
+        return of_type(self.events(record.kind), record)
 
     def add_measurement(self, kind: str, commit_id: str, metrics: Mapping[str, float | None],
                         experiment: str | None = None) -> None:
