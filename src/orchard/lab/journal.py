@@ -9,7 +9,7 @@ to the digit. The dashboard's feed shows these entries as they are.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -99,8 +99,18 @@ def _fields(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+HEAD = ["# Lab journal", "", "Every judgment, landing and stop, oldest first. Rendered from lab.db.", ""]
+
+
 def render_journal(state: LabState) -> str:
-    lines = ["# Lab journal", "", "Every judgment, landing and stop, oldest first. Rendered from lab.db.", ""]
-    for event in state.events():
-        lines += journal_entry(event)
-    return "\n".join(lines)
+    return render_events(state.events())
+
+
+def render_events(events: Sequence[JournalEvent[Event | Unrecognized]]) -> str:
+    """The whole JOURNAL.md of these events."""
+    return "\n".join(HEAD) + appended(events)
+
+
+def appended(events: Sequence[JournalEvent[Event | Unrecognized]]) -> str:
+    """What these events add at the end of a JOURNAL.md (a whole journal is its head and this)."""
+    return "".join("\n" + "\n".join(journal_entry(event)) for event in events)

@@ -17,6 +17,7 @@ from typing import Any, Self
 from orchard.lab.agent_usage import AgentUsage
 from orchard.lab.builds import BuiltBinary, Check
 from orchard.lab.events import Event, EventKind, texts
+from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.measured_events import verdict_of
 from orchard.lab.verdicts import Verdict
 
@@ -134,6 +135,15 @@ class JudgmentEntry(Event):
     @property
     def measured(self) -> Verdict | None:
         return self.verdict
+
+    @classmethod
+    def of(cls, judgment: Judgment, hypothesis: Hypothesis, usage: AgentUsage | None, sandbox: str) -> Self:
+        """The entry for a judgment of this hypothesis, with what its worker's agent spent."""
+        return cls(hypothesis=hypothesis.id, title=hypothesis.title, decision=judgment.decision,
+                   reasons=judgment.reasons, metric=hypothesis.metric, predicted=hypothesis.predicted_text,
+                   cause=hypothesis.suspected_cause, rule=judgment.rule, verdict=judgment.verdict,
+                   checks=tuple(judgment.check_lines()), usage=usage, sandbox=sandbox,
+                   patch_sha256=judgment.patch_sha256)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:

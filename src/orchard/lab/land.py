@@ -41,14 +41,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from orchard.lab import pins, special_files
-from orchard.lab.builds import BuiltBinary, baseline_binary, candidate_step, checkout_with_patch, placeholders
-from orchard.lab.candidate import a_few, patch_files
+from orchard.lab import pins
+from orchard.lab.builds import BuiltBinary, baseline_binary, candidate_step, placeholders
 from orchard.lab.events import Event
 from orchard.lab.experiment import ExperimentStatus
-from orchard.lab.hypothesis import Hypothesis, outside_scope
+from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.judge import judge
-from orchard.lab.judgment import Decision, Judgment, JudgmentEntry, patch_digest
+from orchard.lab.judgment import Decision, Judgment
+from orchard.lab.land_checks import checked_patch, landing_checkout, recorded_judgment
 from orchard.lab.land_steps import (
     BranchPushed,
     Committed,
@@ -150,28 +150,6 @@ class Steps:
 STEP_KINDS = tuple(LandStep)
 
 
-def landing_checkout(ws: Workspace, name: str, base: str, judgment: Judgment, hypothesis: Hypothesis,
-                     purpose: str = "land") -> Path:
-    """A fresh judge-owned checkout of `base` plus exactly the judged patch, checked again before it lands."""
-    checked_patch(name, judgment, hypothesis)
-    return checkout_with_patch(ws, ws.judge_dir / name / purpose, base, judgment.patch)
-
-
-def checked_patch(name: str, judgment: Judgment, hypothesis: Hypothesis) -> None:
-    """The patch recorded as judged is the one its sha256 names, inside the scope, with no special file."""
-    patch = judgment.patch
-    if not patch or patch_digest(patch) != judgment.patch_sha256:
-        raise LabIntegrityError(f"{name}: the judged patch stored in lab.db does not match its sha256 (or is "
-                                "missing): lab.db was edited; nothing was committed, merged or pushed")
-    files = patch_files(patch)
-    refused = [f"outside the scope: {a_few(v)}" for v in [outside_scope(files, hypothesis.scope)] if v]
-    refused += special_files.in_patch(patch)
-    if not files or refused:
-        raise LabIntegrityError(f"{name}: the patch recorded as judged is not one the judge passes "
-                                f"({'; '.join(refused) or 'it changes no file'}): lab.db was edited; nothing was "
-                                "committed, merged or pushed")
-
-
 def _commit_branch(ws: Workspace, checkout: Path, branch: str, message: str) -> str:
     """Commit the landing checkout on `branch` and push it into the lab's target clone.
 
@@ -208,20 +186,6 @@ def _confirm(ws: Workspace, state: LabState, main_head: str, current: Judgment, 
             if changed.role != "baseline" or attempt == 2:
                 return str(changed)
     raise AssertionError("unreachable")
-
-
-def recorded_judgment(state: LabState, name: str, judgment: Judgment) -> None:
-    """A LAND only the judge decided: the journal holds this experiment's LAND judgment of this very patch.
-
-    lab.db's experiment row alone is not enough (a worker without a sandbox can write it): without the
-    journal's entry nothing is committed, pushed or merged.
-    """
-    entries = [e.event for e in state.events_of(JudgmentEntry) if e.experiment == name]
-    if not judgment.patch_sha256 or not any(e.decision == Decision.LAND and e.patch_sha256 == judgment.patch_sha256
-                                            for e in entries):
-        raise LabIntegrityError(f"{name}: lab.db says LAND, but the journal has no judgment that landed this patch "
-                                f"({judgment.patch_sha256[:12] or 'no hash'}): lab.db was edited; nothing was "
-                                "committed, merged or pushed")
 
 
 @dataclass(frozen=True)

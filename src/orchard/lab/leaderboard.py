@@ -46,9 +46,9 @@ def leaderboard(state: LabState, final: VerdictView | None) -> tuple[LeaderRow, 
     dirs = directions(state)
     board = {key: LeaderRow(key, dirs.get(key, "lower"), value, value, "baseline", None, value)
              for key, value in ({} if start is None else start.baseline).items()}
-    for experiment in state.experiments():
+    for experiment in state.experiments(decision=Decision.LAND):
         judged = None if experiment.judgment is None else VerdictView.from_verdict(experiment.judgment.verdict)
-        if experiment.decision != Decision.LAND or judged is None:
+        if judged is None:
             continue
         for metric in judged.metrics:
             row = board.get(metric.key)

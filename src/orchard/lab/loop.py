@@ -55,7 +55,7 @@ from orchard.lab.events import BacklogChanged, EventKind
 from orchard.lab.executors import Executor, SubprocessExecutor, make_executor
 from orchard.lab.executors.dask import DaskExecutor
 from orchard.lab.experiment import Experiment, ExperimentStatus
-from orchard.lab.hypothesis import HypothesisStatus
+from orchard.lab.hypothesis import Hypothesis, HypothesisStatus
 from orchard.lab.isolation import Stage, end_experiment, lab_wide
 from orchard.lab.judge import judge
 from orchard.lab.judgment import Decision, Judgment, JudgmentEntry
@@ -86,14 +86,16 @@ class Lab:
         self.executor: Executor | DaskExecutor | None = None
         self.started = time.time()
         self._pool: ThreadPoolExecutor | None = None
-        self._judging: dict[str, Future[Judgment]] = {}
-        self._landing: dict[str, Future[landing.LandOutcome]] = {}
+        self._judging: dict[str, tuple[ExperimentRecord, Future[Judgment]]] = {}
+        self._landing: dict[str, tuple[ExperimentRecord, Future[landing.LandOutcome]]] = {}
         self._one_landing = threading.Lock()  # merges into main are serial
         self.planner_executor: Executor | None = None  # the refill planner's own executor (never the workers')
         self.plan: planner.PlanRun | None = None
         self.refill_failed = False
         self.deferred: set[str] = set()  # hypotheses whose launch failed in this run: back in the backlog, not retried
         self._settled = Settled()
+        self.notebook = records.Notebook(ws)
+        self.decided: dict[str, Judgment] = {}  # the wins this run's judges decided, handed to their landing
 
     def failed(self, record: ExperimentRecord, stage: Stage, error: BaseException) -> None:
         """One experiment failed (see lab/isolation.py): record why and go on, unless the lab itself failed."""
@@ -109,7 +111,7 @@ class Lab:
         self.render()
 
     def render(self) -> None:
-        records.write_notebook(self.ws, self.state)
+        self.notebook.update(self.state)  # with what was just recorded, without drawing it all again
 
     def _inputs(self) -> Hashable:
         """What a decision reads, but the clock: lab.db (its version) and the loop's own threads and sets."""
@@ -166,24 +168,21 @@ class Lab:
 
     # -- judging ------------------------------------------------------------------------
 
-    def _judge_job(self, name: str) -> Judgment:
-        """A judge thread: judge one candidate from clean, with its own lab.db connection."""
+    def _judge_job(self, record: ExperimentRecord) -> Judgment:
+        """A judge thread: judge the candidate handed to it from clean (its own lab.db connection for the caches)."""
+        assert record.candidate is not None
         state = LabState.open(self.ws.root)
         try:
-            record = state.experiment(name)
-            assert record.candidate is not None
             return judge(self.ws, state, record.name, record.candidate, record.target_base, record.bench_base,
                          progress=self.say, measure_progress=self.measure_progress)
         finally:
             state.close()
 
-    def _land_job(self, name: str, judgment: Judgment) -> landing.LandOutcome:
+    def _land_job(self, record: ExperimentRecord, judgment: Judgment, hypothesis: Hypothesis) -> landing.LandOutcome:
         """A landing thread: one at a time, since each merge moves main."""
         with self._one_landing:
             state = LabState.open(self.ws.root)
             try:
-                record = state.experiment(name)
-                hypothesis = state.hypothesis(record.hypothesis).hypothesis
                 return landing.land(self.ws, state, record, judgment, hypothesis, progress=self.say,
                                     measure_progress=self.measure_progress)
             finally:
@@ -193,9 +192,11 @@ class Lab:
         """Hand every decided win to the landing thread and collected candidates to free judge threads."""
         assert self._pool is not None
         for record in self.state.experiments(Status.LANDING):
-            if record.name not in self._landing:
-                assert record.judgment is not None
-                self._landing[record.name] = self._pool.submit(self._land_job, record.name, record.judgment)
+            if record.name not in self._landing:  # this run's judgment, else lab.db's (checked against the journal)
+                judgment = self.decided.get(record.name, record.judgment)
+                assert judgment is not None
+                hypothesis = self.state.hypothesis(record.hypothesis).hypothesis
+                self._landing[record.name] = (record, self._pool.submit(self._land_job, record, judgment, hypothesis))
         for record in self.state.experiments(Status.JUDGING, Status.COLLECTED):
             if record.name in self._judging:
                 continue
@@ -203,15 +204,14 @@ class Lab:
                 break
             self.state.update_experiment(record.name, status=Status.JUDGING)
             self.say(f"{record.name}: judging")
-            self._judging[record.name] = self._pool.submit(self._judge_job, record.name)
+            self._judging[record.name] = (record, self._pool.submit(self._judge_job, record))
 
     def harvest(self) -> bool:
         """Record the judgments and landings that finished; False when none did."""
         finished = False
-        for name, judged in list(self._judging.items()):
+        for name, (record, judged) in list(self._judging.items()):
             if judged.done():
                 del self._judging[name]
-                record = self.state.experiment(name)
                 stage = Stage.JUDGE
                 try:
                     judgment = judged.result()
@@ -220,10 +220,11 @@ class Lab:
                 except Exception as error:
                     self.failed(record, stage, error)
                 finished = True
-        for name, landed in list(self._landing.items()):
+        for name, (record, landed) in list(self._landing.items()):
             if landed.done():
                 del self._landing[name]
-                self._landed(self.state.experiment(name), landed.result())
+                self.decided.pop(name, None)
+                self._landed(record, landed.result())
                 finished = True
         return finished
 
@@ -231,12 +232,8 @@ class Lab:
         entry = self.state.hypothesis(record.hypothesis)
         hypothesis = entry.hypothesis
         status = Status.LANDING if judgment.decision == Decision.LAND else Status.DONE
-        event = JudgmentEntry(
-            hypothesis=hypothesis.id, title=hypothesis.title, decision=judgment.decision, reasons=judgment.reasons,
-            metric=hypothesis.metric, predicted=hypothesis.predicted_text, cause=hypothesis.suspected_cause,
-            rule=judgment.rule, verdict=judgment.verdict, checks=tuple(judgment.check_lines()),
-            usage=None if record.candidate is None else record.candidate.usage,
-            sandbox=self.ws.config.workers.sandbox, patch_sha256=judgment.patch_sha256)
+        event = JudgmentEntry.of(judgment, hypothesis, None if record.candidate is None else record.candidate.usage,
+                                 self.ws.config.workers.sandbox)
         with self.state.transaction():
             self.state.update_experiment(record.name, status=status, judgment=judgment,
                                          decision=judgment.decision, reasons=judgment.reasons)
@@ -255,6 +252,8 @@ class Lab:
                 self.state.update_hypothesis(hypothesis.id, status=HypothesisStatus.LANDED)
             stop.count_judged(self.state, self.ws.config.workers.count, judgment.decision == Decision.LAND)
             self.state.set_counter(stop.LAUNCHER_FAILURES, 0)  # a worker that worked ends a run of launcher failures
+        if judgment.decision == Decision.LAND:
+            self.decided[record.name] = judgment
         self.say(f"{record.name}: {judgment.decision}: {'; '.join(judgment.reasons)[:300]}")
         if judgment.checkout and judgment.decision != Decision.LAND:
             shutil.rmtree(judgment.checkout, ignore_errors=True)

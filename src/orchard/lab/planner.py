@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 
 from orchard.errors import OrchardError, UsageError
-from orchard.lab import backlog, records, view
+from orchard.lab import backlog, records
 from orchard.lab.events import BacklogChanged
 from orchard.lab.executors import Executor, Job, JobResult, make_executor
 from orchard.lab.experiment import Experiment
@@ -57,7 +57,7 @@ def planning_prompt(ws: Workspace, state: LabState, checkout: Path, output: Path
         "target_dir": str(checkout),
         "output": str(output),
         "opportunities": "\n".join(lines) or "(no opportunities ranking yet)",
-        "leaderboard": records.render_leaderboard(view.build(ws, state, live=False)),
+        "leaderboard": records.render_leaderboard(records.board(state)),
         "journal": render_journal(state)[-12000:],
         "backlog": backlog.render(state),
         "layout": _layout(ws, checkout),

@@ -37,7 +37,7 @@ from orchard.lab.db_records import (
 from orchard.lab.events import Event, EventKind
 from orchard.lab.experiment import ExperimentStatus
 from orchard.lab.hypothesis import Hypothesis, HypothesisStatus, Lane
-from orchard.lab.judgment import Judgment
+from orchard.lab.judgment import Decision, Judgment
 from orchard.lab.schema import SCHEMA, SCHEMA_VERSION
 from orchard.lab.workspace_lock import holder
 
@@ -264,10 +264,13 @@ class LabState:
             raise KeyError(name)
         return ExperimentRecord.from_row(row)
 
-    def experiments(self, *statuses: ExperimentStatus) -> list[ExperimentRecord]:
-        query, args = "SELECT * FROM experiments", tuple(statuses)
+    def experiments(self, *statuses: ExperimentStatus, decision: Decision | None = None) -> list[ExperimentRecord]:
+        """The experiments (in these statuses; with this decision), oldest first."""
+        query, args = "SELECT * FROM experiments WHERE 1", list[str](statuses)
         if statuses:
-            query += f" WHERE status IN ({','.join('?' * len(statuses))})"
+            query += f" AND status IN ({','.join('?' * len(statuses))})"
+        if decision is not None:
+            query, args = query + " AND decision = ?", [*args, decision]
         rows = self.db.execute(query + " ORDER BY started_at, name", args)
         return [ExperimentRecord.from_row(row) for row in rows]
 

@@ -190,7 +190,8 @@ def _busy(experiments: Sequence[ExperimentView]) -> list[Busy]:
     return series
 
 
-def _final(events: Sequence[JournalEvent[Event | Unrecognized]]) -> FinalVerdict | None:
+def final_verdict(events: Sequence[JournalEvent[Event | Unrecognized]]) -> FinalVerdict | None:
+    """Main at the end against main at the start, as the journal's last final verdict recorded it."""
     done = of_type(events, FinalVerdictTaken)
     if not done:
         return None
@@ -216,7 +217,7 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         rows = state.experiments()
         titles = {h.id: h.hypothesis.title for h in state.hypotheses()}
         ranked = backlog.ranked(state)[:10]
-        final = _final(events)
+        final = final_verdict(events)
         board = leaderboard(state, None if final is None else final.verdict)
         dirs = directions(state)
         started = state.meta("started_at")
