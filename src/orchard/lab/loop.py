@@ -11,7 +11,7 @@ thread keeps four things moving, none waiting for another:
    and tests overlap, their measurements take turns under the machine-wide
    lock); a decided win is landed by one landing thread at a time;
 3. decide and record, when a judgment arrives: LAND, KILL or ITERATE into
-   lab.db, the journal, leaderboard and backlog rendered again; after a
+   lab.db, the journal, leaderboard and backlog brought up to date; after a
    landed win the opportunities are re-read, and every few wins the full
    sweep runs;
 4. assign: each free worker takes the best open hypothesis of its lane
