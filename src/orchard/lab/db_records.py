@@ -138,9 +138,10 @@ E = TypeVar("E", covariant=True)
 R = TypeVar("R", bound=Event)
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=16384)
 def _stored_event(kind: str, data: str) -> Event | Unrecognized:
-    """An event parsed once per content: every notebook write reads the journal, and events never change."""
+    """An event parsed once per content: the dashboard and the notebook read the journal again and again, and an
+    event never changes (its record is frozen, so one parsed value serves every reader)."""
     record = EVENT_TYPES.get(kind)
     loaded = json.loads(data)
     return Unrecognized(loaded) if record is None else record.from_dict(loaded)
