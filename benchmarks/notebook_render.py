@@ -13,7 +13,7 @@ decision; each update is timed. Reported: the median update per run, for
 KILL and for LAND, and the median of those over the runs. Run it against
 each version of orchard (for the older one, put its `src/` first on
 PYTHONPATH): the older renders the whole notebook (`write_notebook`), this
-one updates it (`records.Notebook`).
+one updates it (`notebook/files.Notebook`).
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from typing import Any
 
 from loop_idle import _repo  # benchmarks/ is the script's own directory on sys.path
 
-from orchard.lab import records
-from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace
-from orchard.lab.workspace_init import init_workspace
+from orchard.lab.db.state import LabState
+from orchard.lab.notebook import files as records
+from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace_init import init_workspace
 from tests.lab.loop_support import bare_candidate, metric, verdict_of
 
 BASE, BENCH = "a1" * 20, "b2" * 20

@@ -20,11 +20,11 @@ import pytest
 import tomli_w
 
 if TYPE_CHECKING:
-    from orchard.lab.db_records import JournalEvent
-    from orchard.lab.events import Event
+    from orchard.lab.records.db import JournalEvent
+    from orchard.lab.records.events import Event
 
 STANDIN = Path(__file__).with_name("standin.py")
-CLI_HELP = Path(__file__).parent.parent / "data" / "cli-help"  # the agent CLIs' recorded help and answers
+CLI_HELP = Path(__file__).parent / "data" / "cli-help"  # the agent CLIs' recorded help and answers
 AGENT_CLIS = {"claude": "claude", "codex": "codex", "cursor": "agent", "aider": "aider"}
 
 E = TypeVar("E", bound="Event")
@@ -133,7 +133,7 @@ def assert_nothing_left(mark: str, socket_name: str | None) -> None:
 
 def lab_events(root: Path, record: type[E]) -> list[JournalEvent[E]]:
     """The journal events of one record type in a workspace's lab.db, oldest first."""
-    from orchard.lab.state import LabState
+    from orchard.lab.db.state import LabState
 
     state = LabState.open(root)
     try:

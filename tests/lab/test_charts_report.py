@@ -11,16 +11,17 @@ from typing import Any
 
 import pytest
 
-from orchard.lab import pages, records
-from orchard.lab import view as lab_view
-from orchard.lab.chart_cache import ChartCache
-from orchard.lab.db_records import JournalEvent
-from orchard.lab.events import LabStart
-from orchard.lab.land_steps import MainChecked, Merged
-from orchard.lab.main_steps import main_steps
-from orchard.lab.measured_events import Swept
-from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace
+from orchard.lab.db.state import LabState
+from orchard.lab.notebook import files as records
+from orchard.lab.notebook import pages
+from orchard.lab.notebook import view as lab_view
+from orchard.lab.notebook.chart_cache import ChartCache
+from orchard.lab.notebook.main_steps import main_steps
+from orchard.lab.records.db import JournalEvent
+from orchard.lab.records.lab_start import LabStart
+from orchard.lab.records.land_steps import MainChecked, Merged
+from orchard.lab.records.measured_events import Swept
+from orchard.lab.workers.workspace import Workspace
 from tests.lab.loop_support import metric, verdict_of
 from tests.lab.test_state_records import MERGE, fill
 

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from orchard.lab.db_records import EVENT_TYPES, Unrecognized
-from orchard.lab.events import EventKind, ExperimentHost, LabStopped
-from orchard.lab.journal import render_journal
-from orchard.lab.judgment import JudgmentEntry
-from orchard.lab.land_steps import MainChecked, Rebased
-from orchard.lab.state import LabState
+from orchard.lab.db.state import LabState
+from orchard.lab.notebook.journal import render_journal
+from orchard.lab.records.db import EVENT_TYPES, Unrecognized
+from orchard.lab.records.events import EventKind, ExperimentHost, LabStopped
+from orchard.lab.records.judgment import JudgmentEntry
+from orchard.lab.records.land_steps import MainChecked, Rebased
 
 OLD = Path(__file__).parent.parent / "data" / "old-journal"
 ROWS: list[dict[str, Any]] = json.loads((OLD / "events.json").read_text())

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from orchard.lab import backlog, records
-from orchard.lab.agent_usage import AgentUsage
-from orchard.lab.events import LabStopped
-from orchard.lab.journal import render_journal
-from orchard.lab.judgment import Decision, JudgmentEntry
-from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace
+from orchard.lab.db.state import LabState
+from orchard.lab.notebook import backlog_file
+from orchard.lab.notebook import files as records
+from orchard.lab.notebook.journal import render_journal
+from orchard.lab.records.agent_usage import AgentUsage
+from orchard.lab.records.events import LabStopped
+from orchard.lab.records.judgment import Decision, JudgmentEntry
+from orchard.lab.workers.workspace import Workspace
 from tests.lab.loop_support import add_hypotheses, metric, verdict_of
 from tests.lab.test_state_records import _judged, fill
 
@@ -37,7 +38,7 @@ def test_each_update_appends_the_journal_and_redraws_only_what_moved(
         assert journal.read_text() == render_journal(state)  # appended, to the byte what a whole render writes
         assert _inode(journal) == first[0], "the journal was rewritten, not appended"
         assert _inode(board) == first[1], "a KILL moved nothing on the leaderboard, yet it was drawn again"
-        assert (ws.root / "backlog.md").read_text() == backlog.render(state)
+        assert (ws.root / "backlog.md").read_text() == backlog_file.render(state)
         # a better win moves the leaderboard: drawn again, as a whole render draws it
         add_hypotheses(state, {"id": "better", "scope": ["wordfreq/tokenize.py"]})
         better = verdict_of([metric("report/wall_ms", "improved", -0.60, baseline=64.0, floor=0.05)])

@@ -1,0 +1,348 @@
+"""Landing a win: a recorded sequence of idempotent steps, resumed where it stopped.
+
+The steps (`land_steps.LandStep`), each journaled with its typed record the
+moment it is done:
+
+1. `land`: the patch is committed on `lab/<experiment>` with a lab note
+   (hypothesis, result, numbers, n, floor) in the lab's target clone;
+2. `rebase`: when main moved since the experiment's base, the patch is
+   applied to the new main and judged again from clean (a conflict or a
+   lost win keeps the branch unmerged); recorded also when not needed;
+3. `confirm`: a confirmation verdict on fresh samples, against lucky winners;
+4. `push`: the branch is published to the target repository, only now;
+5. `merge`: into the lab's main (a merge found already there is recorded, not
+   made again);
+6. `publish`: the lab's main goes to the target repository, and the commit is
+   confirmed reachable there (never "merged" for a commit the user cannot reach);
+7. `main-check`: main measured against the previous main;
+8. `revert` and `publish-revert`: a combined regression reverts the merge.
+
+A run killed anywhere resumes at the first step not recorded; every step
+checks what is already there before acting, so nothing happens twice.
+
+Nothing reaches the user's repository unless the journal holds the judge's
+LAND judgment of this very patch (its sha256): an experiment row that says
+LAND without one is `LabIntegrityError`. What lands is only the patch the
+judge judged (stored with its judgment,
+its sha256 checked, its scope and files checked again), applied to a fresh
+judge-owned checkout of the base: never a worker's checkout, never a
+checkout a record names; the confirmation verdict measures that same patch,
+built again from clean, never a binary a record names. The lab's main is pinned (`pins`): before a rebase,
+a push, a merge or a publish, main must be where the lab left it.
+
+Where the wins go is `publication`'s concern.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from orchard.lab.judge.ladder import judge
+from orchard.lab.judge.measuring import (
+    BinaryChanged,
+    LabIntegrityError,
+    MeasureProgress,
+    Verdict,
+    VerdictWord,
+    measure,
+)
+from orchard.lab.judge.verdict_view import after_pairs
+from orchard.lab.landing import pins
+from orchard.lab.landing.land_checks import checked_patch, landing_checkout, recorded_judgment
+from orchard.lab.landing.publication import Publication, check_published, main_branch, publication, push
+from orchard.lab.records.events import Event
+from orchard.lab.records.experiment import ExperimentStatus
+from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.records.judgment import Decision, Judgment
+from orchard.lab.records.land_steps import (
+    BranchPushed,
+    Committed,
+    Confirmed,
+    LandStep,
+    MainChecked,
+    MainPublished,
+    Merged,
+    Pushed,
+    Rebased,
+    Reverted,
+    RevertPublished,
+)
+from orchard.lab.workers.builds import baseline_binary, candidate_step, hash_build, placeholders
+from orchard.lab.workers.workspace import Workspace
+
+if TYPE_CHECKING:
+    from orchard.lab.db.state import LabState
+    from orchard.lab.records.db import ExperimentRecord
+
+Progress = Callable[[str], None]
+R = TypeVar("R", bound=Event)
+P = TypeVar("P", bound=Pushed)
+
+
+@dataclass
+class LandOutcome:
+    branch: str
+    commit: str
+    merged: bool
+    merge_commit: str | None
+    reverted: bool
+    notes: list[str]
+    published: bool = False  # the merge is reachable in the target repository
+
+
+def _signed(value: float | None) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:+.2%}"
+
+
+def lab_note(hypothesis: Hypothesis, judgment: Judgment, experiment: str) -> str:
+    """The commit message: what was tried, what came out, with the numbers."""
+    verdict = judgment.verdict
+    result = "?" if verdict is None else f"{verdict.verdict} {after_pairs(verdict.pairs)} (seed {verdict.seed})"
+    lines = [
+        f"lab: {hypothesis.title}",
+        "",
+        f"Experiment {experiment}, hypothesis {hypothesis.id} ({hypothesis.lane} lane).",
+        "",
+        f"Hypothesis: {hypothesis.change}",
+        f"Suspected cause: {hypothesis.suspected_cause or '(not given)'}",
+        f"Metric: {hypothesis.metric}; predicted effect: {hypothesis.predicted_text}",
+        "",
+        f"Result: {result}.",
+    ]
+    for m in [] if verdict is None else verdict.metrics:
+        low, high = m.interval or (None, None)
+        lines.append(
+            f"  {m.key}: {m.verdict} {_signed(m.effect)} [{_signed(low)}, {_signed(high)}], floor {m.floor:.2%}, "
+            f"n={m.n}, {m.baseline_median} -> {m.candidate_median}"
+        )
+    checks = [c for c in judgment.checks if c.detail != "not configured"]  # only the checks that ran
+    lines += ["", "Checks: " + "; ".join(f"{c.name} {'ok' if c.passed else 'FAILED'}" for c in checks)]
+    return "\n".join(lines) + "\n"
+
+
+class Steps:
+    """The landing steps one experiment has done, read back typed from the journal; each done once."""
+
+    def __init__(self, state: LabState, experiment: str) -> None:
+        self.state = state
+        self.experiment = experiment
+        self.done: dict[str, Event] = {e.kind: e.event for e in state.events()
+                                       if e.experiment == experiment and e.kind in STEP_KINDS
+                                       and isinstance(e.event, Event)}
+
+    def run(self, record: type[R], action: Callable[[], R]) -> R:
+        """The step that leaves a `record`: done now unless the journal has its record; journaled when done."""
+        done = self.done.get(record.kind)
+        if done is None:
+            done = action()
+            self.state.log(done, self.experiment)
+            self.done[record.kind] = done
+        if not isinstance(done, record):
+            raise LabIntegrityError(f"{self.experiment}: the journal's {record.kind} step is not one the lab "
+                                    "records: lab.db was edited; nothing more was merged or pushed")
+        return done
+
+
+STEP_KINDS = tuple(LandStep)
+
+
+def _commit_branch(ws: Workspace, checkout: Path, branch: str, message: str) -> str:
+    """Commit the landing checkout on `branch` and push it into the lab's target clone.
+
+    A lab killed after the commit but before recording it commits again from
+    a fresh checkout; the push replaces the branch it left (its own, unmerged).
+    """
+    vcs = ws.target_vcs
+    commit = vcs.commit(checkout, message, branch=branch, ignore=ws.config.target.ignore)
+    vcs.push(checkout, branch, force=True)  # into the lab's target clone (its origin)
+    return commit
+
+
+def _confirm(ws: Workspace, state: LabState, main_head: str, current: Judgment, name: str,
+             hypothesis: Hypothesis, measure_progress: MeasureProgress | None) -> Verdict | str:
+    """The confirmation verdict of exactly what lands, built and tested again from clean; or why there is none.
+
+    No binary a record names is measured: the judged patch (checked as for
+    the commit) is applied to a fresh checkout of main and built here.
+    """
+    checkout = landing_checkout(ws, name, main_head, current, hypothesis, purpose="confirm")
+    binary = ws.binary_in(checkout)
+    values, logs = placeholders(ws, checkout, binary), checkout.parent / "confirm-logs"
+    for step, command in (("build", ws.config.target.build), ("tests", ws.config.target.test)):
+        check = candidate_step(ws, step, command, checkout, values, logs)
+        if not check.passed:
+            return f"what lands fails its {step} from clean for the confirmation: {check.detail}"
+    if binary is None or not binary.exists():
+        return f"what lands builds no binary at {ws.config.target.binary}"
+    built = hash_build(binary)
+    for attempt in (1, 2):
+        try:
+            return measure(ws, baseline_binary(ws, state, main_head), built, progress=measure_progress)
+        except BinaryChanged as changed:
+            if changed.role != "baseline" or attempt == 2:
+                return str(changed)
+    raise AssertionError("unreachable")
+
+
+@dataclass(frozen=True)
+class Landing:
+    """One win's landing: each step a method returning the record it journals."""
+
+    ws: Workspace
+    state: LabState
+    record: ExperimentRecord
+    judgment: Judgment
+    hypothesis: Hypothesis
+    main: str  # the lab's integration branch
+    where: Publication
+    progress: Progress
+    measure_progress: MeasureProgress | None
+
+    @property
+    def name(self) -> str:
+        return self.record.name
+
+    def commit(self) -> Committed:
+        branch = f"lab/{self.name}"
+        self.progress(f"{self.name}: commit on {branch}")
+        checkout = landing_checkout(self.ws, self.name, self.judgment.base or "", self.judgment, self.hypothesis)
+        commit = _commit_branch(self.ws, checkout, branch, lab_note(self.hypothesis, self.judgment, self.name))
+        self.state.update_experiment(self.name, branch=branch, land_commit=commit, status=ExperimentStatus.LANDING)
+        return Committed(branch, commit)
+
+    def rebase(self, landed: Committed) -> Rebased:
+        """Main as it is now; when it moved since the judged base, the patch judged again on it, from clean."""
+        ws, name, base = self.ws, self.name, self.judgment.base or ""
+        main_head = pins.check(ws, self.state, self.main).head
+        if main_head == base:
+            return Rebased(False, main_head, landed.branch, landed.commit)
+        self.progress(f"{name}: main moved ({base[:10]} -> {main_head[:10]}): rebase and judge again")
+        assert self.record.candidate is not None
+        judged = replace(self.record.candidate, patch=self.judgment.patch, flags=[])  # what was judged, nothing else
+        rebased = judge(ws, self.state, f"{name}-on-{main_head[:10]}", judged, main_head, self.record.bench_base,
+                        progress=self.progress, measure_progress=self.measure_progress)
+        if rebased.decision != Decision.LAND:
+            return Rebased(True, main_head, landed.branch, landed.commit, main_head, rebased.decision,
+                           rebased.reasons, rebased)
+        branch = f"{landed.branch}-on-{main_head[:10]}"
+        checkout = landing_checkout(ws, f"{name}-on-{main_head[:10]}", main_head, rebased, self.hypothesis)
+        commit = _commit_branch(ws, checkout, branch, lab_note(self.hypothesis, rebased, name))
+        self.state.update_experiment(name, branch=branch, land_commit=commit, judgment=rebased)
+        return Rebased(True, main_head, branch, commit, main_head, rebased.decision, rebased.reasons, rebased)
+
+    def confirm(self, main_head: str, current: Judgment) -> Confirmed:
+        self.progress(f"{self.name}: confirmation verdict on fresh samples")
+        verdict = _confirm(self.ws, self.state, main_head, current, self.name, self.hypothesis, self.measure_progress)
+        return Confirmed(refused=verdict) if isinstance(verdict, str) else Confirmed(verdict=verdict)
+
+    def push_branch(self, branch: str, commit: str) -> BranchPushed:
+        """The branch to the user's repository: only now, after the confirmation passed."""
+        check_published(self.ws, self.state, self.where)
+        if self.ws.target_vcs.resolve(self.ws.reference_target, branch) != commit:
+            raise LabIntegrityError(f"{branch} in the lab's target clone is not the commit the lab made "
+                                    f"({commit[:12]}): someone moved it; nothing was pushed or merged")
+        return push(self.ws, branch, record=BranchPushed)
+
+    def merge(self, branch: str, commit: str, main_head: str) -> Merged:
+        vcs, reference, main = self.ws.target_vcs, self.ws.reference_target, self.main
+        if vcs.contains(reference, commit, main):  # merged before a kill, not yet recorded
+            return Merged(branch, main, vcs.resolve(reference, main), main_head, "found merged after a restart")
+        self.progress(f"{self.name}: merge {branch} into {main}")
+        pins.expect(self.ws, self.state, main, (main_head, commit), commit)
+        merged = vcs.merge(reference, commit, into=main, message=f"lab: merge {branch}: {self.hypothesis.title}\n")
+        pins.pin(self.ws, self.state, main)
+        return Merged(branch, main, merged, main_head)
+
+    def publish(self, record: type[P]) -> P:
+        check_published(self.ws, self.state, self.where)
+        return push(self.ws, self.main, self.where.ref, record=record)
+
+    def main_check(self, merged: Merged) -> MainChecked:
+        self.progress(f"{self.name}: main after the merge against the previous main")
+        ws, state = self.ws, self.state
+        check = measure(ws, baseline_binary(ws, state, merged.previous), baseline_binary(ws, state, merged.commit),
+                        progress=self.measure_progress)
+        before, after = check.medians()
+        regressed = check.verdict in (VerdictWord.REGRESSED, VerdictWord.ERROR)
+        if not regressed:
+            state.add_measurement("main", merged.commit, after, self.name)
+        return MainChecked(check, regressed, before)
+
+    def revert(self, merged: Merged, checked: MainChecked) -> Reverted:
+        vcs, reference, main = self.ws.target_vcs, self.ws.reference_target, self.main
+        head = vcs.resolve(reference, main)
+        if head != merged.commit:  # reverted before a kill, not yet recorded (pins.check took it as announced)
+            revert = head
+        else:
+            pins.expect(self.ws, self.state, main, (merged.commit,), merged.previous)
+            revert = vcs.revert(reference, merged.commit,
+                                f"lab: revert {merged.branch}: main regressed after the merge\n")
+            pins.pin(self.ws, self.state, main)
+        self.state.add_measurement("main", revert, checked.before, self.name)
+        return Reverted(merged.commit, revert, _word(checked),
+                        "main measured against the previous main regressed after the merge")
+
+    def run(self) -> LandOutcome:
+        """The steps in order, each once; a branch that does not pass every check stays in the lab's clone."""
+        checked_patch(self.name, self.judgment, self.hypothesis)
+        recorded_judgment(self.state, self.name, self.judgment)
+        steps = Steps(self.state, self.name)
+        landed = steps.run(Committed, self.commit)
+        rebase = steps.run(Rebased, lambda: self.rebase(landed))
+        branch, commit = rebase.branch, rebase.commit
+        if not rebase.lands:
+            why = "; ".join(rebase.reasons or ())
+            return LandOutcome(branch, commit, False, None, False,
+                               [f"not merged: on the new main {rebase.main[:10]} it no longer lands ({why})"])
+        current = rebase.judgment if rebase.needed and rebase.judgment is not None else self.judgment
+        confirmed = steps.run(Confirmed, lambda: self.confirm(rebase.main, current))
+        if confirmed.verdict is None or confirmed.verdict.verdict != VerdictWord.PASS:
+            why = (confirmed.refused or "no confirmation verdict" if confirmed.verdict is None else
+                   f"the confirmation verdict was {confirmed.verdict.verdict} ({'; '.join(confirmed.verdict.reasons)})")
+            return LandOutcome(branch, commit, False, None, False, [f"not merged: {why}; the branch stays, described"])
+        pushed = steps.run(BranchPushed, lambda: self.push_branch(branch, commit))
+        notes = [] if pushed.reachable else [f"branch {branch} not published to the target: {pushed.error}"]
+        return self._integrate(steps, branch, commit, rebase.main, notes)
+
+    def _integrate(self, steps: Steps, branch: str, commit: str, main_head: str, notes: list[str]) -> LandOutcome:
+        """Merge into the lab's main, publish it, check main against the previous main, revert a regression."""
+        merged = steps.run(Merged, lambda: self.merge(branch, commit, main_head))
+        pins.check(self.ws, self.state, self.main)
+        self.state.update_experiment(self.name, merge_commit=merged.commit)
+        published = steps.run(MainPublished, lambda: self.publish(MainPublished))
+        if not published.reachable:
+            notes.append(f"merged in the lab's clone as {merged.commit[:10]} but NOT reachable in "
+                         f"{self.where.repo}: {published.error}")
+        checked = steps.run(MainChecked, lambda: self.main_check(merged))
+        pins.check(self.ws, self.state, self.main)
+        if not checked.regressed:
+            return LandOutcome(branch, commit, True, merged.commit, False, notes, published.reachable)
+        steps.run(Reverted, lambda: self.revert(merged, checked))
+        steps.run(RevertPublished, lambda: self.publish(RevertPublished))
+        notes.append(f"merged, then reverted: main after the merge was {_word(checked)}")
+        return LandOutcome(branch, commit, True, merged.commit, True, notes, published.reachable)
+
+
+def _word(checked: MainChecked) -> str:
+    return "-" if checked.verdict is None else str(checked.verdict.verdict)
+
+
+def land(
+    ws: Workspace,
+    state: LabState,
+    record: ExperimentRecord,
+    judgment: Judgment,
+    hypothesis: Hypothesis,
+    *,
+    progress: Progress = lambda _: None,
+    measure_progress: MeasureProgress | None = None,
+) -> LandOutcome:
+    """Land a judged win (see the module's docstring): resumed at the first step the journal does not hold."""
+    assert judgment.base is not None
+    main = main_branch(ws, state)
+    return Landing(ws, state, record, judgment, hypothesis, main, publication(ws, main), progress,
+                   measure_progress).run()
