@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import libtmux
 import psutil
@@ -21,10 +21,13 @@ import tomli_w
 
 if TYPE_CHECKING:
     from orchard.lab.records.db import JournalEvent
+    from orchard.lab.records.events import Event
 
 STANDIN = Path(__file__).with_name("standin.py")
 CLI_HELP = Path(__file__).parent / "data" / "cli-help"  # the agent CLIs' recorded help and answers
 AGENT_CLIS = {"claude": "claude", "codex": "codex", "cursor": "agent", "aider": "aider"}
+
+E = TypeVar("E", bound="Event")
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -128,13 +131,13 @@ def assert_nothing_left(mark: str, socket_name: str | None) -> None:
         assert not socket_file.exists(), f"socket file {socket_file} left behind"
 
 
-def lab_events(root: Path, kind: str) -> list[JournalEvent]:
-    """The journal events of one kind in a workspace's lab.db, oldest first."""
+def lab_events(root: Path, record: type[E]) -> list[JournalEvent[E]]:
+    """The journal events of one record type in a workspace's lab.db, oldest first."""
     from orchard.lab.db.state import LabState
 
     state = LabState.open(root)
     try:
-        return state.events(kind)
+        return state.events_of(record)
     finally:
         state.close()
 

@@ -82,7 +82,7 @@ def snapshot(workspace_root: Path) -> str:
     state = LabState.open(workspace_root)
     try:
         rows = [(r.id, r.status, r.source, r.hypothesis.to_dict()) for r in state.hypotheses()]
-        events = [(e.id, e.at, e.kind, e.experiment, e.data) for e in state.events()]
+        events = [(e.id, e.at, e.kind, e.experiment, e.event.to_dict()) for e in state.events()]
         return hashlib.sha256(json.dumps([rows, events], default=str, sort_keys=True).encode()).hexdigest()
     finally:
         state.close()

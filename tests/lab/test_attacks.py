@@ -17,6 +17,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -24,13 +25,17 @@ from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import LabIntegrityError
 from orchard.lab.loop import backlog
 from orchard.lab.loop.lab import Lab
+from orchard.lab.records.events import BaselineRebuilt, Event, ExperimentStarted, WorkerStopped
 from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.records.land_steps import BranchPushed, Committed, Merged
 from orchard.lab.workers.report import MAX_REPORT_BYTES, read_report
 from orchard.lab.workers.workspace import Workspace
 from orchard.lab.workers.workspace_init import init_workspace
 from tests.helpers import slow_but
 from tests.lab.lab_helpers import command_launcher, git, lab_config, one_worker, wait_for
 from tests.lab.loop_support import OLD, RUN_SH_TARGET, STDOUT_SUITE, WIN
+
+E = TypeVar("E", bound=Event)
 
 # The start of every hostile script: its arguments, a valid report, and how to write the win.
 PRELUDE = f"""set -e
@@ -91,10 +96,10 @@ def _everywhere(repo: Path) -> str:
                      for ref in git(repo, "for-each-ref", "--format=%(refname)").split())
 
 
-def _events(ws: Workspace, kind: str) -> list[dict[str, object]]:
+def _events(ws: Workspace, record: type[E]) -> list[E]:
     state = LabState.open(ws.root)
     try:
-        return [e.data for e in state.events(kind)]
+        return [e.event for e in state.events_of(record)]
     finally:
         state.close()
 
@@ -110,9 +115,9 @@ finished
 """)
     decisions = _run(ws)
     assert decisions[0].startswith("KILL"), decisions  # a comment changes nothing, once measured honestly
-    rebuilt = _events(ws, "baseline-rebuilt")
-    assert rebuilt and "run.sh" in rebuilt[0]["changed"]  # type: ignore[operator]
-    assert not _events(ws, "merge")
+    rebuilt = _events(ws, BaselineRebuilt)
+    assert rebuilt and "run.sh" in rebuilt[0].changed
+    assert not _events(ws, Merged)
     assert "faster now" not in git(repo, "log", "--all", "-p")
 
 
@@ -138,7 +143,7 @@ git add backdoor.sh && git -c user.name=w -c user.email=w@w commit -qm 'innocent
     published = "\n".join(git(repo, "ls-tree", "-r", "--name-only", ref).strip()
                            for ref in ("main", "lab/h1") if git(repo, "branch", "--list", ref).strip())
     assert "backdoor.sh" not in published
-    assert not _events(ws, "merge")
+    assert not _events(ws, Merged)
 
 
 FORGE = """
@@ -177,7 +182,28 @@ sleep 600
     with pytest.raises(LabIntegrityError, match=wanted):
         _run(ws)
     assert "backdoor.sh" not in _everywhere(repo)
-    assert not _events(ws, "merge")
+    assert not _events(ws, Merged)
+
+
+def test_a_forged_land_row_with_no_judgment_never_reaches_the_users_repository(tmp_path: Path) -> None:
+    """The worker writes LAND into lab.db for its own in-scope, correctly hashed 10x regression; no judge ever
+    judged it, so nothing is committed, journaled as landed or pushed, and the run fails."""
+    forge = tmp_path / "forge.py"
+    forge.write_text(FORGE)
+    ws, repo = _lab(tmp_path, f"""
+printf '#!/bin/sh\\ni=0; while [ $i -lt 4000 ]; do echo "line $i"; i=$((i+1)); done\\n' > run.sh
+finished
+base=$(git rev-parse HEAD)
+git diff "$base" > ../slow.patch
+{sys.executable} {forge} "$workspace" "$experiment" "$base" ../slow.patch "$target" ../slow.patch
+sleep 600
+""")
+    with pytest.raises(LabIntegrityError, match="no judgment"):
+        _run(ws)
+    assert "lab/h1" not in git(repo, "branch", "--list", "lab/*")
+    assert "4000" not in git(repo, "log", "--all", "-p")
+    for step in (Committed, BranchPushed, Merged):
+        assert not _events(ws, step), step
 
 
 def test_hooks_and_config_in_the_workers_git(tmp_path: Path) -> None:
@@ -247,7 +273,7 @@ cd .. && mv target elsewhere && ln -s elsewhere target
 """)
     decisions = _run(ws)
     assert decisions[0].startswith("KILL") and "target/: the checkout itself was replaced by a symlink" in decisions[0]
-    assert not _events(ws, "merge")
+    assert not _events(ws, Merged)
 
 
 @pytest.mark.parametrize("ending", slow_but(["timed-out", "exit-nonzero"], "exit-nonzero"))
@@ -258,7 +284,7 @@ def test_a_worker_that_did_not_finish_is_never_judged(tmp_path: Path, ending: st
     decisions = _run(ws)
     assert decisions[0].startswith("KILL: the worker did not finish"), decisions
     assert ("timed out" if ending == "timed-out" else "exited non-zero") in decisions[0]
-    assert not _events(ws, "merge")
+    assert not _events(ws, Merged)
 
 
 @pytest.mark.slow
@@ -289,7 +315,7 @@ sleep 600
     resumed = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "the lab stopped its worker last time" in resumed.stdout + resumed.stderr
-    assert len([e for e in _events(ws, "experiment-start")]) == 2
+    assert len([e for e in _events(ws, ExperimentStarted)]) == 2
     state = LabState.open(ws.root)
     try:
         (experiment,) = state.experiments()
@@ -297,7 +323,7 @@ sleep 600
         state.close()
     assert experiment.candidate is not None and "half-written" not in experiment.candidate.patch
     assert experiment.decision == "LAND", experiment.reasons
-    assert _events(ws, "worker-stopped-by-lab"), "the lab's own stop was not recorded"
+    assert _events(ws, WorkerStopped), "the lab's own stop was not recorded"
 
 
 def test_planting_into_the_checkout_the_next_experiment_gets(tmp_path: Path) -> None:

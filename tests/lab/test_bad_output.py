@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from orchard.lab.db.state import LabState
+from orchard.lab.records.events import ExperimentFailed, LabStopped
 from orchard.lab.workers.workspace import Workspace
 from orchard.lab.workers.workspace_init import init_workspace
 from tests.helpers import slow_but
@@ -92,7 +93,7 @@ def _outcomes(root: Path) -> dict[str, tuple[str, str | None, str]]:
 def _errors(root: Path) -> dict[str, str]:
     state = LabState.open(root)
     try:
-        return {e.data["hypothesis"]: e.data["reason"] for e in state.events("experiment-error")}
+        return {e.event.hypothesis: e.event.reason for e in state.events_of(ExperimentFailed)}
     finally:
         state.close()
 
@@ -220,7 +221,7 @@ def test_a_worker_that_breaks_its_worker_directory_re_queues_the_next_launch(
     state = LabState.open(root)
     try:
         assert state.hypothesis("good").status == "open", "re-queued, not killed"
-        assert "needs a launcher that failed" in state.events("stop")[-1].data["reason"]
+        assert "needs a launcher that failed" in state.events_of(LabStopped)[-1].event.reason
     finally:
         state.close()
     (root / "worker-w1").unlink()  # the repair

@@ -20,6 +20,9 @@ from orchard.lab.notebook import view as lab_view
 from orchard.lab.notebook.chart_cache import ChartCache
 from orchard.lab.notebook.main_steps import main_steps
 from orchard.lab.records.db import JournalEvent
+from orchard.lab.records.lab_start import LabStart
+from orchard.lab.records.land_steps import MainChecked, Merged
+from orchard.lab.records.measured_events import Swept
 from orchard.lab.workers.workspace import Workspace
 from tests.lab.loop_support import metric, verdict_of
 from tests.lab.test_state_records import MERGE, fill
@@ -37,14 +40,14 @@ def lab(make_workspace: Any) -> Workspace:
         check = verdict_of([metric("report/wall_ms", "improved", -0.39, interval=(-0.42, -0.36), baseline=64.0,
                                    floor=0.05),
                             _exact("report/stdout_bytes", 11502.0, 11502.0)])
-        state.log("main-check", {"verdict": check.to_dict()}, "count-with-dict")
-        state.log("merge", {"branch": "lab/terse", "into": "main", "commit": SWEPT}, "terse")
+        state.log(MainChecked(check, False), "count-with-dict")
+        state.log(Merged("lab/terse", "main", SWEPT, MERGE), "terse")
         second = verdict_of([metric("report/wall_ms", "no-change", 0.01, interval=(-0.02, 0.03), baseline=39.0,
                                     floor=0.05), _exact("report/stdout_bytes", 11502.0, 560.0)])
-        state.log("main-check", {"verdict": second.to_dict()}, "terse")
+        state.log(MainChecked(second, False), "terse")
         sweep = verdict_of([metric("report/wall_ms", "improved", -0.38, interval=(-0.40, -0.35), baseline=64.0,
                                    floor=0.05), _exact("report/stdout_bytes", 11502.0, 560.0)])
-        state.log("sweep", {"main": SWEPT, "verdict": sweep.to_dict()})
+        state.log(Swept(SWEPT, sweep))
         records.write_notebook(ws, state, final=True)
     finally:
         state.close()
@@ -141,13 +144,13 @@ def test_main_over_time_steps_per_landed_change_against_the_start(lab: Workspace
 
 
 def test_a_chain_of_main_checks_multiplies_effects_and_bounds() -> None:
-    won = verdict_of([metric("s/wall_ms", "improved", -0.5, interval=(-0.6, -0.4))]).to_dict()
+    won = verdict_of([metric("s/wall_ms", "improved", -0.5, interval=(-0.6, -0.4))])
     view_steps = main_steps(
-        [JournalEvent(1, 1.0, "lab-start", None, {"base": "a" * 40}),
-         JournalEvent(2, 2.0, "merge", "x", {"commit": "b" * 40}),
-         JournalEvent(3, 3.0, "main-check", "x", {"verdict": won}),
-         JournalEvent(4, 4.0, "merge", "y", {"commit": "c" * 40}),
-         JournalEvent(5, 5.0, "main-check", "y", {"verdict": won})],
+        [JournalEvent(1, 1.0, "lab-start", None, LabStart("a" * 40, "", "", "-")),
+         JournalEvent(2, 2.0, "merge", "x", Merged("lab/x", "main", "b" * 40, "a" * 40)),
+         JournalEvent(3, 3.0, "main-check", "x", MainChecked(won, False)),
+         JournalEvent(4, 4.0, "merge", "y", Merged("lab/y", "main", "c" * 40, "b" * 40)),
+         JournalEvent(5, 5.0, "main-check", "y", MainChecked(won, False))],
         {"s/wall_ms": 100.0}, {"s/wall_ms": 0.03})
     last = view_steps[-1].effects[0]
     # (1 - 0.5)^2 - 1; the bounds multiply the same way: (1 - 0.6)^2 - 1 and (1 - 0.4)^2 - 1
@@ -231,8 +234,8 @@ def test_a_lab_that_just_started_has_a_readable_time_axis(make_workspace: Any) -
     ws = make_workspace()
     state = LabState.open(ws.root)
     try:
-        state.log("lab-start", {"base": "a1" * 20, "bench_base": "b2" * 20, "baseline": {"report/wall_ms": 64.0},
-                                "floors": {"report/wall_ms": 0.05}, "calibration": "20 A/A pairs"})
+        state.log(LabStart("a1" * 20, "b2" * 20, "", "20 A/A pairs", {"report/wall_ms": 64.0},
+                           {"report/wall_ms": 0.05}))
     finally:
         state.close()
     [chart] = [c for c in pages.build_page(_snapshot(ws), live=False).charts if c.id == "main-report-wall-ms"]

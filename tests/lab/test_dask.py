@@ -19,12 +19,11 @@ from orchard.demo.make import make_demo
 from orchard.lab.config import orchard_toml as config_module
 from orchard.lab.config import rendered as config_file
 from orchard.lab.db.state import LabState
-from orchard.lab.judge.candidate import from_remote
-from orchard.lab.records.candidate import Flag
+from orchard.lab.judge.candidate import Flag, from_remote
+from orchard.lab.records.events import ExperimentHost
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
-from orchard.lab.records.judgment import Decision, Rule
-from orchard.lab.records.worker import WorkerCheckout
+from orchard.lab.records.judgment import Decision, JudgmentEntry, Rule
 from orchard.lab.workers.launchers import make_launcher
 from orchard.lab.workers.remote import (
     RemoteExperiment,
@@ -35,7 +34,7 @@ from orchard.lab.workers.remote import (
     scratch_dir,
 )
 from orchard.lab.workers.serving import RepositoryServer, ServedRepositories
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace import WorkerCheckout, Workspace
 from tests.lab.lab_helpers import assert_nothing_left, git, stop_process_groups, wait_for
 from tests.lab.lab_helpers import lab_events as events
 from tests.lab.loop_support import FINISHED
@@ -100,9 +99,9 @@ def test_the_demo_on_a_local_cluster_decides_as_the_local_executor(tmp_path: Pat
     assert_same_decisions(local, remote)
     assert sorted(d for d, _, _ in remote.values() if d != Decision.ITERATE) in (
         ["KILL"] * 5 + ["LAND"] * 2, ["KILL"] * 4 + ["LAND"] * 2)
-    hosts = events(tmp_path / "dask", "experiment-host")
+    hosts = events(tmp_path / "dask", ExperimentHost)
     assert {e.experiment for e in hosts} == set(remote)  # where each ran is journaled
-    assert {e.data["host"] for e in hosts} == {socket.gethostname()}
+    assert {e.event.host for e in hosts} == {socket.gethostname()}
     assert "worker ended on" in output and "Runs on host" in (tmp_path / "dask" / "JOURNAL.md").read_text()
     assert git(tmp_path / "dask" / "origin" / "target.git", "log", "--format=%s", "main").count("lab: merge") == 2
     assert_nothing_left(mark, None)
@@ -137,23 +136,23 @@ def test_a_dask_worker_killed_mid_experiment_requeues_it_and_nothing_is_lost_or_
                         ws.config_path)
     proc = orchard("run", str(ws.root), mark=mark)
     try:
-        wait_for(lambda: len(events(ws.root, "experiment-host")) == 2 or proc.poll() is not None,
+        wait_for(lambda: len(events(ws.root, ExperimentHost)) == 2 or proc.poll() is not None,
                  "both experiments placed", limit_s=300)
         assert proc.poll() is None, proc.communicate()[0]
-        victim = events(ws.root, "experiment-host")[0]
-        os.kill(_listening_pid(victim.data["address"], mark), signal.SIGKILL)
+        victim = events(ws.root, ExperimentHost)[0]
+        os.kill(_listening_pid(victim.event.address, mark), signal.SIGKILL)
         output = finish(proc)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    requeued = [e for e in events(ws.root, "experiment-host") if e.data["requeued_from"]]
-    assert [(e.experiment, e.data["requeued_from"]) for e in requeued] == [
-        (victim.experiment, victim.data["address"])], output
+    requeued = [e for e in events(ws.root, ExperimentHost) if e.event.requeued_from]
+    assert [(e.experiment, e.event.requeued_from) for e in requeued] == [
+        (victim.experiment, victim.event.address)], output
     assert "was lost; re-queued" in output
     found = {h: decision[:2] for h, decision in decisions(ws.root).items()}
     assert found == {"terse-report": ("LAND", None), "top-ten-default": ("KILL", "gates-absolute")}
-    assert Counter(e.experiment for e in events(ws.root, "judgment")) == Counter(hypotheses)  # none twice
+    assert Counter(e.experiment for e in events(ws.root, JudgmentEntry)) == Counter(hypotheses)  # none twice
     state = LabState.open(ws.root)
     try:
         assert len(state.experiments()) == 2 and all(h.attempts == 1 for h in state.hypotheses())
@@ -191,11 +190,11 @@ def test_a_cli_dask_worker_runs_experiments_from_the_served_repositories(tmp_pat
         output = finish(orchard("run", str(ws.root), mark=mark))
         found = {h: decision[:2] for h, decision in decisions(ws.root).items()}
         assert found == {"terse-report": ("LAND", None), "tokenize-regex": ("KILL", "scope-kept")}
-        placed = events(ws.root, "experiment-host")
+        placed = events(ws.root, ExperimentHost)
         assert {e.experiment for e in placed} == set(hypotheses)
         # every experiment ran in the CLI worker's process (or the process it forked for the task)
         worker_pids = {worker.pid, *(p.pid for p in psutil.Process(worker.pid).children(recursive=True))}
-        assert {_listening_pid(e.data["address"], mark) for e in placed} <= worker_pids, output
+        assert {_listening_pid(e.event.address, mark) for e in placed} <= worker_pids, output
         # the worker cloned from the lab's git daemon, never from the origin's path
         log = (ws.root / "logs" / "terse-report.log").read_text()
         assert "ran on dask worker" in log

@@ -30,7 +30,9 @@ from orchard.lab.config import orchard_toml as config_module
 from orchard.lab.config import rendered as config_file
 from orchard.lab.db.state import LabState
 from orchard.lab.loop import backlog
+from orchard.lab.records.events import ExperimentHost
 from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.records.judgment import JudgmentEntry
 from orchard.lab.workers.workspace import Workspace
 from tests.lab.lab_helpers import assert_nothing_left, small_tmpfs, stop_process_groups
 from tests.lab.lab_helpers import lab_events as events
@@ -183,9 +185,9 @@ def test_a_dask_worker_on_another_network_namespace_runs_sandboxed_from_the_git_
     assert {h: d[:2] for h, d in found.items() if h != "sandbox-probe"} == {
         "terse-report": ("LAND", None), "tokenize-regex": ("KILL", "scope-kept")}, output
     assert found["sandbox-probe"][0] == "KILL"  # it changed nothing
-    placed = events(ws.root, "experiment-host")
+    placed = events(ws.root, ExperimentHost)
     assert {e.experiment for e in placed} == {*hypotheses, "sandbox-probe"}
-    assert {e.data["address"].rsplit(":", 1)[0] for e in placed} == {f"tcp://{second_host.address}"}, output
+    assert {e.event.address.rsplit(":", 1)[0] for e in placed} == {f"tcp://{second_host.address}"}, output
     for name in {e.experiment for e in placed}:
         log = (ws.root / "logs" / f"{name}.log").read_text()
         assert f"checkouts fetched from git://{second_host.lab_address}:" in log.splitlines()[0], log
@@ -236,4 +238,4 @@ def test_a_worker_host_that_cannot_make_its_checkouts_sends_the_hypothesis_back_
     (reason,) = experiment.reasons
     assert "could not be launched" in reason and f"tcp://{second_host.address}:" in reason, reason
     assert "(the disk is full)" in reason, reason
-    assert events(ws.root, "judgment") == []
+    assert events(ws.root, JudgmentEntry) == []

@@ -147,7 +147,7 @@ def test_the_real_verdicts_are_the_outcomes_the_rules_are_about(verdicts: dict[s
 def test_green_checks_and_a_pass_land(green: list[Check], verdicts: dict[str, Verdict]) -> None:
     judgment = decide(green, verdicts["lean"], [])
     assert judgment.decision == Decision.LAND and judgment.rule is None
-    assert judgment.reasons == verdicts["lean"].reasons
+    assert list(judgment.reasons) == verdicts["lean"].reasons
 
 
 # -- each rule, violated once ------------------------------------------------------------------------
@@ -262,7 +262,7 @@ def test_a_quality_gate_failure_kills_whatever_the_metrics_win(
 ) -> None:
     real = decide(green, verdicts["cheat"], [])
     assert real.decision == Decision.KILL and real.rule == Rule.GATES
-    assert real.reasons == [
+    assert list(real.reasons) == [
         "quality gate no_drop failed (task: oracle_passed dropped 1.0 -> 0.0): REGRESSED whatever the metrics say"
     ]
     # the same gate failure beside a clear, large measured win
@@ -277,7 +277,7 @@ def test_a_quality_gate_failure_kills_whatever_the_metrics_win(
     assert all(m.verdict == "improved" for m in winning.metrics)
     judgment = decide(green, winning, [])
     assert judgment.decision == Decision.KILL and judgment.rule == Rule.GATES
-    assert judgment.reasons == [
+    assert list(judgment.reasons) == [
         "quality gate information_recall failed (missing: 'unique words: 826'): REGRESSED whatever the metrics say"
     ]
 
@@ -285,13 +285,13 @@ def test_a_quality_gate_failure_kills_whatever_the_metrics_win(
 def test_a_regressed_metric_is_killed_but_not_as_a_gate(green: list[Check], verdicts: dict[str, Verdict]) -> None:
     judgment = decide(green, verdicts["fat"], [])
     assert judgment.decision == Decision.KILL and judgment.rule is None
-    assert judgment.reasons == ["REGRESSED: task/estimated_total_tokens regressed by +25.00% (floor 0.00%)"]
+    assert list(judgment.reasons) == ["REGRESSED: task/estimated_total_tokens regressed by +25.00% (floor 0.00%)"]
 
 
 def test_no_claim_below_the_noise_floor(green: list[Check], verdicts: dict[str, Verdict]) -> None:
     no_change = decide(green, verdicts["same"], [])
     assert no_change.decision == Decision.KILL and no_change.rule == Rule.FLOOR
-    assert no_change.reasons == [
+    assert list(no_change.reasons) == [
         "no effect beyond the noise floor: every metric within its noise floor and the smallest change that matters"
     ]
     # INCONCLUSIVE whose estimate is inside the floor: nothing to claim, killed
@@ -346,7 +346,7 @@ def test_the_first_rule_that_applies_decides(green: list[Check], tmp_path: Path,
     assert decide(everything_wrong[1:], verdicts["cheat"], []).rule == Rule.SCOPE
     assert decide(everything_wrong[2:], verdicts["cheat"], []).rule == Rule.TESTS
     nothing = decide(green, None, ["no-changes"])
-    assert nothing.decision == Decision.KILL and nothing.reasons == ["the worker changed nothing"]
+    assert nothing.decision == Decision.KILL and list(nothing.reasons) == ["the worker changed nothing"]
 
 
 # -- the lab's own bench clone is never modified ------------------------------------------------------------

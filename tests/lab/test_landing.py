@@ -27,8 +27,11 @@ from orchard.lab.loop.lab import Lab
 from orchard.lab.loop.start import start
 from orchard.lab.notebook import files as records
 from orchard.lab.notebook import view
+from orchard.lab.records.events import LabStopped
 from orchard.lab.records.hypothesis import Hypothesis
-from orchard.lab.records.judgment import Decision
+from orchard.lab.records.judgment import Decision, JudgmentEntry
+from orchard.lab.records.land_steps import LandStep, MainPublished
+from orchard.lab.records.measured_events import FinalVerdictTaken
 from orchard.lab.workers.workspace import Workspace
 from orchard.lab.workers.workspace_init import init_workspace
 from tests.helpers import slow_but
@@ -41,8 +44,8 @@ SNEAKY = 'n=40; case "$0" in */base-*) n=4000;; esac\ni=0; while [ $i -lt $n ]; 
 
 CONFIG = lab_config(target=RUN_SH_TARGET)
 
-NORMAL_STEPS = ["land", "rebase", "push", "confirm", "merge", "publish", "main-check"]
-REVERT_STEPS = ["revert", "publish-revert"]
+NORMAL_STEPS = list(LandStep)[:-2]  # land, rebase, confirm, push, merge, publish, main-check
+REVERT_STEPS = list(LandStep)[-2:]  # revert, publish-revert
 
 
 def _patch(new: str) -> str:
@@ -79,6 +82,8 @@ def _lab(tmp_path: Path, user_repo: Path, win: str = WIN) -> tuple[Workspace, La
     assert judgment.decision == Decision.LAND, judgment.reasons
     state.update_experiment("shorter", status="landing", judgment=judgment, decision="LAND",
                             reasons=judgment.reasons)
+    state.log(JudgmentEntry("shorter", "shorter", judgment.decision, judgment.reasons,
+                            patch_sha256=judgment.patch_sha256), "shorter")
     return ws, state
 
 
@@ -98,10 +103,10 @@ from orchard.lab.workers.workspace import Workspace
 
 step = sys.argv[2]
 original = LabState.log
-def log(self, kind, data, experiment=None):
-    if kind == step:  # the step's action is done; SIGKILL before it is recorded
+def log(self, event, experiment=None):
+    if event.kind == step:  # the step's action is done; SIGKILL before it is recorded
         os.kill(os.getpid(), signal.SIGKILL)
-    original(self, kind, data, experiment)
+    return original(self, event, experiment)
 LabState.log = log
 ws = Workspace.open(Path(sys.argv[1]))
 state = LabState.open(ws.root)
@@ -140,7 +145,7 @@ def test_a_win_reaches_a_non_bare_repository_as_lab_main(tmp_path: Path, user_re
     outcome = _land(ws, state)
     _assert_reachable(user_repo, outcome)
     assert _step_counts(state) == dict.fromkeys(NORMAL_STEPS, 1)
-    state.log("stop", {"reason": "test"})
+    state.log(LabStopped("test"))
     report = records.render_final_report(view.build(ws, state, live=False))
     assert f"merged as `{outcome.merge_commit[:10]}`, on `lab/main` in the target" in report
     assert f"git -C {user_repo} merge lab/main" in report
@@ -215,11 +220,11 @@ def test_a_publication_refused_after_the_start_is_never_reported_merged(tmp_path
     assert "\n" not in note and len(note) < 400
     state.update_experiment("shorter", status="done", decision="LAND", branch=outcome.branch,
                             merge_commit=outcome.merge_commit, reasons=outcome.notes)
-    state.log("stop", {"reason": "test"})
+    state.log(LabStopped("test"))
     report = records.render_final_report(view.build(ws, state, live=False))
     assert "merged as" not in report and "NOT reachable in the target" in report
-    publish = next(e.data for e in state.events("publish"))
-    assert publish["reachable"] is False and "\n" not in publish["error"]
+    publish = state.events_of(MainPublished)[0].event
+    assert publish.reachable is False and publish.error and "\n" not in publish.error
     assert json.loads(state.meta("publication") or "{}")["ref"] == "lab/main"
     state.close()
 
@@ -234,21 +239,22 @@ def test_the_final_numbers_are_one_paired_verdict_of_main_at_the_end_against_the
     outcome = _land(ws, state)
     assert outcome.merged
     lab.finish("the test stops it")
-    final = state.events("final-verdict")
-    assert len(final) == 1 and final[0].data["moved"] is True
-    assert final[0].data["end"] == outcome.merge_commit == ws.target_base()
-    verdict = final[0].data["verdict"]
-    assert verdict["verdict"] == "PASS"
-    (metric,) = verdict["metrics"]
-    effect = f"{metric['effect']:+.2%}"
+    final = state.events_of(FinalVerdictTaken)
+    assert len(final) == 1 and final[0].event.moved is True
+    assert final[0].event.end == outcome.merge_commit == ws.target_base()
+    verdict = final[0].event.verdict
+    assert verdict is not None and verdict.verdict == "PASS"
+    (metric,) = verdict.metrics
+    assert metric.effect is not None
+    effect = f"{metric.effect:+.2%}"
     report = (ws.root / "FINAL_REPORT.md").read_text()
     assert "## Main at the end against main at the start" in report and "**PASS**" in report
     assert "baseline to final" not in report
     board = (ws.root / "LEADERBOARD.md").read_text()
     row = next(line for line in board.splitlines() if line.startswith("| out/stdout_bytes"))
     assert "`shorter`" in row and row.count(effect) >= 1  # main vs start: the paired effect, with its interval
-    assert f"{metric['floor']:.2%}" in row
+    assert f"{metric.floor:.2%}" in row
     # a finished lab run again: no second stop entry, no second final verdict
     lab.finish("the test stops it")
-    assert len(state.events("stop")) == 1 and len(state.events("final-verdict")) == 1
+    assert len(state.events_of(LabStopped)) == 1 and len(state.events_of(FinalVerdictTaken)) == 1
     state.close()

@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 
 from orchard.lab.db.state import LabState
+from orchard.lab.records.events import ExperimentStarted, LabStopped, LauncherFailed
+from orchard.lab.records.judgment import JudgmentEntry
 from orchard.lab.workers.workspace_init import init_workspace
 from tests.helpers import slow_but
 from tests.lab.lab_helpers import ALPHA_TARGET, CLI_HELP, command_launcher, git, lab_config, one_worker
@@ -161,16 +163,16 @@ def test_agents_that_cannot_work_return_their_hypotheses_and_stop_the_lab(lab: t
     assert result.returncode == 0, result.stdout + result.stderr
     state = LabState.open(root)
     try:
-        failures = {e.data["hypothesis"]: e.data for e in state.events("launcher-failure")}
-        assert failures["by-claude"]["reason"] == "launcher claude failed: claude: Not logged in · Please run /login"
-        assert failures["by-codex"]["reason"] == "launcher codex failed: codex: 401 Unauthorized: missing bearer token"
-        assert failures["by-shell"]["launcher"] == "shell" and "exit 127" in failures["by-shell"]["reason"]
-        assert "no-such-agent-cli" in failures["by-shell"]["reason"]
+        failures = {e.event.hypothesis: e.event for e in state.events_of(LauncherFailed)}
+        assert failures["by-claude"].reason == "launcher claude failed: claude: Not logged in · Please run /login"
+        assert failures["by-codex"].reason == "launcher codex failed: codex: 401 Unauthorized: missing bearer token"
+        assert failures["by-shell"].launcher == "shell" and "exit 127" in failures["by-shell"].reason
+        assert "no-such-agent-cli" in failures["by-shell"].reason
         statuses = {h.id: (h.status, h.attempts) for h in state.hypotheses()}
         assert all(status == "open" for status, _ in statuses.values()), statuses  # nothing KILLed
         assert statuses["never-tried"] == ("open", 0)  # the lab stopped before the whole backlog was touched
-        assert not state.events("judgment")
-        stop = state.events("stop")[-1].data["reason"]
+        assert not state.events_of(JudgmentEntry)
+        stop = state.events_of(LabStopped)[-1].event.reason
         assert stop.startswith("3 launcher failures in a row")
     finally:
         state.close()
@@ -214,7 +216,7 @@ launcher = "edit"
     assert result.returncode == 0, result.stdout + result.stderr
     state = LabState.open(root)
     try:
-        ran = {e.data["hypothesis"]: e.data["launcher"] for e in state.events("experiment-start")}
+        ran = {e.event.hypothesis: e.event.launcher for e in state.events_of(ExperimentStarted)}
         assert ran == {"by-patch": "patch", "by-edit": "edit"}
         judged = {e.hypothesis: e.candidate.launcher for e in state.experiments() if e.decision and e.candidate}
         assert judged == {"by-patch": "patch", "by-edit": "edit"}
@@ -264,7 +266,7 @@ def test_a_credential_variable_lets_a_logged_out_agent_run(lab: tuple[Path, dict
     assert result.returncode == 0, result.stdout + result.stderr
     state = LabState.open(root)
     try:  # the run went on: workers started (and their agents, failing later, sent their hypotheses back)
-        assert {e.data["launcher"] for e in state.events("experiment-start")} >= {"claude", "codex"}
+        assert {e.event.launcher for e in state.events_of(ExperimentStarted)} >= {"claude", "codex"}
     finally:
         state.close()
 

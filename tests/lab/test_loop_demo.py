@@ -19,6 +19,8 @@ import pytest
 
 from orchard.demo.make import make_demo
 from orchard.lab.db.state import LabState
+from orchard.lab.records.judgment import JudgmentEntry
+from orchard.lab.records.land_steps import Merged, Rebased
 from orchard.lab.workers.workspace import Workspace
 from tests.lab.lab_helpers import assert_nothing_left, git, wait_for
 from tests.lab.lab_helpers import lab_events as events
@@ -59,8 +61,8 @@ def test_demo_walks_every_decision_path(tmp_path: Path, mark: str) -> None:
     assert "bench patch did not apply" in (root / "logs" / "read-whole-file.log").read_text()
     assert found["single-write"][:2] == ("KILL", "no-claim-below-floor")
     # the second win was rebased onto the first's merge and judged again before its own merge
-    rebased = [e for e in events(root, "rebase") if e.data["needed"]]
-    assert len(rebased) == 1 and len(events(root, "merge")) == 2
+    rebased = [e for e in events(root, Rebased) if e.event.needed]
+    assert len(rebased) == 1 and len(events(root, Merged)) == 2
     origin_log = git(root / "origin" / "target.git", "log", "--format=%s", "main")
     assert origin_log.count("lab: merge") == 2
     journal = (root / "JOURNAL.md").read_text()
@@ -119,9 +121,9 @@ def test_resume_after_sigkill_loses_and_doubles_nothing(tmp_path: Path, mark: st
     assert set(found) == set(HYPOTHESES)
     assert found["terse-report"][0] == "LAND" and found["count-with-dict"][0] == "LAND"
     assert found["top-ten-default"][:2] == ("KILL", "gates-absolute")
-    judged = Counter(e.experiment for e in events(root, "judgment"))
+    judged = Counter(e.experiment for e in events(root, JudgmentEntry))
     assert all(count == 1 for count in judged.values()), judged  # nothing judged twice
-    assert Counter(e.experiment for e in events(root, "merge")) == Counter({"terse-report": 1, "count-with-dict": 1})
+    assert Counter(e.experiment for e in events(root, Merged)) == Counter({"terse-report": 1, "count-with-dict": 1})
     merges = git(root / "origin" / "target.git", "log", "--format=%s", "main").count("lab: merge")
     assert merges == 2  # nothing landed twice
     state = LabState.open(root)

@@ -17,6 +17,8 @@ from click.testing import CliRunner, Result
 from orchard.cli import cli
 from orchard.demo.make import make_demo
 from orchard.lab.db.state import LabState
+from orchard.lab.records.events import BacklogChanged
+from orchard.lab.records.judgment import Decision, JudgmentEntry
 from orchard.lab.workers.workspace import Workspace
 from orchard.lab.workers.workspace_init import init_workspace
 from tests.lab.lab_helpers import BENCH_FILES, TARGET_FILES, make_repo
@@ -87,8 +89,9 @@ def test_a_good_answer_adds_its_hypotheses_from_the_planner(planner: tuple[Works
         assert {r.source for r in added.values()} == {"planner"} and {r.status for r in added.values()} == {"open"}
         assert added["beta-batch"].hypothesis.scope == ("src/beta-batch.py",)
         assert added["beta-batch"].hypothesis.suspected_cause == "src/beta-batch.py: slow loop"
-        event = state.events("backlog")[-1].data
-        assert event["planner"].startswith("plan-") and event["added"] == ["alpha-cache", "beta-batch", "gamma-lazy"]
+        event = state.events_of(BacklogChanged)[-1].event
+        assert event.planner and event.planner.startswith("plan-")
+        assert event.added == ("alpha-cache", "beta-batch", "gamma-lazy")
     finally:
         state.close()
     assert "`gamma-lazy`" in (ws.root / "backlog.md").read_text()
@@ -109,8 +112,8 @@ def test_the_prompt_gives_the_planner_what_the_lab_knows(planner: tuple[Workspac
     state = LabState.open(ws.root)
     try:
         add_hypotheses(state, {"id": "already-queued", "scope": ["src/beta.txt"], "title": "Queued before planning"})
-        state.log("judgment", {"hypothesis": "old-idea", "title": "An earlier idea", "decision": "KILL",
-                               "reasons": ["no effect beyond the noise floor: every metric within its noise floor"]},
+        state.log(JudgmentEntry("old-idea", "An earlier idea", Decision.KILL,
+                                ("no effect beyond the noise floor: every metric within its noise floor",)),
                   "old-idea")
     finally:
         state.close()

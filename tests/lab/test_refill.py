@@ -12,6 +12,7 @@ import pytest
 
 from orchard.lab.db.state import LabState
 from orchard.lab.loop.lab import Lab
+from orchard.lab.records.events import BacklogChanged, RefillStopped
 from orchard.lab.workers.remote import lab_id, scratch_dir
 from orchard.lab.workers.workspace_init import init_workspace
 from tests.lab.lab_helpers import (
@@ -56,15 +57,15 @@ def test_the_planner_refills_a_dry_backlog_and_scopes_stay_disjoint_on_the_clust
     state = LabState.open(ws.root)
     try:
         reason = Lab(ws, state, say=lambda _: None).run()
-        added = [e.data["added"] for e in state.events("backlog") if "planner" in e.data]
-        refill = state.events("refill")
+        added = [e.event.added for e in state.events_of(BacklogChanged) if e.event.planner]
+        refill = state.events_of(RefillStopped)
         experiments = {e.hypothesis: e for e in state.experiments()}
     finally:
         state.close()
     # the empty backlog (0 open < 2 free workers) was refilled once; the second answer repeated the
     # first (ids already in the backlog) and was rejected whole, which stopped refilling for this run
-    assert added == [["alpha-cache", "alpha-batch", "gamma-lazy"]]
-    assert len(refill) == 1 and "already in the backlog" in refill[0].data["stopped"]
+    assert added == [("alpha-cache", "alpha-batch", "gamma-lazy")]
+    assert len(refill) == 1 and "already in the backlog" in refill[0].event.stopped
     assert set(experiments) == {"alpha-cache", "alpha-batch", "gamma-lazy"}, reason
     # the two hypotheses sharing src/alpha.txt never ran at the same time on the cluster
     first, second = sorted((experiments["alpha-cache"], experiments["alpha-batch"]), key=lambda e: e.started_at)

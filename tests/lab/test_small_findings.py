@@ -11,7 +11,7 @@ from orchard.lab.notebook import backlog_file, view
 from orchard.lab.notebook import files as records
 from orchard.lab.notebook.journal import render_journal
 from orchard.lab.records.hypothesis import HypothesisStatus
-from orchard.lab.records.judgment import Decision, Judgment
+from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry
 from orchard.lab.workers.workspace import Workspace
 from tests.lab.loop_support import add_hypotheses, verdict_of
 
@@ -59,9 +59,8 @@ def test_a_gate_failing_in_the_warm_up_says_so_and_killed_bullets_name_the_id_on
         reasons = ["quality gate information_recall failed"]
         lab_state.add_experiment("top-ten", "top-ten", "w1", "exploit", 1, "a" * 40, "b" * 40, "running")
         lab_state.update_experiment("top-ten", status="done", decision="KILL", reasons=reasons,
-                                    judgment=Judgment(Decision.KILL, reasons, verdict=gate_kill))
-        lab_state.log("judgment", {"hypothesis": "top-ten", "title": "top ten", "decision": "KILL",
-                                   "reasons": reasons, "verdict": gate_kill.to_dict()}, "top-ten")
+                                    judgment=Judgment(Decision.KILL, tuple(reasons), verdict=gate_kill))
+        lab_state.log(JudgmentEntry("top-ten", "top ten", Decision.KILL, tuple(reasons), verdict=gate_kill), "top-ten")
         journal = render_journal(lab_state)
         report = records.render_final_report(view.build(ws, lab_state, live=False))
     finally:

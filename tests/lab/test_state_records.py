@@ -20,9 +20,12 @@ from orchard.lab.db.schema import SCHEMA_VERSION
 from orchard.lab.db.state import LabState
 from orchard.lab.notebook import files as records
 from orchard.lab.records.agent_usage import AgentUsage
+from orchard.lab.records.events import BaselineRebuilt, ExperimentStarted, LabStopped
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import HypothesisStatus, Lane
 from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry, Rule
+from orchard.lab.records.lab_start import LabStart
+from orchard.lab.records.land_steps import MainPublished, Merged
 from orchard.lab.workers.workspace import Workspace
 from tests.lab.loop_support import add_hypotheses, bare_candidate, metric, verdict_of
 
@@ -104,7 +107,7 @@ def test_a_failed_transaction_leaves_nothing_behind(lab_state: LabState, tmp_pat
             add_hypotheses(lab_state, {"id": "half", "scope": ["b.py"]})
             lab_state.add_experiment("half", "half", "w1", "exploit", 1, BASE, BENCH, "starting")
             lab_state.update_hypothesis("before", status=HypothesisStatus.RUNNING, attempt=True)
-            lab_state.log("experiment-start", {"hypothesis": "half"}, "half")
+            lab_state.log(ExperimentStarted("half", "w1", "exploit", BASE, "command", "half", "half.log"), "half")
             raise RuntimeError("crash between two writes")
     assert [h.id for h in lab_state.hypotheses()] == ["before"]
     assert lab_state.hypothesis("before").status == "open" and lab_state.hypothesis("before").attempts == 0
@@ -131,7 +134,7 @@ def test_the_version_moves_with_every_write_of_any_connection_and_only_then(
         lab_state.set_counter("judged", 1)
         mine = lab_state.version()
         assert mine != quiet
-        judge_thread.log("baseline-rebuilt", {"why": "its files changed"})
+        judge_thread.log(BaselineRebuilt(BASE, "run.sh", ("run.sh",), "its files changed"))
         assert lab_state.version() != mine, "another connection's commit is a change too"
         assert lab_state.version() == lab_state.version()
     finally:
@@ -178,7 +181,7 @@ def _judged(
         name,
         status=ExperimentStatus.DONE,
         candidate=bare_candidate(usage=AgentUsage(cost_usd=cost, input_tokens=1000)),
-        judgment=Judgment(Decision(decision), reasons, verdict=verdict),
+        judgment=Judgment(Decision(decision), tuple(reasons), verdict=verdict),
         decision=decision,
         reasons=reasons,
         **fields,
@@ -187,15 +190,15 @@ def _judged(
         hypothesis=name,
         title=hypothesis.title,
         decision=Decision(decision),
-        reasons=reasons,
+        reasons=tuple(reasons),
         metric=hypothesis.metric,
         predicted="-40%",
         cause=hypothesis.suspected_cause,
         rule=None if rule is None else Rule(rule),
         verdict=verdict,
-        usage={"cost_usd": cost},
+        usage=AgentUsage(cost_usd=cost),
     )
-    state.log("judgment", entry.to_dict(), name)
+    state.log(entry, name)
 
 
 def fill(state: LabState) -> None:
@@ -204,16 +207,8 @@ def fill(state: LabState) -> None:
     baseline = {"report/wall_ms": 64.0, "report/stdout_bytes": 11502.0}
     state.add_measurement("baseline", BASE, baseline)
     state.add_measurement("main", BASE, baseline)
-    state.log(
-        "lab-start",
-        {
-            "base": BASE,
-            "bench_base": BENCH,
-            "baseline": baseline,
-            "floors": {"report/wall_ms": 0.05, "report/stdout_bytes": 0.0},
-            "calibration": "20 A/A pairs, seed 11, machine 5f326dcb",
-        },
-    )
+    state.log(LabStart(BASE, BENCH, "", "20 A/A pairs, seed 11, machine 5f326dcb", baseline,
+                       {"report/wall_ms": 0.05, "report/stdout_bytes": 0.0}))
     add_hypotheses(
         state,
         {"id": "count-with-dict", "title": "Count words with a dict", "scope": ["wordfreq/count.py"], "impact": 5},
@@ -237,8 +232,8 @@ def fill(state: LabState) -> None:
         land_commit=LAND_COMMIT,
         merge_commit=MERGE,
     )
-    state.log("merge", {"branch": "lab/count-with-dict", "into": "main", "commit": MERGE}, "count-with-dict")
-    state.log("publish", {"branch": "main", "commit": MERGE, "reachable": True}, "count-with-dict")
+    state.log(Merged("lab/count-with-dict", "main", MERGE, BASE), "count-with-dict")
+    state.log(MainPublished("main", MERGE, True), "count-with-dict")
     state.add_measurement("main", MERGE, {"report/wall_ms": 39.0, "report/stdout_bytes": 11502.0}, "count-with-dict")
     state.update_hypothesis("count-with-dict", status=HypothesisStatus.LANDED)
     flat = verdict_of([metric("report/wall_ms", "no-change", -0.01, interval=(-0.03, 0.02), baseline=39.0, floor=0.05)])
@@ -260,7 +255,7 @@ def fill(state: LabState) -> None:
         },
         source="iterate",
     )
-    state.log("stop", {"reason": "the top 5 backlog items have all been attempted"})
+    state.log(LabStopped("the top 5 backlog items have all been attempted"))
 
 
 @pytest.fixture

@@ -21,17 +21,25 @@ import sqlite3
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from orchard import __version__
 from orchard.errors import OrchardError, UsageError
 from orchard.lab.db.schema import SCHEMA, SCHEMA_VERSION
 from orchard.lab.db.workspace_lock import holder
 from orchard.lab.records.candidate import Candidate
-from orchard.lab.records.db import ExperimentRecord, HypothesisRecord, JournalEvent, Measurement
+from orchard.lab.records.db import (
+    ExperimentRecord,
+    HypothesisRecord,
+    JournalEvent,
+    Measurement,
+    Unrecognized,
+    of_type,
+)
+from orchard.lab.records.events import Event, EventKind
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import Hypothesis, HypothesisStatus, Lane
-from orchard.lab.records.judgment import Judgment
+from orchard.lab.records.judgment import Decision, Judgment
 
 # A candidate's patch is at most [target] max_patch_kb (itself at most 16 MiB); the rest of a record
 # (file lists, report, reasons) gets 4 MiB more. Anything larger is refused, never stored.
@@ -39,6 +47,7 @@ MAX_VALUE_BYTES = (16 + 4) * 1024 * 1024
 BUSY_TIMEOUT_S = 10.0  # how long a writer waits for another process's write lock on lab.db
 
 DB_NAME = "lab.db"
+E = TypeVar("E", bound=Event)
 
 
 class LabBusy(UsageError):
@@ -255,10 +264,13 @@ class LabState:
             raise KeyError(name)
         return ExperimentRecord.from_row(row)
 
-    def experiments(self, *statuses: ExperimentStatus) -> list[ExperimentRecord]:
-        query, args = "SELECT * FROM experiments", tuple(statuses)
+    def experiments(self, *statuses: ExperimentStatus, decision: Decision | None = None) -> list[ExperimentRecord]:
+        """The experiments (in these statuses; with this decision), oldest first."""
+        query, args = "SELECT * FROM experiments WHERE 1", list[str](statuses)
         if statuses:
-            query += f" WHERE status IN ({','.join('?' * len(statuses))})"
+            query += f" AND status IN ({','.join('?' * len(statuses))})"
+        if decision is not None:
+            query, args = query + " AND decision = ?", [*args, decision]
         rows = self.db.execute(query + " ORDER BY started_at, name", args)
         return [ExperimentRecord.from_row(row) for row in rows]
 
@@ -280,18 +292,26 @@ class LabState:
 
     # -- events, measurements, baselines --------------------------------------------
 
-    def log(self, kind: str, data: Mapping[str, Any], experiment: str | None = None) -> None:
+    def log(self, event: Event, experiment: str | None = None) -> int:
+        """Journal one event (its record's JSON); returns its id."""
         with self.transaction():
-            self.db.execute(
+            cursor = self.db.execute(
                 "INSERT INTO events (at, kind, experiment, data) VALUES (?, ?, ?, ?)",
-                (time.time(), kind, experiment, _bounded(kind, json.dumps(dict(data), sort_keys=True, default=str))),
+                (time.time(), event.kind, experiment,
+                 _bounded(event.kind, json.dumps(event.to_dict(), sort_keys=True, default=str))),
             )
+        return int(cursor.lastrowid or 0)
 
-    def events(self, kind: str | None = None) -> list[JournalEvent]:
-        query, args = "SELECT * FROM events", tuple[str, ...]()
+    def events(self, kind: EventKind | None = None, *, after: int = 0) -> list[JournalEvent[Event | Unrecognized]]:
+        """The journal, oldest first (of one kind; only the events after the id `after`)."""
+        query, args = "SELECT * FROM events WHERE id > ?", list[int | str]([after])
         if kind is not None:
-            query, args = query + " WHERE kind = ?", (kind,)
+            query, args = query + " AND kind = ?", [after, kind]
         return [JournalEvent.from_row(row) for row in self.db.execute(query + " ORDER BY id", args)]
+
+    def events_of(self, record: type[E]) -> list[JournalEvent[E]]:
+        """The events of one record type, oldest first, each with its record typed."""
+        return of_type(self.events(record.kind), record)
 
     def add_measurement(self, kind: str, commit_id: str, metrics: Mapping[str, float | None],
                         experiment: str | None = None) -> None:

@@ -34,7 +34,7 @@ from orchard.lab.judge.measuring import (
 )
 from orchard.lab.records.build import BuiltBinary, Check, CheckName
 from orchard.lab.records.candidate import Candidate, Flag
-from orchard.lab.records.judgment import Decision, Judgment, Rule, patch_digest
+from orchard.lab.records.judgment import Decision, Judgment, Rule, Ruling, patch_digest
 from orchard.lab.text import a_few
 from orchard.lab.workers.builds import (
     baseline_binary,
@@ -124,29 +124,29 @@ def _verdict_failures(verdict: Verdict) -> list[Failure]:
     return []
 
 
-def decide(checks: Sequence[Check], verdict: Verdict | None, flags: Sequence[str]) -> Judgment:
+def decide(checks: Sequence[Check], verdict: Verdict | None, flags: Sequence[str]) -> Ruling:
     """The hard rules, in order: the first that applies decides, and every failed check is a reason."""
     failures = _failures(checks, verdict, flags)
     reasons = [failure.reason for failure in failures]
     outcome = None if verdict is None else verdict.verdict
     if failures:
         if outcome == VerdictWord.PASS and all(failure.check in TESTS_RED for failure in failures):
-            return Judgment(Decision.ITERATE,
-                            ["a measured win, but " + "; ".join(reasons) + ": fix correctness and retry"], Rule.TESTS)
+            return Ruling(Decision.ITERATE,
+                          ("a measured win, but " + "; ".join(reasons) + ": fix correctness and retry",), Rule.TESTS)
         if outcome in (VerdictWord.PASS, VerdictWord.NO_CHANGE, VerdictWord.INCONCLUSIVE):
             reasons.append(f"verdict {outcome}")
-        return Judgment(Decision.KILL, reasons, failures[0].rule)
+        return Ruling(Decision.KILL, tuple(reasons), failures[0].rule)
     if verdict is None:
-        return Judgment(Decision.KILL, ["no verdict could be taken"])
-    reasons = list(verdict.reasons)
+        return Ruling(Decision.KILL, ("no verdict could be taken",))
+    said = "; ".join(verdict.reasons)
     if outcome == VerdictWord.PASS:
         flagged = [f"flagged implausible: {c.detail}" for c in checks if c.name == CheckName.PLAUSIBLE]
-        return Judgment(Decision.LAND, reasons + flagged)
+        return Ruling(Decision.LAND, (*verdict.reasons, *flagged))
     if outcome == VerdictWord.NO_CHANGE:
-        return Judgment(Decision.KILL, ["no effect beyond the noise floor: " + "; ".join(reasons)], Rule.FLOOR)
+        return Ruling(Decision.KILL, (f"no effect beyond the noise floor: {said}",), Rule.FLOOR)
     if _promising(verdict):
-        return Judgment(Decision.ITERATE, ["promising but unclear: " + "; ".join(reasons)])
-    return Judgment(Decision.KILL, ["below the printed noise floor: " + "; ".join(reasons)], Rule.FLOOR)
+        return Ruling(Decision.ITERATE, (f"promising but unclear: {said}",))
+    return Ruling(Decision.KILL, (f"below the printed noise floor: {said}",), Rule.FLOOR)
 
 
 def collection_checks(candidate: Candidate) -> list[Check]:
@@ -193,42 +193,40 @@ def judge(
     checks = collection_checks(candidate)
     flags = list(candidate.flags)
     if not all(c.passed for c in checks) or Flag.NO_CHANGES in flags:
-        return _finish(decide(checks, None, flags), checks, None, None, base)
+        return _finish(decide(checks, None, flags), checks, None, None, base, candidate)
     progress(f"{name}: clean checkout of {base[:12]} plus the patch")
     try:
         checkout = checkout_with_patch(ws, ws.judge_dir / name / "target", base, candidate.patch)
         checks.append(Check(CheckName.APPLY, True, "patch applies to a clean base"))
     except VcsError as error:
         checks.append(Check(CheckName.APPLY, False, str(error)[:300]))
-        return _finish(decide(checks, None, flags), checks, None, None, base)
+        return _finish(decide(checks, None, flags), checks, None, None, base, candidate)
     binary = ws.binary_in(checkout)
     values = placeholders(ws, checkout, binary)
     if not _built_and_tested(ws, state, name, checkout, values, base, bench_base, checks, progress):
-        return _finish(decide(checks, None, flags), checks, str(checkout), None, base)
+        return _finish(decide(checks, None, flags), checks, str(checkout), None, base, candidate)
     baseline = baseline_binary(ws, state, base)
     if binary is None or not binary.exists():
         checks.append(Check(CheckName.BINARY, False, f"the build made no binary at {ws.config.target.binary}"))
-        return _finish(Judgment(Decision.KILL, [checks[-1].detail]), checks, str(checkout), None, base)
+        return _finish(Ruling(Decision.KILL, (checks[-1].detail,)), checks, str(checkout), None, base, candidate)
     built = hash_build(binary)
     progress(f"{name}: verdict against the baseline built from {base[:12]}")
     try:
         verdict = _measured(ws, state, name, base, (baseline, built), progress, measure_progress)
     except BinaryChanged as changed:
         checks.append(Check(CheckName.BINARY, False, str(changed)))
-        return _finish(Judgment(Decision.KILL, [str(changed)]), checks, str(checkout), None, base)
+        return _finish(Ruling(Decision.KILL, (str(changed),)), checks, str(checkout), None, base, candidate)
     assert_bench_untouched(ws, bench_base)
     if (plausible := plausibility.check(verdict, plausible_bound(ws))) is not None:
         checks.append(plausible)
-    judgment = decide(checks, verdict, flags)
-    if judgment.decision == Decision.LAND and review.configured(ws):
+    ruling = decide(checks, verdict, flags)
+    if ruling.decision == Decision.LAND and review.configured(ws):
         progress(f"{name}: review")
         hypothesis = state.hypothesis(state.experiment(candidate.experiment).hypothesis).hypothesis
         experiment = review.experiment_for(name, hypothesis, candidate, ws)
         checks.append(review.review(ws, experiment, candidate, verdict, checks, checkout))
-        judgment = decide(checks, verdict, flags)
-    judgment = _finish(judgment, checks, str(checkout), verdict, base, built)
-    judgment.patch, judgment.patch_sha256 = candidate.patch, patch_digest(candidate.patch)
-    return judgment
+        ruling = decide(checks, verdict, flags)
+    return _finish(ruling, checks, str(checkout), verdict, base, candidate, built)
 
 
 def _built_and_tested(ws: Workspace, state: LabState, name: str, checkout: Path, values: dict[str, str], base: str,
@@ -265,12 +263,9 @@ def _measured(ws: Workspace, state: LabState, name: str, base: str, binaries: tu
         return measure(ws, baseline_binary(ws, state, base), built, progress=measure_progress)
 
 
-def _finish(judgment: Judgment, checks: list[Check], checkout: str | None, verdict: Verdict | None,
-            base: str, built: BuiltBinary | None = None) -> Judgment:
-    judgment.checks = checks
-    judgment.checkout = checkout
-    judgment.verdict = verdict
-    judgment.base = base
-    judgment.binary = None if built is None else str(built.path)
-    judgment.built = built
-    return judgment
+def _finish(ruling: Ruling, checks: list[Check], checkout: str | None, verdict: Verdict | None,
+            base: str, candidate: Candidate, built: BuiltBinary | None = None) -> Judgment:
+    """The judgment, built once: the rules' ruling with its evidence and exactly the patch judged."""
+    return Judgment(ruling.decision, ruling.reasons, ruling.rule, tuple(checks), verdict, checkout,
+                    None if built is None else str(built.path), base, built, candidate.patch,
+                    patch_digest(candidate.patch))

@@ -1,15 +1,15 @@
 """Landing a win: a recorded sequence of idempotent steps, resumed where it stopped.
 
-The steps, each recorded in lab.db (an event of its own kind for the
-experiment) the moment it is done:
+The steps (`land_steps.LandStep`), each journaled with its typed record the
+moment it is done:
 
 1. `land`: the patch is committed on `lab/<experiment>` with a lab note
    (hypothesis, result, numbers, n, floor) in the lab's target clone;
 2. `rebase`: when main moved since the experiment's base, the patch is
    applied to the new main and judged again from clean (a conflict or a
    lost win keeps the branch unmerged); recorded also when not needed;
-3. `push`: the branch is published to the target repository;
-4. `confirm`: a confirmation verdict on fresh samples, against lucky winners;
+3. `confirm`: a confirmation verdict on fresh samples, against lucky winners;
+4. `push`: the branch is published to the target repository, only now;
 5. `merge`: into the lab's main (a merge found already there is recorded, not
    made again);
 6. `publish`: the lab's main goes to the target repository, and the commit is
@@ -20,7 +20,10 @@ experiment) the moment it is done:
 A run killed anywhere resumes at the first step not recorded; every step
 checks what is already there before acting, so nothing happens twice.
 
-What lands is only the patch the judge judged (stored with its judgment,
+Nothing reaches the user's repository unless the journal holds the judge's
+LAND judgment of this very patch (its sha256): an experiment row that says
+LAND without one is `LabIntegrityError`. What lands is only the patch the
+judge judged (stored with its judgment,
 its sha256 checked, its scope and files checked again), applied to a fresh
 judge-owned checkout of the base: never a worker's checkout, never a
 checkout a record names; the confirmation verdict measures that same patch,
@@ -36,10 +39,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
-from orchard.lab.judge import special_files
-from orchard.lab.judge.candidate import patch_files
 from orchard.lab.judge.ladder import judge
 from orchard.lab.judge.measuring import (
     BinaryChanged,
@@ -51,13 +52,27 @@ from orchard.lab.judge.measuring import (
 )
 from orchard.lab.judge.verdict_view import after_pairs
 from orchard.lab.landing import pins
-from orchard.lab.landing.publication import check_published, main_branch, publication, push
+from orchard.lab.landing.land_checks import checked_patch, landing_checkout, recorded_judgment
+from orchard.lab.landing.publication import Publication, check_published, main_branch, publication, push
 from orchard.lab.records.build import CheckName
+from orchard.lab.records.events import Event
 from orchard.lab.records.experiment import ExperimentStatus
-from orchard.lab.records.hypothesis import Hypothesis, outside_scope
-from orchard.lab.records.judgment import Decision, Judgment, patch_digest
-from orchard.lab.text import a_few
-from orchard.lab.workers.builds import baseline_binary, candidate_step, checkout_with_patch, hash_build, placeholders
+from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.records.judgment import Decision, Judgment
+from orchard.lab.records.land_steps import (
+    BranchPushed,
+    Committed,
+    Confirmed,
+    LandStep,
+    MainChecked,
+    MainPublished,
+    Merged,
+    Pushed,
+    Rebased,
+    Reverted,
+    RevertPublished,
+)
+from orchard.lab.workers.builds import baseline_binary, candidate_step, hash_build, placeholders
 from orchard.lab.workers.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -65,6 +80,8 @@ if TYPE_CHECKING:
     from orchard.lab.records.db import ExperimentRecord
 
 Progress = Callable[[str], None]
+R = TypeVar("R", bound=Event)
+P = TypeVar("P", bound=Pushed)
 
 
 @dataclass
@@ -109,43 +126,29 @@ def lab_note(hypothesis: Hypothesis, judgment: Judgment, experiment: str) -> str
 
 
 class Steps:
-    """The landing steps one experiment has done, as recorded in lab.db."""
+    """The landing steps one experiment has done, read back typed from the journal; each done once."""
 
     def __init__(self, state: LabState, experiment: str) -> None:
         self.state = state
         self.experiment = experiment
-        self.done: dict[str, dict[str, Any]] = {}
-        for event in state.events():
-            if event.experiment == experiment and event.kind in STEP_KINDS:
-                self.done[event.kind] = event.data
+        self.done: dict[str, Event] = {e.kind: e.event for e in state.events()
+                                       if e.experiment == experiment and e.kind in STEP_KINDS
+                                       and isinstance(e.event, Event)}
 
-    def run(self, step: str, action: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """Do `step` unless it is recorded as done; record what it did."""
-        if step not in self.done:
-            data = action()
-            self.state.log(step, data, self.experiment)
-            self.done[step] = data
-        return self.done[step]
+    def run(self, record: type[R], action: Callable[[], R]) -> R:
+        """The step that leaves a `record`: done now unless the journal has its record; journaled when done."""
+        done = self.done.get(record.kind)
+        if done is None:
+            done = action()
+            self.state.log(done, self.experiment)
+            self.done[record.kind] = done
+        if not isinstance(done, record):
+            raise LabIntegrityError(f"{self.experiment}: the journal's {record.kind} step is not one the lab "
+                                    "records: lab.db was edited; nothing more was merged or pushed")
+        return done
 
 
-STEP_KINDS = ("land", "rebase", "push", "confirm", "merge", "publish", "main-check", "revert", "publish-revert")
-
-
-def landing_checkout(ws: Workspace, name: str, base: str, judgment: Judgment, hypothesis: Hypothesis,
-                     purpose: str = "land") -> Path:
-    """A fresh judge-owned checkout of `base` plus exactly the judged patch, checked again before it lands."""
-    patch = judgment.patch
-    if not patch or patch_digest(patch) != judgment.patch_sha256:
-        raise LabIntegrityError(f"{name}: the judged patch stored in lab.db does not match its sha256 (or is "
-                                "missing): lab.db was edited; nothing was committed, merged or pushed")
-    files = patch_files(patch)
-    refused = [f"outside the scope: {a_few(v)}" for v in [outside_scope(files, hypothesis.scope)] if v]
-    refused += special_files.in_patch(patch)
-    if not files or refused:
-        raise LabIntegrityError(f"{name}: the patch recorded as judged is not one the judge passes "
-                                f"({'; '.join(refused) or 'it changes no file'}): lab.db was edited; nothing was "
-                                "committed, merged or pushed")
-    return checkout_with_patch(ws, ws.judge_dir / name / purpose, base, patch)
+STEP_KINDS = tuple(LandStep)
 
 
 def _commit_branch(ws: Workspace, checkout: Path, branch: str, message: str) -> str:
@@ -186,7 +189,150 @@ def _confirm(ws: Workspace, state: LabState, main_head: str, current: Judgment, 
     raise AssertionError("unreachable")
 
 
-def land(  # noqa: C901, PLR0915  (split by issue19-journal)
+@dataclass(frozen=True)
+class Landing:
+    """One win's landing: each step a method returning the record it journals."""
+
+    ws: Workspace
+    state: LabState
+    record: ExperimentRecord
+    judgment: Judgment
+    hypothesis: Hypothesis
+    main: str  # the lab's integration branch
+    where: Publication
+    progress: Progress
+    measure_progress: MeasureProgress | None
+
+    @property
+    def name(self) -> str:
+        return self.record.name
+
+    def commit(self) -> Committed:
+        branch = f"lab/{self.name}"
+        self.progress(f"{self.name}: commit on {branch}")
+        checkout = landing_checkout(self.ws, self.name, self.judgment.base or "", self.judgment, self.hypothesis)
+        commit = _commit_branch(self.ws, checkout, branch, lab_note(self.hypothesis, self.judgment, self.name))
+        self.state.update_experiment(self.name, branch=branch, land_commit=commit, status=ExperimentStatus.LANDING)
+        return Committed(branch, commit)
+
+    def rebase(self, landed: Committed) -> Rebased:
+        """Main as it is now; when it moved since the judged base, the patch judged again on it, from clean."""
+        ws, name, base = self.ws, self.name, self.judgment.base or ""
+        main_head = pins.check(ws, self.state, self.main).head
+        if main_head == base:
+            return Rebased(False, main_head, landed.branch, landed.commit)
+        self.progress(f"{name}: main moved ({base[:10]} -> {main_head[:10]}): rebase and judge again")
+        assert self.record.candidate is not None
+        judged = replace(self.record.candidate, patch=self.judgment.patch, flags=[])  # what was judged, nothing else
+        rebased = judge(ws, self.state, f"{name}-on-{main_head[:10]}", judged, main_head, self.record.bench_base,
+                        progress=self.progress, measure_progress=self.measure_progress)
+        if rebased.decision != Decision.LAND:
+            return Rebased(True, main_head, landed.branch, landed.commit, main_head, rebased.decision,
+                           rebased.reasons, rebased)
+        branch = f"{landed.branch}-on-{main_head[:10]}"
+        checkout = landing_checkout(ws, f"{name}-on-{main_head[:10]}", main_head, rebased, self.hypothesis)
+        commit = _commit_branch(ws, checkout, branch, lab_note(self.hypothesis, rebased, name))
+        self.state.update_experiment(name, branch=branch, land_commit=commit, judgment=rebased)
+        return Rebased(True, main_head, branch, commit, main_head, rebased.decision, rebased.reasons, rebased)
+
+    def confirm(self, main_head: str, current: Judgment) -> Confirmed:
+        self.progress(f"{self.name}: confirmation verdict on fresh samples")
+        verdict = _confirm(self.ws, self.state, main_head, current, self.name, self.hypothesis, self.measure_progress)
+        return Confirmed(refused=verdict) if isinstance(verdict, str) else Confirmed(verdict=verdict)
+
+    def push_branch(self, branch: str, commit: str) -> BranchPushed:
+        """The branch to the user's repository: only now, after the confirmation passed."""
+        check_published(self.ws, self.state, self.where)
+        if self.ws.target_vcs.resolve(self.ws.reference_target, branch) != commit:
+            raise LabIntegrityError(f"{branch} in the lab's target clone is not the commit the lab made "
+                                    f"({commit[:12]}): someone moved it; nothing was pushed or merged")
+        return push(self.ws, branch, record=BranchPushed)
+
+    def merge(self, branch: str, commit: str, main_head: str) -> Merged:
+        vcs, reference, main = self.ws.target_vcs, self.ws.reference_target, self.main
+        if vcs.contains(reference, commit, main):  # merged before a kill, not yet recorded
+            return Merged(branch, main, vcs.resolve(reference, main), main_head, "found merged after a restart")
+        self.progress(f"{self.name}: merge {branch} into {main}")
+        pins.expect(self.ws, self.state, main, (main_head, commit), commit)
+        merged = vcs.merge(reference, commit, into=main, message=f"lab: merge {branch}: {self.hypothesis.title}\n")
+        pins.pin(self.ws, self.state, main)
+        return Merged(branch, main, merged, main_head)
+
+    def publish(self, record: type[P]) -> P:
+        check_published(self.ws, self.state, self.where)
+        return push(self.ws, self.main, self.where.ref, record=record)
+
+    def main_check(self, merged: Merged) -> MainChecked:
+        self.progress(f"{self.name}: main after the merge against the previous main")
+        ws, state = self.ws, self.state
+        check = measure(ws, baseline_binary(ws, state, merged.previous), baseline_binary(ws, state, merged.commit),
+                        progress=self.measure_progress)
+        before, after = check.medians()
+        regressed = check.verdict in (VerdictWord.REGRESSED, VerdictWord.ERROR)
+        if not regressed:
+            state.add_measurement("main", merged.commit, after, self.name)
+        return MainChecked(check, regressed, before)
+
+    def revert(self, merged: Merged, checked: MainChecked) -> Reverted:
+        vcs, reference, main = self.ws.target_vcs, self.ws.reference_target, self.main
+        head = vcs.resolve(reference, main)
+        if head != merged.commit:  # reverted before a kill, not yet recorded (pins.check took it as announced)
+            revert = head
+        else:
+            pins.expect(self.ws, self.state, main, (merged.commit,), merged.previous)
+            revert = vcs.revert(reference, merged.commit,
+                                f"lab: revert {merged.branch}: main regressed after the merge\n")
+            pins.pin(self.ws, self.state, main)
+        self.state.add_measurement("main", revert, checked.before, self.name)
+        return Reverted(merged.commit, revert, _word(checked),
+                        "main measured against the previous main regressed after the merge")
+
+    def run(self) -> LandOutcome:
+        """The steps in order, each once; a branch that does not pass every check stays in the lab's clone."""
+        checked_patch(self.name, self.judgment, self.hypothesis)
+        recorded_judgment(self.state, self.name, self.judgment)
+        steps = Steps(self.state, self.name)
+        landed = steps.run(Committed, self.commit)
+        rebase = steps.run(Rebased, lambda: self.rebase(landed))
+        branch, commit = rebase.branch, rebase.commit
+        if not rebase.lands:
+            why = "; ".join(rebase.reasons or ())
+            return LandOutcome(branch, commit, False, None, False,
+                               [f"not merged: on the new main {rebase.main[:10]} it no longer lands ({why})"])
+        current = rebase.judgment if rebase.needed and rebase.judgment is not None else self.judgment
+        confirmed = steps.run(Confirmed, lambda: self.confirm(rebase.main, current))
+        if confirmed.verdict is None or confirmed.verdict.verdict != VerdictWord.PASS:
+            why = (confirmed.refused or "no confirmation verdict" if confirmed.verdict is None else
+                   f"the confirmation verdict was {confirmed.verdict.verdict} ({'; '.join(confirmed.verdict.reasons)})")
+            return LandOutcome(branch, commit, False, None, False, [f"not merged: {why}; the branch stays, described"])
+        pushed = steps.run(BranchPushed, lambda: self.push_branch(branch, commit))
+        notes = [] if pushed.reachable else [f"branch {branch} not published to the target: {pushed.error}"]
+        return self._integrate(steps, branch, commit, rebase.main, notes)
+
+    def _integrate(self, steps: Steps, branch: str, commit: str, main_head: str, notes: list[str]) -> LandOutcome:
+        """Merge into the lab's main, publish it, check main against the previous main, revert a regression."""
+        merged = steps.run(Merged, lambda: self.merge(branch, commit, main_head))
+        pins.check(self.ws, self.state, self.main)
+        self.state.update_experiment(self.name, merge_commit=merged.commit)
+        published = steps.run(MainPublished, lambda: self.publish(MainPublished))
+        if not published.reachable:
+            notes.append(f"merged in the lab's clone as {merged.commit[:10]} but NOT reachable in "
+                         f"{self.where.repo}: {published.error}")
+        checked = steps.run(MainChecked, lambda: self.main_check(merged))
+        pins.check(self.ws, self.state, self.main)
+        if not checked.regressed:
+            return LandOutcome(branch, commit, True, merged.commit, False, notes, published.reachable)
+        steps.run(Reverted, lambda: self.revert(merged, checked))
+        steps.run(RevertPublished, lambda: self.publish(RevertPublished))
+        notes.append(f"merged, then reverted: main after the merge was {_word(checked)}")
+        return LandOutcome(branch, commit, True, merged.commit, True, notes, published.reachable)
+
+
+def _word(checked: MainChecked) -> str:
+    return "-" if checked.verdict is None else str(checked.verdict.verdict)
+
+
+def land(
     ws: Workspace,
     state: LabState,
     record: ExperimentRecord,
@@ -196,126 +342,8 @@ def land(  # noqa: C901, PLR0915  (split by issue19-journal)
     progress: Progress = lambda _: None,
     measure_progress: MeasureProgress | None = None,
 ) -> LandOutcome:
-    name = record.name
-    title = hypothesis.title
-    vcs, reference = ws.target_vcs, ws.reference_target
-    main = main_branch(ws, state)
-    where = publication(ws, main)
-    steps = Steps(state, name)
+    """Land a judged win (see the module's docstring): resumed at the first step the journal does not hold."""
     assert judgment.base is not None
-
-    def commit_step() -> dict[str, Any]:
-        branch = f"lab/{name}"
-        progress(f"{name}: commit on {branch}")
-        checkout = landing_checkout(ws, name, judgment.base or "", judgment, hypothesis)
-        commit = _commit_branch(ws, checkout, branch, lab_note(hypothesis, judgment, name))
-        state.update_experiment(name, branch=branch, land_commit=commit, status=ExperimentStatus.LANDING)
-        return {"branch": branch, "commit": commit}
-
-    landed = steps.run("land", commit_step)
-
-    def rebase_step() -> dict[str, Any]:
-        main_head = pins.check(ws, state, main).head
-        if main_head == judgment.base:
-            return {"needed": False, "main": main_head, **landed}
-        progress(f"{name}: main moved ({(judgment.base or '')[:10]} -> {main_head[:10]}): rebase and judge again")
-        assert record.candidate is not None
-        judged = replace(record.candidate, patch=judgment.patch, flags=[])  # what was judged, nothing else
-        rebased = judge(ws, state, f"{name}-on-{main_head[:10]}", judged, main_head,
-                        record.bench_base, progress=progress, measure_progress=measure_progress)
-        data: dict[str, Any] = {"needed": True, "main": main_head, "onto": main_head, "decision": rebased.decision,
-                                "reasons": rebased.reasons, "judgment": rebased.to_dict()}
-        if rebased.decision != Decision.LAND:
-            return {**data, **landed}
-        branch = f"{landed['branch']}-on-{main_head[:10]}"
-        checkout = landing_checkout(ws, f"{name}-on-{main_head[:10]}", main_head, rebased, hypothesis)
-        commit = _commit_branch(ws, checkout, branch, lab_note(hypothesis, rebased, name))
-        state.update_experiment(name, branch=branch, land_commit=commit, judgment=rebased)
-        return {**data, "branch": branch, "commit": commit}
-
-    rebase = steps.run("rebase", rebase_step)
-    branch, commit = rebase["branch"], rebase["commit"]
-
-    def push_step() -> dict[str, Any]:
-        check_published(ws, state, where)
-        if vcs.resolve(reference, branch) != commit:
-            raise LabIntegrityError(f"{branch} in the lab's target clone is not the commit the lab made "
-                                    f"({commit[:12]}): someone moved it; nothing was pushed or merged")
-        return push(ws, branch)
-
-    pushed = steps.run("push", push_step)
-    notes = [] if pushed["reachable"] else [f"branch {branch} not published to the target: {pushed.get('error')}"]
-    if rebase.get("decision", Decision.LAND) != Decision.LAND:
-        notes.append(f"not merged: on the new main {rebase['main'][:10]} it no longer lands "
-                     f"({'; '.join(rebase['reasons'])})")
-        return LandOutcome(branch, commit, False, None, False, notes)
-    current = judgment if not rebase["needed"] else Judgment.from_dict(rebase["judgment"])
-    main_head = rebase["main"]
-
-    def confirm_step() -> dict[str, Any]:
-        progress(f"{name}: confirmation verdict on fresh samples")
-        verdict = _confirm(ws, state, main_head, current, name, hypothesis, measure_progress)
-        return {"refused": verdict} if isinstance(verdict, str) else {"verdict": verdict.to_dict()}
-
-    confirmed = steps.run("confirm", confirm_step)
-    if "refused" in confirmed:
-        notes.append(f"not merged: {confirmed['refused']}; the branch stays, described")
-        return LandOutcome(branch, commit, False, None, False, notes)
-    confirm = Verdict.from_dict(confirmed["verdict"])
-    if confirm.verdict != VerdictWord.PASS:
-        notes.append(f"not merged: the confirmation verdict was {confirm.verdict} "
-                     f"({'; '.join(confirm.reasons)}); the branch stays, described")
-        return LandOutcome(branch, commit, False, None, False, notes)
-
-    def merge_step() -> dict[str, Any]:
-        if vcs.contains(reference, commit, main):  # merged before a kill, not yet recorded
-            return {"branch": branch, "into": main, "commit": vcs.resolve(reference, main), "previous": main_head,
-                    "note": "found merged after a restart"}
-        progress(f"{name}: merge {branch} into {main}")
-        pins.expect(ws, state, main, (main_head, commit), commit)
-        merged = vcs.merge(reference, commit, into=main, message=f"lab: merge {branch}: {title}\n")
-        pins.pin(ws, state, main)
-        return {"branch": branch, "into": main, "commit": merged, "previous": main_head}
-
-    merge_commit = steps.run("merge", merge_step)["commit"]
-    pins.check(ws, state, main)
-    state.update_experiment(name, merge_commit=merge_commit)
-    check_published(ws, state, where)
-    published = steps.run("publish", lambda: push(ws, main, where.ref))
-    if not published["reachable"]:
-        notes.append(f"merged in the lab's clone as {merge_commit[:10]} but NOT reachable in {where.repo}: "
-                     f"{published.get('error')}")
-
-    def check_step() -> dict[str, Any]:
-        progress(f"{name}: main after the merge against the previous main")
-        check = measure(ws, baseline_binary(ws, state, main_head), baseline_binary(ws, state, merge_commit),
-                        progress=measure_progress)
-        before, after = check.medians()
-        regressed = check.verdict in (VerdictWord.REGRESSED, VerdictWord.ERROR)
-        if not regressed:
-            state.add_measurement("main", merge_commit, after, name)
-        return {"verdict": check.to_dict(), "regressed": regressed, "before": before}
-
-    checked = steps.run("main-check", check_step)
-    pins.check(ws, state, main)
-    if not checked["regressed"]:
-        return LandOutcome(branch, commit, True, merge_commit, False, notes, bool(published["reachable"]))
-
-    def revert_step() -> dict[str, Any]:
-        head = vcs.resolve(reference, main)
-        if head != merge_commit:  # reverted before a kill, not yet recorded (pins.check took it as announced)
-            revert = head
-        else:
-            pins.expect(ws, state, main, (merge_commit,), main_head)
-            revert = vcs.revert(reference, merge_commit, f"lab: revert {branch}: main regressed after the merge\n")
-            pins.pin(ws, state, main)
-        state.add_measurement("main", revert, checked["before"], name)
-        return {"merge": merge_commit, "revert": revert, "verdict": checked["verdict"]["verdict"],
-                "why": "main measured against the previous main regressed after the merge"}
-
-    steps.run("revert", revert_step)
-    check_published(ws, state, where)
-    steps.run("publish-revert", lambda: push(ws, main, where.ref))
-    notes.append(f"merged, then reverted: main after the merge was {checked['verdict']['verdict']}")
-    return LandOutcome(branch, commit, True, merge_commit, True, notes, bool(published["reachable"]))
-
+    main = main_branch(ws, state)
+    return Landing(ws, state, record, judgment, hypothesis, main, publication(ws, main), progress,
+                   measure_progress).run()

@@ -14,11 +14,12 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from orchard.errors import UsageError
 from orchard.lab.judge.measuring import LabIntegrityError
 from orchard.lab.landing import pins
+from orchard.lab.records.land_steps import Pushed
 from orchard.lab.workers.vcs import VcsError
 from orchard.lab.workers.workspace import Workspace
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from orchard.lab.db.state import LabState
 
 LAB_MAIN = "lab/main"
+P = TypeVar("P", bound=Pushed)
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ def check_publication(ws: Workspace, state: LabState) -> Publication:
     return where
 
 
-def push(ws: Workspace, branch: str, as_branch: str | None = None) -> dict[str, Any]:
+def push(ws: Workspace, branch: str, as_branch: str | None = None, *, record: type[P]) -> P:
     """Push a branch from the lab's clone to the target repository, and read it back there."""
     vcs, reference = ws.target_vcs, ws.reference_target
     commit = vcs.resolve(reference, branch)
@@ -109,7 +111,7 @@ def push(ws: Workspace, branch: str, as_branch: str | None = None) -> dict[str, 
         vcs.push(reference, branch, as_branch=as_branch)
         there = vcs.remote_head(reference, remote)
     except VcsError as error:
-        return {"branch": remote, "commit": commit, "reachable": False, "error": error.summary}
+        return record(remote, commit, False, error.summary)
     reachable = there is None or there == commit
-    return {"branch": remote, "commit": commit, "reachable": reachable,
-            **({} if reachable else {"error": f"{remote} there is {there or 'missing'}, not {commit[:10]}"})}
+    return record(remote, commit, reachable, None if reachable else f"{remote} there is {there or 'missing'}, "
+                  f"not {commit[:10]}")

@@ -19,6 +19,7 @@ from orchard.lab.loop.driver import Driver
 from orchard.lab.loop.isolation import Stage
 from orchard.lab.records.candidate import Candidate, Flag
 from orchard.lab.records.db import ExperimentRecord
+from orchard.lab.records.events import ExperimentHost, LauncherFailed
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import HypothesisStatus
 from orchard.lab.workers.executors import JobResult
@@ -32,8 +33,7 @@ def collect(lab: Driver) -> None:
     assert lab.executor is not None
     if isinstance(lab.executor, DaskExecutor):
         for placement in lab.executor.placements():
-            lab.state.log("experiment-host", {"host": placement.host, "address": placement.address,
-                                              "requeued_from": placement.lost_on}, placement.experiment)
+            lab.state.log(ExperimentHost(placement.host, placement.address, placement.lost_on), placement.experiment)
             if placement.lost_on:
                 lab.say(f"{placement.experiment}: its dask worker {placement.lost_on} was lost; "
                         f"re-queued on {placement.host} ({placement.address})")
@@ -90,9 +90,8 @@ def _launcher_failed(lab: Driver, record: ExperimentRecord, candidate: Candidate
         lab.state.update_experiment(record.name, status=Status.DONE, candidate=candidate,
                                     finished_at=time.time(), reasons=[reason])
         lab.state.update_hypothesis(record.hypothesis, status=HypothesisStatus.OPEN)
-        lab.state.log("launcher-failure", {"hypothesis": record.hypothesis, "launcher": candidate.launcher,
-                                           "exit_code": candidate.exit_code, "reason": reason,
-                                           "log": candidate.log_path}, record.name)
+        lab.state.log(LauncherFailed(record.hypothesis, candidate.launcher, candidate.exit_code, reason,
+                                     candidate.log_path), record.name)
         lab.state.set_counter(stop.LAUNCHER_FAILURES, lab.state.counter(stop.LAUNCHER_FAILURES) + 1)
     lab.launcher_down(lab.state.hypothesis(record.hypothesis).hypothesis.launcher)
     lab.say(f"{record.name}: {reason}; {record.hypothesis} goes back to the backlog")

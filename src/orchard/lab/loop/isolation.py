@@ -29,12 +29,12 @@ from orchard.lab.db.state import LabBusy, LabState
 from orchard.lab.judge.measuring import LabIntegrityError
 from orchard.lab.loop import stop
 from orchard.lab.records.db import ExperimentRecord
+from orchard.lab.records.events import ExperimentFailed
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import HypothesisStatus
 from orchard.lab.records.judgment import Decision
 
 REASON_CHARS = 300
-EVENT = "experiment-error"
 
 
 class Stage(StrEnum):
@@ -71,8 +71,7 @@ def end_experiment(state: LabState, record: ExperimentRecord, stage: Stage, erro
                                 decision=None if requeue else Decision.KILL, reasons=[reason])
         state.update_hypothesis(record.hypothesis,
                                 status=HypothesisStatus.OPEN if requeue else HypothesisStatus.KILLED)
-        state.log(EVENT, {"hypothesis": record.hypothesis, "stage": stage, "reason": reason,
-                          "requeued": requeue}, record.name)
+        state.log(ExperimentFailed(record.hypothesis, stage, reason, requeue), record.name)
         if not requeue:
             stop.count_judged(state, workers, False)
     return reason

@@ -11,7 +11,7 @@ thread keeps four things moving, none waiting for another:
    and tests overlap, their measurements take turns under the machine-wide
    lock); a decided win is landed by one landing thread at a time;
 3. decide and record, when a judgment arrives: LAND, KILL or ITERATE into
-   lab.db, the journal, leaderboard and backlog rendered again; after a
+   lab.db, the journal, leaderboard and backlog brought up to date; after a
    landed win the opportunities are re-read, and every few wins the full
    sweep runs;
 4. assign: each free worker takes the best open hypothesis of its lane
@@ -50,8 +50,9 @@ from orchard.lab.loop.slots import slots
 from orchard.lab.loop.start import start
 from orchard.lab.notebook import files as records
 from orchard.lab.records.db import ExperimentRecord
+from orchard.lab.records.events import BacklogChanged, EventKind
 from orchard.lab.records.experiment import Experiment, ExperimentStatus
-from orchard.lab.records.hypothesis import HypothesisStatus
+from orchard.lab.records.hypothesis import Hypothesis, HypothesisStatus
 from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry
 from orchard.lab.records.worker import WorkerCheckout
 from orchard.lab.workers.executors import Executor, SubprocessExecutor, make_executor
@@ -78,12 +79,14 @@ class Lab:
         self.executor: Executor | DaskExecutor | None = None
         self.started = time.time()
         self._pool: ThreadPoolExecutor | None = None
-        self._judging: dict[str, Future[Judgment]] = {}
-        self._landing: dict[str, Future[landing.LandOutcome]] = {}
+        self._judging: dict[str, tuple[ExperimentRecord, Future[Judgment]]] = {}
+        self._landing: dict[str, tuple[ExperimentRecord, Future[landing.LandOutcome]]] = {}
         self._one_landing = threading.Lock()  # merges into main are serial
         self.refill = Refill()  # the planner topping the backlog up, on its own executor (never the workers')
         self.deferred: set[str] = set()  # hypotheses whose launch failed in this run: back in the backlog, not retried
         self._settled = Settled()
+        self.notebook = records.Notebook(ws)
+        self.decided: dict[str, Judgment] = {}  # the wins this run's judges decided, handed to their landing
 
     def failed(self, record: ExperimentRecord, stage: Stage, error: BaseException) -> None:
         """One experiment failed (see lab/loop/isolation.py): record why and go on, unless the lab itself failed."""
@@ -99,7 +102,7 @@ class Lab:
         self.render()
 
     def render(self) -> None:
-        records.write_notebook(self.ws, self.state)
+        self.notebook.update(self.state)  # with what was just recorded, without drawing it all again
 
     def _inputs(self) -> Hashable:
         """What a decision reads, but the clock: lab.db (its version) and the loop's own threads and sets."""
@@ -159,24 +162,21 @@ class Lab:
 
     # -- judging ------------------------------------------------------------------------
 
-    def _judge_job(self, name: str) -> Judgment:
-        """A judge thread: judge one candidate from clean, with its own lab.db connection."""
+    def _judge_job(self, record: ExperimentRecord) -> Judgment:
+        """A judge thread: judge the candidate handed to it from clean (its own lab.db connection for the caches)."""
+        assert record.candidate is not None
         state = LabState.open(self.ws.root)
         try:
-            record = state.experiment(name)
-            assert record.candidate is not None
             return judge(self.ws, state, record.name, record.candidate, record.target_base, record.bench_base,
                          progress=self.say, measure_progress=self.measure_progress)
         finally:
             state.close()
 
-    def _land_job(self, name: str, judgment: Judgment) -> landing.LandOutcome:
+    def _land_job(self, record: ExperimentRecord, judgment: Judgment, hypothesis: Hypothesis) -> landing.LandOutcome:
         """A landing thread: one at a time, since each merge moves main."""
         with self._one_landing:
             state = LabState.open(self.ws.root)
             try:
-                record = state.experiment(name)
-                hypothesis = state.hypothesis(record.hypothesis).hypothesis
                 return landing.land(self.ws, state, record, judgment, hypothesis, progress=self.say,
                                     measure_progress=self.measure_progress)
             finally:
@@ -186,9 +186,11 @@ class Lab:
         """Hand every decided win to the landing thread and collected candidates to free judge threads."""
         assert self._pool is not None
         for record in self.state.experiments(Status.LANDING):
-            if record.name not in self._landing:
-                assert record.judgment is not None
-                self._landing[record.name] = self._pool.submit(self._land_job, record.name, record.judgment)
+            if record.name not in self._landing:  # this run's judgment, else lab.db's (checked against the journal)
+                judgment = self.decided.get(record.name, record.judgment)
+                assert judgment is not None
+                hypothesis = self.state.hypothesis(record.hypothesis).hypothesis
+                self._landing[record.name] = (record, self._pool.submit(self._land_job, record, judgment, hypothesis))
         for record in self.state.experiments(Status.JUDGING, Status.COLLECTED):
             if record.name in self._judging:
                 continue
@@ -196,15 +198,14 @@ class Lab:
                 break
             self.state.update_experiment(record.name, status=Status.JUDGING)
             self.say(f"{record.name}: judging")
-            self._judging[record.name] = self._pool.submit(self._judge_job, record.name)
+            self._judging[record.name] = (record, self._pool.submit(self._judge_job, record))
 
     def harvest(self) -> bool:
         """Record the judgments and landings that finished; False when none did."""
         finished = False
-        for name, judged in list(self._judging.items()):
+        for name, (record, judged) in list(self._judging.items()):
             if judged.done():
                 del self._judging[name]
-                record = self.state.experiment(name)
                 stage = Stage.JUDGE
                 try:
                     judgment = judged.result()
@@ -213,10 +214,11 @@ class Lab:
                 except Exception as error:
                     self.failed(record, stage, error)
                 finished = True
-        for name, landed in list(self._landing.items()):
+        for name, (record, landed) in list(self._landing.items()):
             if landed.done():
                 del self._landing[name]
-                self._landed(self.state.experiment(name), landed.result())
+                self.decided.pop(name, None)
+                self._landed(record, landed.result())
                 finished = True
         return finished
 
@@ -224,22 +226,18 @@ class Lab:
         entry = self.state.hypothesis(record.hypothesis)
         hypothesis = entry.hypothesis
         status = Status.LANDING if judgment.decision == Decision.LAND else Status.DONE
-        event = JudgmentEntry(
-            hypothesis=hypothesis.id, title=hypothesis.title, decision=judgment.decision, reasons=judgment.reasons,
-            metric=hypothesis.metric, predicted=hypothesis.predicted_text, cause=hypothesis.suspected_cause,
-            rule=judgment.rule, verdict=judgment.verdict, checks=judgment.check_lines(),
-            usage=None if record.candidate is None else record.candidate.usage.to_dict(),
-            sandbox=self.ws.config.workers.sandbox)
+        event = JudgmentEntry.of(judgment, hypothesis, None if record.candidate is None else record.candidate.usage,
+                                 self.ws.config.workers.sandbox)
         with self.state.transaction():
             self.state.update_experiment(record.name, status=status, judgment=judgment,
                                          decision=judgment.decision, reasons=judgment.reasons)
-            self.state.log("judgment", event.to_dict(), record.name)
+            self.state.log(event, record.name)
             if judgment.decision == Decision.KILL:
                 self.state.update_hypothesis(hypothesis.id, status=HypothesisStatus.KILLED)
                 lowered = backlog.learn_from_kill(self.state, entry)
                 if lowered:
-                    self.state.log("backlog", {"lowered confidence": lowered,
-                                               "because": f"{hypothesis.id} was killed"}, record.name)
+                    self.state.log(BacklogChanged(lowered=tuple(lowered), because=f"{hypothesis.id} was killed"),
+                                   record.name)
             elif judgment.decision == Decision.ITERATE:
                 self.state.update_hypothesis(hypothesis.id, status=HypothesisStatus.ITERATED)
                 child = backlog.sharpen(self.state, hypothesis, judgment.reasons)
@@ -248,6 +246,8 @@ class Lab:
                 self.state.update_hypothesis(hypothesis.id, status=HypothesisStatus.LANDED)
             stop.count_judged(self.state, self.ws.config.workers.count, judgment.decision == Decision.LAND)
             self.state.set_counter(stop.LAUNCHER_FAILURES, 0)  # a worker that worked ends a run of launcher failures
+        if judgment.decision == Decision.LAND:
+            self.decided[record.name] = judgment
         self.say(f"{record.name}: {judgment.decision}: {'; '.join(judgment.reasons)[:300]}")
         if judgment.checkout and judgment.decision != Decision.LAND:
             shutil.rmtree(judgment.checkout, ignore_errors=True)
@@ -294,7 +294,7 @@ class Lab:
     def _run(self) -> str:
         self.preflight()
         events = self.state.events()
-        if events and events[-1].kind == "stop":
+        if events and events[-1].kind == EventKind.STOP:
             self.state.set_counter(stop.IDLE_LOOPS, 0)  # a new session after a clean stop starts fresh
         workers = self.ws.config.workers
         self.executor = (DaskExecutor(self.ws) if workers.executor == ExecutorKind.DASK

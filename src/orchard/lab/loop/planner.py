@@ -22,9 +22,10 @@ from orchard.lab.config.orchard_toml import ExecutorKind
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import opportunities
 from orchard.lab.loop import backlog
-from orchard.lab.notebook import backlog_file, view
+from orchard.lab.notebook import backlog_file
 from orchard.lab.notebook import files as records
 from orchard.lab.notebook.journal import render_journal
+from orchard.lab.records.events import BacklogChanged
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.workers.executors import Executor, Job, JobResult, make_executor
@@ -59,7 +60,7 @@ def planning_prompt(ws: Workspace, state: LabState, checkout: Path, output: Path
         "target_dir": str(checkout),
         "output": str(output),
         "opportunities": "\n".join(lines) or "(no opportunities ranking yet)",
-        "leaderboard": records.render_leaderboard(view.build(ws, state, live=False)),
+        "leaderboard": records.render_leaderboard(records.board(state)),
         "journal": render_journal(state)[-12000:],
         "backlog": backlog_file.render(state),
         "layout": _layout(ws, checkout),
@@ -140,7 +141,7 @@ def finish_plan(ws: Workspace, state: LabState, run: PlanRun, result: JobResult)
     with state.transaction():
         for h in hypotheses:
             backlog.add(state, h, source="planner")
-        state.log("backlog", {"planner": run.name, "added": [h.id for h in hypotheses]})
+        state.log(BacklogChanged(planner=run.name, added=tuple(h.id for h in hypotheses)))
     records.write_atomic(ws.root / "backlog.md", backlog_file.render(state))
     return hypotheses
 

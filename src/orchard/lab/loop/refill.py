@@ -12,6 +12,7 @@ from orchard.errors import OrchardError
 from orchard.lab.db.state import LabState
 from orchard.lab.loop import planner
 from orchard.lab.loop.slots import slots
+from orchard.lab.records.events import RefillStopped
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import HypothesisStatus
 from orchard.lab.workers.executors import Executor
@@ -56,5 +57,5 @@ class Refill:
 
     def _stopped(self, state: LabState, say: Callable[[str], None], why: str) -> None:
         self.failed = True
-        state.log("refill", {"stopped": why})
+        state.log(RefillStopped(why))
         say(f"backlog refill stopped for this run: {why}")

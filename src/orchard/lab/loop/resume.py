@@ -13,18 +13,18 @@ from collections.abc import Iterator
 from orchard.lab.loop import collection
 from orchard.lab.loop.driver import Driver
 from orchard.lab.records.db import ExperimentRecord
+from orchard.lab.records.events import EventKind, WorkerStopped
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.workers.executors.dask import DaskExecutor
 
 Status = ExperimentStatus
-STOPPED_BY_LAB = "worker-stopped-by-lab"  # the journal's record that a worker was killed by the lab's own stop
 
 
 def _stopped_by_lab(lab: Driver, record: ExperimentRecord) -> bool:
     """Whether the lab itself stopped this experiment's worker after it last started (never a finished one)."""
     kinds = [e.kind for e in lab.state.events() if e.experiment == record.name
-             and e.kind in ("experiment-start", STOPPED_BY_LAB)]
-    return bool(kinds) and kinds[-1] == STOPPED_BY_LAB
+             and e.kind in (EventKind.EXPERIMENT_START, EventKind.WORKER_STOPPED)]
+    return bool(kinds) and kinds[-1] == EventKind.WORKER_STOPPED
 
 
 @contextlib.contextmanager
@@ -34,8 +34,7 @@ def stopping(lab: Driver) -> Iterator[None]:
         yield
     except BaseException as error:
         for record in lab.state.experiments(Status.RUNNING):
-            lab.state.log(STOPPED_BY_LAB, {"why": f"orchard run stopped ({type(error).__name__})",
-                                           "worker": record.worker}, record.name)
+            lab.state.log(WorkerStopped(f"orchard run stopped ({type(error).__name__})", record.worker), record.name)
         raise
 
 

@@ -17,14 +17,15 @@ from orchard.errors import OrchardError
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import MeasureProgress, calibrate
 from orchard.lab.landing.publication import main_branch
-from orchard.lab.records.lab_start import LAB_START, LabStart
+from orchard.lab.records.lab_start import LabStart
 from orchard.lab.workers.builds import baseline_binary, harness_tests, placeholders
 from orchard.lab.workers.workspace import Workspace
 
 
 def recorded_start(state: LabState) -> LabStart | None:
     """The lab's start as the journal recorded it (None before it started)."""
-    return LabStart.first(state.events(LAB_START))
+    starts = state.events_of(LabStart)
+    return starts[0].event if starts else None
 
 
 def start(ws: Workspace, state: LabState, *, say: Callable[[str], None] = print,
@@ -52,6 +53,6 @@ def start(ws: Workspace, state: LabState, *, say: Callable[[str], None] = print,
         if calibrated:
             state.add_measurement("baseline", base, entry.baseline)
             state.add_measurement("main", base, entry.baseline)
-        state.log(LAB_START, entry.to_dict())
+        state.log(entry)
         state.set_meta("started_at", str(time.time()))
     return True

@@ -12,8 +12,11 @@ from collections.abc import Callable, Collection
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import MeasureProgress, measure
 from orchard.lab.loop import backlog
+from orchard.lab.loop.start import recorded_start
+from orchard.lab.records.events import EventKind, LabStopped, LauncherFailed
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import HypothesisStatus
+from orchard.lab.records.measured_events import FinalVerdictTaken
 from orchard.lab.workers.builds import baseline_binary
 from orchard.lab.workers.workspace import Workspace
 
@@ -33,7 +36,7 @@ def stop_reason(ws: Workspace, state: LabState, process_started: float, blocked:
     experiments = state.experiments()
     elapsed_s = time.time() - float(state.meta("started_at") or process_started)
     failures = state.counter(LAUNCHER_FAILURES)
-    failed = state.events("launcher-failure")
+    failed = state.events_of(LauncherFailed)
     open_ids = {r.id for r in state.hypotheses(HypothesisStatus.OPEN)}
     active = bool(state.experiments(*ExperimentStatus.active()))
     cost = sum(e.cost_usd for e in experiments)
@@ -45,7 +48,7 @@ def stop_reason(ws: Workspace, state: LabState, process_started: float, blocked:
         (not planning and backlog.top_attempted(state, stop.top_attempted),
          f"the top {top} backlog items have all been attempted"),
         (failures >= stop.launcher_failures,
-         f"{failures} launcher failures in a row (last: {failed[-1].data['reason'] if failed else '-'}); fix the "
+         f"{failures} launcher failures in a row (last: {failed[-1].event.reason if failed else '-'}); fix the "
          "agent CLI and run again: the hypotheses went back to the backlog"),
         (state.counter(IDLE_LOOPS) >= stop.idle_loops, f"{stop.idle_loops} consecutive loops landed nothing"),
         (bool(stop.max_experiments) and len(experiments) >= stop.max_experiments,
@@ -82,26 +85,27 @@ def final_verdict(ws: Workspace, state: LabState, *, say: Callable[[str], None] 
     The lab's honest total: medians taken in different campaigns, at
     different loads, are never divided by each other.
     """
-    starts = state.events("lab-start")
-    if not starts:
+    started = recorded_start(state)
+    if started is None:
         return
-    start, end = starts[0].data["base"], ws.target_base()
-    done = state.events("final-verdict")
-    if done and (done[-1].data["start"], done[-1].data["end"]) == (start, end):
+    start, end = started.base, ws.target_base()
+    done = state.events_of(FinalVerdictTaken)
+    if done and (done[-1].event.start, done[-1].event.end) == (start, end):
         return
     if end == start:
-        state.log("final-verdict", {"start": start, "end": end, "moved": False})
+        state.log(FinalVerdictTaken(start, end, moved=False))
         return
     say(f"final verdict: main {end[:12]} against main at the start {start[:12]}, paired")
     verdict = measure(ws, baseline_binary(ws, state, start), baseline_binary(ws, state, end),
                       progress=measure_progress)
-    state.log("final-verdict", {"start": start, "end": end, "moved": True, "verdict": verdict.to_dict()})
+    state.log(FinalVerdictTaken(start, end, moved=True, verdict=verdict))
 
 
 def log_stop(state: LabState, reason: str) -> None:
     """Journal the stop, unless a finished lab was run again with nothing new to do (same stop, nothing since)."""
-    stops = state.events("stop")
-    since = [e for e in state.events() if stops and e.id > stops[-1].id]
-    repeated = bool(stops) and stops[-1].data.get("reason") == reason and all(e.kind == "final-verdict" for e in since)
+    stops = state.events_of(LabStopped)
+    since = state.events(after=stops[-1].id) if stops else []
+    repeated = bool(stops) and stops[-1].event.reason == reason and all(
+        e.kind == EventKind.FINAL_VERDICT for e in since)
     if not repeated:
-        state.log("stop", {"reason": reason})
+        state.log(LabStopped(reason))

@@ -7,13 +7,14 @@ run's gain, not only each win's step.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import MeasureProgress, measure, opportunities
 from orchard.lab.loop import stop
 from orchard.lab.loop.start import recorded_start
 from orchard.lab.records.build import CheckName
+from orchard.lab.records.events import OpportunitiesRead
+from orchard.lab.records.measured_events import Swept
 from orchard.lab.workers.builds import baseline_binary, placeholders, run_step
 from orchard.lab.workers.workspace import Workspace
 
@@ -22,17 +23,9 @@ def after_win(ws: Workspace, state: LabState, *, say: Callable[[str], None],
               measure_progress: MeasureProgress | None = None) -> bool:
     """Re-read the opportunities; every few wins, run the full sweep (True: it ran, the notebook is behind)."""
     items = opportunities(ws)
-    state.log(
-        "opportunities",
-        {
-            "items": len(items),
-            "top": [
-                f"{i['scenario']}/{i['operation']} {i['metric']}: {i['subject']} vs {i['comparator']} "
-                f"gap {i['gap']}"
-                for i in items[:3]
-            ],
-        },
-    )
+    top = tuple(f"{i['scenario']}/{i['operation']} {i['metric']}: {i['subject']} vs {i['comparator']} gap {i['gap']}"
+                for i in items[:3])
+    state.log(OpportunitiesRead(len(items), top))
     if state.counter(stop.MERGED) % ws.config.bench.sweep_every:
         return False
     sweep(ws, state, say=say, measure_progress=measure_progress)
@@ -46,11 +39,10 @@ def sweep(ws: Workspace, state: LabState, *, say: Callable[[str], None],
     started = recorded_start(state)
     first = baseline_binary(ws, state, started.base if started else main)
     verdict = measure(ws, first, baseline_binary(ws, state, main), progress=measure_progress)
-    data: dict[str, Any] = {"main": main, "verdict": verdict.to_dict()}
+    swept = Swept(main, verdict)
     if ws.config.bench.sweep:
         values = placeholders(ws, ws.reference_target, baseline_binary(ws, state, main).path)
         check = run_step(CheckName.SWEEP, ws.config.bench.sweep, ws.bench_dir, values, ws.judge_dir / "sweep-logs")
-        data["command"] = check.detail
-        data["command_log"] = check.log
-    state.log("sweep", data)
+        swept = Swept(main, verdict, check.detail, check.log)
+    state.log(swept)
 

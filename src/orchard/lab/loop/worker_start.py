@@ -13,6 +13,7 @@ from pathlib import Path
 from orchard.lab.config.orchard_toml import ExecutorKind
 from orchard.lab.loop.driver import Driver
 from orchard.lab.records.db import ExperimentRecord
+from orchard.lab.records.events import ExperimentStarted
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.workers.builds import baseline_binary, give_baseline
 from orchard.lab.workers.executors.dask import DaskExecutor
@@ -49,11 +50,9 @@ def start_worker(lab: Driver, record: ExperimentRecord) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
     with lab.state.transaction():
         lab.state.update_experiment(record.name, status=Status.RUNNING)
-        lab.state.log("experiment-start", {"hypothesis": record.hypothesis, "worker": record.worker,
-                                           "lane": record.lane, "base": record.target_base,
-                                           "launcher": launcher.label, "title": experiment.hypothesis.title,
-                                           "prompt": str(prompt),
-                                           "log": str(ws.log_path(record.name))}, record.name)
+        lab.state.log(ExperimentStarted(record.hypothesis, record.worker, record.lane, record.target_base,
+                                        launcher.label, experiment.hypothesis.title, str(ws.log_path(record.name)),
+                                        prompt=str(prompt)), record.name)
     lab.say(f"{record.name}: started on worker {record.worker} ({record.lane} lane, launcher {launcher.label})")
 
 
@@ -72,11 +71,8 @@ def _launch_remote(lab: Driver, executor: DaskExecutor, record: ExperimentRecord
                                     lab.ws.config, text(hypothesis.patch), text(hypothesis.bench_patch),
                                     lab_root=str(lab.ws.root)))
     lab.state.update_experiment(record.name, status=Status.RUNNING)
-    lab.state.log("experiment-start", {"hypothesis": record.hypothesis, "worker": record.worker,
-                                       "lane": record.lane, "base": record.target_base,
-                                       "launcher": lab.launcher(record).label,
-                                       "title": hypothesis.title, "executor": ExecutorKind.DASK,
-                                       "scheduler": lab.ws.config.workers.scheduler,
-                                       "log": str(lab.ws.log_path(record.name))}, record.name)
+    lab.state.log(ExperimentStarted(record.hypothesis, record.worker, record.lane, record.target_base,
+                                    lab.launcher(record).label, hypothesis.title, str(lab.ws.log_path(record.name)),
+                                    executor=ExecutorKind.DASK, scheduler=lab.ws.config.workers.scheduler), record.name)
     lab.say(f"{record.name}: submitted to the dask cluster for worker {record.worker} ({record.lane} lane)")
 

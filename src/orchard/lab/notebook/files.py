@@ -1,24 +1,32 @@
 """The lab notebook: JOURNAL.md, LEADERBOARD.md, backlog.md, and when the lab stops FINAL_REPORT.md and report.html.
 
-All are rendered whole, every time, and replaced atomically: a colleague
-reading them the next morning sees exactly what lab.db says, and a crash
-mid-write leaves the previous version intact. LEADERBOARD.md,
-FINAL_REPORT.md and report.html are rendered from one snapshot
-(`view.LabView`, the dashboard's own) built once per write, through the
-formatters JOURNAL.md prints with: their numbers agree with it to the digit.
+A colleague reading them the next morning sees exactly what lab.db says. A
+running lab keeps its `Notebook` up to date one change at a time: the new
+events appended to JOURNAL.md, LEADERBOARD.md drawn again only after an
+event that can move it, backlog.md when the backlog changed; each file is
+otherwise replaced atomically, so a crash mid-write leaves the previous
+version intact (and the next run's first update writes JOURNAL.md whole).
+FINAL_REPORT.md and report.html are rendered with LEADERBOARD.md from one
+snapshot (`view.LabView`, the dashboard's own), through the formatters
+JOURNAL.md prints with: their numbers agree with it to the digit.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.verdict_view import effect_cells, markdown_head, markdown_table, num, score_text, short_commit
 from orchard.lab.notebook import backlog_file, pages, view
-from orchard.lab.notebook.journal import render_journal
+from orchard.lab.notebook.journal import appended, render_events, render_journal
+from orchard.lab.notebook.leaderboard import LeaderRow, leaderboard
 from orchard.lab.notebook.view import ExperimentView, LabView
-from orchard.lab.records.judgment import Decision
+from orchard.lab.records.db import JournalEvent, Unrecognized
+from orchard.lab.records.events import Event, EventKind
+from orchard.lab.records.judgment import Decision, JudgmentEntry
+from orchard.lab.records.measured_events import FinalVerdictTaken
 from orchard.lab.text import inline
 from orchard.lab.workers.sandbox import UNSANDBOXED_NOTE, SandboxMode
 from orchard.lab.workers.workspace import Workspace
@@ -33,14 +41,20 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def render_leaderboard(lab: LabView) -> str:
+def board(state: LabState) -> tuple[LeaderRow, ...]:
+    """The leaderboard's rows as lab.db holds them now (with the final verdict once the lab stopped)."""
+    final = view.final_verdict(state.events_of(FinalVerdictTaken))
+    return leaderboard(state, None if final is None else final.verdict)
+
+
+def render_leaderboard(rows: Sequence[LeaderRow]) -> str:
     """Each metric's best change with its own paired effect, and main against the start once the lab stopped."""
     lines = ["# Leaderboard", "",
              ("Per metric: the landed change with the best paired effect, and main at the end "
               "against main at the start (one paired verdict, when the lab stops)."), "",
              ("| metric | direction | baseline (start) | best change | its effect [interval] | main vs start "
               "[interval] | floor |"), "|---|---|---:|---|---:|---:|---:|"]
-    for row in lab.leaderboard:
+    for row in rows:
         change = "-" if row.effect is None else f"`{row.by}` ({short_commit(row.commit)})"
         lines.append("| " + " | ".join([inline(row.metric), f"{row.direction} is better", num(row.baseline), change,
                                          *effect_cells(row.effect, row.final)]) + " |")
@@ -118,11 +132,53 @@ def render_final_report(lab: LabView) -> str:
     return "\n".join(lines) + "\n"
 
 
+# events after which the leaderboard may read otherwise (a win landing, main measured, the final verdict)
+BOARD_EVENTS = frozenset({EventKind.LAB_START, EventKind.REBASE, EventKind.LAND, EventKind.MERGE,
+                          EventKind.MAIN_CHECK, EventKind.REVERT, EventKind.FINAL_VERDICT})
+
+
+def moves_board(event: JournalEvent[Event | Unrecognized]) -> bool:
+    """Whether the leaderboard may read otherwise after this event (a judgment only when it is a LAND)."""
+    if isinstance(event.event, JudgmentEntry):
+        return event.event.decision == Decision.LAND
+    return event.kind in BOARD_EVENTS
+
+
+class Notebook:
+    """A running lab's notebook, brought up to date after each change without drawing it all again."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.journaled: tuple[int, int] | None = None  # the last event in JOURNAL.md, and the file's size then
+        self.backlog = ""
+
+    def update(self, state: LabState) -> None:
+        journal = self.ws.root / "JOURNAL.md"
+        size = journal.stat().st_size if journal.exists() else -1
+        if self.journaled is None or size != self.journaled[1]:  # first update, or someone else wrote it
+            events = state.events()
+            write_atomic(journal, render_events(events))
+            moved = True
+        else:
+            events = state.events(after=self.journaled[0])
+            with journal.open("a", encoding="utf-8") as out:
+                out.write(appended(events))
+            moved = any(moves_board(e) for e in events)
+        last = events[-1].id if events else (self.journaled or (0, 0))[0]
+        self.journaled = (last, journal.stat().st_size)
+        if moved:
+            write_atomic(self.ws.root / "LEADERBOARD.md", render_leaderboard(board(state)))
+        text = backlog_file.render(state)
+        if text != self.backlog:
+            write_atomic(self.ws.root / "backlog.md", text)
+            self.backlog = text
+
+
 def write_notebook(ws: Workspace, state: LabState, *, final: bool = False) -> None:
     """Render every record from lab.db into the workspace (with FINAL_REPORT.md and report.html when `final`)."""
     write_atomic(ws.root / "JOURNAL.md", render_journal(state))
     snapshot = view.build(ws, state, live=False)
-    write_atomic(ws.root / "LEADERBOARD.md", render_leaderboard(snapshot))
+    write_atomic(ws.root / "LEADERBOARD.md", render_leaderboard(snapshot.leaderboard))
     write_atomic(ws.root / "backlog.md", backlog_file.render(state))
     if final:
         write_atomic(ws.root / "FINAL_REPORT.md", render_final_report(snapshot))

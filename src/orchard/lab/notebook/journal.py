@@ -9,14 +9,16 @@ to the digit. The dashboard's feed shows these entries as they are.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.verdict_view import VerdictView, floor_pct, markdown_head, markdown_table, num, short_commit
-from orchard.lab.records.db import JournalEvent
+from orchard.lab.records.db import JournalEvent, Unrecognized
+from orchard.lab.records.events import Event, ExperimentHost, ExperimentStarted
 from orchard.lab.records.judgment import JudgmentEntry
-from orchard.lab.records.lab_start import LAB_START, LabStart
+from orchard.lab.records.lab_start import LabStart
 from orchard.lab.text import inline
 from orchard.lab.workers.sandbox import UNSANDBOXED_NOTE, SandboxMode
 
@@ -33,62 +35,83 @@ def _verdict(data: object) -> VerdictView | None:
     return VerdictView.from_document(inner) if isinstance(inner, Mapping) and "verdict" in inner else None
 
 
-def journal_entry(event: JournalEvent) -> list[str]:  # noqa: C901  (split by issue19-journal)
-    data = event.data
-    kind = event.kind
-    head = f"## {when(event.at)} · {kind}" + (f" · {event.experiment}" if event.experiment else "")
-    lines = [head, ""]
-    if kind == LAB_START:
-        start = LabStart.from_dict(data)
-        lines.append(f"Target base `{short_commit(start.base)}`; bench `{short_commit(start.bench_base)}`.")
-        lines.append(f"Calibration: {start.calibration}")
-        lines.append("")
-        lines += ["| metric | baseline median | noise floor |", "|---|---:|---:|"]
-        for key, value in sorted(start.baseline.items()):
-            lines.append(f"| {key} | {num(value)} | {floor_pct(start.floors.get(key))} |")
-    elif kind == "experiment-start":
-        lines.append(f"Worker `{data['worker']}` ({data['lane']} lane, launcher `{data.get('launcher', '?')}`) "
-                     f"takes hypothesis `{data['hypothesis']}` at base `{short_commit(data['base'])}`: "
-                     f"{inline(data.get('title', ''))}")
-        if data.get("executor") == "dask":
-            lines.append(f"Submitted to the dask cluster `{data.get('scheduler', '')}`; log: `{data.get('log', '')}`.")
-        else:
-            lines.append(f"Prompt: `{data.get('prompt', '')}`; log: `{data.get('log', '')}`.")
-    elif kind == "experiment-host":
-        lines.append(f"Runs on host `{data['host']}` (dask worker `{data['address']}`)"
-                     + (f"; re-queued: its dask worker `{data['requeued_from']}` was lost." if data.get("requeued_from")
-                        else "."))
-    elif kind == "judgment":
-        entry = JudgmentEntry.from_dict(data)
-        lines.append(f"**{entry.decision}** · hypothesis `{entry.hypothesis}`: {inline(entry.title)}")
-        lines.append("")
-        if entry.sandbox == SandboxMode.NONE:
-            lines += [f"**{UNSANDBOXED_NOTE}.**", ""]
-        lines.append(f"Hypothesis: {inline(entry.metric)} · predicted {entry.predicted} · cause: {inline(entry.cause)}")
-        lines.append("")
-        lines += [f"- {inline(reason)}" for reason in entry.reasons]
-        verdict = VerdictView.from_verdict(entry.verdict)
-        if verdict is not None:
-            lines += ["", f"Verdict {markdown_head(verdict)}:", ""]
-            lines += markdown_table(verdict)
-        usage = entry.usage or {}
-        if any(v is not None for v in usage.values()):
-            lines += ["", "Agent cost: " + ", ".join(f"{k} {num(v)}" for k, v in usage.items() if v is not None)]
+def journal_entry(event: JournalEvent[Event | Unrecognized]) -> list[str]:
+    """One event as its dated JOURNAL.md entry."""
+    head = f"## {when(event.at)} · {event.kind}" + (f" · {event.experiment}" if event.experiment else "")
+    record = event.event
+    if isinstance(record, LabStart):
+        body = _lab_start(record)
+    elif isinstance(record, ExperimentStarted):
+        body = _experiment_start(record)
+    elif isinstance(record, ExperimentHost):
+        body = [f"Runs on host `{record.host}` (dask worker `{record.address}`)"
+                + (f"; re-queued: its dask worker `{record.requeued_from}` was lost." if record.requeued_from
+                   else ".")]
+    elif isinstance(record, JudgmentEntry):
+        body = _judgment(record)
     else:
-        for key, value in data.items():
-            verdict = _verdict(value) if key in ("verdict", "judgment") else None
-            if verdict is not None:
-                lines += [f"- {key}: {markdown_head(verdict)}: " + inline("; ".join(verdict.reasons)), ""]
-                lines += markdown_table(verdict) + [""]
-            elif isinstance(value, (dict, list)):
-                lines.append(f"- {inline(key)}: {inline(json.dumps(value, default=str))}")
-            else:
-                lines.append(f"- {inline(key)}: {inline(value)}")
-    return lines + [""]
+        body = _fields(record.to_dict())
+    return [head, "", *body, ""]
+
+
+def _lab_start(start: LabStart) -> list[str]:
+    lines = [f"Target base `{short_commit(start.base)}`; bench `{short_commit(start.bench_base)}`.",
+             f"Calibration: {start.calibration}", "", "| metric | baseline median | noise floor |", "|---|---:|---:|"]
+    return lines + [f"| {key} | {num(value)} | {floor_pct(start.floors.get(key))} |"
+                    for key, value in sorted(start.baseline.items())]
+
+
+def _experiment_start(started: ExperimentStarted) -> list[str]:
+    lines = [f"Worker `{started.worker}` ({started.lane} lane, launcher `{started.launcher}`) "
+             f"takes hypothesis `{started.hypothesis}` at base `{short_commit(started.base)}`: {inline(started.title)}"]
+    if started.executor == "dask":
+        return [*lines, f"Submitted to the dask cluster `{started.scheduler or ''}`; log: `{started.log}`."]
+    return [*lines, f"Prompt: `{started.prompt or ''}`; log: `{started.log}`."]
+
+
+def _judgment(entry: JudgmentEntry) -> list[str]:
+    lines = [f"**{entry.decision}** · hypothesis `{entry.hypothesis}`: {inline(entry.title)}", ""]
+    if entry.sandbox == SandboxMode.NONE:
+        lines += [f"**{UNSANDBOXED_NOTE}.**", ""]
+    lines += [f"Hypothesis: {inline(entry.metric)} · predicted {entry.predicted} · cause: {inline(entry.cause)}", ""]
+    lines += [f"- {inline(reason)}" for reason in entry.reasons]
+    verdict = VerdictView.from_verdict(entry.verdict)
+    if verdict is not None:
+        lines += ["", f"Verdict {markdown_head(verdict)}:", ""]
+        lines += markdown_table(verdict)
+    usage = {} if entry.usage is None else dict(sorted(entry.usage.to_dict().items()))
+    if any(v is not None for v in usage.values()):
+        lines += ["", "Agent cost: " + ", ".join(f"{k} {num(v)}" for k, v in usage.items() if v is not None)]
+    return lines
+
+
+def _fields(data: dict[str, Any]) -> list[str]:
+    """Any other event, one line per field as its JSON holds it (a verdict, or a judgment's, as its table)."""
+    lines = []
+    for key, value in sorted(json.loads(json.dumps(data, default=str)).items()):
+        verdict = _verdict(value) if key in ("verdict", "judgment") else None
+        if verdict is not None:
+            lines += [f"- {key}: {markdown_head(verdict)}: " + inline("; ".join(verdict.reasons)), ""]
+            lines += markdown_table(verdict) + [""]
+        elif isinstance(value, (dict, list)):
+            lines.append(f"- {inline(key)}: {inline(json.dumps(value, default=str))}")
+        else:
+            lines.append(f"- {inline(key)}: {inline(value)}")
+    return lines
+
+
+HEAD = ["# Lab journal", "", "Every judgment, landing and stop, oldest first. Rendered from lab.db.", ""]
 
 
 def render_journal(state: LabState) -> str:
-    lines = ["# Lab journal", "", "Every judgment, landing and stop, oldest first. Rendered from lab.db.", ""]
-    for event in state.events():
-        lines += journal_entry(event)
-    return "\n".join(lines)
+    return render_events(state.events())
+
+
+def render_events(events: Sequence[JournalEvent[Event | Unrecognized]]) -> str:
+    """The whole JOURNAL.md of these events."""
+    return "\n".join(HEAD) + appended(events)
+
+
+def appended(events: Sequence[JournalEvent[Event | Unrecognized]]) -> str:
+    """What these events add at the end of a JOURNAL.md (a whole journal is its head and this)."""
+    return "".join("\n" + "\n".join(journal_entry(event)) for event in events)

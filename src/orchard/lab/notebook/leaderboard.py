@@ -15,7 +15,7 @@ from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import Direction, MetricVerdict
 from orchard.lab.judge.verdict_view import MetricEffect, VerdictView
 from orchard.lab.records.judgment import Decision
-from orchard.lab.records.lab_start import LAB_START, LabStart
+from orchard.lab.records.lab_start import LabStart
 
 
 @dataclass(frozen=True)
@@ -38,13 +38,14 @@ def directions(state: LabState) -> dict[str, Direction]:
 
 def leaderboard(state: LabState, final: VerdictView | None) -> tuple[LeaderRow, ...]:
     """Per metric: baseline, best value from a landed change, current main, main at the end against the start."""
-    start = LabStart.first(state.events(LAB_START))
+    starts = state.events_of(LabStart)
+    start = starts[0].event if starts else None
     dirs = directions(state)
     board = {key: LeaderRow(key, dirs.get(key, Direction.LOWER), value, value, "baseline", None, value)
              for key, value in ({} if start is None else start.baseline).items()}
-    for experiment in state.experiments():
+    for experiment in state.experiments(decision=Decision.LAND):
         judged = None if experiment.judgment is None else VerdictView.from_verdict(experiment.judgment.verdict)
-        if experiment.decision != Decision.LAND or judged is None:
+        if judged is None:
             continue
         for metric in judged.metrics:
             row = board.get(metric.key)

@@ -11,8 +11,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from orchard.lab.judge.verdict_view import MetricEffect, VerdictView
-from orchard.lab.records.db import JournalEvent
-from orchard.lab.records.lab_start import LAB_START, LabStart
+from orchard.lab.records.db import JournalEvent, Unrecognized, of_type
+from orchard.lab.records.events import Event
+from orchard.lab.records.lab_start import LabStart
+from orchard.lab.records.land_steps import MainChecked, Merged, Reverted
+from orchard.lab.records.measured_events import Swept
 
 
 @dataclass(frozen=True)
@@ -40,39 +43,38 @@ def _chain(previous: MetricEffect | None, step: MetricEffect) -> MetricEffect:
                         candidate=step.candidate, exact=step.exact)
 
 
-def main_steps(events: Sequence[JournalEvent], baseline: Mapping[str, float],
+def main_steps(events: Sequence[JournalEvent[Event | Unrecognized]], baseline: Mapping[str, float],
                floors: Mapping[str, float]) -> list[MainStep]:
     """main's value against the lab's start after every merge, revert and sweep, oldest first."""
-    starts = [e for e in events if e.kind == LAB_START]
+    starts = of_type(events, LabStart)
     if not starts:
         return []
-    start = starts[0]
     zero = tuple(MetricEffect(key, "baseline", 0.0, 0.0, 0.0, floors.get(key, 0.0), 0, None, value, value,
                               floors.get(key) == 0.0) for key, value in sorted(baseline.items()))
-    steps = [MainStep(start.at, LabStart.from_dict(start.data).base, "lab start", zero, True)]
+    steps = [MainStep(starts[0].at, starts[0].event.base, "lab start", zero, True)]
     merges: dict[str | None, str] = {}
-    for event in events:
-        kind, data = event.kind, event.data
+    for entry in events:
+        event = entry.event
         current = {m.key: m for m in steps[-1].effects}
-        if kind == "merge":
-            merges[event.experiment] = data.get("commit", "")
-        elif kind == "main-check":
-            verdict = VerdictView.from_document(data.get("verdict"))
+        if isinstance(event, Merged):
+            merges[entry.experiment] = event.commit
+        elif isinstance(event, MainChecked):
+            verdict = VerdictView.from_verdict(event.verdict)
             if verdict is None:
                 continue
             effects = tuple(_chain(current.get(m.key), m) for m in verdict.metrics)
-            steps.append(MainStep(event.at, merges.get(event.experiment, ""), event.experiment or "",
+            steps.append(MainStep(entry.at, merges.get(entry.experiment, ""), entry.experiment or "",
                                   effects, False))
-        elif kind == "revert":
-            steps.append(MainStep(event.at, data.get("revert", ""), f"revert {event.experiment}",
+        elif isinstance(event, Reverted):
+            steps.append(MainStep(entry.at, event.revert, f"revert {entry.experiment}",
                                   steps[-1].effects, steps[-1].paired_with_start))
-        elif kind == "sweep":
-            verdict = VerdictView.from_document(data.get("verdict"))
+        elif isinstance(event, Swept):
+            verdict = VerdictView.from_verdict(event.verdict)
             if verdict is None:
                 continue
-            if steps[-1].commit == data.get("main"):  # the sweep measured the step just drawn: its numbers win
+            if steps[-1].commit == event.main:  # the sweep measured the step just drawn: its numbers win
                 last = steps.pop()
                 steps.append(MainStep(last.at, last.commit, f"{last.label} (swept)", verdict.metrics, True))
             else:
-                steps.append(MainStep(event.at, data.get("main", ""), "sweep", verdict.metrics, True))
+                steps.append(MainStep(entry.at, event.main, "sweep", verdict.metrics, True))
     return steps

@@ -31,15 +31,16 @@ from orchard.lab.notebook.journal import journal_entry
 from orchard.lab.notebook.leaderboard import LeaderRow, directions, leaderboard
 from orchard.lab.notebook.live import log_tail
 from orchard.lab.notebook.main_steps import MainStep, main_steps
-from orchard.lab.records.db import ExperimentRecord, JournalEvent
+from orchard.lab.records.db import ExperimentRecord, JournalEvent, Unrecognized, of_type
+from orchard.lab.records.events import Event, ExperimentHost, ExperimentStarted, LabStopped, LauncherFailed
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.judgment import Decision, JudgmentEntry
-from orchard.lab.records.lab_start import LAB_START, LabStart
+from orchard.lab.records.lab_start import LabStart
+from orchard.lab.records.land_steps import MainPublished, Reverted
+from orchard.lab.records.measured_events import FinalVerdictTaken
 from orchard.lab.workers.workspace import Workspace
 
 FEED_ENTRIES = 200
-# events whose data carries a verdict document, and what that verdict compares
-VERDICT_EVENTS = ("judgment", "rebase", "confirm", "main-check", "revert", "sweep")
 
 
 @dataclass(frozen=True)
@@ -190,13 +191,13 @@ def _busy(experiments: Sequence[ExperimentView]) -> list[Busy]:
     return series
 
 
-def _final(events: Sequence[JournalEvent]) -> FinalVerdict | None:
-    done = [e.data for e in events if e.kind == "final-verdict"]
+def final_verdict(events: Sequence[JournalEvent[Event | Unrecognized]]) -> FinalVerdict | None:
+    """Main at the end against main at the start, as the journal's last final verdict recorded it."""
+    done = of_type(events, FinalVerdictTaken)
     if not done:
         return None
-    data = done[-1]
-    return FinalVerdict(data["start"], data["end"], bool(data.get("moved")),
-                        VerdictView.from_document(data.get("verdict")))
+    taken = done[-1].event
+    return FinalVerdict(taken.start, taken.end, taken.moved, VerdictView.from_verdict(taken.verdict))
 
 
 def _cost(rows: Sequence[ExperimentRecord]) -> dict[str, float]:
@@ -217,19 +218,18 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         rows = state.experiments()
         titles = {h.id: h.hypothesis.title for h in state.hypotheses()}
         ranked = ranking.ranked(state)[:10]
-        final = _final(events)
+        final = final_verdict(events)
         board = leaderboard(state, None if final is None else final.verdict)
         dirs = directions(state)
         started = state.meta("started_at")
         where = json.loads(state.meta("publication") or "{}")
-    judgments = {e.experiment: e for e in events if e.kind == "judgment"}
+    judgments = {e.experiment: e for e in of_type(events, JudgmentEntry)}
     # the launcher each experiment ran (a hypothesis may name its own), as its start recorded it
-    launchers = {e.experiment: str(e.data.get("launcher") or ws.config.launcher.name)
-                 for e in events if e.kind == "experiment-start"}
-    published = {e.experiment: Published(str(e.data.get("branch", "")), bool(e.data.get("reachable")),
-                                         str(e.data.get("error") or "not published yet"))
-                 for e in events if e.kind == "publish"}
-    reverts = {e.experiment: str(e.data.get("revert", "")) for e in events if e.kind == "revert"}
+    launchers = {e.experiment: e.event.launcher or ws.config.launcher.name
+                 for e in of_type(events, ExperimentStarted)}
+    published = {e.experiment: Published(e.event.branch, e.event.reachable, e.event.error or "not published yet")
+                 for e in of_type(events, MainPublished)}
+    reverts = {e.experiment: e.event.revert for e in of_type(events, Reverted)}
     experiments = []
     for row in rows:
         judged = judgments.get(row.name)
@@ -238,16 +238,16 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
             worker=row.worker, lane=row.lane, status=row.status, decision=row.decision,
             rule=row.judgment.rule if row.judgment else None, reasons=tuple(row.reasons), started_at=row.started_at,
             finished_at=row.finished_at, judged_at=judged.at if judged else None,
-            verdict=VerdictView.from_verdict(JudgmentEntry.from_dict(judged.data).verdict if judged else None),
+            verdict=VerdictView.from_verdict(judged.event.verdict if judged else None),
             branch=row.branch, merge_commit=row.merge_commit, launcher=launchers.get(row.name, ""),
             published=published.get(row.name), reverted=reverts.get(row.name)))
-    start_event = next((e for e in events if e.kind == LAB_START), None)
-    start = None if start_event is None else LabStart.from_dict(start_event.data)
+    starts = of_type(events, LabStart)
+    start = starts[0].event if starts else None
     baseline = {} if start is None else dict(start.baseline)
     floors = {} if start is None else dict(start.floors)
     # where each experiment runs: this machine, or the dask worker its latest attempt started on
     here = socket.gethostname() if ws.config.workers.executor != ExecutorKind.DASK else "dask cluster (queued)"
-    hosts = {e.experiment: e.data["host"] for e in events if e.kind == "experiment-host"}
+    hosts = {e.experiment: e.event.host for e in of_type(events, ExperimentHost)}
     workers = tuple(
         WorkerView(experiment=e.name, hypothesis=e.hypothesis, worker=e.worker, lane=e.lane,
                    launcher=e.launcher or ws.config.launcher.name,
@@ -256,9 +256,9 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
                    host=hosts.get(e.name, here),
                    log=str(ws.log_path(e.name)), log_tail=log_tail(ws.log_path(e.name)) if live else ())
         for e in experiments if e.status in ExperimentStatus.active())
-    waits = tuple(LockWait(e.at, e.kind, e.experiment, float(e.data["verdict"].get("lock_wait_ms") or 0.0))
-                  for e in events if e.kind in VERDICT_EVENTS and isinstance(e.data.get("verdict"), Mapping))
-    stops = [e for e in events if e.kind == "stop"]
+    waits = tuple(LockWait(e.at, e.kind, e.experiment, e.event.measured.lock_wait_ms)
+                  for e in of_type(events, Event) if e.event.measured is not None)
+    stops = of_type(events, LabStopped)
     return LabView(
         workspace=str(ws.root), generated_at=now, started_at=float(started) if started else None,
         base=None if start is None else start.base, executor=ws.config.workers.executor,
@@ -272,11 +272,11 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         busy=tuple(_busy(experiments)),
         journal=tuple(FeedEntry(e.at, e.kind, e.experiment, "\n".join(journal_entry(e)).strip())
                       for e in events[-FEED_ENTRIES:]),
-        stopped=stops[-1].data.get("reason") if stops and not workers else None,
+        stopped=stops[-1].event.reason if stops and not workers else None,
         decisions={d: sum(1 for e in experiments if e.decision == d) for d in Decision},
         final=final, publication=Publication(**where) if where else None,
-        launcher_failures=tuple(LauncherFailure(e.experiment or "", str(e.data["hypothesis"]), str(e.data["reason"]))
-                                for e in events if e.kind == "launcher-failure"),
+        launcher_failures=tuple(LauncherFailure(e.experiment or "", e.event.hypothesis, e.event.reason)
+                                for e in of_type(events, LauncherFailed)),
         cost=_cost(rows),
     )
 

@@ -1,4 +1,4 @@
-"""The typed records lab.db returns: a hypothesis, an experiment, a journal event, a measurement.
+"""The typed records lab.db returns: a hypothesis, an experiment, a journal event (its typed record), a measurement.
 
 Each is built from its SQLite row in one place (`from_row`), so every reader
 of the store gets the same typed view and none reads a row by key.
@@ -8,14 +8,41 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from orchard.lab.records.candidate import Candidate
+from orchard.lab.records.events import (
+    BacklogChanged,
+    BaselineRebuilt,
+    Event,
+    ExperimentFailed,
+    ExperimentHost,
+    ExperimentStarted,
+    LabStopped,
+    LauncherFailed,
+    OpportunitiesRead,
+    RefillStopped,
+    WorkerStopped,
+)
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import Hypothesis, HypothesisStatus, Lane
-from orchard.lab.records.judgment import Decision, Judgment
+from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry
+from orchard.lab.records.lab_start import LabStart
+from orchard.lab.records.land_steps import (
+    BranchPushed,
+    Committed,
+    Confirmed,
+    MainChecked,
+    MainPublished,
+    Merged,
+    Rebased,
+    Reverted,
+    RevertPublished,
+)
+from orchard.lab.records.measured_events import FinalVerdictTaken, Swept
 
 
 @dataclass(frozen=True)
@@ -94,18 +121,51 @@ class ExperimentRecord:
 
 
 @dataclass(frozen=True)
-class JournalEvent:
-    """One journal entry: what happened (`kind`), when, to which experiment, with its details."""
+class Unrecognized:
+    """An event of a kind this orchard does not write (an older orchard's), kept as it was stored."""
+
+    data: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.data
+
+
+EVENT_TYPES: dict[str, type[Event]] = {cls.kind: cls for cls in (
+    LabStart, ExperimentStarted, ExperimentHost, JudgmentEntry, BacklogChanged, LauncherFailed, ExperimentFailed,
+    WorkerStopped, BaselineRebuilt, RefillStopped, OpportunitiesRead, Swept, FinalVerdictTaken, LabStopped,
+    Committed, Rebased, Confirmed, BranchPushed, Merged, MainPublished, MainChecked, Reverted, RevertPublished)}
+E = TypeVar("E", covariant=True)
+R = TypeVar("R", bound=Event)
+
+
+@lru_cache(maxsize=16384)
+def _stored_event(kind: str, data: str) -> Event | Unrecognized:
+    """An event parsed once per content: the dashboard and the notebook read the journal again and again, and an
+    event never changes (its record is frozen, so one parsed value serves every reader)."""
+    record = EVENT_TYPES.get(kind)
+    loaded = json.loads(data)
+    return Unrecognized(loaded) if record is None else record.from_dict(loaded)
+
+
+@dataclass(frozen=True)
+class JournalEvent(Generic[E]):
+    """One journal entry: what happened (`kind`, and its typed record `event`), when, to which experiment."""
 
     id: int
     at: float
-    kind: str
+    kind: str  # an `EventKind`, or an older orchard's kind (its event `Unrecognized`)
     experiment: str | None
-    data: dict[str, Any]
+    event: E
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> JournalEvent:
-        return cls(row["id"], row["at"], row["kind"], row["experiment"], json.loads(row["data"]))
+    def from_row(cls, row: sqlite3.Row) -> JournalEvent[Event | Unrecognized]:
+        return JournalEvent(row["id"], row["at"], row["kind"], row["experiment"],
+                            _stored_event(row["kind"], row["data"]))
+
+
+def of_type(events: Iterable[JournalEvent[Event | Unrecognized]], record: type[R]) -> list[JournalEvent[R]]:
+    """The events whose record is a `record`, oldest first, each typed as one."""
+    return [JournalEvent(e.id, e.at, e.kind, e.experiment, e.event) for e in events if isinstance(e.event, record)]
 
 
 @dataclass(frozen=True)

@@ -2,18 +2,23 @@
 
 `Decision` and the hard rules are the vocabulary the journal, the
 leaderboard, `orchard status` and the landing steps share; `Judgment` is
-what lab.db stores for an experiment once it is judged.
+what lab.db stores for an experiment once it is judged, built once from the
+rules' `Ruling` and the evidence; `JudgmentEntry` is the journal's event for it.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Self
 
+from orchard.lab.records.agent_usage import AgentUsage
 from orchard.lab.records.build import BuiltBinary, Check
+from orchard.lab.records.events import Event, EventKind, texts
+from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.records.measured_events import verdict_of
 from orchard.lab.records.verdict import Verdict
 
 
@@ -37,12 +42,23 @@ class Rule(StrEnum):
     REVIEW = "review-approved"
 
 
-@dataclass
-class Judgment:
+@dataclass(frozen=True)
+class Ruling:
+    """What the hard rules decided, before it is written into a `Judgment` with its evidence."""
+
     decision: Decision
-    reasons: list[str]
+    reasons: tuple[str, ...]
     rule: Rule | None = None  # the hard rule that decided, if one did
-    checks: list[Check] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """The judge's decision on one candidate with its evidence, built once when the judge is done."""
+
+    decision: Decision
+    reasons: tuple[str, ...]
+    rule: Rule | None = None  # the hard rule that decided, if one did
+    checks: tuple[Check, ...] = ()
     verdict: Verdict | None = None
     checkout: str | None = None  # judge checkout holding base + patch (kept for LAND)
     binary: str | None = None
@@ -72,9 +88,9 @@ class Judgment:
         built = data.get("built")
         return cls(
             decision=Decision(data["decision"]),
-            reasons=[str(r) for r in data.get("reasons", [])],
+            reasons=tuple(str(r) for r in data.get("reasons", [])),
             rule=None if data.get("rule") is None else Rule(data["rule"]),
-            checks=[Check.from_dict(c) for c in data.get("checks", [])],
+            checks=tuple(Check.from_dict(c) for c in data.get("checks", [])),
             verdict=None if verdict is None else Verdict.from_dict(verdict),
             checkout=data.get("checkout"),
             binary=data.get("binary"),
@@ -95,38 +111,48 @@ def patch_digest(patch: str) -> str:
 
 
 @dataclass(frozen=True)
-class JudgmentEntry:
-    """The journal's entry for a judgment: the hypothesis as it was tried, and what came of it."""
+class JudgmentEntry(Event):
+    """The journal's entry for a judgment: the hypothesis as it was tried, and what came of it.
 
+    `patch_sha256` names the patch judged: landing refuses a LAND no entry of this patch backs.
+    """
+
+    kind = EventKind.JUDGMENT
     hypothesis: str
     title: str
     decision: Decision
-    reasons: list[str]
+    reasons: tuple[str, ...]
     metric: str = ""
     predicted: str = "-"
     cause: str = ""
     rule: Rule | None = None
     verdict: Verdict | None = None
-    checks: list[str] = field(default_factory=list)
-    usage: dict[str, Any] | None = None
+    checks: tuple[str, ...] = ()
+    usage: AgentUsage | None = None
     sandbox: str = "bwrap"  # how the worker was confined ([workers] sandbox)
+    patch_sha256: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"hypothesis": self.hypothesis, "title": self.title, "metric": self.metric,
-                "predicted": self.predicted, "cause": self.cause, "decision": self.decision,
-                "reasons": list(self.reasons), "rule": self.rule,
-                "verdict": None if self.verdict is None else self.verdict.to_dict(), "checks": list(self.checks),
-                "usage": self.usage, "sandbox": self.sandbox}
+    @property
+    def measured(self) -> Verdict | None:
+        return self.verdict
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> JudgmentEntry:
-        verdict = data.get("verdict")
+    def of(cls, judgment: Judgment, hypothesis: Hypothesis, usage: AgentUsage | None, sandbox: str) -> Self:
+        """The entry for a judgment of this hypothesis, with what its worker's agent spent."""
+        return cls(hypothesis=hypothesis.id, title=hypothesis.title, decision=judgment.decision,
+                   reasons=judgment.reasons, metric=hypothesis.metric, predicted=hypothesis.predicted_text,
+                   cause=hypothesis.suspected_cause, rule=judgment.rule, verdict=judgment.verdict,
+                   checks=tuple(judgment.check_lines()), usage=usage, sandbox=sandbox,
+                   patch_sha256=judgment.patch_sha256)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        usage = data.get("usage")
         return cls(
             hypothesis=str(data["hypothesis"]), title=str(data.get("title", "")), decision=Decision(data["decision"]),
-            reasons=[str(r) for r in data.get("reasons", [])], metric=str(data.get("metric") or ""),
+            reasons=texts(data.get("reasons")), metric=str(data.get("metric") or ""),
             predicted=str(data.get("predicted") or "-"), cause=str(data.get("cause") or "-"),
-            rule=None if data.get("rule") is None else Rule(data["rule"]),
-            verdict=None if verdict is None else Verdict.from_dict(verdict),
-            checks=[str(c) for c in data.get("checks", [])], usage=data.get("usage"),
-            sandbox=str(data.get("sandbox") or "bwrap"),
+            rule=None if data.get("rule") is None else Rule(data["rule"]), verdict=verdict_of(data),
+            checks=texts(data.get("checks")), usage=AgentUsage.from_dict(usage) if isinstance(usage, Mapping) else None,
+            sandbox=str(data.get("sandbox") or "bwrap"), patch_sha256=str(data.get("patch_sha256") or ""),
         )

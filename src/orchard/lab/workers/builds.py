@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from orchard.errors import OrchardError
 from orchard.lab.records.build import BuiltBinary, Check, CheckName
+from orchard.lab.records.events import BaselineRebuilt
 from orchard.lab.records.experiment import placeholder_values, render_command
 from orchard.lab.records.worker import WorkerDir
 from orchard.lab.workers.allowlist import judge_env
@@ -214,8 +215,8 @@ def _baseline_binary(ws: Workspace, state: LabState, commit: str) -> BuiltBinary
         now_changed = files_changed(cached)
         if not now_changed:
             return cached
-        state.log("baseline-rebuilt", {"commit": commit, "binary": str(cached.path), "changed": now_changed,
-                                       "why": "the cached baseline's files changed since the judge built them"})
+        state.log(BaselineRebuilt(commit, str(cached.path), tuple(now_changed),
+                                  "the cached baseline's files changed since the judge built them"))
     checkout = checkout_with_patch(ws, ws.baseline_dir(commit), commit, "")
     check = candidate_step(ws, CheckName.BUILD, ws.config.target.build, checkout, placeholders(ws, checkout, None),
                            checkout.parent / "logs")

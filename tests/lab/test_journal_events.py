@@ -1,0 +1,73 @@
+"""The typed journal reads what earlier orchards wrote, and writes what they read.
+
+`tests/data/old-journal/events.json` holds one event of every kind (and one
+kind no orchard writes any more) exactly as orchard at bda19fc stored them in
+lab.db; `JOURNAL.md` beside it is what that orchard rendered from them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchard.lab.db.state import LabState
+from orchard.lab.notebook.journal import render_journal
+from orchard.lab.records.db import EVENT_TYPES, Unrecognized
+from orchard.lab.records.events import EventKind, ExperimentHost, LabStopped
+from orchard.lab.records.judgment import JudgmentEntry
+from orchard.lab.records.land_steps import MainChecked, Rebased
+
+OLD = Path(__file__).parent.parent / "data" / "old-journal"
+ROWS: list[dict[str, Any]] = json.loads((OLD / "events.json").read_text())
+
+
+@pytest.fixture
+def old_lab(tmp_path: Path) -> LabState:
+    """A lab.db whose journal an earlier orchard wrote (its rows inserted as they were stored)."""
+    state = LabState(tmp_path / "lab.db")
+    with state.transaction():
+        for row in ROWS:
+            state.db.execute("INSERT INTO events (at, kind, experiment, data) VALUES (?, ?, ?, ?)",
+                             (row["at"], row["kind"], row["experiment"], json.dumps(row["data"], sort_keys=True)))
+    return state
+
+
+def test_an_old_journal_renders_as_the_orchard_that_wrote_it_rendered_it(old_lab: LabState) -> None:
+    assert render_journal(old_lab) == (OLD / "JOURNAL.md").read_text()
+    old_lab.close()
+
+
+def test_old_events_read_back_typed(old_lab: LabState) -> None:
+    events = old_lab.events()
+    assert [e.kind for e in events] == [row["kind"] for row in ROWS]
+    stop = events[-1].event
+    assert isinstance(stop, LabStopped) and stop.reason == "the backlog is empty"
+    (older,) = [e for e in events if isinstance(e.event, Unrecognized)]  # an older orchard's kind, kept as it was
+    assert older.kind == "push-refused" and older.event.data["error"] == "an older orchard's event"
+    hosts = old_lab.events_of(ExperimentHost)
+    assert [h.event.requeued_from for h in hosts] == [None, "tcp://n1:1"]
+    judged = old_lab.events_of(JudgmentEntry)[0].event
+    assert judged.usage is not None and judged.usage.cost_usd == 0.12 and judged.patch_sha256 == ""
+    rebased = [e.event for e in old_lab.events_of(Rebased)]
+    assert [r.lands for r in rebased] == [True, False]
+    assert rebased[1].judgment is not None and rebased[1].judgment.reasons == ("gone",)
+    checked = old_lab.events_of(MainChecked)[0].event
+    assert checked.regressed and checked.verdict is not None and checked.before == {"report/wall_ms": 39.0}
+    old_lab.close()
+
+
+def test_every_kind_has_one_record_that_writes_the_json_it_reads() -> None:
+    assert set(EVENT_TYPES) == set(EventKind)
+    assert {row["kind"] for row in ROWS} - {"push-refused"} == set(EventKind)
+    for row in ROWS:
+        record = EVENT_TYPES.get(row["kind"])
+        if record is None:
+            continue
+        written = json.loads(json.dumps(record.from_dict(row["data"]).to_dict(), sort_keys=True, default=str))
+        if record is JudgmentEntry:  # what a judgment entry adds now: the hash of the patch it judged
+            written.pop("patch_sha256")
+            written = {k: v for k, v in written.items() if k in row["data"]}
+        assert written == row["data"], row["kind"]
