@@ -144,7 +144,7 @@ def parse_tables(data: Mapping[str, Any], *, source: str, base: Path | None = No
                 raise UsageError(f"[[hypothesis]] #{index} is not a table")
             hypothesis = Hypothesis.from_dict(table, source=f"[[hypothesis]] #{index}")
             if base is not None:
-                hypothesis = hypothesis.with_paths_relative_to(base)
+                hypothesis = hypothesis.with_paths_relative_to(base, f"[[hypothesis]] #{index}")
             hypotheses.append(hypothesis)
         except UsageError as error:
             problems.append(str(error))

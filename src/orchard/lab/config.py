@@ -236,15 +236,32 @@ class ConfigError(UsageError):
 
     def __init__(self, source: str, problems: list[str]) -> None:
         self.problems = problems
+        if len(problems) == 1:  # one line, like every other bad input
+            super().__init__(f"{source}: {problems[0]}")
+            return
         lines = "\n".join(f"  - {problem}" for problem in problems)
-        noun = "problem" if len(problems) == 1 else "problems"
-        super().__init__(f"{source}: {len(problems)} {noun}:\n{lines}")
+        super().__init__(f"{source}: {len(problems)} problems:\n{lines}")
 
 
 def _launcher_defaults(values: dict[str, Any]) -> dict[str, Any]:
     """A launcher table's defaults that depend on its name: patch and command workers are offline."""
     values.setdefault("network", values.get("name", LauncherConfig.name) not in OFFLINE_LAUNCHERS)
     return values
+
+
+def _paths_and_identity(sections: dict[str, Any]) -> list[str]:
+    """The binary the judge measures comes from the checkout it built, and the lab's commit identity is one line
+    of printable text (a line break would forge a header of every commit the lab writes)."""
+    problems = []
+    binary = sections["target"].get("binary", "")
+    if binary and (Path(binary).is_absolute() or ".." in Path(binary).parts):
+        problems.append(f"target.binary: {binary!r} is outside the target checkout (a path relative to it, "
+                        "without `..`)")
+    for key in ("author_name", "author_email"):
+        value = sections["lab"].get(key, "")
+        if not value.isprintable():
+            problems.append(f"lab.{key}: {value!r} holds a line break or control character")
+    return problems
 
 
 def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | None = None) -> Config:
@@ -278,6 +295,7 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
             f"workers: exploit + explore lanes ({workers.exploit} + {workers.explore}) "
             f"must equal count ({workers.count})"
         )
+    problems += _paths_and_identity(sections)
     launcher = sections["launcher"]
     if launcher.get("name") == "command" and not launcher.get("template"):
         problems.append("launcher.template: the command launcher needs a template")

@@ -89,11 +89,21 @@ class Hypothesis:
         if not self.title:
             object.__setattr__(self, "title", self.change)
 
-    def with_paths_relative_to(self, base: Path) -> Hypothesis:
-        """Patch paths made absolute against the directory of the file that named them."""
-        def absolute(path: str | None) -> str | None:
-            return None if path is None else str((Path(base) / path).resolve())
-        return replace(self, patch=absolute(self.patch), bench_patch=absolute(self.bench_patch))
+    def with_paths_relative_to(self, base: Path, source: str) -> Hypothesis:
+        """Patch paths made absolute against the directory of the file that named them: an existing file inside
+        that directory (a hypothesis file from elsewhere never makes the lab read, say, a key under ~/.ssh)."""
+        base = Path(base).resolve()
+
+        def absolute(key: str, path: str | None) -> str | None:
+            if path is None:
+                return None
+            found = (base / path).resolve()
+            if not found.is_relative_to(base):
+                raise UsageError(f"{source}.{key}: {path!r} is outside the hypotheses file's directory {base}")
+            if not found.is_file():
+                raise UsageError(f"{source}.{key}: {path!r} is not a file ({found})")
+            return str(found)
+        return replace(self, patch=absolute("patch", self.patch), bench_patch=absolute("bench_patch", self.bench_patch))
 
     @property
     def predicted_text(self) -> str:
@@ -147,6 +157,9 @@ class Hypothesis:
         elif not stored and (len(scope) > MAX_SCOPE_ENTRIES or any(len(item) > MAX_SCOPE_ENTRY for item in scope)):
             problems.append(f"{source}.scope: at most {MAX_SCOPE_ENTRIES} entries of at most {MAX_SCOPE_ENTRY} "
                             "characters allowed")
+        elif not stored and (outside := [item for item in scope if item.startswith("/") or ".." in item.split("/")]):
+            problems.append(f"{source}.scope: {reprlib.repr(outside[0])} is outside the target checkout "
+                            "(paths and globs relative to it, without `..`)")
         for key, (low, high) in RANGES.items():
             value = data.get(key, cls.__dataclass_fields__[key].default)
             exclusive = key == "confidence"

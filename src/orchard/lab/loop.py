@@ -65,7 +65,7 @@ from orchard.lab.settled import Settled
 from orchard.lab.slots import slots
 from orchard.lab.start import start
 from orchard.lab.state import LabState
-from orchard.lab.verdicts import MeasureProgress
+from orchard.lab.verdicts import MeasureProgress, metric_keys
 from orchard.lab.workspace import WorkerCheckout, Workspace
 
 POLL_S = 0.5
@@ -285,12 +285,13 @@ class Lab:
         self.say(f"stopped: {reason}; wrote {self.ws.root / 'FINAL_REPORT.md'}")
 
     def preflight(self) -> None:
-        """Before anything is touched: every launcher runs (its agent logged in), and every open hypothesis names
-        one that exists."""
+        """Before anything is touched: every launcher runs (its agent logged in), every open hypothesis names
+        one that exists, and the suite is valid."""
         for note in preflight(self.ws.config):
             self.say(note)
         for record in self.state.hypotheses(HypothesisStatus.OPEN):
             launcher_for(self.ws.config, record.hypothesis.launcher)
+        metric_keys(self.ws)  # the suite is read whole now: a bad one is refused before anything is recorded
 
     def run(self) -> str:
         """Run until a stop condition holds; returns the reason. A second run on the workspace is refused."""

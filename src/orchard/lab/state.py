@@ -64,6 +64,8 @@ class LabState:
     def __init__(self, path: Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
         fresh = not self.path.exists()
+        if not fresh and not self.path.is_file():
+            raise UsageError(f"{self.path}: not a lab database (not a regular file); nothing was changed")
         if readonly:
             if fresh:
                 raise UsageError(f"{self.path}: no lab database here (run `orchard run` first)")
