@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping
@@ -25,6 +26,7 @@ from typing import Any
 
 from orchard import __version__
 from orchard.errors import OrchardError, UsageError
+from orchard.lab import lock_holder
 from orchard.lab.candidate import Candidate
 from orchard.lab.db_records import ExperimentRecord, HypothesisRecord, JournalEvent, Measurement
 from orchard.lab.experiment import ExperimentStatus
@@ -134,10 +136,17 @@ class LabState:
         except sqlite3.OperationalError as error:
             if "locked" not in str(error) and "busy" not in str(error):
                 raise
-            pid = holder(self.path.parent)
-            who = f"the `orchard run` of pid {pid}" if pid else "another process"
-            raise LabBusy(f"{self.path}: {who} held its write lock for more than {BUSY_TIMEOUT_S:g} s; "
+            raise LabBusy(f"{self.path}: {self._blocker()} held its write lock for more than {BUSY_TIMEOUT_S:g} s; "
                           "nothing was changed; try again in a moment") from None
+
+    def _blocker(self) -> str:
+        """The process that held lab.db's lock (never this one, which may be the lab's own run)."""
+        run = holder(self.path.parent)
+        pids = lock_holder.holders(self.path)
+        if pids:
+            return ", ".join(f"the `orchard run` of pid {pid}" if pid == run else lock_holder.describe(pid)
+                             for pid in pids)
+        return f"the `orchard run` of pid {run}" if run and run != os.getpid() else "another process"
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
