@@ -37,6 +37,7 @@ MAX_WORKERS = 64
 MAX_COUNT = 100_000
 MAX_MINUTES = 60 * 24 * 366  # a year
 MAX_PATCH_KB = 16 * 1024  # lab.db stores the patch: it stays a database, not a disk image
+MAX_PATCH_FILES = 100_000  # its file list is stored too
 
 
 def _key(default: Any, help: str, *, choices: tuple[str, ...] = (), minimum: float | None = None,
@@ -66,6 +67,9 @@ class TargetConfig:
                                                     "(this list replaces the defaults; [] ignores nothing more)")
     max_patch_kb: int = _key(1024, "a change whose patch is larger than this is refused (build outputs "
                                    "belong in the ignore list)", minimum=1, maximum=MAX_PATCH_KB)
+    max_patch_files: int = _key(1000, "a change that adds, edits or deletes more files than this is refused "
+                                      "(a worker's thousands of generated files never reach lab.db or a build)",
+                                minimum=1, maximum=MAX_PATCH_FILES)
     test_count: str = _key("", "prints how many tests the target has (the first number on its last line counts, "
                                "e.g. `python -m pytest --collect-only -q | tail -1`); run in the base's and the "
                                "candidate's checkouts, fewer in the candidate is a KILL; empty: not counted",
