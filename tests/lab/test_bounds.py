@@ -259,3 +259,19 @@ def test_a_refused_run_records_nothing_not_even_its_pins_or_baseline(lab: Path) 
     _one_line(result, "'floor' must be a finite number")
     assert _database(lab) == before
     assert not (lab / "judge" / "start-logs").exists(), "the harness tests did not run"
+
+
+OSC52 = "\x1b]52;c;cm0gLXJmIH4K\x07"  # a terminal that obeys it puts `rm -rf ~` on the user's clipboard
+
+
+def test_backlog_add_and_list_show_terminal_escapes_from_hypothesis_text_escaped(lab: Path, tmp_path: Path) -> None:
+    path = tmp_path / "escapes.toml"
+    path.write_text('[[hypothesis]]\nid = "osc"\nmetric = "out/stdout_bytes"\nchange = "x"\n'
+                    'title = "fine\\u001b]52;c;cm0gLXJmIH4K\\u0007 title\\u001b[2K"\n')
+    added = _orchard("backlog", "add", lab, "--file", path)
+    listed = _orchard("backlog", "list", lab)
+    for result in (added, listed):
+        assert result.returncode == 0, result.stderr
+        assert "\x1b" not in result.stdout and "\x07" not in result.stdout, repr(result.stdout)
+        assert "fine\\x1b]52;c;cm0gLXJmIH4K\\x07 title\\x1b[2K" in result.stdout, result.stdout
+    assert OSC52 not in listed.stdout
