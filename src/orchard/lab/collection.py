@@ -17,6 +17,7 @@ from orchard.errors import OrchardError
 from orchard.lab import stop
 from orchard.lab.candidate import Candidate, Flag, collect_candidate, from_remote
 from orchard.lab.db_records import ExperimentRecord
+from orchard.lab.disk_limits import over_cap
 from orchard.lab.executors import JobResult
 from orchard.lab.executors.dask import DaskExecutor
 from orchard.lab.experiment import ExperimentStatus
@@ -72,6 +73,10 @@ def _collected(lab: Lab, record: ExperimentRecord, read: Callable[[], Candidate]
     """Read the ended worker's candidate and record it; None when its agent could not work or collection failed."""
     if record.status not in (Status.STARTING, Status.RUNNING):
         return None  # its end is recorded already (its launch failed after the worker started)
+    over = over_cap(lab.ws, lab.ws.worker(record.worker))  # one that grew past it between two checks
+    if over is not None:
+        lab.failed(record, Stage.WORK, over)
+        return None
     try:
         candidate = read()
         if candidate.launcher_failure is not None and Flag.NO_CHANGES in candidate.flags:

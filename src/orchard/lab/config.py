@@ -38,6 +38,7 @@ MAX_COUNT = 100_000
 MAX_MINUTES = 60 * 24 * 366  # a year
 MAX_PATCH_KB = 16 * 1024  # lab.db stores the patch: it stays a database, not a disk image
 MAX_PATCH_FILES = 100_000  # its file list is stored too
+MAX_CHECKOUT_MB = 1024 * 1024  # a terabyte
 
 
 def _key(default: Any, help: str, *, choices: tuple[str, ...] = (), minimum: float | None = None,
@@ -135,6 +136,9 @@ class WorkersConfig:
                                  "to start without a working bwrap) or `none` (workers run as you, unconfined: "
                                  "reported as UNSANDBOXED in status and in every journal entry)",
                         choices=SANDBOXES)
+    max_checkout_mb: int = _key(4096, "a worker whose directory (its checkouts, HOME and TMPDIR, git objects "
+                                      "included) holds more than this is stopped and its experiment KILLed",
+                                minimum=1, maximum=MAX_CHECKOUT_MB)
     sandbox_read: list[str] = _key([], "more paths workers may read inside the bwrap sandbox (besides PATH, "
                                        "their CLI's installation and orchard's Python), e.g. a toolchain under "
                                        "your home that is not on PATH")

@@ -1,30 +1,24 @@
 """The research loop: keep the lanes busy, judge what comes back, stop on clear conditions.
 
-One `Lab` drives one workspace. On its first run it anchors everything
-(`start`). Then, until a stop condition holds (`stop`), the loop's one
-thread keeps four things moving, none waiting for another:
+One `Lab` drives one workspace. On its first run it anchors everything (`start`). Then, until a stop condition
+holds (`stop`), the loop's one thread keeps four things moving, none waiting for another:
 
-1. collect: a worker that ended is collected at once (diff against its
-   base, bench untouched, scope kept, report, cost) into lab.db;
-2. judge, in the background: each collected candidate goes to a judge
-   thread (at most `workers.judges` at once: their clean checkouts, builds
-   and tests overlap, their measurements take turns under the machine-wide
+1. collect: a worker that ended is collected at once (diff against its base, bench untouched, scope kept,
+   report, cost) into lab.db;
+2. judge, in the background: each collected candidate goes to a judge thread (at most `workers.judges` at
+   once: their clean checkouts, builds and tests overlap, their measurements take turns under the machine-wide
    lock); a decided win is landed by one landing thread at a time;
-3. decide and record, when a judgment arrives: LAND, KILL or ITERATE into
-   lab.db, the journal, leaderboard and backlog rendered again; after a
-   landed win the opportunities are re-read, and every few wins the full
-   sweep runs;
-4. assign: each free worker takes the best open hypothesis of its lane
-   whose scope is disjoint from every running experiment's, while the
-   judge works (and, with `workers.refill`, the planner tops the backlog up
+3. decide and record, when a judgment arrives: LAND, KILL or ITERATE into lab.db, the journal, leaderboard and
+   backlog rendered again; after a landed win the opportunities are re-read, and every few wins the full sweep
+   runs;
+4. assign: each free worker takes the best open hypothesis of its lane whose scope is disjoint from every
+   running experiment's, while the judge works (and, with `workers.refill`, the planner tops the backlog up
    when it runs short). A poll that finds nothing new decides nothing (settled.py).
 
-Judge and landing threads open their own lab.db connection; every decision
-is recorded by the loop's thread. Every step's outcome is in lab.db before
-the next starts, so `orchard run` after a crash (even SIGKILL) resumes:
-running workers are adopted again (or collected, or restarted if they died
-unseen), half-judged candidates are judged again from clean, half-landed
-wins finish landing, and nothing is judged or landed twice.
+Judge and landing threads open their own lab.db connection; every decision is recorded by the loop's thread.
+Every step's outcome is in lab.db before the next starts, so `orchard run` after a crash (even SIGKILL)
+resumes: running workers are adopted again (or collected, or restarted if they died unseen), half-judged
+candidates are judged again from clean, half-landed wins finish landing; nothing is judged or landed twice.
 """
 
 from __future__ import annotations
@@ -51,11 +45,12 @@ from orchard.lab import (
 )
 from orchard.lab import land as landing
 from orchard.lab.db_records import ExperimentRecord
+from orchard.lab.disk_limits import DiskLimits
 from orchard.lab.executors import Executor, SubprocessExecutor, make_executor
 from orchard.lab.executors.dask import DaskExecutor
 from orchard.lab.experiment import Experiment, ExperimentStatus
 from orchard.lab.hypothesis import HypothesisStatus
-from orchard.lab.isolation import Stage, end_experiment, lab_wide
+from orchard.lab.isolation import Stage, end_experiment, lab_wide, pausing
 from orchard.lab.judge import judge
 from orchard.lab.judgment import Decision, Judgment, JudgmentEntry
 from orchard.lab.launcher import Launcher
@@ -93,17 +88,20 @@ class Lab:
         self.refill_failed = False
         self.deferred: set[str] = set()  # hypotheses whose launch failed in this run: back in the backlog, not retried
         self._settled = Settled()
+        self.disk = DiskLimits()
 
     def failed(self, record: ExperimentRecord, stage: Stage, error: BaseException) -> None:
         """One experiment failed (see lab/isolation.py): record why and go on, unless the lab itself failed."""
         if lab_wide(error) or self.state.experiment(record.name).status in (Status.LANDING, Status.DONE):
             raise error  # the lab's own failure, or one after the experiment's end was recorded
         if isinstance(self.executor, Executor) and record.name in self.executor.running():
-            self.executor.cancel(record.name, f"its {stage} failed")
+            self.executor.cancel(record.name, f"its {stage} failed" if stage != Stage.WORK else str(error))
+        if stage in (Stage.LAUNCH, Stage.WORK, Stage.COLLECT):  # the worker is still this experiment's
+            self.ws.remove_worker(record.worker)  # first: what a worker that filled the disk wrote is freed
+        shutil.rmtree(self.ws.judge_dir / record.name, ignore_errors=True)
         reason = end_experiment(self.state, record, stage, error, self.ws.config.workers.count)
         if stage == Stage.LAUNCH:
             self.deferred.add(record.hypothesis)
-        shutil.rmtree(self.ws.judge_dir / record.name, ignore_errors=True)
         self.say(f"{record.name}: {reason}")
         self.render()
 
@@ -295,7 +293,7 @@ class Lab:
 
     def run(self) -> str:
         """Run until a stop condition holds; returns the reason. A second run on the workspace is refused."""
-        with workspace_lock.hold(self.ws.root):
+        with pausing(self.ws.root), workspace_lock.hold(self.ws.root):
             return self._run()
 
     def _run(self) -> str:
@@ -313,6 +311,7 @@ class Lab:
                     self.say("tmux is not installed: workers run as plain subprocesses")
                 if workers.sandbox == SandboxMode.NONE:
                     self.say(UNSANDBOXED_NOTE)
+                self.disk.check(self, now=True)  # before anything is written: what a crashed run left filling it
                 publication.check_publication(self.ws, self.state)
                 if start(self.ws, self.state, say=self.say, measure_progress=self.measure_progress):
                     self.render()
@@ -322,6 +321,7 @@ class Lab:
                     self._pool = pool
                     self.planner_executor = planner_executor if workers.refill else None
                     while True:
+                        self.disk.check(self)
                         collection.collect(self)
                         refill.collect_plan(self)
                         if self.harvest():

@@ -8,6 +8,7 @@ records which workers it stopped, so the next run knows.
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -36,9 +37,10 @@ def stopping(lab: Lab) -> Iterator[None]:
     try:
         yield
     except BaseException as error:
-        for record in lab.state.experiments(Status.RUNNING):
-            lab.state.log(STOPPED_BY_LAB, {"why": f"orchard run stopped ({type(error).__name__})",
-                                           "worker": record.worker}, record.name)
+        with contextlib.suppress(sqlite3.Error):  # a full or locked lab.db: the resume restarts them from clean
+            for record in lab.state.experiments(Status.RUNNING):
+                lab.state.log(STOPPED_BY_LAB, {"why": f"orchard run stopped ({type(error).__name__})",
+                                               "worker": record.worker}, record.name)
         raise
 
 

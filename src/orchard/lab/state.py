@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping
@@ -55,6 +56,10 @@ def _bounded(what: str, text: str) -> str:
     if len(text) > MAX_VALUE_BYTES:  # characters: at least one byte each, so this is a lower bound
         raise RecordTooLarge(f"{what}: {len(text):,} characters, over lab.db's cap of {MAX_VALUE_BYTES:,} bytes")
     return text
+
+
+def _free_mb(path: Path) -> float:
+    return shutil.disk_usage(path.parent).free / 1024 / 1024
 
 
 _JSON_COLUMNS = {"data", "candidate", "judgment", "reasons", "metrics"}
@@ -118,6 +123,9 @@ class LabState:
             found = self.meta("schema_version")
             creator = self.meta("created_by") or "unknown"
         except sqlite3.DatabaseError as error:
+            if getattr(error, "sqlite_errorcode", None) != sqlite3.SQLITE_NOTADB and _free_mb(self.path) < 1:
+                raise OrchardError(f"{self.path}: cannot be opened ({error}): the disk is full "
+                                   f"({_free_mb(self.path):,.1f} MB free); make room, then run again") from None
             raise UsageError(f"{self.path}: not a lab database ({error}); nothing was changed") from None
         if found != str(SCHEMA_VERSION):
             newer = found is not None and found.isdigit() and int(found) > SCHEMA_VERSION
