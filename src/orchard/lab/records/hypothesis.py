@@ -20,9 +20,8 @@ import math
 import re
 import reprlib
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
 from orchard.errors import UsageError
@@ -88,22 +87,6 @@ class Hypothesis:
             object.__setattr__(self, "id", slug(self.title or self.change))
         if not self.title:
             object.__setattr__(self, "title", self.change)
-
-    def with_paths_relative_to(self, base: Path, source: str) -> Hypothesis:
-        """Patch paths made absolute against the directory of the file that named them: an existing file inside
-        that directory (a hypothesis file from elsewhere never makes the lab read, say, a key under ~/.ssh)."""
-        base = Path(base).resolve()
-
-        def absolute(key: str, path: str | None) -> str | None:
-            if path is None:
-                return None
-            found = (base / path).resolve()
-            if not found.is_relative_to(base):
-                raise UsageError(f"{source}.{key}: {path!r} is outside the hypotheses file's directory {base}")
-            if not found.is_file():
-                raise UsageError(f"{source}.{key}: {path!r} is not a file ({found})")
-            return str(found)
-        return replace(self, patch=absolute("patch", self.patch), bench_patch=absolute("bench_patch", self.bench_patch))
 
     @property
     def predicted_text(self) -> str:
