@@ -99,3 +99,25 @@ def test_nothing_recorded_is_lost(lab: Path) -> None:
 def test_bench_run_subject_syntax(lab: Path) -> None:
     result = orchard("bench", "run", "--suite", "suite.toml", "--subject", "fast", cwd=lab)
     assert_usage_error(result, "NAME=BIN")
+
+
+@pytest.mark.parametrize(("floor", "shown"), [("nan", "nan"), ("inf", "inf"), ("-inf", "-inf")])
+def test_a_floor_that_is_not_a_finite_number_is_refused(lab: Path, floor: str, shown: str) -> None:
+    """A nan floor compared false with every effect: two identical binaries came out PASS "improved"."""
+    make_suite(lab, text=SUITE.format(runs=10, calibration_runs=10).replace("floor = 0.02", f"floor = {floor}"))
+    result = run_verdict(lab)
+    assert_usage_error(result, "[[metric]] 'wall_ms'", f"'floor' must be a finite number, not negative (got {shown})")
+    assert not (lab / "results").exists(), "nothing measured, nothing written"
+
+
+def test_a_holdout_entry_that_names_no_file_is_refused(lab: Path) -> None:
+    """`holdout = ["loop"]` (a scenario's name, not a file) held nothing back, silently."""
+    text = SUITE.format(runs=10, calibration_runs=10).replace("[suite]\n", '[suite]\nholdout = ["loop"]\n')
+    make_suite(lab, text=text)
+    assert_usage_error(run_verdict(lab), "'holdout' entry 'loop' names no file under", "holdout = true")
+
+
+def test_a_calibration_file_nested_200000_deep_is_refused(lab: Path) -> None:
+    (lab / "calibration.json").write_text("[" * 200_000)
+    result = run_verdict(lab, "--calibration", "calibration.json")
+    assert_usage_error(result, "calibration file calibration.json", "nested too deeply")

@@ -538,8 +538,10 @@ def _open_lab(workspace: Path) -> Iterator[tuple[Workspace, LabState]]:
 
 
 def _print_added(hypotheses: Sequence[Hypothesis]) -> None:
+    from orchard.lab.notebook.terminal import visible
+
     for hypothesis in hypotheses:
-        click.echo(f"added {hypothesis.id} (score {hypothesis.score:.2f}): {hypothesis.title}")
+        click.echo(f"added {visible(hypothesis.id)} (score {hypothesis.score:.2f}): {visible(hypothesis.title)}")
 
 
 def _run_lab(ws: Workspace, state: LabState) -> str:
@@ -600,10 +602,12 @@ def backlog_group() -> None:
 
 
 def _print_ranked(records: list[HypothesisRecord]) -> None:
-    """Hypotheses, best first: rank, id, score, status, lane, title."""
+    """Hypotheses, best first: rank, id, score, status, lane, title (control characters shown escaped)."""
+    from orchard.lab.notebook.terminal import visible
+
     for rank, r in enumerate(records, 1):
         h = r.hypothesis
-        click.echo(f"{rank:>3}. {r.id:<32} {h.score:6.2f}  {r.status:<8} {h.lane:<8} {h.title}")
+        click.echo(f"{rank:>3}. {visible(r.id):<32} {h.score:6.2f}  {r.status:<8} {h.lane:<8} {visible(h.title)}")
 
 
 @backlog_group.command("list")

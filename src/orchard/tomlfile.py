@@ -58,6 +58,8 @@ def parse_toml(raw: bytes, path: Path | str, what: str) -> dict[str, Any]:
         return tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise UsageError(f"{what} {path}: invalid TOML: {error}") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise UsageError(f"{what} {path}: invalid TOML: arrays or tables nested too deeply") from None
 
 
 def read_table(path: Path | str, what: str) -> Table:

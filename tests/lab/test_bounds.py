@@ -173,3 +173,105 @@ def test_a_lab_recorded_before_the_bounds_still_opens(tmp_path: Path) -> None:
         assert state.hypothesis("old").hypothesis.score == pytest.approx(13.5)
     finally:
         state.close()
+
+
+# -- the last bad inputs (issue 20, item 6): each exit 2, one line naming it, nothing written ----------------------
+
+
+def _one_line(result: subprocess.CompletedProcess[str], *needles: str) -> str:
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def _database(root: Path) -> str:
+    """Every row of lab.db, every table (the backlog, the journal, meta, pins, builds, measurements)."""
+    import sqlite3
+
+    db = sqlite3.connect(f"{(root / 'lab.db').resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        return "\n".join(db.iterdump())
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize(("table", "needles"), [
+    ("[target]\nbinary = \"/etc/passwd\"\n", ("target.binary: '/etc/passwd' is outside the target checkout",)),
+    ("[target]\nbinary = \"../../etc/passwd\"\n", ("target.binary: '../../etc/passwd' is outside",)),
+    ("[lab]\nauthor_email = \"lab@x.invalid\\nSigned-off-by: someone\"\n",
+     ("lab.author_email:", "holds a line break or control character")),
+    ("x = " + "[" * 5000 + "\n", ("invalid TOML: arrays or tables nested too deeply",)),
+])
+def test_orchard_init_refuses_a_config_outside_its_bounds(
+    tmp_path: Path, target_repo_module: Path, table: str, needles: tuple[str, ...]
+) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text(table)
+    result = _orchard("init", tmp_path / "ws", "--target", target_repo_module, "--config", config)
+    _one_line(result, str(config), *needles)
+    assert not (tmp_path / "ws").exists(), "no workspace was made"
+
+
+@pytest.mark.parametrize(("patch", "needle"), [
+    ("absent.patch", "[[hypothesis]] #1.patch: 'absent.patch' is not a file"),
+    ("../outside.patch", "[[hypothesis]] #1.patch: '../outside.patch' is outside the hypotheses file's directory"),
+])
+def test_a_hypothesis_patch_missing_or_outside_its_files_directory_is_refused(
+    lab: Path, tmp_path: Path, patch: str, needle: str
+) -> None:
+    (tmp_path / "outside.patch").write_text("--- a/x\n+++ b/x\n")
+    (tmp_path / "h").mkdir()
+    (tmp_path / "h" / "hypotheses.toml").write_text(
+        f'[[hypothesis]]\nid = "p"\nmetric = "out/stdout_bytes"\nchange = "x"\npatch = "{patch}"\n')
+    before = _database(lab)
+    _one_line(_orchard("backlog", "add", lab, "--file", tmp_path / "h" / "hypotheses.toml"), needle)
+    assert _database(lab) == before
+
+
+def test_a_scope_outside_the_target_is_refused(lab: Path) -> None:
+    before = _database(lab)
+    result = _orchard("backlog", "add", lab, "--metric", "out/stdout_bytes", "--change", "x", "--scope", "../../x")
+    _one_line(result, "flags.scope: '../../x' is outside the target checkout")
+    assert _database(lab) == before
+
+
+def test_a_lab_db_that_is_a_directory_is_refused(tmp_path: Path, target_repo_module: Path) -> None:
+    root = _lab(tmp_path, target_repo_module, {})
+    (root / "lab.db").unlink()
+    (root / "lab.db").mkdir()
+    for command in ("run",), ("status",), ("backlog", "list"):
+        _one_line(_orchard(*command, root), f"{root / 'lab.db'}: not a lab database (not a regular file)")
+
+
+def test_a_refused_run_records_nothing_not_even_its_pins_or_baseline(lab: Path) -> None:
+    """A bad suite.toml is refused before the lab records its main, builds its base or measures anything."""
+    suite = lab / "bench" / "suite.toml"
+    original = suite.read_text()
+    before = _database(lab)
+    suite.write_text(original + '\n[[metric]]\nname = "stdout_bytes"\nfloor = nan\n')
+    try:
+        result = _orchard("run", lab)
+    finally:
+        suite.write_text(original)
+    _one_line(result, "'floor' must be a finite number")
+    assert _database(lab) == before
+    assert not (lab / "judge" / "start-logs").exists(), "the harness tests did not run"
+
+
+OSC52 = "\x1b]52;c;cm0gLXJmIH4K\x07"  # a terminal that obeys it puts `rm -rf ~` on the user's clipboard
+
+
+def test_backlog_add_and_list_show_terminal_escapes_from_hypothesis_text_escaped(lab: Path, tmp_path: Path) -> None:
+    path = tmp_path / "escapes.toml"
+    path.write_text('[[hypothesis]]\nid = "osc"\nmetric = "out/stdout_bytes"\nchange = "x"\n'
+                    'title = "fine\\u001b]52;c;cm0gLXJmIH4K\\u0007 title\\u001b[2K"\n')
+    added = _orchard("backlog", "add", lab, "--file", path)
+    listed = _orchard("backlog", "list", lab)
+    for result in (added, listed):
+        assert result.returncode == 0, result.stderr
+        assert "\x1b" not in result.stdout and "\x07" not in result.stdout, repr(result.stdout)
+        assert "fine\\x1b]52;c;cm0gLXJmIH4K\\x07 title\\x1b[2K" in result.stdout, result.stdout
+    assert OSC52 not in listed.stdout

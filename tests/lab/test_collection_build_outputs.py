@@ -120,6 +120,18 @@ def test_an_oversize_patch_is_refused_with_one_reason(make_workspace: Callable[.
     assert "KB" in reason and "max_patch_kb" in reason and "src/alpha.txt" in reason
 
 
+def test_a_patch_adding_more_files_than_max_patch_files_is_refused(
+    make_workspace: Callable[..., Workspace]
+) -> None:
+    """Thousands of small generated files: each tiny, all of them a KILL with the reason, never stored."""
+    candidate = _collect(make_workspace(), lambda root: _write(root, {f"src/gen/f{i:04}.txt": b"x\n"
+                                                                      for i in range(1001)}), scope=("src/",))
+    assert "too-many-files" in candidate.flags and candidate.patch == ""
+    (reason,) = _reasons(candidate)
+    assert "1,001 files over [target] max_patch_files" in reason and "src/gen/f0000.txt" in reason
+    assert len(reason) < 300
+
+
 def test_reasons_name_a_few_files_and_how_many_more(make_workspace: Callable[..., Workspace]) -> None:
     def edit(root: Path) -> None:
         (root / "src/alpha.txt").write_text("alpha 2\n")

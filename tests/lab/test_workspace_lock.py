@@ -101,3 +101,34 @@ def test_backlog_add_while_another_process_holds_the_write_lock_gives_one_messag
     added = _orchard("backlog", "add", root, "--metric", "out/stdout_bytes", "--change", "shorter beta",
                      "--scope", "src/beta.txt")
     assert added.returncode == 0, added.stderr  # once the lock is gone, the same command works
+
+
+SHELL_HOLDER = textwrap.dedent("""
+    import os, sqlite3, sys, time
+    db = sqlite3.connect(os.path.join(sys.argv[1], "lab.db"), isolation_level=None)
+    db.execute("BEGIN IMMEDIATE")
+    db.execute("INSERT OR REPLACE INTO meta VALUES ('holder', 'uncommitted')")
+    print("holding", flush=True)
+    time.sleep(600)
+""")
+
+
+@pytest.mark.slow
+def test_a_run_blocked_by_another_process_names_that_process_not_itself(tmp_path: Path, target_repo: Path) -> None:
+    """A shell left in a transaction on lab.db (no `orchard run` at all): the run that waited names it."""
+    root = _lab(tmp_path, target_repo, {})
+    script = tmp_path / "sqlite-shell-stand-in.py"
+    script.write_text(SHELL_HOLDER)
+    holder = subprocess.Popen([sys.executable, script, root], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
+        result = _orchard("run", root)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.returncode == 2, result.stdout + result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("orchard: error:")]
+    assert len(errors) == 1 and "Traceback" not in result.stderr, result.stderr  # the UNSANDBOXED note besides
+    message = errors[0]
+    assert f"pid {holder.pid} (" in message and "sqlite-shell-stand-in" in message, message
+    assert "the `orchard run` of pid" not in message, "the run that failed is not the one that held the lock"

@@ -171,7 +171,7 @@ def load(fingerprint: str, suite_digest: str) -> Calibration | None:
     path = cache_path(fingerprint, suite_digest)
     try:
         data = json.loads(path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if data.get("format") != FORMAT_VERSION:
         return None
@@ -186,6 +186,8 @@ def load_file(path: Path, suite_digest: str, suite_name: str) -> Calibration | N
         return None
     except (OSError, ValueError) as error:
         raise UsageError(f"calibration file {path}: unreadable ({error})") from None
+    except RecursionError:  # the json module recurses once per nested array or object
+        raise UsageError(f"calibration file {path}: unreadable (arrays or objects nested too deeply)") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT_VERSION:
         raise UsageError(
             f"calibration file {path}: not an orchard calibration (format {FORMAT_VERSION}); "

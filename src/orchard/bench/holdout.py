@@ -12,7 +12,6 @@ judge's verdict runs, and `label` marks their metrics in it.
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 import re
 import tomllib
 from collections.abc import Sequence
@@ -21,6 +20,7 @@ from typing import Any
 
 import tomli_w
 
+from orchard.bench.held_files import holds_back, suite_files
 from orchard.bench.suite import Suite, load_suite
 from orchard.bench.verdict import MetricResult
 
@@ -29,17 +29,9 @@ HEADER = "# This copy of the suite leaves out the held-out inputs: only the lab'
 
 
 def held_out_files(suite: Suite) -> list[Path]:
-    """Every file under the suite's directory that a `[suite] holdout` glob names (`*` also crosses `/`)."""
-    root = suite.directory
-    found = []
-    for path in sorted(root.rglob("*")):
-        relative = path.relative_to(root).as_posix()
-        if ".git" in path.relative_to(root).parts or not (path.is_file() or path.is_symlink()):
-            continue
-        if any(fnmatch.fnmatchcase(relative, glob.rstrip("/")) or relative.startswith(glob.rstrip("/") + "/")
-               for glob in suite.holdout):
-            found.append(path)
-    return found
+    """Every file under the suite's directory that a `[suite] holdout` glob names."""
+    return [suite.directory / relative for relative in suite_files(suite.directory)
+            if holds_back(relative, suite.holdout)]
 
 
 _HEADER = re.compile(r"^\s*\[\[?\s*([A-Za-z_]+)\s*\]\]?")

@@ -10,12 +10,14 @@ See docs/suites.md for the format.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orchard.bench import placeholders
+from orchard.bench.held_files import holds_back, suite_files
 from orchard.bench.readers import Format
 from orchard.bench.verdict import DEFAULT_NO_CHANGE_WITHIN, Direction, MetricSpec
 from orchard.errors import UsageError
@@ -229,6 +231,11 @@ def _head(path: Path, head: Table) -> _Head:
         head.fail(f"'plausible' must be a factor above 1 (got {read.plausible})")
     if any(not p.strip() or p.startswith("/") or ".." in Path(p).parts for p in read.holdout):
         head.fail("'holdout' lists paths relative to the suite's directory, inside it")
+    files = suite_files(path.parent) if read.holdout else []
+    for glob in read.holdout:
+        if not any(holds_back(relative, (glob,)) for relative in files):
+            head.fail(f"'holdout' entry {glob!r} names no file under {path.parent} (it would hold nothing back; "
+                      "a scenario or fixture is held out with `holdout = true` in its own table)")
     if read.min_runs < MIN_RUNS_FLOOR:
         head.fail(f"'min_runs' must be at least {MIN_RUNS_FLOOR}")
     if read.runs < read.min_runs:
@@ -258,8 +265,8 @@ def _metrics(path: Path, tables: list[Any], scenarios: tuple[Scenario, ...],
         if said not in tuple(Direction):
             reader.fail("'direction' must be \"lower\" or \"higher\"")
         floor = float(reader.get("floor", (int, float), {**BUILTIN_METRICS, **OPTIONAL_METRICS}.get(metric, 0.0)))
-        if floor < 0:
-            reader.fail("'floor' must not be negative")
+        if not 0 <= floor < math.inf:  # also refuses nan, which compares false with everything
+            reader.fail(f"'floor' must be a finite number, not negative (got {floor})")
         target = reader.get("target", bool, True)
         compare = reader.get("compare", bool, True)
         applies = reader.strings("scenarios") or tuple(s.name for s in scenarios)

@@ -48,6 +48,8 @@ MAX_WORKERS = 64
 MAX_COUNT = 100_000
 MAX_MINUTES = 60 * 24 * 366  # a year
 MAX_PATCH_KB = 16 * 1024  # lab.db stores the patch: it stays a database, not a disk image
+MAX_PATCH_FILES = 100_000  # its file list is stored too
+MAX_CHECKOUT_MB = 1024 * 1024  # a terabyte
 
 
 def _key(default: Any, help: str, *, choices: tuple[str, ...] = (), minimum: float | None = None,
@@ -77,6 +79,9 @@ class TargetConfig:
                                                     "(this list replaces the defaults; [] ignores nothing more)")
     max_patch_kb: int = _key(1024, "a change whose patch is larger than this is refused (build outputs "
                                    "belong in the ignore list)", minimum=1, maximum=MAX_PATCH_KB)
+    max_patch_files: int = _key(1000, "a change that adds, edits or deletes more files than this is refused "
+                                      "(a worker's thousands of generated files never reach lab.db or a build)",
+                                minimum=1, maximum=MAX_PATCH_FILES)
     test_count: str = _key("", "prints how many tests the target has (the first number on its last line counts, "
                                "e.g. `python -m pytest --collect-only -q | tail -1`); run in the base's and the "
                                "candidate's checkouts, fewer in the candidate is a KILL; empty: not counted",
@@ -142,6 +147,9 @@ class WorkersConfig:
                                  "to start without a working bwrap) or `none` (workers run as you, unconfined: "
                                  "reported as UNSANDBOXED in status and in every journal entry)",
                         choices=SANDBOXES)
+    max_checkout_mb: int = _key(4096, "a worker whose directory (its checkouts, HOME and TMPDIR, git objects "
+                                      "included) holds more than this is stopped and its experiment KILLed",
+                                minimum=1, maximum=MAX_CHECKOUT_MB)
     sandbox_read: list[str] = _key([], "more paths workers may read inside the bwrap sandbox (besides PATH, "
                                        "their CLI's installation and orchard's Python), e.g. a toolchain under "
                                        "your home that is not on PATH")
@@ -247,9 +255,11 @@ class ConfigError(UsageError):
 
     def __init__(self, source: str, problems: list[str]) -> None:
         self.problems = problems
+        if len(problems) == 1:  # one line, like every other bad input
+            super().__init__(f"{source}: {problems[0]}")
+            return
         lines = "\n".join(f"  - {problem}" for problem in problems)
-        noun = "problem" if len(problems) == 1 else "problems"
-        super().__init__(f"{source}: {len(problems)} {noun}:\n{lines}")
+        super().__init__(f"{source}: {len(problems)} problems:\n{lines}")
 
 
 def _launcher_defaults(values: dict[str, Any]) -> dict[str, Any]:
@@ -276,6 +286,21 @@ def _launchers(tables: Any, problems: list[str]) -> dict[str, LauncherConfig]:
     return launchers
 
 
+def _paths_and_identity(sections: dict[str, Any]) -> list[str]:
+    """The binary the judge measures comes from the checkout it built, and the lab's commit identity is one line
+    of printable text (a line break would forge a header of every commit the lab writes)."""
+    problems = []
+    binary = sections["target"].get("binary", "")
+    if binary and (Path(binary).is_absolute() or ".." in Path(binary).parts):
+        problems.append(f"target.binary: {binary!r} is outside the target checkout (a path relative to it, "
+                        "without `..`)")
+    for key in ("author_name", "author_email"):
+        value = sections["lab"].get(key, "")
+        if not value.isprintable():
+            problems.append(f"lab.{key}: {value!r} holds a line break or control character")
+    return problems
+
+
 def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | None = None) -> Config:
     """Validate parsed TOML and build a Config; every problem is reported at once."""
     problems: list[str] = []
@@ -294,6 +319,7 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
             f"workers: exploit + explore lanes ({workers.exploit} + {workers.explore}) "
             f"must equal count ({workers.count})"
         )
+    problems += _paths_and_identity(sections)
     launcher = sections["launcher"]
     if launcher.get("name") == "command" and not launcher.get("template"):
         problems.append("launcher.template: the command launcher needs a template")

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import shutil
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping
@@ -25,6 +27,7 @@ from typing import Any, TypeVar
 
 from orchard import __version__
 from orchard.errors import OrchardError, UsageError
+from orchard.lab.db import lock_holder
 from orchard.lab.db.schema import SCHEMA, SCHEMA_VERSION
 from orchard.lab.db.workspace_lock import holder
 from orchard.lab.records.candidate import Candidate
@@ -64,6 +67,10 @@ def _bounded(what: str, text: str) -> str:
     return text
 
 
+def _free_mb(path: Path) -> float:
+    return shutil.disk_usage(path.parent).free / 1024 / 1024
+
+
 _JSON_COLUMNS = {"data", "candidate", "judgment", "reasons", "metrics"}
 
 
@@ -73,6 +80,8 @@ class LabState:
     def __init__(self, path: Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
         fresh = not self.path.exists()
+        if not fresh and not self.path.is_file():
+            raise UsageError(f"{self.path}: not a lab database (not a regular file); nothing was changed")
         if readonly:
             if fresh:
                 raise UsageError(f"{self.path}: no lab database here (run `orchard run` first)")
@@ -123,6 +132,9 @@ class LabState:
             found = self.meta("schema_version")
             creator = self.meta("created_by") or "unknown"
         except sqlite3.DatabaseError as error:
+            if getattr(error, "sqlite_errorcode", None) != sqlite3.SQLITE_NOTADB and _free_mb(self.path) < 1:
+                raise OrchardError(f"{self.path}: cannot be opened ({error}): the disk is full "
+                                   f"({_free_mb(self.path):,.1f} MB free); make room, then run again") from None
             raise UsageError(f"{self.path}: not a lab database ({error}); nothing was changed") from None
         if found != str(SCHEMA_VERSION):
             newer = found is not None and found.isdigit() and int(found) > SCHEMA_VERSION
@@ -141,10 +153,17 @@ class LabState:
         except sqlite3.OperationalError as error:
             if "locked" not in str(error) and "busy" not in str(error):
                 raise
-            pid = holder(self.path.parent)
-            who = f"the `orchard run` of pid {pid}" if pid else "another process"
-            raise LabBusy(f"{self.path}: {who} held its write lock for more than {BUSY_TIMEOUT_S:g} s; "
+            raise LabBusy(f"{self.path}: {self._blocker()} held its write lock for more than {BUSY_TIMEOUT_S:g} s; "
                           "nothing was changed; try again in a moment") from None
+
+    def _blocker(self) -> str:
+        """The process that held lab.db's lock (never this one, which may be the lab's own run)."""
+        run = holder(self.path.parent)
+        pids = lock_holder.holders(self.path)
+        if pids:
+            return ", ".join(f"the `orchard run` of pid {pid}" if pid == run else lock_holder.describe(pid)
+                             for pid in pids)
+        return f"the `orchard run` of pid {run}" if run and run != os.getpid() else "another process"
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:

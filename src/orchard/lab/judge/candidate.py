@@ -11,9 +11,10 @@ builds it:
 - `worker-committed`: the target checkout's head moved (workers must not
   commit); the patch still covers everything since the base.
 - `no-changes`: the worker changed nothing.
-- `binary-files` / `patch-too-large`: the change holds binary blobs, or its
-  patch is larger than `[target] max_patch_kb` (build outputs the ignore
-  lists missed, as a rule): refused, and the patch is not stored.
+- `binary-files` / `patch-too-large` / `too-many-files`: the change holds
+  binary blobs, its patch is larger than `[target] max_patch_kb`, or it
+  touches more files than `[target] max_patch_files` (build outputs the
+  ignore lists missed, as a rule): refused, and the patch is not stored.
 - `special-files`: a symlink out of the checkout, a FIFO, socket, device or
   nested repository (`special_files`): refused, each file named.
 - `report-missing` / `report-malformed` / `report-invalid` /
@@ -79,22 +80,11 @@ def _without_scratch(files: tuple[str, ...], scratch: tuple[str, ...]) -> list[s
 
 def _flags(*, tampered: bool, violations: list[str], committed: bool, unchanged: bool, binary: bool,
            too_large: bool, report: ReportState, timed_out: bool, cancelled: bool, exit_code: int | None,
-           special: bool = False) -> list[Flag]:
-    flags: list[Flag] = []
-    if tampered:
-        flags.append(Flag.HARNESS_TAMPERED)
-    if violations:
-        flags.append(Flag.SCOPE_VIOLATION)
-    if committed:
-        flags.append(Flag.WORKER_COMMITTED)
-    if unchanged:
-        flags.append(Flag.NO_CHANGES)
-    if binary:
-        flags.append(Flag.BINARY_FILES)
-    if too_large:
-        flags.append(Flag.PATCH_TOO_LARGE)
-    if special:
-        flags.append(Flag.SPECIAL_FILES)
+           special: bool = False, too_many: bool = False) -> list[Flag]:
+    noticed = ((tampered, Flag.HARNESS_TAMPERED), (bool(violations), Flag.SCOPE_VIOLATION),
+               (committed, Flag.WORKER_COMMITTED), (unchanged, Flag.NO_CHANGES), (binary, Flag.BINARY_FILES),
+               (too_large, Flag.PATCH_TOO_LARGE), (too_many, Flag.TOO_MANY_FILES), (special, Flag.SPECIAL_FILES))
+    flags = [flag for present, flag in noticed if present]
     if report != ReportState.OK:
         flags.append(REPORT_FLAGS[report])
     if timed_out:
@@ -152,8 +142,8 @@ def collect_candidate(
                    committed=committed, unchanged=not changed and not committed, binary=bool(binaries),
                    too_large=patch_bytes > workspace.config.target.max_patch_kb * 1024, report=reading.state,
                    timed_out=result.timed_out, cancelled=result.cancelled, exit_code=result.exit_code,
-                   special=bool(special))
-    refused = binaries or special or Flag.PATCH_TOO_LARGE in flags
+                   special=bool(special), too_many=len(changed) > workspace.config.target.max_patch_files)
+    refused = binaries or special or {Flag.PATCH_TOO_LARGE, Flag.TOO_MANY_FILES} & set(flags)
 
     return Candidate(
         experiment=experiment.name,
@@ -239,11 +229,11 @@ def from_remote(workspace: Workspace, experiment: Experiment, outcome: RemoteOut
                    unchanged=not changed and not committed,
                    binary=bool(binaries), too_large=patch_bytes > workspace.config.target.max_patch_kb * 1024,
                    report=reading.state, timed_out=outcome.timed_out, cancelled=False,
-                   exit_code=outcome.exit_code)
+                   exit_code=outcome.exit_code, too_many=len(changed) > workspace.config.target.max_patch_files)
     return Candidate(
         experiment=experiment.name, worker=checkout.worker.name, target_base=checkout.target_base,
         bench_base=checkout.bench_base, target_head=outcome.target_head,
-        patch="" if binaries or special or Flag.PATCH_TOO_LARGE in flags else outcome.patch,
+        patch="" if binaries or special or {Flag.PATCH_TOO_LARGE, Flag.TOO_MANY_FILES} & set(flags) else outcome.patch,
         patch_bytes=patch_bytes, binary_files=binaries, special_files=special,
         changed_files=changed, scope=scope, scope_violations=violations, bench_changes=list(outcome.bench_files),
         bench_head=outcome.bench_head, report=reading, log_path=str(log), exit_code=outcome.exit_code,

@@ -162,6 +162,9 @@ def collection_checks(candidate: Candidate) -> list[Check]:
         refusals.append(f"binary files {a_few(candidate.binary_files)}")
     if Flag.PATCH_TOO_LARGE in candidate.flags:
         refusals.append(f"a {size_kb:,.0f} KB patch over [target] max_patch_kb ({a_few(candidate.changed_files)})")
+    if Flag.TOO_MANY_FILES in candidate.flags:
+        refusals.append(f"{len(candidate.changed_files):,} files over [target] max_patch_files "
+                        f"({a_few(candidate.changed_files)})")
     unfinished = [why for flag, why in UNFINISHED.items() if flag in candidate.flags]
     return [
         Check(CheckName.HARNESS, not tampered,

@@ -123,6 +123,24 @@ def load_file(path: Path) -> list[Hypothesis]:
     return parse_tables(data, source=str(path), base=path.parent)
 
 
+def patch_files_found(hypothesis: Hypothesis, base: Path, source: str) -> Hypothesis:
+    """Patch paths made absolute against the directory of the file that named them: an existing file inside
+    that directory (a hypothesis file from elsewhere never makes the lab read, say, a key under ~/.ssh)."""
+    base = Path(base).resolve()
+
+    def absolute(key: str, path: str | None) -> str | None:
+        if path is None:
+            return None
+        found = (base / path).resolve()
+        if not found.is_relative_to(base):
+            raise UsageError(f"{source}.{key}: {path!r} is outside the hypotheses file's directory {base}")
+        if not found.is_file():
+            raise UsageError(f"{source}.{key}: {path!r} is not a file ({found})")
+        return str(found)
+    return replace(hypothesis, patch=absolute("patch", hypothesis.patch),
+                   bench_patch=absolute("bench_patch", hypothesis.bench_patch))
+
+
 def parse_tables(data: Mapping[str, Any], *, source: str, base: Path | None = None) -> list[Hypothesis]:
     unknown = sorted(set(data) - {"hypothesis"})
     if unknown:
@@ -138,7 +156,7 @@ def parse_tables(data: Mapping[str, Any], *, source: str, base: Path | None = No
                 raise UsageError(f"[[hypothesis]] #{index} is not a table")
             hypothesis = Hypothesis.from_dict(table, source=f"[[hypothesis]] #{index}")
             if base is not None:
-                hypothesis = hypothesis.with_paths_relative_to(base)
+                hypothesis = patch_files_found(hypothesis, base, f"[[hypothesis]] #{index}")
             hypotheses.append(hypothesis)
         except UsageError as error:
             problems.append(str(error))

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from orchard.errors import OrchardError
 from orchard.lab.judge.candidate import collect_candidate, from_remote
 from orchard.lab.loop import stop
+from orchard.lab.loop.disk_limits import over_cap
 from orchard.lab.loop.driver import Driver
 from orchard.lab.loop.isolation import Stage
 from orchard.lab.records.candidate import Candidate, Flag
@@ -70,6 +71,10 @@ def _collected(lab: Driver, record: ExperimentRecord, read: Callable[[], Candida
     """Read the ended worker's candidate and record it; None when its agent could not work or collection failed."""
     if record.status not in (Status.STARTING, Status.RUNNING):
         return None  # its end is recorded already (its launch failed after the worker started)
+    over = over_cap(lab.ws, lab.ws.worker(record.worker))  # one that grew past it between two checks
+    if over is not None:
+        lab.failed(record, Stage.WORK, over)
+        return None
     try:
         candidate = read()
         if candidate.launcher_failure is not None and Flag.NO_CHANGES in candidate.flags:

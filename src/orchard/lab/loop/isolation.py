@@ -10,21 +10,30 @@ the failure again.
 
 - `launch`: the worker never ran, so the hypothesis is not at fault: it goes
   back to the backlog (re-queued), skipped for the rest of this run.
-- `collect`, `judge`, `record`: the candidate cannot be judged: KILL, with
-  the error as the reason.
+- `work` (stopped over a limit while it ran), `collect`, `judge`, `record`:
+  the candidate cannot be judged: KILL, with the error as the reason. Until
+  the worker is done with (launch, work, collect), its checkouts are removed
+  before anything is recorded: a worker that filled the disk frees it first.
 
 Failures of the lab itself still stop it: its bench or main changed
 (`LabIntegrityError`), lab.db is unusable (`sqlite3.Error`, a busy
-database), or the user interrupted it.
+database), or the user interrupted it. When the lab's own records cannot be
+written because the disk is full, it pauses (`LabPaused`): one message, and
+`orchard run` resumes once there is room.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import shutil
 import sqlite3
 import time
+from collections.abc import Iterator
 from enum import StrEnum
+from pathlib import Path
 
+from orchard.errors import OrchardError
 from orchard.lab.db.state import LabBusy, LabState
 from orchard.lab.judge.measuring import LabIntegrityError
 from orchard.lab.loop import stop
@@ -37,10 +46,15 @@ from orchard.lab.records.judgment import Decision
 REASON_CHARS = 300
 
 
+class LabPaused(OrchardError):
+    """The lab's own records could not be written (the disk is full): it stops, to be resumed."""
+
+
 class Stage(StrEnum):
     """Where in one experiment's path the failure happened."""
 
     LAUNCH = "launch"
+    WORK = "work"  # stopped while it ran: over a limit (lab/loop/disk_limits.py)
     COLLECT = "collect"
     JUDGE = "judge"
     RECORD = "record"
@@ -51,18 +65,41 @@ def lab_wide(error: BaseException) -> bool:
     return not isinstance(error, Exception) or isinstance(error, (LabIntegrityError, sqlite3.Error, LabBusy))
 
 
+def disk_full(error: BaseException) -> bool:
+    """Whether `error` says the disk (or the user's quota) is full: an OSError, SQLite's, or a tool's message."""
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    if isinstance(error, sqlite3.Error) and getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+        return True
+    return "No space left on device" in str(error) or "database or disk is full" in str(error)
+
+
 def describe(error: BaseException) -> str:
     """One line naming the error: its kind, its message (clipped), and a full disk in plain words."""
     text = " ".join(str(error).split()) or "no message"
-    full = isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT)
-    full = full or "No space left on device" in text
-    return f"{type(error).__name__}: {text}"[:REASON_CHARS] + (" (the disk is full)" if full else "")
+    return f"{type(error).__name__}: {text}"[:REASON_CHARS] + (" (the disk is full)" if disk_full(error) else "")
+
+
+@contextlib.contextmanager
+def pausing(root: Path) -> Iterator[None]:
+    """A full disk under the lab's own records pauses the lab: one message (exit 1), no traceback."""
+    try:
+        yield
+    except Exception as error:
+        free = shutil.disk_usage(root).free / 1024 / 1024
+        # SQLite says "disk I/O error" when it cannot even grow its shared-memory file: on a full disk, that too
+        if not disk_full(error) and not (isinstance(error, (OSError, sqlite3.Error)) and free < 1):
+            raise
+        detail = describe(error).removesuffix(" (the disk is full)")
+        raise LabPaused(f"the lab paused: its own records cannot be written, the disk is full ({free:,.1f} MB free "
+                        f"in {root}; {detail}): make room, then `orchard run {root}` resumes where it "
+                        "stopped") from None
 
 
 def end_experiment(state: LabState, record: ExperimentRecord, stage: Stage, error: BaseException,
                    workers: int) -> str:
     """Record the failure: re-queue (launch) or KILL (anything later); returns the reason."""
-    what = {Stage.LAUNCH: "could not be launched", Stage.COLLECT: "could not be collected",
+    what = {Stage.LAUNCH: "could not be launched", Stage.WORK: "was stopped", Stage.COLLECT: "could not be collected",
             Stage.JUDGE: "could not be judged", Stage.RECORD: "could not be recorded"}[stage]
     reason = f"the experiment {what}: {describe(error)}"
     requeue = stage == Stage.LAUNCH

@@ -1,14 +1,12 @@
 """The research loop: keep the lanes busy, judge what comes back, stop on clear conditions.
 
-One `Lab` drives one workspace. On its first run it anchors everything
-(`start`). Then, until a stop condition holds (`stop`), the loop's one
-thread keeps four things moving, none waiting for another:
+One `Lab` drives one workspace. On its first run it anchors everything (`start`). Then, until a stop condition
+holds (`stop`), the loop's one thread keeps four things moving, none waiting for another:
 
-1. collect: a worker that ended is collected at once (diff against its
-   base, bench untouched, scope kept, report, cost) into lab.db;
-2. judge, in the background: each collected candidate goes to a judge
-   thread (at most `workers.judges` at once: their clean checkouts, builds
-   and tests overlap, their measurements take turns under the machine-wide
+1. collect: a worker that ended is collected at once (diff against its base, bench untouched, scope kept,
+   report, cost) into lab.db;
+2. judge, in the background: each collected candidate goes to a judge thread (at most `workers.judges` at
+   once: their clean checkouts, builds and tests overlap, their measurements take turns under the machine-wide
    lock); a decided win is landed by one landing thread at a time;
 3. decide and record, when a judgment arrives: LAND, KILL or ITERATE into
    lab.db, the journal, leaderboard and backlog brought up to date; after a
@@ -19,12 +17,10 @@ thread keeps four things moving, none waiting for another:
    judge works (and, with `workers.refill`, the planner tops the backlog up
    when it runs short). A poll that finds nothing new decides nothing (db/settled.py).
 
-Judge and landing threads open their own lab.db connection; every decision
-is recorded by the loop's thread. Every step's outcome is in lab.db before
-the next starts, so `orchard run` after a crash (even SIGKILL) resumes:
-running workers are adopted again (or collected, or restarted if they died
-unseen), half-judged candidates are judged again from clean, half-landed
-wins finish landing, and nothing is judged or landed twice.
+Judge and landing threads open their own lab.db connection; every decision is recorded by the loop's thread.
+Every step's outcome is in lab.db before the next starts, so `orchard run` after a crash (even SIGKILL)
+resumes: running workers are adopted again (or collected, or restarted if they died unseen), half-judged
+candidates are judged again from clean, half-landed wins finish landing; nothing is judged or landed twice.
 """
 
 from __future__ import annotations
@@ -40,11 +36,12 @@ from orchard.lab.db import workspace_lock
 from orchard.lab.db.settled import Settled
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.ladder import judge
-from orchard.lab.judge.measuring import MeasureProgress
+from orchard.lab.judge.measuring import MeasureProgress, metric_keys
 from orchard.lab.landing import land as landing
 from orchard.lab.landing import pins, publication
 from orchard.lab.loop import backlog, collection, resume, stop, sweep, worker_start
-from orchard.lab.loop.isolation import Stage, end_experiment, lab_wide
+from orchard.lab.loop.disk_limits import DiskLimits
+from orchard.lab.loop.isolation import Stage, end_experiment, lab_wide, pausing
 from orchard.lab.loop.refill import Refill
 from orchard.lab.loop.slots import slots
 from orchard.lab.loop.start import start
@@ -87,17 +84,20 @@ class Lab:
         self._settled = Settled()
         self.notebook = records.Notebook(ws)
         self.decided: dict[str, Judgment] = {}  # the wins this run's judges decided, handed to their landing
+        self.disk = DiskLimits()
 
     def failed(self, record: ExperimentRecord, stage: Stage, error: BaseException) -> None:
         """One experiment failed (see lab/loop/isolation.py): record why and go on, unless the lab itself failed."""
         if lab_wide(error) or self.state.experiment(record.name).status in (Status.LANDING, Status.DONE):
             raise error  # the lab's own failure, or one after the experiment's end was recorded
         if isinstance(self.executor, Executor) and record.name in self.executor.running():
-            self.executor.cancel(record.name, f"its {stage} failed")
+            self.executor.cancel(record.name, f"its {stage} failed" if stage != Stage.WORK else str(error))
+        if stage in (Stage.LAUNCH, Stage.WORK, Stage.COLLECT):  # the worker is still this experiment's
+            self.ws.remove_worker(record.worker)  # first: what a worker that filled the disk wrote is freed
+        shutil.rmtree(self.ws.judge_dir / record.name, ignore_errors=True)
         reason = end_experiment(self.state, record, stage, error, self.ws.config.workers.count)
         if stage == Stage.LAUNCH:
             self.deferred.add(record.hypothesis)
-        shutil.rmtree(self.ws.judge_dir / record.name, ignore_errors=True)
         self.say(f"{record.name}: {reason}")
         self.render()
 
@@ -279,16 +279,17 @@ class Lab:
         self.say(f"stopped: {reason}; wrote {self.ws.root / 'FINAL_REPORT.md'}")
 
     def preflight(self) -> None:
-        """Before anything is touched: every launcher runs (its agent logged in), and every open hypothesis names
-        one that exists."""
+        """Before anything is touched: every launcher runs (its agent logged in), every open hypothesis names
+        one that exists, and the suite is valid."""
         for note in preflight(self.ws.config):
             self.say(note)
         for record in self.state.hypotheses(HypothesisStatus.OPEN):
             launcher_for(self.ws.config, record.hypothesis.launcher)
+        metric_keys(self.ws)  # the suite is read whole now: a bad one is refused before anything is recorded
 
     def run(self) -> str:
         """Run until a stop condition holds; returns the reason. A second run on the workspace is refused."""
-        with workspace_lock.hold(self.ws.root):
+        with pausing(self.ws.root), workspace_lock.hold(self.ws.root):
             return self._run()
 
     def _run(self) -> str:
@@ -306,6 +307,7 @@ class Lab:
                     self.say("tmux is not installed: workers run as plain subprocesses")
                 if workers.sandbox == SandboxMode.NONE:
                     self.say(UNSANDBOXED_NOTE)
+                self.disk.check(self, now=True)  # before anything is written: what a crashed run left filling it
                 publication.check_publication(self.ws, self.state)
                 if start(self.ws, self.state, say=self.say, measure_progress=self.measure_progress):
                     self.render()
@@ -315,6 +317,7 @@ class Lab:
                     self._pool = pool
                     self.refill = Refill(planner_executor if workers.refill else None)
                     while True:
+                        self.disk.check(self)
                         collection.collect(self)
                         self.refill.collect(self.ws, self.state, self.say)
                         if self.harvest():

@@ -8,6 +8,7 @@ records which workers it stopped, so the next run knows.
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 from collections.abc import Iterator
 
 from orchard.lab.loop import collection
@@ -33,8 +34,10 @@ def stopping(lab: Driver) -> Iterator[None]:
     try:
         yield
     except BaseException as error:
-        for record in lab.state.experiments(Status.RUNNING):
-            lab.state.log(WorkerStopped(f"orchard run stopped ({type(error).__name__})", record.worker), record.name)
+        with contextlib.suppress(sqlite3.Error):  # a full or locked lab.db: resume restarts them from clean
+            for record in lab.state.experiments(Status.RUNNING):
+                lab.state.log(WorkerStopped(f"orchard run stopped ({type(error).__name__})", record.worker),
+                              record.name)
         raise
 
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from orchard.lab.notebook.terminal import CONTROL
+
 LOG_TAIL_BYTES = 4096
 LOG_TAIL_LINES = 12
-_CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[" + CONTROL + "]")  # colours and cursor moves, then the rest
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> tuple[str, ...]:

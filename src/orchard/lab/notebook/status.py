@@ -21,6 +21,7 @@ from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import LockState
 from orchard.lab.judge.verdict_view import effect_cells, num
 from orchard.lab.notebook import view
+from orchard.lab.notebook.terminal import visible
 from orchard.lab.notebook.view import LabView
 from orchard.lab.workers.executors import attach_command
 from orchard.lab.workers.sandbox import UNSANDBOXED_NOTE, SandboxMode
@@ -63,21 +64,22 @@ def render(lab: LabView) -> Group:
         table = Table("experiment", "worker", "lane", "launcher", "status", "minutes", "host", "log",
                       show_edge=False, header_style="bold")
         for w in lab.workers:
-            table.add_row(w.experiment, w.worker, w.lane, w.launcher, w.status, str(round(w.elapsed_s / 60, 1)),
-                          w.host, w.log)
+            table.add_row(w.experiment, w.worker, w.lane, visible(w.launcher), w.status,
+                          str(round(w.elapsed_s / 60, 1)), visible(w.host), visible(w.log))
         parts.append(table)
         if lab.executor in (ExecutorKind.AUTO, ExecutorKind.TMUX):
             parts.append(Text(f"watch the workers live: {attach_command(lab.tmux_socket)}"))
     else:
-        parts.append(Text("no worker is running" + (f"; stopped: {lab.stopped}" if lab.stopped else "")))
+        parts.append(Text("no worker is running" + (f"; stopped: {visible(lab.stopped)}" if lab.stopped else "")))
     d = lab.decisions
     parts.append(Text(f"decisions: {d.get('LAND', 0)} LAND, {d.get('KILL', 0)} KILL, {d.get('ITERATE', 0)} ITERATE"))
     if lab.backlog:
-        parts.append(Text("backlog (top): " + ", ".join(f"{b.id} ({round(b.score, 3)})" for b in lab.backlog[:8])))
+        parts.append(Text("backlog (top): " + ", ".join(f"{visible(b.id)} ({round(b.score, 3)})"
+                                                          for b in lab.backlog[:8])))
     board = Table("metric", "baseline (start)", "best change", "its effect", "main vs start", "floor", show_edge=False,
                   header_style="bold")
     for row in lab.leaderboard:
-        board.add_row(row.metric, num(row.baseline), "-" if row.effect is None else row.by,
+        board.add_row(visible(row.metric), num(row.baseline), "-" if row.effect is None else visible(row.by),
                       *effect_cells(row.effect, row.final))
     parts.append(board)
     lock = lab.lock

@@ -25,6 +25,7 @@ class Flag(StrEnum):
     NO_CHANGES = "no-changes"
     BINARY_FILES = "binary-files"
     PATCH_TOO_LARGE = "patch-too-large"
+    TOO_MANY_FILES = "too-many-files"
     REPORT_MISSING = "report-missing"
     REPORT_MALFORMED = "report-malformed"
     REPORT_INVALID = "report-invalid"
@@ -47,7 +48,7 @@ class Candidate:
     target_base: str
     bench_base: str
     target_head: str
-    patch: str  # empty when refused (binary blobs, oversize)
+    patch: str  # empty when refused (binary blobs, oversize, too many files)
     changed_files: list[str]
     scope: list[str]
     scope_violations: list[str]

@@ -20,9 +20,8 @@ import math
 import re
 import reprlib
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
 from orchard.errors import UsageError
@@ -89,12 +88,6 @@ class Hypothesis:
         if not self.title:
             object.__setattr__(self, "title", self.change)
 
-    def with_paths_relative_to(self, base: Path) -> Hypothesis:
-        """Patch paths made absolute against the directory of the file that named them."""
-        def absolute(path: str | None) -> str | None:
-            return None if path is None else str((Path(base) / path).resolve())
-        return replace(self, patch=absolute(self.patch), bench_patch=absolute(self.bench_patch))
-
     @property
     def predicted_text(self) -> str:
         """The predicted effect as every record shows it."""
@@ -136,6 +129,9 @@ class Hypothesis:
         elif not stored and (len(scope) > MAX_SCOPE_ENTRIES or any(len(item) > MAX_SCOPE_ENTRY for item in scope)):
             problems.append(f"{source}.scope: at most {MAX_SCOPE_ENTRIES} entries of at most {MAX_SCOPE_ENTRY} "
                             "characters allowed")
+        elif not stored and (outside := [item for item in scope if item.startswith("/") or ".." in item.split("/")]):
+            problems.append(f"{source}.scope: {reprlib.repr(outside[0])} is outside the target checkout "
+                            "(paths and globs relative to it, without `..`)")
         problems += _range_problems(data, source, stored)
         if data.get("lane", Lane.EXPLOIT) not in tuple(Lane):
             problems.append(f"{source}.lane: {reprlib.repr(data.get('lane'))} is not one of {', '.join(Lane)}")

@@ -24,6 +24,7 @@ context manager, and at interpreter exit as a last resort.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import shlex
 import signal
 import time
@@ -279,8 +280,8 @@ class Executor(ABC):
         entry.ended_by = ended_by
         entry.note = note
         entry.killed_at = time.monotonic()
-        with entry.job.log_path.open("a", encoding="utf-8") as log:
-            log.write(f"\n[orchard] {note}: killing the worker's processes\n")
+        with contextlib.suppress(OSError), entry.job.log_path.open("a", encoding="utf-8") as log:
+            log.write(f"\n[orchard] {note}: killing the worker's processes\n")  # a full disk: killed all the same
         kill_tree(entry.pid, include_root=False)
 
     def poll(self) -> list[JobResult]:
