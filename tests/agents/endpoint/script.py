@@ -1,8 +1,10 @@
 """A script: the steps a scripted model endpoint plays, read from a TOML file a reviewer can follow.
 
 ```toml
-[capture]                       # named groups taken from every request's first user message
-report = 'write .*? to `(?P<report>[^`]+)`'
+include = ["orchard-worker.toml"]  # its [capture] table too (paths relative to this file)
+
+[capture]                       # name = regex on every request's first user message (its group 1)
+report = 'write .*? to `([^`]+)`'
 
 [[step]]
 name = "edit"                   # shown in the request log
@@ -122,11 +124,14 @@ class Script:
     @classmethod
     def load(cls, path: Path) -> Script:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-        unknown = set(data) - {"capture", "step"}
+        unknown = set(data) - {"include", "capture", "step"}
         if unknown:
             raise ScriptError(f"{path}: unknown top-level keys {sorted(unknown)}")
         steps = [_step(path, index, table) for index, table in enumerate(data.get("step", []), 1)]
-        capture = {name: re.compile(text, re.DOTALL) for name, text in data.get("capture", {}).items()}
+        capture: dict[str, re.Pattern[str]] = {}
+        for included in data.get("include", []):
+            capture.update(cls.load(path.parent / included).capture)
+        capture.update({name: re.compile(text, re.MULTILINE) for name, text in data.get("capture", {}).items()})
         return cls(path, capture, steps, [0] * len(steps))
 
     def answer(self, asked: Asked) -> tuple[str | None, dict[str, str], Reply]:
