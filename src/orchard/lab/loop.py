@@ -287,7 +287,7 @@ class Lab:
     def preflight(self) -> None:
         """Before anything is touched: every launcher runs (its agent logged in), and every open hypothesis names
         one that exists."""
-        for note in preflight(self.ws.config):
+        for note in preflight(self.ws.config, workspace=self.ws.root):
             self.say(note)
         for record in self.state.hypotheses(HypothesisStatus.OPEN):
             launcher_for(self.ws.config, record.hypothesis.launcher)
