@@ -79,3 +79,36 @@ def test_three_claude_workers_reach_the_demo_decisions(
     report = (root / "FINAL_REPORT.md").read_text()
     assert f"over 3 experiments: ${total:.4f} in total" in report
     assert f"${total:.4f} per landed win (1 landed)" in report
+
+
+def test_orchard_plan_with_claude_adds_valid_hypotheses_and_refuses_an_invalid_plan_with_the_reasons(
+    tmp_path: Path, endpoint: Callable[[str], ScriptedEndpoint]
+) -> None:
+    clis.claude()
+    server = endpoint("claude-plan.toml")
+    env = agent_env(server.url)
+    root = claude_demo(tmp_path / "lab", ["count-with-dict"])
+    planned = orchard("plan", root, env=env)
+    assert planned.returncode == 0, planned.stdout + planned.stderr
+    state = LabState.open(root)
+    try:
+        backlog = {r.id: r.source for r in state.hypotheses()}
+    finally:
+        state.close()
+    assert backlog == {"count-with-dict": "user", "report-join-once": "planner", "reader-no-strip-copy": "planner",
+                       "ranked-heapq": "planner"}
+    planner = [r.step for r in server.requests() if r.asked and "# Planning:" in r.asked.prompt]
+    assert planner == ["plan: read", "plan: write", "plan: done"]
+    (log,) = (root / "logs").glob("plan-*.log")
+    assert last_result(log)["permission_denials"] == []  # its answer file is outside its checkout: allowed
+
+    refused = orchard("plan", root, env=env)
+    assert refused.returncode != 0
+    said = " ".join(refused.stderr.split())
+    assert "the planner's hypotheses were rejected" in said and "expected 3-6 hypotheses, got 2" in said
+    assert "report-join-once: already in the backlog" in said and "cache-everything: no scope" in said
+    state = LabState.open(root)
+    try:
+        assert {r.id for r in state.hypotheses()} == set(backlog)  # nothing of the refused plan was added
+    finally:
+        state.close()
