@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from orchard.lab.records.events import ExperimentStarted
 from tests.lab.lab_helpers import lab_events, wait_for
 from tests.lab.loop_support import snapshot
 from tests.lab.test_bad_output import _lab, _orchard, _outcomes
@@ -45,7 +46,7 @@ def test_a_second_run_is_refused_naming_the_first_and_a_sigkill_releases_the_loc
     first = subprocess.Popen([sys.executable, "-m", "orchard", "run", str(root)], stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
     try:
-        wait_for(lambda: bool(lab_events(root, "experiment-start")), "the first lab to start its worker")
+        wait_for(lambda: bool(lab_events(root, ExperimentStarted)), "the first lab to start its worker")
         before = snapshot(root)
         message = _one_error(_orchard("run", root))
         assert f"another `orchard run` (pid {first.pid}) is running on this workspace" in message

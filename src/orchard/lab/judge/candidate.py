@@ -134,6 +134,7 @@ def collect_candidate(
     reading = report_module.read_report(worker.report_path, experiment.name)
     log = result.log_path
     log_text = log_tail(log)
+    error = launcher.agent_error(log_text, result.exit_code)
 
     binaries = binary_files(target.patch)
     patch_bytes = len(target.patch.encode("utf-8", errors="surrogateescape"))
@@ -168,7 +169,8 @@ def collect_candidate(
         started_at=result.started_at,
         usage=launcher.usage(log_text),
         launcher=launcher.label,
-        launcher_failure=launcher.failure(log_text, result.exit_code),
+        launcher_failure=None if error is None else error.message,
+        agent_error=None if error is None else error.kind,
         flags=flags,
     )
 
@@ -217,6 +219,7 @@ def from_remote(workspace: Workspace, experiment: Experiment, outcome: RemoteOut
     if outcome.report_text is not None:
         report_copy.write_text(outcome.report_text, encoding="utf-8")
     reading = report_module.read_report(report_copy, experiment.name)
+    error = launcher.agent_error(outcome.log_tail, outcome.exit_code)
     changed = _without_scratch(tuple(patch_files(outcome.patch)), launcher.scratch)
     scope = list(experiment.hypothesis.scope)
     violations = outside_scope(changed, scope)
@@ -239,5 +242,6 @@ def from_remote(workspace: Workspace, experiment: Experiment, outcome: RemoteOut
         bench_head=outcome.bench_head, report=reading, log_path=str(log), exit_code=outcome.exit_code,
         signal=outcome.signal, duration_s=outcome.duration_s, started_at=outcome.started_at,
         usage=launcher.usage(outcome.log_tail), launcher=launcher.label,
-        launcher_failure=launcher.failure(outcome.log_tail, outcome.exit_code), flags=flags, host=where,
+        launcher_failure=None if error is None else error.message, agent_error=None if error is None else error.kind,
+        flags=flags, host=where,
     )

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from orchard.errors import OrchardError
 from orchard.lab.judge.candidate import collect_candidate, from_remote
-from orchard.lab.loop import stop
+from orchard.lab.loop import agent_retry, stop
 from orchard.lab.loop.disk_limits import over_cap
 from orchard.lab.loop.driver import Driver
 from orchard.lab.loop.isolation import Stage
@@ -77,7 +77,10 @@ def _collected(lab: Driver, record: ExperimentRecord, read: Callable[[], Candida
         return None
     try:
         candidate = read()
-        if candidate.launcher_failure is not None and Flag.NO_CHANGES in candidate.flags:
+        if agent_retry.handled(lab, record, candidate):
+            return None
+        ended = candidate.agent_error is not None and candidate.agent_error.ends_experiment  # judged: KILL
+        if candidate.launcher_failure is not None and Flag.NO_CHANGES in candidate.flags and not ended:
             _launcher_failed(lab, record, candidate)
             return None
         lab.state.update_experiment(record.name, status=Status.COLLECTED, candidate=candidate,

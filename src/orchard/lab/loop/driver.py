@@ -5,7 +5,7 @@ Collecting an ended worker (`collection.py`), resuming after a crash
 loop's thread for one experiment. They read the lab's workspace, lab.db
 connection and executor, ask it for an experiment's launcher, and hand back
 what only the loop decides: an experiment that failed, a worker to launch,
-a launcher whose agent could not work. None of them writes the lab's fields.
+a launcher whose agent could not work or must wait. None of them writes the lab's fields.
 """
 
 from __future__ import annotations
@@ -47,6 +47,10 @@ class Driver(Protocol):
 
     def launcher_down(self, launcher: str) -> None:
         """`launcher`'s agent could not work at all: give it no more work in this run."""
+
+    def launcher_wait(self, launcher: str, in_a_row: int) -> float:
+        """`launcher`'s agent failed for a passing reason, the `in_a_row`-th time: hold its work back a while;
+        returns the wait in seconds (agent_retry.py)."""
 
     def render(self) -> None:
         """Write the notebook again."""

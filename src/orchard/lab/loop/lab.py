@@ -40,6 +40,7 @@ from orchard.lab.judge.measuring import MeasureProgress, metric_keys
 from orchard.lab.landing import land as landing
 from orchard.lab.landing import pins, publication
 from orchard.lab.loop import backlog, collection, resume, stop, sweep, worker_start
+from orchard.lab.loop.agent_retry import Agents
 from orchard.lab.loop.disk_limits import DiskLimits
 from orchard.lab.loop.isolation import Stage, end_experiment, lab_wide, pausing
 from orchard.lab.loop.refill import Refill
@@ -72,7 +73,7 @@ class Lab:
         self.say = say
         self.measure_progress = measure_progress
         self.launchers: dict[str, Launcher] = {}
-        self.down: set[str] = set()  # launchers whose agent could not work in this run: given no more work
+        self.agents = Agents(ws.config.workers.retry_minutes * 60)  # launchers whose agent failed in this run
         self.executor: Executor | DaskExecutor | None = None
         self.started = time.time()
         self._pool: ThreadPoolExecutor | None = None
@@ -107,7 +108,7 @@ class Lab:
     def _inputs(self) -> Hashable:
         """What a decision reads, but the clock: lab.db (its version) and the loop's own threads and sets."""
         return (self.state.version(), self.refill.plan is None, self.refill.failed, tuple(self._judging),
-                tuple(self._landing), frozenset(self.down), frozenset(self.deferred))
+                tuple(self._landing), self.agents.state(), frozenset(self.deferred))
 
     # -- assigning -------------------------------------------------------------------
 
@@ -124,14 +125,17 @@ class Lab:
         return self.launchers[name]
 
     def launcher_down(self, launcher: str) -> None:
-        self.down.add(launcher)
+        self.agents.down.add(launcher)
+
+    def launcher_wait(self, launcher: str, in_a_row: int) -> float:
+        return self.agents.wait(launcher, in_a_row)
 
     def blocked(self) -> set[str]:
         """Open hypotheses whose launcher, or their own launch, failed in this run."""
-        if not self.down and not self.deferred:
+        if not self.agents.down and not self.deferred:
             return set()
         return {r.id for r in self.state.hypotheses(HypothesisStatus.OPEN)
-                if r.hypothesis.launcher in self.down or r.id in self.deferred}
+                if r.hypothesis.launcher in self.agents.down or r.id in self.deferred}
 
     def launch(self, record: ExperimentRecord) -> None:
         """Start the experiment's worker; a failure re-queues its hypothesis and the lab goes on."""
@@ -147,7 +151,7 @@ class Lab:
         for slot in slots(self.ws):
             if slot.worker in busy_workers:
                 continue
-            record = backlog.pick(self.state, slot.lane, busy_scopes, skip=self.blocked())
+            record = backlog.pick(self.state, slot.lane, busy_scopes, skip=self.agents.held(self.state, self.blocked()))
             if record is None:
                 continue
             name = backlog.experiment_name(record)
@@ -281,7 +285,7 @@ class Lab:
     def preflight(self) -> None:
         """Before anything is touched: every launcher runs (its agent logged in), every open hypothesis names
         one that exists, and the suite is valid."""
-        for note in preflight(self.ws.config):
+        for note in preflight(self.ws.config, workspace=self.ws.root):
             self.say(note)
         for record in self.state.hypotheses(HypothesisStatus.OPEN):
             launcher_for(self.ws.config, record.hypothesis.launcher)

@@ -149,7 +149,7 @@ def finish_plan(ws: Workspace, state: LabState, run: PlanRun, result: JobResult)
 def plan(ws: Workspace, state: LabState, *, say: Callable[[str], None] = print) -> list[Hypothesis]:
     """Run the planner once (its launcher checked first: it can run, its agent is logged in); add its
     hypotheses to the backlog and return them."""
-    for note in preflight(ws.config, [make_launcher(ws.config.launcher)], "nothing was planned"):
+    for note in preflight(ws.config, [make_launcher(ws.config.launcher)], "nothing was planned", ws.root):
         say(note)
     configured = ws.config.workers.executor
     kind = ExecutorKind.SUBPROCESS if configured == ExecutorKind.DASK else configured  # plans run here

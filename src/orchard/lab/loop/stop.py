@@ -13,7 +13,8 @@ from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import MeasureProgress, measure
 from orchard.lab.loop import backlog
 from orchard.lab.loop.start import recorded_start
-from orchard.lab.records.events import EventKind, LabStopped, LauncherFailed
+from orchard.lab.records.db import JournalEvent
+from orchard.lab.records.events import AgentHung, AgentRetried, EventKind, LabStopped, LauncherFailed
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import HypothesisStatus
 from orchard.lab.records.measured_events import FinalVerdictTaken
@@ -36,7 +37,6 @@ def stop_reason(ws: Workspace, state: LabState, process_started: float, blocked:
     experiments = state.experiments()
     elapsed_s = time.time() - float(state.meta("started_at") or process_started)
     failures = state.counter(LAUNCHER_FAILURES)
-    failed = state.events_of(LauncherFailed)
     open_ids = {r.id for r in state.hypotheses(HypothesisStatus.OPEN)}
     active = bool(state.experiments(*ExperimentStatus.active()))
     cost = sum(e.cost_usd for e in experiments)
@@ -47,9 +47,7 @@ def stop_reason(ws: Workspace, state: LabState, process_started: float, blocked:
     conditions = [
         (not planning and backlog.top_attempted(state, stop.top_attempted),
          f"the top {top} backlog items have all been attempted"),
-        (failures >= stop.launcher_failures,
-         f"{failures} launcher failures in a row (last: {failed[-1].event.reason if failed else '-'}); fix the "
-         "agent CLI and run again: the hypotheses went back to the backlog"),
+        (failures >= stop.launcher_failures, failures_in_a_row(state, failures)),
         (state.counter(IDLE_LOOPS) >= stop.idle_loops, f"{stop.idle_loops} consecutive loops landed nothing"),
         (bool(stop.max_experiments) and len(experiments) >= stop.max_experiments,
          f"the budget of {stop.max_experiments} experiments is spent"),
@@ -64,6 +62,21 @@ def stop_reason(ws: Workspace, state: LabState, process_started: float, blocked:
          "(see the journal); fix it and run again"),
     ]
     return next((reason for holds, reason in conditions if holds), None)
+
+
+def failures_in_a_row(state: LabState, failures: int) -> str:
+    """Why `failures` agent failures in a row stop the lab: a launcher that cannot work, or a pause while the
+    agent's service is rate limited, overloaded or hanging (agent_retry.py)."""
+    failed: list[JournalEvent[LauncherFailed | AgentRetried]] = [
+        *state.events_of(LauncherFailed), *state.events_of(AgentRetried), *state.events_of(AgentHung)]
+    events = sorted(failed, key=lambda e: e.id)
+    last = events[-1] if events else None
+    said = last.event.reason if last is not None else "-"
+    if last is not None and isinstance(last.event, AgentRetried):
+        return (f"paused after {failures} agent failures in a row (last: {said}); their hypotheses went back to "
+                "the backlog: `orchard run` resumes once the agent's service answers again")
+    return (f"{failures} launcher failures in a row (last: {said}); fix the agent CLI and run again: the hypotheses "
+            "went back to the backlog")
 
 
 def count_judged(state: LabState, workers: int, landed: bool) -> None:

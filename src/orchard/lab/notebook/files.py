@@ -23,6 +23,7 @@ from orchard.lab.notebook import backlog_file, pages, view
 from orchard.lab.notebook.journal import appended, render_events, render_journal
 from orchard.lab.notebook.leaderboard import LeaderRow, leaderboard
 from orchard.lab.notebook.view import ExperimentView, LabView
+from orchard.lab.records.agent_usage import cost_summary
 from orchard.lab.records.db import JournalEvent, Unrecognized
 from orchard.lab.records.events import Event, EventKind
 from orchard.lab.records.judgment import Decision, JudgmentEntry
@@ -128,7 +129,7 @@ def render_final_report(lab: LabView) -> str:
     lines += [f"- `{b.id}` (score {score_text(b.score)}, {b.lane}): {inline(b.title)}"
               for b in lab.backlog[:NEXT_BACKLOG]] or [EMPTY_BACKLOG]
     if lab.cost:
-        lines += ["", "## Agent cost", "", ", ".join(f"{k}: {num(v)}" for k, v in lab.cost.items())]
+        lines += ["", "## Agent cost", "", cost_summary(lab.cost, len(lab.experiments), len(landed))]
     return "\n".join(lines) + "\n"
 
 

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from orchard.lab.records.agent_errors import AgentErrorKind
 from orchard.lab.records.agent_usage import AgentUsage
 from orchard.lab.records.report_reading import ReportReading, ReportState
 
@@ -67,6 +68,7 @@ class Candidate:
     binary_files: list[str] = field(default_factory=list)
     launcher: str = ""  # the launcher that ran, as orchard.toml names it
     launcher_failure: str | None = None  # the agent's own account of why it could not work at all
+    agent_error: AgentErrorKind | None = None  # what kind of error that was (records/agent_errors.py)
     special_files: list[str] = field(default_factory=list)  # each with what it is
 
     def to_dict(self) -> dict[str, Any]:
@@ -82,4 +84,5 @@ class Candidate:
         values["report"] = ReportReading.from_dict(data["report"])
         values["usage"] = AgentUsage.from_dict(data.get("usage") or {})
         values["flags"] = [Flag(flag) for flag in data.get("flags", [])]
+        values["agent_error"] = AgentErrorKind(data["agent_error"]) if data.get("agent_error") else None
         return cls(**values)

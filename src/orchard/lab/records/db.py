@@ -15,6 +15,8 @@ from typing import Any, Generic, TypeVar
 
 from orchard.lab.records.candidate import Candidate
 from orchard.lab.records.events import (
+    AgentHung,
+    AgentRetried,
     BacklogChanged,
     BaselineRebuilt,
     Event,
@@ -131,7 +133,8 @@ class Unrecognized:
 
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.kind: cls for cls in (
-    LabStart, ExperimentStarted, ExperimentHost, JudgmentEntry, BacklogChanged, LauncherFailed, ExperimentFailed,
+    LabStart, ExperimentStarted, ExperimentHost, JudgmentEntry, BacklogChanged, LauncherFailed, AgentRetried, AgentHung,
+    ExperimentFailed,
     WorkerStopped, BaselineRebuilt, RefillStopped, OpportunitiesRead, Swept, FinalVerdictTaken, LabStopped,
     Committed, Rebased, Confirmed, BranchPushed, Merged, MainPublished, MainChecked, Reverted, RevertPublished)}
 E = TypeVar("E", covariant=True)

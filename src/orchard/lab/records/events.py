@@ -30,6 +30,8 @@ class EventKind(StrEnum):
     JUDGMENT = "judgment"
     BACKLOG = "backlog"
     LAUNCHER_FAILURE = "launcher-failure"
+    AGENT_RETRY = "agent-retry"  # rate limited or overloaded: back to the backlog, tried again after a wait
+    AGENT_HUNG = "agent-hung"  # no result within the worker timeout: back to the backlog once
     EXPERIMENT_ERROR = "experiment-error"
     WORKER_STOPPED = "worker-stopped-by-lab"
     BASELINE_REBUILT = "baseline-rebuilt"
@@ -166,6 +168,31 @@ class LauncherFailed(Event):
         code = data.get("exit_code")
         return cls(str(data["hypothesis"]), str(data.get("launcher", "")), code if isinstance(code, int) else None,
                    str(data["reason"]), text(data.get("log")))
+
+
+@dataclass(frozen=True)
+class AgentRetried(Event):
+    """The agent's service was rate limited or overloaded: not judged; the hypothesis went back to the backlog."""
+
+    kind = EventKind.AGENT_RETRY
+    hypothesis: str
+    launcher: str
+    reason: str
+    wait_s: float
+    in_a_row: int
+    log: str | None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        return cls(str(data["hypothesis"]), str(data.get("launcher", "")), str(data["reason"]),
+                   float(data.get("wait_s", 0.0)), int(data.get("in_a_row", 0)), text(data.get("log")))
+
+
+@dataclass(frozen=True)
+class AgentHung(AgentRetried):
+    """The agent printed no result within the worker timeout: its hypothesis goes back to the backlog once."""
+
+    kind = EventKind.AGENT_HUNG
 
 
 @dataclass(frozen=True)

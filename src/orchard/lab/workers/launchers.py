@@ -18,6 +18,7 @@ from orchard.lab.config.orchard_toml import Config, LauncherConfig
 from orchard.lab.records.experiment import Experiment, render_command
 from orchard.lab.workers import sandbox
 from orchard.lab.workers.agent_launchers import AiderLauncher, ClaudeLauncher, CodexLauncher, CursorLauncher
+from orchard.lab.workers.agent_probe import probe
 from orchard.lab.workers.launcher_base import LaunchContext, Launcher, join_words
 
 
@@ -127,11 +128,13 @@ def launcher_for(config: Config, name: str = "") -> Launcher:
 
 
 def preflight(config: Config, launchers: list[Launcher] | None = None,
-              untouched: str = "no hypothesis was touched") -> list[str]:
+              untouched: str = "no hypothesis was touched", workspace: Path | None = None) -> list[str]:
     """The sandbox works and every configured launcher (or those given) can run: its CLI answers `--version`,
-    and its own status command does not say it is logged out while no credential variable of its is set.
+    its own status command does not say it is logged out while no credential variable of its is set, and its
+    test request (`agent_probe`), run in its worker's sandbox with `workspace` hidden, gets an answer.
 
-    UsageError naming each problem; returns a note for each status command that could not tell.
+    UsageError naming each problem; returns a note for each status command that could not tell and each
+    test request answered with a transient error.
     """
     sandbox.preflight(config.workers.sandbox)
     if launchers is None:
@@ -143,10 +146,14 @@ def preflight(config: Config, launchers: list[Launcher] | None = None,
         check = launcher.check_login() if problem is None else None
         if check is not None and check.blocks:
             problem = check.problem()
+        if problem is None:
+            if check is not None and (note := check.note()) is not None:
+                notes.append(note)
+            answer = probe(launcher, config.workers, workspace)
+            problem = answer.problem
+            notes += [answer.note] if answer.note else []
         if problem is not None:
             problems.append(f"launcher {launcher.label!r}: {problem}")
-        elif check is not None and (note := check.note()) is not None:
-            notes.append(note)
     if problems:
         raise UsageError("; ".join(problems) + f"; {untouched}")
     return notes
