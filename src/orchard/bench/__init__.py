@@ -7,6 +7,7 @@ verdict, read rows. Nothing in bench imports lab.
 from orchard.bench.binary import check_binary
 from orchard.bench.calibration import Calibration, CalibrationFailed
 from orchard.bench.campaign import calibrate, run_verdict
+from orchard.bench.confinement import RunConfinement, confine_runs
 from orchard.bench.holdout import is_held_out, withhold
 from orchard.bench.store import latest_rows
 from orchard.bench.suite import Suite, load_suite
@@ -17,12 +18,14 @@ __all__ = [
     "Calibration",
     "CalibrationFailed",
     "ExternalRun",
+    "RunConfinement",
     "GateResult",
     "MetricResult",
     "MetricVerdict",
     "Suite",
     "calibrate",
     "check_binary",
+    "confine_runs",
     "is_held_out",
     "latest_rows",
     "load_suite",

@@ -20,7 +20,9 @@ from typing import Any
 from orchard.bench import calibration as calibration_cache
 from orchard.bench import rows as rowlib
 from orchard.bench.binary import binary_sha256, check_binary
+from orchard.bench.confinement import RunConfinement, confine_runs
 from orchard.bench.display import rows_summary
+from orchard.bench.first_runs import RunSeries
 from orchard.bench.gates import GateTracker, run_command_gates
 from orchard.bench.holdout import label
 from orchard.bench.lock import MeasurementLock
@@ -132,7 +134,7 @@ class PairRunner:
             "suite": suite.name,
             "suite_digest": suite.digest,
             "seed": seed,
-            **rowlib.comparability(fixture_id=suite.digest),
+            **rowlib.comparability(fixture_id=suite.digest, env_isolation=bench.confinement.isolation),
         }
 
     def run_pair(self, index: int, warmup: bool) -> list[tuple[Observation, Observation, list[GateResult]]]:
@@ -165,7 +167,19 @@ class PairRunner:
             base, cand = seen["baseline"], seen["candidate"]
             _check_comparable(base, cand)
             results.append((base, cand, self.tracker.check_pair(base, cand)))
+        self._check_binaries()
         return results
+
+    def _check_binaries(self) -> None:
+        """Each binary hashed again after every pair: one swapped and restored mid-campaign is caught."""
+        for role, path in self.binaries.items():
+            try:
+                now = binary_sha256(path)
+            except OSError:
+                now = "unreadable"
+            if now != self.subjects[role]["binary_sha256"]:
+                raise IncomparableRows(f"the {role} binary {path} changed during the campaign: nothing measured "
+                                       "since it was hashed counts")
 
 
 def _check_comparable(baseline: Observation, candidate: Observation) -> None:
@@ -199,9 +213,11 @@ def _aa_campaign(
     seed: int,
     results: Path,
     progress: Progress,
+    confinement: RunConfinement,
 ) -> tuple[dict[str, calibration_cache.MetricCalibration], list[str], Path]:
     """One A/A campaign: (noise per metric, metrics whose interval excludes zero, rows file)."""
-    with workbench(suite) as bench, RunWriter(results, "calibrate", rows_summary) as writer:
+    with workbench(suite, confinement=confinement) as bench, \
+            RunWriter(results, "calibrate", rows_summary) as writer:
         runner = PairRunner(suite, bench, baseline, baseline, writer, seed, "calibrate")
         samples = Samples(suite.metrics)
         progress(0, count, f"A/A calibration, seed {seed}")
@@ -230,6 +246,7 @@ def calibrate(
     results: Path = Path("results"),
     progress: Progress = _quiet,
     file: Path | None = None,
+    confinement: RunConfinement | None = None,
 ) -> calibration_cache.Calibration:
     """A/A: the baseline against itself; saves (in the cache, and in `file` if given) and returns it.
 
@@ -239,13 +256,14 @@ def calibrate(
     attempt's rows stay on record).
     """
     baseline = check_binary(baseline, "baseline")
+    confinement = confinement or confinement_for(suite, baseline)
     count = suite.calibration_runs if runs is None else runs
     if count < MIN_RUNS_FLOOR:
         raise UsageError(f"--runs must be at least {MIN_RUNS_FLOOR} for a calibration (got {count})")
     rng = random.SystemRandom()
     seed = rng.randrange(1, 2**31) if seed is None else seed
     for attempt in range(1, CALIBRATION_ATTEMPTS + 1):
-        metrics, failed, rows = _aa_campaign(suite, baseline, count, seed, results, progress)
+        metrics, failed, rows = _aa_campaign(suite, baseline, count, seed, results, progress, confinement)
         if not failed:
             break
         details = ", ".join(
@@ -270,6 +288,7 @@ def calibrate(
         metrics=metrics,
         machine=machine_facts(),
         file=file,
+        env_isolation=confinement.isolation,
     )
     calibration_cache.save(result)
     return result
@@ -286,6 +305,8 @@ def run_verdict(
     recalibrate: bool = False,
     progress: Progress = _quiet,
     calibration_file: Path | None = None,
+    confinement: RunConfinement | None = None,
+    between_pairs: Callable[[], None] = lambda: None,
 ) -> Verdict:
     """Judge `candidate` against `baseline` on `suite`.
 
@@ -294,26 +315,29 @@ def run_verdict(
     """
     baseline = check_binary(baseline, "baseline")
     candidate = check_binary(candidate, "candidate")
+    confinement = confinement or confinement_for(suite, baseline, candidate)
     min_runs, max_runs = check_runs(runs, suite)
     calibration_file = calibration_file or suite.calibration
     cal = None
     if not recalibrate:
         cal = (
-            calibration_cache.load_file(calibration_file, suite.digest, suite.name)
+            calibration_cache.load_file(calibration_file, suite.digest, suite.name, confinement.isolation)
             if calibration_file is not None
-            else calibration_cache.load(machine_fingerprint(), suite.digest)
+            else calibration_cache.load(machine_fingerprint(), suite.digest, confinement.isolation)
         )
     cached = cal is not None
     seed = random.SystemRandom().randrange(1, 2**31) if seed is None else seed
     warnings: list[str] = []
-    with workbench(suite) as bench, RunWriter(results, "verdict", rows_summary) as writer:
+    with workbench(suite, confinement=confinement) as bench, \
+            RunWriter(results, "verdict", rows_summary) as writer:
         runner = PairRunner(suite, bench, baseline, candidate, writer, seed, "verdict")
-        samples = Samples(suite.metrics)
+        samples, series = Samples(suite.metrics), RunSeries(suite.metrics)
         error: str | None = None
         if cal is None:
             progress(0, suite.calibration_runs, "no A/A calibration cached for this machine and suite: calibrating")
             try:
-                cal = calibrate(suite, baseline, results=results, progress=progress, file=calibration_file)
+                cal = calibrate(suite, baseline, results=results, progress=progress, file=calibration_file,
+                                confinement=confinement)
             except BaselineFailed as failure:
                 error = str(failure)
         command_gates = run_command_gates(suite.gates, bench, runner.binaries)
@@ -333,11 +357,14 @@ def run_verdict(
                 except IncomparableRows as refusal:
                     error = str(refusal)
                     break
+                between_pairs()
                 error = _baseline_error(outcome)
                 failed = [g for _, _, gs in outcome for g in gs]
                 if error or failed:
                     gates += failed
                     break
+                for base, cand, _ in outcome:
+                    series.add(base, cand)
                 if index == 0:
                     continue
                 pairs = index
@@ -352,7 +379,9 @@ def run_verdict(
                     if settled(metrics):
                         break
         runner.lock.print_total()
+        metrics, flagged = series.flag(metrics)
         decision = Decision(VerdictWord.ERROR, reasons=[error]) if error else overall(metrics, gates)
+        decision.reasons.extend(flagged if not error else [])
         warnings += runner.tracker.warnings
         if cal is not None:
             warnings += _warnings(runner, samples, cal, decision)
@@ -377,7 +406,14 @@ def run_verdict(
         lock_wait_ms=runner.lock.total_wait_ms,
         rows=writer.path,
         summary=writer.summary_path,
+        confinement=confinement.note,
     )
+
+
+def confinement_for(suite: Suite, *binaries: Path) -> RunConfinement:
+    """The confinement of a standalone campaign: bubblewrap when the suite allows it and it works here."""
+    reads = [suite.directory, *binaries, *(binary.parent for binary in binaries)]
+    return confine_runs(suite.confine, reads=reads)
 
 
 def _noise_for(cal: calibration_cache.Calibration, specs: Sequence[MetricSpec]) -> dict[str, Any]:

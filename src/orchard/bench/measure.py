@@ -10,6 +10,7 @@ values, the output the gates look at, and the row that is recorded.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import importlib
@@ -26,8 +27,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, BinaryIO, cast
 
-from orchard import process
+from orchard import confine, process
 from orchard.bench import instructions, readers, rows, tokens
+from orchard.bench.confinement import UNCONFINED, RunConfinement, fresh_workdir
 from orchard.bench.environment import isolated_env
 from orchard.bench.suite import BUILTIN_METRICS, Fixture, Scenario, Suite
 from orchard.errors import FixtureError, UsageError
@@ -57,6 +59,7 @@ class Workbench:
     suite: Suite
     root: Path
     fixtures: dict[str, Path]
+    confinement: RunConfinement = UNCONFINED
 
     @staticmethod
     def counter() -> instructions.Counter | None:
@@ -107,12 +110,12 @@ def render(template: list[str] | str, values: Mapping[str, Any], where: str) -> 
 
 
 @contextlib.contextmanager
-def workbench(suite: Suite, keep: bool = False) -> Iterator[Workbench]:
+def workbench(suite: Suite, keep: bool = False, confinement: RunConfinement = UNCONFINED) -> Iterator[Workbench]:
     """Create fixtures in a private temporary directory; remove it afterwards."""
     root = Path(tempfile.mkdtemp(prefix=f"orchard-{suite.name}-"))
     try:
         (root / "work").mkdir()
-        bench = Workbench(suite, root, {})
+        bench = Workbench(suite, root, {}, confinement)
         for fixture in suite.fixtures:
             bench.fixtures[fixture.name] = _build_fixture(bench, fixture)
         yield bench
@@ -247,13 +250,14 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *
     # the gates judge the whole output; only token estimates use the admitted part
     with tempfile.SpooledTemporaryFile(max_size=SPILL_BYTES, dir=str(bench.root)) as whole:
         capture = process.run(
-            command,
+            _confined(bench, scenario, binary, command, results_file),
             cwd=bench.suite.directory,
-            env=isolated_env(scenario.env),
+            env=bench.confinement.env(isolated_env(scenario.env)),
             timeout_s=scenario.timeout_s,
             admitted_chars=admitted,
             stdout_sink=cast(BinaryIO, whole) if scenario.expect else None,
         )
+        capture = dataclasses.replace(capture, command=command)  # the row shows what the suite runs
         fraction = recall(scenario.expect, cast(BinaryIO, whole))
     row = rows.step_row(
         capture,
@@ -301,6 +305,27 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *
     if count:
         count_instructions(bench, scenario, binary, observation)
     return observation
+
+
+def _confined(bench: Workbench, scenario: Scenario, binary: Path, command: list[str] | str,
+              results_file: Path | None) -> list[str] | str:
+    """`command` inside this run's own sandbox (`bench.confinement`), or as it is when runs are not confined."""
+    confinement = bench.confinement
+    if not confinement.confined:
+        return command
+    work = bench.root / "work"
+    fresh_workdir(work, confinement)
+    writes = [work]
+    if results_file is not None:
+        results_file.parent.mkdir(parents=True, exist_ok=True)
+        results_file.touch()
+        if confinement.unprivileged:
+            confine.hand_over([results_file])
+        writes.append(results_file)
+    reads = [bench.suite.directory, binary.parent, bench.root / "fixtures"]
+    mounts = confinement.mounts(cwd=bench.suite.directory, reads=reads, writes=writes, network=scenario.loopback)
+    inner = ["/bin/sh", "-c", command] if isinstance(command, str) else command
+    return confine.argv(mounts, inner)
 
 
 def count_instructions(bench: Workbench, scenario: Scenario, binary: Path, observation: Observation) -> None:

@@ -69,6 +69,7 @@ class Scenario:
     format: str = "jsonl"  # rows scenarios: which tool's results the harness writes (see readers.py)
     file: str | None = None  # rows scenarios: the results file the harness writes (default: its stdout)
     holdout: bool = False  # run only by the lab's judge, never in a worker's copy of the bench
+    loopback: bool = False  # a confined run keeps the host's network (it talks to a local server)
 
     def metrics(self) -> dict[str, float]:
         """Every metric this scenario yields without a harness: name -> default floor."""
@@ -106,6 +107,7 @@ class Suite:
     calibration: Path | None = None  # a calibration file to use and keep (committed or CI-cached)
     holdout: tuple[str, ...] = ()  # files (globs, relative to the suite's directory) workers never see
     plausible: float = DEFAULT_PLAUSIBLE  # a target metric improved more than this many times is suspect
+    confine: bool = True  # measured runs in bubblewrap where it works (`confine = false` turns it off)
 
     @property
     def held_out(self) -> frozenset[str]:
@@ -161,6 +163,7 @@ def load_suite(path: Path | str) -> Suite:
     calibration_file = head.get("calibration", str, None)
     holdout_files = head.strings("holdout")
     plausible = float(head.get("plausible", (int, float), DEFAULT_PLAUSIBLE))
+    confined = head.get("confine", bool, True)
     head.finish()
     if not plausible > 1:  # also refuses nan
         head.fail(f"'plausible' must be a factor above 1 (got {plausible})")
@@ -245,6 +248,7 @@ def load_suite(path: Path | str) -> Suite:
         calibration=None if calibration_file is None else path.parent / calibration_file,
         holdout=holdout_files,
         plausible=plausible,
+        confine=confined,
     )
 
 
@@ -327,6 +331,7 @@ def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Sce
         format=result_format,
         file=results_file,
         holdout=reader.get("holdout", bool, False),
+        loopback=reader.get("loopback", bool, False),
     )
     reader.finish()
     return scenario

@@ -444,6 +444,7 @@ class Verdict:
     rows: Path | None = None
     summary: Path | None = None
     external: ExternalRun | None = None
+    confinement: str | None = None  # how the measured runs were confined, in one line
 
     @property
     def failed_gates(self) -> list[GateResult]:
@@ -471,6 +472,7 @@ class Verdict:
             "lock_wait_ms": round(self.lock_wait_ms, 3),
             "rows": None if self.rows is None else str(self.rows),
             "summary": None if self.summary is None else str(self.summary),
+            "confinement": self.confinement,
         }
         if self.external is not None:
             data |= {"source": "command", "command": self.external.command, "exit_code": self.external.exit_code,
@@ -504,4 +506,5 @@ class Verdict:
             rows=path("rows"),
             summary=path("summary"),
             external=external,
+            confinement=data.get("confinement"),
         )

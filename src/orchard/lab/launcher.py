@@ -149,7 +149,8 @@ class Launcher(ABC):
             workspace.config.workers.sandbox, workspace=workspace.root, cwd=cwd, network=self.config.network,
             inherit=worker_names(self.credentials, self.config.pass_env), home=home, tmp=tmp,
             reads=(*self.reads(context), *reads), writes=self.writes(context), executable=self.executable, own=own,
-            extra_reads=workspace.config.workers.sandbox_read, path=path, hide=hide)
+            extra_reads=workspace.config.workers.sandbox_read, path=path, hide=hide,
+            limits=workspace.config.workers.limits())
 
     def job(self, workspace: Workspace, experiment: Experiment, env: dict[str, str] | None = None,
             hide: tuple[Path, ...] = ()) -> Job:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -32,9 +31,9 @@ from enum import StrEnum
 from pathlib import Path
 
 import orchard
+from orchard import confine
 from orchard.errors import UsageError
 
-PROBE_TIMEOUT_S = 30.0
 # Always hidden when they exist; the workspace, $HOME, $TMPDIR and friends are added per sandbox.
 # /run holds the host's service sockets (docker, dbus, databases): a read-only mount would not stop a connect().
 SYSTEM_HIDDEN = ("/root", "/tmp", "/var/tmp", "/run")
@@ -67,16 +66,10 @@ def preflight(mode: str) -> None:
     """With the bwrap sandbox: bwrap is installed and can make a sandbox here. UsageError otherwise."""
     if mode != SandboxMode.BWRAP:
         return
-    probe = Confinement(mode=SandboxMode.BWRAP, cwd=Path("/"), network=False)
-    argv = [bwrap_path(), *probe.bwrap_args(), "--", "true"]
-    try:
-        answer = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
-                                stdin=subprocess.DEVNULL, check=False)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise UsageError(f"bubblewrap (`bwrap`) cannot run: {error}: {HINT}") from None
-    if answer.returncode != 0:
-        tail = (answer.stderr or answer.stdout).strip().splitlines()[-1:] or [f"exit {answer.returncode}"]
-        raise UsageError(f"bubblewrap (`bwrap`) cannot make a sandbox here ({tail[0][:200]}): {HINT}")
+    bwrap_path()
+    why = confine.unavailable()
+    if why is not None:
+        raise UsageError(f"{why}: {HINT}")
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -97,29 +90,20 @@ class Confinement:
     writable: tuple[Path, ...] = ()  # bound read-write
     sealed: tuple[Path, ...] = ()  # read-only again inside what is writable (files shared with the judge)
 
-    def bwrap_args(self) -> list[str]:
-        args = ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--new-session", "--cap-drop", "ALL"]
-        if not self.network:
-            args.append("--unshare-net")
-        args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        for path in self.hidden:
-            args += ["--tmpfs", str(path)]
-        for path in self.readable:  # what does not exist yet when the job starts stays hidden
-            args += ["--ro-bind-try", str(path), str(path)]
-        for path in self.writable:
-            args += ["--bind", str(path), str(path)]
-        for path in self.sealed:
-            args += ["--ro-bind", str(path), str(path)]
-        return [*args, "--chdir", str(self.cwd)]
+    limits: confine.Limits = confine.NO_LIMITS
+
+    def mounts(self) -> confine.Mounts:
+        return confine.Mounts(self.cwd, self.network, self.hidden, self.readable, self.writable, self.sealed)
 
     def command(self, launch: str, extra: Iterable[str] = ()) -> str:
         """The shell text that runs `launch` confined; `extra`: more variables to pass by name."""
         names = sorted({*self.inherit, *(name for name in extra if name.isidentifier())} - set(self.setenv))
         words = ["env", "-i", *(f'${{{name}+"{name}=${name}"}}' for name in names)]
         words += [shlex.quote(f"{key}={value}") for key, value in self.setenv.items()]
+        inner = ["bash", "-c", launch]
         if self.mode == SandboxMode.BWRAP:
-            words += [shlex.quote(bwrap_path()), *map(shlex.quote, self.bwrap_args()), "--"]
-        return " ".join([*words, "bash", "-c", shlex.quote(launch)])
+            inner = confine.argv(self.mounts(), inner, self.limits)
+        return " ".join([*words, *map(shlex.quote, inner)])
 
 
 def _absolute(path: Path | str) -> Path:
@@ -181,7 +165,8 @@ def _visible_tools(executable: str, extra: Iterable[str], path: str, workspace: 
 def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, inherit: Iterable[str],
                        home: Path, tmp: Path, reads: Iterable[Path], writes: Iterable[Path], executable: str = "",
                        own: Iterable[Path] = (), extra_reads: Iterable[str] = (),
-                       path: str | None = None, hide: Iterable[Path] = ()) -> Confinement:
+                       path: str | None = None, hide: Iterable[Path] = (),
+                       limits: confine.Limits = confine.NO_LIMITS) -> Confinement:
     """The confinement of one worker.
 
     `own`: its directories (the target checkout) bound writable (but for
@@ -193,6 +178,8 @@ def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, 
     `path`: its PATH, when it is not orchard's own; `hide`: more places of
     the orchestrator's (on a dask worker sharing the lab's file system, the
     lab's workspace: its own `workspace` there is only the scratch copy).
+    With bwrap, what it writes is handed to the unprivileged sandbox uid
+    when orchard is root (`confine.hand_over`), and `limits` apply.
     """
     home.mkdir(parents=True, exist_ok=True)
     tmp.mkdir(parents=True, exist_ok=True)
@@ -212,15 +199,18 @@ def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, 
     own = [_absolute(p) for p in own]
     writable = dict.fromkeys([*own, *map(_absolute, (home, tmp, *writes))])
     sealed = [pack for directory in own for pack in _shared(directory)]
+    confine.hand_over(writable, skip=sealed)
     return Confinement(SandboxMode.BWRAP, cwd, network, inherit, setenv, tuple(hidden), tuple(readable),
-                       tuple(writable), tuple(sealed))
+                       tuple(writable), tuple(sealed), limits)
 
 
-def step_confinement(mode: str, *, workspace: Path, checkout: Path, inherit: Iterable[str]) -> Confinement:
+def step_confinement(mode: str, *, workspace: Path, checkout: Path, inherit: Iterable[str], network: bool = False,
+                     limits: confine.Limits = confine.NO_LIMITS) -> Confinement:
     """A judge step that runs candidate code (its build, its tests): like a worker, it sees nothing of the
-    workspace and writes only the checkout it builds and a scratch HOME and TMPDIR beside it; the network
-    stays (a build may fetch its dependencies)."""
+    workspace and writes only the checkout it builds and a scratch HOME and TMPDIR beside it; no network
+    unless `network` (`[target] build_network`: a build that fetches its dependencies)."""
     scratch = checkout.parent / "step-scratch"
     shutil.rmtree(scratch, ignore_errors=True)
-    return worker_confinement(mode, workspace=workspace, cwd=checkout, network=True, inherit=inherit,
-                              home=scratch / "home", tmp=scratch / "tmp", reads=(), writes=(), own=(checkout,))
+    return worker_confinement(mode, workspace=workspace, cwd=checkout, network=network, inherit=inherit,
+                              home=scratch / "home", tmp=scratch / "tmp", reads=(), writes=(), own=(checkout,),
+                              limits=limits)

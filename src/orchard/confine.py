@@ -1,0 +1,183 @@
+"""Confinement: the command line that runs one untrusted command in bubblewrap, unprivileged and limited.
+
+Shared by the bench (every measured run) and the lab (workers, the planner,
+the reviewer, judge steps): one place builds bwrap's arguments.
+
+- **Mounts**: the whole system read-only, fresh /proc and /dev, the places
+  named `hidden` covered by an empty tmpfs, then `readable` bound back
+  read-only, `writable` read-write and `sealed` read-only again inside them.
+- **Unprivileged**: when orchard runs as root, the command is started
+  through `setpriv` as a dedicated unprivileged uid and gid (`SANDBOX_ID`,
+  "nobody" unless `ORCHARD_SANDBOX_UID` says otherwise) with no supplementary
+  groups and no capabilities, and bwrap then makes its own user namespace.
+  (`bwrap --unshare-user --uid N` alone would still be root outside: the
+  kernel checks files against the real uid, and /etc/shadow would look owned
+  by the sandbox.) What the sandbox must write is handed to that uid
+  (`hand_over`).
+- **Limits**: memory (address space), processes and CPU time as rlimits set
+  by `prlimit` just before bwrap, so bwrap and everything under it inherit
+  them. rlimits count per process (memory, CPU) and per uid (processes),
+  not per sandbox; `Limits.describe` says so where they are shown.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+PROBE_TIMEOUT_S = 30.0
+UID_ENV = "ORCHARD_SANDBOX_UID"
+NOBODY = 65534
+
+
+def sandbox_id() -> int:
+    """The uid (and gid) sandboxes run as when orchard is root: `ORCHARD_SANDBOX_UID`, else nobody."""
+    value = os.environ.get(UID_ENV, "")
+    return int(value) if value.isdigit() and int(value) > 0 else NOBODY
+
+
+def dropping() -> bool:
+    """Whether sandboxes drop to `sandbox_id()`: only when orchard runs as root."""
+    return os.geteuid() == 0
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-process rlimits for one sandbox; None: not limited."""
+
+    memory_mb: int | None = None  # RLIMIT_AS of each process
+    processes: int | None = None  # RLIMIT_NPROC: processes of the sandbox's uid
+    cpu_s: int | None = None  # RLIMIT_CPU of each process (SIGXCPU, then SIGKILL)
+
+    def prlimit_args(self) -> list[str]:
+        """`prlimit --as=... --` for the limits set; nothing when none is."""
+        flags = [f"--as={self.memory_mb * 1024 * 1024}" if self.memory_mb else "",
+                 f"--nproc={self.processes}" if self.processes else "",
+                 f"--cpu={self.cpu_s}" if self.cpu_s else ""]
+        flags = [flag for flag in flags if flag]
+        return [_tool("prlimit"), *flags, "--"] if flags else []
+
+    def describe(self) -> str:
+        """One line for `orchard status`: the limits and how they are enforced."""
+        parts = [f"memory {self.memory_mb} MB per process" if self.memory_mb else "",
+                 f"{self.processes} processes" if self.processes else "",
+                 f"CPU {self.cpu_s} s per process" if self.cpu_s else ""]
+        said = ", ".join(part for part in parts if part)
+        return f"{said} (rlimits)" if said else "no limits"
+
+
+NO_LIMITS = Limits()
+
+
+@dataclass(frozen=True)
+class Mounts:
+    """What one sandbox sees: hidden places, what comes back read-only or read-write, its directory."""
+
+    cwd: Path
+    network: bool = False  # False: its own network namespace (loopback only)
+    hidden: tuple[Path, ...] = ()  # covered by an empty tmpfs, in this order
+    readable: tuple[Path, ...] = ()  # bound read-only after hiding (skipped when missing)
+    writable: tuple[Path, ...] = ()  # bound read-write
+    sealed: tuple[Path, ...] = ()  # read-only again inside what is writable
+    dirs: tuple[Path, ...] = ()  # created empty (inside a hidden tmpfs) after the mounts
+    unprivileged: bool = True  # False: keep orchard's own uid (only where the sandbox uid could not read its input)
+    # the command itself is PID 1 (no bwrap reaper in between), so its CPU time and peak memory reach the
+    # caller's wait4; what it starts still dies with it
+    pid1: bool = False
+
+    @property
+    def drops(self) -> bool:
+        """Whether this sandbox runs as `sandbox_id()` (orchard is root and the sandbox is unprivileged)."""
+        return self.unprivileged and dropping()
+
+    def bwrap_args(self) -> list[str]:
+        args = ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--new-session", "--cap-drop", "ALL"]
+        if self.drops:
+            args += ["--unshare-user", "--uid", str(sandbox_id()), "--gid", str(sandbox_id())]
+        if not self.network:
+            args.append("--unshare-net")
+        if self.pid1:
+            args.append("--as-pid-1")
+        args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        for path in self.hidden:
+            args += ["--tmpfs", str(path)]
+        for path in self.readable:
+            args += ["--ro-bind-try", str(path), str(path)]
+        for path in self.writable:
+            args += ["--bind", str(path), str(path)]
+        for path in self.sealed:
+            args += ["--ro-bind", str(path), str(path)]
+        for path in self.dirs:
+            args += ["--dir", str(path)]
+        return [*args, "--chdir", str(self.cwd)]
+
+
+def _tool(name: str) -> str:
+    return shutil.which(name) or f"/usr/bin/{name}"
+
+
+def bwrap() -> str | None:
+    """The `bwrap` on PATH, if any."""
+    return shutil.which("bwrap")
+
+
+def argv(mounts: Mounts, command: Iterable[str], limits: Limits = NO_LIMITS) -> list[str]:
+    """The whole argv: [setpriv as the sandbox uid] [prlimit] bwrap ARGS -- COMMAND."""
+    found = bwrap()
+    if found is None:
+        raise FileNotFoundError("bwrap")
+    drop = [_tool("setpriv"), f"--reuid={sandbox_id()}", f"--regid={sandbox_id()}", "--clear-groups",
+            "--inh-caps=-all", "--bounding-set=-all", "--"] if mounts.drops else []
+    return [*drop, *limits.prlimit_args(), found, *mounts.bwrap_args(), "--", *command]
+
+
+@functools.cache
+def unavailable() -> str | None:
+    """Why no sandbox can be made here (bwrap missing or refused), or None when one can."""
+    if bwrap() is None:
+        return "bubblewrap (`bwrap`) is not on PATH"
+    try:
+        answer = subprocess.run(argv(Mounts(Path("/")), ["true"]), capture_output=True, text=True,
+                                timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"bubblewrap (`bwrap`) cannot run: {error}"
+    if answer.returncode != 0:
+        tail = (answer.stderr or answer.stdout).strip().splitlines()[-1:] or [f"exit {answer.returncode}"]
+        return f"bubblewrap (`bwrap`) cannot make a sandbox here ({tail[0][:200]})"
+    return None
+
+
+def world_readable(path: Path) -> bool:
+    """Whether a user who is neither owner nor group (the sandbox uid) can read `path` (and enter it, a directory)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return bool(mode & 0o004) and (not path.is_dir() or bool(mode & 0o001))
+
+
+def hand_over(paths: Iterable[Path], skip: Iterable[Path] = ()) -> None:
+    """Make `paths` (recursively) the sandbox uid's, so an unprivileged sandbox can write them.
+
+    Only when orchard is root (otherwise the sandbox runs as orchard's own
+    user, who owns them already). Links are changed, never followed; what is
+    under `skip` (object packs hard-linked with the judge's clone) is left alone.
+    """
+    if not dropping():
+        return
+    uid = sandbox_id()
+    skipped = {Path(p) for p in skip}
+    for path in paths:
+        if not path.exists():
+            continue
+        os.lchown(path, uid, uid)
+        for root, dirnames, filenames in os.walk(path):
+            here = Path(root)
+            dirnames[:] = [d for d in dirnames if here / d not in skipped]
+            for name in (*dirnames, *filenames):
+                os.lchown(here / name, uid, uid)
