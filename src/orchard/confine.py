@@ -6,14 +6,14 @@ the reviewer, judge steps): one place builds bwrap's arguments.
 - **Mounts**: the whole system read-only, fresh /proc and /dev, the places
   named `hidden` covered by an empty tmpfs, then `readable` bound back
   read-only, `writable` read-write and `sealed` read-only again inside them.
-- **Unprivileged**: when orchard runs as root, the command is started
-  through `setpriv` as a dedicated unprivileged uid and gid (`SANDBOX_ID`,
-  "nobody" unless `ORCHARD_SANDBOX_UID` says otherwise) with no supplementary
-  groups and no capabilities, and bwrap then makes its own user namespace.
-  (`bwrap --unshare-user --uid N` alone would still be root outside: the
-  kernel checks files against the real uid, and /etc/shadow would look owned
-  by the sandbox.) What the sandbox must write is handed to that uid
-  (`hand_over`).
+- **Unprivileged**: when orchard runs as root, bwrap makes the mounts and
+  the command inside starts through `setpriv` as a dedicated unprivileged uid
+  and gid (`sandbox_id`: "nobody" unless `ORCHARD_SANDBOX_UID` says
+  otherwise), with no supplementary groups, no capabilities and
+  no_new_privs. (`bwrap --unshare-user --uid N` alone would still be root
+  outside: the kernel checks files against the real uid, and /etc/shadow
+  would look owned by the sandbox.) What the sandbox must write is handed to
+  that uid (`hand_over`).
 - **Limits**: memory (address space), processes and CPU time as rlimits set
   by `prlimit` just before bwrap, so bwrap and everything under it inherit
   them. rlimits count per process (memory, CPU) and per uid (processes),
@@ -81,6 +81,7 @@ class Mounts:
     cwd: Path
     network: bool = False  # False: its own network namespace (loopback only)
     hidden: tuple[Path, ...] = ()  # covered by an empty tmpfs, in this order
+    scratch: tuple[Path, ...] = ()  # covered by an empty tmpfs anyone in the sandbox may write
     readable: tuple[Path, ...] = ()  # bound read-only after hiding (skipped when missing)
     writable: tuple[Path, ...] = ()  # bound read-write
     sealed: tuple[Path, ...] = ()  # read-only again inside what is writable
@@ -96,9 +97,9 @@ class Mounts:
         return self.unprivileged and dropping()
 
     def bwrap_args(self) -> list[str]:
-        args = ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--new-session", "--cap-drop", "ALL"]
-        if self.drops:
-            args += ["--unshare-user", "--uid", str(sandbox_id()), "--gid", str(sandbox_id())]
+        args = ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--new-session"]
+        if not self.drops:
+            args += ["--cap-drop", "ALL"]  # when it drops, setpriv inside takes every capability away
         if not self.network:
             args.append("--unshare-net")
         if self.pid1:
@@ -106,6 +107,11 @@ class Mounts:
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         for path in self.hidden:
             args += ["--tmpfs", str(path)]
+        for path in self.scratch:
+            args += ["--perms", "1777", "--tmpfs", str(path)]
+        bound = [*self.readable, *self.writable]
+        for path in self._parents(bound):  # what bwrap would make private to root: passable for the sandbox uid
+            args += ["--perms", "0755", "--dir", str(path)]
         for path in self.readable:
             args += ["--ro-bind-try", str(path), str(path)]
         for path in self.writable:
@@ -113,8 +119,15 @@ class Mounts:
         for path in self.sealed:
             args += ["--ro-bind", str(path), str(path)]
         for path in self.dirs:
-            args += ["--dir", str(path)]
+            args += ["--perms", "0777", "--dir", str(path)]
         return [*args, "--chdir", str(self.cwd)]
+
+    def _parents(self, bound: Iterable[Path]) -> list[Path]:
+        """The directories between a hidden place and what is bound inside it, outermost first."""
+        covered = [*self.hidden, *self.scratch]
+        found = {parent for path in bound for parent in path.parents
+                 if any(top in parent.parents for top in covered)}
+        return sorted(found, key=lambda p: len(p.parts))
 
 
 def _tool(name: str) -> str:
@@ -127,13 +140,18 @@ def bwrap() -> str | None:
 
 
 def argv(mounts: Mounts, command: Iterable[str], limits: Limits = NO_LIMITS) -> list[str]:
-    """The whole argv: [setpriv as the sandbox uid] [prlimit] bwrap ARGS -- COMMAND."""
+    """The whole argv: [prlimit] bwrap ARGS -- [setpriv as the sandbox uid] COMMAND.
+
+    bwrap runs as orchard's user, so it can reach every path it binds; the
+    command inside drops to the sandbox uid with no capabilities (and no way
+    back: no_new_privs) after the mounts are made.
+    """
     found = bwrap()
     if found is None:
         raise FileNotFoundError("bwrap")
     drop = [_tool("setpriv"), f"--reuid={sandbox_id()}", f"--regid={sandbox_id()}", "--clear-groups",
-            "--inh-caps=-all", "--bounding-set=-all", "--"] if mounts.drops else []
-    return [*drop, *limits.prlimit_args(), found, *mounts.bwrap_args(), "--", *command]
+            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"] if mounts.drops else []
+    return [*limits.prlimit_args(), found, *mounts.bwrap_args(), "--", *drop, *command]
 
 
 @functools.cache

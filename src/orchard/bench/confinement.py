@@ -40,7 +40,8 @@ from orchard.bench.environment import ENV_ISOLATION_VERSION
 SCRATCH_TMP = Path("/tmp")
 SCRATCH_HOME = SCRATCH_TMP / "home"
 CONFINEMENT_VERSION = "1"
-HIDDEN = ("/root", "/tmp", "/var/tmp", "/run")
+HIDDEN = ("/root", "/run")
+SCRATCH = ("/tmp", "/var/tmp")
 
 
 @dataclass(frozen=True)
@@ -69,12 +70,14 @@ class RunConfinement:
 
     def mounts(self, *, cwd: Path, reads: Iterable[Path], writes: Iterable[Path], network: bool) -> confine.Mounts:
         """One run's sandbox: hidden places, then what it reads and writes, then its scratch HOME."""
-        hidden = _outermost([*map(Path, HIDDEN), Path.home(), *self.hide,
-                             *(Path(os.environ[k]) for k in ("TMPDIR", "XDG_RUNTIME_DIR") if os.environ.get(k))])
+        scratch = [Path(p) for p in SCRATCH]
+        hidden = [p for p in _outermost([*scratch, *map(Path, HIDDEN), Path.home(), *self.hide,
+                                         *(Path(os.environ[k]) for k in ("TMPDIR", "XDG_RUNTIME_DIR")
+                                           if os.environ.get(k))]) if p not in scratch]
         path = [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p]
-        tools = [p for p in path if any(_inside(p, h) for h in hidden)
+        tools = [p for p in path if any(_inside(p, h) for h in [*hidden, *scratch])
                  and not any(_inside(p, h) or _inside(h, p) for h in self.hide)]
-        return confine.Mounts(cwd=cwd, network=network, hidden=tuple(hidden),
+        return confine.Mounts(cwd=cwd, network=network, hidden=tuple(hidden), scratch=tuple(scratch),
                               readable=tuple(dict.fromkeys([*tools, *reads])), writable=tuple(writes),
                               dirs=(SCRATCH_HOME,), unprivileged=self.unprivileged, pid1=True)
 

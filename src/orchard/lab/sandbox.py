@@ -93,7 +93,8 @@ class Confinement:
     limits: confine.Limits = confine.NO_LIMITS
 
     def mounts(self) -> confine.Mounts:
-        return confine.Mounts(self.cwd, self.network, self.hidden, self.readable, self.writable, self.sealed)
+        return confine.Mounts(cwd=self.cwd, network=self.network, hidden=self.hidden, readable=self.readable,
+                              writable=self.writable, sealed=self.sealed)
 
     def command(self, launch: str, extra: Iterable[str] = ()) -> str:
         """The shell text that runs `launch` confined; `extra`: more variables to pass by name."""
