@@ -33,6 +33,8 @@ from pathlib import Path
 PROBE_TIMEOUT_S = 30.0
 UID_ENV = "ORCHARD_SANDBOX_UID"
 NOBODY = 65534
+CPU_GRACE_S = 5  # SIGXCPU at the CPU limit, SIGKILL this much later (for a process that ignores SIGXCPU)
+SIGXCPU_EXIT = 128 + 24  # how a shell reports a process its CPU limit ended
 
 
 def sandbox_id() -> int:
@@ -58,7 +60,7 @@ class Limits:
         """`prlimit --as=... --` for the limits set; nothing when none is."""
         flags = [f"--as={self.memory_mb * 1024 * 1024}" if self.memory_mb else "",
                  f"--nproc={self.processes}" if self.processes else "",
-                 f"--cpu={self.cpu_s}" if self.cpu_s else ""]
+                 f"--cpu={self.cpu_s}:{self.cpu_s + CPU_GRACE_S}" if self.cpu_s else ""]
         flags = [flag for flag in flags if flag]
         return [_tool("prlimit"), *flags, "--"] if flags else []
 
@@ -72,6 +74,15 @@ class Limits:
 
 
 NO_LIMITS = Limits()
+
+
+def exit_hint(exit_code: int | None) -> str:
+    """What a sandbox's exit code says about a limit it hit ("" when nothing)."""
+    if exit_code in (SIGXCPU_EXIT, -24):
+        return " (over its CPU time limit)"
+    if exit_code in (128 + 9, -9):
+        return " (SIGKILL: its CPU time limit, or memory)"
+    return ""
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from orchard.confine import exit_hint
 from orchard.lab import plausibility, review, weakened
 from orchard.lab.builds import (
     BuiltBinary,
@@ -151,7 +152,8 @@ def collection_checks(candidate: Candidate) -> list[Check]:
         refusals.append(f"binary files {a_few(candidate.binary_files)}")
     if Flag.PATCH_TOO_LARGE in candidate.flags:
         refusals.append(f"a {size_kb:,.0f} KB patch over [target] max_patch_kb ({a_few(candidate.changed_files)})")
-    unfinished = [why for flag, why in UNFINISHED.items() if flag in candidate.flags]
+    unfinished = [why + (exit_hint(candidate.exit_code) if flag == Flag.EXIT_NONZERO else "")
+                  for flag, why in UNFINISHED.items() if flag in candidate.flags]
     return [
         Check("harness", not tampered, f"bench clone changed: {changed}" if tampered else "bench clone unchanged"),
         Check("scope", not violations,

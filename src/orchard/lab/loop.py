@@ -60,7 +60,7 @@ from orchard.lab.judge import judge
 from orchard.lab.judgment import Decision, Judgment, JudgmentEntry
 from orchard.lab.launcher import Launcher
 from orchard.lab.launchers import launcher_for, preflight
-from orchard.lab.sandbox import UNSANDBOXED_NOTE, SandboxMode
+from orchard.lab.sandbox import sandbox_notes
 from orchard.lab.settled import Settled
 from orchard.lab.slots import slots
 from orchard.lab.start import start
@@ -310,8 +310,9 @@ class Lab:
             with self.executor, resume.stopping(self):
                 if self.executor.kind == "subprocess" and workers.executor == "auto":
                     self.say("tmux is not installed: workers run as plain subprocesses")
-                if workers.sandbox == SandboxMode.NONE:
-                    self.say(UNSANDBOXED_NOTE)
+                for note in sandbox_notes(workers.sandbox, self.ws.config.target.build_network):
+                    self.say(note)
+                    self.state.log("sandbox-note", {"note": note})
                 publication.check_publication(self.ws, self.state)
                 if start(self.ws, self.state, say=self.say, measure_progress=self.measure_progress):
                     self.render()

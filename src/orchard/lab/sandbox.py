@@ -54,6 +54,15 @@ UNSANDBOXED_NOTE = ("UNSANDBOXED: workers run without bubblewrap ([workers] sand
                     "they can read and write everything orchard's user can")
 
 
+BUILD_NETWORK_NOTE = ("the judge's build and test steps have the network ([target] build_network = true): "
+                      "a candidate's build can reach outside addresses")
+
+
+def sandbox_notes(mode: str, build_network: bool) -> list[str]:
+    """What a lab says (and journals) at each start about how weakly it confines: nothing when fully."""
+    return ([UNSANDBOXED_NOTE] if mode == SandboxMode.NONE else []) + ([BUILD_NETWORK_NOTE] if build_network else [])
+
+
 def bwrap_path() -> str:
     """The `bwrap` on PATH, or UsageError saying what to do."""
     found = shutil.which("bwrap")
