@@ -12,7 +12,7 @@ from pathlib import Path
 import orchard
 
 SRC = Path(orchard.__file__).parent
-SHARED = ("errors.py", "jsonlines.py", "process.py", "tomlfile.py")  # used by bench and lab alike
+SHARED = ("confine.py", "errors.py", "jsonlines.py", "process.py", "tomlfile.py")  # used by bench and lab alike
 
 
 def _package(path: Path) -> str:

@@ -26,11 +26,14 @@ import functools
 import os
 import shutil
 import subprocess
-from collections.abc import Iterable
+import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 PROBE_TIMEOUT_S = 30.0
+# Given back under a hidden place: systemd-resolved's resolv.conf (where /etc/resolv.conf may point).
+SYSTEM_VISIBLE = ("/run/systemd/resolve",)
 UID_ENV = "ORCHARD_SANDBOX_UID"
 NOBODY = 65534
 CPU_GRACE_S = 5  # SIGXCPU at the CPU limit, SIGKILL this much later (for a process that ignores SIGXCPU)
@@ -179,6 +182,55 @@ def unavailable() -> str | None:
         tail = (answer.stderr or answer.stdout).strip().splitlines()[-1:] or [f"exit {answer.returncode}"]
         return f"bubblewrap (`bwrap`) cannot make a sandbox here ({tail[0][:200]})"
     return None
+
+
+def inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def tools(path: str, executable: str = "", extra: Iterable[str] = ()) -> list[Path]:
+    """What a sandboxed command must read to run at all: PATH, a CLI's installation, orchard's Python, `extra`.
+
+    A version manager's `shims` directory runs its manager's own scripts and
+    versions (pyenv, rbenv, asdf, nodenv): its whole root is readable. A CLI
+    that is a link into a virtualenv or package gets that installation.
+    """
+    found_tools = [Path(entry) for entry in path.split(os.pathsep) if entry]
+    found_tools += [entry.parent for entry in found_tools if entry.name == "shims"]
+    found = shutil.which(executable, path=path) if executable else None
+    if found:
+        real = Path(found).resolve().parent
+        found_tools += [Path(found).parent, real.parent if real.name == "bin" else real]
+    package = Path(__file__).resolve().parent
+    return [*found_tools, Path(sys.prefix), Path(sys.base_prefix), package.parent, *map(Path, SYSTEM_VISIBLE),
+            *(Path(p).expanduser() for p in extra)]
+
+
+def interpreter(binary: Path) -> list[Path]:
+    """A `#!` script's interpreter, and the installation it belongs to (`.../bin/python` -> `...`)."""
+    try:
+        with binary.open("rb") as handle:
+            line = handle.readline(512)
+    except OSError:
+        return []
+    words = line[2:].decode(errors="replace").split() if line.startswith(b"#!") else []
+    if not words or not words[0].startswith("/"):
+        return []
+    real = Path(words[0]).resolve().parent
+    return [Path(words[0]).parent, real.parent if real.name == "bin" else real]
+
+
+def visible(candidates: Iterable[Path], hidden: Sequence[Path], protected: Sequence[Path],
+            private: Path | None = None) -> list[Path]:
+    """The candidates a hidden place would take away, unless one is inside `private` or holds something
+    `protected` (binding it would show what was hidden)."""
+    out: list[Path] = []
+    for tool in (Path(os.path.abspath(c)) for c in candidates):
+        if (tool.exists() and tool not in out and any(inside(tool, h) for h in hidden)
+                and not (private is not None and inside(tool, private))
+                and not any(inside(p, tool) for p in protected)):
+            out.append(tool)
+    return out
 
 
 def world_readable(path: Path) -> bool:

@@ -68,25 +68,23 @@ class RunConfinement:
         return {**env, "HOME": str(SCRATCH_HOME), "TMPDIR": str(SCRATCH_TMP), "XDG_CACHE_HOME": str(SCRATCH_HOME)
                 + "/.cache"}
 
-    def mounts(self, *, cwd: Path, reads: Iterable[Path], writes: Iterable[Path], network: bool) -> confine.Mounts:
-        """One run's sandbox: hidden places, then what it reads and writes, then its scratch HOME."""
+    def mounts(self, *, cwd: Path, binary: Path, reads: Iterable[Path], writes: Iterable[Path],
+               network: bool) -> confine.Mounts:
+        """One run's sandbox: hidden places, then the tools (PATH, `binary`'s interpreter) and what it reads
+        and writes, then its scratch HOME."""
         scratch = [Path(p) for p in SCRATCH]
         hidden = [p for p in _outermost([*scratch, *map(Path, HIDDEN), Path.home(), *self.hide,
                                          *(Path(os.environ[k]) for k in ("TMPDIR", "XDG_RUNTIME_DIR")
                                            if os.environ.get(k))]) if p not in scratch]
-        path = [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p]
-        tools = [p for p in path if any(_inside(p, h) for h in [*hidden, *scratch])
-                 and not any(_inside(p, h) or _inside(h, p) for h in self.hide)]
+        candidates = [*confine.tools(os.environ.get("PATH", "")), *confine.interpreter(binary)]
+        tools = [tool for tool in confine.visible(candidates, [*hidden, *scratch], [*hidden, *self.hide])
+                 if not any(confine.inside(tool, h) for h in self.hide)]
         return confine.Mounts(cwd=cwd, network=network, hidden=tuple(hidden), scratch=tuple(scratch),
                               readable=tuple(dict.fromkeys([*tools, *reads])), writable=tuple(writes),
                               dirs=(SCRATCH_HOME,), unprivileged=self.unprivileged, pid1=True)
 
 
 UNCONFINED = RunConfinement(False, "measured runs are not confined")
-
-
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
 
 
 def _outermost(paths: Iterable[Path]) -> list[Path]:

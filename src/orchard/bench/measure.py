@@ -323,7 +323,8 @@ def _confined(bench: Workbench, scenario: Scenario, binary: Path, command: list[
             confine.hand_over([results_file])
         writes.append(results_file)
     reads = [bench.suite.directory, binary.parent, bench.root / "fixtures"]
-    mounts = confinement.mounts(cwd=bench.suite.directory, reads=reads, writes=writes, network=scenario.loopback)
+    mounts = confinement.mounts(cwd=bench.suite.directory, binary=binary, reads=reads, writes=writes,
+                                network=scenario.loopback)
     inner = ["/bin/sh", "-c", command] if isinstance(command, str) else command
     return confine.argv(mounts, inner)
 

@@ -24,21 +24,17 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-import orchard
 from orchard import confine
 from orchard.errors import UsageError
 
 # Always hidden when they exist; the workspace, $HOME, $TMPDIR and friends are added per sandbox.
 # /run holds the host's service sockets (docker, dbus, databases): a read-only mount would not stop a connect().
 SYSTEM_HIDDEN = ("/root", "/tmp", "/var/tmp", "/run")
-# Given back under a hidden place: systemd-resolved's resolv.conf (where /etc/resolv.conf may point).
-SYSTEM_VISIBLE = ("/run/systemd/resolve",)
 HINT = ("install bubblewrap (Debian: `apt-get install bubblewrap`), or set [workers] sandbox = \"none\" in "
         "orchard.toml to run workers unsandboxed, as you, with access to everything you can read")
 
@@ -79,10 +75,6 @@ def preflight(mode: str) -> None:
     why = confine.unavailable()
     if why is not None:
         raise UsageError(f"{why}: {HINT}")
-
-
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
 
 
 @dataclass(frozen=True)
@@ -128,24 +120,6 @@ def _hidden(workspace: Path, more: Iterable[Path] = ()) -> list[Path]:
     return [p for p in real if not any(q != p and q in p.parents for q in real)]
 
 
-def _tools(executable: str, extra: Iterable[str], path: str) -> list[Path]:
-    """What a worker must read to run at all: PATH, its CLI, orchard's Python, `[workers] sandbox_read`.
-
-    A version manager's `shims` directory runs its manager's own scripts and
-    versions (pyenv, rbenv, asdf, nodenv): its whole root is readable. A CLI
-    that is a link into a virtualenv or package gets that installation.
-    """
-    tools = [Path(entry) for entry in path.split(os.pathsep) if entry]
-    tools += [entry.parent for entry in tools if entry.name == "shims"]
-    found = shutil.which(executable, path=path) if executable else None
-    if found:
-        real = Path(found).resolve().parent
-        tools += [Path(found).parent, real.parent if real.name == "bin" else real]
-    package = Path(orchard.__file__).resolve().parent
-    return [*tools, Path(sys.prefix), Path(sys.base_prefix), package.parent, *map(Path, SYSTEM_VISIBLE),
-            *(Path(p).expanduser() for p in extra)]
-
-
 def _shared(directory: Path) -> list[Path]:
     """A checkout's object packs when they are hard links into the judge's reference clone.
 
@@ -158,18 +132,6 @@ def _shared(directory: Path) -> list[Path]:
     except OSError:
         return []
     return [pack] if shared else []
-
-
-def _visible_tools(executable: str, extra: Iterable[str], path: str, workspace: Path,
-                   hidden: list[Path]) -> list[Path]:
-    """The tools a hidden place would otherwise take away, unless one holds (or is) something hidden."""
-    protected = [*hidden, workspace]
-    tools: list[Path] = []
-    for tool in map(_absolute, _tools(executable, extra, path)):
-        if (tool.exists() and tool not in tools and any(_inside(tool, h) for h in hidden)
-                and not _inside(tool, workspace) and not any(_inside(p, tool) for p in protected)):
-            tools.append(tool)
-    return tools
 
 
 def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, inherit: Iterable[str],
@@ -203,8 +165,8 @@ def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, 
         return Confinement(SandboxMode.NONE, cwd, network, inherit, setenv)
     workspace = _absolute(workspace)
     hidden = _hidden(workspace, hide)
-    tools = _visible_tools(executable, extra_reads, os.environ.get("PATH", "") if path is None else path, workspace,
-                           hidden)
+    candidates = confine.tools(os.environ.get("PATH", "") if path is None else path, executable, extra_reads)
+    tools = confine.visible(candidates, hidden, [*hidden, workspace], workspace)
     readable = [*tools, *map(_absolute, reads)]
     own = [_absolute(p) for p in own]
     writable = dict.fromkeys([*own, *map(_absolute, (home, tmp, *writes))])
