@@ -8,8 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
-from orchard.lab import builds
+from orchard.lab import builds, status, view
 from orchard.lab.candidate import Flag
 from orchard.lab.executors import make_executor
 from orchard.lab.experiment import Experiment
@@ -17,6 +18,7 @@ from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.judge import collection_checks
 from orchard.lab.launchers import make_launcher
 from orchard.lab.prompts import render_prompt
+from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 from tests.lab.loop_support import bare_candidate
 
@@ -104,3 +106,17 @@ def test_a_worker_over_its_cpu_limit_is_stopped_and_killed_with_that_reason(
     checks = collection_checks(bare_candidate(exit_code=result.exit_code, flags=[Flag.EXIT_NONZERO]))
     worker = next(check for check in checks if check.name == "worker")
     assert not worker.passed and "over its CPU time limit" in worker.detail, worker.detail
+
+
+def test_status_states_the_limits(make_workspace: Callable[..., Workspace]) -> None:
+    ws = make_workspace("[workers]\nmemory_mb = 512\nprocesses = 64\ncpu_seconds = 30\n")
+    state = LabState.open(ws.root)
+    try:
+        lab = view.build(ws, state, live=False)
+    finally:
+        state.close()
+    said = "memory 512 MB per process, 64 processes, CPU 30 s per process (rlimits)"
+    assert status.status(lab)["limits"] == said
+    console = Console(record=True, width=200)
+    console.print(status.render(lab))
+    assert f"limits per worker and judge step: {said}" in console.export_text()
