@@ -21,7 +21,8 @@ def lab(tmp_path: Path) -> Path:
     make_binary(tmp_path, "fast-copy")
     make_binary(tmp_path, "slow", iterations=15000 * 2)  # twice the work: clear of any noise floor
     make_binary(tmp_path, "lossy", iterations=5000, output='echo "count 15000"')
-    make_binary(tmp_path, "flaky", output='echo "count 15000"; echo "fact: alpha"; echo $$')
+    # varies run to run (not its PID: a confined run is PID 1 of its own namespace every time)
+    make_binary(tmp_path, "flaky", output='echo "count 15000"; echo "fact: alpha"; od -An -N4 -tu4 /dev/urandom')
     make_binary(tmp_path, "broken", code=3)
     # 10 pairs: enough for what these tests assert (gates, rows, files, twice the work)
     make_suite(tmp_path, runs=10, calibration_runs=10)

@@ -20,7 +20,7 @@ from typing import Any
 from orchard.bench import calibration as calibration_cache
 from orchard.bench import rows as rowlib
 from orchard.bench.binary import binary_sha256, check_binary
-from orchard.bench.confinement import RunConfinement, confine_runs
+from orchard.bench.confinement import RunConfinement, for_campaign
 from orchard.bench.display import rows_summary
 from orchard.bench.first_runs import RunSeries
 from orchard.bench.gates import GateTracker, run_command_gates
@@ -256,7 +256,7 @@ def calibrate(
     attempt's rows stay on record).
     """
     baseline = check_binary(baseline, "baseline")
-    confinement = confinement or confinement_for(suite, baseline)
+    confinement = confinement or for_campaign(suite.confine, suite.directory, baseline)
     count = suite.calibration_runs if runs is None else runs
     if count < MIN_RUNS_FLOOR:
         raise UsageError(f"--runs must be at least {MIN_RUNS_FLOOR} for a calibration (got {count})")
@@ -315,7 +315,7 @@ def run_verdict(
     """
     baseline = check_binary(baseline, "baseline")
     candidate = check_binary(candidate, "candidate")
-    confinement = confinement or confinement_for(suite, baseline, candidate)
+    confinement = confinement or for_campaign(suite.confine, suite.directory, baseline, candidate)
     min_runs, max_runs = check_runs(runs, suite)
     calibration_file = calibration_file or suite.calibration
     cal = None
@@ -408,12 +408,6 @@ def run_verdict(
         summary=writer.summary_path,
         confinement=confinement.note,
     )
-
-
-def confinement_for(suite: Suite, *binaries: Path) -> RunConfinement:
-    """The confinement of a standalone campaign: bubblewrap when the suite allows it and it works here."""
-    reads = [suite.directory, *binaries, *(binary.parent for binary in binaries)]
-    return confine_runs(suite.confine, reads=reads)
 
 
 def _noise_for(cal: calibration_cache.Calibration, specs: Sequence[MetricSpec]) -> dict[str, Any]:

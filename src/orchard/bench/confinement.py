@@ -84,6 +84,29 @@ class RunConfinement:
                               dirs=(SCRATCH_HOME,), unprivileged=self.unprivileged, pid1=True)
 
 
+    def wrap(self, command: list[str] | str, *, binary: Path, suite_dir: Path, root: Path,
+             results_file: Path | None, loopback: bool) -> list[str] | str:
+        """`command` inside this run's own sandbox, or as it is when runs are not confined.
+
+        It reads the suite's directory, the binary's and the fixtures under
+        `root`; it writes `{workdir}` (emptied first) and `results_file`.
+        """
+        if not self.confined:
+            return command
+        work = root / "work"
+        fresh_workdir(work, self)
+        writes = [work]
+        if results_file is not None:
+            results_file.parent.mkdir(parents=True, exist_ok=True)
+            results_file.touch()
+            if self.unprivileged:
+                confine.hand_over([results_file])
+            writes.append(results_file)
+        mounts = self.mounts(cwd=suite_dir, binary=binary, reads=[suite_dir, binary.parent, root / "fixtures"],
+                             writes=writes, network=loopback)
+        return confine.argv(mounts, ["/bin/sh", "-c", command] if isinstance(command, str) else command)
+
+
 UNCONFINED = RunConfinement(False, "measured runs are not confined")
 
 
@@ -114,6 +137,11 @@ def confine_runs(wanted: bool, *, reads: Iterable[Path] = (), hide: Iterable[Pat
     who = f"as uid {confine.sandbox_id()}" if confine.dropping() else "as your user"
     return RunConfinement(True, f"measured runs confined (bubblewrap {who}, fresh HOME and TMPDIR per run, "
                                 f"{network})", hide=tuple(hide))
+
+
+def for_campaign(wanted: bool, suite_dir: Path, *binaries: Path) -> RunConfinement:
+    """The confinement of a standalone campaign: bubblewrap when the suite allows it and it works here."""
+    return confine_runs(wanted, reads=[suite_dir, *binaries, *(binary.parent for binary in binaries)])
 
 
 def fresh_workdir(workdir: Path, confinement: RunConfinement) -> None:

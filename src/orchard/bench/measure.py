@@ -27,9 +27,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, BinaryIO, cast
 
-from orchard import confine, process
+from orchard import process
 from orchard.bench import instructions, readers, rows, tokens
-from orchard.bench.confinement import UNCONFINED, RunConfinement, fresh_workdir
+from orchard.bench.confinement import UNCONFINED, RunConfinement
 from orchard.bench.environment import isolated_env
 from orchard.bench.suite import BUILTIN_METRICS, Fixture, Scenario, Suite
 from orchard.errors import FixtureError, UsageError
@@ -250,7 +250,8 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *
     # the gates judge the whole output; only token estimates use the admitted part
     with tempfile.SpooledTemporaryFile(max_size=SPILL_BYTES, dir=str(bench.root)) as whole:
         capture = process.run(
-            _confined(bench, scenario, binary, command, results_file),
+            bench.confinement.wrap(command, binary=binary, suite_dir=bench.suite.directory, root=bench.root,
+                                   results_file=results_file, loopback=scenario.loopback),
             cwd=bench.suite.directory,
             env=bench.confinement.env(isolated_env(scenario.env)),
             timeout_s=scenario.timeout_s,
@@ -305,28 +306,6 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *
     if count:
         count_instructions(bench, scenario, binary, observation)
     return observation
-
-
-def _confined(bench: Workbench, scenario: Scenario, binary: Path, command: list[str] | str,
-              results_file: Path | None) -> list[str] | str:
-    """`command` inside this run's own sandbox (`bench.confinement`), or as it is when runs are not confined."""
-    confinement = bench.confinement
-    if not confinement.confined:
-        return command
-    work = bench.root / "work"
-    fresh_workdir(work, confinement)
-    writes = [work]
-    if results_file is not None:
-        results_file.parent.mkdir(parents=True, exist_ok=True)
-        results_file.touch()
-        if confinement.unprivileged:
-            confine.hand_over([results_file])
-        writes.append(results_file)
-    reads = [bench.suite.directory, binary.parent, bench.root / "fixtures"]
-    mounts = confinement.mounts(cwd=bench.suite.directory, binary=binary, reads=reads, writes=writes,
-                                network=scenario.loopback)
-    inner = ["/bin/sh", "-c", command] if isinstance(command, str) else command
-    return confine.argv(mounts, inner)
 
 
 def count_instructions(bench: Workbench, scenario: Scenario, binary: Path, observation: Observation) -> None:
