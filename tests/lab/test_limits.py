@@ -10,16 +10,17 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from orchard.lab import builds, status, view
-from orchard.lab.candidate import Flag
-from orchard.lab.executors import make_executor
-from orchard.lab.experiment import Experiment
-from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.judge import collection_checks
-from orchard.lab.launchers import make_launcher
-from orchard.lab.prompts import render_prompt
-from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace
+from orchard.lab.db.state import LabState
+from orchard.lab.judge.ladder import collection_checks
+from orchard.lab.notebook import status, view
+from orchard.lab.records.candidate import Flag
+from orchard.lab.records.experiment import Experiment
+from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.workers import builds
+from orchard.lab.workers.executors import make_executor
+from orchard.lab.workers.launchers import make_launcher
+from orchard.lab.workers.prompts import render_prompt
+from orchard.lab.workers.workspace import Workspace
 from tests.lab.loop_support import bare_candidate
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")]

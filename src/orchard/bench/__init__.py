@@ -1,7 +1,8 @@
 """orchard.bench: the measurement half, usable alone.
 
 The lab uses only this public surface: load a suite, calibrate, run a
-verdict, read rows. Nothing in bench imports lab.
+verdict, read rows, rank opportunities, ask who holds the measurement lock,
+withhold held-out inputs. Nothing in bench imports lab.
 """
 
 from orchard.bench.binary import check_binary
@@ -9,6 +10,8 @@ from orchard.bench.calibration import Calibration, CalibrationFailed
 from orchard.bench.campaign import calibrate, run_verdict
 from orchard.bench.confinement import RunConfinement, confine_runs
 from orchard.bench.holdout import is_held_out, withhold
+from orchard.bench.lock import LockStatus, MeasurementLock, lock_status
+from orchard.bench.opportunities import rank as rank_opportunities
 from orchard.bench.store import latest_rows
 from orchard.bench.suite import Suite, load_suite
 from orchard.bench.verdict import ExternalRun, GateResult, MetricResult, MetricVerdict, Verdict, VerdictWord
@@ -20,6 +23,8 @@ __all__ = [
     "ExternalRun",
     "RunConfinement",
     "GateResult",
+    "LockStatus",
+    "MeasurementLock",
     "MetricResult",
     "MetricVerdict",
     "Suite",
@@ -29,6 +34,8 @@ __all__ = [
     "is_held_out",
     "latest_rows",
     "load_suite",
+    "lock_status",
+    "rank_opportunities",
     "read_jsonl",
     "run_verdict",
     "withhold",

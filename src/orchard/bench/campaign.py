@@ -33,11 +33,11 @@ from orchard.bench.suite import MIN_RUNS_FLOOR, Scenario, Suite
 from orchard.bench.verdict import (
     AdaptivePlan,
     CalibrationNote,
-    Decision,
     GateResult,
     MetricResult,
     MetricSpec,
     Verdict,
+    VerdictDecision,
     VerdictWord,
     decide_metrics,
     overall,
@@ -45,7 +45,7 @@ from orchard.bench.verdict import (
 )
 from orchard.errors import OrchardError, UsageError
 
-Progress = Callable[[int, int, str], None]  # (pairs done, pairs planned, note)
+PairProgress = Callable[[int, int, str], None]  # (pairs done, pairs planned, note)
 
 
 class BaselineFailed(OrchardError):
@@ -212,7 +212,7 @@ def _aa_campaign(
     count: int,
     seed: int,
     results: Path,
-    progress: Progress,
+    progress: PairProgress,
     confinement: RunConfinement,
 ) -> tuple[dict[str, calibration_cache.MetricCalibration], list[str], Path]:
     """One A/A campaign: (noise per metric, metrics whose interval excludes zero, rows file)."""
@@ -244,7 +244,7 @@ def calibrate(
     runs: int | None = None,
     seed: int | None = None,
     results: Path = Path("results"),
-    progress: Progress = _quiet,
+    progress: PairProgress = _quiet,
     file: Path | None = None,
     confinement: RunConfinement | None = None,
 ) -> calibration_cache.Calibration:
@@ -303,7 +303,7 @@ def run_verdict(
     seed: int | None = None,
     results: Path = Path("results"),
     recalibrate: bool = False,
-    progress: Progress = _quiet,
+    progress: PairProgress = _quiet,
     calibration_file: Path | None = None,
     confinement: RunConfinement | None = None,
     between_pairs: Callable[[], None] = lambda: None,
@@ -380,7 +380,7 @@ def run_verdict(
                         break
         runner.lock.print_total()
         metrics, flagged = series.flag(metrics)
-        decision = Decision(VerdictWord.ERROR, reasons=[error]) if error else overall(metrics, gates)
+        decision = VerdictDecision(VerdictWord.ERROR, reasons=[error]) if error else overall(metrics, gates)
         decision.reasons.extend(flagged if not error else [])
         warnings += runner.tracker.warnings
         if cal is not None:
@@ -420,7 +420,7 @@ def _noise_for(cal: calibration_cache.Calibration, specs: Sequence[MetricSpec]) 
 
 
 def _warnings(
-    runner: PairRunner, samples: Samples, cal: calibration_cache.Calibration, decision: Decision
+    runner: PairRunner, samples: Samples, cal: calibration_cache.Calibration, decision: VerdictDecision
 ) -> list[str]:
     """hyperfine-style notes on when these numbers should not be trusted."""
     notes = []
