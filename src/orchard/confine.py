@@ -168,11 +168,15 @@ def argv(mounts: Mounts, command: Iterable[str], limits: Limits = NO_LIMITS) -> 
     return [*limits.prlimit_args(), found, *mounts.bwrap_args(), "--", *drop, *command]
 
 
-@functools.cache
 def unavailable() -> str | None:
     """Why no sandbox can be made here (bwrap missing or refused), or None when one can."""
-    if bwrap() is None:
-        return "bubblewrap (`bwrap`) is not on PATH"
+    found = bwrap()
+    return "bubblewrap (`bwrap`) is not on PATH" if found is None else _probe(found)
+
+
+@functools.cache
+def _probe(found: str) -> str | None:
+    """One try of the `bwrap` at `found` (each one once: PATH may name another later)."""
     try:
         answer = subprocess.run(argv(Mounts(Path("/")), ["true"]), capture_output=True, text=True,
                                 timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL, check=False)
