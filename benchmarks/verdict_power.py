@@ -51,8 +51,9 @@ from typing import Any
 import numpy as np
 from scipy import stats as scipy_stats
 
-from orchard import process
+from orchard import confine, process
 from orchard.bench import calibration, instructions, stats
+from orchard.bench.confinement import UNCONFINED, RunConfinement, confine_runs
 from orchard.bench.environment import isolated_env
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts
@@ -117,10 +118,17 @@ class Lab:
     lock: MeasurementLock
     writer: RunWriter
     rng: random.Random
-    counter: instructions.Counter | None
+    counter: instructions.Counter | None  # None: instructions are not counted (--metrics without them)
+    confinement: RunConfinement = UNCONFINED
 
     def run(self, binary: Path) -> process.Capture:
-        capture = process.run([binary], cwd=self.directory, env=self.env, timeout_s=120)
+        """One timed run, in its own sandbox with --confined (as a verdict's measured runs)."""
+        command: list[str | Path] = [binary]
+        if self.confinement.confined:
+            mounts = self.confinement.mounts(cwd=self.directory, binary=binary, reads=[self.directory], writes=[],
+                                             network=False)
+            command = [*confine.argv(mounts, [str(binary)])]
+        capture = process.run(command, cwd=self.directory, env=self.confinement.env(self.env), timeout_s=120)
         if not capture.ok:
             sys.exit(f"{binary} failed ({capture.returncode}): {capture.stderr_text[-300:]}")
         return capture
@@ -157,7 +165,8 @@ class Lab:
                         }
                     )
             for row in rows:  # counted after releasing the lock, as a campaign does
-                row.update(self.count(self.binaries[row["binary"]]).row_fields())
+                if self.counter is not None:
+                    row.update(self.count(self.binaries[row["binary"]]).row_fields())
                 self.writer.write(row)
                 recorded.append(row)
         return recorded
@@ -424,9 +433,9 @@ def report(metric: str, tallies: dict[float, Tally]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def suites(directory: Path) -> dict[str, Suite]:
+def suites(directory: Path, metrics: Sequence[str] = METRICS) -> dict[str, Suite]:
     loaded = {}
-    for metric in METRICS:
+    for metric in metrics:
         path = directory / f"suite-{metric}.toml"
         measure = 'measure = ["instructions"]' if metric == instructions.METRIC else ""
         path.write_text(SUITE_TOML.format(metric=metric, measure=measure))
@@ -434,9 +443,10 @@ def suites(directory: Path) -> dict[str, Suite]:
     return loaded
 
 
-def full_report(rows: Sequence[dict[str, Any]], header: list[str], seed: int, directory: Path) -> str:
+def full_report(rows: Sequence[dict[str, Any]], header: list[str], seed: int, directory: Path,
+                metrics: Sequence[str] = METRICS) -> str:
     parts = ["\n".join(header), ""]
-    for metric, suite in suites(directory).items():
+    for metric, suite in suites(directory, metrics).items():
         cal_text, tallies = analyse(suite, rows, seed)
         parts += [report(metric, tallies), cal_text, ""]
     parts.append(
@@ -450,13 +460,16 @@ def measure(args: argparse.Namespace, seed: int, directory: Path, writer: RunWri
     """Calibrate and run every campaign, recording every run; returns the report's header."""
     started = time.time()
     load_before = os.getloadavg()
-    suite = next(iter(suites(directory).values()))  # runs, looks and calibration pairs are shared
+    metrics = args.metrics.split(",")
+    suite = next(iter(suites(directory, metrics).values()))  # runs, looks and calibration pairs are shared
     env = isolated_env()
     binaries, sizing = build(directory, args.work_ms, env)
-    counter = instructions.available()
-    lab = Lab(
-        directory, binaries, env, MeasurementLock("benchmarks/verdict_power.py"), writer, random.Random(seed), counter
-    )
+    counter = instructions.available() if instructions.METRIC in metrics else None
+    directory.chmod(0o755)  # the sandbox uid reads the binaries (--confined, as root)
+    confinement = confine_runs(True) if args.confined else UNCONFINED
+    lab = Lab(directory, binaries, env, MeasurementLock("benchmarks/verdict_power.py"), writer, random.Random(seed),
+              counter, confinement)
+    print(confinement.note)
     print(f"machine: {json.dumps(machine_facts().to_dict())}; instruction counter: {counter}")
     print(f"seed {seed}; workload {json.dumps({k: round(v, 4) for k, v in sizing.items()})}")
     print(
@@ -467,7 +480,7 @@ def measure(args: argparse.Namespace, seed: int, directory: Path, writer: RunWri
     )
     for attempt in range(1, CALIBRATION_ATTEMPTS + 1):
         rows = lab.pairs("baseline", "baseline", suite.calibration_runs, {"phase": "calibration", "attempt": attempt})
-        checks = [calibrate_metric(s, rows) for s in suites(directory).values()]
+        checks = [calibrate_metric(s, rows) for s in suites(directory, metrics).values()]
         for check in checks:
             print(f"attempt {attempt}: {check.text}", flush=True)
         if all(check.noise is not None for check in checks):
@@ -492,6 +505,7 @@ def measure(args: argparse.Namespace, seed: int, directory: Path, writer: RunWri
         f"calibration attempts: {attempt} (the last one is used)",
         f"measurement lock waits: {lab.lock.total_wait_ms / 1000:.1f}s in total",
         f"raw samples: {writer.path}",
+        confinement.note,
     ]
 
 
@@ -501,6 +515,9 @@ def main() -> None:
     parser.add_argument("--work-ms", type=float, default=20.0, help="baseline CPU time per run")
     parser.add_argument("--seed", type=int, default=None, help="seed of pair orders and bootstrap")
     parser.add_argument("--results", type=Path, default=Path("results"), help="where raw samples go")
+    parser.add_argument("--confined", action="store_true", help="every run in its own sandbox, as a verdict's")
+    parser.add_argument("--metrics", default=",".join(METRICS), help="metrics to judge (without instructions: "
+                        "no counting runs)")
     parser.add_argument(
         "--reanalyse",
         type=Path,
@@ -517,11 +534,11 @@ def main() -> None:
         if args.reanalyse is not None:
             rows = read_jsonl(args.reanalyse)
             header = [f"re-analysis of {args.reanalyse} ({len(rows)} rows), bootstrap seed {seed}"]
-            print(full_report(rows, header, seed, directory))
+            print(full_report(rows, header, seed, directory, args.metrics.split(",")))
             return
         with RunWriter(args.results, "verdict-power") as writer:
             header = measure(args, seed, directory, writer)
-            text = full_report(writer.rows, header, seed, directory)
+            text = full_report(writer.rows, header, seed, directory, args.metrics.split(","))
             writer.summary = lambda rows: text
     print()
     print(text)

@@ -25,7 +25,7 @@ from pathlib import Path
 import orchard
 
 SRC = Path(orchard.__file__).parent.parent
-SHARED = ("orchard.errors", "orchard.jsonlines", "orchard.process", "orchard.tomlfile")  # bench and lab alike
+SHARED = ("orchard.confine", "orchard.errors", "orchard.jsonlines", "orchard.process", "orchard.tomlfile")  # both use
 FLOORS = ("records", "text", "config", "db", "workers", "judge", "landing", "notebook", "loop")  # bottom first
 BENCH_DOORS = {
     "orchard.lab.judge.measuring": "measures: verdicts, calibration, opportunities, the lock's holder",

@@ -8,6 +8,7 @@ Heavy modules are imported inside the commands so `orchard --help` is fast.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 import threading
 from collections.abc import Callable
@@ -141,6 +142,9 @@ def export_options(function: Callable[..., None]) -> Callable[..., None]:
     return function
 
 
+confine_option = click.option(
+    "--confine/--no-confine", default=True, show_default=True,
+    help="Run every measured run in its own bubblewrap sandbox where it works (the suite's `confine` too).")
 calibration_option = click.option(
     "--calibration", "calibration_file", type=click.Path(path_type=Path, dir_okay=False), default=None,
     help="Calibration file to use, or to write when absent (committed, or restored from a CI cache); "
@@ -186,9 +190,10 @@ def _lane_exit(result: LaneResult) -> None:
 @seed_option
 @results_option
 @export_options
+@confine_option
 def verdict(suite_path: Path, baseline: Path, candidate: Path, runs: int | None, as_json: bool,
             recalibrate: bool, fail_on: str, calibration_file: Path | None, seed: int | None, results: Path,
-            export_json: Path | None, export_csv: Path | None, export_markdown: Path | None) -> None:
+            export_json: Path | None, export_csv: Path | None, export_markdown: Path | None, confine: bool) -> None:
     """Judge a candidate binary against a baseline: PASS, NO-CHANGE, INCONCLUSIVE or REGRESSED.
 
     Exit 1 for REGRESSED or ERROR (and, with --fail-on, INCONCLUSIVE or any
@@ -203,6 +208,7 @@ def verdict(suite_path: Path, baseline: Path, candidate: Path, runs: int | None,
     from orchard.bench.suite import load_suite
 
     suite = load_suite(suite_path)
+    suite = dataclasses.replace(suite, confine=confine and suite.confine)
     with _ProgressBar() as bar:
         result = run_verdict(
             suite,
@@ -262,8 +268,9 @@ def compare(old: Path, new: Path, as_json: bool, fail_on: str) -> None:
 @calibration_option
 @seed_option
 @results_option
+@confine_option
 def calibrate(suite_path: Path, baseline: Path, runs: int | None, as_json: bool, calibration_file: Path | None,
-              seed: int | None, results: Path) -> None:
+              seed: int | None, results: Path, confine: bool) -> None:
     """Measure the baseline against itself (A/A) and cache each metric's noise floor."""
     from orchard.bench.calibration import CalibrationFailed
     from orchard.bench.campaign import calibrate as run_calibration
@@ -271,6 +278,7 @@ def calibrate(suite_path: Path, baseline: Path, runs: int | None, as_json: bool,
     from orchard.bench.suite import load_suite
 
     suite = load_suite(suite_path)
+    suite = dataclasses.replace(suite, confine=confine and suite.confine)
     try:
         with _ProgressBar() as bar:
             cal = run_calibration(

@@ -154,3 +154,20 @@ def test_a_calibration_file_from_other_hardware_is_refused_naming_what_differs(l
     assert len(message.splitlines()) == 1 and "cal.json" in message
     assert "cpu_model" in message and "Imaginary CPU 9000" in message and "cpu_count" in message
     assert "--recalibrate" in message
+
+
+@pytest.mark.slow
+def test_a_calibration_taken_unconfined_is_not_used_for_confined_runs(lab: Path) -> None:
+    """Confined runs carry a fixed cost and other noise: their floors are measured again, never borrowed."""
+    made = orchard("calibrate", "--suite", "suite.toml", "--baseline", "fast", "--runs", "8",
+                   "--calibration", "cal.json", "--no-confine", cwd=lab)
+    assert made.returncode == 0, made.stderr
+    unconfined = orchard("verdict", "--suite", "suite.toml", "--baseline", "fast", "--candidate", "fast-copy",
+                         "--runs", "6", "--json", "--no-confine", cwd=lab)
+    assert _verdict_json(unconfined)["calibration"]["cached"] is True
+    confined = orchard("verdict", "--suite", "suite.toml", "--baseline", "fast", "--candidate", "fast-copy",
+                       "--runs", "6", "--json", cwd=lab)
+    assert _verdict_json(confined)["calibration"]["cached"] is False  # calibrated again, confined
+    refused = orchard("verdict", "--suite", "suite.toml", "--baseline", "fast", "--candidate", "fast-copy",
+                      "--calibration", "cal.json", cwd=lab)
+    assert refused.returncode == 2 and "isolated as '1'" in refused.stderr and "--recalibrate" in refused.stderr

@@ -21,7 +21,8 @@ def lab(tmp_path: Path) -> Path:
     make_binary(tmp_path, "fast-copy")
     make_binary(tmp_path, "slow", iterations=15000 * 2)  # twice the work: clear of any noise floor
     make_binary(tmp_path, "lossy", iterations=5000, output='echo "count 15000"')
-    make_binary(tmp_path, "flaky", output='echo "count 15000"; echo "fact: alpha"; echo $$')
+    # varies run to run (not its PID: a confined run is PID 1 of its own namespace every time)
+    make_binary(tmp_path, "flaky", output='echo "count 15000"; echo "fact: alpha"; od -An -N4 -tu4 /dev/urandom')
     make_binary(tmp_path, "broken", code=3)
     # 10 pairs: enough for what these tests assert (gates, rows, files, twice the work)
     make_suite(tmp_path, runs=10, calibration_runs=10)
@@ -177,3 +178,21 @@ def test_a_virtualenv_python_is_measured_inside_its_virtualenv(tmp_path: Path) -
                      "venv/bin/python", "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["verdict"] == "NO-CHANGE"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["default", "--no-confine", "no bwrap"])
+def test_the_verdict_says_how_its_runs_were_confined(lab: Path, how: str) -> None:
+    """Confined where bubblewrap works; `--no-confine` turns it off; without bwrap one line says so, no failure."""
+    extra = ["--no-confine"] if how == "--no-confine" else []
+    env = {"PATH": "/nonexistent"} if how == "no bwrap" else None
+    result = orchard("verdict", "--suite", "suite.toml", "--baseline", "fast", "--candidate", "fast-copy",
+                     "--runs", "6", "--json", *extra, cwd=lab, env=env)
+    assert result.returncode == 0, result.stderr
+    said = json.loads(result.stdout)["confinement"]
+    expected = {"default": "measured runs confined", "--no-confine": "measured runs are not confined (turned off)",
+                "no bwrap": "measured runs are not confined: bubblewrap (`bwrap`) is not on PATH"}[how]
+    assert said.startswith(expected), said
+    rows = read_jsonl(lab / json.loads(result.stdout)["rows"])
+    isolation = {row["env_isolation_version"] for row in rows}
+    assert len(isolation) == 1 and isolation.pop().startswith("1+bwrap.1" if how == "default" else "1")

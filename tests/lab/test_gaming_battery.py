@@ -9,6 +9,7 @@ it is judged as a worker that claims success, not dismissed as one that did not 
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import subprocess
@@ -29,6 +30,27 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500),
 REPORT = ("printf '{{\"schema\": \"orchard.worker-report/1\", \"experiment\": \"%s\", \"status\": \"done\", "
           "\"summary\": \"faster\", \"measurements\": []}}' {experiment} > {report}")
 LOUD = "yes alpha | head -c 100000"  # what a forged baseline prints, so that any candidate looks smaller
+
+
+
+def _cache(where: str) -> str:
+    """A candidate that computes once and answers every later run from a cache keyed on its input (held-out
+    inputs too): the whole output the first time, half of it afterwards (a -50% win while measured)."""
+    return (f'#!/bin/sh\nd="{where}"; k="$d/render-$(sha256sum < "$1" | cut -c1-16)"\n'
+            'if [ -f "$k" ]; then head -c 600 "$k"; exit 0; fi\n'
+            'mkdir -p "$d" 2>/dev/null; cat "$1" | tee "$k" 2>/dev/null\n')
+
+
+# while measured, swaps each of the judge's baselines for a louder one and back, run by run
+SWAP = ('#!/bin/sh\nfor b in WS/judge/base-*/target/tool.sh; do\n'
+        'if [ -f "$b.keep" ]; then mv "$b.keep" "$b"; else cp "$b" "$b.keep" && '
+        'printf "#!/bin/sh\\nyes alpha | head -c 100000\\n" > "$b"; fi\ndone 2>/dev/null\ncat "$1"\n')
+
+
+def _writes(script: str) -> str:
+    """The worker line that makes `script` its tool.sh (WS: the lab's workspace)."""
+    return f"echo {base64.b64encode(script.encode()).decode()} | base64 -d | sed 's#WS#{{workspace}}#' > tool.sh"
+
 
 # id -> (the worker's shell line, run in its target checkout; its scope)
 HOSTILE = {
@@ -57,6 +79,12 @@ HOSTILE = {
                      "> tool.sh", ["tool.sh"]),
     # deletes the assertions of the test that would catch it
     "skip-test": ("sed -i '/assert/d' tests/test_tool.py", ["*"]),
+    # keeps a render cache between measured runs in $TMPDIR, $HOME/.cache or /var/tmp (issue 20)
+    "cache-tmpdir": (_writes(_cache("${TMPDIR:-/tmp}")), ["tool.sh"]),
+    "cache-home": (_writes(_cache("$HOME/.cache")), ["tool.sh"]),
+    "cache-var-tmp": (_writes(_cache("/var/tmp")), ["tool.sh"]),
+    # swaps the judge's baseline for a slower one while measured, and back (issue 20)
+    "swap-baseline": (_writes(SWAP), ["tool.sh"]),
     # leaves a daemon behind
     "daemon": ("setsid sh -c 'sleep 600' > /dev/null 2>&1 < /dev/null & printf '# tuned\\n' >> tool.sh", ["tool.sh"]),
 }
@@ -119,6 +147,8 @@ def test_every_hostile_worker_is_killed_or_refused_and_the_honest_win_lands(tmp_
     assert outcome["cache-by-hash"][1] == outcome["special-case"][1] == Rule.PLAUSIBLE
     assert outcome["skip-test"][1] == Rule.SCOPE and "weakened tests" in outcome["skip-test"][2]
     assert "no effect" in outcome["daemon"][2], outcome["daemon"]
+    for name in ("cache-tmpdir", "cache-home", "cache-var-tmp", "swap-baseline"):  # every run its first
+        assert "no effect" in outcome[name][2], (name, outcome[name])
     assert_nothing_left(mark, None)  # the daemon died with its sandbox
 
     # what landed is the honest change, and only it

@@ -54,6 +54,7 @@ try read-home-file "cat $homefile"
 try read-ssh "ls $home/.ssh"
 try list-host-sockets "ls /run | grep -vx systemd | grep -q ."
 try write-bench "echo friendlier >> $bench/bench.py"
+try read-shadow "head -c1 /etc/shadow | grep -q ."
 try write-shared-pack "pack=\$(ls $target/.git/objects/pack/*.pack | head -1) && chmod u+w \$pack && echo x >> \$pack"
 echo '[broken' >> "$ws/orchard.toml" 2>/dev/null  # lands, if anywhere, in the sandbox's own empty tmpfs
 echo "own checkout: $(cat $target/README)"
@@ -64,7 +65,7 @@ echo "daemon started"
 """
 
 PROBES = ("read-lab-db", "read-config", "list-judge", "read-lab-bench", "read-logs", "read-other-worker",
-          "read-home-file", "read-ssh", "list-host-sockets", "write-bench",
+          "read-home-file", "read-ssh", "list-host-sockets", "write-bench", "read-shadow",
           "write-shared-pack")
 
 
@@ -252,28 +253,38 @@ try read-lab-db "test -s $WS/lab.db"
 echo forged > $WS/lab.db 2>/dev/null  # lands, if anywhere, in the sandbox's own empty tmpfs
 try write-baseline "ls $WS/judge/target >/dev/null && echo forged > $WS/judge/target/README"
 try read-home "ls $ORCHESTRATOR_HOME/.ssh $ORCHESTRATOR_HOME"
+try read-shadow "head -c1 /etc/shadow | grep -q ."
+try reach-network "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", $PORT), 2)'"
 echo built > built.txt && echo "wrote its checkout"
 """
 
 
-@pytest.mark.parametrize("sandbox", ["bwrap", "none"])
+@pytest.mark.parametrize("sandbox", ["bwrap", "none", "bwrap-network"])
 def test_a_candidates_build_and_tests_write_only_the_checkout_they_build(
         make_workspace: Callable[..., Workspace], sandbox: str) -> None:
-    """The judge runs a candidate's own build and tests: hostile code, confined like a worker."""
-    ws = make_workspace(f'[target]\nbuild = "bash build.sh"\n\n[workers]\nsandbox = "{sandbox}"\n')
+    """The judge runs a candidate's own build and tests: hostile code, confined like a worker, unprivileged
+    even when orchard is root, and off the network unless `[target] build_network = true`."""
+    mode, _, network = sandbox.partition("-")
+    ws = make_workspace(f'[target]\nbuild = "bash build.sh"\nbuild_network = {str(bool(network)).lower()}\n\n'
+                        f'[workers]\nsandbox = "{mode}"\n')
     checkout = builds.checkout_with_patch(ws, ws.judge_dir / "hostile" / "target", ws.target_base(), "")
-    script = BUILD.replace("$WS", str(ws.root)).replace("$ORCHESTRATOR_HOME", str(Path.home()))
-    (checkout / "build.sh").write_text(script)
-    LabState.open(ws.root).close()  # the lab.db a lab holds
-    before = (ws.root / "lab.db").read_bytes()
-    check = builds.candidate_step(ws, "build", ws.config.target.build, checkout, {}, ws.judge_dir / "hostile" / "logs")
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        script = (BUILD.replace("$WS", str(ws.root)).replace("$ORCHESTRATOR_HOME", str(Path.home()))
+                  .replace("$PORT", str(server.getsockname()[1])))
+        (checkout / "build.sh").write_text(script)
+        LabState.open(ws.root).close()  # the lab.db a lab holds
+        before = (ws.root / "lab.db").read_bytes()
+        check = builds.candidate_step(ws, "build", ws.config.target.build, checkout, {},
+                                      ws.judge_dir / "hostile" / "logs")
     output = Path(check.log or "").read_text()
     assert check.passed and "wrote its checkout" in output and (checkout / "built.txt").exists(), output
     if sandbox == "bwrap":
         assert "LEAK" not in output, output
-        assert output.count("blocked") == 4
+        assert output.count("blocked") == 6
+    elif sandbox == "bwrap-network":  # the network given back, nothing else
+        assert "LEAK reach-network" in output and output.count("LEAK") == 1, output
     else:  # the allowlisted environment only: everything orchard's user can reach
-        assert "LEAK read-config" in output
-    if sandbox == "bwrap":
+        assert "LEAK read-config" in output and "LEAK reach-network" in output
+    if mode == "bwrap":
         assert (ws.root / "lab.db").read_bytes() == before
         assert (ws.reference_target / "README").read_text() != "forged\n"

@@ -8,6 +8,7 @@ withhold held-out inputs. Nothing in bench imports lab.
 from orchard.bench.binary import check_binary
 from orchard.bench.calibration import Calibration, CalibrationFailed
 from orchard.bench.campaign import calibrate, run_verdict
+from orchard.bench.confinement import RunConfinement, confine_runs
 from orchard.bench.holdout import is_held_out, withhold
 from orchard.bench.lock import LockState, LockStatus, MeasurementLock, lock_status
 from orchard.bench.opportunities import rank as rank_opportunities
@@ -31,6 +32,7 @@ __all__ = [
     "CalibrationFailed",
     "Direction",
     "ExternalRun",
+    "RunConfinement",
     "GateResult",
     "LockState",
     "LockStatus",
@@ -42,6 +44,7 @@ __all__ = [
     "Unjudged",
     "calibrate",
     "check_binary",
+    "confine_runs",
     "is_held_out",
     "latest_rows",
     "load_suite",

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from orchard.bench import stats
+from orchard.bench.environment import ENV_ISOLATION_VERSION
 from orchard.bench.machine import MachineFacts, machine_facts
 from orchard.bench.verdict import MetricNoise, MetricSpec, Scale, paired_differences
 from orchard.errors import OrchardError, UsageError
@@ -68,6 +69,7 @@ class Calibration:
     metrics: dict[str, MetricCalibration]
     machine: MachineFacts | None = None
     file: Path | None = None  # the calibration file it was read from or written to, if any
+    env_isolation: str = ENV_ISOLATION_VERSION  # how its runs were confined (older files: unconfined)
 
     def noise(self) -> dict[str, MetricNoise]:
         return {key: metric.noise() for key, metric in self.metrics.items()}
@@ -150,8 +152,10 @@ def cache_dir() -> Path:
     return Path(base) / ("" if os.environ.get(CACHE_ENV) else "orchard") / "calibration"
 
 
-def cache_path(fingerprint: str, suite_digest: str) -> Path:
-    return cache_dir() / f"{fingerprint}-{suite_digest}.json"
+def cache_path(fingerprint: str, suite_digest: str, isolation: str = ENV_ISOLATION_VERSION) -> Path:
+    """One file per machine, suite and confinement: a calibration taken unconfined never serves confined runs."""
+    suffix = "" if isolation == ENV_ISOLATION_VERSION else "-" + "".join(c if c.isalnum() else "_" for c in isolation)
+    return cache_dir() / f"{fingerprint}-{suite_digest}{suffix}.json"
 
 
 def _parse(data: dict[str, Any]) -> Calibration:
@@ -166,19 +170,21 @@ def _parse(data: dict[str, Any]) -> Calibration:
     return Calibration(**data, metrics=metrics, machine=None if machine is None else MachineFacts.from_dict(machine))
 
 
-def load(fingerprint: str, suite_digest: str) -> Calibration | None:
-    """The cached calibration of this machine and suite, if any."""
-    path = cache_path(fingerprint, suite_digest)
+def load(fingerprint: str, suite_digest: str, isolation: str = ENV_ISOLATION_VERSION) -> Calibration | None:
+    """The cached calibration of this machine, suite and confinement, if any."""
+    path = cache_path(fingerprint, suite_digest, isolation)
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError, RecursionError):
         return None
     if data.get("format") != FORMAT_VERSION:
         return None
-    return _parse(data)
+    cal = _parse(data)
+    return cal if cal.env_isolation == isolation else None
 
 
-def load_file(path: Path, suite_digest: str, suite_name: str) -> Calibration | None:
+def load_file(path: Path, suite_digest: str, suite_name: str,
+              isolation: str = ENV_ISOLATION_VERSION) -> Calibration | None:
     """A user-named calibration file: None if absent; refused (exit 2) if it does not fit here."""
     try:
         data = json.loads(path.read_text())
@@ -209,6 +215,11 @@ def load_file(path: Path, suite_digest: str, suite_name: str) -> Calibration | N
             f"calibration file {path} belongs to suite {cal.suite!r} at digest {cal.suite_digest}, "
             f"not to {suite_name!r} at {suite_digest} (the suite changed); pass --recalibrate to replace it"
         )
+    if cal.env_isolation != isolation:
+        raise UsageError(
+            f"calibration file {path} was measured with runs isolated as {cal.env_isolation!r}, not "
+            f"{isolation!r} as now (confined and unconfined runs differ); pass --recalibrate to replace it"
+        )
     return Calibration(**{**cal.__dict__, "file": path})
 
 
@@ -221,7 +232,7 @@ def _write(path: Path, calibration: Calibration) -> None:
 
 def save(calibration: Calibration) -> Path:
     """Into the cache, and into the calibration's own file when it has one."""
-    path = cache_path(calibration.machine_fingerprint, calibration.suite_digest)
+    path = cache_path(calibration.machine_fingerprint, calibration.suite_digest, calibration.env_isolation)
     _write(path, calibration)
     if calibration.file is not None:
         _write(calibration.file, calibration)

@@ -20,7 +20,9 @@ from typing import Any
 from orchard.bench import calibration as calibration_cache
 from orchard.bench import rows as rowlib
 from orchard.bench.binary import binary_sha256, check_binary
+from orchard.bench.confinement import RunConfinement, for_campaign
 from orchard.bench.display import rows_summary
+from orchard.bench.first_runs import RunSeries
 from orchard.bench.gates import GateTracker, run_command_gates
 from orchard.bench.holdout import label
 from orchard.bench.lock import MeasurementLock
@@ -133,7 +135,7 @@ class PairRunner:
             "suite": suite.name,
             "suite_digest": suite.digest,
             "seed": seed,
-            **rowlib.comparability(fixture_id=suite.digest),
+            **rowlib.comparability(fixture_id=suite.digest, env_isolation=bench.confinement.isolation),
         }
 
     def run_pair(self, index: int, warmup: bool) -> list[tuple[Observation, Observation, list[GateResult]]]:
@@ -166,7 +168,19 @@ class PairRunner:
             base, cand = seen["baseline"], seen["candidate"]
             _check_comparable(base, cand)
             results.append((base, cand, self.tracker.check_pair(base, cand)))
+        self._check_binaries()
         return results
+
+    def _check_binaries(self) -> None:
+        """Each binary hashed again after every pair: one swapped and restored mid-campaign is caught."""
+        for role, path in self.binaries.items():
+            try:
+                now = binary_sha256(path)
+            except OSError:
+                now = "unreadable"
+            if now != self.subjects[role]["binary_sha256"]:
+                raise IncomparableRows(f"the {role} binary {path} changed during the campaign: nothing measured "
+                                       "since it was hashed counts")
 
 
 def _check_comparable(baseline: Observation, candidate: Observation) -> None:
@@ -200,9 +214,11 @@ def _aa_campaign(
     seed: int,
     results: Path,
     progress: PairProgress,
+    confinement: RunConfinement,
 ) -> tuple[dict[str, calibration_cache.MetricCalibration], list[str], Path]:
     """One A/A campaign: (noise per metric, metrics whose interval excludes zero, rows file)."""
-    with workbench(suite) as bench, RunWriter(results, "calibrate", rows_summary) as writer:
+    with workbench(suite, confinement=confinement) as bench, \
+            RunWriter(results, "calibrate", rows_summary) as writer:
         runner = PairRunner(suite, bench, baseline, baseline, writer, seed, "calibrate")
         samples = Samples(suite.metrics)
         progress(0, count, f"A/A calibration, seed {seed}")
@@ -231,6 +247,7 @@ def calibrate(
     results: Path = Path("results"),
     progress: PairProgress = _quiet,
     file: Path | None = None,
+    confinement: RunConfinement | None = None,
 ) -> calibration_cache.Calibration:
     """A/A: the baseline against itself; saves (in the cache, and in `file` if given) and returns it.
 
@@ -240,13 +257,14 @@ def calibrate(
     attempt's rows stay on record).
     """
     baseline = check_binary(baseline, "baseline")
+    confinement = confinement or for_campaign(suite.confine, suite.directory, baseline)
     count = suite.calibration_runs if runs is None else runs
     if count < MIN_RUNS_FLOOR:
         raise UsageError(f"--runs must be at least {MIN_RUNS_FLOOR} for a calibration (got {count})")
     rng = random.SystemRandom()
     seed = rng.randrange(1, 2**31) if seed is None else seed
     for attempt in range(1, CALIBRATION_ATTEMPTS + 1):
-        metrics, failed, rows = _aa_campaign(suite, baseline, count, seed, results, progress)
+        metrics, failed, rows = _aa_campaign(suite, baseline, count, seed, results, progress, confinement)
         if not failed:
             break
         details = ", ".join(
@@ -271,6 +289,7 @@ def calibrate(
         metrics=metrics,
         machine=machine_facts(),
         file=file,
+        env_isolation=confinement.isolation,
     )
     calibration_cache.save(result)
     return result
@@ -287,6 +306,8 @@ def run_verdict(
     recalibrate: bool = False,
     progress: PairProgress = _quiet,
     calibration_file: Path | None = None,
+    confinement: RunConfinement | None = None,
+    between_pairs: Callable[[], None] = lambda: None,
 ) -> Verdict:
     """Judge `candidate` against `baseline` on `suite`.
 
@@ -295,17 +316,18 @@ def run_verdict(
     """
     baseline = check_binary(baseline, "baseline")
     candidate = check_binary(candidate, "candidate")
+    confinement = confinement or for_campaign(suite.confine, suite.directory, baseline, candidate)
     min_runs, max_runs = check_runs(runs, suite)
     calibration_file = calibration_file or suite.calibration
-    cal = None if recalibrate else _cached_calibration(suite, calibration_file)
+    cal = None if recalibrate else _cached_calibration(suite, calibration_file, confinement.isolation)
     cached = cal is not None
     seed = random.SystemRandom().randrange(1, 2**31) if seed is None else seed
-    with workbench(suite) as bench, RunWriter(results, "verdict", rows_summary) as writer:
+    with workbench(suite, confinement=confinement) as bench, RunWriter(results, "verdict", rows_summary) as writer:
         runner = PairRunner(suite, bench, baseline, candidate, writer, seed, "verdict")
-        samples = Samples(suite.metrics)
+        samples, series = Samples(suite.metrics), RunSeries(suite.metrics)
         refusal: _Refusal | None = None
         if cal is None:
-            cal, refusal = _calibrate_now(suite, baseline, results, progress, calibration_file)
+            cal, refusal = _calibrate_now(suite, baseline, results, progress, calibration_file, confinement)
         command_gates = run_command_gates(suite.gates, bench, runner.binaries)
         gates = list(command_gates.get("candidate", []))
         refusal = refusal or next((_Refusal(Unjudged.BASELINE_FAILED, f"baseline fails gate {g.name}: {g.detail}")
@@ -313,11 +335,14 @@ def run_verdict(
         measured = _Measured()
         if refusal is None and all(g.passed for g in gates):
             assert cal is not None  # a failed calibration is a refusal
-            measured = _measure_pairs(runner, samples, cal, AdaptivePlan(min_runs, max_runs, suite.alpha), progress)
+            measured = _measure_pairs(runner, (samples, series), cal, AdaptivePlan(min_runs, max_runs, suite.alpha),
+                                      progress, between_pairs)
         refusal = refusal or measured.refusal
         runner.lock.print_total()
+        metrics, flagged = series.flag(measured.metrics)
         decision = (VerdictDecision(VerdictWord.ERROR, reasons=[refusal.reason], unjudged=refusal.cause) if refusal
-                    else overall(measured.metrics, gates + measured.failed_gates))
+                    else overall(metrics, gates + measured.failed_gates))
+        decision.reasons.extend(flagged if refusal is None else [])
         warnings = runner.tracker.warnings + ([] if cal is None else _warnings(runner, samples, cal, decision))
         writer.write({"lane": "verdict", "step_kind": "verdict", "verdict": decision.verdict,
                       "reasons": decision.reasons, "pairs": measured.pairs, "seed": seed, **runner.base_meta})
@@ -329,25 +354,28 @@ def run_verdict(
         metrics=label(suite, decision.metrics), gates=decision.gates, suite=str(suite.path), seed=seed,
         pairs=measured.pairs, planned_pairs=max_runs, calibration=note, warnings=warnings,
         lock_wait_ms=runner.lock.total_wait_ms, rows=writer.path, summary=writer.summary_path,
-        unjudged=decision.unjudged,
+        unjudged=decision.unjudged, confinement=confinement.note,
     )
 
 
-def _calibrate_now(suite: Suite, baseline: Path, results: Path, progress: PairProgress,
-                   calibration_file: Path | None) -> tuple[calibration_cache.Calibration | None, _Refusal | None]:
+def _calibrate_now(suite: Suite, baseline: Path, results: Path, progress: PairProgress, calibration_file: Path | None,
+                   confinement: RunConfinement) -> tuple[calibration_cache.Calibration | None, _Refusal | None]:
     """A/A calibration for a verdict that found none: (it, None), or (None, why the baseline cannot be judged)."""
     progress(0, suite.calibration_runs, "no A/A calibration cached for this machine and suite: calibrating")
     try:
-        return calibrate(suite, baseline, results=results, progress=progress, file=calibration_file), None
+        return calibrate(suite, baseline, results=results, progress=progress, file=calibration_file,
+                         confinement=confinement), None
     except BaselineFailed as failure:
         return None, _Refusal(Unjudged.BASELINE_FAILED, str(failure))
 
 
-def _cached_calibration(suite: Suite, calibration_file: Path | None) -> calibration_cache.Calibration | None:
-    """The named calibration file's, else the cache's for this machine and suite (None: calibrate now)."""
+def _cached_calibration(suite: Suite, calibration_file: Path | None,
+                        isolation: str) -> calibration_cache.Calibration | None:
+    """The named calibration file's, else the cache's for this machine, suite and confinement (None: calibrate
+    now)."""
     if calibration_file is not None:
-        return calibration_cache.load_file(calibration_file, suite.digest, suite.name)
-    return calibration_cache.load(machine_fingerprint(), suite.digest)
+        return calibration_cache.load_file(calibration_file, suite.digest, suite.name, isolation)
+    return calibration_cache.load(machine_fingerprint(), suite.digest, isolation)
 
 
 @dataclass(frozen=True)
@@ -368,12 +396,15 @@ class _Measured:
     refusal: _Refusal | None = None
 
 
-def _measure_pairs(runner: PairRunner, samples: Samples, cal: calibration_cache.Calibration, plan: AdaptivePlan,
-                   progress: PairProgress) -> _Measured:
+def _measure_pairs(runner: PairRunner, kept: tuple[Samples, RunSeries], cal: calibration_cache.Calibration,
+                   plan: AdaptivePlan, progress: PairProgress, between_pairs: Callable[[], None]) -> _Measured:
     """The warm-up pair, then pairs up to `plan.max_runs`, judged at each look until every metric is settled.
 
-    A gate failed, a failed baseline run or rows not comparable end the campaign at that pair.
+    A gate failed, a failed baseline run or rows not comparable end the campaign at that pair. Every run, the
+    warm-up's too, goes into the run series (a first run unlike the later ones is state between runs);
+    `between_pairs` re-checks the binaries after each pair.
     """
+    samples, series = kept
     metrics: list[MetricResult] = []
     pairs = 0
     progress(0, plan.max_runs, f"pair order seed {runner.seed}; warm-up pair")
@@ -382,11 +413,14 @@ def _measure_pairs(runner: PairRunner, samples: Samples, cal: calibration_cache.
             outcome = runner.run_pair(index, warmup=index == 0)
         except IncomparableRows as refusal:
             return _Measured(metrics, pairs, refusal=_Refusal(Unjudged.INCOMPARABLE_ROWS, str(refusal)))
+        between_pairs()
         error = _baseline_error(outcome)
         failed = [g for _, _, gs in outcome for g in gs]
         if error or failed:
             return _Measured(metrics, pairs, failed, None if error is None else _Refusal(Unjudged.BASELINE_FAILED,
                                                                                           error))
+        for base, cand, _ in outcome:
+            series.add(base, cand)
         if index == 0:
             continue
         pairs = index

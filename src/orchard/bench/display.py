@@ -123,6 +123,8 @@ def calibration_line(cal: CalibrationNote | None) -> str:
 
 def print_verdict(console: Console, verdict: Verdict) -> None:
     console.print(calibration_line(verdict.calibration))
+    if verdict.confinement:
+        console.print(verdict.confinement)
     console.print(f"pair order seed: {verdict.seed}; pairs judged: {verdict.pairs} of up to {verdict.planned_pairs}")
     print_decision(console, as_decision(verdict), verdict.warnings)
     console.print(f"rows: {verdict.rows}")
@@ -154,6 +156,7 @@ def verdict_facts(verdict: Verdict, suite: str) -> list[str]:
         f"suite `{suite}`: baseline `{verdict.baseline}`, candidate `{verdict.candidate}`",
         f"{verdict.pairs} pairs judged of up to {verdict.planned_pairs}, pair order seed {verdict.seed}",
         calibration_line(verdict.calibration),
+        *([verdict.confinement] if verdict.confinement else []),
     ]
     return facts + [f"warning: {warning}" for warning in verdict.warnings]
 

@@ -10,6 +10,7 @@ values, the output the gates look at, and the row that is recorded.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import importlib
@@ -28,6 +29,7 @@ from typing import Any, BinaryIO, cast
 
 from orchard import process
 from orchard.bench import instructions, readers, rows, tokens
+from orchard.bench.confinement import UNCONFINED, RunConfinement
 from orchard.bench.environment import isolated_env
 from orchard.bench.suite import BUILTIN_METRICS, Fixture, Scenario, Suite
 from orchard.errors import FixtureError, UsageError
@@ -57,6 +59,7 @@ class Workbench:
     suite: Suite
     root: Path
     fixtures: dict[str, Path]
+    confinement: RunConfinement = UNCONFINED
 
     @staticmethod
     def counter() -> instructions.Counter | None:
@@ -107,12 +110,12 @@ def render(template: list[str] | str, values: Mapping[str, Any], where: str) -> 
 
 
 @contextlib.contextmanager
-def workbench(suite: Suite, keep: bool = False) -> Iterator[Workbench]:
+def workbench(suite: Suite, keep: bool = False, confinement: RunConfinement = UNCONFINED) -> Iterator[Workbench]:
     """Create fixtures in a private temporary directory; remove it afterwards."""
     root = Path(tempfile.mkdtemp(prefix=f"orchard-{suite.name}-"))
     try:
         (root / "work").mkdir()
-        bench = Workbench(suite, root, {})
+        bench = Workbench(suite, root, {}, confinement)
         for fixture in suite.fixtures:
             bench.fixtures[fixture.name] = _build_fixture(bench, fixture)
         yield bench
@@ -247,13 +250,15 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *
     # the gates judge the whole output; only token estimates use the admitted part
     with tempfile.SpooledTemporaryFile(max_size=SPILL_BYTES, dir=str(bench.root)) as whole:
         capture = process.run(
-            command,
+            bench.confinement.wrap(command, binary=binary, suite_dir=bench.suite.directory, root=bench.root,
+                                   results_file=results_file, loopback=scenario.loopback),
             cwd=bench.suite.directory,
-            env=isolated_env(scenario.env),
+            env=bench.confinement.env(isolated_env(scenario.env)),
             timeout_s=scenario.timeout_s,
             admitted_chars=admitted,
             stdout_sink=cast(BinaryIO, whole) if scenario.expect else None,
         )
+        capture = dataclasses.replace(capture, command=command)  # the row shows what the suite runs
         fraction = recall(scenario.expect, cast(BinaryIO, whole))
     row = rows.step_row(
         capture,

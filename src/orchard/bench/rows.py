@@ -35,13 +35,14 @@ def comparability(
     remote_transport: str | None = None,
     instruction_level: str | None = None,
     fixture_id: str | None = None,
+    env_isolation: str = ENV_ISOLATION_VERSION,
 ) -> dict[str, Any]:
-    """The comparability keys for rows taken here, now."""
+    """The comparability keys for rows taken here, now (`env_isolation`: how the runs were confined)."""
     return {
         "remote_transport": remote_transport,
         "instruction_level": instruction_level,
         "fixture_id": fixture_id,
-        "env_isolation_version": ENV_ISOLATION_VERSION,
+        "env_isolation_version": env_isolation,
         "machine_fingerprint": machine_fingerprint(),
     }
 

@@ -72,6 +72,7 @@ class Scenario:
     format: str = "jsonl"  # rows scenarios: which tool's results the harness writes (see readers.py)
     file: str | None = None  # rows scenarios: the results file the harness writes (default: its stdout)
     holdout: bool = False  # run only by the lab's judge, never in a worker's copy of the bench
+    loopback: bool = False  # a confined run keeps the host's network (it talks to a local server)
 
     def metrics(self) -> dict[str, float]:
         """Every metric this scenario yields without a harness: name -> default floor."""
@@ -109,6 +110,7 @@ class Suite:
     calibration: Path | None = None  # a calibration file to use and keep (committed or CI-cached)
     holdout: tuple[str, ...] = ()  # files (globs, relative to the suite's directory) workers never see
     plausible: float = DEFAULT_PLAUSIBLE  # a target metric improved more than this many times is suspect
+    confine: bool = True  # measured runs in bubblewrap where it works (`confine = false` turns it off)
 
     @property
     def held_out(self) -> frozenset[str]:
@@ -188,6 +190,7 @@ def load_suite(path: Path | str) -> Suite:
         calibration=None if head.calibration is None else path.parent / head.calibration,
         holdout=head.holdout,
         plausible=head.plausible,
+        confine=head.confine,
     )
 
 
@@ -207,6 +210,7 @@ class _Head:
     holdout: tuple[str, ...]
     plausible: float
     no_change_within: float
+    confine: bool
 
 
 def _head(path: Path, head: Table) -> _Head:
@@ -223,6 +227,7 @@ def _head(path: Path, head: Table) -> _Head:
         holdout=head.strings("holdout"),
         plausible=float(head.get("plausible", (int, float), DEFAULT_PLAUSIBLE)),
         no_change_within=float(head.get("no_change_within", (int, float), DEFAULT_NO_CHANGE_WITHIN)),
+        confine=head.get("confine", bool, True),
     )
     head.finish()
     if not 0 <= read.no_change_within < 1:  # also refuses nan
@@ -383,6 +388,7 @@ def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Sce
         format=result_format,
         file=results_file,
         holdout=reader.get("holdout", bool, False),
+        loopback=reader.get("loopback", bool, False),
     )
     reader.finish()
     return scenario

@@ -509,6 +509,7 @@ class Verdict:
     # Why an ERROR could not compare, for the lab's rules in the same process. Not in `to_dict`: the --json
     # document's form is fixed, and its reasons say it in words.
     unjudged: Unjudged | None = None
+    confinement: str | None = None  # how the measured runs were confined, in one line
 
     @property
     def failed_gates(self) -> list[GateResult]:
@@ -536,6 +537,7 @@ class Verdict:
             "lock_wait_ms": round(self.lock_wait_ms, 3),
             "rows": None if self.rows is None else str(self.rows),
             "summary": None if self.summary is None else str(self.summary),
+            "confinement": self.confinement,
         }
         if self.external is not None:
             data |= {"source": "command", "command": self.external.command, "exit_code": self.external.exit_code,
@@ -569,4 +571,5 @@ class Verdict:
             rows=path("rows"),
             summary=path("summary"),
             external=external,
+            confinement=data.get("confinement"),
         )

@@ -17,6 +17,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from orchard.confine import Limits
 from orchard.errors import UsageError
 from orchard.lab.config.values import check_section
 from orchard.tomlfile import read_toml
@@ -86,6 +87,8 @@ class TargetConfig:
                                "e.g. `python -m pytest --collect-only -q | tail -1`); run in the base's and the "
                                "candidate's checkouts, fewer in the candidate is a KILL; empty: not counted",
                            command=True)
+    build_network: bool = _key(False, "the judge's build and test steps reach the network (a build that fetches "
+                                      "its dependencies; the journal says so); default: loopback only")
 
 
 @dataclass(frozen=True)
@@ -156,6 +159,17 @@ class WorkersConfig:
     sandbox_read: list[str] = _key([], "more paths workers may read inside the bwrap sandbox (besides PATH, "
                                        "their CLI's installation and orchard's Python), e.g. a toolchain under "
                                        "your home that is not on PATH")
+    memory_mb: int = _key(16384, "memory (address space) each process of a worker or a judge step may map, "
+                                 "as an rlimit; 0: no limit", minimum=0, maximum=1 << 24)
+    processes: int = _key(4096, "processes the sandboxes may run at once (an rlimit of the sandbox uid, shared "
+                                "by every sandbox when orchard runs as root); 0: no limit", minimum=0,
+                          maximum=1 << 22)
+    cpu_seconds: int = _key(14400, "CPU seconds each process of a worker or a judge step may use (then it is "
+                                   "killed); 0: no limit", minimum=0, maximum=1 << 30)
+
+    def limits(self) -> Limits:
+        """The rlimits of every worker and judge step."""
+        return Limits(self.memory_mb or None, self.processes or None, self.cpu_seconds or None)
 
 
 @dataclass(frozen=True)

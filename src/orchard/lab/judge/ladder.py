@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from orchard.confine import exit_hint
 from orchard.lab.judge import plausibility, review, weakened
 from orchard.lab.judge.measuring import (
     BinaryChanged,
@@ -170,7 +171,8 @@ def collection_checks(candidate: Candidate) -> list[Check]:
     if Flag.TOO_MANY_FILES in candidate.flags:
         refusals.append(f"{len(candidate.changed_files):,} files over [target] max_patch_files "
                         f"({a_few(candidate.changed_files)})")
-    unfinished = [why for flag, why in UNFINISHED.items() if flag in candidate.flags]
+    unfinished = [why + (exit_hint(candidate.exit_code) if flag == Flag.EXIT_NONZERO else "")
+                  for flag, why in UNFINISHED.items() if flag in candidate.flags]
     return [
         Check(CheckName.HARNESS, not tampered,
               f"bench clone changed: {changed}" if tampered else "bench clone unchanged"),

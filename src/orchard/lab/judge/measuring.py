@@ -39,6 +39,7 @@ from orchard.lab.records.verdict import ExternalRun, GateResult, MetricResult, M
 from orchard.lab.text import a_few
 from orchard.lab.workers.allowlist import judge_env
 from orchard.lab.workers.builds import STEP_TIMEOUT_S, files_changed, placeholders
+from orchard.lab.workers.sandbox import SandboxMode
 from orchard.lab.workers.workspace import Workspace
 from orchard.process import run
 
@@ -132,9 +133,15 @@ def measure(ws: Workspace, baseline: BuiltBinary, candidate: BuiltBinary, *, run
     else:
         suite = bench.load_suite(_suite_path(ws))
         verdict = bench.run_verdict(suite, baseline.path, candidate.path, runs=runs, seed=seed,
-                                    results=ws.results_dir, progress=progress or (lambda *_: None))
+                                    results=ws.results_dir, progress=progress or (lambda *_: None),
+                                    confinement=confinement(ws), between_pairs=lambda: check_built(baseline, candidate))
     check_built(baseline, candidate)
     return verdict
+
+
+def confinement(ws: Workspace) -> bench.RunConfinement:
+    """How the lab's measured runs are confined: in bubblewrap with the workers' sandbox (its workspace hidden)."""
+    return bench.confine_runs(ws.config.workers.sandbox == SandboxMode.BWRAP, hide=(ws.root,))
 
 
 def metric_keys(ws: Workspace) -> list[str]:
@@ -172,7 +179,8 @@ def calibrate(ws: Workspace, binary: BuiltBinary, progress: MeasureProgress | No
     suite = bench.load_suite(_suite_path(ws))
     say(f"calibrating the verdict (A/A, {suite.calibration_runs} pairs) on this machine")
     check_built(binary, binary)
-    cal = bench.calibrate(suite, binary.path, results=ws.results_dir, progress=progress or (lambda *_: None))
+    cal = bench.calibrate(suite, binary.path, results=ws.results_dir, progress=progress or (lambda *_: None),
+                          confinement=confinement(ws))
     return Baseline(
         medians={key: m.median for key, m in cal.metrics.items() if m.median is not None},
         floors={spec.key: spec.floor(cal.metrics[spec.key].noise()) for spec in suite.metrics

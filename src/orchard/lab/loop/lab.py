@@ -48,7 +48,7 @@ from orchard.lab.loop.slots import slots
 from orchard.lab.loop.start import start
 from orchard.lab.notebook import files as records
 from orchard.lab.records.db import ExperimentRecord
-from orchard.lab.records.events import BacklogChanged, EventKind
+from orchard.lab.records.events import BacklogChanged, EventKind, SandboxNoted
 from orchard.lab.records.experiment import Experiment, ExperimentStatus
 from orchard.lab.records.hypothesis import Hypothesis, HypothesisStatus
 from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry
@@ -57,7 +57,7 @@ from orchard.lab.workers.executors import Executor, SubprocessExecutor, make_exe
 from orchard.lab.workers.executors.dask import DaskExecutor
 from orchard.lab.workers.launcher_base import Launcher
 from orchard.lab.workers.launchers import launcher_for, preflight
-from orchard.lab.workers.sandbox import UNSANDBOXED_NOTE, SandboxMode
+from orchard.lab.workers.sandbox import sandbox_notes
 from orchard.lab.workers.workspace import Workspace
 
 POLL_S = 0.5
@@ -298,8 +298,7 @@ class Lab:
 
     def _run(self) -> str:
         self.preflight()
-        events = self.state.events()
-        if events and events[-1].kind == EventKind.STOP:
+        if (events := self.state.events()) and events[-1].kind == EventKind.STOP:
             self.state.set_counter(stop.IDLE_LOOPS, 0)  # a new session after a clean stop starts fresh
         workers = self.ws.config.workers
         self.executor = (DaskExecutor(self.ws) if workers.executor == ExecutorKind.DASK
@@ -309,8 +308,9 @@ class Lab:
             with self.executor, resume.stopping(self):
                 if self.executor.kind == ExecutorKind.SUBPROCESS and workers.executor == ExecutorKind.AUTO:
                     self.say("tmux is not installed: workers run as plain subprocesses")
-                if workers.sandbox == SandboxMode.NONE:
-                    self.say(UNSANDBOXED_NOTE)
+                for note in sandbox_notes(workers.sandbox, self.ws.config.target.build_network):
+                    self.say(note)
+                    self.state.log(SandboxNoted(note))
                 self.disk.check(self, now=True)  # before anything is written: what a crashed run left filling it
                 publication.check_publication(self.ws, self.state)
                 if start(self.ws, self.state, say=self.say, measure_progress=self.measure_progress):

@@ -40,6 +40,7 @@ def status(lab: LabView) -> dict[str, Any]:
         "workspace": lab.workspace,
         "executor": lab.executor,
         "sandbox": lab.sandbox,
+        "limits": lab.limits,
         "attach": attach_command(lab.tmux_socket) if lab.executor in (ExecutorKind.AUTO, ExecutorKind.TMUX) else None,
         "workers": [{"experiment": w.experiment, "worker": w.worker, "lane": w.lane, "status": w.status,
                      "minutes": round(w.elapsed_s / 60, 1), "log": w.log, "hypothesis": w.hypothesis,
@@ -60,6 +61,8 @@ def render(lab: LabView) -> Group:
     parts: list[RenderableType] = [Text(f"lab {lab.workspace}")]
     if lab.sandbox == SandboxMode.NONE:
         parts.append(Text(UNSANDBOXED_NOTE, style="bold red"))
+    elif lab.limits:
+        parts.append(Text(f"limits per worker and judge step: {lab.limits}"))
     if lab.workers:
         table = Table("experiment", "worker", "lane", "launcher", "status", "minutes", "host", "log",
                       show_edge=False, header_style="bold")

@@ -161,6 +161,7 @@ class LabView:
     stopped: str | None
     decisions: Mapping[str, int] = field(default_factory=dict)
     sandbox: str = "bwrap"  # [workers] sandbox: "none" is shown loudly
+    limits: str = ""  # the resource limits of every worker and judge step, in one line
     final: FinalVerdict | None = None  # None until the lab stops and measures it
     publication: Publication | None = None  # where wins reach the user
     launcher_failures: tuple[LauncherFailure, ...] = ()
@@ -262,7 +263,8 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
     return LabView(
         workspace=str(ws.root), generated_at=now, started_at=float(started) if started else None,
         base=None if start is None else start.base, executor=ws.config.workers.executor,
-        sandbox=ws.config.workers.sandbox, tmux_socket=ws.tmux_socket, worker_slots=ws.config.workers.count,
+        sandbox=ws.config.workers.sandbox, limits=ws.config.workers.limits().describe(),
+        tmux_socket=ws.tmux_socket, worker_slots=ws.config.workers.count,
         baseline=baseline,
         floors=floors, directions=dirs, workers=workers,
         lock=lock_status() if live else LockStatus(LockState.NOT_READ, "", None, None, None, ()),

@@ -27,6 +27,7 @@ from orchard.lab.records.events import (
     LauncherFailed,
     OpportunitiesRead,
     RefillStopped,
+    SandboxNoted,
     WorkerStopped,
 )
 from orchard.lab.records.experiment import ExperimentStatus
@@ -134,7 +135,7 @@ class Unrecognized:
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.kind: cls for cls in (
     LabStart, ExperimentStarted, ExperimentHost, JudgmentEntry, BacklogChanged, LauncherFailed, AgentRetried, AgentHung,
-    ExperimentFailed,
+    SandboxNoted, ExperimentFailed,
     WorkerStopped, BaselineRebuilt, RefillStopped, OpportunitiesRead, Swept, FinalVerdictTaken, LabStopped,
     Committed, Rebased, Confirmed, BranchPushed, Merged, MainPublished, MainChecked, Reverted, RevertPublished)}
 E = TypeVar("E", covariant=True)

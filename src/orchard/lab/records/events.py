@@ -34,6 +34,7 @@ class EventKind(StrEnum):
     AGENT_HUNG = "agent-hung"  # no result within the worker timeout: back to the backlog once
     EXPERIMENT_ERROR = "experiment-error"
     WORKER_STOPPED = "worker-stopped-by-lab"
+    SANDBOX_NOTE = "sandbox-note"  # how workers and judge steps are confined, said at each start
     BASELINE_REBUILT = "baseline-rebuilt"
     REFILL = "refill"
     OPPORTUNITIES = "opportunities"
@@ -193,6 +194,19 @@ class AgentHung(AgentRetried):
     """The agent printed no result within the worker timeout: its hypothesis goes back to the backlog once."""
 
     kind = EventKind.AGENT_HUNG
+
+
+@dataclass(frozen=True)
+class SandboxNoted(Event):
+    """How this run confines its workers and judge steps (unsandboxed, or a build with the network), said at each
+    start."""
+
+    kind = EventKind.SANDBOX_NOTE
+    note: str
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        return cls(str(data.get("note", "")))
 
 
 @dataclass(frozen=True)

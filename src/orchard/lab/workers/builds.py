@@ -152,7 +152,8 @@ def candidate_step(ws: Workspace, name: CheckName, template: str, checkout: Path
     allowlist plus `[lab] pass_env`, confined like a worker (`[workers] sandbox`) to writing that checkout."""
     pass_env = ws.config.lab.pass_env
     confine = step_confinement(ws.config.workers.sandbox, workspace=ws.root, checkout=checkout,
-                               inherit=judge_env(pass_env))
+                               inherit=judge_env(pass_env), network=ws.config.target.build_network,
+                               limits=ws.config.workers.limits())
     return run_step(name, template, checkout, values, log_dir, pass_env=pass_env, confine=confine)
 
 

@@ -165,7 +165,7 @@ class Launcher(ABC):
             workers.sandbox, workspace=workspace, cwd=cwd, network=self.config.network,
             inherit=worker_names(self.credentials, self.config.pass_env), home=home, tmp=tmp, reads=reads,
             writes=writes, executable=self.executable, own=own, extra_reads=workers.sandbox_read, path=path,
-            hide=hide)
+            hide=hide, limits=workers.limits())
 
     def job(self, workspace: Workspace, experiment: Experiment, env: dict[str, str] | None = None,
             hide: tuple[Path, ...] = ()) -> Job:

@@ -24,22 +24,17 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-import orchard
+from orchard import confine
 from orchard.errors import UsageError
 
-PROBE_TIMEOUT_S = 30.0
 # Always hidden when they exist; the workspace, $HOME, $TMPDIR and friends are added per sandbox.
 # /run holds the host's service sockets (docker, dbus, databases): a read-only mount would not stop a connect().
 SYSTEM_HIDDEN = ("/root", "/tmp", "/var/tmp", "/run")
-# Given back under a hidden place: systemd-resolved's resolv.conf (where /etc/resolv.conf may point).
-SYSTEM_VISIBLE = ("/run/systemd/resolve",)
 HINT = ("install bubblewrap (Debian: `apt-get install bubblewrap`), or set [workers] sandbox = \"none\" in "
         "orchard.toml to run workers unsandboxed, as you, with access to everything you can read")
 
@@ -55,6 +50,15 @@ UNSANDBOXED_NOTE = ("UNSANDBOXED: workers run without bubblewrap ([workers] sand
                     "they can read and write everything orchard's user can")
 
 
+BUILD_NETWORK_NOTE = ("the judge's build and test steps have the network ([target] build_network = true): "
+                      "a candidate's build can reach outside addresses")
+
+
+def sandbox_notes(mode: str, build_network: bool) -> list[str]:
+    """What a lab says (and journals) at each start about how weakly it confines: nothing when fully."""
+    return ([UNSANDBOXED_NOTE] if mode == SandboxMode.NONE else []) + ([BUILD_NETWORK_NOTE] if build_network else [])
+
+
 def bwrap_path() -> str:
     """The `bwrap` on PATH, or UsageError saying what to do."""
     found = shutil.which("bwrap")
@@ -67,20 +71,10 @@ def preflight(mode: str) -> None:
     """With the bwrap sandbox: bwrap is installed and can make a sandbox here. UsageError otherwise."""
     if mode != SandboxMode.BWRAP:
         return
-    probe = Confinement(mode=SandboxMode.BWRAP, cwd=Path("/"), network=False)
-    argv = [bwrap_path(), *probe.bwrap_args(), "--", "true"]
-    try:
-        answer = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
-                                stdin=subprocess.DEVNULL, check=False)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise UsageError(f"bubblewrap (`bwrap`) cannot run: {error}: {HINT}") from None
-    if answer.returncode != 0:
-        tail = (answer.stderr or answer.stdout).strip().splitlines()[-1:] or [f"exit {answer.returncode}"]
-        raise UsageError(f"bubblewrap (`bwrap`) cannot make a sandbox here ({tail[0][:200]}): {HINT}")
-
-
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
+    bwrap_path()
+    why = confine.unavailable()
+    if why is not None:
+        raise UsageError(f"{why}: {HINT}")
 
 
 @dataclass(frozen=True)
@@ -97,29 +91,21 @@ class Confinement:
     writable: tuple[Path, ...] = ()  # bound read-write
     sealed: tuple[Path, ...] = ()  # read-only again inside what is writable (files shared with the judge)
 
-    def bwrap_args(self) -> list[str]:
-        args = ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--new-session", "--cap-drop", "ALL"]
-        if not self.network:
-            args.append("--unshare-net")
-        args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        for path in self.hidden:
-            args += ["--tmpfs", str(path)]
-        for path in self.readable:  # what does not exist yet when the job starts stays hidden
-            args += ["--ro-bind-try", str(path), str(path)]
-        for path in self.writable:
-            args += ["--bind", str(path), str(path)]
-        for path in self.sealed:
-            args += ["--ro-bind", str(path), str(path)]
-        return [*args, "--chdir", str(self.cwd)]
+    limits: confine.Limits = confine.NO_LIMITS
+
+    def mounts(self) -> confine.Mounts:
+        return confine.Mounts(cwd=self.cwd, network=self.network, hidden=self.hidden, readable=self.readable,
+                              writable=self.writable, sealed=self.sealed)
 
     def command(self, launch: str, extra: Iterable[str] = ()) -> str:
         """The shell text that runs `launch` confined; `extra`: more variables to pass by name."""
         names = sorted({*self.inherit, *(name for name in extra if name.isidentifier())} - set(self.setenv))
         words = ["env", "-i", *(f'${{{name}+"{name}=${name}"}}' for name in names)]
         words += [shlex.quote(f"{key}={value}") for key, value in self.setenv.items()]
+        inner = ["bash", "-c", launch]
         if self.mode == SandboxMode.BWRAP:
-            words += [shlex.quote(bwrap_path()), *map(shlex.quote, self.bwrap_args()), "--"]
-        return " ".join([*words, "bash", "-c", shlex.quote(launch)])
+            inner = confine.argv(self.mounts(), inner, self.limits)
+        return " ".join([*words, *map(shlex.quote, inner)])
 
 
 def _absolute(path: Path | str) -> Path:
@@ -132,24 +118,6 @@ def _hidden(workspace: Path, more: Iterable[Path] = ()) -> list[Path]:
     found |= {Path(os.environ[key]) for key in ("TMPDIR", "XDG_RUNTIME_DIR", "TMUX_TMPDIR") if os.environ.get(key)}
     real = sorted({_absolute(p) for p in found if p.is_dir() and _absolute(p) != Path("/")}, key=lambda p: len(p.parts))
     return [p for p in real if not any(q != p and q in p.parents for q in real)]
-
-
-def _tools(executable: str, extra: Iterable[str], path: str) -> list[Path]:
-    """What a worker must read to run at all: PATH, its CLI, orchard's Python, `[workers] sandbox_read`.
-
-    A version manager's `shims` directory runs its manager's own scripts and
-    versions (pyenv, rbenv, asdf, nodenv): its whole root is readable. A CLI
-    that is a link into a virtualenv or package gets that installation.
-    """
-    tools = [Path(entry) for entry in path.split(os.pathsep) if entry]
-    tools += [entry.parent for entry in tools if entry.name == "shims"]
-    found = shutil.which(executable, path=path) if executable else None
-    if found:
-        real = Path(found).resolve().parent
-        tools += [Path(found).parent, real.parent if real.name == "bin" else real]
-    package = Path(orchard.__file__).resolve().parent
-    return [*tools, Path(sys.prefix), Path(sys.base_prefix), package.parent, *map(Path, SYSTEM_VISIBLE),
-            *(Path(p).expanduser() for p in extra)]
 
 
 def _shared(directory: Path) -> list[Path]:
@@ -166,22 +134,11 @@ def _shared(directory: Path) -> list[Path]:
     return [pack] if shared else []
 
 
-def _visible_tools(executable: str, extra: Iterable[str], path: str, workspace: Path,
-                   hidden: list[Path]) -> list[Path]:
-    """The tools a hidden place would otherwise take away, unless one holds (or is) something hidden."""
-    protected = [*hidden, workspace]
-    tools: list[Path] = []
-    for tool in map(_absolute, _tools(executable, extra, path)):
-        if (tool.exists() and tool not in tools and any(_inside(tool, h) for h in hidden)
-                and not _inside(tool, workspace) and not any(_inside(p, tool) for p in protected)):
-            tools.append(tool)
-    return tools
-
-
 def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, inherit: Iterable[str],
                        home: Path, tmp: Path, reads: Iterable[Path], writes: Iterable[Path], executable: str = "",
                        own: Iterable[Path] = (), extra_reads: Iterable[str] = (),
-                       path: str | None = None, hide: Iterable[Path] = ()) -> Confinement:
+                       path: str | None = None, hide: Iterable[Path] = (),
+                       limits: confine.Limits = confine.NO_LIMITS) -> Confinement:
     """The confinement of one worker.
 
     `own`: its directories (the target checkout) bound writable (but for
@@ -193,6 +150,8 @@ def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, 
     `path`: its PATH, when it is not orchard's own; `hide`: more places of
     the orchestrator's (on a dask worker sharing the lab's file system, the
     lab's workspace: its own `workspace` there is only the scratch copy).
+    With bwrap, what it writes is handed to the unprivileged sandbox uid
+    when orchard is root (`confine.hand_over`), and `limits` apply.
     """
     home.mkdir(parents=True, exist_ok=True)
     tmp.mkdir(parents=True, exist_ok=True)
@@ -206,21 +165,24 @@ def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, 
         return Confinement(SandboxMode.NONE, cwd, network, inherit, setenv)
     workspace = _absolute(workspace)
     hidden = _hidden(workspace, hide)
-    tools = _visible_tools(executable, extra_reads, os.environ.get("PATH", "") if path is None else path, workspace,
-                           hidden)
+    candidates = confine.tools(os.environ.get("PATH", "") if path is None else path, executable, extra_reads)
+    tools = confine.visible(candidates, hidden, [*hidden, workspace], workspace)
     readable = [*tools, *map(_absolute, reads)]
     own = [_absolute(p) for p in own]
     writable = dict.fromkeys([*own, *map(_absolute, (home, tmp, *writes))])
     sealed = [pack for directory in own for pack in _shared(directory)]
+    confine.hand_over(writable, skip=sealed)
     return Confinement(SandboxMode.BWRAP, cwd, network, inherit, setenv, tuple(hidden), tuple(readable),
-                       tuple(writable), tuple(sealed))
+                       tuple(writable), tuple(sealed), limits)
 
 
-def step_confinement(mode: str, *, workspace: Path, checkout: Path, inherit: Iterable[str]) -> Confinement:
+def step_confinement(mode: str, *, workspace: Path, checkout: Path, inherit: Iterable[str], network: bool = False,
+                     limits: confine.Limits = confine.NO_LIMITS) -> Confinement:
     """A judge step that runs candidate code (its build, its tests): like a worker, it sees nothing of the
-    workspace and writes only the checkout it builds and a scratch HOME and TMPDIR beside it; the network
-    stays (a build may fetch its dependencies)."""
+    workspace and writes only the checkout it builds and a scratch HOME and TMPDIR beside it; no network
+    unless `network` (`[target] build_network`: a build that fetches its dependencies)."""
     scratch = checkout.parent / "step-scratch"
     shutil.rmtree(scratch, ignore_errors=True)
-    return worker_confinement(mode, workspace=workspace, cwd=checkout, network=True, inherit=inherit,
-                              home=scratch / "home", tmp=scratch / "tmp", reads=(), writes=(), own=(checkout,))
+    return worker_confinement(mode, workspace=workspace, cwd=checkout, network=network, inherit=inherit,
+                              home=scratch / "home", tmp=scratch / "tmp", reads=(), writes=(), own=(checkout,),
+                              limits=limits)

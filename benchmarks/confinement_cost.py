@@ -1,0 +1,100 @@
+"""What confining a measured run costs: the same run unconfined and in its own bubblewrap sandbox.
+
+Two scenarios: `/bin/true` (the sandbox's whole fixed cost) and the demo's
+`report` scenario (the wordfreq report on its 4000-word corpus, built from
+the embedded demo target with `make`). Runs go through orchard's own
+`measure.observe`, so each number is a row's `elapsed_ms` as a verdict
+records it; the two modes alternate run by run (so momentary load hits both
+alike), after a warm-up, holding the machine-wide measurement lock. Prints
+the median per mode and repeat, the per-run cost (confined minus
+unconfined median), and the load average before and after.
+
+    .venv/bin/python benchmarks/confinement_cost.py [--runs 40] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+from pathlib import Path
+
+import orchard.demo
+from orchard.bench.confinement import UNCONFINED, confine_runs
+from orchard.bench.lock import MeasurementLock
+from orchard.bench.machine import machine_facts
+from orchard.bench.measure import RunSpec, Workbench, observe, workbench
+from orchard.bench.suite import Scenario, Suite, load_suite
+
+WARMUP = 3
+TRUE_SUITE = """[suite]
+name = "true"
+
+[[scenario]]
+name = "true"
+command = ["{bin}"]
+
+[[metric]]
+name = "wall_ms"
+"""
+
+
+def demo(root: Path) -> tuple[Suite, Path]:
+    """The demo's suite (in a copy readable by the sandbox uid) and its built wordfreq."""
+    source = Path(orchard.demo.__file__).parent
+    shutil.copytree(source / "target", root / "target")
+    shutil.copytree(source / "bench", root / "bench")
+    subprocess.run(["make", "-s", "build"], cwd=root / "target", check=True, capture_output=True)
+    return load_suite(root / "bench" / "suite.toml"), root / "target" / "build" / "wordfreq"
+
+
+def series(bench: Workbench, scenario: Scenario, binary: Path, runs: int) -> dict[str, list[float]]:
+    """elapsed_ms per mode, the modes alternating run by run."""
+    modes = {"unconfined": dataclasses.replace(bench, confinement=UNCONFINED),
+             "confined": dataclasses.replace(bench, confinement=confine_runs(True))}
+    out: dict[str, list[float]] = {mode: [] for mode in modes}
+    spec = RunSpec("baseline", {"name": "baseline"}, 0, {}, {"wall_ms"})
+    for index in range(WARMUP + runs):
+        for mode, variant in (modes.items() if index % 2 else reversed(modes.items())):
+            observation = observe(variant, scenario, binary, spec)
+            assert observation.ok, (mode, observation.failure)
+            if index >= WARMUP:
+                out[mode].append(float(observation.row["elapsed_ms"]))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    note = confine_runs(True).note
+    print(machine_facts().describe())
+    print(note)
+    print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        root.chmod(0o755)
+        (root / "true.toml").write_text(TRUE_SUITE)
+        demo_suite, wordfreq = demo(root)
+        cases = [(load_suite(root / "true.toml"), "true", Path("/bin/true")), (demo_suite, "report", wordfreq)]
+        print("| scenario | repeat | unconfined median ms | confined median ms | cost per run ms |")
+        print("| --- | --- | --- | --- | --- |")
+        for suite, name, binary in cases:
+            scenario = next(s for s in suite.scenarios if s.name == name)
+            with workbench(suite) as bench:
+                for repeat in range(1, args.repeats + 1):
+                    with MeasurementLock("orchard benchmarks/confinement_cost.py"):
+                        times = series(bench, scenario, binary, args.runs)
+                    plain, boxed = (statistics.median(times[m]) for m in ("unconfined", "confined"))
+                    print(f"| {name} | {repeat} | {plain:.2f} | {boxed:.2f} | {boxed - plain:+.2f} |")
+    print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}; {args.runs} runs per mode "
+          f"and repeat after {WARMUP} warm-up runs")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""Measured runs, confined: each run of a binary under test in its own sandbox.
+
+A measured binary is untrusted (in a lab it is a worker's candidate), and it
+runs while the verdict is taken: unconfined it could rewrite the baseline
+between pairs, read the lab's records, or keep a cache from one run to the
+next and look faster every time after the first. So every run of a
+`command` or `rows` scenario, baseline and candidate alike (the comparison
+stays fair), runs in bubblewrap (`orchard.confine`):
+
+- the file system read-only; the suite's directory, the binary's directory
+  and the fixtures read-only; the places a run could keep state in (`/tmp`,
+  `/var/tmp`, your home, `/root`, `/run`, `$TMPDIR`, and whatever the caller
+  hides, such as a lab's workspace) are a fresh empty tmpfs for this one run,
+  with `HOME` and `TMPDIR` on it: nothing written there survives the run;
+- `{workdir}` emptied before every run, and the results file of a `rows`
+  scenario the only other thing it can write;
+- no network (its own network namespace: loopback only) unless the scenario
+  says `loopback = true`, which keeps the host's network;
+- its own PID namespace: nothing it starts outlives the run;
+- as the unprivileged sandbox uid when orchard is root (`confine.sandbox_id`).
+
+How runs were confined is a comparability key (`env_isolation_version`)
+and part of a calibration's key: confined and unconfined numbers are never
+compared, and a calibration taken unconfined is not used for confined runs.
+`python` scenarios run in orchard's own process and cannot be confined.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchard import confine
+from orchard.bench.environment import ENV_ISOLATION_VERSION
+
+# On the run's own fresh /tmp: the same paths for baseline and candidate, gone when the run ends.
+SCRATCH_TMP = Path("/tmp")
+SCRATCH_HOME = SCRATCH_TMP / "home"
+CONFINEMENT_VERSION = "1"
+HIDDEN = ("/root", "/run")
+SCRATCH = ("/tmp", "/var/tmp")
+
+
+@dataclass(frozen=True)
+class RunConfinement:
+    """How one campaign's measured runs are run; `note` says it in one line."""
+
+    confined: bool
+    note: str
+    unprivileged: bool = True
+    hide: tuple[Path, ...] = ()  # the caller's own places (a lab's workspace)
+
+    @property
+    def isolation(self) -> str:
+        """The `env_isolation_version` of rows measured this way."""
+        if not self.confined:
+            return ENV_ISOLATION_VERSION
+        owner = "" if self.unprivileged or not confine.dropping() else "-owner"
+        return f"{ENV_ISOLATION_VERSION}+bwrap.{CONFINEMENT_VERSION}{owner}"
+
+    def env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """The measured command's environment: HOME and TMPDIR on the run's fresh scratch."""
+        if not self.confined:
+            return dict(env)
+        return {**env, "HOME": str(SCRATCH_HOME), "TMPDIR": str(SCRATCH_TMP), "XDG_CACHE_HOME": str(SCRATCH_HOME)
+                + "/.cache"}
+
+    def mounts(self, *, cwd: Path, binary: Path, reads: Iterable[Path], writes: Iterable[Path],
+               network: bool) -> confine.Mounts:
+        """One run's sandbox: hidden places, then the tools (PATH, `binary`'s interpreter) and what it reads
+        and writes, then its scratch HOME."""
+        scratch = [Path(p) for p in SCRATCH]
+        hidden = [p for p in _outermost([*scratch, *map(Path, HIDDEN), Path.home(), *self.hide,
+                                         *(Path(os.environ[k]) for k in ("TMPDIR", "XDG_RUNTIME_DIR")
+                                           if os.environ.get(k))]) if p not in scratch]
+        candidates = [*confine.tools(os.environ.get("PATH", "")), *confine.interpreter(binary)]
+        tools = [tool for tool in confine.visible(candidates, [*hidden, *scratch], [*hidden, *self.hide])
+                 if not any(confine.inside(tool, h) for h in self.hide)]
+        return confine.Mounts(cwd=cwd, network=network, hidden=tuple(hidden), scratch=tuple(scratch),
+                              readable=tuple(dict.fromkeys([*tools, *reads])), writable=tuple(writes),
+                              dirs=(SCRATCH_HOME,), unprivileged=self.unprivileged, pid1=True)
+
+
+    def wrap(self, command: list[str] | str, *, binary: Path, suite_dir: Path, root: Path,
+             results_file: Path | None, loopback: bool) -> list[str] | str:
+        """`command` inside this run's own sandbox, or as it is when runs are not confined.
+
+        It reads the suite's directory, the binary's and the fixtures under
+        `root`; it writes `{workdir}` (emptied first) and `results_file`.
+        """
+        if not self.confined:
+            return command
+        work = root / "work"
+        fresh_workdir(work, self)
+        writes = [work]
+        if results_file is not None:
+            results_file.parent.mkdir(parents=True, exist_ok=True)
+            results_file.touch()
+            if self.unprivileged:
+                confine.hand_over([results_file])
+            writes.append(results_file)
+        mounts = self.mounts(cwd=suite_dir, binary=binary, reads=[suite_dir, binary.parent, root / "fixtures"],
+                             writes=writes, network=loopback)
+        return confine.argv(mounts, ["/bin/sh", "-c", command] if isinstance(command, str) else command)
+
+
+UNCONFINED = RunConfinement(False, "measured runs are not confined")
+
+
+def _outermost(paths: Iterable[Path]) -> list[Path]:
+    real = sorted({Path(os.path.abspath(p)) for p in paths if p.is_dir() and Path(os.path.abspath(p)) != Path("/")},
+                  key=lambda p: len(p.parts))
+    return [p for p in real if not any(q != p and q in p.parents for q in real)]
+
+
+def confine_runs(wanted: bool, *, reads: Iterable[Path] = (), hide: Iterable[Path] = ()) -> RunConfinement:
+    """Confined when `wanted` and bubblewrap works here; `reads`: what the sandbox uid must be able to read.
+
+    When orchard is root and one of `reads` is not readable by other users,
+    the runs are still confined but keep orchard's uid (the note says which
+    path): a verdict of your own files never fails for it.
+    """
+    if not wanted:
+        return RunConfinement(False, "measured runs are not confined (turned off)")
+    why = confine.unavailable()
+    if why is not None:
+        return RunConfinement(False, f"measured runs are not confined: {why}")
+    closed = [p for p in reads if confine.dropping() and not confine.world_readable(p)]
+    network = "no network unless a scenario says loopback = true"
+    if closed:
+        return RunConfinement(True, f"measured runs confined (bubblewrap, fresh HOME and TMPDIR per run, {network}) "
+                                    f"but as orchard's own uid: {closed[0]} is not readable by other users",
+                              unprivileged=False, hide=tuple(hide))
+    who = f"as uid {confine.sandbox_id()}" if confine.dropping() else "as your user"
+    return RunConfinement(True, f"measured runs confined (bubblewrap {who}, fresh HOME and TMPDIR per run, "
+                                f"{network})", hide=tuple(hide))
+
+
+def for_campaign(wanted: bool, suite_dir: Path, *binaries: Path) -> RunConfinement:
+    """The confinement of a standalone campaign: bubblewrap when the suite allows it and it works here."""
+    return confine_runs(wanted, reads=[suite_dir, *binaries, *(binary.parent for binary in binaries)])
+
+
+def fresh_workdir(workdir: Path, confinement: RunConfinement) -> None:
+    """Empty `{workdir}` before a confined run, so no run finds what an earlier one left there."""
+    if not confinement.confined:
+        return
+    shutil.rmtree(workdir, ignore_errors=True)
+    workdir.mkdir(parents=True)
+    if confinement.unprivileged:
+        confine.hand_over([workdir])

@@ -1,0 +1,268 @@
+"""Confinement: the command line that runs one untrusted command in bubblewrap, unprivileged and limited.
+
+Shared by the bench (every measured run) and the lab (workers, the planner,
+the reviewer, judge steps): one place builds bwrap's arguments.
+
+- **Mounts**: the whole system read-only, fresh /proc and /dev, the places
+  named `hidden` covered by an empty tmpfs, then `readable` bound back
+  read-only, `writable` read-write and `sealed` read-only again inside them.
+- **Unprivileged**: when orchard runs as root, bwrap makes the mounts and
+  the command inside starts through `setpriv` as a dedicated unprivileged uid
+  and gid (`sandbox_id`: "nobody" unless `ORCHARD_SANDBOX_UID` says
+  otherwise), with no supplementary groups, no capabilities and
+  no_new_privs. (`bwrap --unshare-user --uid N` alone would still be root
+  outside: the kernel checks files against the real uid, and /etc/shadow
+  would look owned by the sandbox.) What the sandbox must write is handed to
+  that uid (`hand_over`).
+- **Limits**: memory (address space), processes and CPU time as rlimits set
+  by `prlimit` just before bwrap, so bwrap and everything under it inherit
+  them. rlimits count per process (memory, CPU) and per uid (processes),
+  not per sandbox; `Limits.describe` says so where they are shown.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+PROBE_TIMEOUT_S = 30.0
+# Given back under a hidden place: systemd-resolved's resolv.conf (where /etc/resolv.conf may point).
+SYSTEM_VISIBLE = ("/run/systemd/resolve",)
+UID_ENV = "ORCHARD_SANDBOX_UID"
+NOBODY = 65534
+CPU_GRACE_S = 5  # SIGXCPU at the CPU limit, SIGKILL this much later (for a process that ignores SIGXCPU)
+SIGXCPU_EXIT = 128 + 24  # how a shell reports a process its CPU limit ended
+
+
+def sandbox_id() -> int:
+    """The uid (and gid) sandboxes run as when orchard is root: `ORCHARD_SANDBOX_UID`, else nobody."""
+    value = os.environ.get(UID_ENV, "")
+    return int(value) if value.isdigit() and int(value) > 0 else NOBODY
+
+
+def dropping() -> bool:
+    """Whether sandboxes drop to `sandbox_id()`: only when orchard runs as root."""
+    return os.geteuid() == 0
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-process rlimits for one sandbox; None: not limited."""
+
+    memory_mb: int | None = None  # RLIMIT_AS of each process
+    processes: int | None = None  # RLIMIT_NPROC: processes of the sandbox's uid
+    cpu_s: int | None = None  # RLIMIT_CPU of each process (SIGXCPU, then SIGKILL)
+
+    def prlimit_args(self) -> list[str]:
+        """`prlimit --as=... --` for the limits set; nothing when none is."""
+        flags = [f"--as={self.memory_mb * 1024 * 1024}" if self.memory_mb else "",
+                 f"--nproc={self.processes}" if self.processes else "",
+                 f"--cpu={self.cpu_s}:{self.cpu_s + CPU_GRACE_S}" if self.cpu_s else ""]
+        flags = [flag for flag in flags if flag]
+        return [_tool("prlimit"), *flags, "--"] if flags else []
+
+    def describe(self) -> str:
+        """One line for `orchard status`: the limits and how they are enforced."""
+        parts = [f"memory {self.memory_mb} MB per process" if self.memory_mb else "",
+                 f"{self.processes} processes" if self.processes else "",
+                 f"CPU {self.cpu_s} s per process" if self.cpu_s else ""]
+        said = ", ".join(part for part in parts if part)
+        return f"{said} (rlimits)" if said else "no limits"
+
+
+NO_LIMITS = Limits()
+
+
+def exit_hint(exit_code: int | None) -> str:
+    """What a sandbox's exit code says about a limit it hit ("" when nothing)."""
+    if exit_code in (SIGXCPU_EXIT, -24):
+        return " (over its CPU time limit)"
+    if exit_code in (128 + 9, -9):
+        return " (SIGKILL: its CPU time limit, or memory)"
+    return ""
+
+
+@dataclass(frozen=True)
+class Mounts:
+    """What one sandbox sees: hidden places, what comes back read-only or read-write, its directory."""
+
+    cwd: Path
+    network: bool = False  # False: its own network namespace (loopback only)
+    hidden: tuple[Path, ...] = ()  # covered by an empty tmpfs, in this order
+    scratch: tuple[Path, ...] = ()  # covered by an empty tmpfs anyone in the sandbox may write
+    readable: tuple[Path, ...] = ()  # bound read-only after hiding (skipped when missing)
+    writable: tuple[Path, ...] = ()  # bound read-write
+    sealed: tuple[Path, ...] = ()  # read-only again inside what is writable
+    dirs: tuple[Path, ...] = ()  # created empty (inside a hidden tmpfs) after the mounts
+    unprivileged: bool = True  # False: keep orchard's own uid (only where the sandbox uid could not read its input)
+    # the command itself is PID 1 (no bwrap reaper in between), so its CPU time and peak memory reach the
+    # caller's wait4; what it starts still dies with it
+    pid1: bool = False
+
+    @property
+    def drops(self) -> bool:
+        """Whether this sandbox runs as `sandbox_id()` (orchard is root and the sandbox is unprivileged)."""
+        return self.unprivileged and dropping()
+
+    def bwrap_args(self) -> list[str]:
+        args = ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--new-session"]
+        if not self.drops:
+            args += ["--cap-drop", "ALL"]  # when it drops, setpriv inside takes every capability away
+        if not self.network:
+            args.append("--unshare-net")
+        if self.pid1:
+            args.append("--as-pid-1")
+        args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        for path in self.hidden:
+            args += ["--tmpfs", str(path)]
+        for path in self.scratch:
+            args += ["--perms", "1777", "--tmpfs", str(path)]
+        bound = [*self.readable, *self.writable]
+        for path in self._parents(bound):  # what bwrap would make private to root: passable for the sandbox uid
+            args += ["--perms", "0755", "--dir", str(path)]
+        for path in self.readable:
+            args += ["--ro-bind-try", str(path), str(path)]
+        for path in self.writable:
+            args += ["--bind", str(path), str(path)]
+        for path in self.sealed:
+            args += ["--ro-bind", str(path), str(path)]
+        for path in self.dirs:
+            args += ["--perms", "0777", "--dir", str(path)]
+        return [*args, "--chdir", str(self.cwd)]
+
+    def _parents(self, bound: Iterable[Path]) -> list[Path]:
+        """The directories between a hidden place and what is bound inside it, outermost first."""
+        covered = [*self.hidden, *self.scratch]
+        found = {parent for path in bound for parent in path.parents
+                 if any(top in parent.parents for top in covered)}
+        return sorted(found, key=lambda p: len(p.parts))
+
+
+def _tool(name: str) -> str:
+    return shutil.which(name) or f"/usr/bin/{name}"
+
+
+def bwrap() -> str | None:
+    """The `bwrap` on PATH, if any."""
+    return shutil.which("bwrap")
+
+
+def argv(mounts: Mounts, command: Iterable[str], limits: Limits = NO_LIMITS) -> list[str]:
+    """The whole argv: [prlimit] bwrap ARGS -- [setpriv as the sandbox uid] COMMAND.
+
+    bwrap runs as orchard's user, so it can reach every path it binds; the
+    command inside drops to the sandbox uid with no capabilities (and no way
+    back: no_new_privs) after the mounts are made.
+    """
+    found = bwrap()
+    if found is None:
+        raise FileNotFoundError("bwrap")
+    drop = [_tool("setpriv"), f"--reuid={sandbox_id()}", f"--regid={sandbox_id()}", "--clear-groups",
+            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"] if mounts.drops else []
+    return [*limits.prlimit_args(), found, *mounts.bwrap_args(), "--", *drop, *command]
+
+
+def unavailable() -> str | None:
+    """Why no sandbox can be made here (bwrap missing or refused), or None when one can."""
+    found = bwrap()
+    return "bubblewrap (`bwrap`) is not on PATH" if found is None else _probe(found)
+
+
+@functools.cache
+def _probe(found: str) -> str | None:
+    """One try of the `bwrap` at `found` (each one once: PATH may name another later)."""
+    try:
+        answer = subprocess.run(argv(Mounts(Path("/")), ["true"]), capture_output=True, text=True,
+                                timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"bubblewrap (`bwrap`) cannot run: {error}"
+    if answer.returncode != 0:
+        tail = (answer.stderr or answer.stdout).strip().splitlines()[-1:] or [f"exit {answer.returncode}"]
+        return f"bubblewrap (`bwrap`) cannot make a sandbox here ({tail[0][:200]})"
+    return None
+
+
+def inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def tools(path: str, executable: str = "", extra: Iterable[str] = ()) -> list[Path]:
+    """What a sandboxed command must read to run at all: PATH, a CLI's installation, orchard's Python, `extra`.
+
+    A version manager's `shims` directory runs its manager's own scripts and
+    versions (pyenv, rbenv, asdf, nodenv): its whole root is readable. A CLI
+    that is a link into a virtualenv or package gets that installation.
+    """
+    found_tools = [Path(entry) for entry in path.split(os.pathsep) if entry]
+    found_tools += [entry.parent for entry in found_tools if entry.name == "shims"]
+    found = shutil.which(executable, path=path) if executable else None
+    if found:
+        real = Path(found).resolve().parent
+        found_tools += [Path(found).parent, real.parent if real.name == "bin" else real]
+    package = Path(__file__).resolve().parent
+    return [*found_tools, Path(sys.prefix), Path(sys.base_prefix), package.parent, *map(Path, SYSTEM_VISIBLE),
+            *(Path(p).expanduser() for p in extra)]
+
+
+def interpreter(binary: Path) -> list[Path]:
+    """A `#!` script's interpreter, and the installation it belongs to (`.../bin/python` -> `...`)."""
+    try:
+        with binary.open("rb") as handle:
+            line = handle.readline(512)
+    except OSError:
+        return []
+    words = line[2:].decode(errors="replace").split() if line.startswith(b"#!") else []
+    if not words or not words[0].startswith("/"):
+        return []
+    real = Path(words[0]).resolve().parent
+    return [Path(words[0]).parent, real.parent if real.name == "bin" else real]
+
+
+def visible(candidates: Iterable[Path], hidden: Sequence[Path], protected: Sequence[Path],
+            private: Path | None = None) -> list[Path]:
+    """The candidates a hidden place would take away, unless one is inside `private` or holds something
+    `protected` (binding it would show what was hidden)."""
+    out: list[Path] = []
+    for tool in (Path(os.path.abspath(c)) for c in candidates):
+        if (tool.exists() and tool not in out and any(inside(tool, h) for h in hidden)
+                and not (private is not None and inside(tool, private))
+                and not any(inside(p, tool) for p in protected)):
+            out.append(tool)
+    return out
+
+
+def world_readable(path: Path) -> bool:
+    """Whether a user who is neither owner nor group (the sandbox uid) can read `path` (and enter it, a directory)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return bool(mode & 0o004) and (not path.is_dir() or bool(mode & 0o001))
+
+
+def hand_over(paths: Iterable[Path], skip: Iterable[Path] = ()) -> None:
+    """Make `paths` (recursively) the sandbox uid's, so an unprivileged sandbox can write them.
+
+    Only when orchard is root (otherwise the sandbox runs as orchard's own
+    user, who owns them already). Links are changed, never followed; what is
+    under `skip` (object packs hard-linked with the judge's clone) is left alone.
+    """
+    if not dropping():
+        return
+    uid = sandbox_id()
+    skipped = {Path(p) for p in skip}
+    for path in paths:
+        if not path.exists():
+            continue
+        os.lchown(path, uid, uid)
+        for root, dirnames, filenames in os.walk(path):
+            here = Path(root)
+            dirnames[:] = [d for d in dirnames if here / d not in skipped]
+            for name in (*dirnames, *filenames):
+                os.lchown(here / name, uid, uid)
