@@ -54,7 +54,7 @@ from orchard.demo.lab import make_demo
 from orchard.lab import bench_view, builds, collection, judge, resume, stop, sweep, verdicts, worker_start
 from orchard.lab import loop as loop_module
 from orchard.lab import start as start_module
-from orchard.lab.executors.base import Executor
+from orchard.lab.executors.process import ProcessExecutor
 from orchard.lab.loop import Lab
 from orchard.lab.state import LabState
 from orchard.lab.vcs.base import Vcs
@@ -74,8 +74,8 @@ PHASES: tuple[tuple[Any, str, str], ...] = (
     (Lab, "preflight", "lab start"),
     (start_module, "start", "lab start"),
     (resume, "resume_workers", "lab start"),
-    (Executor, "poll", "executor: poll the workers"),
-    (Executor, "start", "executor: start a worker"),
+    (ProcessExecutor, "poll", "executor: poll the workers"),
+    (ProcessExecutor, "start", "executor: start a worker"),
     (stop, "stop_reason", "stop conditions"),
     (Lab, "assign", "assign: pick, pins, lab.db"),
     (worker_start, "start_worker", "worker start: prompt, lab.db"),

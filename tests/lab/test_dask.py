@@ -18,14 +18,16 @@ import pytest
 from orchard.demo.lab import make_demo
 from orchard.lab import config as config_module
 from orchard.lab import config_file
-from orchard.lab.candidate import Flag, from_remote
+from orchard.lab.candidate import Flag, collect_candidate
+from orchard.lab.executors import JobResult
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.judgment import Decision, Rule
 from orchard.lab.launchers import make_launcher
-from orchard.lab.remote import RemoteExperiment, RemoteOutcome, lab_id, remove_scratch, run_experiment, scratch_dir
+from orchard.lab.remote import RemoteExperiment, lab_id, remove_scratch, run_experiment, scratch_dir
 from orchard.lab.serving import RepositoryServer, ServedRepositories
 from orchard.lab.state import LabState
+from orchard.lab.worker_output import CheckoutReading, RemoteRun
 from orchard.lab.workspace import WorkerCheckout, Workspace
 from tests.lab.lab_helpers import assert_nothing_left, git, stop_process_groups, wait_for
 from tests.lab.lab_helpers import lab_events as events
@@ -222,21 +224,21 @@ def test_a_scratch_copy_left_by_a_killed_lab_fetches_from_the_next_runs_git_daem
     config = ws.config.replace("launcher", name="command", template="echo worked; " + FINISHED)
     hypothesis = Hypothesis(metric="report/wall_ms", change="x", id="terse-report", scope=("wordfreq/report.py",))
 
-    def run(name: str, served: ServedRepositories) -> RemoteOutcome:
+    def run(name: str, served: ServedRepositories) -> JobResult:
         return run_experiment(RemoteExperiment(lab_id(ws.root), name, "w1", hypothesis, ws.target_base(),
                                                ws.bench_base(), served, config))
 
     try:
         with RepositoryServer("git-daemon", ws.root, ws.reference_target, ws.bench_dir) as first:
-            assert run("first", first).error is None
+            assert run("first", first).reason is None
         # the lab was killed (its scratch copy stays); its next run serves on another port, never the old one
         with socket.socket() as old_port:  # bound, never listening: a connection there is refused
             old_port.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past the old connections' TIME_WAIT
             old_port.bind(("127.0.0.1", int(first.target.split(":")[2].split("/")[0])))
             with RepositoryServer("git-daemon", ws.root, ws.reference_target, ws.bench_dir) as second:
                 outcome = run("second", second)
-        assert outcome.error is None, outcome.error
-        assert outcome.fetched_from == second.target and "worked" in outcome.log_tail
+        assert outcome.reason is None and outcome.remote is not None, outcome.reason
+        assert outcome.remote.fetched_from == second.target and "worked" in outcome.remote.log_tail
     finally:
         remove_scratch(lab_id(ws.root))
     assert_no_scratch(ws.root)
@@ -248,11 +250,15 @@ def test_the_lab_trusts_the_patch_not_what_a_remote_worker_says_about_it(tmp_pat
     hypothesis = Hypothesis(metric="report/wall_ms", change="x", id="narrow", scope=("wordfreq/report.py",))
     experiment = Experiment("narrow", hypothesis, WorkerCheckout(ws.worker("w1"), base, ws.bench_base()))
     patch = ("diff --git a/tests/test_x.py b/tests/test_x.py\nnew file mode 100644\n--- /dev/null\n"
-             "+++ b/tests/test_x.py\n@@ -0,0 +1 @@\n+assert True\n")
-    outcome = RemoteOutcome("narrow", "elsewhere", "tcp://10.0.0.9:4000", 0, None, False, "t", 1.0, 0.0,
-                            target_head=base, patch=patch, report_text="{not json", log_tail="claims: all in scope\n")
-    candidate = from_remote(ws, experiment, outcome, make_launcher(ws.config.launcher))
-    assert candidate.changed_files == ["tests/test_x.py"]
+             "+++ b/tests/test_x.py\n@@ -0,0 +1 @@\n+assert True\n"
+             "diff --git a/wordfreq.egg-info/PKG-INFO b/wordfreq.egg-info/PKG-INFO\nnew file mode 100644\n"
+             "--- /dev/null\n+++ b/wordfreq.egg-info/PKG-INFO\n@@ -0,0 +1 @@\n+Name: wordfreq\n")
+    sent = RemoteRun("elsewhere", "tcp://10.0.0.9:4000", CheckoutReading(target_head=base, patch=patch),
+                     report_text="{not json", log_tail="claims: all in scope\n")
+    result = JobResult("narrow", 0, None, False, False, "t", 1.0, ws.log_path("narrow"), remote=sent)
+    candidate = collect_candidate(ws, experiment, result, make_launcher(ws.config.launcher))
+    assert candidate.changed_files == ["tests/test_x.py"]  # read from the patch; its build output left out
+    assert "egg-info" not in candidate.patch
     assert Flag.SCOPE_VIOLATION in candidate.flags and Flag.REPORT_MALFORMED in candidate.flags
     assert candidate.host == "elsewhere (tcp://10.0.0.9:4000)"
     assert "ran on dask worker elsewhere" in Path(candidate.log_path).read_text()

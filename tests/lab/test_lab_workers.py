@@ -16,7 +16,7 @@ import libtmux
 import pytest
 
 from orchard.lab.candidate import Candidate, collect_candidate
-from orchard.lab.executors import Executor, JobResult, make_executor
+from orchard.lab.executors import JobResult, ProcessExecutor, make_executor
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.launcher import Launcher
@@ -62,7 +62,7 @@ def _patch(name: str, old: str, new: str) -> str:
 
 def run_experiments(
     workspace: Workspace,
-    executor: Executor,
+    executor: ProcessExecutor,
     launcher: Launcher,
     plans: dict[str, tuple[Hypothesis, dict[str, str]]],
     mark: str,

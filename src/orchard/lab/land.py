@@ -40,11 +40,12 @@ from typing import TYPE_CHECKING, Any
 
 from orchard.lab import pins, special_files
 from orchard.lab.builds import BuiltBinary, baseline_binary, candidate_step, checkout_with_patch, placeholders
-from orchard.lab.candidate import a_few, patch_files
+from orchard.lab.candidate import a_few
 from orchard.lab.experiment import ExperimentStatus
 from orchard.lab.hypothesis import Hypothesis, outside_scope
 from orchard.lab.judge import judge
 from orchard.lab.judgment import Decision, Judgment, patch_digest
+from orchard.lab.patches import patch_files
 from orchard.lab.publication import check_published, main_branch, publication, push
 from orchard.lab.verdict_table import after_pairs
 from orchard.lab.verdicts import (

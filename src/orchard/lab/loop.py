@@ -51,7 +51,7 @@ from orchard.lab import (
 )
 from orchard.lab import land as landing
 from orchard.lab.db_records import ExperimentRecord
-from orchard.lab.executors import Executor, SubprocessExecutor, make_executor
+from orchard.lab.executors import Executor, ProcessExecutor, SubprocessExecutor, make_executor
 from orchard.lab.executors.dask import DaskExecutor
 from orchard.lab.experiment import Experiment, ExperimentStatus
 from orchard.lab.hypothesis import HypothesisStatus
@@ -82,13 +82,13 @@ class Lab:
         self.measure_progress = measure_progress
         self.launchers: dict[str, Launcher] = {}
         self.down: set[str] = set()  # launchers whose agent could not work in this run: given no more work
-        self.executor: Executor | DaskExecutor | None = None
+        self.executor: Executor | None = None
         self.started = time.time()
         self._pool: ThreadPoolExecutor | None = None
         self._judging: dict[str, Future[Judgment]] = {}
         self._landing: dict[str, Future[landing.LandOutcome]] = {}
         self._one_landing = threading.Lock()  # merges into main are serial
-        self.planner_executor: Executor | None = None  # the refill planner's own executor (never the workers')
+        self.planner_executor: ProcessExecutor | None = None  # the refill planner's own executor (never the workers')
         self.plan: planner.PlanRun | None = None
         self.refill_failed = False
         self.deferred: set[str] = set()  # hypotheses whose launch failed in this run: back in the backlog, not retried
@@ -98,7 +98,7 @@ class Lab:
         """One experiment failed (see lab/isolation.py): record why and go on, unless the lab itself failed."""
         if lab_wide(error) or self.state.experiment(record.name).status in (Status.LANDING, Status.DONE):
             raise error  # the lab's own failure, or one after the experiment's end was recorded
-        if isinstance(self.executor, Executor) and record.name in self.executor.running():
+        if self.executor is not None and record.name in self.executor.running():
             self.executor.cancel(record.name, f"its {stage} failed")
         reason = end_experiment(self.state, record, stage, error, self.ws.config.workers.count)
         if stage == Stage.LAUNCH:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from orchard.errors import OrchardError, UsageError
 from orchard.lab import backlog, records, view
-from orchard.lab.executors import Executor, Job, JobResult, make_executor
+from orchard.lab.executors import Job, JobResult, ProcessExecutor, make_executor
 from orchard.lab.experiment import Experiment
 from orchard.lab.hypothesis import Hypothesis
 from orchard.lab.journal import render_journal
@@ -108,7 +108,8 @@ class PlanRun:
     launcher: Launcher
 
 
-def start_plan(ws: Workspace, state: LabState, executor: Executor, *, say: Callable[[str], None] = print) -> PlanRun:
+def start_plan(ws: Workspace, state: LabState, executor: ProcessExecutor, *,
+               say: Callable[[str], None] = print) -> PlanRun:
     """Start the planner (the lab's launcher) on `executor` in its own checkout of main."""
     launcher = make_launcher(ws.config.launcher)
     if launcher.name == "patch":

@@ -1,4 +1,4 @@
-"""Executors: where workers run. `make_executor` picks one from the configuration."""
+"""Executors: where workers run. `make_executor` picks a process executor from the configuration."""
 
 from __future__ import annotations
 
@@ -6,12 +6,13 @@ import shutil
 from pathlib import Path
 
 from orchard.errors import UsageError
-from orchard.lab.executors.base import DONE_MARKER, Executor, Job, JobResult, kill_tree
+from orchard.lab.executors.base import Executor, Job, JobResult, Started, WorkerStart
+from orchard.lab.executors.process import DONE_MARKER, ProcessExecutor, kill_tree
 from orchard.lab.executors.subprocess import SubprocessExecutor
 from orchard.lab.executors.tmux import TmuxExecutor, attach_command
 
 
-def make_executor(kind: str, socket_name: str, runtime_dir: Path | None = None) -> Executor:
+def make_executor(kind: str, socket_name: str, runtime_dir: Path | None = None) -> ProcessExecutor:
     """`tmux`, `subprocess`, or `auto` (tmux when installed); `socket_name` and `runtime_dir` are the workspace's."""
     if kind == "auto":
         kind = "tmux" if shutil.which("tmux") else "subprocess"
@@ -22,5 +23,5 @@ def make_executor(kind: str, socket_name: str, runtime_dir: Path | None = None) 
     raise UsageError(f"unknown executor {kind!r}; known: auto, tmux, subprocess")
 
 
-__all__ = ["DONE_MARKER", "Executor", "Job", "JobResult", "SubprocessExecutor", "TmuxExecutor",
-           "attach_command", "kill_tree", "make_executor"]
+__all__ = ["DONE_MARKER", "Executor", "Job", "JobResult", "ProcessExecutor", "Started", "SubprocessExecutor",
+           "TmuxExecutor", "WorkerStart", "attach_command", "kill_tree", "make_executor"]

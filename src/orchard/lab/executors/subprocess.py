@@ -14,7 +14,8 @@ import subprocess
 
 import psutil
 
-from orchard.lab.executors.base import Executor, Job, _Running, exit_line, wrap
+from orchard.lab.executors.base import Job
+from orchard.lab.executors.process import ProcessExecutor, _Running, exit_line, wrap
 
 JOB_MARK = "ORCHARD_JOB"
 
@@ -27,7 +28,7 @@ def _mark(proc: psutil.Process | None) -> str | None:
         return None
 
 
-class SubprocessExecutor(Executor):
+class SubprocessExecutor(ProcessExecutor):
     kind = "subprocess"
 
     def _launch(self, job: Job) -> tuple[int, object]:

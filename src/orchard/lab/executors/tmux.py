@@ -27,7 +27,8 @@ from typing import cast
 import libtmux
 
 from orchard.errors import UsageError
-from orchard.lab.executors.base import Executor, Job, _Running, exit_line, wrap
+from orchard.lab.executors.base import Job
+from orchard.lab.executors.process import ProcessExecutor, _Running, exit_line, wrap
 
 SESSION = "orchard"
 # How long a dead pane may show no exit status before it is recorded as unknown.
@@ -52,7 +53,7 @@ def _handle(running: _Running) -> tuple[str, str]:
     window_id, key = cast(tuple[str, str], running.handle)
     return window_id, key
 
-class TmuxExecutor(Executor):
+class TmuxExecutor(ProcessExecutor):
     kind = "tmux"
 
     def __init__(self, socket_name: str, runtime_dir: Path | None = None) -> None:
