@@ -277,3 +277,27 @@ def test_an_unreachable_scheduler_is_one_clear_error(tmp_path: Path, mark: str,
     assert "cannot reach the dask scheduler" in output and "Traceback" not in output
     assert_nothing_left(mark, None)
     assert not list(Path(tempfile.gettempdir()).glob(f"orchard-dask-{lab_id(ws.root)}"))
+
+
+def test_a_dask_host_reads_a_hostile_checkout_as_the_lab_does(tmp_path: Path) -> None:
+    """A report that is a link is never followed on the worker's host (it was: the host's /etc/passwd came back as
+    the report's text), and the worker's .git config (fsmonitor) never runs there."""
+    ran = tmp_path / "hook-ran"
+    ws = make_demo(tmp_path / "lab", workers=1, only=["terse-report"])
+    attack = (f"printf '#!/bin/sh\\necho \"$0 $*\" >> {ran}\\n' > .git/evil-hook && chmod +x .git/evil-hook && "
+              "git config core.fsmonitor \"$PWD/.git/evil-hook\" && echo '# terse' >> wordfreq/report.py && "
+              "ln -s /etc/passwd {report}")
+    config = ws.config.replace("launcher", name="command", template=attack)
+    hypothesis = Hypothesis(metric="report/wall_ms", change="x", id="terse-report", scope=("wordfreq/report.py",))
+    served = ServedRepositories(str(ws.reference_target), str(ws.bench_dir))
+    try:
+        result = run_experiment(RemoteExperiment(lab_id(ws.root), "hostile", "w1", hypothesis, ws.target_base(),
+                                                 ws.bench_base(), served, config))
+    finally:
+        remove_scratch(lab_id(ws.root))
+    assert result.exit_code == 0 and result.remote is not None, result.remote
+    assert not ran.exists(), ran.read_text()
+    assert result.remote.report_text is None and "symlink" in (result.remote.report_unreadable or "")
+    experiment = Experiment("hostile", hypothesis, WorkerCheckout(ws.worker("w1"), ws.target_base(), ws.bench_base()))
+    candidate = collect_candidate(ws, experiment, result, make_launcher(config.launcher))
+    assert candidate.changed_files == ["wordfreq/report.py"] and candidate.flags == [Flag.REPORT_UNREADABLE]

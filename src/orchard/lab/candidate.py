@@ -171,7 +171,7 @@ def collect_candidate(
     if result.remote is None:
         worker = experiment.checkout.worker
         output = WorkerOutput(read_checkout(workspace, experiment, never_the_change(workspace, launcher)),
-                              worker.report_path, result.log_path)
+                              report_module.read_report(worker.report_path, experiment.name), result.log_path)
     else:
         output = received(workspace, experiment.name, result.remote, result.reason)
     return candidate_from(workspace, experiment, result, output, launcher)
@@ -192,7 +192,9 @@ def received(workspace: Workspace, name: str, run: RemoteRun, error: str | None)
     report_copy.unlink(missing_ok=True)
     if run.report_text is not None:
         report_copy.write_text(run.report_text, encoding="utf-8")
-    return WorkerOutput(run.reading, report_copy, log, host=run.where)
+    report = (report_module.read_report(report_copy, name) if run.report_unreadable is None else
+              ReportReading("unreadable", str(report_copy), problems=[run.report_unreadable]))
+    return WorkerOutput(run.reading, report, log, host=run.where)
 
 
 def candidate_from(workspace: Workspace, experiment: Experiment, result: JobResult, output: WorkerOutput,
@@ -205,7 +207,7 @@ def candidate_from(workspace: Workspace, experiment: Experiment, result: JobResu
     scope = list(experiment.hypothesis.scope)
     violations = outside_scope(changed, scope)
     special = [*reading.special_files, *special_files.in_patch(patch)]
-    report = report_module.read_report(output.report_path, experiment.name)
+    report = output.report
     log_text = log_tail(output.log_path)
     binaries = binary_files(patch)
     patch_bytes = len(patch.encode("utf-8", errors="surrogateescape"))

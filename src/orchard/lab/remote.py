@@ -213,9 +213,11 @@ def run_experiment(spec: RemoteExperiment) -> JobResult:
     report = read_report(checkout.worker.report_path, spec.name)  # never following a link the worker planted
     log = job.log_path.read_text(encoding="utf-8", errors="replace") if job.log_path.exists() else ""
     timings = Timings(round(setup_s, 3), round(run_s, 3), round(time.monotonic() - began - setup_s - run_s, 3))
+    unreadable = report.problems[0] if report.state == "unreadable" and report.problems else None
     return replace(result, remote=RemoteRun(host, address, reading, report_text=report.raw,
-                                            log_tail=log[-LOG_TAIL_CHARS:], prompt=prompt.read_text(encoding="utf-8"),
-                                            timings=timings, fetched_from=fetched_from))
+                                            report_unreadable=unreadable, log_tail=log[-LOG_TAIL_CHARS:],
+                                            prompt=prompt.read_text(encoding="utf-8"), timings=timings,
+                                            fetched_from=fetched_from))
 
 
 def host_problem(repositories: ServedRepositories, workers: WorkersConfig) -> str | None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from orchard.lab.report import ReportReading
+
 
 @dataclass(frozen=True)
 class CheckoutReading:
@@ -52,6 +54,7 @@ class RemoteRun:
     address: str  # the dask worker's address
     reading: CheckoutReading = field(default_factory=CheckoutReading)  # empty when nothing could be read
     report_text: str | None = None
+    report_unreadable: str | None = None  # why the host could not read the report (a link, a FIFO, too big)
     log_tail: str = ""
     prompt: str = ""
     timings: Timings = field(default_factory=Timings)
@@ -69,6 +72,6 @@ class WorkerOutput:
     """The one input candidate collection computes from, local or remote: the reading and the lab's own files."""
 
     reading: CheckoutReading
-    report_path: Path  # the worker's report, or the lab's copy of a remote one
+    report: ReportReading  # the worker's report as read here, or the lab's copy of a remote one
     log_path: Path  # the worker's log, or the lab's copy of a remote one's tail
     host: str | None = None  # where it ran; None: this machine
