@@ -301,3 +301,65 @@ def test_a_dask_host_reads_a_hostile_checkout_as_the_lab_does(tmp_path: Path) ->
     experiment = Experiment("hostile", hypothesis, WorkerCheckout(ws.worker("w1"), ws.target_base(), ws.bench_base()))
     candidate = collect_candidate(ws, experiment, result, make_launcher(config.launcher))
     assert candidate.changed_files == ["wordfreq/report.py"] and candidate.flags == [Flag.REPORT_UNREADABLE]
+
+
+SETTLED_BY_RULE = {Rule.HARNESS, Rule.SCOPE, Rule.TESTS, Rule.TESTS_KEPT, Rule.GATES}  # their reasons hold no estimate
+
+
+def _as_an_sdist(ws: Workspace) -> None:
+    """The demo's target as a PyPI sdist is (texttable's): its egg-info tracked, and a build that rewrites it
+    (and adds a file beside it), in every checkout the build runs in: a worker's, the judge's."""
+    target = ws.reference_target
+    (target / "wordfreq.egg-info").mkdir()
+    (target / "wordfreq.egg-info" / "PKG-INFO").write_text("Metadata-Version: 2.4\nName: wordfreq\n")
+    (target / "wordfreq.egg-info" / "SOURCES.txt").write_text("wordfreq/__init__.py\n")
+    makefile = target / "Makefile"
+    makefile.write_text(makefile.read_text().replace(
+        "\tchmod +x build/wordfreq\n",
+        "\tchmod +x build/wordfreq\n\tdate +%s%N >> wordfreq.egg-info/PKG-INFO\n"
+        "\tls wordfreq > wordfreq.egg-info/SOURCES.txt\n\techo wordfreq > wordfreq.egg-info/top_level.txt\n"))
+    git(target, "add", "-A")
+    git(target, "commit", "-qm", "as released: the egg-info tracked")
+    git(target, "push", "-q", "origin", "HEAD:main")
+
+
+def _judged(root: Path) -> dict[str, tuple[str | None, str | None, list[str], tuple[str, ...], str, tuple[str, ...]]]:
+    """Each hypothesis's decision, rule, reasons, and its candidate's flags, patch and changed files."""
+    state = LabState.open(root)
+    try:
+        return {e.hypothesis: (e.decision, e.judgment.rule if e.judgment else None, list(e.reasons),
+                               tuple(e.candidate.flags) if e.candidate else (),
+                               e.candidate.patch if e.candidate else "",
+                               tuple(e.candidate.changed_files) if e.candidate else ())
+                for e in state.experiments()}
+    finally:
+        state.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # two labs' measurements on a shared machine
+def test_a_lab_whose_build_rewrites_tracked_outputs_decides_alike_on_both_executors(tmp_path: Path,
+                                                                                    mark: str) -> None:
+    hypotheses = ["terse-report", "top-ten-default", "tokenize-regex"]
+    local = make_demo(tmp_path / "local", workers=2, executor="subprocess", only=hypotheses)
+    remote = make_demo(tmp_path / "dask", workers=2, only=hypotheses)
+    use_cluster(remote, dask_workers=2)
+    for ws in (local, remote):
+        _as_an_sdist(ws)
+        finish(orchard("run", str(ws.root), mark=mark))
+    mine, theirs = _judged(local.root), _judged(remote.root)
+    assert mine.keys() == theirs.keys() == set(hypotheses)
+    for hypothesis, (decision, rule, reasons, flags, patch, changed) in mine.items():
+        other = theirs[hypothesis]
+        assert (flags, patch, changed) == other[3:], f"{hypothesis}: the collectors disagree"
+        assert not any("egg-info" in path for path in changed), changed
+        by_noise = {decision, other[0]} <= {Decision.KILL, Decision.ITERATE} and Rule.FLOOR in {rule, other[1]}
+        if by_noise:
+            assert Decision.LAND not in (decision, other[0]), hypothesis
+            continue
+        assert (decision, rule) == other[:2], f"{hypothesis}: {reasons} / {other[2]}"
+        if rule in SETTLED_BY_RULE:
+            assert reasons == other[2], hypothesis
+    assert theirs["terse-report"][0] == Decision.LAND and theirs["tokenize-regex"][1] == Rule.SCOPE
+    assert_nothing_left(mark, None)
+    assert_no_scratch(remote.root)
