@@ -6,9 +6,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from orchard.lab.config import DEFAULT_IGNORES
-from orchard.lab.patches import ignored, patch_files, section_paths, sections, without
-from orchard.lab.vcs.git import _excluded
+from orchard.lab.config.orchard_toml import DEFAULT_IGNORES
+from orchard.lab.workers.patches import ignored, patch_files, section_paths, sections, without
+from orchard.lab.workers.vcs.git import _excluded
 from tests.lab.lab_helpers import git
 
 PATTERNS = [*DEFAULT_IGNORES, "/top-only.txt", "docs/*.md", "**/gen/", "a/**/b.txt", "*.[oa]", "[!x]y.txt",

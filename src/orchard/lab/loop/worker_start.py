@@ -1,0 +1,57 @@
+"""Starting one experiment's worker: on whichever executor the lab runs, with the journal's record of it.
+
+The experiment is recorded STARTING before its worker starts, so a crash between the two is
+resumed by adopting the job, never by starting a second one (`resume.py`).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+from orchard.lab.loop.driver import Driver
+from orchard.lab.records.db import ExperimentRecord
+from orchard.lab.records.experiment import ExperimentStatus
+from orchard.lab.workers.builds import baseline_binary
+from orchard.lab.workers.executors import WorkerStart
+from orchard.lab.workers.worker_setup import prepare
+
+Status = ExperimentStatus
+# Tests only: `after-launch` makes orchard SIGKILL itself between starting a worker and recording it.
+KILL_AT = "ORCHARD_TEST_KILL_AT"
+
+
+def worker_start(lab: Driver, record: ExperimentRecord) -> WorkerStart:
+    """The experiment's worker as an executor starts it: its job here, and how to prepare it in the workspace."""
+    ws, launcher, experiment = lab.ws, lab.launcher(record), lab.experiment(record)
+
+    def prepare_here() -> Path:
+        return prepare(ws, experiment, launcher, baseline_binary(ws, lab.state, record.target_base))
+
+    return WorkerStart(experiment, launcher.job(ws, experiment), prepare_here)
+
+
+def start_worker(lab: Driver, record: ExperimentRecord) -> None:
+    """Start the experiment's worker (clean checkouts at the recorded bases, its prompt, its launcher) and record it.
+
+    The experiment is recorded STARTING before this runs: that record names the worker's job (its
+    tmux window, its subprocess's mark), so an orchard killed before it records RUNNING is resumed
+    by adopting the job it started, never by starting a second one.
+    """
+    assert lab.executor is not None
+    start = worker_start(lab, record)
+    started = lab.executor.start_worker(start)
+    if os.environ.get(KILL_AT) == "after-launch":
+        os.kill(os.getpid(), signal.SIGKILL)
+    launcher = lab.launcher(record)
+    with lab.state.transaction():
+        lab.state.update_experiment(record.name, status=Status.RUNNING)
+        lab.state.log("experiment-start", {"hypothesis": record.hypothesis, "worker": record.worker,
+                                           "lane": record.lane, "base": record.target_base,
+                                           "launcher": launcher.label, "title": start.experiment.hypothesis.title,
+                                           "executor": lab.executor.kind, "scheduler": started.submitted_to,
+                                           "prompt": str(started.prompt or ""),
+                                           "log": str(lab.ws.log_path(record.name))}, record.name)
+    where = f"submitted to {started.submitted_to} for" if started.submitted_to else "started on"
+    lab.say(f"{record.name}: {where} worker {record.worker} ({record.lane} lane, launcher {launcher.label})")
