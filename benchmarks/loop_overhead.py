@@ -59,7 +59,7 @@ from orchard.lab.loop import lab as loop_module
 from orchard.lab.loop import start as start_module
 from orchard.lab.loop.lab import Lab
 from orchard.lab.workers import bench_view, builds
-from orchard.lab.workers.executors.base import Executor
+from orchard.lab.workers.executors.local import ProcessExecutor
 from orchard.lab.workers.vcs.base import Vcs
 from orchard.lab.workers.workspace import Workspace
 
@@ -77,8 +77,8 @@ PHASES: tuple[tuple[Any, str, str], ...] = (
     (Lab, "preflight", "lab start"),
     (start_module, "start", "lab start"),
     (resume, "resume_workers", "lab start"),
-    (Executor, "poll", "executor: poll the workers"),
-    (Executor, "start", "executor: start a worker"),
+    (ProcessExecutor, "poll", "executor: poll the workers"),
+    (ProcessExecutor, "start", "executor: start a worker"),
     (stop, "stop_reason", "stop conditions"),
     (Lab, "assign", "assign: pick, pins, lab.db"),
     (worker_start, "start_worker", "worker start: prompt, lab.db"),

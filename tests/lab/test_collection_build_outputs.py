@@ -15,12 +15,16 @@ from orchard.lab.judge.candidate import collect_candidate
 from orchard.lab.records.candidate import Candidate
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.records.worker import WorkerCheckout
 from orchard.lab.workers import builds
-from orchard.lab.workers.executors import JobResult
+from orchard.lab.workers.executors import JobResult, SubprocessExecutor
+from orchard.lab.workers.launcher_base import Launcher
 from orchard.lab.workers.launchers import make_launcher
+from orchard.lab.workers.remote import RemoteExperiment, lab_id, remove_scratch, run_experiment
+from orchard.lab.workers.serving import ServedRepositories
 from orchard.lab.workers.workspace import Workspace
 from tests.helpers import orchard
-from tests.lab.lab_helpers import git
+from tests.lab.lab_helpers import REPORTS, git
 from tests.lab.loop_support import write_finished_report
 
 BUILD_OUTPUTS = {
@@ -47,6 +51,29 @@ def _collect(workspace: Workspace, edit: Callable[[Path], None],
     log.write_text("WORKER_DONE_0\n")
     result = JobResult("e1", 0, None, False, False, "", 1.0, log)
     return collect_candidate(workspace, experiment, result, make_launcher(workspace.config.launcher))
+
+
+def _run_locally(workspace: Workspace, hypothesis: Hypothesis, launcher: Launcher) -> Candidate:
+    experiment = Experiment("e1", hypothesis, workspace.setup_worker("w1", ignore=launcher.scratch))
+    with SubprocessExecutor() as executor:
+        executor.start(launcher.job(workspace, experiment))
+        (result,) = executor.wait()
+    return collect_candidate(workspace, experiment, result, launcher)
+
+
+def _run_remotely(workspace: Workspace, hypothesis: Hypothesis, launcher: Launcher) -> Candidate:
+    """The dask task's own function, run here: a scratch copy of the lab, served from the lab's paths."""
+    served = ServedRepositories(str(workspace.reference_target), str(workspace.bench_dir))
+    try:
+        result = run_experiment(RemoteExperiment(lab_id(workspace.root), "e2", "w2", hypothesis,
+                                                 workspace.target_base(), workspace.bench_base(), served,
+                                                 workspace.config))
+    finally:
+        remove_scratch(lab_id(workspace.root))
+    assert result.reason is None, result.reason
+    checkout = WorkerCheckout(workspace.worker("w2"), workspace.target_base(), workspace.bench_base())
+    experiment = Experiment("e2", hypothesis, checkout)
+    return collect_candidate(workspace, experiment, result, launcher)
 
 
 def _write(root: Path, files: dict[str, bytes]) -> None:
@@ -176,3 +203,24 @@ def test_a_tracked_build_output_the_build_rewrites_is_not_the_change(
     _write(checkout, {"pkg.egg-info/PKG-INFO": b"Metadata-Version: 2.1\n"})  # the judge's build, the same
     workspace.target_vcs.commit(checkout, "lab: win\n", branch="lab/e1", ignore=workspace.config.target.ignore)
     assert git(checkout, "show", "--name-only", "--format=", "HEAD").split() == ["src/alpha.txt"]
+
+
+def test_a_remote_and_a_local_worker_that_rebuild_tracked_outputs_are_collected_alike(
+    make_workspace: Callable[..., Workspace], target_repo: Path
+) -> None:
+    # issue 22: texttable's sdist tracks its egg-info and its build rewrites it; on dask the candidate was
+    # KILLed for "left its scope: files outside ['texttable.py']: texttable.egg-info/PKG-INFO, ..."
+    _write(target_repo, {"pkg.egg-info/PKG-INFO": b"Metadata-Version: 2.4\n"})
+    git(target_repo, "add", "-A")
+    git(target_repo, "commit", "-qm", "sdist as released")
+    edit_and_build = ("printf 'alpha 2\\n' > src/alpha.txt && printf 'Metadata-Version: 2.1\\n' > "
+                      "pkg.egg-info/PKG-INFO" + REPORTS)
+    workspace = make_workspace(f"[launcher]\nname = \"command\"\ntemplate = '''{edit_and_build}'''\n")
+    hypothesis = Hypothesis(metric="wall_ms", change="x", id="e1", scope=("src/alpha.txt",))
+    launcher = make_launcher(workspace.config.launcher)
+    local = _run_locally(workspace, hypothesis, launcher)
+    remote = _run_remotely(workspace, hypothesis, launcher)
+    for candidate in (local, remote):
+        assert candidate.changed_files == ["src/alpha.txt"] and "egg-info" not in candidate.patch
+        assert candidate.flags == []
+    assert remote.patch == local.patch

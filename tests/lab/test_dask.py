@@ -19,22 +19,19 @@ from orchard.demo.make import make_demo
 from orchard.lab.config import orchard_toml as config_module
 from orchard.lab.config import rendered as config_file
 from orchard.lab.db.state import LabState
-from orchard.lab.judge.candidate import Flag, from_remote
+from orchard.lab.judge.candidate import collect_candidate
+from orchard.lab.records.candidate import Flag
 from orchard.lab.records.events import ExperimentHost
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.records.judgment import Decision, JudgmentEntry, Rule
+from orchard.lab.records.worker import WorkerCheckout
+from orchard.lab.records.worker_output import CheckoutReading, RemoteRun
+from orchard.lab.workers.executors import JobResult
 from orchard.lab.workers.launchers import make_launcher
-from orchard.lab.workers.remote import (
-    RemoteExperiment,
-    RemoteOutcome,
-    lab_id,
-    remove_scratch,
-    run_experiment,
-    scratch_dir,
-)
+from orchard.lab.workers.remote import RemoteExperiment, lab_id, remove_scratch, run_experiment, scratch_dir
 from orchard.lab.workers.serving import RepositoryServer, ServedRepositories
-from orchard.lab.workers.workspace import WorkerCheckout, Workspace
+from orchard.lab.workers.workspace import Workspace
 from tests.lab.lab_helpers import assert_nothing_left, git, stop_process_groups, wait_for
 from tests.lab.lab_helpers import lab_events as events
 from tests.lab.loop_support import FINISHED
@@ -230,21 +227,21 @@ def test_a_scratch_copy_left_by_a_killed_lab_fetches_from_the_next_runs_git_daem
     config = ws.config.replace("launcher", name="command", template="echo worked; " + FINISHED)
     hypothesis = Hypothesis(metric="report/wall_ms", change="x", id="terse-report", scope=("wordfreq/report.py",))
 
-    def run(name: str, served: ServedRepositories) -> RemoteOutcome:
+    def run(name: str, served: ServedRepositories) -> JobResult:
         return run_experiment(RemoteExperiment(lab_id(ws.root), name, "w1", hypothesis, ws.target_base(),
                                                ws.bench_base(), served, config))
 
     try:
         with RepositoryServer("git-daemon", ws.root, ws.reference_target, ws.bench_dir) as first:
-            assert run("first", first).error is None
+            assert run("first", first).reason is None
         # the lab was killed (its scratch copy stays); its next run serves on another port, never the old one
         with socket.socket() as old_port:  # bound, never listening: a connection there is refused
             old_port.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past the old connections' TIME_WAIT
             old_port.bind(("127.0.0.1", int(first.target.split(":")[2].split("/")[0])))
             with RepositoryServer("git-daemon", ws.root, ws.reference_target, ws.bench_dir) as second:
                 outcome = run("second", second)
-        assert outcome.error is None, outcome.error
-        assert outcome.fetched_from == second.target and "worked" in outcome.log_tail
+        assert outcome.reason is None and outcome.remote is not None, outcome.reason
+        assert outcome.remote.fetched_from == second.target and "worked" in outcome.remote.log_tail
     finally:
         remove_scratch(lab_id(ws.root))
     assert_no_scratch(ws.root)
@@ -256,11 +253,15 @@ def test_the_lab_trusts_the_patch_not_what_a_remote_worker_says_about_it(tmp_pat
     hypothesis = Hypothesis(metric="report/wall_ms", change="x", id="narrow", scope=("wordfreq/report.py",))
     experiment = Experiment("narrow", hypothesis, WorkerCheckout(ws.worker("w1"), base, ws.bench_base()))
     patch = ("diff --git a/tests/test_x.py b/tests/test_x.py\nnew file mode 100644\n--- /dev/null\n"
-             "+++ b/tests/test_x.py\n@@ -0,0 +1 @@\n+assert True\n")
-    outcome = RemoteOutcome("narrow", "elsewhere", "tcp://10.0.0.9:4000", 0, None, False, "t", 1.0, 0.0,
-                            target_head=base, patch=patch, report_text="{not json", log_tail="claims: all in scope\n")
-    candidate = from_remote(ws, experiment, outcome, make_launcher(ws.config.launcher))
-    assert candidate.changed_files == ["tests/test_x.py"]
+             "+++ b/tests/test_x.py\n@@ -0,0 +1 @@\n+assert True\n"
+             "diff --git a/wordfreq.egg-info/PKG-INFO b/wordfreq.egg-info/PKG-INFO\nnew file mode 100644\n"
+             "--- /dev/null\n+++ b/wordfreq.egg-info/PKG-INFO\n@@ -0,0 +1 @@\n+Name: wordfreq\n")
+    sent = RemoteRun("elsewhere", "tcp://10.0.0.9:4000", CheckoutReading(target_head=base, patch=patch),
+                     report_text="{not json", log_tail="claims: all in scope\n")
+    result = JobResult("narrow", 0, None, False, False, "t", 1.0, ws.log_path("narrow"), remote=sent)
+    candidate = collect_candidate(ws, experiment, result, make_launcher(ws.config.launcher))
+    assert candidate.changed_files == ["tests/test_x.py"]  # read from the patch; its build output left out
+    assert "egg-info" not in candidate.patch
     assert Flag.SCOPE_VIOLATION in candidate.flags and Flag.REPORT_MALFORMED in candidate.flags
     assert candidate.host == "elsewhere (tcp://10.0.0.9:4000)"
     assert "ran on dask worker elsewhere" in Path(candidate.log_path).read_text()
@@ -279,3 +280,89 @@ def test_an_unreachable_scheduler_is_one_clear_error(tmp_path: Path, mark: str,
     assert "cannot reach the dask scheduler" in output and "Traceback" not in output
     assert_nothing_left(mark, None)
     assert not list(Path(tempfile.gettempdir()).glob(f"orchard-dask-{lab_id(ws.root)}"))
+
+
+def test_a_dask_host_reads_a_hostile_checkout_as_the_lab_does(tmp_path: Path) -> None:
+    """A report that is a link is never followed on the worker's host (it was: the host's /etc/passwd came back as
+    the report's text), and the worker's .git config (fsmonitor) never runs there."""
+    ran = tmp_path / "hook-ran"
+    ws = make_demo(tmp_path / "lab", workers=1, only=["terse-report"])
+    attack = (f"printf '#!/bin/sh\\necho \"$0 $*\" >> {ran}\\n' > .git/evil-hook && chmod +x .git/evil-hook && "
+              "git config core.fsmonitor \"$PWD/.git/evil-hook\" && echo '# terse' >> wordfreq/report.py && "
+              "ln -s /etc/passwd {report}")
+    config = ws.config.replace("launcher", name="command", template=attack)
+    hypothesis = Hypothesis(metric="report/wall_ms", change="x", id="terse-report", scope=("wordfreq/report.py",))
+    served = ServedRepositories(str(ws.reference_target), str(ws.bench_dir))
+    try:
+        result = run_experiment(RemoteExperiment(lab_id(ws.root), "hostile", "w1", hypothesis, ws.target_base(),
+                                                 ws.bench_base(), served, config))
+    finally:
+        remove_scratch(lab_id(ws.root))
+    assert result.exit_code == 0 and result.remote is not None, result.remote
+    assert not ran.exists(), ran.read_text()
+    assert result.remote.report_text is None and "symlink" in (result.remote.report_unreadable or "")
+    experiment = Experiment("hostile", hypothesis, WorkerCheckout(ws.worker("w1"), ws.target_base(), ws.bench_base()))
+    candidate = collect_candidate(ws, experiment, result, make_launcher(config.launcher))
+    assert candidate.changed_files == ["wordfreq/report.py"] and candidate.flags == [Flag.REPORT_UNREADABLE]
+
+
+SETTLED_BY_RULE = {Rule.HARNESS, Rule.SCOPE, Rule.TESTS, Rule.TESTS_KEPT, Rule.GATES}  # their reasons hold no estimate
+
+
+def _as_an_sdist(ws: Workspace) -> None:
+    """The demo's target as a PyPI sdist is (texttable's): its egg-info tracked, and a build that rewrites it
+    (and adds a file beside it), in every checkout the build runs in: a worker's, the judge's."""
+    target = ws.reference_target
+    (target / "wordfreq.egg-info").mkdir()
+    (target / "wordfreq.egg-info" / "PKG-INFO").write_text("Metadata-Version: 2.4\nName: wordfreq\n")
+    (target / "wordfreq.egg-info" / "SOURCES.txt").write_text("wordfreq/__init__.py\n")
+    makefile = target / "Makefile"
+    makefile.write_text(makefile.read_text().replace(
+        "\tchmod +x build/wordfreq\n",
+        "\tchmod +x build/wordfreq\n\tdate +%s%N >> wordfreq.egg-info/PKG-INFO\n"
+        "\tls wordfreq > wordfreq.egg-info/SOURCES.txt\n\techo wordfreq > wordfreq.egg-info/top_level.txt\n"))
+    git(target, "add", "-A")
+    git(target, "commit", "-qm", "as released: the egg-info tracked")
+    git(target, "push", "-q", "origin", "HEAD:main")
+
+
+def _judged(root: Path) -> dict[str, tuple[str | None, str | None, list[str], tuple[str, ...], str, tuple[str, ...]]]:
+    """Each hypothesis's decision, rule, reasons, and its candidate's flags, patch and changed files."""
+    state = LabState.open(root)
+    try:
+        return {e.hypothesis: (e.decision, e.judgment.rule if e.judgment else None, list(e.reasons),
+                               tuple(e.candidate.flags) if e.candidate else (),
+                               e.candidate.patch if e.candidate else "",
+                               tuple(e.candidate.changed_files) if e.candidate else ())
+                for e in state.experiments()}
+    finally:
+        state.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # two labs' measurements on a shared machine
+def test_a_lab_whose_build_rewrites_tracked_outputs_decides_alike_on_both_executors(tmp_path: Path,
+                                                                                    mark: str) -> None:
+    hypotheses = ["terse-report", "top-ten-default", "tokenize-regex"]
+    local = make_demo(tmp_path / "local", workers=2, executor="subprocess", only=hypotheses)
+    remote = make_demo(tmp_path / "dask", workers=2, only=hypotheses)
+    use_cluster(remote, dask_workers=2)
+    for ws in (local, remote):
+        _as_an_sdist(ws)
+        finish(orchard("run", str(ws.root), mark=mark))
+    mine, theirs = _judged(local.root), _judged(remote.root)
+    assert mine.keys() == theirs.keys() == set(hypotheses)
+    for hypothesis, (decision, rule, reasons, flags, patch, changed) in mine.items():
+        other = theirs[hypothesis]
+        assert (flags, patch, changed) == other[3:], f"{hypothesis}: the collectors disagree"
+        assert not any("egg-info" in path for path in changed), changed
+        by_noise = {decision, other[0]} <= {Decision.KILL, Decision.ITERATE} and Rule.FLOOR in {rule, other[1]}
+        if by_noise:
+            assert Decision.LAND not in (decision, other[0]), hypothesis
+            continue
+        assert (decision, rule) == other[:2], f"{hypothesis}: {reasons} / {other[2]}"
+        if rule in SETTLED_BY_RULE:
+            assert reasons == other[2], hypothesis
+    assert theirs["terse-report"][0] == Decision.LAND and theirs["tokenize-regex"][1] == Rule.SCOPE
+    assert_nothing_left(mark, None)
+    assert_no_scratch(remote.root)

@@ -19,7 +19,7 @@ from orchard.lab.judge.candidate import collect_candidate
 from orchard.lab.records.candidate import Candidate
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
-from orchard.lab.workers.executors import Executor, JobResult, make_executor
+from orchard.lab.workers.executors import JobResult, ProcessExecutor, make_executor
 from orchard.lab.workers.launcher_base import Launcher
 from orchard.lab.workers.launchers import make_launcher
 from orchard.lab.workers.prompts import render_prompt
@@ -63,7 +63,7 @@ def _patch(name: str, old: str, new: str) -> str:
 
 def run_experiments(
     workspace: Workspace,
-    executor: Executor,
+    executor: ProcessExecutor,
     launcher: Launcher,
     plans: dict[str, tuple[Hypothesis, dict[str, str]]],
     mark: str,

@@ -21,61 +21,35 @@ builds it:
   `report-unreadable`: the report is recorded as found, never filled in.
 - `timed-out` / `cancelled` / `exit-nonzero`: how the process ended.
 
-A worker's checkouts are foreign: they are never read with their own VCS
-configuration. Each is read through a fresh judge-owned repository holding its base
-(`judge/collect-<experiment>/`), whose repository looks at the worker's
-files (`Vcs.foreign_changes`); nothing in the worker's `.git` runs or counts.
-
 Together with the report, the log path, exit code, duration and the agent's
 own cost and token figures, this is what the lab stores for the experiment.
 
-A worker that ran on a dask worker (`from_remote`) is collected from what
-its task sent back; the lab trusts none of its conclusions: the changed
-files come from the patch itself (`git apply --numstat`), and the scope
-and every flag are worked out here as for a local worker.
+There is one collector for every executor. A local worker's checkouts are
+read on the lab's host (`checkout_reader`); a dask worker's are read by the
+same reader on its host, and its task sends the reading back with the
+report's text and the log's tail (`worker_output.RemoteRun`), which are
+copied into the workspace here. Both become one `WorkerOutput`, and
+`candidate_from` alone works out the rest: the build outputs and scratch
+files left out of the patch, the changed files as git reads the patch, the
+scope, special files, report, usage and every flag. The lab trusts none of
+a remote worker's conclusions: it sends facts, and this decides.
 """
 
 from __future__ import annotations
 
-import fnmatch
-import shutil
-import subprocess
-from collections.abc import Sequence
-from pathlib import Path
-
-from orchard.lab.judge import special_files
 from orchard.lab.records.candidate import REPORT_FLAGS, Candidate, Flag
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import outside_scope
-from orchard.lab.records.report_reading import ReportState
-from orchard.lab.records.worker import BASELINE_COPY, REPORT_NAME
+from orchard.lab.records.report_reading import ReportReading, ReportState
+from orchard.lab.records.worker_output import RemoteRun, WorkerOutput
 from orchard.lab.workers import report as report_module
-from orchard.lab.workers.bench_view import worker_bench_source
+from orchard.lab.workers import special_files
+from orchard.lab.workers.checkout_reader import never_the_change, read_checkout
 from orchard.lab.workers.executors import JobResult
-from orchard.lab.workers.executors.base import log_tail
+from orchard.lab.workers.executors.local import log_tail
 from orchard.lab.workers.launcher_base import Launcher
-from orchard.lab.workers.remote import RemoteOutcome
-from orchard.lab.workers.vcs import Changes, Vcs
+from orchard.lab.workers.patches import binary_files, patch_files, without
 from orchard.lab.workers.workspace import Workspace
-
-
-def binary_files(patch: str) -> list[str]:
-    """Files a git patch adds or changes as binary content (a deleted binary file is fine)."""
-    found = []
-    for section in patch.split("diff --git ")[1:]:
-        header, _, body = section.partition("\n")
-        if ("\nGIT binary patch\n" in "\n" + body or "\nBinary files " in "\n" + body) \
-                and "\ndeleted file mode" not in "\n" + body:
-            found.append(header.split(" b/", 1)[-1])
-    return found
-
-
-def _without_scratch(files: tuple[str, ...], scratch: tuple[str, ...]) -> list[str]:
-    """Drop the report and the CLI's scratch files (VCSs without local ignores list them)."""
-    patterns = (REPORT_NAME, *scratch)
-    return [path for path in files
-            if not any(fnmatch.fnmatchcase(path, p) or fnmatch.fnmatchcase(path.split("/")[0], p)
-                       for p in patterns)]
 
 
 def _flags(*, tampered: bool, violations: list[str], committed: bool, unchanged: bool, binary: bool,
@@ -96,152 +70,68 @@ def _flags(*, tampered: bool, violations: list[str], committed: bool, unchanged:
     return flags
 
 
-def _foreign(vcs: Vcs, source: Path, work_tree: Path, base: str, clean: Path, ignore: Sequence[str], *,
-             patch: bool = True) -> Changes:
-    """A worker's checkout read through a fresh repository of ours holding `base` (`patch=False`: names only)."""
-    if clean.exists():
-        shutil.rmtree(clean)
-    clean.parent.mkdir(parents=True, exist_ok=True)
-    vcs.reader_clone(str(source), clean, base)
-    vcs.ignore_locally(clean, ignore)
-    return vcs.foreign_changes(clean, work_tree, base, ignore, patch=patch)
-
-
 def collect_candidate(
     workspace: Workspace, experiment: Experiment, result: JobResult, launcher: Launcher
 ) -> Candidate:
-    """Read what the worker left: its patch, its bench's state, its report, its usage."""
+    """Read what the worker left, here or on the dask worker it ran on, and judge it as a candidate."""
+    if result.remote is None:
+        worker = experiment.checkout.worker
+        output = WorkerOutput(read_checkout(workspace, experiment, never_the_change(workspace, launcher)),
+                              report_module.read_report(worker.report_path, experiment.name), result.log_path)
+    else:
+        output = received(workspace, experiment.name, result.remote, result.reason)
+    return candidate_from(workspace, experiment, result, output, launcher)
+
+
+def received(workspace: Workspace, name: str, run: RemoteRun, error: str | None) -> WorkerOutput:
+    """A remote run's log, prompt and report copied into the workspace, beside its reading."""
+    log = workspace.log_path(name)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    fetched = f", checkouts fetched from {run.fetched_from}" if run.fetched_from else ""
+    timings = run.timings
+    log.write_text(f"[orchard] ran on dask worker {run.where}{fetched}; timings setup {timings.setup_s:g} s, "
+                   f"run {timings.run_s:g} s, collect {timings.collect_s:g} s\n"
+                   + (f"[orchard] {error}\n" if error else "") + run.log_tail, encoding="utf-8")
+    if run.prompt:
+        workspace.prompt_path(name).write_text(run.prompt, encoding="utf-8")
+    report_copy = workspace.logs_dir / f"{name}.report.json"
+    report_copy.unlink(missing_ok=True)
+    if run.report_text is not None:
+        report_copy.write_text(run.report_text, encoding="utf-8")
+    report = (report_module.read_report(report_copy, name) if run.report_unreadable is None else
+              ReportReading(ReportState.UNREADABLE, str(report_copy), problems=[run.report_unreadable]))
+    return WorkerOutput(run.reading, report, log, host=run.where)
+
+
+def candidate_from(workspace: Workspace, experiment: Experiment, result: JobResult, output: WorkerOutput,
+                   launcher: Launcher) -> Candidate:
+    """The one place a candidate is worked out, whichever executor ran its worker."""
     checkout = experiment.checkout
-    worker = checkout.worker
-    clean = workspace.judge_dir / f"collect-{experiment.name}"
-    ignore = [f"/{REPORT_NAME}", f"/{BASELINE_COPY}/", *workspace.config.target.ignore, *launcher.scratch]
-    try:
-        target = _foreign(workspace.target_vcs, workspace.reference_target, worker.target_dir,
-                          checkout.target_base, clean / "target", ignore)
-        special = special_files.in_tree(workspace.target_vcs, clean / "target", worker.target_dir)
-        special += special_files.in_patch(target.patch)
-        bench_source, bench_base = worker_bench_source(workspace, worker.name, checkout.bench_base)
-        # any file changed in the bench is tampering: its names are all that counts, no patch is made
-        bench = _foreign(workspace.bench_vcs, bench_source, worker.bench_dir, bench_base, clean / "bench", [],
-                         patch=False)
-    finally:
-        shutil.rmtree(clean, ignore_errors=True)
-    special += [f"{d.name}/: the checkout itself was replaced by a symlink to {d.resolve()}"
-                for d in (worker.target_dir, worker.bench_dir) if d.is_symlink()]  # another worker's, perhaps
-    changed = _without_scratch(target.files, launcher.scratch)
+    reading = output.reading
+    patch = without(reading.patch, never_the_change(workspace, launcher))
+    changed = patch_files(patch)
     scope = list(experiment.hypothesis.scope)
     violations = outside_scope(changed, scope)
-    reading = report_module.read_report(worker.report_path, experiment.name)
-    log = result.log_path
-    log_text = log_tail(log)
+    special = [*reading.special_files, *special_files.in_patch(patch)]
+    report = output.report
+    log_text = log_tail(output.log_path)
     error = launcher.agent_error(log_text, result.exit_code)
-
-    binaries = binary_files(target.patch)
-    patch_bytes = len(target.patch.encode("utf-8", errors="surrogateescape"))
-    committed = target.head not in ("", checkout.target_base)
-    flags = _flags(tampered=bool(bench.files) or bench.head not in ("", bench_base), violations=violations,
-                   committed=committed, unchanged=not changed and not committed, binary=bool(binaries),
-                   too_large=patch_bytes > workspace.config.target.max_patch_kb * 1024, report=reading.state,
+    binaries = binary_files(patch)
+    patch_bytes = len(patch.encode("utf-8", errors="surrogateescape"))
+    committed = reading.target_head not in ("", checkout.target_base)
+    flags = _flags(tampered=reading.bench_tampered, violations=violations, committed=committed,
+                   unchanged=not changed and not committed, binary=bool(binaries),
+                   too_large=patch_bytes > workspace.config.target.max_patch_kb * 1024, report=report.state,
                    timed_out=result.timed_out, cancelled=result.cancelled, exit_code=result.exit_code,
                    special=bool(special), too_many=len(changed) > workspace.config.target.max_patch_files)
     refused = binaries or special or {Flag.PATCH_TOO_LARGE, Flag.TOO_MANY_FILES} & set(flags)
-
-    return Candidate(
-        experiment=experiment.name,
-        worker=worker.name,
-        target_base=checkout.target_base,
-        bench_base=checkout.bench_base,
-        target_head=target.head,
-        patch="" if refused else target.patch,
-        patch_bytes=patch_bytes,
-        binary_files=binaries,
-        special_files=special,
-        changed_files=changed,
-        scope=scope,
-        scope_violations=violations,
-        bench_changes=list(bench.files),
-        bench_head=bench.head,
-        report=reading,
-        log_path=str(result.log_path),
-        exit_code=result.exit_code,
-        signal=result.signal,
-        duration_s=result.duration_s,
-        started_at=result.started_at,
-        usage=launcher.usage(log_text),
-        launcher=launcher.label,
-        launcher_failure=None if error is None else error.message,
-        agent_error=None if error is None else error.kind,
-        flags=flags,
-    )
-
-
-def patch_files(patch: str) -> list[str]:
-    """The files a patch touches, as git reads the patch (not as its sender listed them)."""
-    if not patch.strip():
-        return []
-    out = subprocess.run(["git", "apply", "--numstat", "-z", "-"], input=patch.encode("utf-8", "surrogateescape"),
-                         capture_output=True, check=False)
-    if out.returncode != 0:
-        return []  # a patch git cannot read; the judge's clean apply fails and says why
-    files: list[str] = []
-    fields = out.stdout.split(b"\0")
-    index = 0
-    while index < len(fields):
-        entry = fields[index].decode("utf-8", "surrogateescape")
-        if not entry:
-            index += 1
-            continue
-        path = entry.split("\t", 2)[2] if entry.count("\t") >= 2 else ""
-        if path:
-            files.append(path)
-            index += 1
-        else:  # a rename: the old and the new path follow as their own fields
-            files += [fields[index + 1].decode("utf-8", "surrogateescape"),
-                      fields[index + 2].decode("utf-8", "surrogateescape")]
-            index += 3
-    return sorted(set(files))
-
-
-def from_remote(workspace: Workspace, experiment: Experiment, outcome: RemoteOutcome, launcher: Launcher) -> Candidate:
-    """A candidate from what a dask task sent back; the lab's own log, prompt and report copies are written."""
-    checkout = experiment.checkout
-    where = outcome.where
-    log = workspace.log_path(experiment.name)
-    log.parent.mkdir(parents=True, exist_ok=True)
-    fetched = f", checkouts fetched from {outcome.fetched_from}" if outcome.fetched_from else ""
-    log.write_text(f"[orchard] ran on dask worker {where}{fetched}; timings {outcome.timings}\n"
-                   + (f"[orchard] {outcome.error}\n" if outcome.error else "") + outcome.log_tail,
-                   encoding="utf-8")
-    if outcome.prompt:
-        workspace.prompt_path(experiment.name).write_text(outcome.prompt, encoding="utf-8")
-    report_copy = workspace.logs_dir / f"{experiment.name}.report.json"
-    report_copy.unlink(missing_ok=True)
-    if outcome.report_text is not None:
-        report_copy.write_text(outcome.report_text, encoding="utf-8")
-    reading = report_module.read_report(report_copy, experiment.name)
-    error = launcher.agent_error(outcome.log_tail, outcome.exit_code)
-    changed = _without_scratch(tuple(patch_files(outcome.patch)), launcher.scratch)
-    scope = list(experiment.hypothesis.scope)
-    violations = outside_scope(changed, scope)
-    committed = bool(outcome.target_head) and outcome.target_head != checkout.target_base
-    binaries = binary_files(outcome.patch)
-    special = special_files.in_patch(outcome.patch)
-    patch_bytes = len(outcome.patch.encode("utf-8", errors="surrogateescape"))
-    flags = _flags(tampered=bool(outcome.bench_files) or outcome.bench_head not in ("", checkout.bench_base),
-                   special=bool(special), violations=violations, committed=committed,
-                   unchanged=not changed and not committed,
-                   binary=bool(binaries), too_large=patch_bytes > workspace.config.target.max_patch_kb * 1024,
-                   report=reading.state, timed_out=outcome.timed_out, cancelled=False,
-                   exit_code=outcome.exit_code, too_many=len(changed) > workspace.config.target.max_patch_files)
     return Candidate(
         experiment=experiment.name, worker=checkout.worker.name, target_base=checkout.target_base,
-        bench_base=checkout.bench_base, target_head=outcome.target_head,
-        patch="" if binaries or special or {Flag.PATCH_TOO_LARGE, Flag.TOO_MANY_FILES} & set(flags) else outcome.patch,
-        patch_bytes=patch_bytes, binary_files=binaries, special_files=special,
-        changed_files=changed, scope=scope, scope_violations=violations, bench_changes=list(outcome.bench_files),
-        bench_head=outcome.bench_head, report=reading, log_path=str(log), exit_code=outcome.exit_code,
-        signal=outcome.signal, duration_s=outcome.duration_s, started_at=outcome.started_at,
-        usage=launcher.usage(outcome.log_tail), launcher=launcher.label,
-        launcher_failure=None if error is None else error.message, agent_error=None if error is None else error.kind,
-        flags=flags, host=where,
+        bench_base=checkout.bench_base, target_head=reading.target_head, patch="" if refused else patch,
+        patch_bytes=patch_bytes, binary_files=binaries, special_files=special, changed_files=changed, scope=scope,
+        scope_violations=violations, bench_changes=list(reading.bench_files), bench_head=reading.bench_head,
+        report=report, log_path=str(output.log_path), exit_code=result.exit_code, signal=result.signal,
+        duration_s=result.duration_s, started_at=result.started_at, usage=launcher.usage(log_text),
+        launcher=launcher.label, launcher_failure=None if error is None else error.message,
+        agent_error=None if error is None else error.kind, flags=flags, host=output.host,
     )

@@ -12,13 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchard.lab.judge import special_files
-from orchard.lab.judge.candidate import patch_files
 from orchard.lab.judge.measuring import LabIntegrityError
 from orchard.lab.records.hypothesis import Hypothesis, outside_scope
 from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry, patch_digest
 from orchard.lab.text import a_few
+from orchard.lab.workers import special_files
 from orchard.lab.workers.builds import checkout_with_patch
+from orchard.lab.workers.patches import patch_files
 from orchard.lab.workers.workspace import Workspace
 
 if TYPE_CHECKING:

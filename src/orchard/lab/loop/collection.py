@@ -2,9 +2,10 @@
 
 A worker whose agent could not work at all (its launcher failed and it changed nothing) is not
 a candidate: its hypothesis goes back to the backlog and its launcher is given no more work
-in this run. Local and dask workers are collected alike; a dask worker whose host failed around it
-(its checkouts could not be made, or dask lost every worker that ran it) is treated as a worker
-that could not be launched: its hypothesis goes back to the backlog, never KILLed.
+in this run. Every executor's workers are collected alike (`candidate.collect_candidate`); a worker
+whose host failed around it (a dask worker whose checkouts could not be made, or every dask worker
+that ran it lost) is treated as a worker that could not be launched: its hypothesis goes back to the
+backlog, never KILLed.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import time
 from collections.abc import Callable
 
 from orchard.errors import OrchardError
-from orchard.lab.judge.candidate import collect_candidate, from_remote
+from orchard.lab.judge.candidate import collect_candidate
 from orchard.lab.loop import agent_retry, stop
 from orchard.lab.loop.disk_limits import over_cap
 from orchard.lab.loop.driver import Driver
@@ -24,47 +25,33 @@ from orchard.lab.records.events import ExperimentHost, LauncherFailed
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import HypothesisStatus
 from orchard.lab.workers.executors import JobResult
-from orchard.lab.workers.executors.dask import DaskExecutor
-from orchard.lab.workers.remote import RemoteOutcome
 
 Status = ExperimentStatus
 
 
 def collect(lab: Driver) -> None:
     assert lab.executor is not None
-    if isinstance(lab.executor, DaskExecutor):
-        for placement in lab.executor.placements():
-            lab.state.log(ExperimentHost(placement.host, placement.address, placement.lost_on), placement.experiment)
-            if placement.lost_on:
-                lab.say(f"{placement.experiment}: its dask worker {placement.lost_on} was lost; "
-                        f"re-queued on {placement.host} ({placement.address})")
-        for outcome in lab.executor.poll():
-            _collect_remote(lab, outcome)
-        return
+    for placement in lab.executor.placements():
+        lab.state.log(ExperimentHost(placement.host, placement.address, placement.lost_on), placement.experiment)
+        if placement.lost_on:
+            lab.say(f"{placement.experiment}: its dask worker {placement.lost_on} was lost; "
+                    f"re-queued on {placement.host} ({placement.address})")
     for result in lab.executor.poll():
         collect_result(lab, result)
 
 
 def collect_result(lab: Driver, result: JobResult) -> None:
     record = lab.state.experiment(result.name)
+    if result.host_failed:  # like a worker that could not be launched: back to the backlog, not KILLed
+        where = result.remote.where if result.remote is not None else "its host"
+        lab.failed(record, Stage.LAUNCH, OrchardError(f"on dask worker {where}: {result.reason}"))
+        return
     candidate = _collected(lab, record, lambda: collect_candidate(lab.ws, lab.experiment(record), result,
                                                                   lab.launcher(record)))
     if candidate is not None:
-        flags = ", ".join(candidate.flags) or "none"
-        lab.say(f"{record.name}: worker ended (exit {result.exit_code}); flags: {flags}")
-
-
-def _collect_remote(lab: Driver, outcome: RemoteOutcome) -> None:
-    record = lab.state.experiment(outcome.name)
-    if outcome.host_failed:  # like a local worker that could not be launched: back to the backlog, not KILLed
-        lab.failed(record, Stage.LAUNCH, OrchardError(f"on dask worker {outcome.where}: {outcome.error}"))
-        return
-    candidate = _collected(lab, record, lambda: from_remote(lab.ws, lab.experiment(record), outcome,
-                                                            lab.launcher(record)))
-    if candidate is not None:
-        ended = f"exit {outcome.exit_code}" if outcome.error is None else outcome.error
-        lab.say(f"{record.name}: worker ended on {candidate.host} ({ended}); "
-                f"flags: {', '.join(candidate.flags) or 'none'}")
+        where = f" on {candidate.host}" if candidate.host else ""
+        ended = f"exit {result.exit_code}" if result.exit_code is not None or result.reason is None else result.reason
+        lab.say(f"{record.name}: worker ended{where} ({ended}); flags: {', '.join(candidate.flags) or 'none'}")
 
 
 def _collected(lab: Driver, record: ExperimentRecord, read: Callable[[], Candidate]) -> Candidate | None:

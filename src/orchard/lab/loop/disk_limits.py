@@ -27,6 +27,7 @@ from pathlib import Path
 from orchard.errors import OrchardError
 from orchard.lab.loop.driver import Driver
 from orchard.lab.loop.isolation import Stage
+from orchard.lab.loop.worker_start import worker_start
 from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.worker import WorkerDir
@@ -108,5 +109,5 @@ class DiskLimits:
     def _stop(lab: Driver, record: ExperimentRecord, error: DiskLimit) -> None:
         assert isinstance(lab.executor, Executor)
         if record.name not in lab.executor.running():  # a resumed lab: its worker may still run, unwatched
-            lab.executor.adopt(lab.launcher(record).job(lab.ws, lab.experiment(record)))
+            lab.executor.adopt(worker_start(lab, record))
         lab.failed(record, Stage.WORK, error)

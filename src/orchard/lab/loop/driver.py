@@ -18,7 +18,6 @@ from orchard.lab.loop.isolation import Stage
 from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.workers.executors import Executor
-from orchard.lab.workers.executors.dask import DaskExecutor
 from orchard.lab.workers.launcher_base import Launcher
 from orchard.lab.workers.workspace import Workspace
 
@@ -31,7 +30,7 @@ class Driver(Protocol):
     @property
     def say(self) -> Callable[[str], None]: ...
     @property
-    def executor(self) -> Executor | DaskExecutor | None: ...
+    def executor(self) -> Executor | None: ...
 
     def experiment(self, record: ExperimentRecord) -> Experiment:
         """The experiment a record names, with its worker's checkout at the recorded bases."""

@@ -74,7 +74,7 @@ class Lab:
         self.measure_progress = measure_progress
         self.launchers: dict[str, Launcher] = {}
         self.agents = Agents(ws.config.workers.retry_minutes * 60)  # launchers whose agent failed in this run
-        self.executor: Executor | DaskExecutor | None = None
+        self.executor: Executor | None = None
         self.started = time.time()
         self._pool: ThreadPoolExecutor | None = None
         self._judging: dict[str, tuple[ExperimentRecord, Future[Judgment]]] = {}
@@ -91,7 +91,7 @@ class Lab:
         """One experiment failed (see lab/loop/isolation.py): record why and go on, unless the lab itself failed."""
         if lab_wide(error) or self.state.experiment(record.name).status in (Status.LANDING, Status.DONE):
             raise error  # the lab's own failure, or one after the experiment's end was recorded
-        if isinstance(self.executor, Executor) and record.name in self.executor.running():
+        if self.executor is not None and record.name in self.executor.running():
             self.executor.cancel(record.name, f"its {stage} failed" if stage != Stage.WORK else str(error))
         if stage in (Stage.LAUNCH, Stage.WORK, Stage.COLLECT):  # the worker is still this experiment's
             self.ws.remove_worker(record.worker)  # first: what a worker that filled the disk wrote is freed

@@ -28,7 +28,7 @@ from orchard.lab.notebook.journal import render_journal
 from orchard.lab.records.events import BacklogChanged
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
-from orchard.lab.workers.executors import Executor, Job, JobResult, make_executor
+from orchard.lab.workers.executors import Job, JobResult, ProcessExecutor, make_executor
 from orchard.lab.workers.launcher_base import Launcher
 from orchard.lab.workers.launchers import make_launcher, preflight
 from orchard.lab.workers.workspace import Workspace
@@ -112,7 +112,8 @@ class PlanRun:
     launcher: Launcher
 
 
-def start_plan(ws: Workspace, state: LabState, executor: Executor, *, say: Callable[[str], None] = print) -> PlanRun:
+def start_plan(ws: Workspace, state: LabState, executor: ProcessExecutor, *,
+               say: Callable[[str], None] = print) -> PlanRun:
     """Start the planner (the lab's launcher) on `executor` in its own checkout of main."""
     launcher = make_launcher(ws.config.launcher)
     if launcher.name == "patch":

@@ -15,7 +15,7 @@ from orchard.lab.loop.slots import slots
 from orchard.lab.records.events import RefillStopped
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import HypothesisStatus
-from orchard.lab.workers.executors import Executor
+from orchard.lab.workers.executors import ProcessExecutor
 from orchard.lab.workers.workspace import Workspace
 
 Status = ExperimentStatus
@@ -24,7 +24,7 @@ Status = ExperimentStatus
 class Refill:
     """The loop's planner: its executor (None: `workers.refill` is off), the plan running, whether it stopped."""
 
-    def __init__(self, executor: Executor | None = None) -> None:
+    def __init__(self, executor: ProcessExecutor | None = None) -> None:
         self.executor = executor
         self.plan: planner.PlanRun | None = None
         self.failed = False

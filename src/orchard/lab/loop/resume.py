@@ -13,10 +13,10 @@ from collections.abc import Iterator
 
 from orchard.lab.loop import collection
 from orchard.lab.loop.driver import Driver
+from orchard.lab.loop.worker_start import worker_start
 from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.records.events import EventKind, WorkerStopped
 from orchard.lab.records.experiment import ExperimentStatus
-from orchard.lab.workers.executors.dask import DaskExecutor
 
 Status = ExperimentStatus
 
@@ -49,23 +49,19 @@ def resume_workers(lab: Driver) -> None:
             lab.say(f"{record.name}: the lab stopped its worker last time; starting it again from clean")
             lab.launch(record)
             continue
-        if isinstance(lab.executor, DaskExecutor):
-            # its task went with the previous orchard's cluster connection: submit it again
-            lab.say(f"{record.name}: submitted again (the previous orchard's dask task is gone)")
-            lab.launch(record)
-            continue
-        job = lab.launcher(record).job(lab.ws, lab.experiment(record))
+        start = worker_start(lab, record)
         # a STARTING one too: the previous orchard may have died right after launching it
-        if lab.executor.adopt(job):
+        if lab.executor.adopt(start):
             lab.state.update_experiment(record.name, status=Status.RUNNING)
             lab.say(f"{record.name}: still running ({lab.executor.kind}); watching it again")
             continue
-        ended = lab.executor.ended_earlier(job)  # its log is new with each launch: this launch's end
+        ended = lab.executor.ended_earlier(start)  # its log is new with each launch: this launch's end
         if ended is not None:
             collection.collect_result(lab, ended)
         elif record.status == Status.STARTING:
             lab.launch(record)
         else:
-            lab.say(f"{record.name}: its worker died with the previous orchard; starting it again")
+            lab.say(f"{record.name}: its worker did not outlive the previous orchard ({lab.executor.kind}); "
+                    "starting it again")
             lab.launch(record)
 

@@ -5,11 +5,14 @@ scratch copy of the lab (`<tmp>/orchard-dask-<lab>/`, laid out like a
 workspace), fetches the lab's served repositories into it, gives the worker
 slot clean checkouts at the recorded bases, renders the prompt there and
 runs the launcher exactly as a local worker runs it (the subprocess
-executor's wrapper, timeout and whole-tree kill). It returns a
-`RemoteOutcome`: the patch, the report's text, the log's tail, the exit
-status, timings and the host. None of it is trusted by the lab: the judge
-applies the patch to its own clean checkout, and the lab works out the
-changed files, the scope and every flag itself (`candidate.from_remote`).
+executor's wrapper, timeout and whole-tree kill), setting the worker up
+and reading its checkouts afterwards with the lab's own functions
+(`worker_setup.prepare`, `checkout_reader.read_checkout`). It returns the
+`JobResult` of that run with a `RemoteRun`: the reading (patch, bench
+state), the report's text, the log's tail, the prompt, timings and the
+host. None of it is trusted by the lab: the judge applies the patch to its
+own clean checkout, and the lab's one collector filters the patch and works
+out the changed files, the scope and every flag (`candidate.candidate_from`).
 A failure to set up (the clone, a full disk) is the host's, never the
 hypothesis's (`host_failed`). `host_problem` is what the lab's start runs on
 every dask worker: reach to the served repositories, git, the sandbox.
@@ -31,7 +34,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import psutil
@@ -42,14 +45,18 @@ from orchard.lab.config.orchard_toml import Config, WorkersConfig
 from orchard.lab.records.build import CheckName
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.records.worker import WorkerCheckout
+from orchard.lab.records.worker_output import RemoteRun, Timings
 from orchard.lab.workers import sandbox
-from orchard.lab.workers.bench_view import worker_bench_base
-from orchard.lab.workers.builds import candidate_step, give_baseline, hash_build, placeholders
-from orchard.lab.workers.executors.base import kill_tree
+from orchard.lab.workers.builds import candidate_step, hash_build, placeholders
+from orchard.lab.workers.checkout_reader import never_the_change, read_checkout
+from orchard.lab.workers.executors.base import JobResult
+from orchard.lab.workers.executors.local import kill_tree
 from orchard.lab.workers.executors.subprocess import SubprocessExecutor
 from orchard.lab.workers.launchers import launcher_for
-from orchard.lab.workers.prompts import render_prompt
+from orchard.lab.workers.report import read_report
 from orchard.lab.workers.serving import GIT_DAEMON, ServedRepositories
+from orchard.lab.workers.worker_setup import prepare
 from orchard.lab.workers.workspace import Workspace
 
 LOG_TAIL_CHARS = 200_000  # of the worker's log, sent back to the lab
@@ -72,37 +79,6 @@ class RemoteExperiment:
     patch_text: str | None = None  # the hypothesis's ready patch (patch launcher)
     bench_patch_text: str | None = None
     lab_root: str = ""  # the lab's workspace: hidden from the launcher on a host that shares its file system
-
-
-@dataclass(frozen=True)
-class RemoteOutcome:
-    """What came back from a dask worker: facts to check, never conclusions to trust."""
-
-    name: str
-    host: str
-    address: str  # the dask worker's address
-    exit_code: int | None
-    signal: int | None
-    timed_out: bool
-    started_at: str
-    duration_s: float
-    ended_at: float  # epoch seconds on the dask worker
-    target_head: str = ""
-    patch: str = ""
-    bench_files: tuple[str, ...] = ()
-    bench_head: str = ""
-    report_text: str | None = None
-    log_tail: str = ""
-    prompt: str = ""
-    timings: dict[str, float] = field(default_factory=dict)  # setup_s, run_s, collect_s
-    fetched_from: str = ""  # where the worker's reference clone of the target was fetched from
-    error: str | None = None  # what went wrong around the worker (clone failed, ...)
-    host_failed: bool = False  # the host's failure, not the hypothesis's: its setup failed, or dask lost it
-
-    @property
-    def where(self) -> str:
-        """The host and the dask worker's address, as the lab's logs and messages name them."""
-        return f"{self.host} ({self.address})" if self.address else self.host or "an unknown host"
 
 
 def lab_id(workspace_root: Path) -> str:
@@ -194,8 +170,17 @@ def _announce(name: str) -> tuple[str, str]:
     return host, worker.address
 
 
-def run_experiment(spec: RemoteExperiment) -> RemoteOutcome:
-    """The dask task: checkouts from the served repositories, the launcher, the facts."""
+def _setup_failed(spec: RemoteExperiment, host: str, address: str, ws: Workspace, began: float,
+                  error: Exception) -> JobResult:
+    """The host could not set the worker up (a clone, a full disk): its failure, reported to the lab."""
+    detail = getattr(error, "stderr", "") or ""
+    return JobResult(spec.name, None, None, False, False, "", time.monotonic() - began, ws.log_path(spec.name),
+                     reason=f"setting up the worker failed: {error} {detail}".strip()[:2000],
+                     remote=RemoteRun(host, address, host_failed=True))
+
+
+def run_experiment(spec: RemoteExperiment) -> JobResult:
+    """The dask task: the worker set up from the served repositories, its launcher run, its checkouts read."""
     host, address = _announce(spec.name)
     began = time.monotonic()
     ws = Workspace(scratch_dir(spec.lab_id), spec.config)
@@ -208,20 +193,15 @@ def run_experiment(spec: RemoteExperiment) -> RemoteOutcome:
             _prepare(ws, spec)
         pid_file = _pid_file(ws, spec.worker)
         _kill_leftover(pid_file)
-        checkout = ws.setup_worker(spec.worker, target_base=spec.target_base, bench_base=spec.bench_base,
-                                   ignore=launcher.scratch)
-        if (built := ws.baseline_binary(spec.target_base)) is not None and built.exists():
-            give_baseline(ws, checkout.worker, hash_build(built, spec.target_base))
-        fetched_from = _git(ws.reference_target, "remote", "get-url", "origin")
+        checkout = WorkerCheckout(ws.worker(spec.worker), spec.target_base, spec.bench_base)
         experiment = Experiment(spec.name, _materialized(ws, spec), checkout)
-        prompt = render_prompt(ws, experiment)
+        built = ws.baseline_binary(spec.target_base)
+        prompt = prepare(ws, experiment, launcher,
+                         hash_build(built, spec.target_base) if built is not None and built.exists() else None)
+        fetched_from = _git(ws.reference_target, "remote", "get-url", "origin")
         job = launcher.job(ws, experiment, hide=(Path(spec.lab_root),) if spec.lab_root else ())
-        job.log_path.unlink(missing_ok=True)
     except Exception as error:  # noqa: BLE001 - any failure here is the host's, reported to the lab
-        detail = getattr(error, "stderr", "") or ""
-        return RemoteOutcome(spec.name, host, address, None, None, False, "", time.monotonic() - began, time.time(),
-                             error=f"setting up the worker failed: {error} {detail}".strip()[:2000],
-                             host_failed=True)
+        return _setup_failed(spec, host, address, ws, began, error)
     setup_s = time.monotonic() - began
     with SubprocessExecutor() as executor:
         executor.start(job)
@@ -230,23 +210,15 @@ def run_experiment(spec: RemoteExperiment) -> RemoteOutcome:
         (result,) = executor.wait()
     pid_file.unlink(missing_ok=True)
     run_s = time.monotonic() - began - setup_s
-    target = ws.target_vcs.changes(checkout.worker.target_dir, spec.target_base)
-    view = worker_bench_base(ws, spec.worker, spec.bench_base)  # its copy without held-out inputs
-    bench = ws.bench_vcs.changes(checkout.worker.bench_dir, view)
-    report = checkout.worker.report_path
+    reading = read_checkout(ws, experiment, never_the_change(ws, launcher))
+    report = read_report(checkout.worker.report_path, spec.name)  # never following a link the worker planted
     log = job.log_path.read_text(encoding="utf-8", errors="replace") if job.log_path.exists() else ""
-    return RemoteOutcome(
-        name=spec.name, host=host, address=address, exit_code=result.exit_code, signal=result.signal,
-        timed_out=result.timed_out, started_at=result.started_at, duration_s=result.duration_s,
-        ended_at=time.time(), target_head=target.head, patch=target.patch, bench_files=tuple(bench.files),
-        bench_head=spec.bench_base if bench.head == view else bench.head,
-        report_text=report.read_text(encoding="utf-8", errors="replace") if report.is_file() else None,
-        log_tail=log[-LOG_TAIL_CHARS:],
-        prompt=prompt.read_text(encoding="utf-8"),
-        timings={"setup_s": round(setup_s, 3), "run_s": round(run_s, 3),
-                 "collect_s": round(time.monotonic() - began - setup_s - run_s, 3)},
-        fetched_from=fetched_from,
-    )
+    timings = Timings(round(setup_s, 3), round(run_s, 3), round(time.monotonic() - began - setup_s - run_s, 3))
+    unreadable = report.problems[0] if report.state == "unreadable" and report.problems else None
+    return replace(result, remote=RemoteRun(host, address, reading, report_text=report.raw,
+                                            report_unreadable=unreadable, log_tail=log[-LOG_TAIL_CHARS:],
+                                            prompt=prompt.read_text(encoding="utf-8"), timings=timings,
+                                            fetched_from=fetched_from))
 
 
 def host_problem(repositories: ServedRepositories, workers: WorkersConfig) -> str | None:

@@ -1,4 +1,4 @@
-"""Executors: where workers run. `make_executor` picks one from the configuration."""
+"""Executors: where workers run. `make_executor` picks a process executor from the configuration."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ from pathlib import Path
 
 from orchard.errors import UsageError
 from orchard.lab.config.orchard_toml import ExecutorKind
-from orchard.lab.workers.executors.base import DONE_MARKER, Executor, Job, JobResult, kill_tree
+from orchard.lab.workers.executors.base import Executor, Job, JobResult, Started, WorkerStart
+from orchard.lab.workers.executors.local import DONE_MARKER, ProcessExecutor, kill_tree
 from orchard.lab.workers.executors.subprocess import SubprocessExecutor
 from orchard.lab.workers.executors.tmux import TmuxExecutor, attach_command
 
 
-def make_executor(kind: ExecutorKind, socket_name: str, runtime_dir: Path | None = None) -> Executor:
+def make_executor(kind: ExecutorKind, socket_name: str, runtime_dir: Path | None = None) -> ProcessExecutor:
     """`tmux`, `subprocess`, or `auto` (tmux when installed); `socket_name` and `runtime_dir` are the workspace's."""
     if kind == ExecutorKind.AUTO:
         kind = ExecutorKind.TMUX if shutil.which("tmux") else ExecutorKind.SUBPROCESS
@@ -23,5 +24,5 @@ def make_executor(kind: ExecutorKind, socket_name: str, runtime_dir: Path | None
     raise UsageError(f"unknown executor {kind!r}; known: auto, tmux, subprocess")
 
 
-__all__ = ["DONE_MARKER", "Executor", "Job", "JobResult", "SubprocessExecutor", "TmuxExecutor",
-           "attach_command", "kill_tree", "make_executor"]
+__all__ = ["DONE_MARKER", "Executor", "Job", "JobResult", "ProcessExecutor", "Started", "SubprocessExecutor",
+           "TmuxExecutor", "WorkerStart", "attach_command", "kill_tree", "make_executor"]

@@ -2,10 +2,13 @@
 
 The executor owns, for the lab's run, the read-only server of the lab's
 repositories (`lab/workers/serving.py`) and the cluster connection
-(`lab/workers/cluster.py`). `start` submits `remote.run_experiment` with the
+(`lab/workers/cluster.py`). `start_worker` submits `remote.run_experiment` with the
 experiment's resources (`agent=1`, `cpu=N`), so dask places it on a worker
-with a free slot and keeps the rest queued. `poll` returns the outcomes of
-tasks that ended.
+with a free slot and keeps the rest queued. `poll` returns, as every
+executor does, a `JobResult` per task that ended, carrying what the run on
+the dask worker adds (`RemoteRun`: its checkouts' reading, report, log,
+host). A task does not outlive its cluster connection: after a restart it
+is submitted again (`adopt` and `ended_earlier` find nothing).
 
 A dask worker lost mid-experiment is dask's business first: its scheduler
 gives the task to another worker. Each attempt writes where it started into
@@ -24,17 +27,18 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass
-from types import TracebackType
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Self
 
 from orchard.errors import UsageError
 from orchard.lab.config.orchard_toml import ExecutorKind
+from orchard.lab.records.worker_output import RemoteRun
 from orchard.lab.workers.cluster import Cluster, experiment_resources
+from orchard.lab.workers.executors.base import Executor, JobResult, Placement, Started, WorkerStart
 from orchard.lab.workers.remote import (
     EVENT_TOPIC,
     RemoteExperiment,
-    RemoteOutcome,
     host_problem,
     lab_id,
     remove_scratch,
@@ -47,16 +51,6 @@ WORKER_WAIT_S = 30.0
 MAX_SUBMISSIONS = 5  # a task dask gave up on is submitted again, up to this many times in all
 
 
-@dataclass(frozen=True)
-class Placement:
-    """Where an attempt of an experiment started; `lost_on` is the worker a re-queue came from."""
-
-    experiment: str
-    host: str
-    address: str
-    lost_on: str | None = None
-
-
 @dataclass
 class _Task:
     spec: RemoteExperiment
@@ -65,7 +59,7 @@ class _Task:
     address: str | None = None  # where the current attempt runs
 
 
-class DaskExecutor:
+class DaskExecutor(Executor):
     """Runs experiments on the configured dask cluster; serves the lab's repositories to it."""
 
     kind = ExecutorKind.DASK
@@ -80,6 +74,7 @@ class DaskExecutor:
         self._tasks: dict[str, _Task] = {}
         self._events_seen = 0
         self._placements: list[Placement] = []
+        self._cancelled: list[JobResult] = []
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -110,10 +105,6 @@ class DaskExecutor:
         if problems:
             raise UsageError("; ".join(problems))
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
-
     def close(self) -> None:
         """Cancel what still runs, remove the lab's scratch copies on every worker, disconnect, stop serving."""
         client = self.cluster.client
@@ -128,49 +119,70 @@ class DaskExecutor:
         self.cluster.close()
         self.server.stop()
 
-    # -- the contract the loop uses --------------------------------------------------
-
-    def attach_command(self) -> str | None:
-        return None
+    # -- the executor contract -------------------------------------------------------
 
     def running(self) -> list[str]:
         return list(self._tasks)
 
-    def start(self, spec: RemoteExperiment) -> None:
-        if spec.name in self._tasks:
-            raise UsageError(f"experiment {spec.name!r} is already running")
+    def start_worker(self, start: WorkerStart) -> Started:
+        """Submit the experiment as a dask task; the dask worker makes its own checkouts and prompt."""
+        assert self.repositories is not None, "the executor is not open"
+        experiment = start.experiment
+        if experiment.name in self._tasks:
+            raise UsageError(f"experiment {experiment.name!r} is already running")
+        hypothesis = experiment.hypothesis
+        spec = RemoteExperiment(lab_id(self.ws.root), experiment.name, experiment.checkout.worker.name, hypothesis,
+                                experiment.checkout.target_base, experiment.checkout.bench_base, self.repositories,
+                                self.ws.config, self._text(hypothesis.patch), self._text(hypothesis.bench_patch),
+                                lab_root=str(self.ws.root))
         self._tasks[spec.name] = _Task(spec, self._submit(spec))
+        return Started(submitted_to=self.ws.config.workers.scheduler)
+
+    def _text(self, path: str | None) -> str | None:
+        """A ready patch of the hypothesis, as text: the dask worker cannot read the lab's files."""
+        found = None if path is None else Path(path) if Path(path).is_absolute() else self.ws.root / path
+        return found.read_text(encoding="utf-8") if found is not None and found.is_file() else None
 
     def _submit(self, spec: RemoteExperiment) -> Any:
         # a fresh key per submission: dask must not answer a re-submission from a cached failure
         return self.cluster.client.submit(run_experiment, spec, key=f"orchard-{spec.name}-{uuid.uuid4().hex[:8]}",
                                           resources=experiment_resources(self.ws.config.workers), pure=False)
 
-    def poll(self) -> list[RemoteOutcome]:
-        """The outcomes of experiments that ended since the last call."""
+    def cancel(self, name: str, reason: str = "cancelled") -> None:
+        """Forget the task (a launcher already running on its host runs on to its own timeout, unread)."""
+        task = self._tasks.pop(name, None)
+        if task is None:
+            raise UsageError(f"experiment {name!r} is not running")
+        task.future.cancel()
+        self._cancelled.append(replace(self._ended(task, reason), cancelled=True))
+
+    def poll(self) -> list[JobResult]:
+        """The experiments that ended since the last call, with what their dask workers sent back."""
         from distributed import KilledWorker
 
         self._read_events()
-        ended: list[RemoteOutcome] = []
+        ended, self._cancelled = self._cancelled, []
         for name, task in list(self._tasks.items()):
             if not task.future.done():
                 continue
             try:
-                ended.append(task.future.result())
+                result: JobResult = task.future.result()
+                ended.append(replace(result, log_path=self.ws.log_path(name)))  # where the lab keeps its copy
             except KilledWorker:
                 if task.submissions < MAX_SUBMISSIONS:
                     task.submissions += 1
                     task.future = self._submit(task.spec)
                     continue
-                ended.append(self._failed(task, f"dask lost {task.submissions} workers running it", host_failed=True))
+                ended.append(self._ended(task, f"dask lost {task.submissions} workers running it", host_failed=True))
             except Exception as error:  # noqa: BLE001 - the task's own failure ends the experiment, not the lab
-                ended.append(self._failed(task, f"the dask task failed: {type(error).__name__}: {error}"))
+                ended.append(self._ended(task, f"the dask task failed: {type(error).__name__}: {error}"))
             del self._tasks[name]
         return ended
 
-    def _failed(self, task: _Task, error: str, host_failed: bool = False) -> RemoteOutcome:
-        return RemoteOutcome(task.spec.name, "", task.address or "", None, None, False, "", 0.0, 0.0, error=error,
-                             host_failed=host_failed)
+    def _ended(self, task: _Task, error: str, host_failed: bool = False) -> JobResult:
+        """A task that sent nothing back: why, and where it last ran."""
+        return JobResult(task.spec.name, None, None, False, False, "", 0.0, self.ws.log_path(task.spec.name),
+                         reason=error, remote=RemoteRun("", task.address or "", host_failed=host_failed))
 
     def _read_events(self) -> None:
         events = self.cluster.client.get_events(EVENT_TOPIC)

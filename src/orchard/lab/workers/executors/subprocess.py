@@ -15,7 +15,8 @@ import subprocess
 import psutil
 
 from orchard.lab.config.orchard_toml import ExecutorKind
-from orchard.lab.workers.executors.base import Executor, Job, _Running, exit_line, wrap
+from orchard.lab.workers.executors.base import Job
+from orchard.lab.workers.executors.local import ProcessExecutor, _Running, exit_line, wrap
 
 JOB_MARK = "ORCHARD_JOB"
 
@@ -28,7 +29,7 @@ def _mark(proc: psutil.Process | None) -> str | None:
         return None
 
 
-class SubprocessExecutor(Executor):
+class SubprocessExecutor(ProcessExecutor):
     kind = ExecutorKind.SUBPROCESS
 
     def _launch(self, job: Job) -> tuple[int, object]:

@@ -28,7 +28,8 @@ import libtmux
 
 from orchard.errors import UsageError
 from orchard.lab.config.orchard_toml import ExecutorKind
-from orchard.lab.workers.executors.base import Executor, Job, _Running, exit_line, wrap
+from orchard.lab.workers.executors.base import Job
+from orchard.lab.workers.executors.local import ProcessExecutor, _Running, exit_line, wrap
 
 SESSION = "orchard"
 # How long a dead pane may show no exit status before it is recorded as unknown.
@@ -53,7 +54,7 @@ def _handle(running: _Running) -> tuple[str, str]:
     window_id, key = cast(tuple[str, str], running.handle)
     return window_id, key
 
-class TmuxExecutor(Executor):
+class TmuxExecutor(ProcessExecutor):
     kind = ExecutorKind.TMUX
 
     def __init__(self, socket_name: str, runtime_dir: Path | None = None) -> None:
