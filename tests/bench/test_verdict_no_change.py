@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 
 from orchard.bench.suite import load_suite
-from orchard.bench.verdict import MetricNoise, MetricSpec, MetricVerdict, VerdictWord, decide_metrics, overall
+from orchard.bench.verdict import (
+    Direction,
+    MetricNoise,
+    MetricSpec,
+    MetricVerdict,
+    VerdictWord,
+    decide_metrics,
+    overall,
+)
 from orchard.errors import UsageError
 
 WIDE = MetricNoise(floor=0.348, deterministic=False, sd=0.15)  # the pytest-benchmark case of the issue
@@ -29,7 +37,7 @@ def _judge(spec: MetricSpec, effect: float) -> tuple[MetricVerdict, VerdictWord,
 
 
 def test_a_real_thirty_percent_change_under_a_wide_floor_is_inconclusive_with_its_mde() -> None:
-    spec = MetricSpec("bench", "wall_ms", "lower", min_floor=0.01)
+    spec = MetricSpec("bench", "wall_ms", Direction.LOWER, min_floor=0.01)
     verdict, word, reasons = _judge(spec, 0.30)
     assert (verdict, word) == (MetricVerdict.UNCLEAR, VerdictWord.INCONCLUSIVE), reasons
     assert "MDE" in reasons[0], reasons
@@ -37,7 +45,7 @@ def test_a_real_thirty_percent_change_under_a_wide_floor_is_inconclusive_with_it
 
 
 def test_no_change_is_still_claimed_when_the_interval_lies_within_what_matters() -> None:
-    spec = MetricSpec("bench", "wall_ms", "lower", min_floor=0.01)
+    spec = MetricSpec("bench", "wall_ms", Direction.LOWER, min_floor=0.01)
     verdict, word, reasons = _judge(spec, 0.0)
     assert (verdict, word) == (MetricVerdict.UNCHANGED, VerdictWord.NO_CHANGE), reasons
 

@@ -537,8 +537,9 @@ class Verdict:
             "lock_wait_ms": round(self.lock_wait_ms, 3),
             "rows": None if self.rows is None else str(self.rows),
             "summary": None if self.summary is None else str(self.summary),
-            "confinement": self.confinement,
         }
+        if self.confinement is not None:  # said only when runs were measured with a confinement to name
+            data["confinement"] = self.confinement
         if self.external is not None:
             data |= {"source": "command", "command": self.external.command, "exit_code": self.external.exit_code,
                      "output_tail": self.external.output_tail}
