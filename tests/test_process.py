@@ -122,6 +122,37 @@ def test_interrupting_the_launcher_kills_the_measured_group(tmp_path: Path) -> N
                 kill_if_running(int(pidfile.read_text()))
 
 
+def test_ctrl_c_while_the_child_is_being_started_still_kills_its_group(tmp_path: Path) -> None:
+    """A Ctrl-C that lands inside Popen (the child started, Popen not yet returned) is held, then the group dies."""
+    child_pid = tmp_path / "child.pid"
+    driver = textwrap.dedent(
+        f"""
+        import os, signal, subprocess, time
+        from orchard.process import run
+        real = subprocess.Popen
+        class Interrupted(real):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                deadline = time.monotonic() + 30
+                while not os.path.exists({str(child_pid)!r}) and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                os.kill(os.getpid(), signal.SIGINT)  # before Popen returns to the runner
+        subprocess.Popen = Interrupted
+        run("echo $$ > {child_pid}; exec sleep 600", timeout_s=600)
+        """
+    )
+    launcher = subprocess.Popen([PY, "-c", driver], stderr=subprocess.PIPE)
+    try:
+        _, err = launcher.communicate(timeout=60)
+        assert b"KeyboardInterrupt" in err
+        assert is_gone(int(wait_for_file(child_pid)))
+    finally:
+        launcher.kill()
+        launcher.wait()
+        if child_pid.exists() and child_pid.read_text().strip():
+            kill_if_running(int(child_pid.read_text()))
+
+
 def test_admitted_output_is_truncated_and_the_totals_are_exact() -> None:
     code = "import sys; sys.stdout.write('a' * 100_000); sys.stderr.write('b' * 5_000)"
     capture = run([PY, "-c", code], admitted_chars=1_000)

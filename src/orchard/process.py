@@ -25,12 +25,13 @@ import selectors
 import shlex
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, cast
+from typing import IO, Any, cast
 
 DEFAULT_ADMITTED_CHARS = 20_000
 # After the child exits, how long stragglers holding its pipes may keep
@@ -135,6 +136,36 @@ def kill_group(pgid: int) -> None:
         pass
 
 
+class _HeldInterrupt:
+    """Ctrl-C while the child is being started is held until the runner knows the child's process group.
+
+    A KeyboardInterrupt raised inside `Popen` (after the fork, before it returns) would leave the group
+    the command started running with nobody to kill it. Only the main thread gets SIGINT, so only there
+    is there anything to hold; a handler other than Python's default is left alone.
+    """
+
+    def __init__(self) -> None:
+        self.pending = False
+        self.previous: Any = None
+
+    def __enter__(self) -> _HeldInterrupt:
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            self.previous = signal.signal(signal.SIGINT, self._hold)
+        return self
+
+    def _hold(self, signum: int, frame: object) -> None:
+        self.pending = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+    def raise_held(self) -> None:
+        if self.pending:
+            raise KeyboardInterrupt
+
+
 def run(
     command: Sequence[str] | str,
     *,
@@ -151,19 +182,21 @@ def run(
     launcher_rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started_at = _now_iso()
     started_ns = time.perf_counter_ns()
-    proc = subprocess.Popen(
-        argv,
-        shell=shell,
-        cwd=cwd,
-        env=dict(env) if env is not None else None,
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+    with _HeldInterrupt() as held:
+        proc = subprocess.Popen(
+            argv,
+            shell=shell,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     out, err = _Stream(admitted_chars, stdout_sink), _Stream(admitted_chars)
     try:
+        held.raise_held()
         ended = _pump(proc, out, err, stdin, deadline)
     except BaseException:
         kill_group(proc.pid)
