@@ -24,6 +24,7 @@ from pathlib import Path
 from orchard.jsonlines import json_objects
 from orchard.lab.agent_login import CliAnswer, LoginState
 from orchard.lab.agent_usage import AgentUsage
+from orchard.lab.egress import Network
 from orchard.lab.experiment import (
     Commands,
 )
@@ -73,6 +74,15 @@ class ClaudeLauncher(Launcher):
     status_command = ("auth", "status", "--json")
     login_fix = (f"set CLAUDE_CODE_OAUTH_TOKEN (from `claude setup-token`) or ANTHROPIC_API_KEY where orchard runs; "
                  f"{OWN_HOME}")
+    default_base_url = "https://api.anthropic.com"
+    base_url_variable = "ANTHROPIC_BASE_URL"
+
+    def environment(self) -> dict[str, str]:
+        """`base_url` as ANTHROPIC_BASE_URL; under `api`, no telemetry or update traffic the proxy would refuse."""
+        values = {"ANTHROPIC_BASE_URL": self.config.base_url} if self.config.base_url else {}
+        if self.config.network == Network.API:
+            values["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] = "1"
+        return values
 
     def login_state(self, answer: CliAnswer) -> LoginState:
         """`claude auth status --json` prints one JSON object with `loggedIn` (exit 1 when false)."""
@@ -138,6 +148,8 @@ class CodexLauncher(Launcher):
     credentials = ("OPENAI_API_KEY", "CODEX_*")
     status_command = ("login", "status")
     login_fix = f"set OPENAI_API_KEY where orchard runs; {OWN_HOME}"
+    default_base_url = "https://api.openai.com/v1"
+    base_url_variable = "OPENAI_BASE_URL"
 
     def login_state(self, answer: CliAnswer) -> LoginState:
         """`codex login status` says "Not logged in" (exit 1), or how it is logged in (exit 0), after any warnings."""

@@ -13,6 +13,7 @@ hypothesis is touched.
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 from abc import ABC, abstractmethod
@@ -20,11 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from orchard.errors import UsageError
 from orchard.lab import sandbox
 from orchard.lab.agent_login import CliAnswer, LoginCheck, LoginState, ask, ask_as_worker, credentials_set
 from orchard.lab.agent_usage import AgentUsage
 from orchard.lab.allowlist import worker_names
-from orchard.lab.config import OFFLINE_LAUNCHERS, LauncherConfig
+from orchard.lab.config import LauncherConfig
+from orchard.lab.egress import Egress, Network, endpoint
 from orchard.lab.executors import Job
 from orchard.lab.experiment import (
     Commands,
@@ -70,9 +73,11 @@ class Launcher(ABC):
     credentials: ClassVar[tuple[str, ...]] = ()  # variables the CLI authenticates with (`X_*`: a prefix)
     status_command: ClassVar[tuple[str, ...]] = ()  # its CLI's own login status words, e.g. ("auth", "status")
     login_fix: ClassVar[str] = ""  # what the user does when the status says it is not logged in
+    default_base_url: ClassVar[str] = ""  # the CLI's own model service, when it has one fixed
+    base_url_variable: ClassVar[str] = ""  # the variable the CLI reads its endpoint from, when passed in `pass_env`
 
     def __init__(self, config: LauncherConfig | None = None, label: str = "") -> None:
-        self.config = config or LauncherConfig(name=self.name, network=self.name not in OFFLINE_LAUNCHERS)
+        self.config = config or LauncherConfig(name=self.name)
         self.label = label or self.name  # as orchard.toml names it: "claude", or a [launchers.NAME] key
 
     @property
@@ -140,16 +145,42 @@ class Launcher(ABC):
         """Files the CLI writes outside its checkout (default: none)."""
         return ()
 
+    def base_url(self) -> str:
+        """Where its CLI reaches its model: `base_url`, else its own variable when `pass_env` passes it, else the
+        CLI's own service ("" when orchard cannot tell)."""
+        variable = self.base_url_variable
+        if not self.config.base_url and variable and variable in worker_names((), self.config.pass_env):
+            return os.environ[variable]
+        return self.config.base_url or self.default_base_url
+
+    def environment(self) -> dict[str, str]:
+        """Literal variables its CLI gets (not secrets: they are written into the launch script)."""
+        return {}
+
+    def egress(self, directory: Path) -> Egress | None:
+        """Its one way out under `network = "api"` (the proxy's socket in `directory`); None otherwise."""
+        if self.config.network != Network.API:
+            return None
+        url = self.base_url()
+        if not url:
+            raise UsageError(f"launcher {self.label!r}: network = \"api\" needs a base_url (orchard does not know "
+                             f"the {self.name} CLI's model endpoint)")
+        try:
+            return Egress(endpoint(url), directory)
+        except ValueError as error:
+            raise UsageError(f"launcher {self.label!r}: its model endpoint {error}") from None
+
     def confinement(self, workspace: Workspace, context: LaunchContext, *, cwd: Path, own: list[Path], home: Path,
                     tmp: Path, reads: tuple[Path, ...] = (), path: str | None = None,
                     hide: tuple[Path, ...] = ()) -> sandbox.Confinement:
         """Its sandbox: writable `own` dirs, private `home` and `tmp`, what it reads and writes, its credentials;
         `hide`: more places of the orchestrator's (the lab's workspace, seen from a dask worker)."""
         return sandbox.worker_confinement(
-            workspace.config.workers.sandbox, workspace=workspace.root, cwd=cwd, network=self.config.network,
-            inherit=worker_names(self.credentials, self.config.pass_env), home=home, tmp=tmp,
-            reads=(*self.reads(context), *reads), writes=self.writes(context), executable=self.executable, own=own,
-            extra_reads=workspace.config.workers.sandbox_read, path=path, hide=hide)
+            workspace.config.workers.sandbox, workspace=workspace.root, cwd=cwd,
+            network=self.config.network == Network.ALL, inherit=worker_names(self.credentials, self.config.pass_env),
+            home=home, tmp=tmp, reads=(*self.reads(context), *reads), writes=self.writes(context),
+            executable=self.executable, own=own, extra_reads=workspace.config.workers.sandbox_read, path=path,
+            hide=hide, setenv=self.environment(), egress=self.egress(home.parent / "egress"))
 
     def job(self, workspace: Workspace, experiment: Experiment, env: dict[str, str] | None = None,
             hide: tuple[Path, ...] = ()) -> Job:

@@ -25,6 +25,7 @@ from pathlib import Path
 from orchard.lab.builds import Check
 from orchard.lab.candidate import Candidate
 from orchard.lab.config import LauncherConfig
+from orchard.lab.egress import Network
 from orchard.lab.executors.base import Job
 from orchard.lab.executors.subprocess import SubprocessExecutor
 from orchard.lab.experiment import Commands, Experiment, ExperimentPaths
@@ -131,7 +132,8 @@ def review(ws: Workspace, experiment: Experiment, candidate: Candidate, verdict:
                       encoding="utf-8")
     settings = ws.config.review
     launcher = (launcher_for(ws.config, settings.launcher) if settings.launcher
-                else make_launcher(LauncherConfig(name="command", template=settings.template), "review"))
+                else make_launcher(LauncherConfig(name="command", template=settings.template,
+                                                network=Network.ALL.value), "review"))
     paths = ExperimentPaths(workspace=ws.root, experiment=experiment.name, target_dir=checkout, bench_dir=directory,
                             binary=None, baseline=None, suite=None, report=answer, prompt_file=prompt,
                             log_file=directory / "review.log")

@@ -9,8 +9,9 @@ writable, its bench clone, prompt and input files read-only, the files its
 CLI writes outside the checkout, and every PATH directory (and orchard's own
 Python) that would otherwise be hidden, read-only. It has its own PID and IPC
 namespaces and dies with its parent, so no daemon it starts outlives it; no
-capabilities, even when orchard runs as root; and with `network = false` its
-own network namespace (loopback only).
+capabilities, even when orchard runs as root; and with `network = "none"` or
+`"api"` its own network namespace (loopback only; with `api`, the one way
+out that `egress.py` gives back).
 
 Only the launcher command is confined: the executor's wrapper around it
 (the `tee` into logs/ and the exit line) runs outside. Either way the
@@ -33,6 +34,7 @@ from pathlib import Path
 
 import orchard
 from orchard.errors import UsageError
+from orchard.lab.egress import Egress
 
 PROBE_TIMEOUT_S = 30.0
 # Always hidden when they exist; the workspace, $HOME, $TMPDIR and friends are added per sandbox.
@@ -96,6 +98,7 @@ class Confinement:
     readable: tuple[Path, ...] = ()  # bound read-only (after hiding)
     writable: tuple[Path, ...] = ()  # bound read-write
     sealed: tuple[Path, ...] = ()  # read-only again inside what is writable (files shared with the judge)
+    egress: Egress | None = None  # network = "api": the proxy run beside the sandbox, the bridge inside it
 
     def bwrap_args(self) -> list[str]:
         args = ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--new-session", "--cap-drop", "ALL"]
@@ -108,18 +111,31 @@ class Confinement:
             args += ["--ro-bind-try", str(path), str(path)]
         for path in self.writable:
             args += ["--bind", str(path), str(path)]
-        for path in self.sealed:
+        for path in (*self.sealed, *([self.egress.directory] if self.egress else [])):
             args += ["--ro-bind", str(path), str(path)]
         return [*args, "--chdir", str(self.cwd)]
 
     def command(self, launch: str, extra: Iterable[str] = ()) -> str:
-        """The shell text that runs `launch` confined; `extra`: more variables to pass by name."""
+        """The shell text that runs `launch` confined; `extra`: more variables to pass by name.
+
+        With an egress, the text starts the proxy first (its own `env -i`, with only the `ORCHARD_*`
+        variables), runs the sandbox with the bridge before `launch`, stops the proxy and keeps the
+        sandbox's exit status.
+        """
         names = sorted({*self.inherit, *(name for name in extra if name.isidentifier())} - set(self.setenv))
-        words = ["env", "-i", *(f'${{{name}+"{name}=${name}"}}' for name in names)]
-        words += [shlex.quote(f"{key}={value}") for key, value in self.setenv.items()]
+        words = [*_env_by_name(names), *(shlex.quote(f"{key}={value}") for key, value in self.setenv.items())]
         if self.mode == SandboxMode.BWRAP:
             words += [shlex.quote(bwrap_path()), *map(shlex.quote, self.bwrap_args()), "--"]
-        return " ".join([*words, "bash", "-c", shlex.quote(launch)])
+        if self.mode != SandboxMode.BWRAP or self.egress is None:
+            return " ".join([*words, "bash", "-c", shlex.quote(launch)])
+        proxy_env = " ".join(_env_by_name(name for name in names if name.startswith("ORCHARD_")))
+        confined = " ".join([*words, "bash", "-c", shlex.quote(self.egress.inside(launch))])
+        return self.egress.outside(proxy_env) + confined + "\n" + self.egress.after()
+
+
+def _env_by_name(names: Iterable[str]) -> list[str]:
+    """`env -i` and each variable by reference (`${NAME+"NAME=$NAME"}`): no value is written into the text."""
+    return ["env", "-i", *(f'${{{name}+"{name}=${name}"}}' for name in names)]
 
 
 def _absolute(path: Path | str) -> Path:
@@ -181,7 +197,8 @@ def _visible_tools(executable: str, extra: Iterable[str], path: str, workspace: 
 def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, inherit: Iterable[str],
                        home: Path, tmp: Path, reads: Iterable[Path], writes: Iterable[Path], executable: str = "",
                        own: Iterable[Path] = (), extra_reads: Iterable[str] = (),
-                       path: str | None = None, hide: Iterable[Path] = ()) -> Confinement:
+                       path: str | None = None, hide: Iterable[Path] = (), setenv: Mapping[str, str] | None = None,
+                       egress: Egress | None = None) -> Confinement:
     """The confinement of one worker.
 
     `own`: its directories (the target checkout) bound writable (but for
@@ -192,7 +209,10 @@ def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, 
     `extra_reads`: more paths it may read (`[workers] sandbox_read`);
     `path`: its PATH, when it is not orchard's own; `hide`: more places of
     the orchestrator's (on a dask worker sharing the lab's file system, the
-    lab's workspace: its own `workspace` there is only the scratch copy).
+    lab's workspace: its own `workspace` there is only the scratch copy);
+    `setenv`: literal variables of its CLI's (never secrets); `egress`: its
+    one way out under `network = "api"` (with bwrap only: unsandboxed,
+    nothing confines it).
     """
     home.mkdir(parents=True, exist_ok=True)
     tmp.mkdir(parents=True, exist_ok=True)
@@ -200,7 +220,7 @@ def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, 
     for written in writes:
         written.parent.mkdir(parents=True, exist_ok=True)
         written.touch(exist_ok=True)
-    setenv = {"HOME": str(home), "TMPDIR": str(tmp)}
+    setenv = {**(setenv or {}), "HOME": str(home), "TMPDIR": str(tmp)}
     inherit = tuple(name for name in inherit if name not in setenv)
     if mode != SandboxMode.BWRAP:
         return Confinement(SandboxMode.NONE, cwd, network, inherit, setenv)
@@ -212,8 +232,12 @@ def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, 
     own = [_absolute(p) for p in own]
     writable = dict.fromkeys([*own, *map(_absolute, (home, tmp, *writes))])
     sealed = [pack for directory in own for pack in _shared(directory)]
+    if egress is not None:
+        egress.directory.mkdir(parents=True, exist_ok=True)
+        setenv |= egress.environment()
+        network = False
     return Confinement(SandboxMode.BWRAP, cwd, network, inherit, setenv, tuple(hidden), tuple(readable),
-                       tuple(writable), tuple(sealed))
+                       tuple(writable), tuple(sealed), egress)
 
 
 def step_confinement(mode: str, *, workspace: Path, checkout: Path, inherit: Iterable[str]) -> Confinement:
