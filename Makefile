@@ -6,6 +6,8 @@
 #                   core: the tests mostly wait (on processes, polls, the shared measurement lock)
 #   make test-slow  the slow tier: whole lab runs, a browser, dask clusters, long measurements
 #   make test-all   both tiers
+#   make agents     the pinned agent CLIs the tests run for real, into .agents/ (.ci/agents; the test
+#                   targets call it; a CLI that cannot install is skipped by its tests, with the reason)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -16,7 +18,7 @@ STAMP := $(VENV)/.orchard-installed
 PYTEST := PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(BIN)/python -m pytest -p xdist.plugin -p pytest_timeout \
 	-p _hypothesis_pytestplugin
 
-.PHONY: lint test test-slow test-all demo clean
+.PHONY: lint agents test test-slow test-all demo clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,10 +30,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 
-test: lint
+agents:
+	.ci/agents
+
+test: lint agents
 	$(PYTEST) -n 4 --dist loadfile
 
-test-slow: $(STAMP)
+test-slow: $(STAMP) agents
 	$(PYTEST) -m slow
 
 test-all: test test-slow
@@ -40,4 +45,4 @@ demo: $(STAMP)
 	$(BIN)/orchard demo
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .agents build src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
