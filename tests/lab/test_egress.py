@@ -245,6 +245,7 @@ def test_a_sandboxed_worker_reaches_what_its_network_allows(
     if network == Network.API:
         assert f"[orchard egress] refused 127.0.0.1:{other_port}: only the launcher's model endpoint" in log
         assert "[orchard egress] refused api.example.invalid:443" in log
+        assert sum("[orchard egress]" in line for line in log.splitlines()) == 2, log  # nothing else to say
     assert [p.cmdline() for p in processes_marked(mark)] == []  # the proxy ended with the worker
     assert_nothing_left(mark, workspace.tmux_socket)
 

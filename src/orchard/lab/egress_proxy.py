@@ -43,6 +43,10 @@ def say(text: str) -> None:
     print(f"{TAG} {text}", file=sys.stderr, flush=True)
 
 
+class Silent(Exception):
+    """A client that closed before sending a byte (the bridge's readiness probe): nothing to answer or say."""
+
+
 def read_head(conn: socket.socket) -> tuple[bytes, bytes]:
     """A request head (through its blank line) and whatever came after it; ValueError if none comes whole."""
     data = b""
@@ -51,6 +55,8 @@ def read_head(conn: socket.socket) -> tuple[bytes, bytes]:
             raise ValueError(f"no request head in the first {HEAD_LIMIT} bytes")
         chunk = conn.recv(CHUNK)
         if not chunk:
+            if not data:
+                raise Silent
             raise ValueError("the connection closed before a whole request head")
         data += chunk
     head, _, rest = data.partition(b"\r\n\r\n")
@@ -111,7 +117,7 @@ def handle(conn: socket.socket, allowed: Endpoint) -> None:
     with conn:
         try:
             _handle(conn, allowed)
-        except OSError:
+        except (OSError, Silent):
             pass  # the client or the endpoint went away
 
 
@@ -197,7 +203,7 @@ def _relay(conn: socket.socket, socket_path: Path, tunnel: Endpoint | None) -> N
                 upstream.sendall(f"CONNECT {tunnel} HTTP/1.1\r\nHost: {tunnel}\r\n\r\n".encode())
                 try:
                     answer, rest = read_head(upstream)
-                except (OSError, ValueError):
+                except (OSError, ValueError, Silent):
                     return
                 if b" 200 " not in answer.split(b"\r\n", 1)[0] + b" ":
                     return
