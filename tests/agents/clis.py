@@ -18,9 +18,9 @@ CLAUDE_VERSION = "2.1.332"  # pinned in .ci/agents
 CLAUDE_QUIET = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
 
 
-def installed(name: str, command: str) -> Path:
+def installed(name: str, command: str, directory: Path = NPM_BIN) -> Path:
     """The CLI's executable under .agents/, or skip the test with the reason .ci/agents recorded."""
-    path = NPM_BIN / command
+    path = directory / command
     if os.access(path, os.X_OK):
         return path
     reason = AGENTS / f"{name}.unavailable"
@@ -30,3 +30,12 @@ def installed(name: str, command: str) -> Path:
 
 def claude() -> Path:
     return installed("claude", "claude")
+
+
+def codex() -> Path:
+    return installed("codex", "codex")
+
+
+def aider() -> Path:
+    """aider: a PyPI CLI, in its own virtualenv, linked from .agents/bin/."""
+    return installed("aider", "aider", AGENTS / "bin")

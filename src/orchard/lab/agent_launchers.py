@@ -29,6 +29,7 @@ from orchard.lab.experiment import (
     Commands,
 )
 from orchard.lab.launcher import LaunchContext, Launcher, join_words, prompt_arg
+from orchard.lab.sandbox import SandboxMode
 
 CLAUDE_VERSION = "2.1.332"
 CODEX_VERSION = "0.171.0"
@@ -161,19 +162,18 @@ class CodexLauncher(Launcher):
         return (context.log_dir / f"{context.experiment.name}.last-message.md",)
 
     def command(self, context: LaunchContext) -> str:
+        """Inside orchard's sandbox, Codex's own (a bubblewrap of its own) cannot start: `bwrap: setting up uid
+        map: Operation not permitted` for every command it runs; orchard's confines it instead."""
         (last_message,) = self.writes(context)
-        words = [
-            self.executable,
-            "exec",
-            "--sandbox",
-            "workspace-write",
-            "--skip-git-repo-check",
-            "--json",
-            "-o",
-            str(last_message),
-            "--add-dir",
-            str(context.paths.bench_dir),
-        ]
+        words = [self.executable, "exec", "--skip-git-repo-check", "--json", "-o", str(last_message)]
+        if context.sandbox == SandboxMode.BWRAP:
+            words += ["--sandbox", "danger-full-access"]
+        else:
+            words += ["--sandbox", "workspace-write", "--add-dir", str(context.paths.bench_dir)]
+        if self.config.base_url:  # a model provider of its own: Codex reads a custom base URL only from its config
+            provider = (f'{{name = "orchard", base_url = {json.dumps(self.config.base_url)}, '
+                        f'env_key = "OPENAI_API_KEY", wire_api = "responses"}}')
+            words += ["-c", "model_provider=orchard", "-c", f"model_providers.orchard={provider}"]
         tail = self._tail()
         return " ".join(part for part in (join_words(words), tail, prompt_arg(context.paths.prompt_file)) if part)
 
@@ -191,6 +191,7 @@ class CodexLauncher(Launcher):
             input_tokens=total("input_tokens"),
             output_tokens=total("output_tokens"),
             cache_read_tokens=total("cached_input_tokens"),
+            cache_write_tokens=total("cache_write_input_tokens"),  # Codex 0.171.0 prints it (0 so far)
             turns=len(turns),
             source="codex exec --json turn.completed events",
         )

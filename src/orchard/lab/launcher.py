@@ -52,6 +52,7 @@ class LaunchContext:
     commands: Commands
     log_dir: Path
     vcs: str  # the target's VCS kind
+    sandbox: str = sandbox.SandboxMode.BWRAP.value  # `[workers] sandbox`: whether orchard confines the CLI
 
 
 def prompt_arg(prompt_file: Path) -> str:
@@ -133,9 +134,8 @@ class Launcher(ABC):
 
     def context(self, workspace: Workspace, experiment: Experiment) -> LaunchContext:
         paths = experiment_paths(workspace, experiment)
-        return LaunchContext(
-            experiment, paths, experiment_commands(workspace, paths), workspace.logs_dir, workspace.config.target.vcs
-        )
+        return LaunchContext(experiment, paths, experiment_commands(workspace, paths), workspace.logs_dir,
+                             workspace.config.target.vcs, workspace.config.workers.sandbox)
 
     def reads(self, context: LaunchContext) -> tuple[Path, ...]:
         """What the worker reads outside its checkout: its bench clone and its prompt."""

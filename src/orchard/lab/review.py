@@ -137,7 +137,8 @@ def review(ws: Workspace, experiment: Experiment, candidate: Candidate, verdict:
     paths = ExperimentPaths(workspace=ws.root, experiment=experiment.name, target_dir=checkout, bench_dir=directory,
                             binary=None, baseline=None, suite=None, report=answer, prompt_file=prompt,
                             log_file=directory / "review.log")
-    context = LaunchContext(experiment, paths, Commands("", "", ""), directory, ws.config.target.vcs)
+    context = LaunchContext(experiment, paths, Commands("", "", ""), directory, ws.config.target.vcs,
+                            ws.config.workers.sandbox)
     # sandboxed like a worker: it may write only its review directory and read the checkout it reviews
     confinement = launcher.confinement(ws, context, cwd=directory, own=[directory], home=directory / "home",
                                        tmp=directory / "tmp", reads=(checkout,))

@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Protocol
 
-from tests.agents.endpoint import anthropic
+from tests.agents.endpoint import anthropic, responses
 from tests.agents.endpoint.exchange import Asked, Reply
 from tests.agents.endpoint.script import Script
 
@@ -40,7 +40,7 @@ class Wire(Protocol):
 
 
 # one module per wire format: add an OpenAI Responses or chat completions module here
-WIRES: tuple[Wire, ...] = (anthropic,)
+WIRES: tuple[Wire, ...] = (anthropic, responses)
 
 
 class Endpoint(ThreadingHTTPServer):
