@@ -49,7 +49,7 @@ def demo_lab(directory: Path, launchers: dict[str, dict[str, Any]], backlog: dic
                   tomllib.loads(HYPOTHESES.read_text())["hypothesis"] if table["id"] in backlog]
     for table in hypotheses:  # only a `patch` launcher's hypotheses keep their ready patch
         patch = table.pop("patch", None)
-        if table["launcher"] == "patch" and patch:
+        if launchers.get(table["launcher"] or "default", data["launcher"])["name"] == "patch" and patch:
             table["patch"] = str(PATCHES / Path(patch).name)
     backlog_file = directory.parent / f"{directory.name}-backlog.toml"
     backlog_file.write_text(tomli_w.dumps({"hypothesis": hypotheses}))

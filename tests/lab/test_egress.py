@@ -36,6 +36,7 @@ from tests.lab.lab_helpers import assert_nothing_left, processes_marked, wait_fo
 class _Answer(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         self.server.paths.append(self.path)  # type: ignore[attr-defined]
+        self.server.connection_fields.append(self.headers.get_all("Connection"))  # type: ignore[attr-defined]
         body = f"{self.server.word} {self.path}".encode()  # type: ignore[attr-defined]
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
@@ -53,7 +54,7 @@ def local_server() -> Iterator[Callable[[str], http.server.ThreadingHTTPServer]]
 
     def start(word: str) -> http.server.ThreadingHTTPServer:
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Answer)
-        server.word, server.paths = word, []  # type: ignore[attr-defined]
+        server.word, server.paths, server.connection_fields = word, [], []  # type: ignore[attr-defined]
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
         return server
@@ -94,7 +95,8 @@ def test_the_proxy_lets_through_the_endpoint_only_and_resolves_no_other_name(
         serving.start()
         try:
             tunnelled = _exchange(path, f"CONNECT {allowed} HTTP/1.1\r\n\r\nGET /v1/messages HTTP/1.0\r\n\r\n".encode())
-            forwarded = _exchange(path, f"GET http://{allowed}/v1/models?x=1 HTTP/1.0\r\n\r\n".encode())
+            forwarded = _exchange(path, f"GET http://{allowed}/v1/models?x=1 HTTP/1.1\r\nHost: {allowed}\r\n"
+                                        "Proxy-Connection: keep-alive\r\nConnection: keep-alive\r\n\r\n".encode())
             other_port = other.server_address[1]
             to_other = _exchange(path, f"CONNECT 127.0.0.1:{other_port} HTTP/1.1\r\n\r\n".encode())
             plain_other = _exchange(path, f"GET http://127.0.0.1:{other_port}/ HTTP/1.0\r\n\r\n".encode())
@@ -107,6 +109,7 @@ def test_the_proxy_lets_through_the_endpoint_only_and_resolves_no_other_name(
     assert tunnelled.startswith(b"HTTP/1.1 200 Connection Established\r\n\r\nHTTP/1.0 200"), tunnelled
     assert tunnelled.endswith(b"MODEL /v1/messages")
     assert forwarded.endswith(b"MODEL /v1/models?x=1")  # sent on in origin form
+    assert model.connection_fields[-1] == ["close"]  # type: ignore[attr-defined]  # one request per connection
     for refused in (to_other, plain_other, by_name, same_port_by_name):
         assert refused.startswith(b"HTTP/1.1 403 Forbidden"), refused
         assert f"allows only {allowed}".encode() in refused

@@ -235,6 +235,11 @@ class AiderLauncher(Launcher):
     # aider's own settings and the model services it reaches through litellm
     credentials = ("AIDER_*", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "DEEPSEEK_API_KEY",
                    "OPENROUTER_API_KEY")
+    base_url_variable = "OPENAI_API_BASE"
+
+    def environment(self) -> dict[str, str]:
+        """Under `api`, litellm's price list is not fetched from the internet: the copy it ships is read."""
+        return {"LITELLM_LOCAL_MODEL_COST_MAP": "True"} if self.config.network == Network.API else {}
 
     def writes(self, context: LaunchContext) -> tuple[Path, ...]:
         logs, name = context.log_dir, context.experiment.name
@@ -260,9 +265,14 @@ class AiderLauncher(Launcher):
             "--chat-history-file",
             str(chat_history),
         ]
+        if self.config.base_url:  # an OpenAI-compatible endpoint (chat completions)
+            words += ["--openai-api-base", self.config.base_url]
         for entry in context.experiment.hypothesis.scope:
             if (context.paths.target_dir / entry).is_file():
                 words += ["--file", entry]
+        # aider never edits a file git ignores unless it is in the chat, and the report is ignored in the checkout
+        # ("Skipping edits to .orchard-report.json that matches gitignore spec", aider 0.86.2)
+        words += ["--add-gitignore-files", "--file", str(context.paths.report)]
         return " ".join(part for part in (join_words(words), self._tail()) if part)
 
     def usage(self, log_text: str) -> AgentUsage:

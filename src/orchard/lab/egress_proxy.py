@@ -37,6 +37,7 @@ CONNECT_TIMEOUT_S = 30.0
 READY_TIMEOUT_S = 15.0
 PARENT_CHECK_S = 0.5
 CHUNK = 64 * 1024
+HOP_FIELDS = (b"connection:", b"proxy-connection:", b"keep-alive:")
 
 
 def say(text: str) -> None:
@@ -103,7 +104,10 @@ def destination(head: bytes) -> tuple[Endpoint, bytes | None]:
         raise ValueError(f"not a proxy request: {method} {target[:120]}")
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     endpoint = Endpoint(parts.hostname.lower(), parts.port or 80)
-    return endpoint, f"{method} {path} {version}\r\n".encode("latin-1") + fields
+    # One request per connection: a next one the client sent on it would reach the endpoint unread.
+    kept = [line for line in fields.split(b"\r\n") if line and not line.lower().startswith(HOP_FIELDS)]
+    head = [f"{method} {path} {version}".encode("latin-1"), *kept, b"Connection: close", b"", b""]
+    return endpoint, b"\r\n".join(head)
 
 
 def _answer(conn: socket.socket, status: str, body: str = "") -> None:

@@ -23,7 +23,7 @@ ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_api_key", 403: "permi
                429: "rate_limit_exceeded", 500: "server_error", 503: "server_is_overloaded"}
 
 
-def _text(content: Any) -> str:
+def text_of(content: Any) -> str:
     """A message's or a tool output's text: a string, or its text parts joined."""
     if isinstance(content, str):
         return content
@@ -59,7 +59,7 @@ def parse(body: dict[str, Any]) -> Asked:
     if isinstance(body.get("input"), str):
         items = [{"type": "message", "role": "user", "content": body["input"]}]
     messages = [item for item in items if item.get("type", "message") == "message"]
-    system = [str(body.get("instructions") or "")] + [_text(m.get("content")) for m in messages
+    system = [str(body.get("instructions") or "")] + [text_of(m.get("content")) for m in messages
                                                       if m.get("role") in ("developer", "system")]
     tools = _tool_names(body.get("tools"))
     for item in items:
@@ -71,8 +71,8 @@ def parse(body: dict[str, Any]) -> Asked:
         model=str(body.get("model", "")),
         stream=bool(body.get("stream")),
         system="\n".join(part for part in system if part),
-        prompt="\n".join(_text(m.get("content")) for m in messages if m.get("role") == "user"),
-        tool_result=_text(last.get("output")) if last.get("type") in OUTPUT_ITEMS else None,
+        prompt="\n".join(text_of(m.get("content")) for m in messages if m.get("role") == "user"),
+        tool_result=text_of(last.get("output")) if last.get("type") in OUTPUT_ITEMS else None,
         turn=_turn(items),
         tools=tuple(tools),
     )
