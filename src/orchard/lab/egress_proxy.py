@@ -105,9 +105,9 @@ def destination(head: bytes) -> tuple[Endpoint, bytes | None]:
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     endpoint = Endpoint(parts.hostname.lower(), parts.port or 80)
     # One request per connection: a next one the client sent on it would reach the endpoint unread.
-    kept = [line for line in fields.split(b"\r\n") if line and not line.lower().startswith(HOP_FIELDS)]
-    head = [f"{method} {path} {version}".encode("latin-1"), *kept, b"Connection: close", b"", b""]
-    return endpoint, b"\r\n".join(head)
+    kept = [field for field in fields.split(b"\r\n") if field and not field.lower().startswith(HOP_FIELDS)]
+    sent = [f"{method} {path} {version}".encode("latin-1"), *kept, b"Connection: close", b"", b""]
+    return endpoint, b"\r\n".join(sent)
 
 
 def _answer(conn: socket.socket, status: str, body: str = "") -> None:
