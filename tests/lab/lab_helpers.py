@@ -62,6 +62,22 @@ REPORTS = ("; printf '{{\"schema\": \"orchard.worker-report/1\", \"experiment\":
 # The target above, built and measured as the bench's suite.toml sees it: alpha.txt is the binary.
 ALPHA_TARGET = {"build": "chmod +x src/alpha.txt", "binary": "src/alpha.txt"}
 SUITE_BENCH = {"suite": "suite.toml"}
+# A suite that measures the output size of `cat {bin}`: a shorter alpha.txt is a win, exactly.
+STDOUT_SUITE = """
+[suite]
+name = "launchers"
+runs = 6
+min_runs = 6
+calibration_runs = 6
+
+[[scenario]]
+name = "out"
+command = ["cat", "{bin}"]
+
+[[metric]]
+name = "stdout_bytes"
+floor = 0.0
+"""
 # A lab that measures nothing: README is the binary, the bench's verdict command always says NO-CHANGE.
 README_TARGET = {"binary": "README"}
 NO_CHANGE_BENCH = {"verdict": "echo NO-CHANGE"}

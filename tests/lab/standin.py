@@ -8,6 +8,8 @@ CLI's own output format. `STANDIN_MODE` picks a misbehaviour:
 
 edit (default) | hang | tamper | leave-scope | no-report | bad-report | commit
 | auth-error (the CLI's own "not logged in" / network error, nothing changed)
+A prompt that is not a worker's (pre-flight's test request) is answered
+with usage, whatever the mode.
 `--version` answers as the real CLIs do (the lab's pre-flight asks), unless
 `STANDIN_VERSION_FAILS` is set. The login status commands (`claude auth
 status`, `codex login status`) replay what the real CLIs printed
@@ -129,10 +131,14 @@ def main() -> int:
     print(CALL + json.dumps({"cli": cli, "argv": argv, "cwd": os.getcwd(), "env": sorted(os.environ),
                              "canaries": canaries}), flush=True)
     mode = os.environ.get("STANDIN_MODE", "edit")
+    prompt = prompt_text(cli, argv)
+    heading = re.search(r"^# Experiment: (\S+)", prompt, re.MULTILINE)
+    if heading is None:  # pre-flight's test request: answered, whatever the mode (the modes are the workers')
+        print_usage(cli)
+        return 0
     if mode == "auth-error":
         return print_auth_error(cli)
-    prompt = prompt_text(cli, argv)
-    experiment = re.search(r"^# Experiment: (\S+)", prompt, re.MULTILINE).group(1)
+    experiment = heading.group(1)
     checkout = Path(field(prompt, "Your checkout of the code"))
     bench = Path(field(prompt, "Your copy of the benchmark"))
     report = Path(field(prompt, "Your report file"))

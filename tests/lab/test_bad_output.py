@@ -26,8 +26,16 @@ from orchard.lab.state import LabState
 from orchard.lab.workspace import Workspace
 from orchard.lab.workspace_init import init_workspace
 from tests.helpers import slow_but
-from tests.lab.lab_helpers import ALPHA_TARGET, REPORTS, command_launcher, lab_config, one_worker, small_tmpfs, wait_for
-from tests.lab.test_launcher_failures import SUITE
+from tests.lab.lab_helpers import (
+    ALPHA_TARGET,
+    REPORTS,
+    STDOUT_SUITE,
+    command_launcher,
+    lab_config,
+    one_worker,
+    small_tmpfs,
+    wait_for,
+)
 
 KILL_AT = "ORCHARD_TEST_KILL_AT"  # orchard SIGKILLs itself there (lab/loop.py)
 
@@ -71,7 +79,7 @@ def _orchard(*args: str | Path) -> subprocess.CompletedProcess[str]:
 
 
 def _lab(tmp_path: Path, target_repo: Path, hostile: dict[str, str], executor: str = "subprocess") -> Path:
-    (tmp_path / "suite.toml").write_text(SUITE)
+    (tmp_path / "suite.toml").write_text(STDOUT_SUITE)
     (tmp_path / "orchard.toml").write_text(_config(hostile, executor))
     (tmp_path / "hypotheses.toml").write_text(_hypotheses(hostile))
     ws = init_workspace(tmp_path / "ws", str(target_repo), None, tmp_path / "orchard.toml")
@@ -144,7 +152,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 def test_a_worker_that_fills_its_disk_is_killed_and_the_lab_goes_on(
     tmp_path: Path, target_repo: Path, small_disk: Path
 ) -> None:
-    (tmp_path / "suite.toml").write_text(SUITE)
+    (tmp_path / "suite.toml").write_text(STDOUT_SUITE)
     hostile = {"fill-disk": "head -c 8000000 /dev/urandom > {target_dir}/src/noise.bin"}
     (tmp_path / "orchard.toml").write_text(_config(hostile))
     (tmp_path / "hypotheses.toml").write_text(_hypotheses(hostile))

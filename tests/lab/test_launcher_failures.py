@@ -25,24 +25,8 @@ import pytest
 from orchard.lab.state import LabState
 from orchard.lab.workspace_init import init_workspace
 from tests.helpers import slow_but
-from tests.lab.lab_helpers import ALPHA_TARGET, CLI_HELP, command_launcher, git, lab_config, one_worker
+from tests.lab.lab_helpers import ALPHA_TARGET, CLI_HELP, STDOUT_SUITE, command_launcher, git, lab_config, one_worker
 from tests.lab.loop_support import snapshot
-
-SUITE = """
-[suite]
-name = "launchers"
-runs = 6
-min_runs = 6
-calibration_runs = 6
-
-[[scenario]]
-name = "out"
-command = ["cat", "{bin}"]
-
-[[metric]]
-name = "stdout_bytes"
-floor = 0.0
-"""
 
 CONFIG = lab_config(
     target=ALPHA_TARGET,
@@ -101,7 +85,7 @@ def _orchard(*args: str | Path, env: dict[str, str]) -> subprocess.CompletedProc
 @pytest.fixture
 def lab(tmp_path: Path, target_repo: Path, standin_bin: Path) -> tuple[Path, dict[str, str]]:
     bindir = standin_bin
-    (tmp_path / "suite.toml").write_text(SUITE)
+    (tmp_path / "suite.toml").write_text(STDOUT_SUITE)
     (tmp_path / "orchard.toml").write_text(CONFIG)
     (tmp_path / "hypotheses.toml").write_text(HYPOTHESES)
     ws = init_workspace(tmp_path / "ws", str(target_repo), None, tmp_path / "orchard.toml")

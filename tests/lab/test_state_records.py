@@ -295,7 +295,8 @@ def test_final_report_has_every_metric_change_and_decision_with_its_reasons(fill
     assert "- `tokenize-regex`: promising but unclear: report/wall_ms inconclusive at n=20 (MDE 5.00%)" in report
     next_up = report.split("## Recommended next backlog")[1]
     assert "`tokenize-regex-r1` (score 1.80, exploit): Tokenize with a regex (sharpened)" in next_up
-    assert "cost_usd: 0.47" in report and "input_tokens: 3000" in report
+    assert ("As the agent CLIs reported it, over 3 experiments: $0.4700 in total; 3,000 input tokens; "
+            "$0.4700 per landed win (1 landed).") in report
 
 
 def test_journal_has_each_judgment_with_its_verdict_table(filled: Workspace) -> None:

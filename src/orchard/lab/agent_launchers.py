@@ -22,6 +22,7 @@ import shlex
 from pathlib import Path
 
 from orchard.jsonlines import json_objects
+from orchard.lab.agent_errors import AgentError, AgentErrorKind, http_kind
 from orchard.lab.agent_login import CliAnswer, LoginState
 from orchard.lab.agent_usage import AgentUsage
 from orchard.lab.egress import Network
@@ -134,11 +135,34 @@ class ClaudeLauncher(Launcher):
             )
         return AgentUsage()
 
-    def failure(self, log_text: str, exit_code: int | None) -> str | None:
+    def agent_error(self, log_text: str, exit_code: int | None) -> AgentError | None:
+        """Its JSON result with `is_error`: `api_error_status` (None when no HTTP answer came), `terminal_reason`
+        `max_turns` (its `errors` say which limit), `stop_reason` `refusal`; `result` is its own message."""
         for item in reversed(json_objects(log_text)):
-            if item.get("type") == "result" and item.get("is_error"):
-                return f"claude: {str(item.get('result') or item.get('subtype') or 'error')[:300]}"
-        return super().failure(log_text, exit_code)
+            if item.get("type") != "result" or not item.get("is_error"):
+                continue
+            errors = item.get("errors") if isinstance(item.get("errors"), list) else []
+            said = item.get("result") or (errors[0] if errors else None) or item.get("subtype") or "error"
+            message = f"claude: {' '.join(str(said).split())[:300]}"
+            status = item.get("api_error_status")
+            status = status if isinstance(status, int) and not isinstance(status, bool) else None
+            if item.get("terminal_reason") == "max_turns" or item.get("subtype") == "error_max_turns":
+                return AgentError(AgentErrorKind.MAX_TURNS, message)
+            if item.get("stop_reason") == "refusal":
+                return AgentError(AgentErrorKind.REFUSAL, message)
+            return AgentError(http_kind(status, message), message, status)
+        return super().agent_error(log_text, exit_code)
+
+    # One retry would make a refused key take minutes (Claude Code backs off between tries).
+    probe_env = {"CLAUDE_CODE_MAX_RETRIES": "0"}
+
+    def probe_words(self) -> list[str] | None:
+        """One short answer, no tools, its own short system prompt (a few tokens: not its worker's 20,000),
+        not saved as a session; the worker's model and extra arguments."""
+        words = [self.executable, "-p", "Answer with the one word: ready", "--output-format", "json",
+                 "--tools", "", "--system-prompt", "You check that this connection works.",
+                 "--no-session-persistence"]
+        return [*words, *(["--model", self.config.model] if self.config.model else []), *self.config.args]
 
 
 class CodexLauncher(Launcher):
@@ -196,12 +220,12 @@ class CodexLauncher(Launcher):
             source="codex exec --json turn.completed events",
         )
 
-    def failure(self, log_text: str, exit_code: int | None) -> str | None:
+    def agent_error(self, log_text: str, exit_code: int | None) -> AgentError | None:
         for item in reversed(json_objects(log_text)):
             error = item.get("error") if item.get("type") == "turn.failed" else item
             if item.get("type") in ("error", "turn.failed") and isinstance(error, dict):
-                return f"codex: {str(error.get('message') or 'error')[:300]}"
-        return super().failure(log_text, exit_code)
+                return AgentError(AgentErrorKind.OTHER, f"codex: {str(error.get('message') or 'error')[:300]}")
+        return super().agent_error(log_text, exit_code)
 
 
 class CursorLauncher(Launcher):

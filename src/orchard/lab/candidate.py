@@ -47,6 +47,7 @@ from typing import Any
 
 from orchard.lab import report as report_module
 from orchard.lab import special_files
+from orchard.lab.agent_errors import AgentErrorKind
 from orchard.lab.agent_usage import AgentUsage
 from orchard.lab.bench_view import worker_bench_source
 from orchard.lab.executors import JobResult
@@ -126,6 +127,7 @@ class Candidate:
     binary_files: list[str] = field(default_factory=list)
     launcher: str = ""  # the launcher that ran, as orchard.toml names it
     launcher_failure: str | None = None  # the agent's own account of why it could not work at all
+    agent_error: AgentErrorKind | None = None  # what kind of error that was (agent_errors.py)
     special_files: list[str] = field(default_factory=list)  # each with what it is
 
     def to_dict(self) -> dict[str, Any]:
@@ -141,6 +143,7 @@ class Candidate:
         values["report"] = ReportReading.from_dict(data["report"])
         values["usage"] = AgentUsage.from_dict(data.get("usage") or {})
         values["flags"] = [Flag(flag) for flag in data.get("flags", [])]
+        values["agent_error"] = AgentErrorKind(data["agent_error"]) if data.get("agent_error") else None
         return cls(**values)
 
 
@@ -219,6 +222,7 @@ def collect_candidate(
     reading = report_module.read_report(worker.report_path, experiment.name)
     log = result.log_path
     log_text = log_tail(log)
+    error = launcher.agent_error(log_text, result.exit_code)
 
     binaries = binary_files(target.patch)
     patch_bytes = len(target.patch.encode("utf-8", errors="surrogateescape"))
@@ -253,7 +257,8 @@ def collect_candidate(
         started_at=result.started_at,
         usage=launcher.usage(log_text),
         launcher=launcher.label,
-        launcher_failure=launcher.failure(log_text, result.exit_code),
+        launcher_failure=None if error is None else error.message,
+        agent_error=None if error is None else error.kind,
         flags=flags,
     )
 
@@ -302,6 +307,7 @@ def from_remote(workspace: Workspace, experiment: Experiment, outcome: RemoteOut
     if outcome.report_text is not None:
         report_copy.write_text(outcome.report_text, encoding="utf-8")
     reading = report_module.read_report(report_copy, experiment.name)
+    error = launcher.agent_error(outcome.log_tail, outcome.exit_code)
     changed = _without_scratch(tuple(patch_files(outcome.patch)), launcher.scratch)
     scope = list(experiment.hypothesis.scope)
     violations = outside_scope(changed, scope)
@@ -324,5 +330,6 @@ def from_remote(workspace: Workspace, experiment: Experiment, outcome: RemoteOut
         bench_head=outcome.bench_head, report=reading, log_path=str(log), exit_code=outcome.exit_code,
         signal=outcome.signal, duration_s=outcome.duration_s, started_at=outcome.started_at,
         usage=launcher.usage(outcome.log_tail), launcher=launcher.label,
-        launcher_failure=launcher.failure(outcome.log_tail, outcome.exit_code), flags=flags, host=where,
+        launcher_failure=None if error is None else error.message, agent_error=None if error is None else error.kind,
+        flags=flags, host=where,
     )

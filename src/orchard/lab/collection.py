@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from orchard.errors import OrchardError
-from orchard.lab import stop
+from orchard.lab import agent_retry, stop
 from orchard.lab.candidate import Candidate, Flag, collect_candidate, from_remote
 from orchard.lab.db_records import ExperimentRecord
 from orchard.lab.executors import JobResult
@@ -74,7 +74,10 @@ def _collected(lab: Lab, record: ExperimentRecord, read: Callable[[], Candidate]
         return None  # its end is recorded already (its launch failed after the worker started)
     try:
         candidate = read()
-        if candidate.launcher_failure is not None and Flag.NO_CHANGES in candidate.flags:
+        if agent_retry.handled(lab, record, candidate):
+            return None
+        ended = candidate.agent_error is not None and candidate.agent_error.ends_experiment  # judged: KILL
+        if candidate.launcher_failure is not None and Flag.NO_CHANGES in candidate.flags and not ended:
             _launcher_failed(lab, record, candidate)
             return None
         lab.state.update_experiment(record.name, status=Status.COLLECTED, candidate=candidate,
@@ -96,7 +99,7 @@ def _launcher_failed(lab: Lab, record: ExperimentRecord, candidate: Candidate) -
                                            "exit_code": candidate.exit_code, "reason": reason,
                                            "log": candidate.log_path}, record.name)
         lab.state.set_counter(stop.LAUNCHER_FAILURES, lab.state.counter(stop.LAUNCHER_FAILURES) + 1)
-    lab.down.add(lab.state.hypothesis(record.hypothesis).hypothesis.launcher)
+    lab.agents.down.add(lab.state.hypothesis(record.hypothesis).hypothesis.launcher)
     lab.say(f"{record.name}: {reason}; {record.hypothesis} goes back to the backlog")
     lab.render()
 

@@ -129,6 +129,9 @@ class WorkersConfig:
                           "their measurements take turns under the machine-wide lock", minimum=1, maximum=MAX_WORKERS)
     timeout_minutes: float = _key(60.0, "a worker still running after this is killed with its whole "
                                         "process tree", minimum=0.01, maximum=MAX_MINUTES)
+    retry_minutes: float = _key(1.0, "an agent that was rate limited or overloaded gets no new work for this "
+                                     "long, doubled for each such failure in a row ([stop] launcher_failures "
+                                     "of them pause the lab)", minimum=0, maximum=MAX_MINUTES)
     sandbox: str = _key("bwrap", "how workers are confined: `bwrap` (bubblewrap: a worker sees only its own "
                                  "checkouts and a private home, in its own PID namespace; `orchard run` refuses "
                                  "to start without a working bwrap) or `none` (workers run as you, unconfined: "

@@ -138,6 +138,11 @@ def decide(checks: Sequence[Check], verdict: Verdict | None, flags: Sequence[str
     return Judgment(Decision.KILL, ["below the printed noise floor: " + "; ".join(reasons)], Rule.FLOOR)
 
 
+def _agent_said(candidate: Candidate) -> str:
+    """The agent's own account of its end (a turn limit, a refusal), when it gave one."""
+    return f" ({candidate.launcher_failure})" if candidate.launcher_failure else ""
+
+
 def collection_checks(candidate: Candidate) -> list[Check]:
     """What the candidate's collection already established."""
     tampered = Flag.HARNESS_TAMPERED in candidate.flags
@@ -161,7 +166,8 @@ def collection_checks(candidate: Candidate) -> list[Check]:
               " and ".join(refusals) + ": build outputs belong in the target's .gitignore or [target] ignore"
               if refusals else f"{size_kb:,.0f} KB, text only"),
         weakened.check(candidate.patch),
-        Check("worker", not unfinished, " and ".join(unfinished) if unfinished else "finished with a report"),
+        Check("worker", not unfinished, " and ".join(unfinished) + _agent_said(candidate) if unfinished
+              else "finished with a report"),
     ]
 
 

@@ -23,10 +23,11 @@ from typing import ClassVar
 
 from orchard.errors import UsageError
 from orchard.lab import sandbox
+from orchard.lab.agent_errors import AgentError, AgentErrorKind
 from orchard.lab.agent_login import CliAnswer, LoginCheck, LoginState, ask, ask_as_worker, credentials_set
 from orchard.lab.agent_usage import AgentUsage
 from orchard.lab.allowlist import worker_names
-from orchard.lab.config import LauncherConfig
+from orchard.lab.config import LauncherConfig, WorkersConfig
 from orchard.lab.egress import Egress, Network, endpoint
 from orchard.lab.executors import Job
 from orchard.lab.experiment import (
@@ -76,6 +77,8 @@ class Launcher(ABC):
     login_fix: ClassVar[str] = ""  # what the user does when the status says it is not logged in
     default_base_url: ClassVar[str] = ""  # the CLI's own model service, when it has one fixed
     base_url_variable: ClassVar[str] = ""  # the variable the CLI reads its endpoint from, when passed in `pass_env`
+    # Variables set for pre-flight's test request only (e.g. no retries: the answer is wanted now).
+    probe_env: ClassVar[dict[str, str]] = {}
 
     def __init__(self, config: LauncherConfig | None = None, label: str = "") -> None:
         self.config = config or LauncherConfig(name=self.name)
@@ -112,11 +115,21 @@ class Launcher(ABC):
         return LoginCheck(self.label, join_words([self.executable, *self.status_command]), state, answer,
                           self.credentials, credentials_set(self.credentials), self.login_fix)
 
-    def failure(self, log_text: str, exit_code: int | None) -> str | None:
-        """The agent's own account of why it could not work (no credentials, no network, no CLI), or None."""
+    def agent_error(self, log_text: str, exit_code: int | None) -> AgentError | None:
+        """The error the agent reported in its output (its own words and their kind), or None."""
         if exit_code in CANNOT_RUN:
             lines = [line for line in log_text.splitlines() if line.strip() and not line.startswith("WORKER_DONE_")]
-            return f"the launch line could not run (exit {exit_code}): {(lines[-1:] or ['no output'])[0][:300]}"
+            said = (lines[-1:] or ["no output"])[0][:300]
+            return AgentError(AgentErrorKind.OTHER, f"the launch line could not run (exit {exit_code}): {said}")
+        return None
+
+    def failure(self, log_text: str, exit_code: int | None) -> str | None:
+        """The agent's own account of why it could not work (no credentials, no network, no CLI), or None."""
+        error = self.agent_error(log_text, exit_code)
+        return None if error is None else error.message
+
+    def probe_words(self) -> list[str] | None:
+        """Pre-flight's test request: the CLI asked for one short answer, or None when it has none."""
         return None
 
     @abstractmethod
@@ -175,11 +188,18 @@ class Launcher(ABC):
                     hide: tuple[Path, ...] = ()) -> sandbox.Confinement:
         """Its sandbox: writable `own` dirs, private `home` and `tmp`, what it reads and writes, its credentials;
         `hide`: more places of the orchestrator's (the lab's workspace, seen from a dask worker)."""
+        return self.sandbox(workspace.config.workers, workspace.root, cwd=cwd, own=own, home=home, tmp=tmp,
+                            reads=(*self.reads(context), *reads), writes=self.writes(context), path=path, hide=hide)
+
+    def sandbox(self, workers: WorkersConfig, workspace: Path, *, cwd: Path, own: list[Path], home: Path, tmp: Path,
+                reads: tuple[Path, ...] = (), writes: tuple[Path, ...] = (), path: str | None = None,
+                hide: tuple[Path, ...] = ()) -> sandbox.Confinement:
+        """The sandbox any run of its CLI gets (a worker's, pre-flight's test request): its network, credentials
+        and installation, `[workers] sandbox` and `sandbox_read`."""
         return sandbox.worker_confinement(
-            workspace.config.workers.sandbox, workspace=workspace.root, cwd=cwd,
-            network=self.config.network == Network.ALL, inherit=worker_names(self.credentials, self.config.pass_env),
-            home=home, tmp=tmp, reads=(*self.reads(context), *reads), writes=self.writes(context),
-            executable=self.executable, own=own, extra_reads=workspace.config.workers.sandbox_read, path=path,
+            workers.sandbox, workspace=workspace, cwd=cwd, network=self.config.network == Network.ALL,
+            inherit=worker_names(self.credentials, self.config.pass_env), home=home, tmp=tmp, reads=reads,
+            writes=writes, executable=self.executable, own=own, extra_reads=workers.sandbox_read, path=path,
             hide=hide, setenv=self.environment(), egress=self.egress(home.parent / "egress"))
 
     def job(self, workspace: Workspace, experiment: Experiment, env: dict[str, str] | None = None,

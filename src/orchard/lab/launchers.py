@@ -16,6 +16,7 @@ from pathlib import Path
 from orchard.errors import UsageError
 from orchard.lab import sandbox
 from orchard.lab.agent_launchers import AiderLauncher, ClaudeLauncher, CodexLauncher, CursorLauncher
+from orchard.lab.agent_probe import probe
 from orchard.lab.config import Config, LauncherConfig
 from orchard.lab.experiment import (
     Experiment,
@@ -130,11 +131,13 @@ def launcher_for(config: Config, name: str = "") -> Launcher:
 
 
 def preflight(config: Config, launchers: list[Launcher] | None = None,
-              untouched: str = "no hypothesis was touched") -> list[str]:
+              untouched: str = "no hypothesis was touched", workspace: Path | None = None) -> list[str]:
     """The sandbox works and every configured launcher (or those given) can run: its CLI answers `--version`,
-    and its own status command does not say it is logged out while no credential variable of its is set.
+    its own status command does not say it is logged out while no credential variable of its is set, and its
+    test request (`agent_probe`), run in its worker's sandbox with `workspace` hidden, gets an answer.
 
-    UsageError naming each problem; returns a note for each status command that could not tell.
+    UsageError naming each problem; returns a note for each status command that could not tell and each
+    test request answered with a transient error.
     """
     sandbox.preflight(config.workers.sandbox)
     if launchers is None:
@@ -146,10 +149,14 @@ def preflight(config: Config, launchers: list[Launcher] | None = None,
         check = launcher.check_login() if problem is None else None
         if check is not None and check.blocks:
             problem = check.problem()
+        if problem is None:
+            if check is not None and (note := check.note()) is not None:
+                notes.append(note)
+            answer = probe(launcher, config.workers, workspace)
+            problem = answer.problem
+            notes += [answer.note] if answer.note else []
         if problem is not None:
             problems.append(f"launcher {launcher.label!r}: {problem}")
-        elif check is not None and (note := check.note()) is not None:
-            notes.append(note)
     if problems:
         raise UsageError("; ".join(problems) + f"; {untouched}")
     return notes

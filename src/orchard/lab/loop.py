@@ -50,6 +50,7 @@ from orchard.lab import (
     workspace_lock,
 )
 from orchard.lab import land as landing
+from orchard.lab.agent_retry import Agents
 from orchard.lab.db_records import ExperimentRecord
 from orchard.lab.executors import Executor, SubprocessExecutor, make_executor
 from orchard.lab.executors.dask import DaskExecutor
@@ -81,7 +82,7 @@ class Lab:
         self.say = say
         self.measure_progress = measure_progress
         self.launchers: dict[str, Launcher] = {}
-        self.down: set[str] = set()  # launchers whose agent could not work in this run: given no more work
+        self.agents = Agents(ws.config.workers.retry_minutes * 60)  # launchers whose agent failed in this run
         self.executor: Executor | DaskExecutor | None = None
         self.started = time.time()
         self._pool: ThreadPoolExecutor | None = None
@@ -113,7 +114,7 @@ class Lab:
     def _inputs(self) -> Hashable:
         """What a decision reads, but the clock: lab.db (its version) and the loop's own threads and sets."""
         return (self.state.version(), self.plan is None, self.refill_failed, tuple(self._judging),
-                tuple(self._landing), frozenset(self.down), frozenset(self.deferred))
+                tuple(self._landing), self.agents.state(), frozenset(self.deferred))
 
     # -- assigning -------------------------------------------------------------------
 
@@ -131,10 +132,10 @@ class Lab:
 
     def blocked(self) -> set[str]:
         """Open hypotheses whose launcher, or their own launch, failed in this run."""
-        if not self.down and not self.deferred:
+        if not self.agents.down and not self.deferred:
             return set()
         return {r.id for r in self.state.hypotheses(HypothesisStatus.OPEN)
-                if r.hypothesis.launcher in self.down or r.id in self.deferred}
+                if r.hypothesis.launcher in self.agents.down or r.id in self.deferred}
 
     def launch(self, record: ExperimentRecord) -> None:
         """Start the experiment's worker; a failure re-queues its hypothesis and the lab goes on."""
@@ -150,7 +151,7 @@ class Lab:
         for slot in slots(self.ws):
             if slot.worker in busy_workers:
                 continue
-            record = backlog.pick(self.state, slot.lane, busy_scopes, skip=self.blocked())
+            record = backlog.pick(self.state, slot.lane, busy_scopes, skip=self.agents.held(self.state, self.blocked()))
             if record is None:
                 continue
             name = backlog.experiment_name(record)
@@ -287,7 +288,7 @@ class Lab:
     def preflight(self) -> None:
         """Before anything is touched: every launcher runs (its agent logged in), and every open hypothesis names
         one that exists."""
-        for note in preflight(self.ws.config):
+        for note in preflight(self.ws.config, workspace=self.ws.root):
             self.say(note)
         for record in self.state.hypotheses(HypothesisStatus.OPEN):
             launcher_for(self.ws.config, record.hypothesis.launcher)

@@ -145,7 +145,7 @@ def finish_plan(ws: Workspace, state: LabState, run: PlanRun, result: JobResult)
 def plan(ws: Workspace, state: LabState, *, say: Callable[[str], None] = print) -> list[Hypothesis]:
     """Run the planner once (its launcher checked first: it can run, its agent is logged in); add its
     hypotheses to the backlog and return them."""
-    for note in preflight(ws.config, [make_launcher(ws.config.launcher)], "nothing was planned"):
+    for note in preflight(ws.config, [make_launcher(ws.config.launcher)], "nothing was planned", ws.root):
         say(note)
     kind = "subprocess" if ws.config.workers.executor == "dask" else ws.config.workers.executor  # plans run here
     with make_executor(kind, ws.tmux_socket, ws.executor_dir) as executor:

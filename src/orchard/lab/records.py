@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from orchard.lab import backlog, pages, view
+from orchard.lab.agent_usage import cost_summary
 from orchard.lab.journal import render_journal
 from orchard.lab.judgment import Decision
 from orchard.lab.markdown import inline
@@ -108,7 +109,7 @@ def render_final_report(lab: LabView) -> str:
     lines += [f"- `{b.id}` (score {score_text(b.score)}, {b.lane}): {inline(b.title)}"
               for b in lab.backlog[:NEXT_BACKLOG]] or [EMPTY_BACKLOG]
     if lab.cost:
-        lines += ["", "## Agent cost", "", ", ".join(f"{k}: {num(v)}" for k, v in lab.cost.items())]
+        lines += ["", "## Agent cost", "", cost_summary(lab.cost, len(lab.experiments), len(landed))]
     return "\n".join(lines) + "\n"
 
 

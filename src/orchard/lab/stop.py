@@ -33,7 +33,6 @@ def stop_reason(ws: Workspace, state: LabState, process_started: float, blocked:
     experiments = state.experiments()
     elapsed_s = time.time() - float(state.meta("started_at") or process_started)
     failures = state.counter(LAUNCHER_FAILURES)
-    failed = state.events("launcher-failure")
     open_ids = {r.id for r in state.hypotheses(HypothesisStatus.OPEN)}
     active = bool(state.experiments(*ExperimentStatus.active()))
     cost = sum(e.cost_usd for e in experiments)
@@ -44,9 +43,7 @@ def stop_reason(ws: Workspace, state: LabState, process_started: float, blocked:
     conditions = [
         (not planning and backlog.top_attempted(state, stop.top_attempted),
          f"the top {top} backlog items have all been attempted"),
-        (failures >= stop.launcher_failures,
-         f"{failures} launcher failures in a row (last: {failed[-1].data['reason'] if failed else '-'}); fix the "
-         "agent CLI and run again: the hypotheses went back to the backlog"),
+        (failures >= stop.launcher_failures, failures_in_a_row(state, failures)),
         (state.counter(IDLE_LOOPS) >= stop.idle_loops, f"{stop.idle_loops} consecutive loops landed nothing"),
         (bool(stop.max_experiments) and len(experiments) >= stop.max_experiments,
          f"the budget of {stop.max_experiments} experiments is spent"),
@@ -61,6 +58,20 @@ def stop_reason(ws: Workspace, state: LabState, process_started: float, blocked:
          "(see the journal); fix it and run again"),
     ]
     return next((reason for holds, reason in conditions if holds), None)
+
+
+def failures_in_a_row(state: LabState, failures: int) -> str:
+    """Why `failures` agent failures in a row stop the lab: a launcher that cannot work, or a pause while the
+    agent's service is rate limited, overloaded or hanging (agent_retry.py)."""
+    events = sorted((e for kind in ("launcher-failure", "agent-retry", "agent-hung") for e in state.events(kind)),
+                    key=lambda e: e.id)
+    last = events[-1] if events else None
+    said = str(last.data["reason"]) if last is not None else "-"
+    if last is not None and last.kind != "launcher-failure":
+        return (f"paused after {failures} agent failures in a row (last: {said}); their hypotheses went back to "
+                "the backlog: `orchard run` resumes once the agent's service answers again")
+    return (f"{failures} launcher failures in a row (last: {said}); fix the agent CLI and run again: the hypotheses "
+            "went back to the backlog")
 
 
 def count_judged(state: LabState, workers: int, landed: bool) -> None:

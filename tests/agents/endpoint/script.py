@@ -1,7 +1,7 @@
 """A script: the steps a scripted model endpoint plays, read from a TOML file a reviewer can follow.
 
 ```toml
-include = ["orchard-worker.toml"]  # its [capture] table too (paths relative to this file)
+include = ["orchard-worker.toml"]  # its captures, and its steps after these (paths relative to this file)
 
 [capture]                       # name = regex on every request's first user message (its group 1)
 report = 'write .*? to `([^`]+)`'
@@ -134,7 +134,9 @@ class Script:
         steps = [_step(path, index, table) for index, table in enumerate(data.get("step", []), 1)]
         capture: dict[str, re.Pattern[str]] = {}
         for included in data.get("include", []):
-            capture.update(cls.load(path.parent / included).capture)
+            other = cls.load(path.parent / included)
+            capture.update(other.capture)
+            steps += other.steps
         capture.update({name: re.compile(text, re.MULTILINE) for name, text in data.get("capture", {}).items()})
         return cls(path, capture, steps, [0] * len(steps))
 
