@@ -33,12 +33,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from orchard.lab import backlog
-from orchard.lab.config import WorkersConfig
-from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.loop import Lab
-from orchard.lab.state import LabState
-from orchard.lab.workspace_init import init_workspace
+from orchard.lab.config.orchard_toml import WorkersConfig
+from orchard.lab.db.state import LabState
+from orchard.lab.loop import backlog
+from orchard.lab.loop.lab import Lab
+from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.workers.workspace_init import init_workspace
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "bench",
            "GIT_COMMITTER_EMAIL": "b@b"}

@@ -50,15 +50,18 @@ from typing import Any
 import libtmux
 
 from orchard.bench.machine import machine_facts, machine_fingerprint
-from orchard.demo.lab import make_demo
-from orchard.lab import bench_view, builds, collection, judge, resume, stop, sweep, verdicts, worker_start
-from orchard.lab import loop as loop_module
-from orchard.lab import start as start_module
-from orchard.lab.executors.base import Executor
-from orchard.lab.loop import Lab
-from orchard.lab.state import LabState
-from orchard.lab.vcs.base import Vcs
-from orchard.lab.workspace import Workspace
+from orchard.demo.make import make_demo
+from orchard.lab.db.state import LabState
+from orchard.lab.judge import ladder as judge
+from orchard.lab.judge import measuring as verdicts
+from orchard.lab.loop import collection, resume, stop, sweep, worker_start
+from orchard.lab.loop import lab as loop_module
+from orchard.lab.loop import start as start_module
+from orchard.lab.loop.lab import Lab
+from orchard.lab.workers import bench_view, builds
+from orchard.lab.workers.executors.base import Executor
+from orchard.lab.workers.vcs.base import Vcs
+from orchard.lab.workers.workspace import Workspace
 
 # One LAND with a merge, a KILL by the unit tests, a KILL by a quality gate,
 # a KILL for a tampered bench: every judge path but the slow time-metric win.

@@ -40,7 +40,7 @@ from typing import Any
 
 import psutil
 
-from orchard.demo.lab import make_demo
+from orchard.demo.make import make_demo
 
 HYPOTHESES = ["count-with-dict", "terse-report", "single-write", "longest-word-one-pass"]
 POLL_S = 1.0

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.bench.lanes_support import LaneEnv, assert_no_children
 from tests.helpers import session_lock_file
-from tests.lanes_support import LaneEnv, assert_no_children
 
 
 def pytest_configure(config: pytest.Config) -> None:

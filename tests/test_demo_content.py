@@ -180,7 +180,7 @@ def test_the_backlog_has_one_hypothesis_per_path_in_the_documented_format() -> N
 
 
 def test_the_lab_reads_the_demo_backlog() -> None:
-    backlog = pytest.importorskip("orchard.lab.backlog", reason="the lab's hypothesis parser is not built yet")
+    backlog = pytest.importorskip("orchard.lab.loop.backlog", reason="the lab's hypothesis parser is not built yet")
     assert sorted(h.id for h in backlog.load_file(demo.HYPOTHESES)) == sorted(OUTCOMES)
 
 

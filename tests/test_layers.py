@@ -1,28 +1,49 @@
-"""The package layers, read from the source: bench never imports lab, the lab measures only through verdicts.py.
+"""The import graph of all of `src/`, read from the source: no cycle, and every import points down.
 
 Imports are parsed with `ast`, so an import inside a function or under
-`TYPE_CHECKING` counts as much as one at the top of a module.
+`TYPE_CHECKING` counts as much as one at the top of a module. The lab is
+built in floors (`FLOORS`, bottom first): a module imports only its own
+floor and the floors below it; the records import nothing of the lab but
+other records; the bench never imports the lab, and the lab imports only
+the bench's public surface (`orchard.bench`), in three modules (`BENCH_DOORS`):
+the judge's measuring module runs it, the records take its verdict records,
+and the worker's bench view withholds its held-out inputs.
+
+`python tests/test_layers.py [SRC]` prints the lab's counts for any tree
+(docs/architecture.md quotes them for main before and after the floors).
 """
 
 from __future__ import annotations
 
 import ast
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import orchard
 
-SRC = Path(orchard.__file__).parent
-SHARED = ("errors.py", "jsonlines.py", "process.py", "tomlfile.py")  # used by bench and lab alike
+SRC = Path(orchard.__file__).parent.parent
+SHARED = ("orchard.errors", "orchard.jsonlines", "orchard.process", "orchard.tomlfile")  # bench and lab alike
+FLOORS = ("records", "text", "config", "db", "workers", "judge", "landing", "notebook", "loop")  # bottom first
+BENCH_DOORS = {
+    "orchard.lab.judge.measuring": "measures: verdicts, calibration, opportunities, the lock's holder",
+    "orchard.lab.records.verdict": "the bench's verdict records, which the lab's records hold",
+    "orchard.lab.workers.bench_view": "a worker's bench without the suite's held-out inputs",
+}
+Graph = Mapping[str, frozenset[str]]
 
 
-def _package(path: Path) -> str:
-    """The package a module file belongs to (a package's `__init__.py` belongs to itself)."""
-    return ".".join(path.relative_to(SRC.parent).parent.parts)
+def module_name(src: Path, path: Path) -> str:
+    parts = path.relative_to(src).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def imported(source: str, package: str) -> list[tuple[int, str]]:
-    """Every module `source` (a module of `package`) imports, with its line; `from orchard import bench` is
-    `orchard.bench`, and relative imports are resolved."""
+    """Every name `source` (a module of `package`) imports, with its line; `from orchard import bench` is
+    `orchard.bench`, `from orchard.bench import rows` is `orchard.bench.rows` (not the package: a module is
+    the module it imports from), and relative imports are resolved."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -32,39 +53,194 @@ def imported(source: str, package: str) -> list[tuple[int, str]]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, *([base] if base else [])])
-            found.append((node.lineno, base))
             found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
     return found
 
 
-def importers(files: list[Path], package: str) -> list[str]:
-    """`file:line module` for each import of `package` (or anything in it) among `files`."""
-    return [f"{path.relative_to(SRC)}:{line} {name}" for path in files
-            for line, name in imported(path.read_text(), _package(path))
-            if name == package or name.startswith(package + ".")]
+def import_graph(src: Path, top: str = "orchard") -> dict[str, frozenset[str]]:
+    """Each module under `src/<top>` and the modules of that tree it imports (a name imported from a module is
+    that module)."""
+    paths = {module_name(src, path): path for path in sorted((src / top).rglob("*.py"))}
+    graph: dict[str, frozenset[str]] = {}
+    for name, path in paths.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets = set()
+        for _, target in imported(path.read_text(), package):
+            while target and target not in paths:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                targets.add(target)
+        graph[name] = frozenset(targets)
+    return graph
+
+
+def cycles(graph: Graph) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, edges = work[-1]
+            step = next((t for t in edges if t in graph), None)
+            if step is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    group = stack[stack.index(node):]
+                    del stack[stack.index(node):]
+                    if len(group) > 1:
+                        found.append(sorted(group))
+            elif step not in index:
+                index[step] = low[step] = len(index)
+                stack.append(step)
+                work.append((step, iter(sorted(graph[step]))))
+            elif step in stack:
+                low[node] = min(low[node], index[step])
+    return found
+
+
+def back_edges(graph: Graph) -> set[tuple[str, str]]:
+    """Imports that point back up: the ones a depth-first walk meets while their target is still open."""
+    state: dict[str, int] = {}
+    back: set[tuple[str, str]] = set()
+    for root in sorted(graph):
+        if root in state:
+            continue
+        state[root] = 1
+        work = [(root, iter(sorted(graph[root])))]
+        while work:
+            node, edges = work[-1]
+            step = next((t for t in edges if t in graph), None)
+            if step is None:
+                state[node] = 2
+                work.pop()
+            elif state.get(step) == 1:
+                back.add((node, step))
+            elif step not in state:
+                state[step] = 1
+                work.append((step, iter(sorted(graph[step]))))
+    return back
+
+
+def floor(module: str, floors: tuple[str, ...] = FLOORS) -> int | None:
+    """The floor of a lab module (its index in `floors`), None for the lab package itself and anything outside."""
+    parts = module.split(".")
+    in_lab = parts[:2] == ["orchard", "lab"] and len(parts) > 2 and parts[2] in floors
+    return floors.index(parts[2]) if in_lab else None
+
+
+def upward(graph: Graph, floors: tuple[str, ...] = FLOORS) -> list[str]:
+    """`module -> target` for each import of a lab floor above the importer's own."""
+    return [f"{name} -> {target}" for name, targets in sorted(graph.items()) for target in sorted(targets)
+            if (here := floor(name, floors)) is not None and (there := floor(target, floors)) is not None
+            and there > here]
+
+
+@dataclass(frozen=True)
+class Counts:
+    modules: int
+    layers: int
+    up: int
+    cycles: int
+
+
+def counts(graph: Graph, floors: tuple[str, ...] = FLOORS, package: str = "orchard.lab") -> Counts:
+    """The lab's modules (package `__init__`s aside), its layers (the longest chain of imports once the imports
+    pointing up are set aside), those imports (against the floors, then against the import order: a cycle's
+    closing import) and its import cycles. A flat lab (today's main: `floors=()`) has the second kind only."""
+    lab = {name: frozenset(t for t in targets if t.startswith(package + "."))
+           for name, targets in graph.items() if name.startswith(package + ".")}
+    up = {tuple(edge.split(" -> ")) for edge in upward(lab, floors)}
+    up |= back_edges({name: frozenset(t for t in targets if (name, t) not in up) for name, targets in lab.items()})
+
+    @cache
+    def layer(name: str) -> int:
+        return 1 + max((layer(t) for t in lab[name] if (name, t) not in up), default=0)
+
+    modules = [name for name in lab if name not in {t.rpartition(".")[0] for t in lab} | {package}]
+    return Counts(len(modules), max(map(layer, lab)), len(up), len(cycles(lab)))
+
+
+def importers(graph: Graph, modules: Iterable[str], package: str) -> list[str]:
+    """`module -> target` for each import of `package` (or anything in it) by `modules`."""
+    return [f"{name} -> {target}" for name in sorted(modules) for target in sorted(graph[name])
+            if target == package or target.startswith(package + ".")]
+
+
+GRAPH = import_graph(SRC)
+
+
+def test_no_import_cycle_anywhere() -> None:
+    assert len(GRAPH) > 100, "the modules of src/ were found"
+    assert cycles(GRAPH) == []
+
+
+def test_no_lab_floor_imports_one_above_it() -> None:
+    lab_packages = {name.split(".")[2] for name in GRAPH if name.count(".") >= 2 and name.startswith("orchard.lab.")}
+    assert lab_packages - {"templates"} <= set(FLOORS), "every package of the lab has its floor"
+    assert upward(GRAPH) == []
+
+
+def test_records_import_nothing_of_the_lab_but_records() -> None:
+    records = [name for name in GRAPH if name.startswith("orchard.lab.records")]
+    assert len(records) > 4
+    assert [edge for edge in importers(GRAPH, records, "orchard")
+            if not edge.split(" -> ")[1].startswith(("orchard.lab.records", *SHARED))] == [
+        "orchard.lab.records.verdict -> orchard.bench"]
+
+
+def test_records_do_no_io() -> None:
+    """Records are data: none imports what reads or writes files, runs processes or opens connections."""
+    io = ("os", "shutil", "subprocess", "socket", "tempfile", "orchard.process", "orchard.tomlfile",
+          "orchard.jsonlines")
+    records = sorted((SRC / "orchard" / "lab" / "records").glob("*.py"))
+    assert len(records) > 4
+    found = [f"{path.name}: {name}" for path in records for _, name in imported(path.read_text(), "orchard.lab.records")
+             if name in io or name.startswith(tuple(f"{module}." for module in io))]
+    assert found == []
 
 
 def test_bench_never_imports_lab() -> None:
-    files = sorted((SRC / "bench").rglob("*.py"))
-    assert len(files) > 20, "the bench's modules were found"
-    assert importers(files, "orchard.lab") == []
+    bench = [name for name in GRAPH if name.startswith("orchard.bench")]
+    assert len(bench) > 20, "the bench's modules were found"
+    assert importers(GRAPH, bench, "orchard.lab") == []
 
 
-def test_verdicts_is_the_only_lab_module_that_imports_bench() -> None:
-    files = sorted((SRC / "lab").rglob("*.py"))
-    assert importers([SRC / "lab" / "verdicts.py"], "orchard.bench"), "verdicts.py measures through the bench"
-    assert importers([path for path in files if path != SRC / "lab" / "verdicts.py"], "orchard.bench") == []
+def test_the_lab_imports_the_bench_in_three_modules_and_only_its_public_surface() -> None:
+    lab = [name for name in GRAPH if name.startswith("orchard.lab")]
+    assert importers(GRAPH, lab, "orchard.bench") == [f"{door} -> orchard.bench" for door in sorted(BENCH_DOORS)]
 
 
 def test_the_shared_modules_import_neither_package() -> None:
-    files = [SRC / name for name in SHARED]
-    assert importers(files, "orchard.bench") == importers(files, "orchard.lab") == []
+    assert importers(GRAPH, SHARED, "orchard.bench") == importers(GRAPH, SHARED, "orchard.lab") == []
 
 
-def test_every_way_of_importing_bench_is_seen() -> None:
+def test_every_way_of_importing_is_seen() -> None:
     """The check itself: absolute, from-the-package, relative and deferred imports are all found."""
-    source = ("import orchard.bench.lock\nfrom orchard import bench\nfrom ...bench.rows import step_row\n"
-              "from .. import verdicts\ndef later():\n    from orchard.bench import stats\n")
-    names = {name for _, name in imported(source, "orchard.lab.vcs")}
-    assert {"orchard.bench.lock", "orchard.bench", "orchard.bench.rows", "orchard.bench.stats",
-            "orchard.lab.verdicts"} <= names
+    source = ("import orchard.bench.lock\nfrom orchard import bench\nfrom ....bench.rows import step_row\n"
+              "from ...judge import measuring\ndef later():\n    from orchard.bench import stats\n"
+              "if TYPE_CHECKING:\n    from orchard.lab.loop.lab import Lab\n")
+    names = {name for _, name in imported(source, "orchard.lab.workers.vcs")}
+    assert {"orchard.bench.lock", "orchard.bench", "orchard.bench.rows.step_row", "orchard.bench.stats",
+            "orchard.lab.judge.measuring", "orchard.lab.loop.lab.Lab"} <= names
+
+
+def test_the_checks_see_a_cycle_and_an_import_pointing_up() -> None:
+    graph = {"orchard.lab.judge.a": frozenset({"orchard.lab.loop.b"}),
+             "orchard.lab.loop.b": frozenset({"orchard.lab.judge.a"}), "orchard.lab.records.c": frozenset()}
+    assert cycles(graph) == [["orchard.lab.judge.a", "orchard.lab.loop.b"]]
+    assert upward(graph) == ["orchard.lab.judge.a -> orchard.lab.loop.b"]
+    assert counts(graph) == Counts(modules=3, layers=2, up=1, cycles=1)
+
+
+if __name__ == "__main__":
+    tree = import_graph(Path(sys.argv[1]) if len(sys.argv) > 1 else SRC)
+    print(counts(tree, FLOORS if any(name.startswith("orchard.lab.records.") for name in tree) else ()))

@@ -18,7 +18,7 @@ import click
 
 from orchard import __version__
 from orchard.errors import OrchardError, UsageError
-from orchard.lab.hypothesis import Lane
+from orchard.lab.records.hypothesis import Lane
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -28,10 +28,10 @@ if TYPE_CHECKING:
     from rich.progress import TaskID
 
     from orchard.bench.lanes.session import LaneResult
-    from orchard.lab.db_records import HypothesisRecord
-    from orchard.lab.hypothesis import Hypothesis
-    from orchard.lab.state import LabState
-    from orchard.lab.workspace import Workspace
+    from orchard.lab.db.state import LabState
+    from orchard.lab.records.db import HypothesisRecord
+    from orchard.lab.records.hypothesis import Hypothesis
+    from orchard.lab.workers.workspace import Workspace
 
 
 class _Group(click.Group):
@@ -313,7 +313,7 @@ def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, as_js
     from orchard.bench.display import run_json
     from orchard.bench.subjects import parse_binaries
     from orchard.bench.suite import load_suite
-    from orchard.bench.sweep import run_suite
+    from orchard.bench.suite_run import run_suite
 
     suite = load_suite(suite_path)
     subjects = parse_binaries(subject_specs)
@@ -357,7 +357,7 @@ def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, as_js
 )
 def init(directory: Path, target: str, bench: str | None, config_file: Path | None) -> None:
     """Create a lab workspace in DIRECTORY: layout, orchard.toml, reference clones."""
-    from orchard.lab.workspace_init import init_workspace
+    from orchard.lab.workers.workspace_init import init_workspace
 
     workspace = init_workspace(directory, target, bench, config_file)
     click.echo(f"workspace  {workspace.root}")
@@ -525,8 +525,8 @@ workspace_argument = click.argument("workspace", required=False, default=".", ty
 @contextlib.contextmanager
 def _open_lab(workspace: Path) -> Iterator[tuple[Workspace, LabState]]:
     """The workspace and its lab.db, closed again however the command ends."""
-    from orchard.lab.state import LabState
-    from orchard.lab.workspace import Workspace
+    from orchard.lab.db.state import LabState
+    from orchard.lab.workers.workspace import Workspace
 
     ws = Workspace.open(workspace)
     state = LabState.open(ws.root)
@@ -543,7 +543,7 @@ def _print_added(hypotheses: Sequence[Hypothesis]) -> None:
 
 def _run_lab(ws: Workspace, state: LabState) -> str:
     """Run the loop with its log lines and a progress bar for each verdict; Ctrl-C exits 130."""
-    from orchard.lab.loop import Lab
+    from orchard.lab.loop.lab import Lab
 
     try:
         with _ProgressBar() as bar:
@@ -571,10 +571,10 @@ def status(workspace: Path, as_json: bool, watch: bool) -> None:
     """Workers, backlog, leaderboard and lock state at a glance (or live, with --watch)."""
     import json as jsonlib
 
-    from orchard.lab import status as lab_status
-    from orchard.lab import view
-    from orchard.lab.state import LabState
-    from orchard.lab.workspace import Workspace
+    from orchard.lab.db.state import LabState
+    from orchard.lab.notebook import status as lab_status
+    from orchard.lab.notebook import view
+    from orchard.lab.workers.workspace import Workspace
 
     if as_json and watch:
         raise UsageError("--json and --watch: choose one (a JSON document, or a live display)")
@@ -613,12 +613,12 @@ def backlog_list(workspace: Path, as_json: bool, show_all: bool) -> None:
     """The open hypotheses, best score first."""
     import json as jsonlib
 
-    from orchard.lab import backlog
-    from orchard.lab.hypothesis import HypothesisStatus
+    from orchard.lab.db.ranking import ranked
+    from orchard.lab.records.hypothesis import HypothesisStatus
 
     statuses = tuple(HypothesisStatus) if show_all else (HypothesisStatus.OPEN,)
     with _open_lab(workspace) as (_, state):
-        records = backlog.ranked(state, statuses)
+        records = ranked(state, statuses)
     if as_json:
         click.echo(
             jsonlib.dumps(
@@ -677,9 +677,9 @@ def backlog_add(
     patch: Path | None,
 ) -> None:
     """Add hypotheses: from a TOML file, from the opportunities ranking, or from flags."""
-    from orchard.lab import backlog
-    from orchard.lab.hypothesis import Hypothesis
-    from orchard.lab.verdicts import metric_keys
+    from orchard.lab.judge.measuring import metric_keys
+    from orchard.lab.loop import backlog
+    from orchard.lab.records.hypothesis import Hypothesis
 
     with _open_lab(workspace) as (ws, state):
         if file_path is not None:
@@ -718,9 +718,10 @@ def backlog_add(
         metrics = [] if from_opportunities else metric_keys(ws)
         backlog.add_all(state, hypotheses, source=source, origin=origin, metrics=metrics,
                         launchers=list(ws.config.launchers))
-        from orchard.lab.records import write_atomic
+        from orchard.lab.notebook import backlog_file
+        from orchard.lab.notebook.files import write_atomic
 
-        write_atomic(ws.root / "backlog.md", backlog.render(state))
+        write_atomic(ws.root / "backlog.md", backlog_file.render(state))
     _print_added(hypotheses)
 
 
@@ -728,12 +729,13 @@ def backlog_add(
 @workspace_argument
 def backlog_rank(workspace: Path) -> None:
     """Rank the open hypotheses again and rewrite backlog.md."""
-    from orchard.lab import backlog
-    from orchard.lab.records import write_atomic
+    from orchard.lab.db.ranking import ranked
+    from orchard.lab.notebook import backlog_file
+    from orchard.lab.notebook.files import write_atomic
 
     with _open_lab(workspace) as (ws, state):
-        write_atomic(ws.root / "backlog.md", backlog.render(state))
-        records = backlog.ranked(state)
+        write_atomic(ws.root / "backlog.md", backlog_file.render(state))
+        records = ranked(state)
     _print_ranked(records)
     click.echo(f"wrote {ws.root / 'backlog.md'}")
 
@@ -742,7 +744,7 @@ def backlog_rank(workspace: Path) -> None:
 @workspace_argument
 def plan(workspace: Path) -> None:
     """Ask the configured agent for 3-6 new hypotheses; each is validated before it is added."""
-    from orchard.lab.planner import plan as run_plan
+    from orchard.lab.loop.planner import plan as run_plan
 
     with _open_lab(workspace) as (ws, state):
         hypotheses = run_plan(ws, state, say=lambda text: click.echo(text, err=True))
@@ -753,7 +755,7 @@ def plan(workspace: Path) -> None:
 @workspace_argument
 def report(workspace: Path) -> None:
     """Write FINAL_REPORT.md and report.html from lab.db (also for a lab still running)."""
-    from orchard.lab import records
+    from orchard.lab.notebook import files as records
 
     with _open_lab(workspace) as (ws, state):
         records.write_notebook(ws, state, final=True)
@@ -771,7 +773,7 @@ def report(workspace: Path) -> None:
 )
 def serve(workspace: Path, port: int, host: str) -> None:
     """A live, read-only web dashboard of the lab (workers, lock, backlog, experiments, journal, charts)."""
-    from orchard.lab.serve import serve as serve_dashboard
+    from orchard.lab.notebook.serve import serve as serve_dashboard
 
     serve_dashboard(workspace, host, port, say=lambda text: click.echo(text, err=True))
 
@@ -791,14 +793,17 @@ def demo(workspace: Path | None, workers: int, executor: str) -> None:
     import shutil
     import time
 
-    from orchard.demo.lab import default_directory, make_demo
+    from orchard.demo.make import default_directory, demo_sandbox, make_demo
 
     started = time.monotonic()
     console = _console()
-    ws = make_demo(workspace or default_directory(), workers=workers, executor=executor)
+    mode, unsandboxed = demo_sandbox()
+    if unsandboxed:
+        console.print(f"note: {unsandboxed}", style="yellow", highlight=False)
+    ws = make_demo(workspace or default_directory(), workers=workers, executor=executor, sandbox_mode=mode)
     console.print(f"demo lab: {ws.root}")
     if ws.config.workers.executor in ("auto", "tmux") and shutil.which("tmux"):
-        from orchard.lab.executors import attach_command
+        from orchard.lab.workers.executors import attach_command
 
         console.print(f"watch the workers live: {attach_command(ws.tmux_socket)}")
     with _open_lab(ws.root) as (_, state):

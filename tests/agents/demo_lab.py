@@ -1,6 +1,6 @@
 """Whole labs of real agent CLIs on the demo target (wordfreq), against the scripted model endpoint.
 
-`demo_lab` makes the demo's repositories and workspace (`orchard.demo.lab.make_demo`), then gives it the
+`demo_lab` makes the demo's repositories and workspace (`orchard.demo.make.make_demo`), then gives it the
 launchers under test and a backlog of the demo's own hypotheses, each naming the launcher that tries it.
 `run_lab` runs `orchard run` as a user would, with only the agents' scripted credentials added to the
 environment, and returns each experiment's record.
@@ -18,12 +18,12 @@ from typing import Any
 import tomli_w
 
 from orchard.demo import HYPOTHESES
-from orchard.demo.lab import make_demo
-from orchard.lab import config_file
-from orchard.lab.config import from_dict, to_dict
-from orchard.lab.db_records import ExperimentRecord
-from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace
+from orchard.demo.make import make_demo
+from orchard.lab.config import rendered as config_file
+from orchard.lab.config.orchard_toml import from_dict, to_dict
+from orchard.lab.db.state import LabState
+from orchard.lab.records.db import ExperimentRecord
+from orchard.lab.workers.workspace import Workspace
 from tests.agents import clis
 
 PATCHES = HYPOTHESES.parent / "patches"  # inside orchard's package: every sandbox can read it

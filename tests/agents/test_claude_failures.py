@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from orchard.lab.state import LabState
+from orchard.lab.db.state import LabState
 from tests.agents import clis
 from tests.agents.endpoint import ScriptedEndpoint
 from tests.agents.labs import CLAUDE, SHORTER_ALPHA, agent_env, orchard, small_lab

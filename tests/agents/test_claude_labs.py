@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import tomli_w
 
-from orchard.demo.lab import make_demo
-from orchard.lab.state import LabState
-from orchard.lab.verdict_table import num
+from orchard.demo.make import make_demo
+from orchard.lab.db.state import LabState
+from orchard.lab.judge.verdict_view import num
 from tests.agents import clis
 from tests.agents.endpoint import ScriptedEndpoint
 from tests.agents.labs import CLAUDE, agent_env, orchard

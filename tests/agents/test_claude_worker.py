@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from orchard.lab.state import LabState
+from orchard.lab.db.state import LabState
 from tests.agents import clis
 from tests.agents.endpoint import ScriptedEndpoint
 from tests.agents.labs import agent_env, orchard, small_lab

@@ -20,10 +20,10 @@ import pytest
 import tomli_w
 
 if TYPE_CHECKING:
-    from orchard.lab.db_records import JournalEvent
+    from orchard.lab.records.db import JournalEvent
 
 STANDIN = Path(__file__).with_name("standin.py")
-CLI_HELP = Path(__file__).parent.parent / "data" / "cli-help"  # the agent CLIs' recorded help and answers
+CLI_HELP = Path(__file__).parent / "data" / "cli-help"  # the agent CLIs' recorded help and answers
 AGENT_CLIS = {"claude": "claude", "codex": "codex", "cursor": "agent", "aider": "aider"}
 
 
@@ -146,7 +146,7 @@ def assert_nothing_left(mark: str, socket_name: str | None) -> None:
 
 def lab_events(root: Path, kind: str) -> list[JournalEvent]:
     """The journal events of one kind in a workspace's lab.db, oldest first."""
-    from orchard.lab.state import LabState
+    from orchard.lab.db.state import LabState
 
     state = LabState.open(root)
     try:

@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from orchard.bench.verdict import GateResult, MetricResult, Verdict, overall
-from orchard.lab import backlog
-from orchard.lab.agent_usage import AgentUsage
-from orchard.lab.candidate import Candidate
-from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.report import SCHEMA, ReportReading, write_report
-from orchard.lab.state import LabState
+from orchard.lab.db.state import LabState
+from orchard.lab.loop import backlog
+from orchard.lab.records.agent_usage import AgentUsage
+from orchard.lab.records.candidate import Candidate
+from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.records.report_reading import ReportReading
+from orchard.lab.workers.report import SCHEMA, write_report
 
 # A target whose run.sh prints 400 lines (its orchard.toml table), the win that prints 40, and a suite
 # measuring its stdout.

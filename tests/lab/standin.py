@@ -13,7 +13,7 @@ with usage, whatever the mode.
 `--version` answers as the real CLIs do (the lab's pre-flight asks), unless
 `STANDIN_VERSION_FAILS` is set. The login status commands (`claude auth
 status`, `codex login status`) replay what the real CLIs printed
-(tests/data/cli-help/status-commands.json, copied beside the stand-in):
+(tests/lab/data/cli-help/status-commands.json, copied beside the stand-in):
 logged in, unless the CLI is named in `STANDIN_LOGGED_OUT` (e.g.
 "claude,codex"): then what it printed with no credential, or with the
 credential variable that is set (Claude Code counts its key, Codex not);

@@ -16,20 +16,22 @@ from typing import Any
 import pytest
 
 from orchard.bench.verdict import MetricResult
-from orchard.lab import backlog, plausibility, review, weakened
-from orchard.lab.builds import Check
-from orchard.lab.candidate import Flag, collect_candidate
-from orchard.lab.config import ConfigError
-from orchard.lab.executors.base import JobResult
-from orchard.lab.experiment import Experiment
-from orchard.lab.hypothesis import Hypothesis, in_scope, is_test_file, outside_scope
-from orchard.lab.judge import decide, judge
-from orchard.lab.judgment import Decision, Judgment, Rule
-from orchard.lab.launchers import launcher_for
-from orchard.lab.prompts import prompt_text
-from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace
-from orchard.lab.workspace_init import init_workspace
+from orchard.lab.config.orchard_toml import ConfigError
+from orchard.lab.db.state import LabState
+from orchard.lab.judge import plausibility, review, weakened
+from orchard.lab.judge.candidate import collect_candidate
+from orchard.lab.judge.ladder import decide, judge
+from orchard.lab.loop import backlog
+from orchard.lab.records.build import Check
+from orchard.lab.records.candidate import Flag
+from orchard.lab.records.experiment import Experiment
+from orchard.lab.records.hypothesis import Hypothesis, in_scope, is_test_file, outside_scope
+from orchard.lab.records.judgment import Decision, Judgment, Rule
+from orchard.lab.workers.executors.base import JobResult
+from orchard.lab.workers.launchers import launcher_for
+from orchard.lab.workers.prompts import prompt_text
+from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace_init import init_workspace
 from tests.helpers import slow_but
 from tests.lab.lab_helpers import command_launcher, git, lab_config, make_repo, one_worker
 from tests.lab.loop_support import FINISHED, bare_candidate, metric, verdict_of
@@ -424,7 +426,7 @@ LAB = {"workers": one_worker(), "stop": {"top_attempted": 4, "idle_loops": 10},
 @pytest.mark.slow
 def test_hostile_workers_through_the_loop_are_each_killed_with_their_own_reason(
         tmp_path: Path, repos: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, mark: str) -> None:
-    from orchard.lab.loop import Lab
+    from orchard.lab.loop.lab import Lab
     from tests.lab.lab_helpers import assert_nothing_left
     from tests.lab.loop_support import add_hypotheses
 

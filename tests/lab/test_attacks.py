@@ -20,14 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from orchard.lab import backlog
-from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.loop import Lab
-from orchard.lab.report import MAX_REPORT_BYTES, read_report
-from orchard.lab.state import LabState
-from orchard.lab.verdicts import LabIntegrityError
-from orchard.lab.workspace import Workspace
-from orchard.lab.workspace_init import init_workspace
+from orchard.lab.db.state import LabState
+from orchard.lab.judge.measuring import LabIntegrityError
+from orchard.lab.loop import backlog
+from orchard.lab.loop.lab import Lab
+from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.workers.report import MAX_REPORT_BYTES, read_report
+from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace_init import init_workspace
 from tests.helpers import slow_but
 from tests.lab.lab_helpers import command_launcher, git, lab_config, one_worker, wait_for
 from tests.lab.loop_support import OLD, RUN_SH_TARGET, STDOUT_SUITE, WIN

@@ -11,11 +11,12 @@ from click.testing import CliRunner, Result
 from orchard.bench import opportunities
 from orchard.bench.store import RunWriter
 from orchard.cli import cli
-from orchard.demo.lab import make_demo
-from orchard.lab import backlog
-from orchard.lab.hypothesis import HypothesisStatus
-from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace
+from orchard.demo.make import make_demo
+from orchard.lab.db.ranking import ranked
+from orchard.lab.db.state import LabState
+from orchard.lab.loop import backlog
+from orchard.lab.records.hypothesis import HypothesisStatus
+from orchard.lab.workers.workspace import Workspace
 from tests.lab.loop_support import add_hypotheses, snapshot
 
 
@@ -57,11 +58,11 @@ def test_ranking_is_impact_times_confidence_over_effort(lab_state: LabState) -> 
         {"id": "best", "impact": 4, "confidence": 0.75, "effort": 1.5},  # 2.0
         {"id": "tie-later", "impact": 2, "confidence": 0.5, "effort": 1},  # 1.0, added after big-costly
     )
-    assert [r.id for r in backlog.ranked(lab_state)] == ["best", "cheap-sure", "big-unsure", "big-costly", "tie-later"]
+    assert [r.id for r in ranked(lab_state)] == ["best", "cheap-sure", "big-unsure", "big-costly", "tie-later"]
     assert lab_state.hypothesis("best").hypothesis.score == pytest.approx(2.0)
     lab_state.update_hypothesis("best", status=HypothesisStatus.KILLED)
-    assert backlog.ranked(lab_state)[0].id == "cheap-sure", "only open hypotheses are ranked for work"
-    everything = backlog.ranked(lab_state, (HypothesisStatus.OPEN, HypothesisStatus.KILLED))
+    assert ranked(lab_state)[0].id == "cheap-sure", "only open hypotheses are ranked for work"
+    everything = ranked(lab_state, (HypothesisStatus.OPEN, HypothesisStatus.KILLED))
     assert everything[0].id == "best"
 
 
@@ -83,7 +84,7 @@ def test_a_kill_lowers_the_confidence_of_its_siblings_only(lab_state: LabState) 
     assert confidence == {"killed": 0.8, "same-file": 0.4, "same-dir": 0.48, "other-file": 0.5,
                           "other-metric": 0.5, "already-landed": 0.5}
     # it moves the ranking: the sibling now ranks below the untouched hypothesis it tied with
-    order = [r.id for r in backlog.ranked(lab_state)]
+    order = [r.id for r in ranked(lab_state)]
     assert order.index("other-file") < order.index("same-file")
 
 

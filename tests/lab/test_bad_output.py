@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace
-from orchard.lab.workspace_init import init_workspace
+from orchard.lab.db.state import LabState
+from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace_init import init_workspace
 from tests.helpers import slow_but
 from tests.lab.lab_helpers import (
     ALPHA_TARGET,
@@ -37,7 +37,7 @@ from tests.lab.lab_helpers import (
     wait_for,
 )
 
-KILL_AT = "ORCHARD_TEST_KILL_AT"  # orchard SIGKILLs itself there (lab/loop.py)
+KILL_AT = "ORCHARD_TEST_KILL_AT"  # orchard SIGKILLs itself there (lab/loop/lab.py)
 
 # (id, the worker's command, its scope); ranked in this order (impact 5 down to 1)
 HOSTILE = {

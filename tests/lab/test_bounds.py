@@ -150,9 +150,9 @@ def test_titles_and_worker_output_never_become_markdown_headings(tmp_path: Path,
 
 def test_an_agent_reporting_text_or_nan_as_its_cost_records_it_as_not_reported() -> None:
     """The cost and tokens an agent prints land in lab.db and every budget check sums them."""
-    from orchard.lab.agent_usage import AgentUsage
-    from orchard.lab.config import Config
-    from orchard.lab.launchers import launcher_for
+    from orchard.lab.config.orchard_toml import Config
+    from orchard.lab.records.agent_usage import AgentUsage
+    from orchard.lab.workers.launchers import launcher_for
 
     claude = launcher_for(Config())
     usage = claude.usage('{"type": "result", "total_cost_usd": "lots", "num_turns": NaN, '
@@ -164,8 +164,8 @@ def test_an_agent_reporting_text_or_nan_as_its_cost_records_it_as_not_reported()
 
 def test_a_lab_recorded_before_the_bounds_still_opens(tmp_path: Path) -> None:
     """Bounds refuse new input; what lab.db already holds (impact 9 from an older orchard) still loads."""
-    from orchard.lab.hypothesis import Hypothesis
-    from orchard.lab.state import LabState
+    from orchard.lab.db.state import LabState
+    from orchard.lab.records.hypothesis import Hypothesis
 
     state = LabState(tmp_path / "lab.db")
     try:

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from orchard.demo.lab import make_demo
-from orchard.lab.workspace import Workspace
+from orchard.demo.make import make_demo
+from orchard.lab.workers.workspace import Workspace
 from tests.lab.browser import (
     chart_axes,
     chromium,

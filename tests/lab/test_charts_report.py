@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 
-from orchard.lab import pages, records
-from orchard.lab import view as lab_view
-from orchard.lab.chart_cache import ChartCache
-from orchard.lab.db_records import JournalEvent
-from orchard.lab.main_steps import main_steps
-from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace
+from orchard.lab.db.state import LabState
+from orchard.lab.notebook import files as records
+from orchard.lab.notebook import pages
+from orchard.lab.notebook import view as lab_view
+from orchard.lab.notebook.chart_cache import ChartCache
+from orchard.lab.notebook.main_steps import main_steps
+from orchard.lab.records.db import JournalEvent
+from orchard.lab.workers.workspace import Workspace
 from tests.lab.loop_support import metric, verdict_of
 from tests.lab.test_state_records import MERGE, fill
 

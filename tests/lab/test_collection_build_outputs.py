@@ -10,13 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from orchard.lab import builds, judge
-from orchard.lab.candidate import Candidate, collect_candidate
-from orchard.lab.executors import JobResult
-from orchard.lab.experiment import Experiment
-from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.launchers import make_launcher
-from orchard.lab.workspace import Workspace
+from orchard.lab.judge import ladder as judge
+from orchard.lab.judge.candidate import collect_candidate
+from orchard.lab.records.candidate import Candidate
+from orchard.lab.records.experiment import Experiment
+from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.workers import builds
+from orchard.lab.workers.executors import JobResult
+from orchard.lab.workers.launchers import make_launcher
+from orchard.lab.workers.workspace import Workspace
 from tests.helpers import orchard
 from tests.lab.lab_helpers import git
 from tests.lab.loop_support import write_finished_report

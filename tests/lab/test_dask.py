@@ -15,18 +15,27 @@ from pathlib import Path
 import psutil
 import pytest
 
-from orchard.demo.lab import make_demo
-from orchard.lab import config as config_module
-from orchard.lab import config_file
-from orchard.lab.candidate import Flag, from_remote
-from orchard.lab.experiment import Experiment
-from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.judgment import Decision, Rule
-from orchard.lab.launchers import make_launcher
-from orchard.lab.remote import RemoteExperiment, RemoteOutcome, lab_id, remove_scratch, run_experiment, scratch_dir
-from orchard.lab.serving import RepositoryServer, ServedRepositories
-from orchard.lab.state import LabState
-from orchard.lab.workspace import WorkerCheckout, Workspace
+from orchard.demo.make import make_demo
+from orchard.lab.config import orchard_toml as config_module
+from orchard.lab.config import rendered as config_file
+from orchard.lab.db.state import LabState
+from orchard.lab.judge.candidate import from_remote
+from orchard.lab.records.candidate import Flag
+from orchard.lab.records.experiment import Experiment
+from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.records.judgment import Decision, Rule
+from orchard.lab.records.worker import WorkerCheckout
+from orchard.lab.workers.launchers import make_launcher
+from orchard.lab.workers.remote import (
+    RemoteExperiment,
+    RemoteOutcome,
+    lab_id,
+    remove_scratch,
+    run_experiment,
+    scratch_dir,
+)
+from orchard.lab.workers.serving import RepositoryServer, ServedRepositories
+from orchard.lab.workers.workspace import Workspace
 from tests.lab.lab_helpers import assert_nothing_left, git, stop_process_groups, wait_for
 from tests.lab.lab_helpers import lab_events as events
 from tests.lab.loop_support import FINISHED

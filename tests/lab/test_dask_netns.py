@@ -25,12 +25,13 @@ from pathlib import Path
 
 import pytest
 
-from orchard.demo.lab import make_demo
-from orchard.lab import backlog, config_file
-from orchard.lab import config as config_module
-from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace
+from orchard.demo.make import make_demo
+from orchard.lab.config import orchard_toml as config_module
+from orchard.lab.config import rendered as config_file
+from orchard.lab.db.state import LabState
+from orchard.lab.loop import backlog
+from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.workers.workspace import Workspace
 from tests.lab.lab_helpers import assert_nothing_left, small_tmpfs, stop_process_groups
 from tests.lab.lab_helpers import lab_events as events
 from tests.lab.loop_support import FINISHED

@@ -20,15 +20,15 @@ from pathlib import Path
 import pytest
 
 from orchard.errors import UsageError
-from orchard.lab import egress_proxy
-from orchard.lab.config import ConfigError, LauncherConfig, from_dict
-from orchard.lab.egress import Endpoint, Network, endpoint
-from orchard.lab.executors import make_executor
-from orchard.lab.experiment import Experiment
-from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.launchers import make_launcher
-from orchard.lab.prompts import render_prompt
-from orchard.lab.workspace import Workspace
+from orchard.lab.config.orchard_toml import ConfigError, LauncherConfig, from_dict
+from orchard.lab.records.experiment import Experiment
+from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.records.network import Endpoint, Network, endpoint
+from orchard.lab.workers import egress_proxy
+from orchard.lab.workers.executors import make_executor
+from orchard.lab.workers.launchers import make_launcher
+from orchard.lab.workers.prompts import render_prompt
+from orchard.lab.workers.workspace import Workspace
 from tests.helpers import slow_but
 from tests.lab.lab_helpers import assert_nothing_left, processes_marked, wait_for
 
@@ -268,7 +268,7 @@ def test_the_proxy_dies_with_a_worker_killed_at_its_timeout(
     render_prompt(workspace, experiment)
     with make_executor("tmux", workspace.tmux_socket) as executor:
         executor.start(make_launcher(workspace.config.launcher).job(workspace, experiment))
-        wait_for(lambda: any("orchard.lab.egress_proxy" in " ".join(p.cmdline()) for p in processes_marked(mark)),
+        wait_for(lambda: any(egress_proxy.__name__ in " ".join(p.cmdline()) for p in processes_marked(mark)),
                  "the worker's proxy")
         (result,) = executor.wait(timeout_s=120)
     assert result.timed_out

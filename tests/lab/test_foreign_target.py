@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from orchard.lab.state import LabState
+from orchard.lab.db.state import LabState
 from tests.lab.lab_helpers import REPORTS, command_launcher, git, lab_config, one_worker
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]

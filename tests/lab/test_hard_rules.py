@@ -18,20 +18,22 @@ from pathlib import Path
 import pytest
 
 from orchard.bench.verdict import Verdict
-from orchard.lab import backlog, builds
-from orchard.lab import judge as judging
-from orchard.lab.builds import Check
-from orchard.lab.candidate import Candidate, collect_candidate
-from orchard.lab.config import LauncherConfig
-from orchard.lab.executors import JobResult
-from orchard.lab.experiment import Experiment
-from orchard.lab.hypothesis import Hypothesis, HypothesisStatus
-from orchard.lab.judge import decide
-from orchard.lab.judgment import Decision, Judgment, Rule
-from orchard.lab.launchers import make_launcher
-from orchard.lab.state import LabState
-from orchard.lab.verdicts import LabIntegrityError, assert_bench_untouched
-from orchard.lab.workspace import Workspace
+from orchard.lab.config.orchard_toml import LauncherConfig
+from orchard.lab.db.state import LabState
+from orchard.lab.judge import ladder as judging
+from orchard.lab.judge.candidate import collect_candidate
+from orchard.lab.judge.ladder import decide
+from orchard.lab.judge.measuring import LabIntegrityError, assert_bench_untouched
+from orchard.lab.loop import backlog
+from orchard.lab.records.build import Check
+from orchard.lab.records.candidate import Candidate
+from orchard.lab.records.experiment import Experiment
+from orchard.lab.records.hypothesis import Hypothesis, HypothesisStatus
+from orchard.lab.records.judgment import Decision, Judgment, Rule
+from orchard.lab.workers import builds
+from orchard.lab.workers.executors import JobResult
+from orchard.lab.workers.launchers import make_launcher
+from orchard.lab.workers.workspace import Workspace
 from tests.helpers import orchard, session_lock_file
 from tests.lab.lab_helpers import git
 from tests.lab.loop_support import add_hypotheses, bare_candidate, metric, verdict_of, write_finished_report

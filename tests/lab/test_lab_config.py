@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from orchard.errors import UsageError
-from orchard.lab import config, config_file
-from orchard.lab.config import Config, ConfigError, TargetConfig
+from orchard.lab.config import orchard_toml as config
+from orchard.lab.config import rendered as config_file
+from orchard.lab.config.orchard_toml import Config, ConfigError, TargetConfig
 
 
 def test_rendered_default_loads_back_to_the_same_configuration(tmp_path: Path) -> None:

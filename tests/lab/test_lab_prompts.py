@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from orchard.errors import UsageError
-from orchard.lab import report
-from orchard.lab.experiment import Experiment
-from orchard.lab.hypothesis import Hypothesis, in_scope, outside_scope
-from orchard.lab.prompts import render_prompt
-from orchard.lab.workspace import Workspace
+from orchard.lab.records.experiment import Experiment
+from orchard.lab.records.hypothesis import Hypothesis, in_scope, outside_scope
+from orchard.lab.workers import report
+from orchard.lab.workers.prompts import render_prompt
+from orchard.lab.workers.workspace import Workspace
 from tests.lab.lab_helpers import git
 
 CONFIG = """

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from orchard.lab.vcs import GitVcs, Identity, OakVcs, VcsError
-from orchard.lab.vcs.oak import leaked_mounts
+from orchard.lab.workers.vcs import GitVcs, Identity, OakVcs, VcsError
+from orchard.lab.workers.vcs.oak import leaked_mounts
 from tests.lab.lab_helpers import TARGET_FILES, git, make_repo
 
 

@@ -15,14 +15,15 @@ from pathlib import Path
 import libtmux
 import pytest
 
-from orchard.lab.candidate import Candidate, collect_candidate
-from orchard.lab.executors import Executor, JobResult, make_executor
-from orchard.lab.experiment import Experiment
-from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.launcher import Launcher
-from orchard.lab.launchers import make_launcher
-from orchard.lab.prompts import render_prompt
-from orchard.lab.workspace import Workspace
+from orchard.lab.judge.candidate import collect_candidate
+from orchard.lab.records.candidate import Candidate
+from orchard.lab.records.experiment import Experiment
+from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.workers.executors import Executor, JobResult, make_executor
+from orchard.lab.workers.launcher_base import Launcher
+from orchard.lab.workers.launchers import make_launcher
+from orchard.lab.workers.prompts import render_prompt
+from orchard.lab.workers.workspace import Workspace
 from tests.helpers import slow_but
 from tests.lab.lab_helpers import assert_nothing_left, git, processes_marked
 from tests.lab.standin import calls

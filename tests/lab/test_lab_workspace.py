@@ -10,8 +10,9 @@ from click.testing import CliRunner
 
 from orchard.cli import cli
 from orchard.errors import UsageError
-from orchard.lab.config import load
-from orchard.lab.workspace import Workspace, check_name
+from orchard.lab.config.orchard_toml import load
+from orchard.lab.records.worker import check_name
+from orchard.lab.workers.workspace import Workspace
 from tests.lab.lab_helpers import git
 
 

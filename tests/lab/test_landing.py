@@ -18,16 +18,19 @@ from pathlib import Path
 import pytest
 
 from orchard.errors import UsageError
-from orchard.lab import backlog, publication, records, view
-from orchard.lab import land as landing
-from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.judge import judge
-from orchard.lab.judgment import Decision
-from orchard.lab.loop import Lab
-from orchard.lab.start import start
-from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace
-from orchard.lab.workspace_init import init_workspace
+from orchard.lab.db.state import LabState
+from orchard.lab.judge.ladder import judge
+from orchard.lab.landing import land as landing
+from orchard.lab.landing import publication
+from orchard.lab.loop import backlog
+from orchard.lab.loop.lab import Lab
+from orchard.lab.loop.start import start
+from orchard.lab.notebook import files as records
+from orchard.lab.notebook import view
+from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.records.judgment import Decision
+from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace_init import init_workspace
 from tests.helpers import slow_but
 from tests.lab.lab_helpers import git, lab_config
 from tests.lab.loop_support import OLD, RUN_SH_TARGET, STDOUT_SUITE, WIN, bare_candidate
@@ -88,10 +91,10 @@ def _land(ws: Workspace, state: LabState) -> landing.LandOutcome:
 KILLER = """
 import os, signal, sys
 from pathlib import Path
-from orchard.lab import land as landing
-from orchard.lab import publication
-from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace
+from orchard.lab.landing import land as landing
+from orchard.lab.landing import publication
+from orchard.lab.db.state import LabState
+from orchard.lab.workers.workspace import Workspace
 
 step = sys.argv[2]
 original = LabState.log

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from orchard.lab.state import LabState
-from orchard.lab.workspace_init import init_workspace
+from orchard.lab.db.state import LabState
+from orchard.lab.workers.workspace_init import init_workspace
 from tests.helpers import slow_but
 from tests.lab.lab_helpers import ALPHA_TARGET, CLI_HELP, STDOUT_SUITE, command_launcher, git, lab_config, one_worker
 from tests.lab.loop_support import snapshot

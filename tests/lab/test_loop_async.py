@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from orchard.lab.loop import Lab
-from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace
+from orchard.lab.db.state import LabState
+from orchard.lab.loop.lab import Lab
+from orchard.lab.workers.workspace import Workspace
 from tests.lab.lab_helpers import (
     NO_CHANGE_BENCH,
     README_TARGET,

@@ -17,9 +17,9 @@ from pathlib import Path
 import libtmux
 import pytest
 
-from orchard.demo.lab import make_demo
-from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace
+from orchard.demo.make import make_demo
+from orchard.lab.db.state import LabState
+from orchard.lab.workers.workspace import Workspace
 from tests.lab.lab_helpers import assert_nothing_left, git, wait_for
 from tests.lab.lab_helpers import lab_events as events
 

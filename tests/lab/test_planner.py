@@ -15,10 +15,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 from orchard.cli import cli
-from orchard.demo.lab import make_demo
-from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace
-from orchard.lab.workspace_init import init_workspace
+from orchard.demo.make import make_demo
+from orchard.lab.db.state import LabState
+from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace_init import init_workspace
 from tests.lab.lab_helpers import BENCH_FILES, TARGET_FILES, make_repo
 from tests.lab.loop_support import add_hypotheses, snapshot
 from tests.lab.test_backlog import write_lane_rows

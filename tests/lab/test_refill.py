@@ -10,10 +10,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from orchard.lab.loop import Lab
-from orchard.lab.remote import lab_id, scratch_dir
-from orchard.lab.state import LabState
-from orchard.lab.workspace_init import init_workspace
+from orchard.lab.db.state import LabState
+from orchard.lab.loop.lab import Lab
+from orchard.lab.workers.remote import lab_id, scratch_dir
+from orchard.lab.workers.workspace_init import init_workspace
 from tests.lab.lab_helpers import (
     BENCH_FILES,
     NO_CHANGE_BENCH,

@@ -18,15 +18,16 @@ from pathlib import Path
 import psutil
 import pytest
 
-from orchard.lab import builds, review
-from orchard.lab.executors import make_executor
-from orchard.lab.experiment import Experiment
-from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.launchers import make_launcher
-from orchard.lab.loop import Lab
-from orchard.lab.prompts import render_prompt
-from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace
+from orchard.lab.db.state import LabState
+from orchard.lab.judge import review
+from orchard.lab.loop.lab import Lab
+from orchard.lab.records.experiment import Experiment
+from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.workers import builds
+from orchard.lab.workers.executors import make_executor
+from orchard.lab.workers.launchers import make_launcher
+from orchard.lab.workers.prompts import render_prompt
+from orchard.lab.workers.workspace import Workspace
 from tests.lab.lab_helpers import (
     BENCH_FILES,
     NO_CHANGE_BENCH,

@@ -18,9 +18,9 @@ import pytest
 from click.testing import CliRunner
 
 from orchard.cli import cli
-from orchard.demo.lab import make_demo
-from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace
+from orchard.demo.make import make_demo
+from orchard.lab.db.state import LabState
+from orchard.lab.workers.workspace import Workspace
 from tests.lab.lab_helpers import wait_for
 from tests.lab.serve_support import fetch, serving, wait_until_served
 
@@ -165,7 +165,7 @@ def test_status_watch_redraws_in_a_terminal_until_ctrl_c(demo: Workspace) -> Non
 
 def test_the_snapshot_is_rebuilt_only_when_what_it_shows_changed(
         demo: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
-    from orchard.lab import serve, view
+    from orchard.lab.notebook import serve, view
 
     builds: list[float] = []
     real_build = view.build

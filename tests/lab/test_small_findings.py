@@ -5,19 +5,21 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from orchard.lab import backlog, records, stop, view
-from orchard.lab.hypothesis import HypothesisStatus
-from orchard.lab.journal import render_journal
-from orchard.lab.judgment import Decision, Judgment
-from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace
+from orchard.lab.db.state import LabState
+from orchard.lab.loop import stop
+from orchard.lab.notebook import backlog_file, view
+from orchard.lab.notebook import files as records
+from orchard.lab.notebook.journal import render_journal
+from orchard.lab.records.hypothesis import HypothesisStatus
+from orchard.lab.records.judgment import Decision, Judgment
+from orchard.lab.workers.workspace import Workspace
 from tests.lab.loop_support import add_hypotheses, verdict_of
 
 
 def test_a_small_predicted_effect_is_not_shown_as_minus_zero(lab_state: LabState) -> None:
     add_hypotheses(lab_state, {"id": "tiny", "scope": ["a.py"], "predicted_effect": -0.005},
                    {"id": "big", "scope": ["b.py"], "predicted_effect": -0.3})
-    text = backlog.render(lab_state)
+    text = backlog_file.render(lab_state)
     assert "-0.5%" in text and "-30%" in text and "-0%" not in text
 
 

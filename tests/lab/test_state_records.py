@@ -14,16 +14,16 @@ from click.testing import CliRunner, Result
 
 from orchard.bench.verdict import Verdict
 from orchard.cli import cli
-from orchard.demo.lab import make_demo
+from orchard.demo.make import make_demo
 from orchard.errors import UsageError
-from orchard.lab import records
-from orchard.lab.agent_usage import AgentUsage
-from orchard.lab.experiment import ExperimentStatus
-from orchard.lab.hypothesis import HypothesisStatus, Lane
-from orchard.lab.judgment import Decision, Judgment, JudgmentEntry, Rule
-from orchard.lab.schema import SCHEMA_VERSION
-from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace
+from orchard.lab.db.schema import SCHEMA_VERSION
+from orchard.lab.db.state import LabState
+from orchard.lab.notebook import files as records
+from orchard.lab.records.agent_usage import AgentUsage
+from orchard.lab.records.experiment import ExperimentStatus
+from orchard.lab.records.hypothesis import HypothesisStatus, Lane
+from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry, Rule
+from orchard.lab.workers.workspace import Workspace
 from tests.lab.loop_support import add_hypotheses, bare_candidate, metric, verdict_of
 
 BASE, BENCH = "a1" * 20, "b2" * 20

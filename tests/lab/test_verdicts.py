@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from orchard.lab import verdicts
-from orchard.lab.workspace import Workspace
+from orchard.lab.judge import measuring as verdicts
+from orchard.lab.workers.workspace import Workspace
 
 # A script's output with log lines, an earlier verdict object and a progress object after the answer.
 MIXED = """{"progress": 1}

@@ -18,14 +18,15 @@ import pytest
 
 from orchard.bench.measure import RunSpec, observe, workbench
 from orchard.bench.suite import load_suite
-from orchard.lab import builds, verdicts
-from orchard.lab.executors import make_executor
-from orchard.lab.experiment import Experiment
-from orchard.lab.hypothesis import Hypothesis
-from orchard.lab.launchers import make_launcher
-from orchard.lab.prompts import render_prompt
-from orchard.lab.state import LabState
-from orchard.lab.workspace import Workspace
+from orchard.lab.db.state import LabState
+from orchard.lab.judge import measuring as verdicts
+from orchard.lab.records.experiment import Experiment
+from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.workers import builds
+from orchard.lab.workers.executors import make_executor
+from orchard.lab.workers.launchers import make_launcher
+from orchard.lab.workers.prompts import render_prompt
+from orchard.lab.workers.workspace import Workspace
 from tests.lab.lab_helpers import assert_nothing_left
 from tests.lab.standin import CANARY
 

@@ -1,13 +1,16 @@
 """orchard.bench: the measurement half, usable alone.
 
 The lab uses only this public surface: load a suite, calibrate, run a
-verdict, read rows. Nothing in bench imports lab.
+verdict, read rows, rank opportunities, ask who holds the measurement lock,
+withhold held-out inputs. Nothing in bench imports lab.
 """
 
 from orchard.bench.binary import check_binary
 from orchard.bench.calibration import Calibration, CalibrationFailed
 from orchard.bench.campaign import calibrate, run_verdict
 from orchard.bench.holdout import is_held_out, withhold
+from orchard.bench.lock import LockStatus, MeasurementLock, lock_status
+from orchard.bench.opportunities import rank as rank_opportunities
 from orchard.bench.store import latest_rows
 from orchard.bench.suite import Suite, load_suite
 from orchard.bench.verdict import ExternalRun, GateResult, MetricResult, MetricVerdict, Verdict, VerdictWord
@@ -18,6 +21,8 @@ __all__ = [
     "CalibrationFailed",
     "ExternalRun",
     "GateResult",
+    "LockStatus",
+    "MeasurementLock",
     "MetricResult",
     "MetricVerdict",
     "Suite",
@@ -26,6 +31,8 @@ __all__ = [
     "is_held_out",
     "latest_rows",
     "load_suite",
+    "lock_status",
+    "rank_opportunities",
     "read_jsonl",
     "run_verdict",
     "withhold",

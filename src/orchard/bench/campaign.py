@@ -31,11 +31,11 @@ from orchard.bench.suite import MIN_RUNS_FLOOR, Scenario, Suite
 from orchard.bench.verdict import (
     AdaptivePlan,
     CalibrationNote,
-    Decision,
     GateResult,
     MetricResult,
     MetricSpec,
     Verdict,
+    VerdictDecision,
     VerdictWord,
     decide_metrics,
     overall,
@@ -43,7 +43,7 @@ from orchard.bench.verdict import (
 )
 from orchard.errors import OrchardError, UsageError
 
-Progress = Callable[[int, int, str], None]  # (pairs done, pairs planned, note)
+PairProgress = Callable[[int, int, str], None]  # (pairs done, pairs planned, note)
 
 
 class BaselineFailed(OrchardError):
@@ -198,7 +198,7 @@ def _aa_campaign(
     count: int,
     seed: int,
     results: Path,
-    progress: Progress,
+    progress: PairProgress,
 ) -> tuple[dict[str, calibration_cache.MetricCalibration], list[str], Path]:
     """One A/A campaign: (noise per metric, metrics whose interval excludes zero, rows file)."""
     with workbench(suite) as bench, RunWriter(results, "calibrate", rows_summary) as writer:
@@ -228,7 +228,7 @@ def calibrate(
     runs: int | None = None,
     seed: int | None = None,
     results: Path = Path("results"),
-    progress: Progress = _quiet,
+    progress: PairProgress = _quiet,
     file: Path | None = None,
 ) -> calibration_cache.Calibration:
     """A/A: the baseline against itself; saves (in the cache, and in `file` if given) and returns it.
@@ -284,7 +284,7 @@ def run_verdict(
     seed: int | None = None,
     results: Path = Path("results"),
     recalibrate: bool = False,
-    progress: Progress = _quiet,
+    progress: PairProgress = _quiet,
     calibration_file: Path | None = None,
 ) -> Verdict:
     """Judge `candidate` against `baseline` on `suite`.
@@ -352,7 +352,7 @@ def run_verdict(
                     if settled(metrics):
                         break
         runner.lock.print_total()
-        decision = Decision(VerdictWord.ERROR, reasons=[error]) if error else overall(metrics, gates)
+        decision = VerdictDecision(VerdictWord.ERROR, reasons=[error]) if error else overall(metrics, gates)
         warnings += runner.tracker.warnings
         if cal is not None:
             warnings += _warnings(runner, samples, cal, decision)
@@ -390,7 +390,7 @@ def _noise_for(cal: calibration_cache.Calibration, specs: Sequence[MetricSpec]) 
 
 
 def _warnings(
-    runner: PairRunner, samples: Samples, cal: calibration_cache.Calibration, decision: Decision
+    runner: PairRunner, samples: Samples, cal: calibration_cache.Calibration, decision: VerdictDecision
 ) -> list[str]:
     """hyperfine-style notes on when these numbers should not be trusted."""
     notes = []

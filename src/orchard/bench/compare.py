@@ -22,10 +22,10 @@ from orchard.bench import rows as rowlib
 from orchard.bench.suite import BUILTIN_METRICS, OPTIONAL_METRICS
 from orchard.bench.verdict import (
     DEFAULT_ALPHA,
-    Decision,
     MetricNoise,
     MetricResult,
     MetricSpec,
+    VerdictDecision,
     decide_metrics,
     decide_unpaired,
     overall,
@@ -44,7 +44,7 @@ JUDGED_STEPS = ("measured", "total")
 
 @dataclass
 class Comparison:
-    decision: Decision
+    decision: VerdictDecision
     paired: bool
     warnings: list[str]
     old: Path

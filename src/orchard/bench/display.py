@@ -19,7 +19,7 @@ from rich.table import Table
 from orchard.bench.calibration import Calibration, age_text
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import Suite
-from orchard.bench.verdict import CalibrationNote, Decision, MetricResult, MetricVerdict, Verdict, VerdictWord
+from orchard.bench.verdict import CalibrationNote, MetricResult, MetricVerdict, Verdict, VerdictDecision, VerdictWord
 
 RUN_SCHEMA = "orchard.bench-run/1"
 _STYLE = {MetricVerdict.IMPROVED: "green", MetricVerdict.REGRESSED: "red", MetricVerdict.UNCHANGED: "dim",
@@ -104,12 +104,12 @@ def print_verdict(console: Console, verdict: Verdict) -> None:
     console.print(f"rows: {verdict.rows}")
 
 
-def as_decision(verdict: Verdict) -> Decision:
+def as_decision(verdict: Verdict) -> VerdictDecision:
     """The verdict's judgement alone (what `orchard compare` also produces)."""
-    return Decision(verdict.verdict, verdict.metrics, verdict.gates, verdict.reasons)
+    return VerdictDecision(verdict.verdict, verdict.metrics, verdict.gates, verdict.reasons)
 
 
-def print_decision(console: Console, decision: Decision, warnings: Sequence[str]) -> None:
+def print_decision(console: Console, decision: VerdictDecision, warnings: Sequence[str]) -> None:
     """Metric table, gates, warnings, the verdict and its reasons."""
     if decision.metrics:
         console.print(metric_table(decision.metrics))

@@ -196,7 +196,7 @@ def _fields(template: str) -> Iterable[str]:
             yield name
 
 
-class _Reader:
+class _FlowReader:
     """Validates one flow file, naming the file and the place of every problem."""
 
     def __init__(self, path: Path) -> None:
@@ -309,7 +309,8 @@ class _Reader:
         return result
 
 
-def _steps(reader: _Reader, data: dict[str, Any], notes: dict[str, str], remote: str) -> dict[str, tuple[Command, ...]]:
+def _steps(reader: _FlowReader, data: dict[str, Any], notes: dict[str, str],
+           remote: str) -> dict[str, tuple[Command, ...]]:
     raw = reader.table("steps", data.get("steps"), (*STEPS, VERIFY)) if "steps" in data else None
     if raw is None:
         raise reader.fail("steps", "missing [steps] table")
@@ -339,7 +340,7 @@ def _steps(reader: _Reader, data: dict[str, Any], notes: dict[str, str], remote:
 def load_flow(path: Path) -> Flow:
     """Read and validate a flow file; any problem is a UsageError naming file and key."""
     path = Path(path)
-    reader = _Reader(path)
+    reader = _FlowReader(path)
     data = read_toml(path, "flow")
     unknown = sorted(set(data) - TOP_KEYS)
     if unknown:
@@ -426,7 +427,7 @@ def load_flow(path: Path) -> Flow:
 
 
 def _phases(
-    reader: _Reader, where: str, raw: dict[str, Any], others: Iterable[str], known: frozenset[str]
+    reader: _FlowReader, where: str, raw: dict[str, Any], others: Iterable[str], known: frozenset[str]
 ) -> dict[str, tuple[Command, ...]]:
     """`phases` names the ordered phases; each phase is a list of named commands; `others` are the other keys."""
     phases = raw.get("phases")
@@ -439,7 +440,7 @@ def _phases(
     return {phase: reader.commands(f"{where}.{phase}", raw[phase], named=True, known=known) for phase in phases}
 
 
-def _agent_task(reader: _Reader, raw: Any) -> dict[str, tuple[Command, ...]]:
+def _agent_task(reader: _FlowReader, raw: Any) -> dict[str, tuple[Command, ...]]:
     """`[agent_task]`: ordered phases of named commands."""
     if raw is None:
         return {}
@@ -448,7 +449,7 @@ def _agent_task(reader: _Reader, raw: Any) -> dict[str, tuple[Command, ...]]:
     return _phases(reader, "agent_task", raw, (), LOOP_PLACEHOLDERS)
 
 
-def _served(reader: _Reader, raw: Any, remote: str) -> Served:
+def _served(reader: _FlowReader, raw: Any, remote: str) -> Served:
     """`[served]`: serve (exactly one command), seed, verify, branch, and ordered phases."""
     if raw is None:
         return Served()

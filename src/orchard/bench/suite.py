@@ -123,7 +123,7 @@ class Suite:
         raise KeyError(name)
 
 
-class _Reader(Table):
+class _SuiteReader(Table):
     """A suite's table: the strict `Table`, plus the command values only suites have."""
 
     def __init__(self, path: Path, where: str, table: Any) -> None:
@@ -144,7 +144,7 @@ def load_suite(path: Path | str) -> Suite:
     path = Path(path).resolve()
     raw = read_bytes(path, "suite")
     data = parse_toml(raw, path, "suite")
-    top = _Reader(path, "top level", data)
+    top = _SuiteReader(path, "top level", data)
     fixture_tables, scenario_tables, metric_tables, gate_tables = (
         top.tables(key) for key in ("fixture", "scenario", "metric", "gate")
     )
@@ -193,7 +193,7 @@ def load_suite(path: Path | str) -> Suite:
             for m, floor in s.metrics().items()
         ]
     for index, table in enumerate(metric_tables):
-        reader = _Reader(path, f"[[metric]] #{index + 1}", table)
+        reader = _SuiteReader(path, f"[[metric]] #{index + 1}", table)
         metric = reader.get("name", str, required=True)
         reader.where = f"[[metric]] '{metric}'"
         direction = reader.get("direction", str, "lower")
@@ -270,7 +270,7 @@ def _unique(path: Path, what: str, names: list[str]) -> None:
 
 
 def _fixture(path: Path, index: int, table: Any) -> Fixture:
-    reader = _Reader(path, f"[[fixture]] #{index + 1}", table)
+    reader = _SuiteReader(path, f"[[fixture]] #{index + 1}", table)
     name = reader.get("name", str, required=True)
     reader.where = f"[[fixture]] '{name}'"
     command = reader.command("command", required=True)
@@ -281,7 +281,7 @@ def _fixture(path: Path, index: int, table: Any) -> Fixture:
 
 
 def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Scenario:
-    reader = _Reader(path, f"[[scenario]] #{index + 1}", table)
+    reader = _SuiteReader(path, f"[[scenario]] #{index + 1}", table)
     name = reader.get("name", str, required=True)
     reader.where = f"[[scenario]] '{name}'"
     kind = reader.get("kind", str, "command")
@@ -332,7 +332,7 @@ def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Sce
     return scenario
 
 
-def _expect_file(path: Path, reader: _Reader) -> tuple[str, ...]:
+def _expect_file(path: Path, reader: _SuiteReader) -> tuple[str, ...]:
     """Facts listed one per line in a file beside the suite (hundreds do not belong in TOML)."""
     name = reader.get("expect_file", str, None)
     if name is None:
@@ -356,7 +356,7 @@ def _gate(
     known_values: set[str],
     scenarios: tuple[Scenario, ...],
 ) -> Gate:
-    reader = _Reader(path, f"[[gate]] #{index + 1}", table)
+    reader = _SuiteReader(path, f"[[gate]] #{index + 1}", table)
     kind = reader.get("kind", str, required=True)
     if kind not in GATE_KINDS:
         reader.fail(f"'kind' must be one of {', '.join(GATE_KINDS)}")

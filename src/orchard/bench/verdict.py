@@ -170,7 +170,7 @@ class GateResult:
 
 
 @dataclass
-class Decision:
+class VerdictDecision:
     verdict: VerdictWord
     metrics: list[MetricResult] = field(default_factory=list)
     gates: list[GateResult] = field(default_factory=list)
@@ -360,7 +360,7 @@ def decide_unpaired(
     return results
 
 
-def overall(metrics: Sequence[MetricResult], gates: Sequence[GateResult]) -> Decision:
+def overall(metrics: Sequence[MetricResult], gates: Sequence[GateResult]) -> VerdictDecision:
     """Combine metric verdicts and gates into PASS / NO-CHANGE / INCONCLUSIVE / REGRESSED."""
     reasons: list[str] = []
     failed_gates = [gate for gate in gates if not gate.passed]
@@ -370,17 +370,17 @@ def overall(metrics: Sequence[MetricResult], gates: Sequence[GateResult]) -> Dec
     for metric in regressed:
         reasons.append(f"{metric.key} regressed by {metric.effect:+.2%} (floor {metric.floor:.2%})")
     if failed_gates or regressed:
-        return Decision(VerdictWord.REGRESSED, list(metrics), list(gates), reasons)
+        return VerdictDecision(VerdictWord.REGRESSED, list(metrics), list(gates), reasons)
     improved = [m for m in metrics if m.verdict == MetricVerdict.IMPROVED and m.target]
     if improved:
         reasons += [f"{m.key} improved by {m.effect:+.2%} beyond floor {m.floor:.2%}" for m in improved]
-        return Decision(VerdictWord.PASS, list(metrics), list(gates), reasons)
+        return VerdictDecision(VerdictWord.PASS, list(metrics), list(gates), reasons)
     unclear = [m for m in metrics if m.verdict == MetricVerdict.UNCLEAR]
     if unclear:
         reasons += [f"{m.key} inconclusive at n={m.n} (MDE {m.mde:.2%})" for m in unclear if m.mde is not None]
-        return Decision(VerdictWord.INCONCLUSIVE, list(metrics), list(gates), reasons)
+        return VerdictDecision(VerdictWord.INCONCLUSIVE, list(metrics), list(gates), reasons)
     reasons.append("every metric within its noise floor")
-    return Decision(VerdictWord.NO_CHANGE, list(metrics), list(gates), reasons)
+    return VerdictDecision(VerdictWord.NO_CHANGE, list(metrics), list(gates), reasons)
 
 
 def settled(metrics: Sequence[MetricResult]) -> bool:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from orchard.bench.exports import csv, json, markdown
-from orchard.bench.verdict import Decision
+from orchard.bench.verdict import VerdictDecision
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class Targets:
     markdown: Path | None = None
 
 
-def export(decision: Decision, document: dict[str, Any], facts: list[str], targets: Targets) -> list[Path]:
+def export(decision: VerdictDecision, document: dict[str, Any], facts: list[str], targets: Targets) -> list[Path]:
     """Write every requested format; returns the files written.
 
     `document` is the `--json` document (it already holds every field);

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
-from orchard.bench.verdict import Decision
+from orchard.bench.verdict import VerdictDecision
 
 COLUMNS = (
     "metric",
@@ -24,7 +24,7 @@ COLUMNS = (
 )
 
 
-def render(decision: Decision) -> str:
+def render(decision: VerdictDecision) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COLUMNS)

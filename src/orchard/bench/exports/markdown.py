@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from orchard.bench.display import bounds_text, pct, quantity
-from orchard.bench.verdict import Decision
+from orchard.bench.verdict import VerdictDecision
 
 _ICON = {"PASS": "✅", "NO-CHANGE": "⚪", "INCONCLUSIVE": "🟡", "REGRESSED": "❌", "ERROR": "❌"}
 
@@ -13,7 +13,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render(decision: Decision, facts: list[str]) -> str:
+def render(decision: VerdictDecision, facts: list[str]) -> str:
     lines = [f"## orchard verdict: {_ICON.get(decision.verdict, '')} **{decision.verdict}**", ""]
     lines += [f"- {_cell(fact)}" for fact in facts]
     if facts:

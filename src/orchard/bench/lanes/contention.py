@@ -43,10 +43,10 @@ import psutil
 from orchard import process
 from orchard.bench import rows, tokens
 from orchard.bench.flows import Flow
-from orchard.bench.lanes.markdown import skips_and_failures, subjects_section, table
 from orchard.bench.lanes.remotes import harness
 from orchard.bench.lanes.session import LaneResult, check_common, lane_context
 from orchard.bench.lanes.steps import Recorder, fail
+from orchard.bench.lanes.summary import skips_and_failures, subjects_section, table
 from orchard.bench.subjects import Subject
 from orchard.errors import FixtureError, UsageError
 

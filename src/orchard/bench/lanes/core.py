@@ -40,12 +40,14 @@ from orchard.bench import rows
 from orchard.bench.flows import CORE_MEASURED, Flow
 from orchard.bench.lanes.generated_repo import (
     Edit,
-    Fixture,
+    GeneratedRepo,
     RepoSpec,
     ensure,
     typical_edit,
 )
-from orchard.bench.lanes.markdown import (
+from orchard.bench.lanes.session import LaneResult, check_common, lane_context
+from orchard.bench.lanes.steps import LaneContext, Recorder, Row, fail
+from orchard.bench.lanes.summary import (
     notes_section,
     skips_and_failures,
     subjects_section,
@@ -53,8 +55,6 @@ from orchard.bench.lanes.markdown import (
     table,
     warmup_line,
 )
-from orchard.bench.lanes.session import LaneResult, check_common, lane_context
-from orchard.bench.lanes.steps import LaneContext, Recorder, Row, fail
 from orchard.bench.subjects import Subject
 from orchard.errors import FixtureError, UsageError
 
@@ -146,7 +146,7 @@ def pipe_check(git: str, clean: Path, diff: bytes, env: Mapping[str, str]) -> st
 class _SubjectRun:
     """One subject on one fixture: checkout, edit, warm-up and measured runs."""
 
-    def __init__(self, ctx: LaneContext, subject: Subject, flow: Flow, fixture: Fixture, clean: Path) -> None:
+    def __init__(self, ctx: LaneContext, subject: Subject, flow: Flow, fixture: GeneratedRepo, clean: Path) -> None:
         self.ctx, self.subject, self.flow, self.fixture, self.clean = ctx, subject, flow, fixture, clean
         self.fields = {
             "remote_transport": TRANSPORT, "fixture_label": fixture.spec.label, "fixture_key": fixture.spec.key,
@@ -277,7 +277,7 @@ def run_lane(options: CoreOptions, out: TextIO | None = None) -> LaneResult:
 
 
 def _run_subject(
-    ctx: LaneContext, subject: Subject, options: CoreOptions, fixture: Fixture, clean: Path, out: TextIO
+    ctx: LaneContext, subject: Subject, options: CoreOptions, fixture: GeneratedRepo, clean: Path, out: TextIO
 ) -> None:
     fields = {"remote_transport": TRANSPORT, "fixture_label": fixture.spec.label, "files": fixture.spec.files}
     flow = options.flows[subject.kind]

@@ -63,7 +63,7 @@ class RepoSpec:
 
 
 @dataclass(frozen=True)
-class Fixture:
+class GeneratedRepo:
     spec: RepoSpec
     path: Path  # a non-bare repository, clean, at `head`
     head: str
@@ -121,7 +121,7 @@ def _build(spec: RepoSpec, target: Path, git: str, env: Mapping[str, str]) -> st
     return run("rev-parse", "HEAD").strip()
 
 
-def ensure(spec: RepoSpec, cache: Path, git: str, env: Mapping[str, str]) -> Fixture:
+def ensure(spec: RepoSpec, cache: Path, git: str, env: Mapping[str, str]) -> GeneratedRepo:
     """The cached repository for `spec`, built first if absent or not what it claims."""
     if spec.files < 8:
         raise FixtureError(f"a core fixture needs at least 8 files, not {spec.files}")
@@ -134,7 +134,7 @@ def ensure(spec: RepoSpec, cache: Path, git: str, env: Mapping[str, str]) -> Fix
         except FixtureError:
             head = None
         if head and head == recorded:
-            return Fixture(spec, entry / "repo", head, built=False)
+            return GeneratedRepo(spec, entry / "repo", head, built=False)
         shutil.rmtree(entry, ignore_errors=True)
     cache.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{spec.label}-", dir=cache))
@@ -150,7 +150,7 @@ def ensure(spec: RepoSpec, cache: Path, git: str, env: Mapping[str, str]) -> Fix
                 raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return Fixture(spec, entry / "repo", head, built=True)
+    return GeneratedRepo(spec, entry / "repo", head, built=True)
 
 
 @dataclass(frozen=True)

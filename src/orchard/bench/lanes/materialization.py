@@ -26,8 +26,8 @@ from typing import Any
 
 from orchard.bench import rows
 from orchard.bench.flows import MATERIALIZATION_KEYS, Flow
-from orchard.bench.lanes.markdown import oracle_cell, table
 from orchard.bench.lanes.steps import LaneContext, Recorder, fail
+from orchard.bench.lanes.summary import oracle_cell, table
 from orchard.bench.lanes.transport import LOOPBACK, free_port, wait_for_port
 from orchard.bench.subjects import Subject
 

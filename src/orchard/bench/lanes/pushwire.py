@@ -23,7 +23,6 @@ import hashlib
 import zlib
 from dataclasses import dataclass, field
 
-FLUSH = b"0000"
 ZERO_ID = "0" * 40
 SHA1_LEN = 20
 PACK_VERSIONS = (2, 3)

@@ -20,7 +20,14 @@ from typing import Any, TextIO
 from orchard.bench import rows
 from orchard.bench.flows import Flow
 from orchard.bench.lanes import agent_task, interrupted, materialization, task_loop
-from orchard.bench.lanes.markdown import (
+from orchard.bench.lanes.remotes import (
+    GIT_REMOTE_MODES,
+    git_remote,
+    oak_remote,
+)
+from orchard.bench.lanes.session import LaneResult, check_common, lane_context
+from orchard.bench.lanes.steps import LaneContext, Recorder, fail
+from orchard.bench.lanes.summary import (
     notes_section,
     oracle_cell,
     skips_and_failures,
@@ -29,13 +36,6 @@ from orchard.bench.lanes.markdown import (
     table,
     warmup_line,
 )
-from orchard.bench.lanes.remotes import (
-    GIT_REMOTE_MODES,
-    git_remote,
-    oak_remote,
-)
-from orchard.bench.lanes.session import LaneResult, check_common, lane_context
-from orchard.bench.lanes.steps import LaneContext, Recorder, fail
 from orchard.bench.subjects import Subject
 from orchard.errors import FixtureError, UsageError
 

@@ -1,0 +1,19 @@
+"""The backlog's order, read from lab.db: best score first, older first among equals.
+
+The loop picks from the top of it, backlog.md and the dashboard list it,
+`orchard backlog` prints it: one order everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from orchard.lab.db.state import LabState
+from orchard.lab.records.db import HypothesisRecord
+from orchard.lab.records.hypothesis import HypothesisStatus
+
+
+def ranked(state: LabState, statuses: Sequence[HypothesisStatus] = (HypothesisStatus.OPEN,)) -> list[HypothesisRecord]:
+    """Hypotheses with these statuses, best score first (older first among equals)."""
+    records = [r for r in state.hypotheses() if r.status in statuses]
+    return sorted(records, key=lambda r: (-r.hypothesis.score, r.created_at, r.id))

@@ -1,0 +1,1 @@
+"""The judge: collecting a candidate, building it, measuring it (the only door to the bench), the rule ladder."""

@@ -1,0 +1,346 @@
+"""The research loop: keep the lanes busy, judge what comes back, stop on clear conditions.
+
+One `Lab` drives one workspace. On its first run it anchors everything
+(`start`). Then, until a stop condition holds (`stop`), the loop's one
+thread keeps four things moving, none waiting for another:
+
+1. collect: a worker that ended is collected at once (diff against its
+   base, bench untouched, scope kept, report, cost) into lab.db;
+2. judge, in the background: each collected candidate goes to a judge
+   thread (at most `workers.judges` at once: their clean checkouts, builds
+   and tests overlap, their measurements take turns under the machine-wide
+   lock); a decided win is landed by one landing thread at a time;
+3. decide and record, when a judgment arrives: LAND, KILL or ITERATE into
+   lab.db, the journal, leaderboard and backlog rendered again; after a
+   landed win the opportunities are re-read, and every few wins the full
+   sweep runs;
+4. assign: each free worker takes the best open hypothesis of its lane
+   whose scope is disjoint from every running experiment's, while the
+   judge works (and, with `workers.refill`, the planner tops the backlog up
+   when it runs short). A poll that finds nothing new decides nothing (db/settled.py).
+
+Judge and landing threads open their own lab.db connection; every decision
+is recorded by the loop's thread. Every step's outcome is in lab.db before
+the next starts, so `orchard run` after a crash (even SIGKILL) resumes:
+running workers are adopted again (or collected, or restarted if they died
+unseen), half-judged candidates are judged again from clean, half-landed
+wins finish landing, and nothing is judged or landed twice.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections.abc import Callable, Hashable
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from orchard.lab.db import workspace_lock
+from orchard.lab.db.settled import Settled
+from orchard.lab.db.state import LabState
+from orchard.lab.judge.ladder import judge
+from orchard.lab.judge.measuring import MeasureProgress
+from orchard.lab.landing import land as landing
+from orchard.lab.landing import pins, publication
+from orchard.lab.loop import backlog, collection, resume, stop, sweep, worker_start
+from orchard.lab.loop.agent_retry import Agents
+from orchard.lab.loop.isolation import Stage, end_experiment, lab_wide
+from orchard.lab.loop.refill import Refill
+from orchard.lab.loop.slots import slots
+from orchard.lab.loop.start import start
+from orchard.lab.notebook import files as records
+from orchard.lab.records.db import ExperimentRecord
+from orchard.lab.records.experiment import Experiment, ExperimentStatus
+from orchard.lab.records.hypothesis import HypothesisStatus
+from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry
+from orchard.lab.records.worker import WorkerCheckout
+from orchard.lab.workers.executors import Executor, SubprocessExecutor, make_executor
+from orchard.lab.workers.executors.dask import DaskExecutor
+from orchard.lab.workers.launcher_base import Launcher
+from orchard.lab.workers.launchers import launcher_for, preflight
+from orchard.lab.workers.sandbox import UNSANDBOXED_NOTE, SandboxMode
+from orchard.lab.workers.workspace import Workspace
+
+POLL_S = 0.5
+Say = Callable[[str], None]
+Status = ExperimentStatus
+
+
+class Lab:
+    def __init__(self, ws: Workspace, state: LabState, *, say: Say = print,
+                 measure_progress: MeasureProgress | None = None) -> None:
+        self.ws = ws
+        self.state = state
+        self.say = say
+        self.measure_progress = measure_progress
+        self.launchers: dict[str, Launcher] = {}
+        self.agents = Agents(ws.config.workers.retry_minutes * 60)  # launchers whose agent failed in this run
+        self.executor: Executor | DaskExecutor | None = None
+        self.started = time.time()
+        self._pool: ThreadPoolExecutor | None = None
+        self._judging: dict[str, Future[Judgment]] = {}
+        self._landing: dict[str, Future[landing.LandOutcome]] = {}
+        self._one_landing = threading.Lock()  # merges into main are serial
+        self.refill = Refill()  # the planner topping the backlog up, on its own executor (never the workers')
+        self.deferred: set[str] = set()  # hypotheses whose launch failed in this run: back in the backlog, not retried
+        self._settled = Settled()
+
+    def failed(self, record: ExperimentRecord, stage: Stage, error: BaseException) -> None:
+        """One experiment failed (see lab/loop/isolation.py): record why and go on, unless the lab itself failed."""
+        if lab_wide(error) or self.state.experiment(record.name).status in (Status.LANDING, Status.DONE):
+            raise error  # the lab's own failure, or one after the experiment's end was recorded
+        if isinstance(self.executor, Executor) and record.name in self.executor.running():
+            self.executor.cancel(record.name, f"its {stage} failed")
+        reason = end_experiment(self.state, record, stage, error, self.ws.config.workers.count)
+        if stage == Stage.LAUNCH:
+            self.deferred.add(record.hypothesis)
+        shutil.rmtree(self.ws.judge_dir / record.name, ignore_errors=True)
+        self.say(f"{record.name}: {reason}")
+        self.render()
+
+    def render(self) -> None:
+        records.write_notebook(self.ws, self.state)
+
+    def _inputs(self) -> Hashable:
+        """What a decision reads, but the clock: lab.db (its version) and the loop's own threads and sets."""
+        return (self.state.version(), self.refill.plan is None, self.refill.failed, tuple(self._judging),
+                tuple(self._landing), self.agents.state(), frozenset(self.deferred))
+
+    # -- assigning -------------------------------------------------------------------
+
+    def experiment(self, record: ExperimentRecord) -> Experiment:
+        hypothesis = self.state.hypothesis(record.hypothesis).hypothesis
+        checkout = WorkerCheckout(self.ws.worker(record.worker), record.target_base, record.bench_base)
+        return Experiment(record.name, hypothesis, checkout)
+
+    def launcher(self, record: ExperimentRecord) -> Launcher:
+        """The launcher the experiment's hypothesis names (the lab's default when it names none)."""
+        name = self.state.hypothesis(record.hypothesis).hypothesis.launcher
+        if name not in self.launchers:
+            self.launchers[name] = launcher_for(self.ws.config, name)
+        return self.launchers[name]
+
+    def launcher_down(self, launcher: str) -> None:
+        self.agents.down.add(launcher)
+
+    def launcher_wait(self, launcher: str, in_a_row: int) -> float:
+        return self.agents.wait(launcher, in_a_row)
+
+    def blocked(self) -> set[str]:
+        """Open hypotheses whose launcher, or their own launch, failed in this run."""
+        if not self.agents.down and not self.deferred:
+            return set()
+        return {r.id for r in self.state.hypotheses(HypothesisStatus.OPEN)
+                if r.hypothesis.launcher in self.agents.down or r.id in self.deferred}
+
+    def launch(self, record: ExperimentRecord) -> None:
+        """Start the experiment's worker; a failure re-queues its hypothesis and the lab goes on."""
+        try:
+            worker_start.start_worker(self, record)
+        except Exception as error:
+            self.failed(record, Stage.LAUNCH, error)
+
+    def assign(self) -> None:
+        running = self.state.experiments(Status.STARTING, Status.RUNNING)
+        busy_workers = {e.worker for e in running}
+        busy_scopes = [self.state.hypothesis(e.hypothesis).hypothesis.scope for e in running]
+        for slot in slots(self.ws):
+            if slot.worker in busy_workers:
+                continue
+            record = backlog.pick(self.state, slot.lane, busy_scopes, skip=self.agents.held(self.state, self.blocked()))
+            if record is None:
+                continue
+            name = backlog.experiment_name(record)
+            pins.check(self.ws, self.state, publication.main_branch(self.ws, self.state))  # bases come from it
+            with self.state.transaction():
+                self.state.update_hypothesis(record.id, status=HypothesisStatus.RUNNING, attempt=True)
+                self.state.add_experiment(name, record.id, slot.worker, slot.lane,
+                                          self.state.counter(stop.LOOP) + 1, self.ws.target_base(),
+                                          self.ws.bench_base(), Status.STARTING)
+            busy_scopes.append(record.hypothesis.scope)
+            self.launch(self.state.experiment(name))
+
+    # -- judging ------------------------------------------------------------------------
+
+    def _judge_job(self, name: str) -> Judgment:
+        """A judge thread: judge one candidate from clean, with its own lab.db connection."""
+        state = LabState.open(self.ws.root)
+        try:
+            record = state.experiment(name)
+            assert record.candidate is not None
+            return judge(self.ws, state, record.name, record.candidate, record.target_base, record.bench_base,
+                         progress=self.say, measure_progress=self.measure_progress)
+        finally:
+            state.close()
+
+    def _land_job(self, name: str, judgment: Judgment) -> landing.LandOutcome:
+        """A landing thread: one at a time, since each merge moves main."""
+        with self._one_landing:
+            state = LabState.open(self.ws.root)
+            try:
+                record = state.experiment(name)
+                hypothesis = state.hypothesis(record.hypothesis).hypothesis
+                return landing.land(self.ws, state, record, judgment, hypothesis, progress=self.say,
+                                    measure_progress=self.measure_progress)
+            finally:
+                state.close()
+
+    def dispatch(self) -> None:
+        """Hand every decided win to the landing thread and collected candidates to free judge threads."""
+        assert self._pool is not None
+        for record in self.state.experiments(Status.LANDING):
+            if record.name not in self._landing:
+                assert record.judgment is not None
+                self._landing[record.name] = self._pool.submit(self._land_job, record.name, record.judgment)
+        for record in self.state.experiments(Status.JUDGING, Status.COLLECTED):
+            if record.name in self._judging:
+                continue
+            if len(self._judging) >= self.ws.config.workers.judges:
+                break
+            self.state.update_experiment(record.name, status=Status.JUDGING)
+            self.say(f"{record.name}: judging")
+            self._judging[record.name] = self._pool.submit(self._judge_job, record.name)
+
+    def harvest(self) -> bool:
+        """Record the judgments and landings that finished; False when none did."""
+        finished = False
+        for name, judged in list(self._judging.items()):
+            if judged.done():
+                del self._judging[name]
+                record = self.state.experiment(name)
+                stage = Stage.JUDGE
+                try:
+                    judgment = judged.result()
+                    stage = Stage.RECORD
+                    self._decide(record, judgment)
+                except Exception as error:
+                    self.failed(record, stage, error)
+                finished = True
+        for name, landed in list(self._landing.items()):
+            if landed.done():
+                del self._landing[name]
+                self._landed(self.state.experiment(name), landed.result())
+                finished = True
+        return finished
+
+    def _decide(self, record: ExperimentRecord, judgment: Judgment) -> None:
+        entry = self.state.hypothesis(record.hypothesis)
+        hypothesis = entry.hypothesis
+        status = Status.LANDING if judgment.decision == Decision.LAND else Status.DONE
+        event = JudgmentEntry(
+            hypothesis=hypothesis.id, title=hypothesis.title, decision=judgment.decision, reasons=judgment.reasons,
+            metric=hypothesis.metric, predicted=hypothesis.predicted_text, cause=hypothesis.suspected_cause,
+            rule=judgment.rule, verdict=judgment.verdict, checks=judgment.check_lines(),
+            usage=None if record.candidate is None else record.candidate.usage.to_dict(),
+            sandbox=self.ws.config.workers.sandbox)
+        with self.state.transaction():
+            self.state.update_experiment(record.name, status=status, judgment=judgment,
+                                         decision=judgment.decision, reasons=judgment.reasons)
+            self.state.log("judgment", event.to_dict(), record.name)
+            if judgment.decision == Decision.KILL:
+                self.state.update_hypothesis(hypothesis.id, status=HypothesisStatus.KILLED)
+                lowered = backlog.learn_from_kill(self.state, entry)
+                if lowered:
+                    self.state.log("backlog", {"lowered confidence": lowered,
+                                               "because": f"{hypothesis.id} was killed"}, record.name)
+            elif judgment.decision == Decision.ITERATE:
+                self.state.update_hypothesis(hypothesis.id, status=HypothesisStatus.ITERATED)
+                child = backlog.sharpen(self.state, hypothesis, judgment.reasons)
+                self.state.add_hypothesis(child, source="iterate", parent=hypothesis.id)
+            else:
+                self.state.update_hypothesis(hypothesis.id, status=HypothesisStatus.LANDED)
+            stop.count_judged(self.state, self.ws.config.workers.count, judgment.decision == Decision.LAND)
+            self.state.set_counter(stop.LAUNCHER_FAILURES, 0)  # a worker that worked ends a run of launcher failures
+        self.say(f"{record.name}: {judgment.decision}: {'; '.join(judgment.reasons)[:300]}")
+        if judgment.checkout and judgment.decision != Decision.LAND:
+            shutil.rmtree(judgment.checkout, ignore_errors=True)
+        self.render()
+
+    def _landed(self, record: ExperimentRecord, outcome: landing.LandOutcome) -> None:
+        reasons = list(record.reasons) + outcome.notes
+        won = outcome.merged and not outcome.reverted
+        with self.state.transaction():
+            self.state.update_experiment(record.name, status=Status.DONE, branch=outcome.branch,
+                                         land_commit=outcome.commit, merge_commit=outcome.merge_commit,
+                                         reasons=reasons)
+            if won:
+                self.state.set_counter(stop.MERGED, self.state.counter(stop.MERGED) + 1)
+        merged = "branch kept, not merged"
+        if won:
+            merged = "merged into main" + ("" if outcome.published else ", NOT published to the target")
+        self.say(f"{record.name}: landed on {outcome.branch} ({merged})")
+        self.render()
+        if won and sweep.after_win(self.ws, self.state, say=self.say, measure_progress=self.measure_progress):
+            self.render()
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def finish(self, reason: str) -> None:
+        stop.final_verdict(self.ws, self.state, say=self.say, measure_progress=self.measure_progress)
+        stop.log_stop(self.state, reason)
+        records.write_notebook(self.ws, self.state, final=True)
+        self.say(f"stopped: {reason}; wrote {self.ws.root / 'FINAL_REPORT.md'}")
+
+    def preflight(self) -> None:
+        """Before anything is touched: every launcher runs (its agent logged in), and every open hypothesis names
+        one that exists."""
+        for note in preflight(self.ws.config, workspace=self.ws.root):
+            self.say(note)
+        for record in self.state.hypotheses(HypothesisStatus.OPEN):
+            launcher_for(self.ws.config, record.hypothesis.launcher)
+
+    def run(self) -> str:
+        """Run until a stop condition holds; returns the reason. A second run on the workspace is refused."""
+        with workspace_lock.hold(self.ws.root):
+            return self._run()
+
+    def _run(self) -> str:
+        self.preflight()
+        events = self.state.events()
+        if events and events[-1].kind == "stop":
+            self.state.set_counter(stop.IDLE_LOOPS, 0)  # a new session after a clean stop starts fresh
+        workers = self.ws.config.workers
+        self.executor = (DaskExecutor(self.ws) if workers.executor == "dask"
+                         else make_executor(workers.executor, self.ws.tmux_socket, self.ws.executor_dir))
+        reason: str | None = None
+        try:
+            with self.executor, resume.stopping(self):
+                if self.executor.kind == "subprocess" and workers.executor == "auto":
+                    self.say("tmux is not installed: workers run as plain subprocesses")
+                if workers.sandbox == SandboxMode.NONE:
+                    self.say(UNSANDBOXED_NOTE)
+                publication.check_publication(self.ws, self.state)
+                if start(self.ws, self.state, say=self.say, measure_progress=self.measure_progress):
+                    self.render()
+                resume.resume_workers(self)
+                with (ThreadPoolExecutor(max_workers=workers.judges + 1, thread_name_prefix="judge") as pool,
+                      SubprocessExecutor() as planner_executor):
+                    self._pool = pool
+                    self.refill = Refill(planner_executor if workers.refill else None)
+                    while True:
+                        collection.collect(self)
+                        self.refill.collect(self.ws, self.state, self.say)
+                        if self.harvest():
+                            continue  # a decision changes the backlog and the stop conditions
+                        if self._settled.unchanged(self._inputs()):
+                            time.sleep(POLL_S)  # nothing to decide from anew
+                            continue
+                        self.refill.start(self.ws, self.state, self.say)
+                        reason = stop.stop_reason(self.ws, self.state, self.started, self.blocked(),
+                                                  planning=self.refill.plan is not None)
+                        if reason is None:
+                            self.assign()
+                        self.dispatch()
+                        if reason is not None and not self.state.experiments(*Status.active()):
+                            break
+                        self._settled.decided(self._inputs())
+                        time.sleep(POLL_S)
+        finally:
+            self.executor = None
+            self._pool = None
+            self.refill = Refill()
+            self._judging.clear()
+            self._landing.clear()
+        assert reason is not None
+        self.finish(reason)
+        return reason

@@ -1,0 +1,118 @@
+"""When the lab stops: each condition on one line, the first that holds is the reason.
+
+The loop counters the conditions read (judgments, loops, idle loops in a
+row, merges) are counted here too, in lab.db, so a resumed lab keeps them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection
+
+from orchard.lab.db.state import LabState
+from orchard.lab.judge.measuring import MeasureProgress, measure
+from orchard.lab.loop import backlog
+from orchard.lab.records.experiment import ExperimentStatus
+from orchard.lab.records.hypothesis import HypothesisStatus
+from orchard.lab.workers.builds import baseline_binary
+from orchard.lab.workers.workspace import Workspace
+
+JUDGED, LANDED_IN_LOOP, LOOP, IDLE_LOOPS, MERGED = "judged", "landed_in_loop", "loop", "idle_loops", "merged"
+LAUNCHER_FAILURES = "launcher_failures"
+
+
+def stop_reason(ws: Workspace, state: LabState, process_started: float, blocked: Collection[str] = (), *,
+                planning: bool = False) -> str | None:
+    """Why the lab should stop now, or None to go on.
+
+    `blocked`: open hypotheses whose launcher (or launch) failed in this run. The wall-time
+    budget counts from the lab's first start (recorded), not this process's.
+    `planning`: a refill planner runs, so the backlog is about to grow.
+    """
+    stop = ws.config.stop
+    experiments = state.experiments()
+    elapsed_s = time.time() - float(state.meta("started_at") or process_started)
+    failures = state.counter(LAUNCHER_FAILURES)
+    open_ids = {r.id for r in state.hypotheses(HypothesisStatus.OPEN)}
+    active = bool(state.experiments(*ExperimentStatus.active()))
+    cost = sum(e.cost_usd for e in experiments)
+    recent = [e.judgment.verdict for e in experiments[-ws.config.workers.count:] if e.judgment]
+    waited_minutes = sum(v.lock_wait_ms for v in recent if v is not None) / 60000
+    idle_backlog = not open_ids and not active
+    top = min(stop.top_attempted, len(state.hypotheses()))
+    conditions = [
+        (not planning and backlog.top_attempted(state, stop.top_attempted),
+         f"the top {top} backlog items have all been attempted"),
+        (failures >= stop.launcher_failures, failures_in_a_row(state, failures)),
+        (state.counter(IDLE_LOOPS) >= stop.idle_loops, f"{stop.idle_loops} consecutive loops landed nothing"),
+        (bool(stop.max_experiments) and len(experiments) >= stop.max_experiments,
+         f"the budget of {stop.max_experiments} experiments is spent"),
+        (bool(stop.max_wall_minutes) and elapsed_s / 60 >= stop.max_wall_minutes,
+         f"the wall-time budget of {stop.max_wall_minutes:g} minutes is spent"),
+        (bool(stop.max_cost_usd) and cost >= stop.max_cost_usd,
+         f"the agent cost budget of ${stop.max_cost_usd:g} is spent (${cost:.2f})"),
+        (waited_minutes >= stop.lock_wait_minutes, "sustained lock contention makes verdicts unreliable"),
+        (not planning and idle_backlog, "the backlog is empty"),
+        (bool(open_ids) and not active and open_ids <= set(blocked),
+         "every open hypothesis needs a launcher that failed in this run or could not be launched "
+         "(see the journal); fix it and run again"),
+    ]
+    return next((reason for holds, reason in conditions if holds), None)
+
+
+def failures_in_a_row(state: LabState, failures: int) -> str:
+    """Why `failures` agent failures in a row stop the lab: a launcher that cannot work, or a pause while the
+    agent's service is rate limited, overloaded or hanging (agent_retry.py)."""
+    events = sorted((e for kind in ("launcher-failure", "agent-retry", "agent-hung") for e in state.events(kind)),
+                    key=lambda e: e.id)
+    last = events[-1] if events else None
+    said = str(last.data["reason"]) if last is not None else "-"
+    if last is not None and last.kind != "launcher-failure":
+        return (f"paused after {failures} agent failures in a row (last: {said}); their hypotheses went back to "
+                "the backlog: `orchard run` resumes once the agent's service answers again")
+    return (f"{failures} launcher failures in a row (last: {said}); fix the agent CLI and run again: the hypotheses "
+            "went back to the backlog")
+
+
+def count_judged(state: LabState, workers: int, landed: bool) -> None:
+    """A loop is one round of `workers` judgments; count the idle ones in a row."""
+    judged = state.counter(JUDGED) + 1
+    landed_in_loop = state.counter(LANDED_IN_LOOP) + int(landed)
+    state.set_counter(JUDGED, judged)
+    state.set_counter(LANDED_IN_LOOP, landed_in_loop)
+    if judged % workers == 0:
+        state.set_counter(LOOP, state.counter(LOOP) + 1)
+        state.set_counter(IDLE_LOOPS, 0 if landed_in_loop else state.counter(IDLE_LOOPS) + 1)
+        state.set_counter(LANDED_IN_LOOP, 0)
+
+
+def final_verdict(ws: Workspace, state: LabState, *, say: Callable[[str], None] = lambda _: None,
+                  measure_progress: MeasureProgress | None = None) -> None:
+    """Main at the end against main at the start: one paired verdict (same lock, same suite), once per pair.
+
+    The lab's honest total: medians taken in different campaigns, at
+    different loads, are never divided by each other.
+    """
+    starts = state.events("lab-start")
+    if not starts:
+        return
+    start, end = starts[0].data["base"], ws.target_base()
+    done = state.events("final-verdict")
+    if done and (done[-1].data["start"], done[-1].data["end"]) == (start, end):
+        return
+    if end == start:
+        state.log("final-verdict", {"start": start, "end": end, "moved": False})
+        return
+    say(f"final verdict: main {end[:12]} against main at the start {start[:12]}, paired")
+    verdict = measure(ws, baseline_binary(ws, state, start), baseline_binary(ws, state, end),
+                      progress=measure_progress)
+    state.log("final-verdict", {"start": start, "end": end, "moved": True, "verdict": verdict.to_dict()})
+
+
+def log_stop(state: LabState, reason: str) -> None:
+    """Journal the stop, unless a finished lab was run again with nothing new to do (same stop, nothing since)."""
+    stops = state.events("stop")
+    since = [e for e in state.events() if stops and e.id > stops[-1].id]
+    repeated = bool(stops) and stops[-1].data.get("reason") == reason and all(e.kind == "final-verdict" for e in since)
+    if not repeated:
+        state.log("stop", {"reason": reason})

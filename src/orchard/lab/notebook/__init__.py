@@ -1,0 +1,1 @@
+"""The lab notebook: the journal, leaderboard, report, charts, pages, the dashboard and `orchard status`."""

@@ -1,0 +1,203 @@
+"""`orchard serve`: a live, read-only web dashboard of one lab.
+
+A small Starlette app run by uvicorn. It opens lab.db read-only (SQLite
+`mode=ro`; under WAL a reader never blocks the lab's writes) and builds one
+snapshot for all clients, and only when something it shows changed (lab.db,
+a log, the measurement lock; checked at most every `REFRESH_S`, rebuilt at
+least every `settled.RECHECK_S` for the clocks), so fifty browsers cost the lab no
+more than one and an idle lab costs a few stat calls a second. The page
+polls `/api/page` with the version it has; the server answers 204 while
+nothing changed. The server lowers its own CPU priority: on the lab's
+machine the lab's builds and verdicts come first.
+
+It binds to 127.0.0.1 unless told otherwise. On any other address every
+request needs the token printed at start (`?token=` once, then a cookie, or
+`Authorization: Bearer`): a lab's logs and hypotheses are not for anonymous
+readers on the network.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass
+from pathlib import Path
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp
+
+from orchard.errors import UsageError
+from orchard.lab.db.settled import Settled
+from orchard.lab.db.state import LabState
+from orchard.lab.judge.measuring import lock_status
+from orchard.lab.notebook import pages, view
+from orchard.lab.notebook.chart_cache import ChartCache
+from orchard.lab.workers.workspace import Workspace
+
+DEFAULT_HOST = "127.0.0.1"
+REFRESH_S = 1.0
+NICENESS = 10
+COOKIE = "orchard_token"
+Say = Callable[[str], None]
+
+
+class Snapshots:
+    """The one page every client sees, built again only when what it shows may have changed."""
+
+    def __init__(self, ws: Workspace, state: LabState) -> None:
+        self.ws, self.state = ws, state
+        self._lock = threading.Lock()
+        self._charts = ChartCache()
+        self._page: pages.Page | None = None
+        self._json = ""
+        self._checked = 0.0
+        self._settled = Settled()
+
+    def _inputs(self) -> Hashable:
+        """Everything a new snapshot could differ in: lab.db's writes, every log, the measurement lock."""
+        logs: list[tuple[str, int, int]] = []
+        try:
+            with os.scandir(self.ws.logs_dir) as entries:
+                for entry in entries:
+                    if entry.is_file():
+                        found = entry.stat()
+                        logs.append((entry.name, found.st_mtime_ns, found.st_size))
+        except OSError:
+            pass
+        return self.state.version(), tuple(sorted(logs)), lock_status()
+
+    def page(self) -> tuple[str, str]:
+        """(version, JSON) of the current page."""
+        with self._lock:
+            now = time.monotonic()
+            if self._page is None or now - self._checked >= REFRESH_S:
+                self._checked = now
+                inputs = self._inputs()
+                if self._page is None or not self._settled.unchanged(inputs):
+                    snapshot = view.build(self.ws, self.state)
+                    self._page = pages.build_page(snapshot, live=True, cache=self._charts)
+                    self._json = self._page.to_json()
+                    self._settled.decided(inputs)
+            return self._page.version, self._json
+
+    def view_json(self) -> str:
+        with self._lock:
+            return view.to_json(view.build(self.ws, self.state))
+
+
+class TokenGate(BaseHTTPMiddleware):
+    """401 for every request without the token; `?token=` on a page sets a cookie so scripts need nothing more."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        super().__init__(app)
+        self.token = token
+
+    def _given(self, request: Request) -> tuple[str, bool]:
+        query = request.query_params.get("token")
+        if query is not None:
+            return query, True
+        bearer = request.headers.get("authorization", "")
+        if bearer.lower().startswith("bearer "):
+            return bearer[7:].strip(), False
+        return request.cookies.get(COOKIE, ""), False
+
+    async def dispatch(self, request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        given, from_query = self._given(request)
+        if not secrets.compare_digest(given.encode(), self.token.encode()):
+            return PlainTextResponse("401: this dashboard needs the token `orchard serve` printed at start\n",
+                                     status_code=401)
+        response = await call_next(request)
+        if from_query:
+            response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict")
+        return response
+
+
+def make_app(snapshots: Snapshots, token: str | None) -> Starlette:
+    def index(request: Request) -> Response:
+        return HTMLResponse(pages.dashboard_html(), headers={"Cache-Control": "no-store"})
+
+    def plotly(request: Request) -> Response:
+        return Response(pages.plotly_js(), media_type="text/javascript",
+                        headers={"Cache-Control": "max-age=86400"})
+
+    def page(request: Request) -> Response:
+        version, body = snapshots.page()
+        if request.query_params.get("since") == version:
+            return Response(status_code=204)
+        return Response(body, media_type="application/json", headers={"Cache-Control": "no-store"})
+
+    def snapshot(request: Request) -> Response:
+        return Response(snapshots.view_json(), media_type="application/json", headers={"Cache-Control": "no-store"})
+
+    routes = [Route("/", index), Route("/static/plotly.min.js", plotly), Route("/api/page", page),
+              Route("/api/view", snapshot)]
+    middleware = [Middleware(TokenGate, token=token)] if token else []
+    return Starlette(routes=routes, middleware=middleware)
+
+
+@dataclass(frozen=True)
+class Binding:
+    host: str
+    port: int
+    token: str | None
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/" + (f"?token={self.token}" if self.token else "")
+
+
+def bind(host: str, port: int) -> tuple[socket.socket, Binding]:
+    """The listening socket (port 0: any free one) and how to reach it; off the default host, with a token."""
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--port {port}: expected 0-65535")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as error:
+        raise UsageError(f"--host {host}: not an address of this machine ({error})") from None
+    family, _, _, _, address = infos[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as error:
+        sock.close()
+        raise UsageError(f"--host {host} --port {port}: cannot listen there ({error.strerror})") from None
+    sock.listen(128)
+    token = None if host == DEFAULT_HOST else secrets.token_urlsafe(24)
+    return sock, Binding(host, sock.getsockname()[1], token)
+
+
+def serve(workspace: Path, host: str = DEFAULT_HOST, port: int = 8765, *, say: Say = print) -> None:
+    """Serve the dashboard until Ctrl-C (or SIGTERM); lab.db is only ever read."""
+    ws = Workspace.open(workspace)
+    state = LabState.open_readonly(ws.root)
+    try:
+        sock, binding = bind(host, port)
+        os.nice(NICENESS)  # once the address is ours: bad input changes nothing
+        try:
+            server = uvicorn.Server(uvicorn.Config(make_app(Snapshots(ws, state), binding.token), log_level="warning",
+                                                   lifespan="off", timeout_graceful_shutdown=3))
+            say(f"dashboard of {ws.root}: {binding.url}")
+            if binding.token:
+                say(f"not on loopback: every request needs the token {binding.token}")
+            say("Ctrl-C stops the dashboard (never the lab)")
+            try:
+                server.run(sockets=[sock])
+            except KeyboardInterrupt:
+                pass  # uvicorn shut down cleanly, then re-raised the Ctrl-C it caught: stopping is the normal end
+            say("dashboard stopped")
+        finally:
+            sock.close()
+    finally:
+        state.close()

@@ -1,0 +1,96 @@
+"""`orchard status`: the lab at a glance, from the same snapshot the dashboard shows.
+
+Workers (what each runs, for how long, where its log is, and the command to
+watch it live), the top of the backlog, the leaderboard, and who holds the
+measurement lock right now; `--watch` redraws it while the lab runs.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from orchard.lab.db.state import LabState
+from orchard.lab.judge.verdict_view import effect_cells, num
+from orchard.lab.notebook import view
+from orchard.lab.notebook.view import LabView
+from orchard.lab.workers.executors import attach_command
+from orchard.lab.workers.sandbox import UNSANDBOXED_NOTE, SandboxMode
+from orchard.lab.workers.workspace import Workspace
+
+WATCH_INTERVAL_S = 2.0
+
+
+def status(lab: LabView) -> dict[str, Any]:
+    """The snapshot as `orchard status --json` prints it."""
+    lock = lab.lock
+    holder = (
+        {"pid": lock.holder_pid, "label": lock.holder_label, "since": lock.holder_since} if lock.holder_pid else None
+    )
+    return {
+        "workspace": lab.workspace,
+        "executor": lab.executor,
+        "sandbox": lab.sandbox,
+        "attach": attach_command(lab.tmux_socket) if lab.executor in ("auto", "tmux") else None,
+        "workers": [{"experiment": w.experiment, "worker": w.worker, "lane": w.lane, "status": w.status,
+                     "minutes": round(w.elapsed_s / 60, 1), "log": w.log, "hypothesis": w.hypothesis,
+                     "launcher": w.launcher, "host": w.host}
+                    for w in lab.workers],
+        "decisions": dict(lab.decisions),
+        "backlog": [
+            {"id": b.id, "score": round(b.score, 3), "lane": b.lane, "title": b.title} for b in lab.backlog[:8]
+        ],
+        "leaderboard": [asdict(row) for row in lab.leaderboard],
+        "lock": {"state": lock.state, "path": lock.path, "holder": holder, "queue": list(lock.queue)},
+        "stopped": lab.stopped,
+    }
+
+
+def render(lab: LabView) -> Group:
+    """The snapshot for a terminal: what `orchard status` prints and `--watch` redraws."""
+    parts: list[RenderableType] = [Text(f"lab {lab.workspace}")]
+    if lab.sandbox == SandboxMode.NONE:
+        parts.append(Text(UNSANDBOXED_NOTE, style="bold red"))
+    if lab.workers:
+        table = Table("experiment", "worker", "lane", "launcher", "status", "minutes", "host", "log",
+                      show_edge=False, header_style="bold")
+        for w in lab.workers:
+            table.add_row(w.experiment, w.worker, w.lane, w.launcher, w.status, str(round(w.elapsed_s / 60, 1)),
+                          w.host, w.log)
+        parts.append(table)
+        if lab.executor in ("auto", "tmux"):
+            parts.append(Text(f"watch the workers live: {attach_command(lab.tmux_socket)}"))
+    else:
+        parts.append(Text("no worker is running" + (f"; stopped: {lab.stopped}" if lab.stopped else "")))
+    d = lab.decisions
+    parts.append(Text(f"decisions: {d.get('LAND', 0)} LAND, {d.get('KILL', 0)} KILL, {d.get('ITERATE', 0)} ITERATE"))
+    if lab.backlog:
+        parts.append(Text("backlog (top): " + ", ".join(f"{b.id} ({round(b.score, 3)})" for b in lab.backlog[:8])))
+    board = Table("metric", "baseline (start)", "best change", "its effect", "main vs start", "floor", show_edge=False,
+                  header_style="bold")
+    for row in lab.leaderboard:
+        board.add_row(row.metric, num(row.baseline), "-" if row.effect is None else row.by,
+                      *effect_cells(row.effect, row.final))
+    parts.append(board)
+    lock = lab.lock
+    holder = f" by pid {lock.holder_pid} ({lock.holder_label})" if lock.state == "held" and lock.holder_pid else ""
+    queue = f"; queue: {', '.join(f'pid {pid}' for pid in lock.queue)}" if lock.queue else ""
+    parts.append(Text(f"measurement lock: {lock.state}{holder}{queue}"))
+    return Group(*parts)
+
+
+def watch(ws: Workspace, state: LabState, console: Console, interval_s: float = WATCH_INTERVAL_S) -> None:
+    """Redraw the status in place until Ctrl-C (which ends the watch, never the lab)."""
+    with Live(render(view.build(ws, state)), console=console, refresh_per_second=4, screen=False) as live:
+        try:
+            while True:
+                time.sleep(interval_s)
+                live.update(render(view.build(ws, state)))
+        except KeyboardInterrupt:
+            pass

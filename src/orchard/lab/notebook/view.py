@@ -1,0 +1,284 @@
+"""The lab as people look at it: one typed snapshot for the dashboard, the reports and `status`.
+
+Everything the live dashboard (`orchard serve`), the static report.html,
+LEADERBOARD.md, FINAL_REPORT.md and `orchard status --watch` show is read
+here, once, into frozen records: the readers never see lab.db's JSON
+columns, so a number is formatted from one value wherever it appears, and
+when lab.db's records change shape only this module changes.
+
+Numbers are the journal's: an experiment's effect is the verdict the
+journal printed under its judgment, main's steps come from the recorded
+main checks (each paired against the previous main) and sweeps (paired
+against the lab's first baseline).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from orchard.lab.db import ranking
+from orchard.lab.db.state import LabState
+from orchard.lab.judge.measuring import LockStatus, lock_status
+from orchard.lab.judge.verdict_view import VerdictView
+from orchard.lab.landing.publication import Publication
+from orchard.lab.notebook.journal import journal_entry
+from orchard.lab.notebook.leaderboard import LeaderRow, directions, leaderboard
+from orchard.lab.notebook.live import log_tail
+from orchard.lab.notebook.main_steps import MainStep, main_steps
+from orchard.lab.records.db import ExperimentRecord, JournalEvent
+from orchard.lab.records.experiment import ExperimentStatus
+from orchard.lab.records.judgment import Decision, JudgmentEntry
+from orchard.lab.records.lab_start import LAB_START, LabStart
+from orchard.lab.workers.workspace import Workspace
+
+FEED_ENTRIES = 200
+# events whose data carries a verdict document, and what that verdict compares
+VERDICT_EVENTS = ("judgment", "rebase", "confirm", "main-check", "revert", "sweep")
+
+
+@dataclass(frozen=True)
+class ExperimentView:
+    name: str
+    hypothesis: str
+    title: str
+    worker: str
+    lane: str
+    status: str
+    decision: str | None
+    rule: str | None
+    reasons: tuple[str, ...]
+    started_at: float
+    finished_at: float | None
+    judged_at: float | None
+    verdict: VerdictView | None  # as the journal printed it under the judgment
+    branch: str | None
+    merge_commit: str | None
+    launcher: str = ""  # as its start recorded it (a hypothesis may name its own)
+    published: Published | None = None  # the push of main after its merge
+    reverted: str | None = None  # the revert commit, when main regressed after its merge
+
+
+@dataclass(frozen=True)
+class Published:
+    """Whether a merge reached the target repository, and on which branch (or why not)."""
+
+    branch: str
+    reachable: bool
+    error: str
+
+
+@dataclass(frozen=True)
+class FinalVerdict:
+    """Main at the end against main at the start: one paired verdict, taken when the lab stops."""
+
+    start: str
+    end: str
+    moved: bool
+    verdict: VerdictView | None
+
+
+@dataclass(frozen=True)
+class LauncherFailure:
+    experiment: str
+    hypothesis: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class LockWait:
+    at: float
+    kind: str
+    experiment: str | None
+    wait_ms: float
+
+
+@dataclass(frozen=True)
+class Busy:
+    """From `at` on, `workers` workers were running an experiment."""
+
+    at: float
+    workers: int
+
+
+@dataclass(frozen=True)
+class WorkerView:
+    experiment: str
+    hypothesis: str
+    worker: str
+    lane: str
+    launcher: str
+    status: str
+    elapsed_s: float
+    host: str
+    log: str
+    log_tail: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BacklogItem:
+    id: str
+    score: float
+    lane: str
+    title: str
+
+
+@dataclass(frozen=True)
+class FeedEntry:
+    at: float
+    kind: str
+    experiment: str | None
+    text: str  # the entry exactly as JOURNAL.md has it
+
+
+@dataclass(frozen=True)
+class LabView:
+    workspace: str
+    generated_at: float
+    started_at: float | None
+    base: str | None
+    executor: str
+    tmux_socket: str
+    worker_slots: int
+    baseline: Mapping[str, float]
+    floors: Mapping[str, float]
+    directions: Mapping[str, str]
+    workers: tuple[WorkerView, ...]
+    lock: LockStatus
+    backlog: tuple[BacklogItem, ...]
+    leaderboard: tuple[LeaderRow, ...]
+    experiments: tuple[ExperimentView, ...]
+    main_steps: tuple[MainStep, ...]
+    lock_waits: tuple[LockWait, ...]
+    busy: tuple[Busy, ...]
+    journal: tuple[FeedEntry, ...]
+    stopped: str | None
+    decisions: Mapping[str, int] = field(default_factory=dict)
+    sandbox: str = "bwrap"  # [workers] sandbox: "none" is shown loudly
+    final: FinalVerdict | None = None  # None until the lab stops and measures it
+    publication: Publication | None = None  # where wins reach the user
+    launcher_failures: tuple[LauncherFailure, ...] = ()
+    cost: Mapping[str, float] = field(default_factory=dict)  # what the agents reported, summed
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def metrics(self) -> list[str]:
+        """Every metric the lab knows, in a stable order."""
+        keys = set(self.baseline)
+        for e in self.experiments:
+            keys |= {m.key for m in (e.verdict.metrics if e.verdict else ())}
+        return sorted(keys)
+
+
+def _busy(experiments: Sequence[ExperimentView]) -> list[Busy]:
+    """Busy workers at every start and end (a running worker's count holds until the next change)."""
+    changes: list[tuple[float, int]] = []
+    for e in experiments:
+        changes.append((e.started_at, 1))
+        if e.finished_at is not None:
+            changes.append((e.finished_at, -1))
+    series, busy = [], 0
+    for at, delta in sorted(changes):
+        busy += delta
+        series.append(Busy(at, busy))
+    return series
+
+
+def _final(events: Sequence[JournalEvent]) -> FinalVerdict | None:
+    done = [e.data for e in events if e.kind == "final-verdict"]
+    if not done:
+        return None
+    data = done[-1]
+    return FinalVerdict(data["start"], data["end"], bool(data.get("moved")),
+                        VerdictView.from_document(data.get("verdict")))
+
+
+def _cost(rows: Sequence[ExperimentRecord]) -> dict[str, float]:
+    totals: dict[str, float] = {}
+    for row in rows:
+        usage = {} if row.candidate is None else row.candidate.usage.to_dict()
+        for key, value in usage.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                totals[key] = totals.get(key, 0.0) + value
+    return totals
+
+
+def build(ws: Workspace, state: LabState, *, now: float | None = None, live: bool = True) -> LabView:
+    """The whole snapshot, read in one transaction so every part agrees with every other."""
+    now = time.time() if now is None else now
+    with state.reading():
+        events = state.events()
+        rows = state.experiments()
+        titles = {h.id: h.hypothesis.title for h in state.hypotheses()}
+        ranked = ranking.ranked(state)[:10]
+        final = _final(events)
+        board = leaderboard(state, None if final is None else final.verdict)
+        dirs = directions(state)
+        started = state.meta("started_at")
+        where = json.loads(state.meta("publication") or "{}")
+    judgments = {e.experiment: e for e in events if e.kind == "judgment"}
+    # the launcher each experiment ran (a hypothesis may name its own), as its start recorded it
+    launchers = {e.experiment: str(e.data.get("launcher") or ws.config.launcher.name)
+                 for e in events if e.kind == "experiment-start"}
+    published = {e.experiment: Published(str(e.data.get("branch", "")), bool(e.data.get("reachable")),
+                                         str(e.data.get("error") or "not published yet"))
+                 for e in events if e.kind == "publish"}
+    reverts = {e.experiment: str(e.data.get("revert", "")) for e in events if e.kind == "revert"}
+    experiments = []
+    for row in rows:
+        judged = judgments.get(row.name)
+        experiments.append(ExperimentView(
+            name=row.name, hypothesis=row.hypothesis, title=titles.get(row.hypothesis, ""),
+            worker=row.worker, lane=row.lane, status=row.status, decision=row.decision,
+            rule=row.judgment.rule if row.judgment else None, reasons=tuple(row.reasons), started_at=row.started_at,
+            finished_at=row.finished_at, judged_at=judged.at if judged else None,
+            verdict=VerdictView.from_verdict(JudgmentEntry.from_dict(judged.data).verdict if judged else None),
+            branch=row.branch, merge_commit=row.merge_commit, launcher=launchers.get(row.name, ""),
+            published=published.get(row.name), reverted=reverts.get(row.name)))
+    start_event = next((e for e in events if e.kind == LAB_START), None)
+    start = None if start_event is None else LabStart.from_dict(start_event.data)
+    baseline = {} if start is None else dict(start.baseline)
+    floors = {} if start is None else dict(start.floors)
+    # where each experiment runs: this machine, or the dask worker its latest attempt started on
+    here = socket.gethostname() if ws.config.workers.executor != "dask" else "dask cluster (queued)"
+    hosts = {e.experiment: e.data["host"] for e in events if e.kind == "experiment-host"}
+    workers = tuple(
+        WorkerView(experiment=e.name, hypothesis=e.hypothesis, worker=e.worker, lane=e.lane,
+                   launcher=e.launcher or ws.config.launcher.name,
+                   status=e.status,
+                   elapsed_s=round(now - e.started_at, 1),
+                   host=hosts.get(e.name, here),
+                   log=str(ws.log_path(e.name)), log_tail=log_tail(ws.log_path(e.name)) if live else ())
+        for e in experiments if e.status in ExperimentStatus.active())
+    waits = tuple(LockWait(e.at, e.kind, e.experiment, float(e.data["verdict"].get("lock_wait_ms") or 0.0))
+                  for e in events if e.kind in VERDICT_EVENTS and isinstance(e.data.get("verdict"), Mapping))
+    stops = [e for e in events if e.kind == "stop"]
+    return LabView(
+        workspace=str(ws.root), generated_at=now, started_at=float(started) if started else None,
+        base=None if start is None else start.base, executor=ws.config.workers.executor,
+        sandbox=ws.config.workers.sandbox, tmux_socket=ws.tmux_socket, worker_slots=ws.config.workers.count,
+        baseline=baseline,
+        floors=floors, directions=dirs, workers=workers,
+        lock=lock_status() if live else LockStatus("not read", "", None, None, None, ()),
+        backlog=tuple(BacklogItem(r.id, r.hypothesis.score, r.hypothesis.lane, r.hypothesis.title) for r in ranked),
+        leaderboard=board,
+        experiments=tuple(experiments), main_steps=tuple(main_steps(events, baseline, floors)), lock_waits=waits,
+        busy=tuple(_busy(experiments)),
+        journal=tuple(FeedEntry(e.at, e.kind, e.experiment, "\n".join(journal_entry(e)).strip())
+                      for e in events[-FEED_ENTRIES:]),
+        stopped=stops[-1].data.get("reason") if stops and not workers else None,
+        decisions={d: sum(1 for e in experiments if e.decision == d) for d in Decision},
+        final=final, publication=Publication(**where) if where else None,
+        launcher_failures=tuple(LauncherFailure(e.experiment or "", str(e.data["hypothesis"]), str(e.data["reason"]))
+                                for e in events if e.kind == "launcher-failure"),
+        cost=_cost(rows),
+    )
+
+
+def to_json(view: LabView) -> str:
+    return json.dumps(view.to_dict(), default=str, sort_keys=True)

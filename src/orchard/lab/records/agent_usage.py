@@ -1,0 +1,58 @@
+"""AgentUsage: the cost and tokens an agent CLI reported, as a typed record.
+
+Launchers read it from a worker's log, the candidate carries it, the journal
+and the lab's budget read it; whatever the agent printed that is not a
+number stays "not reported" rather than becoming a wrong figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from orchard.lab.records.hypothesis import finite_number
+
+
+@dataclass(frozen=True)
+class AgentUsage:
+    """Cost and tokens as the agent CLI reported them; None: not reported."""
+
+    cost_usd: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    turns: int | None = None
+    source: str | None = None  # what the numbers were read from
+
+    def __post_init__(self) -> None:
+        """The agent's figures as numbers: whatever else it printed there (text, nan, a list) is "not reported"."""
+        for key in ("cost_usd", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "turns"):
+            value = getattr(self, key)
+            if value is not None and not (finite_number(value) and value >= 0):
+                object.__setattr__(self, key, None)
+        if self.source is not None:
+            object.__setattr__(self, "source", str(self.source)[:200])
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AgentUsage:
+        return cls(**{key: data.get(key) for key in cls.__dataclass_fields__})
+
+
+def cost_summary(totals: Mapping[str, float], experiments: int, wins: int) -> str:
+    """FINAL_REPORT's account of what the agents cost: the total, the tokens, and the cost per landed win."""
+    labels = {"input_tokens": "input tokens", "output_tokens": "output tokens",
+              "cache_read_tokens": "cache-read tokens", "cache_write_tokens": "cache-write tokens", "turns": "turns"}
+    counts = [f"{totals[key]:,.0f} {label}" for key, label in labels.items() if key in totals]
+    cost = totals.get("cost_usd")
+    total = f"${cost:.4f} in total" if cost is not None else "cost not reported"
+    if not wins:
+        per_win = "no win landed, so no cost per win"
+    else:
+        per_win = f"${cost / wins:.4f} per landed win ({wins} landed)" if cost is not None else "no cost per win"
+    return (f"As the agent CLIs reported it, over {experiments} experiments: {total}; "
+            f"{', '.join(counts) or 'no tokens reported'}; {per_win}.")

@@ -1,0 +1,1 @@
+"""Where workers run: the workspace and its checkouts, version control, launchers, the sandbox, executors."""

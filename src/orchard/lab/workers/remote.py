@@ -1,0 +1,284 @@
+"""One experiment as one dask task: what runs on the dask worker, and what it sends back.
+
+`run_experiment` is the task. On whatever machine dask picked, it keeps a
+scratch copy of the lab (`<tmp>/orchard-dask-<lab>/`, laid out like a
+workspace), fetches the lab's served repositories into it, gives the worker
+slot clean checkouts at the recorded bases, renders the prompt there and
+runs the launcher exactly as a local worker runs it (the subprocess
+executor's wrapper, timeout and whole-tree kill). It returns a
+`RemoteOutcome`: the patch, the report's text, the log's tail, the exit
+status, timings and the host. None of it is trusted by the lab: the judge
+applies the patch to its own clean checkout, and the lab works out the
+changed files, the scope and every flag itself (`candidate.from_remote`).
+A failure to set up (the clone, a full disk) is the host's, never the
+hypothesis's (`host_failed`). `host_problem` is what the lab's start runs on
+every dask worker: reach to the served repositories, git, the sandbox.
+
+Several experiments may run at once on one host (one dask worker with
+`agent=2`, or several dask workers): the shared references are updated
+under a file lock, and each experiment has its own worker slot. A dask
+worker that died mid-experiment leaves its launcher's processes behind;
+the next experiment on that slot and host kills them first (their pid and
+start time are recorded), and `remove_scratch` kills and removes all of it
+when the lab stops.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import psutil
+from filelock import FileLock
+
+from orchard.errors import UsageError
+from orchard.lab.config.orchard_toml import Config, WorkersConfig
+from orchard.lab.records.experiment import Experiment
+from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.workers import sandbox
+from orchard.lab.workers.bench_view import worker_bench_base
+from orchard.lab.workers.builds import candidate_step, give_baseline, hash_build, placeholders
+from orchard.lab.workers.executors.base import kill_tree
+from orchard.lab.workers.executors.subprocess import SubprocessExecutor
+from orchard.lab.workers.launchers import launcher_for
+from orchard.lab.workers.prompts import render_prompt
+from orchard.lab.workers.serving import GIT_DAEMON, ServedRepositories
+from orchard.lab.workers.workspace import Workspace
+
+LOG_TAIL_CHARS = 200_000  # of the worker's log, sent back to the lab
+EVENT_TOPIC = "orchard-experiments"  # dask's event log: where each attempt started
+REACH_TIMEOUT_S = 30.0  # for one `git ls-remote` of a served repository from a dask worker
+
+
+@dataclass(frozen=True)
+class RemoteExperiment:
+    """Everything a dask worker needs to run one experiment, and nothing it may not see."""
+
+    lab_id: str
+    name: str
+    worker: str  # the lab's worker slot (w1, w2, ...)
+    hypothesis: Hypothesis
+    target_base: str
+    bench_base: str
+    repositories: ServedRepositories
+    config: Config
+    patch_text: str | None = None  # the hypothesis's ready patch (patch launcher)
+    bench_patch_text: str | None = None
+    lab_root: str = ""  # the lab's workspace: hidden from the launcher on a host that shares its file system
+
+
+@dataclass(frozen=True)
+class RemoteOutcome:
+    """What came back from a dask worker: facts to check, never conclusions to trust."""
+
+    name: str
+    host: str
+    address: str  # the dask worker's address
+    exit_code: int | None
+    signal: int | None
+    timed_out: bool
+    started_at: str
+    duration_s: float
+    ended_at: float  # epoch seconds on the dask worker
+    target_head: str = ""
+    patch: str = ""
+    bench_files: tuple[str, ...] = ()
+    bench_head: str = ""
+    report_text: str | None = None
+    log_tail: str = ""
+    prompt: str = ""
+    timings: dict[str, float] = field(default_factory=dict)  # setup_s, run_s, collect_s
+    fetched_from: str = ""  # where the worker's reference clone of the target was fetched from
+    error: str | None = None  # what went wrong around the worker (clone failed, ...)
+    host_failed: bool = False  # the host's failure, not the hypothesis's: its setup failed, or dask lost it
+
+    @property
+    def where(self) -> str:
+        """The host and the dask worker's address, as the lab's logs and messages name them."""
+        return f"{self.host} ({self.address})" if self.address else self.host or "an unknown host"
+
+
+def lab_id(workspace_root: Path) -> str:
+    """Names the lab's scratch directory on every dask worker."""
+    return hashlib.sha256(str(Path(workspace_root).resolve()).encode()).hexdigest()[:12]
+
+
+def scratch_dir(lab: str) -> Path:
+    return Path(tempfile.gettempdir()) / f"orchard-dask-{lab}"
+
+
+def _git(cwd: Path | None, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _sync(source: str, dest: Path, commit: str) -> None:
+    """Clone `source` into `dest`, or fetch into an existing clone, until `commit` is there.
+
+    An existing clone is pointed at `source` first: a lab that was killed
+    left its scratch copy, and its next run serves on another port.
+    """
+    if not (dest / ".git").exists():
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        _git(None, "clone", "--quiet", "--no-checkout", source, str(dest))
+    else:
+        _git(dest, "remote", "set-url", "origin", source)
+        _git(dest, "fetch", "--quiet", "origin", "+refs/heads/*:refs/remotes/origin/*")
+    _git(dest, "checkout", "--quiet", "--force", "--detach", commit)
+
+
+def _prepare(ws: Workspace, spec: RemoteExperiment) -> None:
+    """The references at the experiment's bases, and the baseline binary the worker measures against."""
+    _sync(spec.repositories.target, ws.reference_target, spec.target_base)
+    _sync(spec.repositories.bench, ws.bench_dir, spec.bench_base)
+    binary = ws.baseline_binary(spec.target_base)
+    if binary is None or binary.exists():
+        return
+    checkout = ws.baseline_dir(spec.target_base)
+    shutil.rmtree(checkout, ignore_errors=True)
+    ws.target_vcs.clone(str(ws.reference_target), checkout, commit=spec.target_base)
+    candidate_step(ws, "build", ws.config.target.build, checkout, placeholders(ws, checkout, None),
+                   checkout.parent / "logs")
+
+
+def _pid_file(ws: Workspace, slot: str) -> Path:
+    return ws.root / f"worker-{slot}.pid"
+
+
+def _kill_leftover(pid_file: Path) -> None:
+    """A launcher left by a dask worker that died mid-experiment (same pid and start time)."""
+    if not pid_file.exists():
+        return
+    pid, _, created = pid_file.read_text().partition(" ")
+    pid_file.unlink()
+    try:
+        if abs(psutil.Process(int(pid)).create_time() - float(created)) < 0.01:
+            kill_tree(int(pid), include_root=True)
+    except (psutil.NoSuchProcess, ValueError):
+        pass
+
+
+def _materialized(ws: Workspace, spec: RemoteExperiment) -> Hypothesis:
+    """The hypothesis with its ready patches written into the scratch copy."""
+
+    def written(key: str, text: str | None, original: str | None) -> str | None:
+        if text is None:
+            return original
+        path = ws.root / "patches" / f"{spec.name}.{key}"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return str(path)
+
+    hypothesis = spec.hypothesis
+    return replace(hypothesis, patch=written("patch", spec.patch_text, hypothesis.patch),
+                   bench_patch=written("bench_patch", spec.bench_patch_text, hypothesis.bench_patch))
+
+
+def _announce(name: str) -> tuple[str, str]:
+    """Record in dask's event log that this attempt of `name` started here (the lab reads it)."""
+    from distributed import get_worker
+
+    host = socket.gethostname()
+    try:
+        worker = get_worker()
+    except ValueError:
+        return host, ""
+    worker.log_event(EVENT_TOPIC, {"experiment": name, "host": host, "address": worker.address})
+    return host, worker.address
+
+
+def run_experiment(spec: RemoteExperiment) -> RemoteOutcome:
+    """The dask task: checkouts from the served repositories, the launcher, the facts."""
+    host, address = _announce(spec.name)
+    began = time.monotonic()
+    ws = Workspace(scratch_dir(spec.lab_id), spec.config)
+    try:
+        ws.root.mkdir(parents=True, exist_ok=True)
+        for directory in (ws.prompts_dir, ws.logs_dir, ws.judge_dir):
+            directory.mkdir(exist_ok=True)
+        launcher = launcher_for(spec.config, spec.hypothesis.launcher)  # the one the hypothesis names
+        with FileLock(str(ws.root / ".references.lock")):
+            _prepare(ws, spec)
+        pid_file = _pid_file(ws, spec.worker)
+        _kill_leftover(pid_file)
+        checkout = ws.setup_worker(spec.worker, target_base=spec.target_base, bench_base=spec.bench_base,
+                                   ignore=launcher.scratch)
+        if (built := ws.baseline_binary(spec.target_base)) is not None and built.exists():
+            give_baseline(ws, checkout.worker, hash_build(built, spec.target_base))
+        fetched_from = _git(ws.reference_target, "remote", "get-url", "origin")
+        experiment = Experiment(spec.name, _materialized(ws, spec), checkout)
+        prompt = render_prompt(ws, experiment)
+        job = launcher.job(ws, experiment, hide=(Path(spec.lab_root),) if spec.lab_root else ())
+        job.log_path.unlink(missing_ok=True)
+    except Exception as error:  # noqa: BLE001 - any failure here is the host's, reported to the lab
+        detail = getattr(error, "stderr", "") or ""
+        return RemoteOutcome(spec.name, host, address, None, None, False, "", time.monotonic() - began, time.time(),
+                             error=f"setting up the worker failed: {error} {detail}".strip()[:2000],
+                             host_failed=True)
+    setup_s = time.monotonic() - began
+    with SubprocessExecutor() as executor:
+        executor.start(job)
+        pid = executor.pids()[spec.name]
+        pid_file.write_text(f"{pid} {psutil.Process(pid).create_time()}")
+        (result,) = executor.wait()
+    pid_file.unlink(missing_ok=True)
+    run_s = time.monotonic() - began - setup_s
+    target = ws.target_vcs.changes(checkout.worker.target_dir, spec.target_base)
+    view = worker_bench_base(ws, spec.worker, spec.bench_base)  # its copy without held-out inputs
+    bench = ws.bench_vcs.changes(checkout.worker.bench_dir, view)
+    report = checkout.worker.report_path
+    log = job.log_path.read_text(encoding="utf-8", errors="replace") if job.log_path.exists() else ""
+    return RemoteOutcome(
+        name=spec.name, host=host, address=address, exit_code=result.exit_code, signal=result.signal,
+        timed_out=result.timed_out, started_at=result.started_at, duration_s=result.duration_s,
+        ended_at=time.time(), target_head=target.head, patch=target.patch, bench_files=tuple(bench.files),
+        bench_head=spec.bench_base if bench.head == view else bench.head,
+        report_text=report.read_text(encoding="utf-8", errors="replace") if report.is_file() else None,
+        log_tail=log[-LOG_TAIL_CHARS:],
+        prompt=prompt.read_text(encoding="utf-8"),
+        timings={"setup_s": round(setup_s, 3), "run_s": round(run_s, 3),
+                 "collect_s": round(time.monotonic() - began - setup_s - run_s, 3)},
+        fetched_from=fetched_from,
+    )
+
+
+def host_problem(repositories: ServedRepositories, workers: WorkersConfig) -> str | None:
+    """What keeps this dask worker's host from running the lab's experiments, or None (run on each at the start).
+
+    Every experiment would fail the same way on it: the lab's repositories
+    out of reach (a git daemon on an address this host cannot reach), no
+    git, no working bubblewrap for the configured sandbox.
+    """
+    hint = (f"[workers] serve_host = {workers.serve_host!r} must be an address of the lab's host that every "
+            "dask worker reaches" if workers.serve == GIT_DAEMON else
+            "[workers] serve = \"path\" needs the lab's workspace at the same path on every dask worker")
+    for url in (repositories.target, repositories.bench):
+        try:
+            answer = subprocess.run(["git", "ls-remote", "--heads", url], capture_output=True, text=True,
+                                    timeout=REACH_TIMEOUT_S, stdin=subprocess.DEVNULL, check=False)
+        except subprocess.TimeoutExpired:
+            return f"cannot fetch the lab's repository {url} (no answer within {REACH_TIMEOUT_S:g} s): {hint}"
+        except OSError as error:
+            return f"cannot run git: {error}"
+        if answer.returncode != 0:
+            said = " ".join(answer.stderr.split())[:300] or f"exit {answer.returncode}"
+            return f"cannot fetch the lab's repository {url} ({said}): {hint}"
+    try:
+        sandbox.preflight(workers.sandbox)
+    except UsageError as error:
+        return str(error)
+    return None
+
+
+def remove_scratch(lab: str) -> None:
+    """Kill every launcher the lab left on this host and remove its scratch copy (run on each dask worker)."""
+    root = scratch_dir(lab)
+    for pid_file in root.glob("worker-*.pid"):
+        _kill_leftover(pid_file)
+    shutil.rmtree(root, ignore_errors=True)

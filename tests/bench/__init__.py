@@ -1,0 +1,1 @@
+"""Tests of orchard.bench: measurement, usable alone."""
