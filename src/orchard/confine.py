@@ -203,11 +203,26 @@ def tools(path: str, executable: str = "", extra: Iterable[str] = ()) -> list[Pa
     found_tools += [entry.parent for entry in found_tools if entry.name == "shims"]
     found = shutil.which(executable, path=path) if executable else None
     if found:
-        real = Path(found).resolve().parent
-        found_tools += [Path(found).parent, real.parent if real.name == "bin" else real]
+        found_tools += [Path(found).parent, *installation(Path(found).resolve())]
     package = Path(__file__).resolve().parent
     return [*found_tools, Path(sys.prefix), Path(sys.base_prefix), package.parent, *map(Path, SYSTEM_VISIBLE),
             *(Path(p).expanduser() for p in extra)]
+
+
+def installation(real: Path) -> list[Path]:
+    """What a CLI whose real file is `real` runs from: an npm CLI's outermost `node_modules` (its platform
+    package, e.g. `@openai/codex-linux-x64`, is a package beside its own), else the directory above its `bin/`
+    (a virtualenv, a package); for a virtualenv, also the Python it was made from (`home` in pyvenv.cfg)."""
+    modules = [parent for parent in real.parents if parent.name == "node_modules"]
+    if modules:
+        return [modules[-1]]
+    root = real.parent.parent if real.parent.name == "bin" else real.parent
+    try:
+        settings = (root / "pyvenv.cfg").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return [root]
+    homes = [line.partition("=")[2].strip() for line in settings if line.partition("=")[0].strip() == "home"]
+    return [root, *(Path(home).parent for home in homes if home)]
 
 
 def interpreter(binary: Path) -> list[Path]:

@@ -21,24 +21,33 @@ CLAUDE_QUIET = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
 
 
 def pinned(package: str) -> str:
-    """The version .ci/agents installs of an npm package."""
-    found = re.search(re.escape(package) + r"@([0-9][^\s\"]*)", INSTALLER.read_text())
+    """The version .ci/agents installs of a package (npm `package@version`, PyPI `package==version`)."""
+    found = re.search(re.escape(package) + r"(?:@|==)([0-9][^\s\"]*)", INSTALLER.read_text())
     assert found is not None, f"{package} is not pinned in {INSTALLER}"
     return found.group(1)
 
 
-def installed(name: str, command: str, package: str) -> Path:
+def installed(name: str, command: str, package: str, directory: Path = NPM_BIN) -> Path:
     """The CLI's executable under .agents/ at its pinned version, or skip the test saying why."""
-    path = NPM_BIN / command
+    path = directory / command
     reason = AGENTS / f"{name}.unavailable"
     if not os.access(path, os.X_OK):
         why = reason.read_text().strip() if reason.is_file() else "`make agents` (.ci/agents) has not been run"
         pytest.skip(f"the real {name} CLI is not installed in {AGENTS}: {why}")
     version = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60, check=False).stdout
-    if not version.startswith(pinned(package)):
+    if pinned(package) not in version.split():  # "2.1.332 (Claude Code)", "codex-cli 0.171.0", "aider 0.86.2"
         pytest.skip(f"{path} is {version.strip() or 'broken'}, not the pinned {pinned(package)}: run `make agents`")
     return path
 
 
 def claude() -> Path:
     return installed("claude", "claude", "@anthropic-ai/claude-code")
+
+
+def codex() -> Path:
+    return installed("codex", "codex", "@openai/codex")
+
+
+def aider() -> Path:
+    """aider: a PyPI CLI, in its own virtualenv, linked from .agents/bin/."""
+    return installed("aider", "aider", "aider-chat", AGENTS / "bin")

@@ -8,15 +8,18 @@ from pathlib import Path
 import pytest
 
 from tests.agents.endpoint import ScriptedEndpoint
+from tests.agents.endpoint.script import VALUE_PREFIX
 
 
 @pytest.fixture
-def endpoint(tmp_path: Path) -> Iterator[Callable[[str | Path], ScriptedEndpoint]]:
-    """Start a scripted endpoint for a script (a name under tests/agents/scripts/ or a path); stopped after."""
+def endpoint(tmp_path: Path) -> Iterator[Callable[..., ScriptedEndpoint]]:
+    """Start a scripted endpoint for a script (a name under tests/agents/scripts/ or a path), with `values` its
+    replies may name (`${name}`); stopped after."""
     started: list[ScriptedEndpoint] = []
 
-    def start(script: str | Path) -> ScriptedEndpoint:
-        server = ScriptedEndpoint.start(Path(script), tmp_path / f"endpoint-{len(started) + 1}.jsonl")
+    def start(script: str | Path, **values: str) -> ScriptedEndpoint:
+        env = {f"{VALUE_PREFIX}{name}": value for name, value in values.items()}
+        server = ScriptedEndpoint.start(Path(script), tmp_path / f"endpoint-{len(started) + 1}.jsonl", env)
         started.append(server)
         return server
 

@@ -104,8 +104,9 @@ def test_sandbox_keys_network_defaults_by_launcher_and_pass_env_names_variables(
     loaded = config.from_dict({"target": {"repo": "/r"}, "launcher": {"name": "command", "template": "true"},
                                "launchers": {"agent": {"name": "codex"}, "online": {"name": "patch", "network": True}}})
     assert loaded.workers.sandbox == "bwrap"
-    assert loaded.launcher.network is False  # patch and command workers are offline unless they say otherwise
-    assert loaded.launchers["agent"].network is True and loaded.launchers["online"].network is True
+    assert loaded.launcher.network == "none"  # patch and command workers are offline unless they say otherwise
+    assert loaded.launchers["agent"].network == "api"  # codex: its model endpoint only
+    assert loaded.launchers["online"].network == "all"  # the older `true`
     with pytest.raises(ConfigError) as raised:
         config.from_dict({"target": {"repo": "/r"}, "workers": {"sandbox": "docker"},
                           "launcher": {"pass_env": ["GOOD_*", "BAD NAME"]}, "lab": {"pass_env": ["$HOME"]}})

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shlex
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -31,7 +33,7 @@ HELP_FILES = {
 # Values the rendered lines pass that the help texts list among a flag's choices.
 CHOICES = {
     "claude": ['"acceptEdits"', '"json"'],
-    "codex": ["workspace-write"],
+    "codex": ["danger-full-access"],  # inside orchard's sandbox (test_codex_keeps_its_own_sandbox_only_unsandboxed)
     "cursor": ["json"],
     "aider": [],
 }
@@ -80,11 +82,34 @@ def test_every_flag_of_the_launch_line_is_in_the_verified_help(
     prompt = f"$(cat {workspace.prompt_path('faster-index')})"
     if cli == "aider":
         assert words[words.index("--message-file") + 1] == str(workspace.prompt_path("faster-index"))
-        assert words.count("--file") == 1 and words[words.index("--file") + 1] == "src/alpha.txt"
+        files = [words[i + 1] for i, word in enumerate(words) if word == "--file"]
+        assert files == ["src/alpha.txt", str(workspace.worker("w1").target_dir / ".orchard-report.json")]
     elif cli == "claude":
         assert words[1:3] == ["-p", prompt]  # before the options that take several values
     else:
         assert words[-1] == prompt
+
+
+def test_codex_keeps_its_own_sandbox_only_unsandboxed_and_takes_a_base_url_as_a_provider(
+    experiment: tuple[Workspace, Experiment]
+) -> None:
+    """Codex's own sandbox is a bubblewrap that cannot start inside orchard's ("bwrap: setting up uid map:
+    Operation not permitted" for every command, seen with Codex 0.171.0); unsandboxed it is the only one."""
+    workspace, exp = experiment
+    launcher = make_launcher(LauncherConfig(name="codex", base_url="http://127.0.0.1:8000/v1"))
+    context = launcher.context(workspace, exp)
+    inside = shlex.split(launcher.command(context))
+    alone = shlex.split(launcher.command(dataclasses.replace(context, sandbox="none")))
+    assert inside[inside.index("--sandbox") + 1] == "danger-full-access" and "--add-dir" not in inside
+    assert alone[alone.index("--sandbox") + 1] == "workspace-write"
+    assert alone[alone.index("--add-dir") + 1] == str(context.paths.bench_dir)
+    settings = [inside[i + 1] for i, word in enumerate(inside) if word == "-c"]
+    assert settings[0] == "model_provider=orchard"
+    provider = tomllib.loads(settings[1].replace("model_providers.orchard=", "provider = ", 1))["provider"]
+    assert provider == {"name": "orchard", "base_url": "http://127.0.0.1:8000/v1", "env_key": "OPENAI_API_KEY",
+                        "wire_api": "responses"}
+    plain = shlex.split(make_launcher(LauncherConfig(name="codex")).command(context))
+    assert "-c" not in plain
 
 
 def test_claude_tools_cover_the_configured_commands_only(experiment: tuple[Workspace, Experiment]) -> None:

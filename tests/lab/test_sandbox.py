@@ -288,3 +288,25 @@ def test_a_candidates_build_and_tests_write_only_the_checkout_they_build(
     if mode == "bwrap":
         assert (ws.root / "lab.db").read_bytes() == before
         assert (ws.reference_target / "README").read_text() != "forged\n"
+
+
+def test_a_cli_installed_with_npm_prefix_sees_its_platform_package_beside_it(
+    make_workspace: Callable[..., Workspace], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mark: str
+) -> None:
+    """`npm --prefix DIR` puts the CLI's package and its platform package side by side under DIR/node_modules,
+    the CLI on PATH as a link into its own package (Codex: `@openai/codex` runs `@openai/codex-linux-x64`)."""
+    modules = tmp_path / "cli-prefix" / "node_modules"  # under /tmp: hidden unless bound back
+    (modules / ".bin").mkdir(parents=True)
+    (modules / "@vendor/fakecli/bin").mkdir(parents=True)
+    (modules / "@vendor/fakecli-linux-x64").mkdir(parents=True)
+    (modules / "@vendor/fakecli-linux-x64/native").write_text("#!/bin/sh\necho native binary ran\n")
+    (modules / "@vendor/fakecli-linux-x64/native").chmod(0o755)
+    entry = modules / "@vendor/fakecli/bin/fakecli.sh"
+    entry.write_text('#!/bin/bash\nexec "$(dirname "$(readlink -f "$0")")/../../fakecli-linux-x64/native"\n')
+    entry.chmod(0o755)
+    (modules / ".bin/fakecli").symlink_to("../@vendor/fakecli/bin/fakecli.sh")
+    monkeypatch.setenv("PATH", f"{modules / '.bin'}:{os.environ['PATH']}")
+    monkeypatch.setenv("ORCHARD_TEST_MARK", mark)
+    workspace = make_workspace('[launcher]\nname = "command"\nexecutable = "fakecli"\ntemplate = "fakecli"\n')
+    log = run_one(workspace)
+    assert "native binary ran" in log

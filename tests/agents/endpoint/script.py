@@ -27,13 +27,16 @@ stall_after = 1                 # send one stream event, then nothing more
 
 Steps are tried in order; the first one with answers left whose `match`
 holds answers. `${name}` in any reply string is a capture of this request
-(from `[capture]` or a `match` regex's named group); a name not captured is
+(from `[capture]` or a `match` regex's named group) or a value the test
+gave the endpoint's process (`ENDPOINT_VALUE_name` in its environment: a
+path known only when the test runs); a name not captured is
 a script error the endpoint answers with HTTP 500, so a test sees it. A
 request no step matches gets a short text reply and is logged with no step.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import tomllib
@@ -46,6 +49,7 @@ from tests.agents.endpoint.exchange import Asked, Reply, ToolCall, Usage
 MATCH_KEYS = ("prompt", "system", "tool_result", "model", "tool_offered", "wire")
 STEP_KEYS = ("name", "match", "times", "text", "tool", "stop_reason", "usage", "error", "stall_after")
 UNMATCHED = Reply(text="(no scripted step matched this request)")
+VALUE_PREFIX = "ENDPOINT_VALUE_"  # the test's own values, by environment variable
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -138,7 +142,8 @@ class Script:
 
     def answer(self, asked: Asked) -> tuple[str | None, dict[str, str], Reply]:
         """The step that answers (its name, or None), what this request captured, and the reply."""
-        values: dict[str, str] = {}
+        values = {name.removeprefix(VALUE_PREFIX): value for name, value in os.environ.items()
+                  if name.startswith(VALUE_PREFIX)}
         for name, pattern in self.capture.items():
             if (match := pattern.search(asked.prompt)) is not None:
                 values[name] = match.group(1) if match.groups() else match.group(0)

@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Protocol
 
-from tests.agents.endpoint import anthropic
+from tests.agents.endpoint import anthropic, chat, responses
 from tests.agents.endpoint.exchange import Asked, Reply
 from tests.agents.endpoint.script import Script
 
@@ -39,8 +39,8 @@ class Wire(Protocol):
     def error(self, reply: Reply) -> dict[str, Any]: ...
 
 
-# one module per wire format: add an OpenAI Responses or chat completions module here
-WIRES: tuple[Wire, ...] = (anthropic,)
+# one module per wire format
+WIRES: tuple[Wire, ...] = (anthropic, responses, chat)
 
 
 class Endpoint(ThreadingHTTPServer):

@@ -20,6 +20,7 @@ from typing import Any
 from orchard.confine import Limits
 from orchard.errors import UsageError
 from orchard.lab.config.values import check_section
+from orchard.lab.records.network import LEGACY, Network, endpoint
 from orchard.tomlfile import read_toml
 
 CONFIG_NAME = "orchard.toml"
@@ -31,8 +32,10 @@ DEFAULT_IGNORES = (".venv/", "venv/", "*.egg-info/", "__pycache__/", "*.pyc", "b
 LAUNCHERS = ("claude", "codex", "cursor", "aider", "patch", "command")
 SERVE_MODES = ("git-daemon", "path")
 SANDBOXES = ("bwrap", "none")
-# Launchers that need no model service: their workers get no network unless `network = true`.
+# Launchers that need no model service: their workers get no network unless `network` says otherwise.
 OFFLINE_LAUNCHERS = ("patch", "command")
+# Launchers whose model endpoint orchard knows without a `base_url` (agent_launchers.py): `api` by default.
+KNOWN_ENDPOINTS = ("claude", "codex")
 
 
 class ExecutorKind(StrEnum):
@@ -186,8 +189,17 @@ class LauncherConfig:
                                         "the shell commands named in the build, test and measure commands")
     template: str = _key("", "command launcher only: the shell command to run; placeholders "
                              "{prompt_file} {target_dir} {bench_dir} {binary} {report}", command=True)
-    network: bool = _key(True, "the worker may use the network (its agent must reach its model); "
-                               "default false for the patch and command launchers")
+    base_url: str = _key("", "the model endpoint's base URL, given to the CLI (claude: ANTHROPIC_BASE_URL; codex: "
+                             "a model provider of its own; aider: --openai-api-base); empty: the CLI's own service")
+    network: str = _key("", "what the worker may reach: `none` (its own loopback only), `api` (its "
+                                           "model endpoint only, through orchard's allowlisting proxy) or `all` "
+                                           "(the host's network); default `none` for patch and command, `api` for "
+                                           "claude, codex and any launcher with a base_url, else `all`; the older "
+                                           "true/false mean all/none", choices=tuple(Network))
+
+    def __post_init__(self) -> None:
+        if not self.network:  # not given: the launcher's own default
+            object.__setattr__(self, "network", default_network(self.name, self.base_url).value)
     pass_env: list[str] = _key([], "environment variables the worker gets besides the allowlist and its "
                                    "launcher's own credentials (a trailing `*` matches a prefix)", variables=True)
 
@@ -279,9 +291,34 @@ class ConfigError(UsageError):
         super().__init__(f"{source}: {len(problems)} problems:\n{lines}")
 
 
-def _launcher_defaults(values: dict[str, Any]) -> dict[str, Any]:
-    """A launcher table's defaults that depend on its name: patch and command workers are offline."""
-    values.setdefault("network", values.get("name", LauncherConfig.name) not in OFFLINE_LAUNCHERS)
+def default_network(name: str, base_url: str = "") -> Network:
+    """The network a launcher gets unless orchard.toml says: none offline, api where the endpoint is known."""
+    if name in OFFLINE_LAUNCHERS:
+        return Network.NONE
+    return Network.API if base_url or name in KNOWN_ENDPOINTS else Network.ALL
+
+
+def _legacy_network(table: Any) -> Any:
+    """A launcher table with the older boolean `network` read as the mode it meant (true: all, false: none)."""
+    if isinstance(table, dict) and isinstance(table.get("network"), bool):
+        return {**table, "network": LEGACY[table["network"]].value}
+    return table
+
+
+def _launcher_defaults(values: dict[str, Any], where: str, problems: list[str]) -> dict[str, Any]:
+    """A launcher table's defaults that depend on its name, and the checks across its keys."""
+    name, base_url = values.get("name", LauncherConfig.name), values.get("base_url", "")
+    network = values.get("network") or default_network(name, base_url)
+    if base_url:
+        try:
+            endpoint(base_url)
+        except ValueError as error:
+            problems.append(f"{where}.base_url: {error}")
+    if network == Network.API and not base_url and name not in KNOWN_ENDPOINTS:
+        problems.append(f"{where}.network: \"api\" needs a base_url: orchard does not know the model endpoint of "
+                        f"the {name} launcher (or set network = \"all\" or \"none\")")
+    if name == "command" and not values.get("template"):
+        problems.append(f"{where}.template: the command launcher needs a template")
     return values
 
 
@@ -296,9 +333,8 @@ def _launchers(tables: Any, problems: list[str]) -> dict[str, LauncherConfig]:
         if not isinstance(table, dict):
             problems.append(f"{where}: expected a [{where}] table, got {table!r}")
             continue
-        values = _launcher_defaults(check_section(where, LauncherConfig, table, problems))
-        if values.get("name") == "command" and not values.get("template"):
-            problems.append(f"{where}.template: the command launcher needs a template")
+        values = _launcher_defaults(check_section(where, LauncherConfig, _legacy_network(table), problems), where,
+                                    problems)
         launchers[launcher_name] = LauncherConfig(**values)
     return launchers
 
@@ -326,8 +362,10 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
         if section_name not in SECTIONS and section_name != LAUNCHERS_SECTION:
             problems.append(f"[{section_name}]: unknown section; known: {', '.join([*SECTIONS, LAUNCHERS_SECTION])}")
     for section_name, cls in SECTIONS.items():
-        sections[section_name] = check_section(section_name, cls, data.get(section_name, {}), problems)
-    sections["launcher"] = _launcher_defaults(sections["launcher"])
+        raw = data.get(section_name, {})
+        raw = _legacy_network(raw) if cls is LauncherConfig else raw
+        sections[section_name] = check_section(section_name, cls, raw, problems)
+    sections["launcher"] = _launcher_defaults(sections["launcher"], "launcher", problems)
     launchers = _launchers(data.get(LAUNCHERS_SECTION, {}), problems)
     workers = WorkersConfig(**sections["workers"])
     lanes_valid = not any(p.startswith(("workers.count:", "workers.exploit:", "workers.explore:")) for p in problems)
@@ -337,9 +375,6 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
             f"must equal count ({workers.count})"
         )
     problems += _paths_and_identity(sections)
-    launcher = sections["launcher"]
-    if launcher.get("name") == "command" and not launcher.get("template"):
-        problems.append("launcher.template: the command launcher needs a template")
     review = sections["review"]
     if review.get("launcher") and review.get("template"):
         problems.append("review: set `launcher` or `template`, not both")

@@ -29,6 +29,7 @@ from orchard.lab.records.build import Check, CheckName
 from orchard.lab.records.candidate import Candidate
 from orchard.lab.records.experiment import Commands, Experiment, ExperimentPaths
 from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.records.network import Network
 from orchard.lab.records.worker import WorkerCheckout
 from orchard.lab.workers.executors.base import Job
 from orchard.lab.workers.executors.subprocess import SubprocessExecutor
@@ -131,11 +132,13 @@ def review(ws: Workspace, experiment: Experiment, candidate: Candidate, verdict:
                       encoding="utf-8")
     settings = ws.config.review
     launcher = (launcher_for(ws.config, settings.launcher) if settings.launcher
-                else make_launcher(LauncherConfig(name="command", template=settings.template), "review"))
+                else make_launcher(LauncherConfig(name="command", template=settings.template,
+                                                network=Network.ALL.value), "review"))
     paths = ExperimentPaths(workspace=ws.root, experiment=experiment.name, target_dir=checkout, bench_dir=directory,
                             binary=None, baseline=None, suite=None, report=answer, prompt_file=prompt,
                             log_file=directory / "review.log")
-    context = LaunchContext(experiment, paths, Commands("", "", ""), directory, ws.config.target.vcs)
+    context = LaunchContext(experiment, paths, Commands("", "", ""), directory, ws.config.target.vcs,
+                            ws.config.workers.sandbox)
     # sandboxed like a worker: it may write only its review directory and read the checkout it reviews
     confinement = launcher.confinement(ws, context, cwd=directory, own=[directory], home=directory / "home",
                                        tmp=directory / "tmp", reads=(checkout,))

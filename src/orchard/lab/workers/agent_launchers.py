@@ -25,8 +25,10 @@ from orchard.jsonlines import json_objects
 from orchard.lab.records.agent_errors import AgentError, AgentErrorKind, http_kind
 from orchard.lab.records.agent_usage import AgentUsage
 from orchard.lab.records.experiment import Commands
+from orchard.lab.records.network import Network
 from orchard.lab.workers.agent_login import CliAnswer, LoginState
 from orchard.lab.workers.launcher_base import LaunchContext, Launcher, join_words, prompt_arg
+from orchard.lab.workers.sandbox import SandboxMode
 
 CLAUDE_VERSION = "2.1.332"
 CODEX_VERSION = "0.171.0"
@@ -72,6 +74,15 @@ class ClaudeLauncher(Launcher):
     status_command = ("auth", "status", "--json")
     login_fix = (f"set CLAUDE_CODE_OAUTH_TOKEN (from `claude setup-token`) or ANTHROPIC_API_KEY where orchard runs; "
                  f"{OWN_HOME}")
+    default_base_url = "https://api.anthropic.com"
+    base_url_variable = "ANTHROPIC_BASE_URL"
+
+    def environment(self) -> dict[str, str]:
+        """`base_url` as ANTHROPIC_BASE_URL; under `api`, no telemetry or update traffic the proxy would refuse."""
+        values = {"ANTHROPIC_BASE_URL": self.config.base_url} if self.config.base_url else {}
+        if self.config.network == Network.API:
+            values["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] = "1"
+        return values
 
     def login_state(self, answer: CliAnswer) -> LoginState:
         """`claude auth status --json` prints one JSON object with `loggedIn` (exit 1 when false)."""
@@ -160,6 +171,8 @@ class CodexLauncher(Launcher):
     credentials = ("OPENAI_API_KEY", "CODEX_*")
     status_command = ("login", "status")
     login_fix = f"set OPENAI_API_KEY where orchard runs; {OWN_HOME}"
+    default_base_url = "https://api.openai.com/v1"
+    base_url_variable = "OPENAI_BASE_URL"
 
     def login_state(self, answer: CliAnswer) -> LoginState:
         """`codex login status` says "Not logged in" (exit 1), or how it is logged in (exit 0), after any warnings."""
@@ -171,19 +184,18 @@ class CodexLauncher(Launcher):
         return (context.log_dir / f"{context.experiment.name}.last-message.md",)
 
     def command(self, context: LaunchContext) -> str:
+        """Inside orchard's sandbox, Codex's own (a bubblewrap of its own) cannot start: `bwrap: setting up uid
+        map: Operation not permitted` for every command it runs; orchard's confines it instead."""
         (last_message,) = self.writes(context)
-        words = [
-            self.executable,
-            "exec",
-            "--sandbox",
-            "workspace-write",
-            "--skip-git-repo-check",
-            "--json",
-            "-o",
-            str(last_message),
-            "--add-dir",
-            str(context.paths.bench_dir),
-        ]
+        words = [self.executable, "exec", "--skip-git-repo-check", "--json", "-o", str(last_message)]
+        if context.sandbox == SandboxMode.BWRAP:
+            words += ["--sandbox", "danger-full-access"]
+        else:
+            words += ["--sandbox", "workspace-write", "--add-dir", str(context.paths.bench_dir)]
+        if self.config.base_url:  # a model provider of its own: Codex reads a custom base URL only from its config
+            provider = (f'{{name = "orchard", base_url = {json.dumps(self.config.base_url)}, '
+                        f'env_key = "OPENAI_API_KEY", wire_api = "responses"}}')
+            words += ["-c", "model_provider=orchard", "-c", f"model_providers.orchard={provider}"]
         tail = self._tail()
         return " ".join(part for part in (join_words(words), tail, prompt_arg(context.paths.prompt_file)) if part)
 
@@ -201,6 +213,7 @@ class CodexLauncher(Launcher):
             input_tokens=total("input_tokens"),
             output_tokens=total("output_tokens"),
             cache_read_tokens=total("cached_input_tokens"),
+            cache_write_tokens=total("cache_write_input_tokens"),  # Codex 0.171.0 prints it (0 so far)
             turns=len(turns),
             source="codex exec --json turn.completed events",
         )
@@ -244,6 +257,11 @@ class AiderLauncher(Launcher):
     # aider's own settings and the model services it reaches through litellm
     credentials = ("AIDER_*", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "DEEPSEEK_API_KEY",
                    "OPENROUTER_API_KEY")
+    base_url_variable = "OPENAI_API_BASE"
+
+    def environment(self) -> dict[str, str]:
+        """Under `api`, litellm's price list is not fetched from the internet: the copy it ships is read."""
+        return {"LITELLM_LOCAL_MODEL_COST_MAP": "True"} if self.config.network == Network.API else {}
 
     def writes(self, context: LaunchContext) -> tuple[Path, ...]:
         logs, name = context.log_dir, context.experiment.name
@@ -269,9 +287,14 @@ class AiderLauncher(Launcher):
             "--chat-history-file",
             str(chat_history),
         ]
+        if self.config.base_url:  # an OpenAI-compatible endpoint (chat completions)
+            words += ["--openai-api-base", self.config.base_url]
         for entry in context.experiment.hypothesis.scope:
             if (context.paths.target_dir / entry).is_file():
                 words += ["--file", entry]
+        # aider never edits a file git ignores unless it is in the chat, and the report is ignored in the checkout
+        # ("Skipping edits to .orchard-report.json that matches gitignore spec", aider 0.86.2)
+        words += ["--add-gitignore-files", "--file", str(context.paths.report)]
         return " ".join(part for part in (join_words(words), self._tail()) if part)
 
     def usage(self, log_text: str) -> AgentUsage:

@@ -13,6 +13,7 @@ hypothesis is touched.
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 from abc import ABC, abstractmethod
@@ -20,13 +21,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from orchard.lab.config.orchard_toml import OFFLINE_LAUNCHERS, LauncherConfig, WorkersConfig
+from orchard.errors import UsageError
+from orchard.lab.config.orchard_toml import LauncherConfig, WorkersConfig
 from orchard.lab.records.agent_errors import AgentError, AgentErrorKind
 from orchard.lab.records.agent_usage import AgentUsage
 from orchard.lab.records.experiment import Commands, Experiment, ExperimentPaths
+from orchard.lab.records.network import Network, endpoint
 from orchard.lab.workers import sandbox
 from orchard.lab.workers.agent_login import CliAnswer, LoginCheck, LoginState, ask, ask_as_worker, credentials_set
 from orchard.lab.workers.allowlist import worker_names
+from orchard.lab.workers.egress import Egress
 from orchard.lab.workers.executors import Job
 from orchard.lab.workers.paths import experiment_commands, experiment_paths
 from orchard.lab.workers.workspace import Workspace
@@ -45,6 +49,7 @@ class LaunchContext:
     commands: Commands
     log_dir: Path
     vcs: str  # the target's VCS kind
+    sandbox: str = sandbox.SandboxMode.BWRAP.value  # `[workers] sandbox`: whether orchard confines the CLI
 
 
 def prompt_arg(prompt_file: Path) -> str:
@@ -66,11 +71,13 @@ class Launcher(ABC):
     credentials: ClassVar[tuple[str, ...]] = ()  # variables the CLI authenticates with (`X_*`: a prefix)
     status_command: ClassVar[tuple[str, ...]] = ()  # its CLI's own login status words, e.g. ("auth", "status")
     login_fix: ClassVar[str] = ""  # what the user does when the status says it is not logged in
+    default_base_url: ClassVar[str] = ""  # the CLI's own model service, when it has one fixed
+    base_url_variable: ClassVar[str] = ""  # the variable the CLI reads its endpoint from, when passed in `pass_env`
     # Variables set for pre-flight's test request only (e.g. no retries: the answer is wanted now).
     probe_env: ClassVar[dict[str, str]] = {}
 
     def __init__(self, config: LauncherConfig | None = None, label: str = "") -> None:
-        self.config = config or LauncherConfig(name=self.name, network=self.name not in OFFLINE_LAUNCHERS)
+        self.config = config or LauncherConfig(name=self.name)
         self.label = label or self.name  # as orchard.toml names it: "claude", or a [launchers.NAME] key
 
     @property
@@ -136,9 +143,8 @@ class Launcher(ABC):
 
     def context(self, workspace: Workspace, experiment: Experiment) -> LaunchContext:
         paths = experiment_paths(workspace, experiment)
-        return LaunchContext(
-            experiment, paths, experiment_commands(workspace, paths), workspace.logs_dir, workspace.config.target.vcs
-        )
+        return LaunchContext(experiment, paths, experiment_commands(workspace, paths), workspace.logs_dir,
+                             workspace.config.target.vcs, workspace.config.workers.sandbox)
 
     def reads(self, context: LaunchContext) -> tuple[Path, ...]:
         """What the worker reads outside its checkout: its bench clone and its prompt."""
@@ -147,6 +153,31 @@ class Launcher(ABC):
     def writes(self, context: LaunchContext) -> tuple[Path, ...]:
         """Files the CLI writes outside its checkout (default: none)."""
         return ()
+
+    def base_url(self) -> str:
+        """Where its CLI reaches its model: `base_url`, else its own variable when `pass_env` passes it, else the
+        CLI's own service ("" when orchard cannot tell)."""
+        variable = self.base_url_variable
+        if not self.config.base_url and variable and variable in worker_names((), self.config.pass_env):
+            return os.environ[variable]
+        return self.config.base_url or self.default_base_url
+
+    def environment(self) -> dict[str, str]:
+        """Literal variables its CLI gets (not secrets: they are written into the launch script)."""
+        return {}
+
+    def egress(self, directory: Path) -> Egress | None:
+        """Its one way out under `network = "api"` (the proxy's socket in `directory`); None otherwise."""
+        if self.config.network != Network.API:
+            return None
+        url = self.base_url()
+        if not url:
+            raise UsageError(f"launcher {self.label!r}: network = \"api\" needs a base_url (orchard does not know "
+                             f"the {self.name} CLI's model endpoint)")
+        try:
+            return Egress(endpoint(url), directory)
+        except ValueError as error:
+            raise UsageError(f"launcher {self.label!r}: its model endpoint {error}") from None
 
     def confinement(self, workspace: Workspace, context: LaunchContext, *, cwd: Path, own: list[Path], home: Path,
                     tmp: Path, reads: tuple[Path, ...] = (), path: str | None = None,
@@ -162,10 +193,10 @@ class Launcher(ABC):
         """The sandbox any run of its CLI gets (a worker's, pre-flight's test request): its network, credentials
         and installation, `[workers] sandbox` and `sandbox_read`."""
         return sandbox.worker_confinement(
-            workers.sandbox, workspace=workspace, cwd=cwd, network=self.config.network,
+            workers.sandbox, workspace=workspace, cwd=cwd, network=self.config.network == Network.ALL,
             inherit=worker_names(self.credentials, self.config.pass_env), home=home, tmp=tmp, reads=reads,
             writes=writes, executable=self.executable, own=own, extra_reads=workers.sandbox_read, path=path,
-            hide=hide, limits=workers.limits())
+            hide=hide, setenv=self.environment(), egress=self.egress(home.parent / "egress"), limits=workers.limits())
 
     def job(self, workspace: Workspace, experiment: Experiment, env: dict[str, str] | None = None,
             hide: tuple[Path, ...] = ()) -> Job:

@@ -9,8 +9,9 @@ writable, its bench clone, prompt and input files read-only, the files its
 CLI writes outside the checkout, and every PATH directory (and orchard's own
 Python) that would otherwise be hidden, read-only. It has its own PID and IPC
 namespaces and dies with its parent, so no daemon it starts outlives it; no
-capabilities, even when orchard runs as root; and with `network = false` its
-own network namespace (loopback only).
+capabilities, even when orchard runs as root; and with `network = "none"` or
+`"api"` its own network namespace (loopback only; with `api`, the one way
+out that `egress.py` gives back).
 
 Only the launcher command is confined: the executor's wrapper around it
 (the `tee` into logs/ and the exit line) runs outside. Either way the
@@ -31,6 +32,7 @@ from pathlib import Path
 
 from orchard import confine
 from orchard.errors import UsageError
+from orchard.lab.workers.egress import Egress
 
 # Always hidden when they exist; the workspace, $HOME, $TMPDIR and friends are added per sandbox.
 # /run holds the host's service sockets (docker, dbus, databases): a read-only mount would not stop a connect().
@@ -90,22 +92,37 @@ class Confinement:
     readable: tuple[Path, ...] = ()  # bound read-only (after hiding)
     writable: tuple[Path, ...] = ()  # bound read-write
     sealed: tuple[Path, ...] = ()  # read-only again inside what is writable (files shared with the judge)
-
+    egress: Egress | None = None  # network = "api": the proxy run beside the sandbox, the bridge inside it
     limits: confine.Limits = confine.NO_LIMITS
 
     def mounts(self) -> confine.Mounts:
+        sealed = (*self.sealed, *([self.egress.directory] if self.egress else []))
         return confine.Mounts(cwd=self.cwd, network=self.network, hidden=self.hidden, readable=self.readable,
-                              writable=self.writable, sealed=self.sealed)
+                              writable=self.writable, sealed=sealed)
 
     def command(self, launch: str, extra: Iterable[str] = ()) -> str:
-        """The shell text that runs `launch` confined; `extra`: more variables to pass by name."""
+        """The shell text that runs `launch` confined; `extra`: more variables to pass by name.
+
+        With an egress, the text starts the proxy first (its own `env -i`, with only the `ORCHARD_*`
+        variables), runs the sandbox with the bridge before `launch`, stops the proxy and keeps the
+        sandbox's exit status.
+        """
         names = sorted({*self.inherit, *(name for name in extra if name.isidentifier())} - set(self.setenv))
-        words = ["env", "-i", *(f'${{{name}+"{name}=${name}"}}' for name in names)]
-        words += [shlex.quote(f"{key}={value}") for key, value in self.setenv.items()]
-        inner = ["bash", "-c", launch]
-        if self.mode == SandboxMode.BWRAP:
-            inner = confine.argv(self.mounts(), inner, self.limits)
-        return " ".join([*words, *map(shlex.quote, inner)])
+        words = [*_env_by_name(names), *(shlex.quote(f"{key}={value}") for key, value in self.setenv.items())]
+        if self.mode != SandboxMode.BWRAP:
+            return " ".join([*words, "bash", "-c", shlex.quote(launch)])
+        if self.egress is None:
+            return " ".join([*words, *map(shlex.quote, confine.argv(self.mounts(), ["bash", "-c", launch],
+                                                                     self.limits))])
+        proxy_env = " ".join(_env_by_name(name for name in names if name.startswith("ORCHARD_")))
+        inner = confine.argv(self.mounts(), ["bash", "-c", self.egress.inside(launch)], self.limits)
+        confined = " ".join([*words, *map(shlex.quote, inner)])
+        return self.egress.outside(proxy_env) + confined + "\n" + self.egress.after()
+
+
+def _env_by_name(names: Iterable[str]) -> list[str]:
+    """`env -i` and each variable by reference (`${NAME+"NAME=$NAME"}`): no value is written into the text."""
+    return ["env", "-i", *(f'${{{name}+"{name}=${name}"}}' for name in names)]
 
 
 def _absolute(path: Path | str) -> Path:
@@ -137,8 +154,8 @@ def _shared(directory: Path) -> list[Path]:
 def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, inherit: Iterable[str],
                        home: Path, tmp: Path, reads: Iterable[Path], writes: Iterable[Path], executable: str = "",
                        own: Iterable[Path] = (), extra_reads: Iterable[str] = (),
-                       path: str | None = None, hide: Iterable[Path] = (),
-                       limits: confine.Limits = confine.NO_LIMITS) -> Confinement:
+                       path: str | None = None, hide: Iterable[Path] = (), setenv: Mapping[str, str] | None = None,
+                       egress: Egress | None = None, limits: confine.Limits = confine.NO_LIMITS) -> Confinement:
     """The confinement of one worker.
 
     `own`: its directories (the target checkout) bound writable (but for
@@ -149,9 +166,12 @@ def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, 
     `extra_reads`: more paths it may read (`[workers] sandbox_read`);
     `path`: its PATH, when it is not orchard's own; `hide`: more places of
     the orchestrator's (on a dask worker sharing the lab's file system, the
-    lab's workspace: its own `workspace` there is only the scratch copy).
-    With bwrap, what it writes is handed to the unprivileged sandbox uid
-    when orchard is root (`confine.hand_over`), and `limits` apply.
+    lab's workspace: its own `workspace` there is only the scratch copy);
+    `setenv`: literal variables of its CLI's (never secrets); `egress`: its
+    one way out under `network = "api"` (with bwrap only: unsandboxed,
+    nothing confines it). With bwrap, what it writes is handed to the
+    unprivileged sandbox uid when orchard is root (`confine.hand_over`), and
+    `limits` apply.
     """
     home.mkdir(parents=True, exist_ok=True)
     tmp.mkdir(parents=True, exist_ok=True)
@@ -159,7 +179,7 @@ def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, 
     for written in writes:
         written.parent.mkdir(parents=True, exist_ok=True)
         written.touch(exist_ok=True)
-    setenv = {"HOME": str(home), "TMPDIR": str(tmp)}
+    setenv = {**(setenv or {}), "HOME": str(home), "TMPDIR": str(tmp)}
     inherit = tuple(name for name in inherit if name not in setenv)
     if mode != SandboxMode.BWRAP:
         return Confinement(SandboxMode.NONE, cwd, network, inherit, setenv)
@@ -172,8 +192,12 @@ def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, 
     writable = dict.fromkeys([*own, *map(_absolute, (home, tmp, *writes))])
     sealed = [pack for directory in own for pack in _shared(directory)]
     confine.hand_over(writable, skip=sealed)
+    if egress is not None:
+        egress.directory.mkdir(parents=True, exist_ok=True)
+        setenv |= egress.environment()
+        network = False
     return Confinement(SandboxMode.BWRAP, cwd, network, inherit, setenv, tuple(hidden), tuple(readable),
-                       tuple(writable), tuple(sealed), limits)
+                       tuple(writable), tuple(sealed), egress, limits)
 
 
 def step_confinement(mode: str, *, workspace: Path, checkout: Path, inherit: Iterable[str], network: bool = False,

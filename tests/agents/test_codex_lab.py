@@ -1,0 +1,51 @@
+"""Real Codex workers in a whole lab on the demo target, through the scripted Responses endpoint.
+
+Each worker runs the real `codex exec` inside orchard's sandbox (network = "api": the endpoint only),
+with the endpoint as a model provider of its own (`base_url`); the script makes each hypothesis's change
+through Codex's exec_command tool and writes the report. The decisions are the demo's own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.agents import clis
+from tests.agents.demo_lab import PATCHES, demo_lab, run_lab
+from tests.agents.endpoint import ScriptedEndpoint
+
+
+def codex_launcher(server: ScriptedEndpoint) -> dict[str, object]:
+    return {"name": "codex", "model": "scripted", "base_url": f"{server.url}/v1"}
+
+
+@pytest.mark.slow
+def test_codex_workers_make_their_changes_and_get_the_demos_decisions(
+    tmp_path: Path, endpoint: Callable[..., ScriptedEndpoint]
+) -> None:
+    clis.codex()
+    server = endpoint("codex-demo.toml", patches=str(PATCHES))
+    ws = demo_lab(tmp_path / "lab", {"default": codex_launcher(server)},
+                  {"count-with-dict": "", "longest-word-one-pass": "", "tokenize-regex": ""})
+    experiments = run_lab(ws)
+
+    decisions = {name: (record.decision, record.reasons) for name, record in experiments.items()}
+    assert decisions["count-with-dict"][0] == "LAND", decisions
+    assert decisions["longest-word-one-pass"][0] == "KILL" and "test" in " ".join(
+        decisions["longest-word-one-pass"][1]), decisions
+    assert decisions["tokenize-regex"][0] == "KILL" and "scope" in " ".join(decisions["tokenize-regex"][1]), decisions
+    asked = [r for r in server.requests() if r.path == "/v1/responses"]
+    assert {r.step for r in asked} == {"apply", "build-and-test", "report", "done"}, [r.step for r in asked]
+    first = asked[0].asked
+    assert first is not None and "exec_command" in first.tools and "# Experiment:" in first.prompt
+    for name, record in experiments.items():
+        usage = record.candidate.usage if record.candidate else None
+        log = (ws.logs_dir / f"{record.name}.log").read_text()
+        printed = [json.loads(line)["usage"] for line in log.splitlines() if '"turn.completed"' in line]
+        assert usage is not None and printed, (name, log)
+        assert usage.input_tokens == sum(u["input_tokens"] for u in printed) == 5200 + 5600 + 6100 + 6300
+        assert usage.cache_read_tokens == sum(u["cached_input_tokens"] for u in printed)
+    assert "via `codex`" in (ws.root / "FINAL_REPORT.md").read_text()
