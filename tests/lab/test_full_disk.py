@@ -25,9 +25,8 @@ from pathlib import Path
 import pytest
 
 from orchard.lab.workers.workspace_init import init_workspace
-from tests.lab.lab_helpers import small_tmpfs, wait_for
+from tests.lab.lab_helpers import STDOUT_SUITE, small_tmpfs, wait_for
 from tests.lab.test_bad_output import _config, _errors, _hypotheses, _orchard, _outcomes
-from tests.lab.test_launcher_failures import SUITE
 
 FILL = "head -c 400000000 /dev/zero > {target_dir}/src/noise.bin"  # far past the tmpfs: it fills it
 
@@ -41,7 +40,7 @@ def disk(tmp_path: Path) -> Iterator[Path]:
 
 def _workspace_on(disk: Path, tmp_path: Path, target_repo: Path, hostile: dict[str, str]) -> Path:
     """A lab laid out elsewhere, then moved onto the small disk (the mount point exists before the lab)."""
-    (tmp_path / "suite.toml").write_text(SUITE)
+    (tmp_path / "suite.toml").write_text(STDOUT_SUITE)
     (tmp_path / "orchard.toml").write_text(_config(hostile))
     (tmp_path / "hypotheses.toml").write_text(_hypotheses(hostile))
     ws = init_workspace(tmp_path / "fresh", str(target_repo), None, tmp_path / "orchard.toml")

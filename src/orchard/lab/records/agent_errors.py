@@ -45,8 +45,15 @@ UNREACHABLE_WORDS = ("ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "ENE
                      "Connection refused", "Connection error", "Unable to connect")
 
 
+# What orchard's egress proxy answers (502) when the endpoint itself cannot be reached (workers/egress_proxy.py).
+PROXY_UNREACHABLE = "orchard: cannot reach"
+
+
 def http_kind(status: int | None, message: str) -> AgentErrorKind:
-    """The kind of an API error from its HTTP status, or from the message when there was no HTTP answer."""
+    """The kind of an API error from its HTTP status, or from the message when there was no HTTP answer (or
+    only the egress proxy's, which says it could not reach the endpoint)."""
+    if PROXY_UNREACHABLE in message:
+        return AgentErrorKind.UNREACHABLE
     if status is not None:
         return HTTP_KINDS.get(status, AgentErrorKind.OTHER)
     if any(word.lower() in message.lower() for word in UNREACHABLE_WORDS):

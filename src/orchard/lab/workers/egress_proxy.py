@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from orchard.lab.records.agent_errors import PROXY_UNREACHABLE
 from orchard.lab.records.network import Endpoint, parse_endpoint
 
 TAG = "[orchard egress]"
@@ -141,7 +142,7 @@ def _handle(conn: socket.socket, allowed: Endpoint) -> None:
         upstream = socket.create_connection((allowed.host, allowed.port), timeout=CONNECT_TIMEOUT_S)
     except OSError as error:
         say(f"cannot reach {allowed}: {error}")
-        _answer(conn, "502 Bad Gateway", f"orchard: cannot reach {allowed}: {error}\n")
+        _answer(conn, "502 Bad Gateway", f"{PROXY_UNREACHABLE} {allowed}: {error}\n")
         return
     with upstream:
         upstream.settimeout(None)
