@@ -32,7 +32,8 @@ CASES = {
     "refused-key": ("claude-refused-key.toml", "(auth): claude: Invalid API key · Fix external API key"),
     "no-such-model": ("claude-no-such-model.toml", "(model): claude: There's an issue with the selected model "
                                                    "(claude-no-such-model)"),
-    "unreachable": (None, "(unreachable): claude: API Error: Connection refused"),
+    # through the egress proxy (network = "api"), which answers 502 "orchard: cannot reach ..."
+    "unreachable": (None, "(unreachable): claude: "),
 }
 
 
