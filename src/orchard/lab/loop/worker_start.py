@@ -26,11 +26,15 @@ KILL_AT = "ORCHARD_TEST_KILL_AT"
 def worker_start(lab: Driver, record: ExperimentRecord) -> WorkerStart:
     """The experiment's worker as an executor starts it: its job here, and how to prepare it in the workspace."""
     ws, launcher, experiment = lab.ws, lab.launcher(record), lab.experiment(record)
+    job = launcher.job(ws, experiment)
 
     def prepare_here() -> Path:
-        return prepare(ws, experiment, launcher, baseline_binary(ws, lab.state, record.target_base))
+        prompt = prepare(ws, experiment, launcher, baseline_binary(ws, lab.state, record.target_base))
+        if job.sandbox is not None:  # the checkouts, HOME and TMPDIR made just now: the sandbox uid's to write
+            job.sandbox.hand_over()
+        return prompt
 
-    return WorkerStart(experiment, launcher.job(ws, experiment), prepare_here)
+    return WorkerStart(experiment, job, prepare_here)
 
 
 def start_worker(lab: Driver, record: ExperimentRecord) -> None:

@@ -95,6 +95,12 @@ class Confinement:
     egress: Egress | None = None  # network = "api": the proxy run beside the sandbox, the bridge inside it
     limits: confine.Limits = confine.NO_LIMITS
 
+    def hand_over(self) -> None:
+        """What it writes, made the unprivileged sandbox uid's (when orchard is root): again after its checkouts
+        are made anew, since a directory made after the confinement was built is orchard's own."""
+        if self.mode == SandboxMode.BWRAP:
+            confine.hand_over(self.writable, skip=self.sealed)
+
     def mounts(self) -> confine.Mounts:
         sealed = (*self.sealed, *([self.egress.directory] if self.egress else []))
         return confine.Mounts(cwd=self.cwd, network=self.network, hidden=self.hidden, readable=self.readable,
