@@ -9,6 +9,7 @@ environment, and returns each experiment's record.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -47,11 +48,12 @@ def demo_lab(directory: Path, launchers: dict[str, dict[str, Any]], backlog: dic
     config_file.write(from_dict(data, source="the agents' demo lab"), ws.config_path)
     hypotheses = [dict(table, launcher=backlog[table["id"]]) for table in
                   tomllib.loads(HYPOTHESES.read_text())["hypothesis"] if table["id"] in backlog]
-    for table in hypotheses:  # only a `patch` launcher's hypotheses keep their ready patch
+    backlog_file = directory.parent / f"{directory.name}-backlog.toml"
+    for table in hypotheses:  # only a `patch` launcher's hypotheses keep their ready patch, beside the file
         patch = table.pop("patch", None)
         if launchers.get(table["launcher"] or "default", data["launcher"])["name"] == "patch" and patch:
-            table["patch"] = str(PATCHES / Path(patch).name)
-    backlog_file = directory.parent / f"{directory.name}-backlog.toml"
+            shutil.copyfile(PATCHES / Path(patch).name, directory.parent / Path(patch).name)
+            table["patch"] = Path(patch).name
     backlog_file.write_text(tomli_w.dumps({"hypothesis": hypotheses}))
     added = orchard("backlog", "add", directory, "--file", backlog_file, env=agent_env())
     assert added.returncode == 0, added.stdout + added.stderr

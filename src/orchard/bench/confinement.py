@@ -52,6 +52,7 @@ class RunConfinement:
     note: str
     unprivileged: bool = True
     hide: tuple[Path, ...] = ()  # the caller's own places (a lab's workspace)
+    trees: tuple[Path, ...] = ()  # what the binaries run from beyond their own directory (a lab's build checkouts)
 
     @property
     def isolation(self) -> str:
@@ -102,7 +103,8 @@ class RunConfinement:
             if self.unprivileged:
                 confine.hand_over([results_file])
             writes.append(results_file)
-        mounts = self.mounts(cwd=suite_dir, binary=binary, reads=[suite_dir, binary.parent, root / "fixtures"],
+        mounts = self.mounts(cwd=suite_dir, binary=binary,
+                             reads=[suite_dir, binary.parent, root / "fixtures", *self.trees],
                              writes=writes, network=loopback)
         return confine.argv(mounts, ["/bin/sh", "-c", command] if isinstance(command, str) else command)
 
@@ -116,8 +118,11 @@ def _outermost(paths: Iterable[Path]) -> list[Path]:
     return [p for p in real if not any(q != p and q in p.parents for q in real)]
 
 
-def confine_runs(wanted: bool, *, reads: Iterable[Path] = (), hide: Iterable[Path] = ()) -> RunConfinement:
-    """Confined when `wanted` and bubblewrap works here; `reads`: what the sandbox uid must be able to read.
+def confine_runs(wanted: bool, *, reads: Iterable[Path] = (), hide: Iterable[Path] = (),
+                 trees: Iterable[Path] = ()) -> RunConfinement:
+    """Confined when `wanted` and bubblewrap works here; `reads`: what the sandbox uid must be able to read;
+    `trees`: more it reads, read-only, whatever `hide` hides (a binary's build checkout, with its virtualenv
+    and the sources a development install points into).
 
     When orchard is root and one of `reads` is not readable by other users,
     the runs are still confined but keep orchard's uid (the note says which
@@ -128,15 +133,16 @@ def confine_runs(wanted: bool, *, reads: Iterable[Path] = (), hide: Iterable[Pat
     why = confine.unavailable()
     if why is not None:
         return RunConfinement(False, f"measured runs are not confined: {why}")
-    closed = [p for p in reads if confine.dropping() and not confine.world_readable(p)]
+    trees = tuple(trees)
+    closed = [p for p in (*reads, *trees) if confine.dropping() and not confine.world_readable(p)]
     network = "no network unless a scenario says loopback = true"
     if closed:
         return RunConfinement(True, f"measured runs confined (bubblewrap, fresh HOME and TMPDIR per run, {network}) "
                                     f"but as orchard's own uid: {closed[0]} is not readable by other users",
-                              unprivileged=False, hide=tuple(hide))
+                              unprivileged=False, hide=tuple(hide), trees=trees)
     who = f"as uid {confine.sandbox_id()}" if confine.dropping() else "as your user"
     return RunConfinement(True, f"measured runs confined (bubblewrap {who}, fresh HOME and TMPDIR per run, "
-                                f"{network})", hide=tuple(hide))
+                                f"{network})", hide=tuple(hide), trees=trees)
 
 
 def for_campaign(wanted: bool, suite_dir: Path, *binaries: Path) -> RunConfinement:

@@ -134,14 +134,18 @@ def measure(ws: Workspace, baseline: BuiltBinary, candidate: BuiltBinary, *, run
         suite = bench.load_suite(_suite_path(ws))
         verdict = bench.run_verdict(suite, baseline.path, candidate.path, runs=runs, seed=seed,
                                     results=ws.results_dir, progress=progress or (lambda *_: None),
-                                    confinement=confinement(ws), between_pairs=lambda: check_built(baseline, candidate))
+                                    confinement=confinement(ws, baseline, candidate),
+                                    between_pairs=lambda: check_built(baseline, candidate))
     check_built(baseline, candidate)
     return verdict
 
 
-def confinement(ws: Workspace) -> bench.RunConfinement:
-    """How the lab's measured runs are confined: in bubblewrap with the workers' sandbox (its workspace hidden)."""
-    return bench.confine_runs(ws.config.workers.sandbox == SandboxMode.BWRAP, hide=(ws.root,))
+def confinement(ws: Workspace, *built: BuiltBinary) -> bench.RunConfinement:
+    """How the lab's measured runs are confined: in bubblewrap with the workers' sandbox (its workspace hidden but
+    for the judge's checkouts the binaries were built in: a virtualenv's python needs its tree)."""
+    depth = len(Path(ws.config.target.binary).parts)
+    trees = [b.path.parents[depth - 1] for b in built if depth and len(b.path.parents) >= depth]
+    return bench.confine_runs(ws.config.workers.sandbox == SandboxMode.BWRAP, hide=(ws.root,), trees=trees)
 
 
 def metric_keys(ws: Workspace) -> list[str]:
@@ -180,7 +184,7 @@ def calibrate(ws: Workspace, binary: BuiltBinary, progress: MeasureProgress | No
     say(f"calibrating the verdict (A/A, {suite.calibration_runs} pairs) on this machine")
     check_built(binary, binary)
     cal = bench.calibrate(suite, binary.path, results=ws.results_dir, progress=progress or (lambda *_: None),
-                          confinement=confinement(ws))
+                          confinement=confinement(ws, binary))
     return Baseline(
         medians={key: m.median for key, m in cal.metrics.items() if m.median is not None},
         floors={spec.key: spec.floor(cal.metrics[spec.key].noise()) for spec in suite.metrics

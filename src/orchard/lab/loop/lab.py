@@ -308,10 +308,10 @@ class Lab:
             with self.executor, resume.stopping(self):
                 if self.executor.kind == ExecutorKind.SUBPROCESS and workers.executor == ExecutorKind.AUTO:
                     self.say("tmux is not installed: workers run as plain subprocesses")
+                self.disk.check(self, now=True)  # before anything is written: what a crashed run left filling it
                 for note in sandbox_notes(workers.sandbox, self.ws.config.target.build_network):
                     self.say(note)
                     self.state.log(SandboxNoted(note))
-                self.disk.check(self, now=True)  # before anything is written: what a crashed run left filling it
                 publication.check_publication(self.ws, self.state)
                 if start(self.ws, self.state, say=self.say, measure_progress=self.measure_progress):
                     self.render()
