@@ -171,6 +171,7 @@ def test_a_patch_hypothesis_and_a_command_hypothesis_share_one_run(
 ) -> None:
     root, env = lab
     config = (root / "orchard.toml").read_text().replace('name = "claude"', 'name = "patch"', 1)
+    config = config.replace('network = "api"', 'network = "none"', 1)  # claude's default; patch has no endpoint
     (root / "orchard.toml").write_text(config)
     patch = tmp_path / "beta.diff"
     patch.write_text("--- a/src/beta.txt\n+++ b/src/beta.txt\n@@ -1 +1 @@\n-beta 1\n+b\n")
