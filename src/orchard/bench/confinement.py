@@ -35,6 +35,7 @@ from pathlib import Path
 
 from orchard import confine
 from orchard.bench.environment import ENV_ISOLATION_VERSION
+from orchard.bench.own_timing import FROM_OUTSIDE, OwnTiming
 
 # On the run's own fresh /tmp: the same paths for baseline and candidate, gone when the run ends.
 SCRATCH_TMP = Path("/tmp")
@@ -86,11 +87,12 @@ class RunConfinement:
 
 
     def wrap(self, command: list[str] | str, *, binary: Path, suite_dir: Path, root: Path,
-             results_file: Path | None, loopback: bool) -> list[str] | str:
+             results_file: Path | None, loopback: bool, timing: OwnTiming = FROM_OUTSIDE) -> list[str] | str:
         """`command` inside this run's own sandbox, or as it is when runs are not confined.
 
         It reads the suite's directory, the binary's and the fixtures under
         `root`; it writes `{workdir}` (emptied first) and `results_file`.
+        `timing`'s timer starts it inside the sandbox, so its numbers are its own.
         """
         if not self.confined:
             return command
@@ -106,7 +108,7 @@ class RunConfinement:
         mounts = self.mounts(cwd=suite_dir, binary=binary,
                              reads=[suite_dir, binary.parent, root / "fixtures", *self.trees],
                              writes=writes, network=loopback)
-        return confine.argv(mounts, ["/bin/sh", "-c", command] if isinstance(command, str) else command)
+        return confine.argv(mounts, timing.command(["/bin/sh", "-c", command] if isinstance(command, str) else command))
 
 
 UNCONFINED = RunConfinement(False, "measured runs are not confined")

@@ -31,6 +31,7 @@ from orchard import process
 from orchard.bench import instructions, readers, rows, tokens
 from orchard.bench.confinement import UNCONFINED, RunConfinement
 from orchard.bench.environment import isolated_env
+from orchard.bench.own_timing import own_timing
 from orchard.bench.suite import BUILTIN_METRICS, Fixture, Scenario, Suite
 from orchard.errors import FixtureError, UsageError
 
@@ -248,16 +249,18 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *
         results_file.unlink(missing_ok=True)  # never read an earlier run's results
     admitted = ROWS_ADMITTED_CHARS if scenario.kind == "rows" else bench.suite.admitted_chars
     # the gates judge the whole output; only token estimates use the admitted part
-    with tempfile.SpooledTemporaryFile(max_size=SPILL_BYTES, dir=str(bench.root)) as whole:
-        capture = process.run(
+    with tempfile.SpooledTemporaryFile(max_size=SPILL_BYTES, dir=str(bench.root)) as whole, \
+            own_timing(bench.confinement.confined, bench.root) as timing:
+        capture = timing.own(process.run(
             bench.confinement.wrap(command, binary=binary, suite_dir=bench.suite.directory, root=bench.root,
-                                   results_file=results_file, loopback=scenario.loopback),
+                                   results_file=results_file, loopback=scenario.loopback, timing=timing),
             cwd=bench.suite.directory,
             env=bench.confinement.env(isolated_env(scenario.env)),
             timeout_s=scenario.timeout_s,
             admitted_chars=admitted,
             stdout_sink=cast(BinaryIO, whole) if scenario.expect else None,
-        )
+            pass_fds=timing.fds,
+        ))
         capture = dataclasses.replace(capture, command=command)  # the row shows what the suite runs
         fraction = recall(scenario.expect, cast(BinaryIO, whole))
     row = rows.step_row(
