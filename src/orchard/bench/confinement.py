@@ -87,18 +87,22 @@ class RunConfinement:
 
 
     def wrap(self, command: list[str] | str, *, binary: Path, suite_dir: Path, root: Path,
-             results_file: Path | None, loopback: bool, timing: OwnTiming = FROM_OUTSIDE) -> list[str] | str:
+             results_file: Path | None, loopback: bool, timing: OwnTiming = FROM_OUTSIDE,
+             scratch: Path | None = None) -> list[str] | str:
         """`command` inside this run's own sandbox, or as it is when runs are not confined.
 
         It reads the suite's directory, the binary's and the fixtures under
         `root`; it writes `{workdir}` (emptied first) and `results_file`.
-        `timing`'s timer starts it inside the sandbox, so its numbers are its own.
+        `timing`'s timer starts it inside the sandbox, so its numbers are its own. `scratch` (an instruction
+        counter's output directory) is writable too.
         """
         if not self.confined:
             return command
         work = root / "work"
         fresh_workdir(work, self)
-        writes = [work]
+        writes = [work, *([scratch] if scratch is not None else [])]
+        if scratch is not None and self.unprivileged:
+            confine.hand_over([scratch])
         if results_file is not None:
             results_file.parent.mkdir(parents=True, exist_ok=True)
             results_file.touch()

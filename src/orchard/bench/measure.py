@@ -322,9 +322,20 @@ def count_instructions(bench: Workbench, scenario: Scenario, binary: Path, obser
     if instructions.METRIC not in scenario.measure and not cycles:
         return
     assert scenario.command is not None
-    command = render(scenario.command, bench.template_values(binary), f"scenario '{scenario.name}'")
+    values, where = bench.template_values(binary), f"scenario '{scenario.name}'"
+    command = render(scenario.command, values, where)
+    results_file = None if scenario.file is None else Path(bench.suite.directory, str(render(scenario.file, values,
+                                                                                               where)))
+
+    def confined(argv: list[str], scratch: Path) -> list[str]:  # the counting run is as confined as the timed one
+        wrapped = bench.confinement.wrap(argv, binary=binary, suite_dir=bench.suite.directory, root=bench.root,
+                                         results_file=results_file, loopback=scenario.loopback, scratch=scratch)
+        assert isinstance(wrapped, list)
+        return wrapped
+
     counted = instructions.count(command, counter=bench.counter(), cwd=bench.suite.directory,
-                                 env=isolated_env(scenario.env), timeout_s=scenario.timeout_s, cycles=cycles)
+                                 env=bench.confinement.env(isolated_env(scenario.env)), timeout_s=scenario.timeout_s,
+                                 cycles=cycles, confine=confined)
     observation.row.update(counted.row_fields())
     for metric, value in ((instructions.METRIC, counted.instructions), (instructions.CYCLES, counted.estimated_cycles)):
         if metric in scenario.measure:
