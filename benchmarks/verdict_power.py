@@ -127,8 +127,8 @@ class Lab:
         command: list[str] = [str(binary)]
         with own_timing(self.confinement.confined, self.directory) as timing:
             if self.confinement.confined:  # timed inside the sandbox, as `measure.observe` times a confined run
-                mounts = self.confinement.mounts(cwd=self.directory, binary=binary, reads=[self.directory],
-                                                 writes=[], network=False)
+                mounts = self.confinement.mounts(cwd=self.directory, binary=binary,
+                                                 reads=[self.directory, *timing.reads], writes=[], network=False)
                 command = confine.argv(mounts, timing.command(command))
             capture = timing.own(process.run(command, cwd=self.directory, env=self.confinement.env(self.env),
                                              timeout_s=120, pass_fds=timing.fds))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from orchard.bench import own_timing
 from orchard.bench.confinement import UNCONFINED, RunConfinement, confine_runs
 from orchard.bench.measure import Observation, RunSpec, observe, workbench
 from orchard.bench.suite import load_suite
@@ -21,6 +22,16 @@ from orchard.bench.suite import load_suite
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
 SUITE = '[suite]\nname = "own"\n\n[[scenario]]\nname = "run"\ncommand = ["{bin}"]\n\n[[metric]]\nname = "cpu_ms"\n'
+
+
+@pytest.fixture(params=["c", "python"])
+def timer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The C timer (a C compiler is here) or the Python one (none is)."""
+    if request.param == "python":
+        monkeypatch.setattr(own_timing, "_compiled", lambda _directory: None)
+    elif shutil.which("cc") is None:
+        pytest.skip("no C compiler: only the Python timer runs here")
+    return str(request.param)
 
 
 def _runs(tmp_path: Path, binary: Path, confinement: RunConfinement, count: int) -> list[Observation]:
@@ -51,7 +62,7 @@ def test_a_confined_run_of_true_does_not_count_the_sandboxs_set_up(tmp_path: Pat
 
 
 @pytest.mark.parametrize("unprivileged", [True, False])
-def test_the_program_cannot_reach_the_timers_report(tmp_path: Path, unprivileged: bool) -> None:
+def test_the_program_cannot_reach_the_timers_report(tmp_path: Path, unprivileged: bool, timer: str) -> None:
     """It tries to write a 1 ns, 0 CPU report into every file its parent (the timer, PID 1) holds beyond stdio,
     failing its run when one opens; as the sandbox uid, and as orchard's own (the report file's owner)."""
     forger = _script(tmp_path, "#!/bin/sh\nfor fd in /proc/1/fd/*; do case $fd in */[012]) continue;; esac\n  "
@@ -62,9 +73,8 @@ def test_the_program_cannot_reach_the_timers_report(tmp_path: Path, unprivileged
     assert (run.values["wall_ms"] or 0.0) >= 300.0, run.values
 
 
-def test_exit_codes_and_peak_memory_are_the_programs(tmp_path: Path) -> None:
-    program = _script(tmp_path, "#!/bin/sh\npython3 -c 'b = bytearray(80 << 20); b[::4096] = b\"x\" * len(b[::4096])'"
-                                "\nkill -XCPU $$\n")
+def test_exit_codes_and_peak_memory_are_the_programs(tmp_path: Path, timer: str) -> None:
+    program = _script(tmp_path, "#!/bin/sh\ndd if=/dev/zero of=/dev/null bs=80M count=1 2>/dev/null\nkill -XCPU $$\n")
     (run,) = _runs(tmp_path, program, confine_runs(True, reads=[tmp_path]), 1)
     assert run.row["returncode"] == 128 + 24, run.row  # a signal, as a shell says it
     assert (run.row["peak_rss_bytes"] or 0) >= 80 << 20, run.row

@@ -110,7 +110,7 @@ class RunConfinement:
                 confine.hand_over([results_file])
             writes.append(results_file)
         mounts = self.mounts(cwd=suite_dir, binary=binary,
-                             reads=[suite_dir, binary.parent, root / "fixtures", *self.trees],
+                             reads=[suite_dir, binary.parent, root / "fixtures", *self.trees, *timing.reads],
                              writes=writes, network=loopback)
         return confine.argv(mounts, timing.command(["/bin/sh", "-c", command] if isinstance(command, str) else command))
 

@@ -11,7 +11,8 @@ line: wall ns, the program's user and system CPU (µs) and peak RSS (KiB) from
 its `wait4`, and its own peak RSS (KiB) when it started the program (Linux
 carries it into the program at exec: a peak not above it is not the program's).
 Its exit code is the program's (128 + N when signal N ended it, as a shell
-says it; 127 when the program could not be started).
+says it; 127 when the program could not be started). `inside_timer.c` is
+the same timer in C, used where a C compiler can build it (`own_timing.py`).
 """
 
 from __future__ import annotations
