@@ -22,7 +22,9 @@ stays fair), runs in bubblewrap (`orchard.confine`):
 How runs were confined is a comparability key (`env_isolation_version`)
 and part of a calibration's key: confined and unconfined numbers are never
 compared, and a calibration taken unconfined is not used for confined runs.
-`python` scenarios run in orchard's own process and cannot be confined.
+A `python` scenario's callable runs in its own Python inside the same sandbox
+(`python_scenario.py`); instruction-count runs put their counter and the
+program inside it; `orchard bench run` confines its runs alike.
 """
 
 from __future__ import annotations

@@ -13,14 +13,11 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
-import importlib
 import json
 import os
 import shlex
 import shutil
-import sys
 import tempfile
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +25,7 @@ from types import SimpleNamespace
 from typing import Any, BinaryIO, cast
 
 from orchard import process
-from orchard.bench import instructions, readers, rows, tokens
+from orchard.bench import instructions, python_scenario, readers, rows, tokens
 from orchard.bench.confinement import UNCONFINED, RunConfinement
 from orchard.bench.environment import isolated_env
 from orchard.bench.own_timing import own_timing
@@ -363,22 +360,19 @@ def _observe_python(
     bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, meta: Mapping[str, Any]
 ) -> Observation:
     assert scenario.callable is not None
-    module_name, _, function_name = scenario.callable.partition(":")
-    if str(bench.suite.directory) not in sys.path:
-        sys.path.insert(0, str(bench.suite.directory))
     try:
-        function = getattr(importlib.import_module(module_name), function_name)
-    except (ImportError, AttributeError) as error:
-        raise UsageError(f"scenario '{scenario.name}': cannot load callable {scenario.callable}: {error}") from None
-    started = time.perf_counter_ns()
-    failure = ""
-    try:
-        produced = list(
-            function(binary=binary, workdir=bench.root / "work", run=spec.run, fixtures=dict(bench.fixtures))
-        )
-    except Exception as error:  # the lane's failure is the candidate's failure, recorded
-        produced, failure = [], f"{type(error).__name__}: {error}"
-    ended = time.perf_counter_ns()
+        function = python_scenario.load(scenario.callable, bench.suite.directory)
+    except UsageError as error:
+        raise UsageError(f"scenario '{scenario.name}': {error}") from None
+    arguments = {"binary": binary, "workdir": bench.root / "work", "run": spec.run, "fixtures": dict(bench.fixtures)}
+    if bench.confinement.confined:  # the binary it runs is untrusted: in its own sandbox, as a command's run
+        done = python_scenario.run_confined(bench.confinement, scenario.callable, arguments,
+                                            suite_dir=bench.suite.directory, root=bench.root,
+                                            loopback=scenario.loopback, timeout_s=scenario.timeout_s,
+                                            env=isolated_env(scenario.env))
+    else:
+        done = python_scenario.call(function, arguments)
+    produced, failure, started, ended = done.rows, done.failure, done.started_ns, done.ended_ns
     harness_rows = _select([r for r in produced if isinstance(r, dict)], scenario.where)
     failed_rows = [r for r in harness_rows if rows.is_failure(r)]
     if failed_rows and not failure:
