@@ -42,7 +42,7 @@ from orchard.bench.own_timing import FROM_OUTSIDE, OwnTiming
 # On the run's own fresh /tmp: the same paths for baseline and candidate, gone when the run ends.
 SCRATCH_TMP = Path("/tmp")
 SCRATCH_HOME = SCRATCH_TMP / "home"
-CONFINEMENT_VERSION = "1"
+CONFINEMENT_VERSION = "2"  # 2: timed inside the sandbox (1 counted bubblewrap's set-up)
 HIDDEN = ("/root", "/run")
 SCRATCH = ("/tmp", "/var/tmp")
 
