@@ -180,8 +180,8 @@ def _judged(
     state.update_experiment(
         name,
         status=ExperimentStatus.DONE,
-        candidate=bare_candidate(usage=AgentUsage(cost_usd=cost, input_tokens=1000)),
-        judgment=Judgment(Decision(decision), tuple(reasons), verdict=verdict),
+        candidate=bare_candidate(usage=AgentUsage(cost_usd=cost, input_tokens=1000), duration_s=30.0),
+        judgment=Judgment(Decision(decision), tuple(reasons), verdict=verdict, build_s=2.0, measure_s=10.0),
         decision=decision,
         reasons=reasons,
         **fields,
@@ -290,8 +290,9 @@ def test_final_report_has_every_metric_change_and_decision_with_its_reasons(fill
     assert "- `tokenize-regex`: promising but unclear: report/wall_ms inconclusive at n=20 (MDE 5.00%)" in report
     next_up = report.split("## Recommended next backlog")[1]
     assert "`tokenize-regex-r1` (score 1.80, exploit): Tokenize with a regex (sharpened)" in next_up
-    assert ("As the agent CLIs reported it, over 3 experiments: $0.4700 in total; 3,000 input tokens; "
-            "$0.4700 per landed win (1 landed).") in report
+    # what it cost, per launcher (one here: the default claude), each kept win's share of the cost and time
+    assert ("| `claude` | 3 | 1 | $0.4700 | 3,000 input | 1.5 min | 6.00 s | 30.0 s | 0 s | $0.4700 "
+            "| 2.1 min |") in report
 
 
 def test_journal_has_each_judgment_with_its_verdict_table(filled: Workspace) -> None:
