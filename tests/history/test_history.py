@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from orchard.cli import cli
+from orchard.lab.db.state import LabState
 from orchard.history.series import from_rows
 
 RUNS = 150
@@ -84,3 +85,22 @@ def test_without_otava_the_command_says_how_to_install_it(tmp_path: Path, monkey
     assert result.output.strip().splitlines()[-1] == (
         "orchard: error: orchard history needs Apache Otava's change-point detector: "
         "pip install 'orchard[history]' && pip install --no-deps apache-otava==0.8.0")
+
+
+def test_labs_main_over_time_is_one_series_per_metric_across_the_labs(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    for lab, runs in (("lab-one", range(20)), ("lab-two", range(20, 40))):
+        (tmp_path / lab).mkdir()
+        state = LabState.open(tmp_path / lab)
+        try:
+            for run in runs:  # main after each merge; lab-two's sixth merge made it 10% slower
+                level = 50.0 * (1.10 if run >= 25 else 1.0) * (1 + rng.normal(0, 0.005))
+                state.add_measurement("main", commit(run), {"report/wall_ms": level, "report/stdout_bytes": None})
+        finally:
+            state.close()
+    result = invoke("--lab", tmp_path / "lab-one", "--lab", tmp_path / "lab-two", "--json")
+    assert result.exit_code == 0, result.output
+    (series,) = json.loads(result.output)["series"]
+    assert (series["metric"], series["subject"], len(series["points"])) == ("report/wall_ms", "main", 40)
+    assert [c["commit"] for c in series["change_points"]] == [commit(25)]
+    assert invoke("--lab", tmp_path / "nothing").output.strip().endswith("not a lab workspace (no lab.db)")

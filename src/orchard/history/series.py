@@ -98,7 +98,7 @@ def from_labs(workspaces: Iterable[Path]) -> list[Series]:
     for root in workspaces:
         if not (root / "lab.db").is_file():
             raise UsageError(f"{root}: not a lab workspace (no lab.db)")
-        state = LabState.open(root)
+        state = LabState.open_readonly(root)
         try:
             mains = state.measurements("main")
         finally:
