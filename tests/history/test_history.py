@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from orchard.cli import cli
-from orchard.lab.db.state import LabState
 from orchard.history.series import from_rows
+from orchard.lab.db.state import LabState
 
 RUNS = 150
 STEPS = {30: 0.05, 70: -0.07, 110: 0.12}  # run index: relative change from there on
