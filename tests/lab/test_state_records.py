@@ -18,6 +18,7 @@ from orchard.demo.make import make_demo
 from orchard.errors import UsageError
 from orchard.lab.db.schema import SCHEMA_VERSION
 from orchard.lab.db.state import LabState
+from orchard.lab.loop.stop import final_verdict
 from orchard.lab.notebook import files as records
 from orchard.lab.records.agent_usage import AgentUsage
 from orchard.lab.records.events import BaselineRebuilt, ExperimentStarted, LabStopped
@@ -26,6 +27,7 @@ from orchard.lab.records.hypothesis import HypothesisStatus, Lane
 from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry, Rule
 from orchard.lab.records.lab_start import LabStart
 from orchard.lab.records.land_steps import MainPublished, Merged
+from orchard.lab.records.measured_events import FinalVerdictTaken, Swept
 from orchard.lab.workers.workspace import Workspace
 from tests.lab.loop_support import add_hypotheses, bare_candidate, metric, verdict_of
 
@@ -376,3 +378,23 @@ def test_report_before_any_run_recommends_the_backlog(demo: Workspace) -> None:
     assert "Stopped: the lab has not stopped." in result.output
     assert "0 experiments: 0 landed, 0 killed, 0 iterated." in result.output
     assert "- `count-with-dict` (score 4.00, exploit): Count words with a dict instead of list scans" in result.output
+
+
+def test_the_final_verdict_is_the_last_sweep_when_it_measured_the_same_pair(
+        make_workspace: Callable[..., Workspace]) -> None:
+    """A sweep of main as it is at the stop, against the start, is that verdict: it is not measured twice (the
+    workspace has no binaries: a measurement here would fail)."""
+    ws = make_workspace()
+    end = ws.target_base()
+    state = LabState.open(ws.root)
+    try:
+        state.log(LabStart(BASE, BENCH, "", "20 A/A pairs", {"report/wall_ms": 64.0}, {"report/wall_ms": 0.05}))
+        swept = verdict_of([metric("report/wall_ms", "improved", -0.40, baseline=64.0, floor=0.05)])
+        state.log(Swept(end, swept))
+        said: list[str] = []
+        final_verdict(ws, state, say=said.append)
+        (taken,) = state.events_of(FinalVerdictTaken)
+        assert (taken.event.start, taken.event.end, taken.event.moved) == (BASE, end, True)
+        assert taken.event.verdict == swept and "as the last sweep measured this very pair" in said[0]
+    finally:
+        state.close()
