@@ -7,12 +7,13 @@ import json
 import re
 import sqlite3
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
 
-from orchard.bench.verdict import Verdict
+from orchard.bench.verdict import Verdict, VerdictWord
 from orchard.cli import cli
 from orchard.demo.make import make_demo
 from orchard.errors import UsageError
@@ -28,6 +29,7 @@ from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry, Rule
 from orchard.lab.records.lab_start import LabStart
 from orchard.lab.records.land_steps import MainPublished, Merged
 from orchard.lab.records.measured_events import FinalVerdictTaken, Swept
+from orchard.lab.workers.vcs import VcsError
 from orchard.lab.workers.workspace import Workspace
 from tests.lab.loop_support import add_hypotheses, bare_candidate, metric, verdict_of
 
@@ -396,5 +398,18 @@ def test_the_final_verdict_is_the_last_sweep_when_it_measured_the_same_pair(
         (taken,) = state.events_of(FinalVerdictTaken)
         assert (taken.event.start, taken.event.end, taken.event.moved) == (BASE, end, True)
         assert taken.event.verdict == swept and "as the last sweep measured this very pair" in said[0]
+    finally:
+        state.close()
+
+
+def test_a_sweep_that_could_not_compare_is_no_final_verdict(make_workspace: Callable[..., Workspace]) -> None:
+    ws = make_workspace()
+    state = LabState.open(ws.root)
+    try:
+        state.log(LabStart(BASE, BENCH, "", "20 A/A pairs", {"report/wall_ms": 64.0}, {"report/wall_ms": 0.05}))
+        state.log(Swept(ws.target_base(), replace(verdict_of([]), verdict=VerdictWord.ERROR)))
+        with pytest.raises(VcsError, match=f"checkout --quiet --detach {BASE}"):  # measured afresh: no binaries here
+            final_verdict(ws, state)
+        assert not state.events_of(FinalVerdictTaken)
     finally:
         state.close()

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Collection
 
 from orchard.lab.db.state import LabState
-from orchard.lab.judge.measuring import MeasureProgress, measure
+from orchard.lab.judge.measuring import MeasureProgress, VerdictWord, measure
 from orchard.lab.loop import backlog
 from orchard.lab.loop.start import recorded_start
 from orchard.lab.records.db import JournalEvent
@@ -110,11 +110,11 @@ def final_verdict(ws: Workspace, state: LabState, *, say: Callable[[str], None] 
     if end == start:
         state.log(FinalVerdictTaken(start, end, moved=False))
         return
-    swept = state.events_of(Swept)
-    if swept and swept[-1].event.main == end and swept[-1].event.verdict is not None:
+    swept = [e.event for e in state.events_of(Swept)]
+    if swept and swept[-1].main == end and swept[-1].verdict and swept[-1].verdict.verdict != VerdictWord.ERROR:
         say(f"final verdict: main {end[:12]} against main at the start {start[:12]}, as the last sweep measured "
             "this very pair")  # the sweep is that verdict: the same binaries, suite and lock, nothing since
-        state.log(FinalVerdictTaken(start, end, moved=True, verdict=swept[-1].event.verdict))
+        state.log(FinalVerdictTaken(start, end, moved=True, verdict=swept[-1].verdict))
         return
     say(f"final verdict: main {end[:12]} against main at the start {start[:12]}, paired")
     verdict = measure(ws, baseline_binary(ws, state, start), baseline_binary(ws, state, end),
