@@ -93,10 +93,8 @@ def make_demo(directory: Path, *, workers: int = 3, executor: ExecutorKind = Exe
                    "binary": BINARY},
         "bench": {"repo": str(origin / "bench"), "suite": "suite.toml",
                   "test": "python3 -m unittest discover --quiet -s tests",
-                  # a worker's own measurement decides nothing (the judge measures again): the fewest pairs with
-                  # an exact interval, so it holds the measurement lock the judge waits for as briefly as it can
                   "measure": f"{python} -m orchard verdict --suite {{suite}} --baseline {{baseline}} "
-                             f"--candidate {{binary}} --runs 6 --json --results {{workspace}}/results/workers",
+                             f"--candidate {{binary}} --runs 8 --json --results {{workspace}}/results/workers",
                   "sweep_every": 2},
         "workers": {"count": workers, "exploit": workers - explore, "explore": explore, "executor": executor,
                     "timeout_minutes": 5.0, "sandbox": str(sandbox_mode)},
