@@ -84,7 +84,7 @@ def test_without_otava_the_command_says_how_to_install_it(tmp_path: Path, monkey
     assert result.exit_code == 2
     assert result.output.strip().splitlines()[-1] == (
         "orchard: error: orchard history needs Apache Otava's change-point detector: "
-        "pip install 'orchard[history]' && pip install --no-deps apache-otava==0.8.0")
+        "pip install 'orchard-lab[history]' && pip install --no-deps apache-otava==0.8.0")
 
 
 def test_labs_main_over_time_is_one_series_per_metric_across_the_labs(tmp_path: Path) -> None:
