@@ -45,7 +45,8 @@ def run_suite(
     lock = MeasurementLock(f"orchard bench run {suite.name}")
     confinement = for_campaign(suite.confine, suite.directory, *subjects.values())
     meta = {"lane": "bench", "suite": suite.name, "suite_digest": suite.digest, "seed": seed,
-            **rowlib.comparability(fixture_id=suite.digest, env_isolation=confinement.isolation)}
+            **rowlib.comparability(fixture_id=suite.digest, env_isolation=confinement.isolation),
+            **rowlib.source_commit()}
     with workbench(suite, confinement=confinement) as bench, RunWriter(results, "bench", rows_summary) as writer:
         for run in range(1, runs + 1):
             order = list(subjects)
