@@ -751,6 +751,17 @@ def report(workspace: Path) -> None:
 
 @cli.command()
 @workspace_argument
+@click.option("--push", "push_branches", is_flag=True, help="Publish the review branches to the target repository.")
+def finalize(workspace: Path, push_branches: bool) -> None:
+    """The landed wins as review branches on the lab's starting main, each judged alone; REVIEW.md."""
+    from orchard.lab.finalize.finalize import finalize as run_finalize
+
+    done = run_finalize(workspace, push_branches=push_branches, say=lambda text: click.echo(text, err=True))
+    click.echo("\n".join(done.lines()))
+
+
+@cli.command()
+@workspace_argument
 @click.option("--port", type=int, default=8765, show_default=True, help="Port to listen on (0: any free one).")
 @click.option(
     "--host",

@@ -38,6 +38,7 @@ from orchard.lab.records.judgment import Decision, JudgmentEntry
 from orchard.lab.records.lab_start import LabStart
 from orchard.lab.records.land_steps import MainPublished, Reverted
 from orchard.lab.records.measured_events import FinalVerdictTaken
+from orchard.lab.records.review_branches import REVIEW_KEY, Review
 from orchard.lab.workers.workspace import Workspace
 
 FEED_ENTRIES = 200
@@ -166,6 +167,7 @@ class LabView:
     publication: Publication | None = None  # where wins reach the user
     launcher_failures: tuple[LauncherFailure, ...] = ()
     cost: Mapping[str, float] = field(default_factory=dict)  # what the agents reported, summed
+    review: Review | None = None  # what `orchard finalize` recorded: review branches, the best single attempt
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -224,6 +226,7 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         dirs = directions(state)
         started = state.meta("started_at")
         where = json.loads(state.meta("publication") or "{}")
+        review = Review.from_json(state.meta(REVIEW_KEY))
     judgments = {e.experiment: e for e in of_type(events, JudgmentEntry)}
     # the launcher each experiment ran (a hypothesis may name its own), as its start recorded it
     launchers = {e.experiment: e.event.launcher or ws.config.launcher.name
@@ -279,7 +282,7 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         final=final, publication=Publication(**where) if where else None,
         launcher_failures=tuple(LauncherFailure(e.experiment or "", e.event.hypothesis, e.event.reason)
                                 for e in of_type(events, LauncherFailed)),
-        cost=_cost(rows),
+        cost=_cost(rows), review=review,
     )
 
 
