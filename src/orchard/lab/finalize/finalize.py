@@ -25,7 +25,7 @@ from orchard.lab.finalize.branches import make_branch
 from orchard.lab.finalize.judged import judged_alone
 from orchard.lab.finalize.review_file import pull_request_body, render_review
 from orchard.lab.finalize.wins import Win, branch_name, groups, landed_wins
-from orchard.lab.judge.measuring import MeasureProgress
+from orchard.lab.judge.measuring import MeasureProgress, gate_names
 from orchard.lab.landing.publication import main_branch, push
 from orchard.lab.loop.start import recorded_start
 from orchard.lab.notebook.files import render_final_report, write_atomic
@@ -140,14 +140,14 @@ def _finalize(ws: Workspace, state: LabState, push_branches: bool, say: Say,
 
 def _write(ws: Workspace, state: LabState, review: Review, wins: Sequence[Win], push_branches: bool) -> Finalized:
     """REVIEW.md, a body per branch in `review/`, FINAL_REPORT.md once the lab stopped; then the pushes."""
-    repo = ws.config.target.repo
-    write_if_changed(ws.root / "REVIEW.md", render_review(review, wins, repo, main_branch(ws, state)))
+    repo, gates = ws.config.target.repo, gate_names(ws)
+    write_if_changed(ws.root / "REVIEW.md", render_review(review, wins, repo, main_branch(ws, state), gates))
     by_name = {w.name: w for w in wins}
     bodies = []
     for branch in review.branches:
         path = ws.root / "review" / f"{branch.branch.removeprefix('review/')}.md"
         path.parent.mkdir(exist_ok=True)
-        write_if_changed(path, pull_request_body(branch, [by_name[w] for w in branch.wins], repo))
+        write_if_changed(path, pull_request_body(branch, [by_name[w] for w in branch.wins], repo, gates))
         bodies.append(path)
     if (ws.root / "FINAL_REPORT.md").exists():
         write_if_changed(ws.root / "FINAL_REPORT.md", render_final_report(build(ws, state, live=False)))

@@ -32,15 +32,19 @@ def _changed(branch: ReviewBranch, wins: Mapping[str, Win]) -> list[str]:
     return lines
 
 
-def _gates(branch: ReviewBranch) -> list[str]:
+def _gates(branch: ReviewBranch, gates: Sequence[str]) -> list[str]:
+    """The judge's checks, then the suite's gates (a verdict records only the gates that failed)."""
     judgment = branch.judgment
     if judgment is None:
         return ["- none: it was not judged"]
     lines = [f"- {c.name}: {'passed' if c.passed else 'FAILED'} ({inline(c.detail)})" for c in judgment.checks
              if c.detail != "not configured"]
     verdict = judgment.verdict
-    lines += [f"- gate `{g.name}`: {'passed' if g.passed else 'FAILED'} ({inline(g.detail)})"
-              for g in (verdict.gates if verdict else ())]
+    if verdict is None:
+        return lines
+    failed = {g.name: g for g in verdict.gates if not g.passed}
+    lines += [f"- gate `{name}`: FAILED ({inline(failed[name].detail)})" if name in failed else
+              f"- gate `{name}`: passed on every run" for name in dict.fromkeys([*gates, *failed])]
     return lines
 
 
@@ -65,7 +69,7 @@ def _look_at(branch: ReviewBranch, wins: Mapping[str, Win]) -> list[str]:
     return lines
 
 
-def section(branch: ReviewBranch, wins: Mapping[str, Win], repo: str) -> list[str]:
+def section(branch: ReviewBranch, wins: Mapping[str, Win], repo: str, gates: Sequence[str]) -> list[str]:
     """One branch: its state first, then what changed, its diff stat, its verdict, its gates, what to look at."""
     lines = [f"## `{branch.branch}`", "",
              f"**{branch.outcome}**" + (f": {inline('; '.join(branch.reasons))}" if branch.reasons else ""), ""]
@@ -77,14 +81,14 @@ def section(branch: ReviewBranch, wins: Mapping[str, Win], repo: str) -> list[st
     if verdict is not None:
         lines += [f"Its own verdict alone against the starting main `{short_commit(branch.start)}` (paired, the "
                   f"lab's suite and calibration): {markdown_head(verdict)}.", "", *markdown_table(verdict), ""]
-    lines += ["Gates it passed:", "", *_gates(branch), "", "What a reviewer should look at:", "",
+    lines += ["Gates it passed:", "", *_gates(branch, gates), "", "What a reviewer should look at:", "",
               *_look_at(branch, wins), "",
               f"To take it: `git fetch {repo} {branch.branch}` then `git merge FETCH_HEAD` (commit "
               f"`{short_commit(branch.commit)}`, on `{short_commit(branch.start)}`).", ""]
     return lines
 
 
-def render_review(review: Review, wins: Sequence[Win], repo: str, main: str) -> str:
+def render_review(review: Review, wins: Sequence[Win], repo: str, main: str, gates: Sequence[str]) -> str:
     """REVIEW.md whole: a summary table, then one section per branch."""
     by_name = {w.name: w for w in wins}
     lines = ["# Review branches", "",
@@ -99,12 +103,12 @@ def render_review(review: Review, wins: Sequence[Win], repo: str, main: str) -> 
         lines.append(f"| `{b.branch}` | {', '.join(f'`{w}`' for w in b.wins)} | {b.outcome} | {word} |")
     lines.append("")
     for b in review.branches:
-        lines += section(b, by_name, repo)
+        lines += section(b, by_name, repo, gates)
     return "\n".join(lines).rstrip() + "\n"
 
 
-def pull_request_body(branch: ReviewBranch, wins: Sequence[Win], repo: str) -> str:
+def pull_request_body(branch: ReviewBranch, wins: Sequence[Win], repo: str, gates: Sequence[str]) -> str:
     """A branch's pull-request body: its REVIEW.md section, with the lab's words for where it came from."""
-    body = section(branch, {w.name: w for w in wins}, repo)
+    body = section(branch, {w.name: w for w in wins}, repo, gates)
     body[0] = f"# {inline(wins[0].hypothesis.title) if len(branch.wins) == 1 else branch.branch}"
     return "\n".join([*body, "Made by `orchard finalize` from the lab's landed wins."]).rstrip() + "\n"

@@ -69,8 +69,11 @@ def best_single_lines(review: Review | None, final: Sequence[MetricEffect] | Non
         lab.effect, alone.effect, direction)
     if share is None:
         return [*lines, "The lab's main did not gain on this metric against the start: there is no gain to share."]
-    said = (f"{max(share, 0.0):.0%} of the lab's gain" if share > 0 else
-            "none of the lab's gain (the best single attempt alone did as well or better)")
-    return [*lines, f"The composition of the lab's wins added {said} on `{inline(best.metric)}` beyond the best "
-                    "single attempt (on log ratios: effects compose by multiplication). Both are paired verdicts "
-                    "with their own intervals: a share within their noise is no difference."]
+    if share <= 0:
+        return [*lines, f"On `{inline(best.metric)}` the composition of the lab's wins added nothing beyond the best "
+                        "single attempt: alone it did as well or better. Both are paired verdicts with their own "
+                        "intervals: a difference within their noise is no difference."]
+    return [*lines, f"The composition of the lab's wins added {share:.0%} of the lab's gain on "
+                    f"`{inline(best.metric)}` beyond the best single attempt (on log ratios: effects compose by "
+                    "multiplication). Both are paired verdicts with their own intervals: a share within their noise "
+                    "is no difference."]
