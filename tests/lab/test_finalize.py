@@ -149,6 +149,9 @@ def same_file(tmp_path_factory: pytest.TempPathFactory) -> Finalized:
             backlog.add(state, hypothesis, source="user")
     finally:
         state.close()
+    config = ws.config_path.read_text()
+    assert "top_attempted = 1\n" in config
+    ws.config_path.write_text(config.replace("top_attempted = 1\n", "top_attempted = 2\n"))  # both are tried
     return run_and_finalize(ws, private(tmp_path_factory))
 
 
