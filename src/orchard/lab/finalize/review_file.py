@@ -88,12 +88,17 @@ def section(branch: ReviewBranch, wins: Mapping[str, Win], repo: str, gates: Seq
     return lines
 
 
+def _many(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "es" if word.endswith("ch") else "s")
+
+
 def render_review(review: Review, wins: Sequence[Win], repo: str, main: str, gates: Sequence[str]) -> str:
     """REVIEW.md whole: a summary table, then one section per branch."""
     by_name = {w.name: w for w in wins}
     lines = ["# Review branches", "",
              f"The lab's landed wins as branches on its starting main `{short_commit(review.start)}` (`{main}` when "
-             f"the lab started), to merge one at a time. {len(wins)} wins in {len(review.branches)} branches; wins "
+             f"the lab started), to merge one at a time. {_many(len(wins), 'win')} in "
+             f"{_many(len(review.branches), 'branch')}; wins "
              "whose files overlap share one. Each branch was judged again alone against the starting main.", ""]
     if not review.branches:
         return "\n".join([*lines, "No landed wins: nothing to review."]) + "\n"
