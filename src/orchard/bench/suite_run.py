@@ -41,7 +41,7 @@ def run_suite(
     names = {spec.metric for spec in suite.metrics} | set(suite.recorded_only)
     lock = MeasurementLock(f"orchard bench run {suite.name}")
     meta = {"lane": "bench", "suite": suite.name, "suite_digest": suite.digest, "seed": seed,
-            **rowlib.comparability(fixture_id=suite.digest)}
+            **rowlib.comparability(fixture_id=suite.digest), **rowlib.source_commit()}
     with workbench(suite) as bench, RunWriter(results, "bench", rows_summary) as writer:
         for run in range(1, runs + 1):
             order = list(subjects)
