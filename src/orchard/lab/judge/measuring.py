@@ -172,6 +172,12 @@ def metric_keys(ws: Workspace) -> list[str]:
     return [spec.key for spec in bench.load_suite(path).metrics] if path is not None else []
 
 
+def gate_names(ws: Workspace) -> list[str]:
+    """The suite's gates, checked on every run of every verdict (a verdict records only those that failed)."""
+    path = ws.suite(ws.bench_dir)
+    return [gate.name for gate in bench.load_suite(path).gates] if path is not None else []
+
+
 def plausible_bound(ws: Workspace) -> float:
     """The suite's `plausible` factor (the bench's default without a suite)."""
     path = ws.suite(ws.bench_dir)

@@ -39,6 +39,7 @@ from orchard.lab.records.judgment import Decision, JudgmentEntry
 from orchard.lab.records.lab_start import LabStart
 from orchard.lab.records.land_steps import MainPublished, Reverted
 from orchard.lab.records.measured_events import FinalVerdictTaken
+from orchard.lab.records.review_branches import REVIEW_KEY, Review
 from orchard.lab.workers.workspace import Workspace
 
 FEED_ENTRIES = 200
@@ -170,6 +171,7 @@ class LabView:
     spending: tuple[Spending, ...] = ()  # per launcher, then in total when there are several
     budgets: tuple[Budget, ...] = ()  # [stop] max_cost_usd and max_wall_minutes, with what is left
     ran_s: float | None = None  # from the lab's first start to its stop (or now, while it runs)
+    review: Review | None = None  # what `orchard finalize` recorded: review branches, the best single attempt
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -231,6 +233,7 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         dirs = directions(state)
         started = state.meta("started_at")
         where = json.loads(state.meta("publication") or "{}")
+        review = Review.from_json(state.meta(REVIEW_KEY))
     judgments = {e.experiment: e for e in of_type(events, JudgmentEntry)}
     # the launcher each experiment ran (a hypothesis may name its own), as its start recorded it
     launchers = {e.experiment: e.event.launcher or ws.config.launcher.name
@@ -293,6 +296,7 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         spending=totals, budgets=budgets(ws.config.stop.max_cost_usd, ws.config.stop.max_wall_minutes,
                                          totals[-1].cost_usd if totals else None, elapsed),
         ran_s=elapsed,
+        review=review,
     )
 
 
