@@ -150,10 +150,11 @@ def test_a_measured_command_sees_no_secret(canaries: None, tmp_path: Path) -> No
 
 
 def test_the_benchs_own_verdict_command_sees_no_secret(
-    make_workspace: Callable[..., Workspace], canaries: None, tmp_path: Path
+    make_workspace: Callable[..., Workspace], canaries: None
 ) -> None:
-    seen_file = tmp_path / "verdict-env.txt"
-    workspace = make_workspace(f'[bench]\nverdict = "env > {seen_file}; echo NO-CHANGE"\n')
+    # the script runs confined (nothing it writes outside its scratch survives): what it saw is read from its output
+    workspace = make_workspace('[bench]\nverdict = "env; echo NO-CHANGE"\n')
     verdict = verdicts.external_verdict(workspace, Path("/bin/true"), Path("/bin/true"))
-    text = seen_file.read_text()
+    assert verdict.external is not None
+    text = verdict.external.output_tail
     assert verdict.verdict == "NO-CHANGE" and "PATH=" in text and seen(text) == set()
