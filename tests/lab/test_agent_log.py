@@ -36,6 +36,18 @@ def test_claude_stream_json_reads_as_messages_tool_calls_results_and_the_final_r
     assert items[-1].body == "Done: note.txt holds the shorter text."
 
 
+def test_a_claude_workers_whole_log_has_its_tools_in_order_and_its_background_task() -> None:
+    """The log of the real claude worker of test_browser's lab (demo target, longest-word-one-pass)."""
+    items = read_log((LOGS / "claude-2.1.332-demo-worker.log").read_text().splitlines())
+    calls = [i.title.split()[0] for i in items if i.kind == LogItemKind.TOOL_CALL]
+    assert calls == ["Read", "Edit", "Bash", "Write"]
+    assert [i.title for i in items if i.kind == LogItemKind.SESSION][1:] == [
+        "task_started: build and test", "task_notification: build and test (failed)"]
+    # the agent's last word, its result, then the line orchard's wrapper adds (kept as text)
+    assert [i.kind for i in items][-3:] == [LogItemKind.MESSAGE, LogItemKind.RESULT, LogItemKind.OUTPUT]
+    assert not items[-2].error and items[-1].body == "WORKER_DONE_0"
+
+
 def test_codex_exec_json_reads_as_shell_calls_their_exits_and_the_message() -> None:
     items = read_log((LOGS / "codex-0.171.0-exec-json.log").read_text().splitlines())
     assert _kinds(items) == [

@@ -71,6 +71,10 @@ def _tool_input(name: str, given: Any) -> tuple[str, str]:
 
 def _claude(item: Mapping[str, Any]) -> list[LogItem]:
     kind = item.get("type")
+    if kind == "system" and item.get("subtype") != "init":  # a background task's start or end
+        status = f" ({item['status']})" if item.get("status") else ""
+        what = item.get("description") or item.get("summary") or ""
+        return [LogItem(LogItemKind.SESSION, f"{item.get('subtype', 'system')}: {what}{status}")]
     if kind == "system":
         tools = _list(item.get("tools"))
         return [LogItem(LogItemKind.SESSION, f"session: model {item.get('model', '?')}",
