@@ -78,3 +78,43 @@ def chart_axes(driver: Any) -> list[dict[str, Any]]:
           yticks: c.querySelectorAll('.ytick text').length,
           labels: [...c.querySelectorAll('.textpoint text')].map(t => t.textContent),
         }));"""))
+
+
+def clipped_titles(driver: Any) -> list[str]:
+    """Every chart's title or axis title that leaves its figure, and every axis title drawn over its axis's tick
+    labels or the legend: what a reader sees cut off or unreadable."""
+    return list(driver.execute_script("""
+        const box = e => e.getBoundingClientRect();
+        const meets = (a, b) => a.left < b.right - 1 && b.left < a.right - 1
+                                && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+        const inside = (t, f) => t.left >= f.left - 1 && t.right <= f.right + 1
+                                 && t.top >= f.top - 1 && t.bottom <= f.bottom + 1;
+        const problems = [];
+        for (const c of document.querySelectorAll('.chart')) {
+          const svg = c.querySelector('.main-svg');
+          if (!svg || !c.offsetParent) continue;
+          const frame = box(svg);
+          for (const [name, ticks] of [['gtitle', null], ['g-xtitle', '.xtick text'], ['g-ytitle', '.ytick text'],
+                                       ['g-y2title', '.y2tick text']]) {
+            const title = c.querySelector('.' + name);
+            if (!title || !title.textContent) continue;
+            const t = box(title);
+            if (!inside(t, frame)) problems.push(c.id + ': ' + name + ' leaves the figure');
+            if (ticks && [...c.querySelectorAll(ticks)].some(k => meets(box(k), t)))
+              problems.push(c.id + ': ' + name + ' over its tick labels');
+            const legend = c.querySelector('.legend');
+            if (name !== 'gtitle' && legend && meets(box(legend), t))
+              problems.push(c.id + ': ' + name + ' under the legend');
+          }
+        }
+        return problems;"""))
+
+
+def click_tab(driver: Any, name: str) -> None:
+    driver.find_element("css selector", f".tabs button[data-tab='{name}']").click()
+
+
+def shown(driver: Any, element_id: str) -> bool:
+    """Whether the element is on screen (not inside a hidden tab)."""
+    script = f"const e = document.getElementById('{element_id}'); return !!(e && e.offsetParent)"
+    return bool(driver.execute_script(script))

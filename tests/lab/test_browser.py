@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,16 +15,22 @@ import pytest
 
 from orchard.demo.make import make_demo
 from orchard.lab.workers.workspace import Workspace
+from tests.agents import clis
+from tests.agents.demo_lab import demo_lab, run_lab
+from tests.agents.endpoint import ScriptedEndpoint
 from tests.lab.browser import (
     chart_axes,
     chromium,
+    click_tab,
+    clipped_titles,
     console_errors,
     needs_chromium,
     screenshot,
+    shown,
     text,
 )
 from tests.lab.lab_helpers import assert_nothing_left, wait_for
-from tests.lab.serve_support import serving, wait_until_served
+from tests.lab.serve_support import fetch, serving, wait_until_served
 from tests.lab.test_charts_report import lab  # noqa: F401  (the hand-filled lab with main checks and a sweep)
 
 # slow tier: a real browser; the fast tier checks the same pages without one (test_charts_report: report.html is
@@ -49,6 +56,9 @@ def test_report_html_renders_with_no_network_and_no_console_errors(lab: Workspac
         wait_for(lambda: driver.execute_script("return document.querySelectorAll('.chart .main-svg').length") > 0,
                  "report.html to draw its charts", 60)
         charts = _assert_charts(driver, 5)
+        if driver.find_elements("css selector", ".tabs"):
+            click_tab(driver, "charts")
+        assert clipped_titles(driver) == []
         by_id = {c["id"]: c for c in charts}
         assert by_id["main-report-wall-ms"]["x"] == "time (UTC)"
         assert "change vs lab start (%)" in by_id["main-report-wall-ms"]["y"]
@@ -120,3 +130,102 @@ def test_dashboard_follows_a_running_demo_lab(tmp_path: Path, mark: str) -> None
         assert console_errors(driver) == []
         screenshot(driver, shots / "report.png")
     assert_nothing_left(mark, None)
+
+
+# -- experiment pages, tabs and sorting, on one finished lab whose claude worker is the real CLI -----------------
+
+
+@pytest.fixture(scope="module")
+def agent_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
+    """The demo target, two experiments: longest-word-one-pass by the real Claude Code against the scripted
+    endpoint (its edit breaks a unit test: KILL, with a diff and a stream-json log), count-with-dict by the demo's
+    patch launcher (LAND, with a verdict)."""
+    clis.claude()
+    root = tmp_path_factory.mktemp("agent-lab")
+    server = ScriptedEndpoint.start(Path("claude-demo.toml"), root / "endpoint.jsonl")
+    try:
+        ws = demo_lab(root / "lab", {"claude": {"name": "claude", "base_url": server.url}},
+                      {"count-with-dict": "", "longest-word-one-pass": "claude"})
+        decisions = {name: record.decision for name, record in run_lab(ws).items()}
+    finally:
+        server.stop()
+    assert decisions == {"count-with-dict": "LAND", "longest-word-one-pass": "KILL"}
+    yield ws
+
+
+def _keep(driver: Any, name: str, tmp: Path) -> None:
+    """A screenshot of the window into the test's temp dir, and into $ORCHARD_SCREENSHOTS (docs/img) when set."""
+    for directory in (tmp, Path(os.environ.get("ORCHARD_SCREENSHOTS", "") or tmp)):
+        driver.save_screenshot(str(directory / name))
+
+
+@pytest.mark.timeout(1800)
+def test_the_experiment_page_shows_the_diff_the_verdict_and_the_agents_log(agent_lab: Workspace,
+                                                                           tmp_path: Path) -> None:
+    with serving(agent_lab.root) as server, chromium(tmp_path / "profile", height=1000) as driver:
+        wait_until_served(server)
+        driver.get(server.url + "experiment/longest-word-one-pass")
+        assert "Experiment longest-word-one-pass" in driver.find_element("tag name", "h1").text
+        facts = text(driver, "facts")
+        assert "KILL" in facts and "claude" in facts and "started from" in facts
+        assert "unit tests" in text(driver, "tab-verdict") or "test" in text(driver, "tab-verdict")
+        click_tab(driver, "diff")
+        assert shown(driver, "tab-diff") and not shown(driver, "tab-verdict")
+        diff = text(driver, "tab-diff")
+        assert "wordfreq/stats.py" in diff
+        marked = "return document.querySelectorAll('#tab-diff tr.add, #tab-diff tr.del').length"
+        assert driver.execute_script(marked) > 1
+        coloured = driver.execute_script("return document.querySelectorAll('#tab-diff tr.add span.k').length")
+        assert coloured > 0, "the Python keywords of the added lines are coloured"
+        _keep(driver, "dashboard-experiment-diff.png", tmp_path)
+        click_tab(driver, "log")
+        log = text(driver, "tab-log")
+        # the agent's tool calls and its final result, as what they are: no raw JSON lines
+        assert "Read " in log and "Edit " in log and "result: success" in log, log
+        assert '{"type"' not in log
+        _keep(driver, "dashboard-experiment-log.png", tmp_path)
+        driver.get(server.url + "experiment/count-with-dict")
+        verdict = text(driver, "tab-verdict")
+        assert "Verdict" in verdict and "metric" in verdict and "improved" in verdict
+        assert driver.execute_script("return document.querySelectorAll('#tab-verdict table.sortable tr').length") > 1
+        _keep(driver, "dashboard-experiment-verdict.png", tmp_path)
+        assert console_errors(driver) == []
+        status, _, _ = fetch(server.base + "experiment/no-such-experiment")
+        assert status == 404
+
+
+@pytest.mark.timeout(1800)
+def test_the_dashboard_has_tabs_sortable_tables_and_a_lineage(agent_lab: Workspace, tmp_path: Path) -> None:
+    with serving(agent_lab.root) as server, chromium(tmp_path / "profile", height=1000) as driver:
+        wait_until_served(server)
+        driver.get(server.url)
+        wait_for(lambda: driver.execute_script("return document.body.dataset.version || ''") != "",
+                 "the dashboard's first update", 60)
+        assert "stopped:" in text(driver, "summary")
+        assert shown(driver, "leaderboard") and not shown(driver, "experiments") and not shown(driver, "journal")
+        _keep(driver, "dashboard-overview.png", tmp_path)
+        click_tab(driver, "charts")
+        wait_for(lambda: shown(driver, "chart-main"), "the charts tab", 30)
+        _assert_charts(driver, 3)
+        assert clipped_titles(driver) == []
+        assert not shown(driver, "leaderboard")
+        _keep(driver, "dashboard-charts.png", tmp_path)
+        click_tab(driver, "experiments")
+        order = "return [...document.querySelectorAll('#experiments tr')].slice(1).map(r => r.cells[0].innerText)"
+        header = driver.find_element("css selector", "#experiments th")
+        header.click()
+        assert driver.execute_script(order) == ["count-with-dict", "longest-word-one-pass"]
+        header.click()
+        assert driver.execute_script(order) == ["longest-word-one-pass", "count-with-dict"]
+        # the next poll draws the table again, as when the lab changes: the sort holds
+        driver.execute_script("version = ''; document.getElementById('experiments').dataset.html = ''")
+        wait_for(lambda: driver.execute_script("return document.querySelector('#experiments th').dataset.dir || ''")
+                 == "desc" and driver.execute_script(order)[0] == "longest-word-one-pass", "the sort to hold", 30)
+        _keep(driver, "dashboard-experiments.png", tmp_path)
+        click_tab(driver, "lineage")
+        lineage = text(driver, "lineage")
+        assert "By hypothesis" in lineage and "the lab's base" in lineage and "merge of count-with-dict" in lineage
+        driver.find_element("css selector", "#lineage a[href='experiment/longest-word-one-pass']").click()
+        wait_for(lambda: "Experiment longest-word-one-pass" in driver.find_element("tag name", "h1").text,
+                 "the experiment page from the lineage", 30)
+        assert console_errors(driver) == []

@@ -32,7 +32,7 @@ HELP_FILES = {
 }
 # Values the rendered lines pass that the help texts list among a flag's choices.
 CHOICES = {
-    "claude": ['"acceptEdits"', '"json"'],
+    "claude": ['"acceptEdits"', '"stream-json"'],
     "codex": ["danger-full-access"],  # inside orchard's sandbox (test_codex_keeps_its_own_sandbox_only_unsandboxed)
     "cursor": ["json"],
     "aider": [],

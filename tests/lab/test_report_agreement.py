@@ -209,8 +209,11 @@ def test_every_number_of_the_reports_and_the_dashboard_is_the_journals(
         check_snapshot(json.loads(body), journal)
         status, body, _ = fetch(server.base + "api/page")
         live = json.loads(body)["sections"]
-    for name in ("final", "leaderboard", "experiments", "chart-experiments"):
+    for name in ("final", "leaderboard", "chart-experiments"):
         assert live[name] == section(page, name), f"the dashboard's {name} is not report.html's"
+    # the experiments table is report.html's, its names linking to each experiment's page instead of its entry
+    table = section(page, "experiments").split("</table>")[0] + "</table>"
+    assert live["experiments"].replace("href='experiment/", "href='#exp-") == table
 
 
 def check_final_report(ws: Workspace, repo: Path, journal: Journal) -> None:
@@ -267,7 +270,7 @@ def check_page(page: str, journal: Journal) -> None:
     assert f"{len(journal.launchers)} experiments: {counts['LAND']} LAND, {counts['KILL']} KILL, " \
            f"{counts['ITERATE']} ITERATE" in summary
     # every experiment: its decision, and its verdict's head and table cell by cell
-    experiments = re.findall(r"<details open data-experiment='([^']+)'><summary>.*?<span class='(\w+)'>(.*?)"
+    experiments = re.findall(r"<details id='exp-[^']+' data-experiment='([^']+)'><summary>.*?<span class='(\w+)'>(.*?)"
                              r"</details>", section(page, "experiments"), re.DOTALL)
     assert {name: decision for name, decision, _ in experiments} == journal.decisions
     for name, _, body in experiments:

@@ -15,7 +15,8 @@ from orchard.history.detection import Detected
 from orchard.history.series import values
 from orchard.lab.judge.verdict_view import pct, short_commit
 from orchard.lab.notebook.charts import Chart, _chart, _layout, _slug, unit
-from orchard.lab.notebook.pages import CHART_SCRIPT, STYLE, plotly_js
+from orchard.lab.notebook.html_parts import CHART_SCRIPT, STYLE
+from orchard.lab.notebook.pages import plotly_js
 
 VALUE = "#1f77b4"
 LEVEL = "#7f7f7f"

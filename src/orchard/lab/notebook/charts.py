@@ -98,11 +98,15 @@ def _better(view: LabView, key: str) -> str:
 
 
 def _layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, Any]:
-    return {"title": {"text": title, "x": 0.05}, "height": HEIGHT, "margin": {"l": 70, "r": 30, "t": 50, "b": 90},
-            "xaxis": {**AXIS, "title": {"text": x_title}, "showline": True, "ticks": "outside", "automargin": True},
-            "yaxis": {**AXIS, "title": {"text": y_title}, "showline": True, "ticks": "outside", "zeroline": True,
+    """Axis titles get their own room (automargin, a standoff from the tick labels); a long y title is cut into
+    lines at its ` · `: one line of it was longer than the plot is high, and the browser clipped both ends. The
+    legend sits above the plot, where rotated tick labels and the x title cannot run into it."""
+    return {"title": {"text": title, "x": 0.05}, "height": HEIGHT, "margin": {"l": 70, "r": 30, "t": 80, "b": 40},
+            "xaxis": {**AXIS, "title": {"text": x_title, "standoff": 12}, "showline": True, "ticks": "outside",
                       "automargin": True},
-            "legend": {"orientation": "h", "y": -0.3}, **WHITE, **extra}
+            "yaxis": {**AXIS, "title": {"text": y_title.replace(" · ", "<br>"), "standoff": 8}, "showline": True,
+                      "ticks": "outside", "zeroline": True, "automargin": True},
+            "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"}, **WHITE, **extra}
 
 
 def _percent_layout(title: str, x_title: str, y_title: str, floor: float) -> dict[str, Any]:
@@ -286,6 +290,8 @@ def activity(view: LabView) -> Chart | None:
         })
     layout = _layout(title, "time (UTC)", f"busy workers (of {view.worker_slots})")
     layout["yaxis"] |= {"range": [0, view.worker_slots + 0.5], "dtick": 1}
-    layout["yaxis2"] = {**AXIS, "title": {"text": "lock wait (s)"}, "overlaying": "y", "side": "right",
-                        "showline": True, "ticks": "outside", "rangemode": "tozero"}
+    # its own margin: without automargin the right axis's title was drawn over its tick labels
+    layout["yaxis2"] = {**AXIS, "title": {"text": "lock wait (s)", "standoff": 8}, "overlaying": "y", "side": "right",
+                        "showline": True, "ticks": "outside", "rangemode": "tozero", "automargin": True,
+                        "showgrid": False}
     return _chart("activity", title, data, layout, [b.at for b in view.busy] + [w.at for w in view.lock_waits])

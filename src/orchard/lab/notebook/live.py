@@ -12,7 +12,7 @@ from pathlib import Path
 
 from orchard.lab.notebook.terminal import CONTROL
 
-LOG_TAIL_BYTES = 4096
+LOG_TAIL_BYTES = 65536  # an agent's JSON event can be one long line: enough for a few whole ones
 LOG_TAIL_LINES = 12
 _CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[" + CONTROL + "]")  # colours and cursor moves, then the rest
 
@@ -25,6 +25,8 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> tuple[str, ...]:
             size = handle.tell()
             handle.seek(max(0, size - LOG_TAIL_BYTES))
             raw = handle.read()
+            if size > LOG_TAIL_BYTES:  # the first line read is a piece of one: leave it out
+                raw = raw.partition(b"\n")[2]
     except OSError:
         return ()
     text = _CONTROL.sub("", raw.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from html import escape
@@ -20,39 +20,19 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from orchard.lab.judge.measuring import LockState
-from orchard.lab.judge.verdict_view import (
-    COLUMNS,
-    VerdictView,
-    cells,
-    effect_cells,
-    num,
-    run_of,
-    score_text,
-    short_commit,
-)
+from orchard.lab.judge.verdict_view import effect_cells, pct, score_text, short_commit
+from orchard.lab.notebook.agent_log import LogItemKind, read_log
 from orchard.lab.notebook.chart_cache import ChartCache
 from orchard.lab.notebook.charts import Chart, unjudged
+from orchard.lab.notebook.html_parts import CHART_SCRIPT, PAGE_SCRIPT, STYLE, decision, table, tabs, verdict_html
 from orchard.lab.notebook.journal import when
+from orchard.lab.notebook.lineage import lineage_html
 from orchard.lab.notebook.view import ExperimentView, LabView
+from orchard.lab.records.experiment import ExperimentStatus
+from orchard.units import quantity
 
-STYLE = """
-body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:78em;padding:0 1em;color:#222}
-h1{margin-bottom:.2em} h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
-table{border-collapse:collapse;margin:.6em 0;font-size:.92em} th,td{border:1px solid #ddd;padding:.25em .5em;
-text-align:left;vertical-align:top} td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
-.LAND{color:#1a7f1a;font-weight:bold}.KILL{color:#c01818;font-weight:bold}.ITERATE{color:#c76a00;font-weight:bold}
-pre{background:#f6f6f6;padding:.5em;overflow-x:auto;font-size:.85em;white-space:pre-wrap;margin:.3em 0}
-.chart{min-height:360px;margin:.5em 0}.muted{color:#666}.feed article{border-left:3px solid #ccc;padding-left:.7em;
-margin:.8em 0} details{margin:.4em 0}
-"""
-CHART_SCRIPT = """
-function orchardDraw(figures){
-  for (const f of figures){
-    const el = document.getElementById(f.id);
-    if (el) Plotly.react(el, f.figure.data, f.figure.layout, {displaylogo:false, responsive:true});
-  }
-}
-"""
+AT_WORK = (ExperimentStatus.STARTING, ExperimentStatus.RUNNING)  # a worker holds a slot; after, the judge has it
+LOG_TAIL_ITEMS = 4
 
 
 @dataclass(frozen=True)
@@ -76,42 +56,51 @@ class Page:
                            "figures": [{"id": c.id, "figure": json.loads(c.figure)} for c in self.charts]})
 
 
-def _table(head: Sequence[str], rows: Iterable[Sequence[str]], numeric: Sequence[int] = ()) -> str:
-    """A table of already-escaped cells; `numeric` columns align right."""
-    def cell(tag: str, index: int, text: str) -> str:
-        return f"<{tag}{' class=num' if index in numeric else ''}>{text}</{tag}>"
-    lines = ["<table><tr>" + "".join(cell("th", i, escape(h)) for i, h in enumerate(head)) + "</tr>"]
-    lines += ["<tr>" + "".join(cell("td", i, c) for i, c in enumerate(row)) + "</tr>" for row in rows]
-    return "\n".join(lines) + "</table>"
-
-
 def _decision(e: ExperimentView) -> str:
-    label = e.decision or e.status
-    return f"<span class='{escape(label)}'>{escape(label)}</span>"
+    return decision(e.decision or e.status)
 
 
 def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min"
 
 
+def _state(view: LabView) -> str:
+    """What the lab is doing: stopped, at work (workers in a slot, experiments at the judge), or calibrating."""
+    if view.stopped:
+        return f"stopped: {escape(view.stopped)}"
+    if not view.started_at:
+        return "calibrating: the base is built and measured before any worker starts" if view.running \
+            else "not started"
+    working = sum(1 for w in view.workers if w.status in AT_WORK)
+    judged = len(view.workers) - working
+    return f"{working} of {view.worker_slots} workers busy" + (f" · {judged} at the judge" if judged else "")
+
+
 def summary(view: LabView) -> str:
     d = view.decisions
-    state = f"stopped: {escape(view.stopped)}" if view.stopped else (
-        f"{len(view.workers)} of {view.worker_slots} workers busy" if view.started_at else "not started")
     started = when(view.started_at) if view.started_at else "-"
     return (f"<p>workspace <code>{escape(view.workspace)}</code> · started {started} · base "
             f"<code>{escape(short_commit(view.base))}</code> · executor {escape(view.executor)}</p>"
-            f"<p><b>{state}</b> · {len(view.experiments)} experiments: {d.get('LAND', 0)} LAND, "
+            f"<p><b>{_state(view)}</b> · {len(view.experiments)} experiments: {d.get('LAND', 0)} LAND, "
             f"{d.get('KILL', 0)} KILL, {d.get('ITERATE', 0)} ITERATE</p>")
+
+
+def _tail(lines: tuple[str, ...]) -> str:
+    """A log's last few agent events (or lines), one short line each."""
+    items = read_log(lines)[-LOG_TAIL_ITEMS:]
+    shown = [i.title if i.kind != LogItemKind.OUTPUT else i.body.splitlines()[-1] for i in items]
+    shown = [f"{i.title}: {i.body.strip().splitlines()[0][:160]}" if i.kind == LogItemKind.MESSAGE and i.body.strip()
+             else line for i, line in zip(items, shown, strict=True)]
+    return "<pre>" + escape("\n".join(shown) or "(no output yet)") + "</pre>"
 
 
 def workers(view: LabView) -> str:
     if not view.workers:
         return "<p class=muted>no worker is running</p>"
     rows = [[escape(w.experiment), escape(w.worker), escape(w.launcher), escape(w.status), _minutes(w.elapsed_s),
-             escape(w.host), "<pre>" + escape("\n".join(w.log_tail) or "(no output yet)") + "</pre>"]
+             escape(w.host), _tail(w.log_tail)]
             for w in view.workers]
-    return _table(("experiment", "worker", "launcher", "state", "elapsed", "host", "log tail"), rows, (4,))
+    return table(("experiment", "worker", "launcher", "state", "elapsed", "host", "log tail"), rows, (4,))
 
 
 def lock(view: LabView) -> str:
@@ -135,7 +124,7 @@ def backlog(view: LabView) -> str:
         [str(i + 1), escape(b.id), score_text(b.score), escape(b.lane), escape(b.title)]
         for i, b in enumerate(view.backlog)
     ]
-    return _table(("rank", "hypothesis", "score", "lane", "title"), rows, (0, 2))
+    return table(("rank", "hypothesis", "score", "lane", "title"), rows, (0, 2))
 
 
 def leaderboard(view: LabView) -> str:
@@ -144,10 +133,10 @@ def leaderboard(view: LabView) -> str:
     rows = []
     for r in view.leaderboard:
         change = "-" if r.effect is None else f"<code>{escape(r.by)}</code> ({escape(short_commit(r.commit))})"
-        rows.append([escape(r.metric), f"{escape(r.direction)} is better", num(r.baseline), change,
-                     *map(escape, effect_cells(r.effect, r.final))])
+        rows.append([escape(r.metric), f"{escape(r.direction)} is better", escape(quantity(r.baseline, r.metric)),
+                     change, *map(escape, effect_cells(r.effect, r.final))])
     # every number a paired effect with its interval: no median of one campaign divided by another's
-    return _table(("metric", "direction", "baseline (start)", "best change", "its effect [interval]",
+    return table(("metric", "direction", "baseline (start)", "best change", "its effect [interval]",
                    "main vs start [interval]", "floor"), rows, (2, 4, 5, 6))
 
 
@@ -171,29 +160,40 @@ def unjudged_list(view: LabView) -> str:
     return f"<p>Experiments without a verdict, not in the charts:</p><ul class=unjudged>{items}</ul>"
 
 
-def experiment_list(view: LabView) -> str:
+def experiment_href(name: str, live: bool) -> str:
+    """Where an experiment's name links: its own page on the dashboard, its entry in report.html (one file)."""
+    return f"experiment/{name}" if live else f"#exp-{name}"
+
+
+def _effect(e: ExperimentView, key: str) -> str:
+    found = [m for m in (e.verdict.metrics if e.verdict else ()) if m.key == key]
+    return escape(pct(found[0].effect)) if found else "-"
+
+
+def experiment_list(view: LabView, *, live: bool) -> str:
+    """One sortable row per experiment (its effect on every metric), each name a link to all it has."""
     if not view.experiments:
         return "<p class=muted>no experiment yet</p>"
-    out = []
-    for e in view.experiments:
-        reasons = "".join(f"<li>{escape(r)}</li>" for r in e.reasons)
-        head = (
-            f"<details open data-experiment='{escape(e.name)}'><summary><code>{escape(e.name)}</code> · "
-            f"{_decision(e)} · worker {escape(e.worker)} ({escape(e.lane)}) · {escape(e.title)}</summary>"
-        )
-        parts = [head, f"<ul>{reasons}</ul>" if reasons else ""]
-        if e.verdict is not None:
-            parts.append(_verdict(e.verdict))
-        out.append("".join(parts) + "</details>")
-    return "\n".join(out)
+    keys = view.metrics()
+    rows = [[f"<a href='{escape(experiment_href(e.name, live))}'><code>{escape(e.name)}</code></a>", _decision(e),
+             escape(e.rule or "-"), escape(e.worker), escape(e.lane), escape(e.launcher or "-"),
+             when(e.started_at), "-" if e.finished_at is None else _minutes(e.finished_at - e.started_at),
+             *(_effect(e, key) for key in keys), escape(e.title)] for e in view.experiments]
+    head = ("experiment", "decision", "rule", "worker", "lane", "launcher", "started (UTC)", "worker time",
+            *(f"effect: {key}" for key in keys), "hypothesis")
+    listing = table(head, rows, tuple(range(7, 8 + len(keys))))
+    if live:
+        return listing
+    return listing + "\n".join(_entry(e) for e in view.experiments)
 
 
-def _verdict(v: VerdictView) -> str:
-    """A verdict's head, its table (the journal's cells) and its gates."""
-    return (f"<p>Verdict <b>{escape(v.verdict)}</b> {escape(run_of(v))}</p>"
-            + _table(COLUMNS, ([escape(c) for c in cells(m)] for m in v.metrics), (2, 4, 5, 6, 7, 8))
-            + "".join(f"<p>gate <code>{escape(g.name)}</code>: {'pass' if g.passed else 'FAIL'} "
-                      f"({escape(g.detail)})</p>" for g in v.gates))
+def _entry(e: ExperimentView) -> str:
+    """An experiment's reasons and verdict, for report.html (the dashboard gives each its own page)."""
+    reasons = "".join(f"<li>{escape(r)}</li>" for r in e.reasons)
+    return (f"<details id='exp-{escape(e.name)}' data-experiment='{escape(e.name)}'><summary><code>{escape(e.name)}"
+            f"</code> · {_decision(e)} · worker {escape(e.worker)} ({escape(e.lane)}) · {escape(e.title)}</summary>"
+            + (f"<ul>{reasons}</ul>" if reasons else "") + (verdict_html(e.verdict) if e.verdict else "")
+            + "</details>")
 
 
 def final(view: LabView) -> str:
@@ -204,7 +204,7 @@ def final(view: LabView) -> str:
     if not done.moved or done.verdict is None:
         return f"<p>main did not move from <code>{escape(short_commit(done.start))}</code>: nothing to compare</p>"
     return (f"<p>main <code>{escape(short_commit(done.end))}</code> against main at the start "
-            f"<code>{escape(short_commit(done.start))}</code>, paired:</p>" + _verdict(done.verdict))
+            f"<code>{escape(short_commit(done.start))}</code>, paired:</p>" + verdict_html(done.verdict))
 
 
 def journal(view: LabView, newest_first: bool) -> str:
@@ -228,7 +228,8 @@ def build_page(view: LabView, *, live: bool, cache: ChartCache | None = None) ->
         "chart-main": _chart_divs(charts.main),
         "chart-experiments": _chart_divs(charts.experiments) + unjudged_list(view),
         "chart-activity": _chart_divs(charts.activity),
-        "experiments": experiment_list(view),
+        "experiments": experiment_list(view, live=live),
+        "lineage": "" if view.lineage is None else lineage_html(view.lineage, lambda n: experiment_href(n, live)),
         "backlog": backlog(view),
         "journal": journal(view, newest_first=live),
     }
@@ -245,16 +246,23 @@ TITLES = {
     "chart-experiments": "Experiments: effect against their own base",
     "chart-activity": "Lock waits and busy workers",
     "experiments": "Every experiment",
+    "lineage": "Lineage",
     "backlog": "Backlog (ranked)",
     "journal": "Journal",
 }
+# the tabs and the sections in each; the summary stays above them
+TABS = (("overview", "Overview", ("workers", "lock", "leaderboard", "final")),
+        ("charts", "Charts", ("chart-main", "chart-experiments", "chart-activity")),
+        ("experiments", "Experiments", ("experiments",)), ("lineage", "Lineage", ("lineage",)),
+        ("backlog", "Backlog", ("backlog",)), ("journal", "Journal", ("journal",)))
 
 
-def body(page: Page) -> str:
-    return "\n".join(
-        (f"<h2>{TITLES[key]}</h2>" if TITLES[key] else "") + f"<section id='{key}'>{html}</section>"
-        for key, html in page.sections.items()
-    )
+def body(sections: dict[str, str]) -> str:
+    """The summary, then the tabs, each section under its title (a section the page lacks is left out)."""
+    def section(key: str) -> str:
+        return (f"<h2>{TITLES[key]}</h2>" if TITLES[key] else "") + f"<section id='{key}'>{sections[key]}</section>"
+    return section("summary") + tabs([(name, label, "\n".join(section(k) for k in keys if k in sections))
+                                      for name, label, keys in TABS])
 
 
 @cache
@@ -278,7 +286,7 @@ def report_html(view: LabView) -> str:
         "<link rel=icon href='data:,'>"
         f"<style>{STYLE}</style><script>{plotly_js()}</script></head><body>"
         f"<h1>orchard lab report</h1><p class=muted>rendered {when(view.generated_at)} from lab.db</p>"
-        f"{body(page)}<script>{CHART_SCRIPT}\norchardDraw({figures});</script></body></html>\n"
+        f"{body(page.sections)}<script>{CHART_SCRIPT}{PAGE_SCRIPT}\norchardDraw({figures});</script></body></html>\n"
     )
 
 
@@ -289,11 +297,6 @@ def dashboard_html() -> str:
         .joinpath("templates/dashboard.html")
         .read_text(encoding="utf-8")
         .replace("/*STYLE*/", STYLE)
-        .replace("/*CHARTS*/", CHART_SCRIPT)
-        .replace(
-            "<!--SECTIONS-->",
-            "\n".join(
-                (f"<h2>{TITLES[key]}</h2>" if TITLES[key] else "") + f"<section id='{key}'></section>" for key in TITLES
-            ),
-        )
+        .replace("/*CHARTS*/", CHART_SCRIPT + PAGE_SCRIPT)
+        .replace("<!--SECTIONS-->", body(dict.fromkeys(TITLES, "")))
     )

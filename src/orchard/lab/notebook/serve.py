@@ -18,6 +18,7 @@ readers on the network.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 import socket
@@ -40,7 +41,7 @@ from orchard.errors import UsageError
 from orchard.lab.db.settled import Settled
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import lock_status
-from orchard.lab.notebook import pages, view
+from orchard.lab.notebook import experiment_page, pages, view
 from orchard.lab.notebook.chart_cache import ChartCache
 from orchard.lab.workers.workspace import Workspace
 
@@ -90,6 +91,12 @@ class Snapshots:
                     self._settled.decided(inputs)
             return self._page.version, self._json
 
+    def experiment(self, name: str) -> str | None:
+        """An experiment's own page (None: no such experiment), read when asked for."""
+        with self._lock:
+            found = experiment_page.read_page(self.ws, self.state, name)
+        return None if found is None else experiment_page.page_html(self.ws, found)
+
     def view_json(self) -> str:
         with self._lock:
             return view.to_json(view.build(self.ws, self.state))
@@ -136,11 +143,17 @@ def make_app(snapshots: Snapshots, token: str | None) -> Starlette:
             return Response(status_code=204)
         return Response(body, media_type="application/json", headers={"Cache-Control": "no-store"})
 
+    def experiment(request: Request) -> Response:
+        html = snapshots.experiment(request.path_params["name"])
+        if html is None:
+            return PlainTextResponse("404: this lab has no experiment of that name\n", status_code=404)
+        return HTMLResponse(html, headers={"Cache-Control": "no-store"})
+
     def snapshot(request: Request) -> Response:
         return Response(snapshots.view_json(), media_type="application/json", headers={"Cache-Control": "no-store"})
 
     routes = [Route("/", index), Route("/static/plotly.min.js", plotly), Route("/api/page", page),
-              Route("/api/view", snapshot)]
+              Route("/api/view", snapshot), Route("/experiment/{name}", experiment)]
     middleware = [Middleware(TokenGate, token=token)] if token else []
     return Starlette(routes=routes, middleware=middleware)
 
@@ -153,8 +166,28 @@ class Binding:
 
     @property
     def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/" + (f"?token={self.token}" if self.token else "")
+        """An address a browser reaches: for a wildcard bind (0.0.0.0, ::), this machine's name, not the wildcard."""
+        host = socket.gethostname() if _wildcard(self.host) else self.host
+        return _url(host, self.port, self.token)
+
+    @property
+    def local_url(self) -> str | None:
+        """On this machine, for a wildcard bind: the loopback address (which the wildcard covers)."""
+        if not _wildcard(self.host):
+            return None
+        return _url("::1" if ":" in self.host else "127.0.0.1", self.port, self.token)
+
+
+def _wildcard(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
+
+
+def _url(host: str, port: int, token: str | None) -> str:
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{port}/" + (f"?token={token}" if token else "")
 
 
 def bind(host: str, port: int) -> tuple[socket.socket, Binding]:
@@ -189,6 +222,8 @@ def serve(workspace: Path, host: str = DEFAULT_HOST, port: int = 8765, *, say: S
             server = uvicorn.Server(uvicorn.Config(make_app(Snapshots(ws, state), binding.token), log_level="warning",
                                                    lifespan="off", timeout_graceful_shutdown=3))
             say(f"dashboard of {ws.root}: {binding.url}")
+            if binding.local_url:
+                say(f"on this machine: {binding.local_url}")
             if binding.token:
                 say(f"not on loopback: every request needs the token {binding.token}")
             say("Ctrl-C stops the dashboard (never the lab)")

@@ -19,7 +19,7 @@ from rich.text import Text
 from orchard.lab.config.orchard_toml import ExecutorKind
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import LockState
-from orchard.lab.judge.verdict_view import effect_cells, num
+from orchard.lab.judge.verdict_view import effect_cells
 from orchard.lab.notebook import view
 from orchard.lab.notebook.spending import money
 from orchard.lab.notebook.terminal import visible
@@ -27,6 +27,7 @@ from orchard.lab.notebook.view import LabView
 from orchard.lab.workers.executors import attach_command
 from orchard.lab.workers.sandbox import UNSANDBOXED_NOTE, SandboxMode
 from orchard.lab.workers.workspace import Workspace
+from orchard.units import quantity
 
 WATCH_INTERVAL_S = 2.0
 
@@ -85,8 +86,8 @@ def render(lab: LabView) -> Group:
     board = Table("metric", "baseline (start)", "best change", "its effect", "main vs start", "floor", show_edge=False,
                   header_style="bold")
     for row in lab.leaderboard:
-        board.add_row(visible(row.metric), num(row.baseline), "-" if row.effect is None else visible(row.by),
-                      *effect_cells(row.effect, row.final))
+        board.add_row(visible(row.metric), quantity(row.baseline, row.metric),
+                      "-" if row.effect is None else visible(row.by), *effect_cells(row.effect, row.final))
     parts.append(board)
     lock = lab.lock
     held = lock.state == LockState.HELD and lock.holder_pid

@@ -22,13 +22,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from orchard.lab.config.orchard_toml import OFFLINE_LAUNCHERS, ExecutorKind
-from orchard.lab.db import ranking
+from orchard.lab.db import ranking, workspace_lock
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import Direction, LockState, LockStatus, lock_status
 from orchard.lab.judge.verdict_view import VerdictView
 from orchard.lab.landing.publication import Publication
 from orchard.lab.notebook.journal import journal_entry
 from orchard.lab.notebook.leaderboard import LeaderRow, directions, leaderboard
+from orchard.lab.notebook.lineage import Lineage, lineage
 from orchard.lab.notebook.live import log_tail
 from orchard.lab.notebook.main_steps import MainStep, main_steps
 from orchard.lab.notebook.spending import Budget, Spending, Spent, budgets, spending
@@ -63,6 +64,7 @@ class ExperimentView:
     branch: str | None
     merge_commit: str | None
     launcher: str = ""  # as its start recorded it (a hypothesis may name its own)
+    base: str = ""  # the target commit it started from
     published: Published | None = None  # the push of main after its merge
     reverted: str | None = None  # the revert commit, when main regressed after its merge
     spent: Spent | None = None  # its agent's cost, its worker's, build's and verdict's time, its lock waits
@@ -172,6 +174,8 @@ class LabView:
     budgets: tuple[Budget, ...] = ()  # [stop] max_cost_usd and max_wall_minutes, with what is left
     ran_s: float | None = None  # from the lab's first start to its stop (or now, while it runs)
     review: Review | None = None  # what `orchard finalize` recorded: review branches, the best single attempt
+    running: bool = False  # an `orchard run` holds the workspace (before `started_at`: it is calibrating)
+    lineage: Lineage | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -226,7 +230,8 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
     with state.reading():
         events = state.events()
         rows = state.experiments()
-        titles = {h.id: h.hypothesis.title for h in state.hypotheses()}
+        hypotheses = state.hypotheses()
+        titles = {h.id: h.hypothesis.title for h in hypotheses}
         ranked = ranking.ranked(state)[:10]
         final = final_verdict(events)
         board = leaderboard(state, None if final is None else final.verdict)
@@ -253,7 +258,7 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
             finished_at=row.finished_at, judged_at=judged.at if judged else None,
             verdict=VerdictView.from_verdict(judged.event.verdict if judged else None),
             branch=row.branch, merge_commit=row.merge_commit, launcher=launchers.get(row.name, ""),
-            published=published.get(row.name), reverted=reverts.get(row.name),
+            base=row.target_base, published=published.get(row.name), reverted=reverts.get(row.name),
             spent=_spent(ws, row, launchers.get(row.name, ""), waits)))
     starts = of_type(events, LabStart)
     start = starts[0].event if starts else None
@@ -297,6 +302,8 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
                                          totals[-1].cost_usd if totals else None, elapsed),
         ran_s=elapsed,
         review=review,
+        running=workspace_lock.holder(ws.root) is not None,
+        lineage=lineage(None if start is None else start.base, hypotheses, rows, events),
     )
 
 

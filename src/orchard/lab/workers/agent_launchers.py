@@ -105,9 +105,12 @@ class ClaudeLauncher(Launcher):
         # The prompt goes right after -p: --allowedTools and --add-dir take
         # several values and would swallow a prompt placed after them.
         head = f"{shlex.quote(self.executable)} -p {prompt_arg(context.paths.prompt_file)}"
+        # stream-json (it needs --verbose with -p): every message and tool call, one JSON object a line, ends
+        # with the same `result` object `json` prints alone; the dashboard shows the log as the conversation
         words = [
             "--output-format",
-            "json",
+            "stream-json",
+            "--verbose",
             "--permission-mode",
             "acceptEdits",
             "--allowedTools",
@@ -129,7 +132,7 @@ class ClaudeLauncher(Launcher):
                 cache_read_tokens=usage.get("cache_read_input_tokens"),
                 cache_write_tokens=usage.get("cache_creation_input_tokens"),
                 turns=item.get("num_turns"),
-                source="claude --output-format json result",
+                source="claude --output-format stream-json result",
             )
         return AgentUsage()
 
