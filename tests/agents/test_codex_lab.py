@@ -41,7 +41,7 @@ def test_codex_workers_make_their_changes_and_get_the_demos_decisions(
     # pre-flight's one test request (through the same sandbox and proxy), then the workers'
     assert [r.step for r in asked][:1] == ["test-request"] and [r.step for r in asked].count("test-request") == 1
     assert {r.step for r in asked} == {"test-request", "apply", "build-and-test", "report", "done"}, asked
-    first = asked[0].asked
+    first = next(r.asked for r in asked if r.step == "apply")
     assert first is not None and "exec_command" in first.tools and "# Experiment:" in first.prompt
     for name, record in experiments.items():
         usage = record.candidate.usage if record.candidate else None

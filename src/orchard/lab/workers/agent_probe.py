@@ -20,7 +20,7 @@ from orchard.lab.config.orchard_toml import WorkersConfig
 from orchard.lab.workers.agent_login import ask
 from orchard.lab.workers.launcher_base import Launcher, join_words
 
-PROBE_TIMEOUT_S = 120.0
+PROBE_TIMEOUT_S = 300.0  # aider took 80-96 s here under a load average of 23 (its own start: 23-29 s)
 
 
 @dataclass(frozen=True)
