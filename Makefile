@@ -23,6 +23,7 @@ PYTEST := PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(BIN)/python -m pytest -p xdist.plug
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip uninstall --quiet -y orchard 2>/dev/null || true  # its name before orchard-lab
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 

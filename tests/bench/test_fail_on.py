@@ -8,9 +8,9 @@ from pathlib import Path
 import click
 import pytest
 
-from orchard import cli
 from orchard.bench.policy import FailOn
 from orchard.bench.verdict import VerdictWord
+from orchard.cli import verdict_commands
 from tests.helpers import orchard
 
 # a harness binary printing one JSON row; "wobbly" alternates +-10% between runs
@@ -104,7 +104,7 @@ def test_error_fails_under_every_policy() -> None:
 
 
 def test_the_command_line_offers_every_policy_and_no_other() -> None:
-    for command in (cli.verdict, cli.compare):
+    for command in (verdict_commands.verdict, verdict_commands.compare):
         option = next(param for param in command.params if param.name == "fail_on")
         assert isinstance(option.type, click.Choice)
         assert list(option.type.choices) == [policy.value for policy in FailOn]

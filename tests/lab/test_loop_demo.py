@@ -144,7 +144,7 @@ def test_the_bench_own_verdict_command_is_recorded_and_mapped(tmp_path: Path, ma
     script.write_text(
         "import sys\nprint('comparing', sys.argv[1], sys.argv[2])\nprint('verdict: REGRESSED (p99 up)')\n"
     )
-    config = config.replace('verdict = ""', f'verdict = "python3 {script} {{baseline}} {{binary}}"')
+    config = config.replace("[bench]\n", f'[bench]\nverdict = "python3 {script} {{baseline}} {{binary}}"\n', 1)
     ws.config_path.write_text(config)
     proc = orchard("run", str(ws.root), mark=mark)
     output, _ = proc.communicate(timeout=600)
