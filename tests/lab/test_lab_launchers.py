@@ -104,10 +104,11 @@ def test_codex_keeps_its_own_sandbox_only_unsandboxed_and_takes_a_base_url_as_a_
     assert alone[alone.index("--sandbox") + 1] == "workspace-write"
     assert alone[alone.index("--add-dir") + 1] == str(context.paths.bench_dir)
     settings = [inside[i + 1] for i, word in enumerate(inside) if word == "-c"]
-    # under network = "api" (codex's default): no update check, no analytics (tests/agents/test_codex_lab.py)
-    assert settings[:2] == ["check_for_update_on_startup=false", "analytics.enabled=false"]
-    assert settings[2] == "model_provider=orchard"
-    provider = tomllib.loads(settings[3].replace("model_providers.orchard=", "provider = ", 1))["provider"]
+    # under network = "api" (codex's default): no update check, analytics, plugins or apps
+    # (tests/agents/test_codex_lab.py: no egress refusal)
+    assert settings[:6] == list(agent_launchers.CODEX_QUIET) and "features.plugins=false" in settings
+    assert settings[6] == "model_provider=orchard"
+    provider = tomllib.loads(settings[7].replace("model_providers.orchard=", "provider = ", 1))["provider"]
     assert provider == {"name": "orchard", "base_url": "http://127.0.0.1:8000/v1", "env_key": "OPENAI_API_KEY",
                         "wire_api": "responses"}
     plain = shlex.split(make_launcher(LauncherConfig(name="codex", network="all")).command(context))

@@ -41,9 +41,11 @@ OWN_HOME = "a worker starts with an empty HOME of its own, so a login stored in 
 # Pre-flight's test request (`agent_probe.py`): a few tokens.
 PROBE_ASK = "Answer with the one word: ready"
 # Codex settings under `network = "api"`: none of its own traffic besides the model endpoint (each would be one
-# `refused` line in the worker's log).
+# `refused` line in the worker's log): with 0.171.0 its curated plugin repository (github.com, api.github.com)
+# and its apps and remote plugins (chatgpt.com) were asked for at every start, however it was logged in.
 _CODEX_STATUS = re.compile(r"\bstatus (\d{3})\b")
-CODEX_QUIET = ("check_for_update_on_startup=false", "analytics.enabled=false")
+CODEX_QUIET = ("check_for_update_on_startup=false", "analytics.enabled=false", "features.plugins=false",
+               "features.remote_plugin=false", "features.plugin_sharing=false", "features.apps=false")
 
 CLAUDE_BASE_TOOLS = ("Read", "Edit", "Write", "Grep", "Glob", "Bash(git diff *)", "Bash(git status *)")
 
