@@ -151,9 +151,9 @@ def spread(values: list[float], scale: float = 1.0, digits: int = 1) -> str:
 def report(runs: list[dict[str, Any]], starts: dict[str, dict[str, list[float]]], command: str, began: datetime,
            per_launcher: int) -> str:
     lines = [
-        "| launcher | experiments per run (decisions) | **orchestrator, ms per experiment** | worker wall, s per "
-        "experiment | pre-flight test request, s | `--version`, s (alone) | one short answer in the sandbox, "
-        "s (alone) |",
+        "| launcher | experiments per run (decisions) | **orchestrator, ms per experiment** | the loop's poll "
+        "sleeps (workers, judge and verdicts under way), s per experiment | pre-flight test request, s | "
+        "`--version`, s (alone) | one short answer in the sandbox, s (alone) |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
     for name in dict.fromkeys(r["launcher"] for r in runs):
