@@ -67,7 +67,7 @@ def test_three_claude_workers_reach_the_demo_decisions(
     unmatched = [r for r in server.requests() if r.step is None and r.asked and "# Experiment:" in r.asked.prompt]
     assert unmatched == [], [r.asked.turn for r in unmatched if r.asked]
     journal = (root / "JOURNAL.md").read_text()
-    total, tokens = 0.0, 0
+    total = 0.0
     for hypothesis, experiment in found.items():
         printed = last_result(root / "logs" / f"{hypothesis}.log")
         assert printed["permission_denials"] == [] and printed["is_error"] is False, printed
@@ -76,10 +76,10 @@ def test_three_claude_workers_reach_the_demo_decisions(
         assert usage.input_tokens == printed["usage"]["input_tokens"] and usage.turns == printed["num_turns"]
         assert f"cost_usd {num(printed['total_cost_usd'])}" in journal.split(f"judgment · {hypothesis}")[1]
         total += printed["total_cost_usd"]
-        tokens += printed["usage"]["input_tokens"]
     report = (root / "FINAL_REPORT.md").read_text()
-    assert f"over 3 experiments: ${total:.4f} in total; {tokens:,} input tokens" in report
-    assert f"${total:.4f} per landed win (1 landed)" in report
+    row = next(line for line in report.splitlines() if line.startswith("| `claude` |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1:4] == ["3", "1", f"${total:.4f}"] and cells[9] == f"${total:.4f}"  # the cost of its one win
 
 
 def test_orchard_plan_with_claude_adds_valid_hypotheses_and_refuses_an_invalid_plan_with_the_reasons(

@@ -47,7 +47,7 @@ def cli(quiet: bool) -> None:
 for _command in (
     verdict_commands.verdict, verdict_commands.compare, verdict_commands.calibrate,
     verdict_commands.calibration_key,
-    bench_commands.bench, bench_commands.opportunities,
+    bench_commands.bench, bench_commands.opportunities, bench_commands.history,
     lab_commands.init, lab_commands.run, lab_commands.status, lab_commands.plan, lab_commands.report,
     lab_commands.serve, lab_commands.demo,
     backlog_commands.backlog_group,

@@ -22,8 +22,8 @@ from orchard.lab.judge.verdict_view import effect_cells, markdown_head, markdown
 from orchard.lab.notebook import backlog_file, pages, view
 from orchard.lab.notebook.journal import appended, render_events, render_journal
 from orchard.lab.notebook.leaderboard import LeaderRow, leaderboard
+from orchard.lab.notebook.spending import spending_lines
 from orchard.lab.notebook.view import ExperimentView, LabView
-from orchard.lab.records.agent_usage import cost_summary
 from orchard.lab.records.db import JournalEvent, Unrecognized
 from orchard.lab.records.events import Event, EventKind
 from orchard.lab.records.judgment import Decision, JudgmentEntry
@@ -128,8 +128,8 @@ def render_final_report(lab: LabView) -> str:
     lines += ["", "## Recommended next backlog", ""]
     lines += [f"- `{b.id}` (score {score_text(b.score)}, {b.lane}): {inline(b.title)}"
               for b in lab.backlog[:NEXT_BACKLOG]] or [EMPTY_BACKLOG]
-    if lab.cost:
-        lines += ["", "## Agent cost", "", cost_summary(lab.cost, len(lab.experiments), len(landed))]
+    if lab.spending:
+        lines += ["", *spending_lines(lab.spending, lab.ran_s)]
     return "\n".join(lines) + "\n"
 
 
