@@ -5,7 +5,8 @@ the reviewer, judge steps): one place builds bwrap's arguments.
 
 - **Mounts**: the whole system read-only, fresh /proc and /dev, the places
   named `hidden` covered by an empty tmpfs, then `readable` bound back
-  read-only, `writable` read-write and `sealed` read-only again inside them.
+  read-only, `writable` read-write and `sealed` read-only again inside them;
+  every host Unix socket still in sight covered by /dev/null (`host_sockets`).
 - **Unprivileged**: when orchard runs as root, bwrap makes the mounts and
   the command inside starts through `setpriv` as a dedicated unprivileged uid
   and gid (`sandbox_id`: "nobody" unless `ORCHARD_SANDBOX_UID` says
@@ -30,6 +31,8 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from orchard import host_sockets
 
 PROBE_TIMEOUT_S = 30.0
 # Given back under a hidden place: systemd-resolved's resolv.conf (where /etc/resolv.conf may point).
@@ -133,9 +136,16 @@ class Mounts:
             args += ["--bind", str(path), str(path)]
         for path in self.sealed:
             args += ["--ro-bind", str(path), str(path)]
+        for path in self._host_sockets(closed):
+            args += ["--ro-bind", "/dev/null", str(path)]
         for path in self.dirs:
             args += ["--perms", "0777", "--dir", str(path)]
         return [*args, "--chdir", str(self.cwd)]
+
+    def _host_sockets(self, closed: Iterable[Path]) -> list[Path]:
+        """The host's Unix sockets it would see (outside what it hides, or bound back): each is covered."""
+        return host_sockets.visible(host_sockets.bound(), [*closed, *self.hidden, *self.scratch],
+                                    [*self.readable, *self.writable], own=self.sealed)
 
     def cannot_read(self, path: Path) -> Path | None:
         """What stops the sandbox uid from reading `path` inside this sandbox (a directory it cannot enter, or

@@ -33,8 +33,12 @@ def test_one_aider_worker_lands_its_change(tmp_path: Path, endpoint: Callable[..
 
     log = (ws.logs_dir / f"{record.name}.log").read_text()
     assert record.decision == "LAND", (record.reasons, log)
-    assert [r.step for r in server.requests()] == ["count-with-dict", "summary"]
+    # pre-flight's one test request (through the same sandbox and proxy), then the worker's
+    assert [r.step for r in server.requests()] == ["test-request", "count-with-dict", "summary"]
     assert "Skipping edits" not in log and "Applied edit to wordfreq/count.py" in log
+    # no model list from GitHub, no update check: the egress proxy was asked for the endpoint only (it says each
+    # refusal), and aider did not say it failed to fetch anything
+    assert "[orchard egress]" not in log and "raw.githubusercontent.com" not in log, log
     printed = re.findall(r"^Tokens: (\S+) sent, (\S+) received\.", log, re.MULTILINE)
     usage = record.candidate.usage if record.candidate else None
     assert printed == [("4.1k", "260")] and usage is not None, log

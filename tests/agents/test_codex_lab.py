@@ -38,12 +38,16 @@ def test_codex_workers_make_their_changes_and_get_the_demos_decisions(
         decisions["longest-word-one-pass"][1]), decisions
     assert decisions["tokenize-regex"][0] == "KILL" and "scope" in " ".join(decisions["tokenize-regex"][1]), decisions
     asked = [r for r in server.requests() if r.path == "/v1/responses"]
-    assert {r.step for r in asked} == {"apply", "build-and-test", "report", "done"}, [r.step for r in asked]
-    first = asked[0].asked
+    # pre-flight's one test request (through the same sandbox and proxy), then the workers'
+    assert [r.step for r in asked][:1] == ["test-request"] and [r.step for r in asked].count("test-request") == 1
+    assert {r.step for r in asked} == {"test-request", "apply", "build-and-test", "report", "done"}, asked
+    first = next(r.asked for r in asked if r.step == "apply")
     assert first is not None and "exec_command" in first.tools and "# Experiment:" in first.prompt
     for name, record in experiments.items():
         usage = record.candidate.usage if record.candidate else None
         log = (ws.logs_dir / f"{record.name}.log").read_text()
+        # no update check, no analytics: the egress proxy was asked for the endpoint only (it says each refusal)
+        assert "[orchard egress]" not in log, log
         printed = [json.loads(line)["usage"] for line in log.splitlines() if '"turn.completed"' in line]
         assert usage is not None and printed, (name, log)
         assert usage.input_tokens == sum(u["input_tokens"] for u in printed) == 5200 + 5600 + 6100 + 6300

@@ -40,7 +40,8 @@ def test_claude_codex_aider_and_patch_workers_share_one_lab(
     worker = [r.step for r in claude.requests() if r.asked is not None and "# Experiment:" in r.asked.prompt]
     assert worker == ["read", "edit", "build-and-test", "report", "done"]  # besides pre-flight's test request
     assert "top-ten-default" in [r.step for r in aider.requests()]
-    assert {r.step for r in codex.requests()} == {"apply", "build-and-test", "report", "done"}
+    # pre-flight's test request (codex-demo.toml's "test-request" step), then the worker's
+    assert {r.step for r in codex.requests()} == {"test-request", "apply", "build-and-test", "report", "done"}
     for name, source in (("count-with-dict", "codex"), ("top-ten-default", "aider"),
                          ("longest-word-one-pass", "claude")):
         candidate = experiments[name].candidate

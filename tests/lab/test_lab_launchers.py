@@ -17,7 +17,7 @@ from orchard.lab.config.orchard_toml import LauncherConfig
 from orchard.lab.records.agent_usage import AgentUsage
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
-from orchard.lab.workers import agent_launchers
+from orchard.lab.workers import agent_launchers, aider_launcher
 from orchard.lab.workers.agent_login import CliAnswer, LoginState
 from orchard.lab.workers.launchers import make_launcher
 from orchard.lab.workers.workspace import Workspace
@@ -28,7 +28,7 @@ HELP_FILES = {
     "claude": [f"claude-{agent_launchers.CLAUDE_VERSION}.txt"],
     "codex": [f"codex-exec-{agent_launchers.CODEX_VERSION}.txt"],
     "cursor": ["cursor-agent-docs.txt"],
-    "aider": [f"aider-{agent_launchers.AIDER_VERSION}.txt"],
+    "aider": [f"aider-{aider_launcher.AIDER_VERSION}.txt"],
 }
 # Values the rendered lines pass that the help texts list among a flag's choices.
 CHOICES = {
@@ -104,12 +104,18 @@ def test_codex_keeps_its_own_sandbox_only_unsandboxed_and_takes_a_base_url_as_a_
     assert alone[alone.index("--sandbox") + 1] == "workspace-write"
     assert alone[alone.index("--add-dir") + 1] == str(context.paths.bench_dir)
     settings = [inside[i + 1] for i, word in enumerate(inside) if word == "-c"]
-    assert settings[0] == "model_provider=orchard"
-    provider = tomllib.loads(settings[1].replace("model_providers.orchard=", "provider = ", 1))["provider"]
+    # under network = "api" (codex's default): no update check, analytics, plugins or apps
+    # (tests/agents/test_codex_lab.py: no egress refusal)
+    assert settings[:6] == list(agent_launchers.CODEX_QUIET) and "features.plugins=false" in settings
+    assert settings[6] == "model_provider=orchard"
+    provider = tomllib.loads(settings[7].replace("model_providers.orchard=", "provider = ", 1))["provider"]
     assert provider == {"name": "orchard", "base_url": "http://127.0.0.1:8000/v1", "env_key": "OPENAI_API_KEY",
                         "wire_api": "responses"}
-    plain = shlex.split(make_launcher(LauncherConfig(name="codex")).command(context))
+    plain = shlex.split(make_launcher(LauncherConfig(name="codex", network="all")).command(context))
     assert "-c" not in plain
+    probe = make_launcher(LauncherConfig(name="codex", base_url="http://127.0.0.1:8000/v1")).probe_words()
+    # its test request gets an answer now: Codex retries even a refused key five times
+    assert probe is not None and any("request_max_retries = 0, stream_max_retries = 0}" in word for word in probe)
 
 
 def test_claude_tools_cover_the_configured_commands_only(experiment: tuple[Workspace, Experiment]) -> None:
@@ -186,7 +192,7 @@ def test_aider_usage_lines_with_cache_counts() -> None:
     log = ("Tokens: 12k sent, 2.5k cache write, 9.1k cache hit, 1.1k received. "
            "Cost: $0.05 message, $0.05 session.\n"
            "Tokens: 800 sent, 120 received. Cost: $0.01 message, $0.06 session.\n")
-    usage = agent_launchers.AiderLauncher().usage(log)
+    usage = aider_launcher.AiderLauncher().usage(log)
     assert (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
             usage.cost_usd, usage.turns) == (12800, 1220, 9100, 2500, 0.06, 2)
 
@@ -194,3 +200,22 @@ def test_aider_usage_lines_with_cache_counts() -> None:
 def test_unknown_launcher_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="unknown launcher"):
         make_launcher(LauncherConfig(name="gpt"))
+
+
+def test_codex_and_aider_errors_are_read_with_their_status_and_only_when_no_reply_followed() -> None:
+    """As the real CLIs print them (codex 0.171.0 `--json` events, aider 0.86.2 with litellm): a refused key is
+    `auth`, a rate limit transient; an error a later reply followed was retried and worked, so it is no error."""
+    codex, aider = make_launcher(LauncherConfig(name="codex")), make_launcher(LauncherConfig(name="aider"))
+    refused = '{"type":"turn.failed","error":{"message":"unexpected status 401 Unauthorized: Incorrect API key"}}'
+    retried = ('{"type":"error","message":"Reconnecting... 1/5 (unexpected status 503 Service Unavailable: busy)"}\n'
+               '{"type":"turn.completed","usage":{"input_tokens":10,"output_tokens":2}}')
+    error = codex.agent_error(refused, 1)
+    assert error is not None and (error.kind, error.status) == ("auth", 401), error
+    assert codex.agent_error(retried, 0) is None
+    limited = "litellm.RateLimitError: RateLimitError: OpenAIException - slow down\nRetrying in 0.2 seconds...\n"
+    error = aider.agent_error(limited, 0)
+    assert error is not None and error.kind == "rate-limited" and error.kind.transient, error
+    assert aider.agent_error(limited + "Tokens: 4.1k sent, 260 received.\n", 0) is None
+    unreachable = aider.agent_error("litellm.InternalServerError: InternalServerError: OpenAIException - "
+                                    "Connection error.\n", 0)
+    assert unreachable is not None and unreachable.kind == "unreachable", unreachable

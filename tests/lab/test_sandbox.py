@@ -53,6 +53,8 @@ try read-other-worker "cat $other/README"
 try read-home-file "cat $homefile"
 try read-ssh "ls $home/.ssh"
 try list-host-sockets "ls /run | grep -vx systemd | grep -q ."
+service=$(dirname "$0")/service.sock
+try connect-host-socket "python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])' $service"
 try write-bench "echo friendlier >> $bench/bench.py"
 try read-shadow "head -c1 /etc/shadow | grep -q ."
 try write-shared-pack "pack=\$(ls $target/.git/objects/pack/*.pack | head -1) && chmod u+w \$pack && echo x >> \$pack"
@@ -65,7 +67,7 @@ echo "daemon started"
 """
 
 PROBES = ("read-lab-db", "read-config", "list-judge", "read-lab-bench", "read-logs", "read-other-worker",
-          "read-home-file", "read-ssh", "list-host-sockets", "write-bench", "read-shadow",
+          "read-home-file", "read-ssh", "list-host-sockets", "connect-host-socket", "write-bench", "read-shadow",
           "write-shared-pack")
 
 
@@ -79,7 +81,13 @@ def hostile_bin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mark: str) -> I
     script.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
     monkeypatch.setenv("ORCHARD_TEST_MARK", mark)
-    yield bindir
+    # a service's Unix socket anyone may connect to, in a directory the sandbox reads: a door out of any network
+    # namespace unless the sandbox covers it
+    with socket.socket(socket.AF_UNIX) as service:
+        service.bind(str(bindir / "service.sock"))
+        service.listen()
+        (bindir / "service.sock").chmod(0o777)
+        yield bindir
     for proc in processes_marked(mark):  # on a lab without a PID namespace the daemon outlives the worker
         proc.kill()
 

@@ -1,4 +1,4 @@
-"""Launchers for the agent CLIs: claude, codex, cursor, aider.
+"""Launchers for the agent CLIs: claude, codex, cursor (aider: `aider_launcher.py`).
 
 Each renders its CLI's launch line and reads the agent's cost and token
 usage back from the worker's log where the CLI prints them.
@@ -11,7 +11,6 @@ tests/lab/data/cli-help/, which the tests compare every rendered flag against):
 | claude | `claude` (npm @anthropic-ai/claude-code) | 2.1.332 | `claude --help` |
 | codex | `codex exec` (npm @openai/codex) | 0.171.0 | `codex exec --help` |
 | cursor | `agent` (Cursor's CLI) | docs only | not on npm/PyPI (no download here); flags per cursor.com/docs/cli |
-| aider | `aider` (PyPI aider-chat) | 0.86.2 | `aider --help` |
 """
 
 from __future__ import annotations
@@ -33,13 +32,21 @@ from orchard.lab.workers.sandbox import SandboxMode
 CLAUDE_VERSION = "2.1.332"
 CODEX_VERSION = "0.171.0"
 CURSOR_VERSION = "docs"  # Cursor's CLI is not obtainable here; see the module docstring
-AIDER_VERSION = "0.86.2"
 
 # Why a login in your own home is no fix: a worker never sees it.
 OWN_HOME = "a worker starts with an empty HOME of its own, so a login stored in yours does not reach it"
 
 # Tools a Claude worker always has: read and edit files, search, and look
 # at its own changes.
+# Pre-flight's test request (`agent_probe.py`): a few tokens.
+PROBE_ASK = "Answer with the one word: ready"
+# Codex settings under `network = "api"`: none of its own traffic besides the model endpoint (each would be one
+# `refused` line in the worker's log): with 0.171.0 its curated plugin repository (github.com, api.github.com)
+# and its apps and remote plugins (chatgpt.com) were asked for at every start, however it was logged in.
+_CODEX_STATUS = re.compile(r"\bstatus (\d{3})\b")
+CODEX_QUIET = ("check_for_update_on_startup=false", "analytics.enabled=false", "features.plugins=false",
+               "features.remote_plugin=false", "features.plugin_sharing=false", "features.apps=false")
+
 CLAUDE_BASE_TOOLS = ("Read", "Edit", "Write", "Grep", "Glob", "Bash(git diff *)", "Bash(git status *)")
 
 
@@ -160,7 +167,7 @@ class ClaudeLauncher(Launcher):
     def probe_words(self) -> list[str] | None:
         """One short answer, no tools, its own short system prompt (a few tokens: not its worker's 20,000),
         not saved as a session; the worker's model and extra arguments."""
-        words = [self.executable, "-p", "Answer with the one word: ready", "--output-format", "json",
+        words = [self.executable, "-p", PROBE_ASK, "--output-format", "json",
                  "--tools", "", "--system-prompt", "You check that this connection works.",
                  "--no-session-persistence"]
         return [*words, *(["--model", self.config.model] if self.config.model else []), *self.config.args]
@@ -195,12 +202,28 @@ class CodexLauncher(Launcher):
             words += ["--sandbox", "danger-full-access"]
         else:
             words += ["--sandbox", "workspace-write", "--add-dir", str(context.paths.bench_dir)]
-        if self.config.base_url:  # a model provider of its own: Codex reads a custom base URL only from its config
-            provider = (f'{{name = "orchard", base_url = {json.dumps(self.config.base_url)}, '
-                        f'env_key = "OPENAI_API_KEY", wire_api = "responses"}}')
-            words += ["-c", "model_provider=orchard", "-c", f"model_providers.orchard={provider}"]
         tail = self._tail()
+        words += self._settings()
         return " ".join(part for part in (join_words(words), tail, prompt_arg(context.paths.prompt_file)) if part)
+
+    def _settings(self, retries: bool = True) -> list[str]:
+        """`-c` settings: its endpoint as a model provider of its own (Codex reads a custom base URL only from its
+        config; `retries` False: none, as Codex retries even a refused key five times); under `api`, no update
+        check or analytics the proxy would refuse."""
+        words = [word for key in CODEX_QUIET for word in ("-c", key)] if self.config.network == Network.API else []
+        if self.config.base_url:
+            no_retry = "" if retries else ", request_max_retries = 0, stream_max_retries = 0"
+            provider = (f'{{name = "orchard", base_url = {json.dumps(self.config.base_url)}, '
+                        f'env_key = "OPENAI_API_KEY", wire_api = "responses"{no_retry}}}')
+            words += ["-c", "model_provider=orchard", "-c", f"model_providers.orchard={provider}"]
+        return words
+
+    def probe_words(self) -> list[str] | None:
+        """One short answer, nothing saved (`--ephemeral`); its worker's endpoint, model and extra arguments.
+        `read-only`: no command is run, so Codex's own sandbox (which cannot nest in orchard's) never starts."""
+        words = [self.executable, "exec", "--skip-git-repo-check", "--json", "--ephemeral", "--sandbox", "read-only",
+                 *self._settings(retries=False)]
+        return [*words, *(["--model", self.config.model] if self.config.model else []), *self.config.args, PROBE_ASK]
 
     def usage(self, log_text: str) -> AgentUsage:
         turns = [item for item in json_objects(log_text) if item.get("type") == "turn.completed"]
@@ -223,9 +246,15 @@ class CodexLauncher(Launcher):
 
     def agent_error(self, log_text: str, exit_code: int | None) -> AgentError | None:
         for item in reversed(json_objects(log_text)):
+            if item.get("type") == "turn.completed":  # its last turn worked: an error before it was retried
+                break
             error = item.get("error") if item.get("type") == "turn.failed" else item
             if item.get("type") in ("error", "turn.failed") and isinstance(error, dict):
-                return AgentError(AgentErrorKind.OTHER, f"codex: {str(error.get('message') or 'error')[:300]}")
+                said = str(error.get("message") or "error")
+                status = _CODEX_STATUS.search(said)  # "unexpected status 401 Unauthorized: ..."
+                code = int(status.group(1)) if status else None
+                message = f"codex: {' '.join(said.split())[:300]}"
+                return AgentError(http_kind(code, message), message, code)
         return super().agent_error(log_text, exit_code)
 
 
@@ -240,96 +269,3 @@ class CursorLauncher(Launcher):
         words = [self.executable, "--print", "--force", "--trust", "--output-format", "json"]
         tail = self._tail()
         return " ".join(part for part in (join_words(words), tail, prompt_arg(context.paths.prompt_file)) if part)
-
-
-_AIDER_TOKENS = re.compile(r"^Tokens: (.+?)\.(?: Cost: \$([\d.]+) message, \$([\d.]+) session\.)?\s*$", re.MULTILINE)
-
-
-def _aider_count(text: str) -> int:
-    text = text.strip().lower()
-    scale = 1_000 if text.endswith("k") else 1_000_000 if text.endswith("m") else 1
-    return round(float(text.rstrip("km")) * scale)
-
-
-class AiderLauncher(Launcher):
-    """aider, one message from the prompt file, every question answered yes, no commits."""
-
-    name = "aider"
-    default_executable = "aider"
-    scratch = (".aider*",)
-    # aider's own settings and the model services it reaches through litellm
-    credentials = ("AIDER_*", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "DEEPSEEK_API_KEY",
-                   "OPENROUTER_API_KEY")
-    base_url_variable = "OPENAI_API_BASE"
-
-    def environment(self) -> dict[str, str]:
-        """Under `api`, litellm's price list is not fetched from the internet: the copy it ships is read."""
-        return {"LITELLM_LOCAL_MODEL_COST_MAP": "True"} if self.config.network == Network.API else {}
-
-    def writes(self, context: LaunchContext) -> tuple[Path, ...]:
-        logs, name = context.log_dir, context.experiment.name
-        return logs / f"{name}.aider.input.history", logs / f"{name}.aider.chat.history.md"
-
-    def command(self, context: LaunchContext) -> str:
-        input_history, chat_history = self.writes(context)
-        words = [
-            self.executable,
-            "--message-file",
-            str(context.paths.prompt_file),
-            "--yes-always",
-            "--no-auto-commits",
-            "--no-dirty-commits",
-            "--no-gitignore",
-            "--no-check-update",
-            "--no-show-release-notes",
-            "--no-analytics",
-            "--no-pretty",
-            "--no-stream",
-            "--input-history-file",
-            str(input_history),
-            "--chat-history-file",
-            str(chat_history),
-        ]
-        if self.config.base_url:  # an OpenAI-compatible endpoint (chat completions)
-            words += ["--openai-api-base", self.config.base_url]
-        for entry in context.experiment.hypothesis.scope:
-            if (context.paths.target_dir / entry).is_file():
-                words += ["--file", entry]
-        # aider never edits a file git ignores unless it is in the chat, and the report is ignored in the checkout
-        # ("Skipping edits to .orchard-report.json that matches gitignore spec", aider 0.86.2)
-        words += ["--add-gitignore-files", "--file", str(context.paths.report)]
-        return " ".join(part for part in (join_words(words), self._tail()) if part)
-
-    def usage(self, log_text: str) -> AgentUsage:
-        """aider prints `Tokens: 2.1k sent, 340 received. Cost: $0.01 message, $0.03 session.`"""
-        sent = received = cache_read = cache_write = 0
-        session_cost: float | None = None
-        matches = list(_AIDER_TOKENS.finditer(log_text))
-        if not matches:
-            return AgentUsage()
-        for match in matches:
-            for item in match.group(1).split(", "):
-                count, _, label = item.partition(" ")
-                try:
-                    value = _aider_count(count)
-                except ValueError:
-                    continue
-                if label == "sent":
-                    sent += value
-                elif label == "received":
-                    received += value
-                elif label == "cache hit":
-                    cache_read += value
-                elif label == "cache write":
-                    cache_write += value
-            if match.group(3):
-                session_cost = float(match.group(3))
-        return AgentUsage(
-            cost_usd=session_cost,
-            input_tokens=sent,
-            output_tokens=received,
-            cache_read_tokens=cache_read or None,
-            cache_write_tokens=cache_write or None,
-            turns=len(matches),
-            source="aider 'Tokens: ... Cost: ...' lines (k-rounded as printed)",
-        )

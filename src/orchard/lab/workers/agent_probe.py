@@ -20,7 +20,7 @@ from orchard.lab.config.orchard_toml import WorkersConfig
 from orchard.lab.workers.agent_login import ask
 from orchard.lab.workers.launcher_base import Launcher, join_words
 
-PROBE_TIMEOUT_S = 120.0
+PROBE_TIMEOUT_S = 300.0  # aider took 80-96 s here under a load average of 23 (its own start: 23-29 s)
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,8 @@ def probe(launcher: Launcher, workers: WorkersConfig, workspace: Path | None = N
         confinement = launcher.sandbox(workers, workspace or root, cwd=work, own=[work], home=root / "home",
                                        tmp=root / "tmp")
         confinement = replace(confinement, setenv={**confinement.setenv, **launcher.probe_env})
-        answer = ask(["bash", "-c", confinement.command(join_words(words))], timeout_s=PROBE_TIMEOUT_S)
+        answer = ask(["bash", "-c", confinement.command(launcher.prelude() + join_words(words))],
+                     timeout_s=PROBE_TIMEOUT_S)
     asked = f"a test request through `{launcher.executable}`, run as its worker runs it,"
     if answer.exit_code is None:
         return ProbeAnswer(problem=f"{asked} got no answer ({answer.said(200)})")

@@ -128,6 +128,10 @@ class Launcher(ABC):
         """Pre-flight's test request: the CLI asked for one short answer, or None when it has none."""
         return None
 
+    def prelude(self) -> str:
+        """Shell text run in the sandbox before its CLI (worker and test request alike), ending in `&& `; or ""."""
+        return ""
+
     @abstractmethod
     def command(self, context: LaunchContext) -> str:
         """The bash launch line, run in the worker's target checkout."""

@@ -3,7 +3,7 @@
 `patch` runs no model: `python -m orchard.lab.workers.patch_worker` applies the
 hypothesis's ready patch, builds, tests, measures and writes the report.
 `command` runs the user's template. The agent CLIs' launchers are in
-`agent_launchers.py`; what all launchers share is `launcher_base.Launcher`.
+`agent_launchers.py` and `aider_launcher.py`; what all launchers share is `launcher_base.Launcher`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from orchard.errors import UsageError
 from orchard.lab.config.orchard_toml import Config, LauncherConfig
 from orchard.lab.records.experiment import Experiment, render_command
 from orchard.lab.workers import sandbox, sandbox_reach
-from orchard.lab.workers.agent_launchers import AiderLauncher, ClaudeLauncher, CodexLauncher, CursorLauncher
+from orchard.lab.workers.agent_launchers import ClaudeLauncher, CodexLauncher, CursorLauncher
 from orchard.lab.workers.agent_probe import probe
+from orchard.lab.workers.aider_launcher import AiderLauncher
 from orchard.lab.workers.launcher_base import LaunchContext, Launcher, join_words
 
 
