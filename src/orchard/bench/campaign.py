@@ -21,6 +21,7 @@ from orchard.bench import calibration as calibration_cache
 from orchard.bench import rows as rowlib
 from orchard.bench.binary import binary_sha256, check_binary
 from orchard.bench.confinement import RunConfinement, for_campaign
+from orchard.bench.decide import AdaptivePlan, decide_metrics, overall, settled
 from orchard.bench.display import rows_summary
 from orchard.bench.first_runs import RunSeries
 from orchard.bench.gates import GateTracker, run_command_gates
@@ -31,7 +32,6 @@ from orchard.bench.measure import Observation, RunSpec, Workbench, count_instruc
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import MIN_RUNS_FLOOR, Scenario, Suite
 from orchard.bench.verdict import (
-    AdaptivePlan,
     CalibrationNote,
     GateResult,
     MetricResult,
@@ -40,9 +40,6 @@ from orchard.bench.verdict import (
     Verdict,
     VerdictDecision,
     VerdictWord,
-    decide_metrics,
-    overall,
-    settled,
 )
 from orchard.errors import OrchardError, UsageError
 
