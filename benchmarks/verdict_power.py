@@ -59,7 +59,8 @@ from orchard.bench.environment import isolated_env
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts
 from orchard.bench.store import RunWriter
-from orchard.bench.suite import Suite, load_suite
+from orchard.bench.suite import Suite
+from orchard.bench.suite_reader import load_suite
 from orchard.bench.verdict import MetricNoise, VerdictWord
 from orchard.jsonlines import read_jsonl
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from orchard.bench.decide import decide_metrics, overall
-from orchard.bench.suite import load_suite
+from orchard.bench.suite_reader import load_suite
 from orchard.bench.verdict import Direction, MetricNoise, MetricSpec, MetricVerdict, VerdictWord
 from orchard.errors import UsageError
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from orchard.bench.campaign import run_verdict
-from orchard.bench.suite import load_suite
+from orchard.bench.suite_reader import load_suite
 from orchard.bench.verdict import Unjudged, Verdict
 from orchard.lab.config.orchard_toml import LauncherConfig
 from orchard.lab.db.state import LabState

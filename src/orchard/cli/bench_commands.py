@@ -44,7 +44,7 @@ def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, as_js
 
     from orchard.bench.display import run_json
     from orchard.bench.subjects import parse_binaries
-    from orchard.bench.suite import load_suite
+    from orchard.bench.suite_reader import load_suite
     from orchard.bench.suite_run import run_suite
 
     suite = load_suite(suite_path)
