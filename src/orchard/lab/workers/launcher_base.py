@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from orchard.errors import UsageError
-from orchard.lab.config.orchard_toml import LauncherConfig, WorkersConfig
+from orchard.lab.config.sections import LauncherConfig, WorkersConfig
 from orchard.lab.records.agent_errors import AgentError, AgentErrorKind
 from orchard.lab.records.agent_usage import AgentUsage
 from orchard.lab.records.experiment import Commands, Experiment, ExperimentPaths
