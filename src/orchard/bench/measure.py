@@ -26,7 +26,8 @@ from types import SimpleNamespace
 from typing import Any, BinaryIO, cast
 
 from orchard import process
-from orchard.bench import harness_output, instructions, rows, tokens
+from orchard.bench import harness_output as harness
+from orchard.bench import instructions, rows, tokens
 from orchard.bench.confinement import UNCONFINED, RunConfinement
 from orchard.bench.environment import isolated_env
 from orchard.bench.suite import BUILTIN_METRICS, Fixture, Scenario, Suite
@@ -218,15 +219,13 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *
     row["monotonic_end_ns"] = capture.ended_ns
     ok = row["returncode"] == 0
     failure = "" if ok else _failure_text(capture)
-    metric_values: dict[str, float | None] = {name: harness_output.as_number(row.get(name))
-                                              for name in scenario.metrics()}
+    metric_values: dict[str, float | None] = {name: harness.as_number(row.get(name)) for name in scenario.metrics()}
     metric_values["wall_ms"] = row["elapsed_ms"]
     digest: str | None = capture.stdout_sha256[:16]
     text = capture.stdout_text
     if scenario.kind == "rows":
         try:
-            harness_rows = harness_output.select(harness_output.read_rows(scenario, text, results_file, ok),
-                                                 scenario.where)
+            harness_rows = harness.select(harness.read_rows(scenario, text, results_file, ok), scenario.where)
         except UsageError as error:
             if spec.role != "candidate":
                 raise  # the baseline's (or a subject's) harness yields nothing: the suite is wrong
@@ -238,11 +237,11 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *
         for name in spec.metric_names:
             if name in BUILTIN_METRICS and not any(name in r for r in harness_rows):
                 continue
-            metric_values[name] = harness_output.aggregate(
-                [v for v in (harness_output.as_number(r.get(name)) for r in harness_rows) if v is not None],
+            metric_values[name] = harness.aggregate(
+                [v for v in (harness.as_number(r.get(name)) for r in harness_rows) if v is not None],
                 scenario.aggregate,
             )
-        digest = harness_output.fields_digest(harness_rows, spec.determinism_fields)
+        digest = harness.fields_digest(harness_rows, spec.determinism_fields)
         # a harness's own stdout is data, not what an agent reads
         row["stdout_excerpt"] = text[:2000]
     row["information_recall"] = fraction
@@ -303,14 +302,13 @@ def _observe_python(
     except Exception as error:  # the lane's failure is the candidate's failure, recorded
         produced, failure = [], f"{type(error).__name__}: {error}"
     ended = time.perf_counter_ns()
-    harness_rows = harness_output.select([r for r in produced if isinstance(r, dict)], scenario.where)
+    harness_rows = harness.select([r for r in produced if isinstance(r, dict)], scenario.where)
     failed_rows = [r for r in harness_rows if rows.is_failure(r)]
     if failed_rows and not failure:
         failure = f"{len(failed_rows)} failed row(s), first: {failed_rows[0].get('operation')}"
     metric_values: dict[str, float | None] = {
-        name: harness_output.aggregate(
-            [v for v in (harness_output.as_number(r.get(name)) for r in harness_rows) if v is not None],
-            scenario.aggregate,
+        name: harness.aggregate(
+            [v for v in (harness.as_number(r.get(name)) for r in harness_rows) if v is not None], scenario.aggregate
         )
         for name in spec.metric_names
     }
@@ -333,5 +331,5 @@ def _observe_python(
         "monotonic_end_ns": ended,
         "harness_rows": harness_rows,
     }
-    digest = harness_output.fields_digest(harness_rows, spec.determinism_fields)
+    digest = harness.fields_digest(harness_rows, spec.determinism_fields)
     return Observation(scenario.name, spec.role, metric_values, digest, None, not failure, failure, row)
