@@ -12,6 +12,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.orchard-installed
+# `orchard history`'s detector, without the dependencies of its own CLI (pyproject.toml, docs/history.md)
+OTAVA := apache-otava==0.8.0
 # pytest rewrites the asserts of every module of a package that declares a plugin (hypothesis,
 # libtmux, anyio, ... : 157 modules, ~5 s per process, paid again by each xdist worker); with
 # autoload off it loads only the plugins the tests use, named here.
@@ -20,10 +22,12 @@ PYTEST := PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(BIN)/python -m pytest -p xdist.plug
 
 .PHONY: lint agents test test-slow test-all demo clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip uninstall --quiet -y orchard 2>/dev/null || true  # its name before orchard-lab
+	$(BIN)/python -m pip install --quiet -e '.[dev,history]'
+	$(BIN)/python -m pip install --quiet --no-deps $(OTAVA)
 	touch $(STAMP)
 
 lint: $(STAMP)

@@ -3,11 +3,14 @@
 Two scenarios: `/bin/true` (the sandbox's whole fixed cost) and the demo's
 `report` scenario (the wordfreq report on its 4000-word corpus, built from
 the embedded demo target with `make`). Runs go through orchard's own
-`measure.observe`, so each number is a row's `elapsed_ms` as a verdict
-records it; the two modes alternate run by run (so momentary load hits both
-alike), after a warm-up, holding the machine-wide measurement lock. Prints
-the median per mode and repeat, the per-run cost (confined minus
-unconfined median), and the load average before and after.
+`measure.observe`: for each mode, the row's `elapsed_ms` and `cpu_ms` as a
+verdict records them (confined: the program's own, timed inside its
+sandbox) and the wall time of the whole `observe` call (what a verdict
+pays per run, the sandbox's set-up included). The two modes alternate run by
+run (so momentary load hits both alike), after a warm-up, holding the
+machine-wide measurement lock. Prints the medians per mode and repeat, the
+per-run cost (confined minus unconfined whole call), and the load average
+before and after.
 
     .venv/bin/python benchmarks/confinement_cost.py [--runs 40] [--repeats 3]
 """
@@ -21,6 +24,7 @@ import shutil
 import statistics
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import orchard.demo
@@ -32,6 +36,7 @@ from orchard.bench.suite import Scenario, Suite
 from orchard.bench.suite_reader import load_suite
 
 WARMUP = 3
+WHAT = ("elapsed", "cpu", "call")
 TRUE_SUITE = """[suite]
 name = "true"
 
@@ -53,18 +58,22 @@ def demo(root: Path) -> tuple[Suite, Path]:
     return load_suite(root / "bench" / "suite.toml"), root / "target" / "build" / "wordfreq"
 
 
-def series(bench: Workbench, scenario: Scenario, binary: Path, runs: int) -> dict[str, list[float]]:
-    """elapsed_ms per mode, the modes alternating run by run."""
+def series(bench: Workbench, scenario: Scenario, binary: Path, runs: int) -> dict[tuple[str, str], list[float]]:
+    """Per (mode, what): recorded elapsed_ms and cpu_ms, and the whole call's ms; the modes alternating run by run."""
     modes = {"unconfined": dataclasses.replace(bench, confinement=UNCONFINED),
              "confined": dataclasses.replace(bench, confinement=confine_runs(True))}
-    out: dict[str, list[float]] = {mode: [] for mode in modes}
+    out: dict[tuple[str, str], list[float]] = {(mode, what): [] for mode in modes for what in WHAT}
     spec = RunSpec("baseline", {"name": "baseline"}, 0, {}, {"wall_ms"})
     for index in range(WARMUP + runs):
         for mode, variant in (modes.items() if index % 2 else reversed(modes.items())):
+            started = time.perf_counter_ns()
             observation = observe(variant, scenario, binary, spec)
+            call_ms = (time.perf_counter_ns() - started) / 1e6
             assert observation.ok, (mode, observation.failure)
             if index >= WARMUP:
-                out[mode].append(float(observation.row["elapsed_ms"]))
+                for what, value in zip(WHAT, (observation.row["elapsed_ms"], observation.row["cpu_ms"], call_ms),
+                                       strict=True):
+                    out[mode, what].append(float(value))
     return out
 
 
@@ -83,16 +92,19 @@ def main() -> None:
         (root / "true.toml").write_text(TRUE_SUITE)
         demo_suite, wordfreq = demo(root)
         cases = [(load_suite(root / "true.toml"), "true", Path("/bin/true")), (demo_suite, "report", wordfreq)]
-        print("| scenario | repeat | unconfined median ms | confined median ms | cost per run ms |")
-        print("| --- | --- | --- | --- | --- |")
+        print("| scenario | repeat | elapsed_ms unconfined / confined | cpu_ms unconfined / confined "
+              "| whole call ms unconfined / confined | cost per run ms |")
+        print("| --- | --- | --- | --- | --- | --- |")
         for suite, name, binary in cases:
             scenario = next(s for s in suite.scenarios if s.name == name)
             with workbench(suite) as bench:
                 for repeat in range(1, args.repeats + 1):
                     with MeasurementLock("orchard benchmarks/confinement_cost.py"):
                         times = series(bench, scenario, binary, args.runs)
-                    plain, boxed = (statistics.median(times[m]) for m in ("unconfined", "confined"))
-                    print(f"| {name} | {repeat} | {plain:.2f} | {boxed:.2f} | {boxed - plain:+.2f} |")
+                    med = {key: statistics.median(values) for key, values in times.items()}
+                    cells = [f"{med['unconfined', what]:.2f} / {med['confined', what]:.2f}" for what in WHAT]
+                    cost = med["confined", "call"] - med["unconfined", "call"]
+                    print(f"| {name} | {repeat} | {' | '.join(cells)} | {cost:+.2f} |")
     print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}; {args.runs} runs per mode "
           f"and repeat after {WARMUP} warm-up runs")
 

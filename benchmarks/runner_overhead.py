@@ -3,7 +3,9 @@
 Times `/bin/true` in one session: orchard's `process.run` (the elapsed_ms it
 records, and the wall time of the whole call as its caller pays it), a bare
 `subprocess.run` without and with captured output (perf_counter around the
-call), all interleaved run by run; and hyperfine without a shell (`-N`, its
+call), and the same runner confined as a verdict's measured runs are (bubblewrap, the timer inside:
+the elapsed_ms it records, and the whole call with the sandbox's set-up), all interleaved run by run;
+and hyperfine without a shell (`-N`, its
 own per-run times from `--export-json`) as one batch per repetition. Each
 repetition is 100 runs per method after a short warm-up and holds the
 machine-wide measurement lock.
@@ -29,14 +31,18 @@ from pathlib import Path
 import numpy as np
 
 from orchard import process
+from orchard.bench.confinement import RunConfinement, confine_runs
 from orchard.bench.environment import isolated_env
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts
+from orchard.bench.own_timing import own_timing
 
 COMMAND = ["/bin/true"]
 WARMUP = 5
 RECORDED = "orchard runner, recorded elapsed_ms"
 CALL = "orchard runner, whole run() call"
+CONFINED_RECORDED = "orchard runner confined, recorded elapsed_ms"
+CONFINED_CALL = "orchard runner confined, whole call"
 BARE = "subprocess.run, no pipes"
 CAPTURE = "subprocess.run, capture_output=True"
 
@@ -47,7 +53,15 @@ def timed(call: Callable[[], object]) -> tuple[float, object]:
     return (time.perf_counter_ns() - started) / 1e6, result
 
 
-def in_process_runs(runs: int, env: dict[str, str], rng: random.Random) -> dict[str, list[float]]:
+def confined_run(env: dict[str, str], confinement: RunConfinement, root: Path) -> process.Capture:
+    """One run of COMMAND as `measure.observe` runs a confined scenario: in its sandbox, timed inside it."""
+    with own_timing(True, root) as timing:
+        argv = confinement.wrap(COMMAND, binary=Path(COMMAND[0]), suite_dir=root, root=root, results_file=None,
+                                loopback=False, timing=timing)
+        return timing.own(process.run(argv, cwd=root, env=confinement.env(env), pass_fds=timing.fds))
+
+
+def in_process_runs(runs: int, env: dict[str, str], rng: random.Random, root: Path) -> dict[str, list[float]]:
     """orchard's runner and bare subprocess.run, interleaved run by run in a shuffled order.
 
     Interleaving puts every method under the same momentary load: on a
@@ -58,8 +72,10 @@ def in_process_runs(runs: int, env: dict[str, str], rng: random.Random) -> dict[
         CALL: lambda: process.run(COMMAND, env=env),
         BARE: lambda: subprocess.run(COMMAND, env=env, check=True),
         CAPTURE: lambda: subprocess.run(COMMAND, env=env, check=True, capture_output=True),
+        CONFINED_CALL: lambda: confined_run(env, confinement, root),
     }
-    times: dict[str, list[float]] = {RECORDED: [], **{name: [] for name in calls}}
+    confinement = confine_runs(True, reads=[root])
+    times: dict[str, list[float]] = {RECORDED: [], CONFINED_RECORDED: [], **{name: [] for name in calls}}
     for index in range(WARMUP + runs):
         order = list(calls)
         rng.shuffle(order)
@@ -70,7 +86,7 @@ def in_process_runs(runs: int, env: dict[str, str], rng: random.Random) -> dict[
             times[name].append(elapsed)
             if isinstance(result, process.Capture):
                 assert result.returncode == 0
-                times[RECORDED].append(result.elapsed_ms)
+                times[CONFINED_RECORDED if name == CONFINED_CALL else RECORDED].append(result.elapsed_ms)
     return times
 
 
@@ -103,7 +119,7 @@ def main() -> None:
     env = isolated_env()
     rng = random.Random(args.seed)
     hyperfine_name = f"{version} -N"
-    names = [RECORDED, CALL, BARE, CAPTURE, hyperfine_name]
+    names = [RECORDED, CALL, CONFINED_RECORDED, CONFINED_CALL, BARE, CAPTURE, hyperfine_name]
     per_rep: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
     paired: dict[str, list[float]] = {BARE: [], CAPTURE: []}  # per-repetition median of per-round ratios
     lock = MeasurementLock("benchmarks/runner_overhead.py")
@@ -112,14 +128,16 @@ def main() -> None:
     print(f"{args.repeats} repetitions x {args.runs} runs of {' '.join(COMMAND)} per method, warm-up {WARMUP}; "
           f"in-process methods interleaved run by run (order seed {args.seed}), hyperfine's batch "
           "before or after them in alternate repetitions")
+    root = Path(tempfile.mkdtemp(prefix="orchard-overhead-"))
+    root.chmod(0o755)
     for rep in range(args.repeats):
         with lock:
             if rep % 2:
-                measured = in_process_runs(args.runs, env, rng)
+                measured = in_process_runs(args.runs, env, rng, root)
                 measured[hyperfine_name] = hyperfine_runs(args.runs, env, hyperfine)
             else:
                 fine = hyperfine_runs(args.runs, env, hyperfine)
-                measured = {**in_process_runs(args.runs, env, rng), hyperfine_name: fine}
+                measured = {**in_process_runs(args.runs, env, rng, root), hyperfine_name: fine}
         for name in names:
             per_rep[name].append((statistics.median(measured[name]), p90(measured[name])))
         for name in paired:
@@ -127,6 +145,7 @@ def main() -> None:
             paired[name].append(statistics.median(ratios))
         print(f"  repetition {rep + 1}: lock wait {lock.last_wait_ms:.0f} ms; medians "
               + ", ".join(f"{statistics.median(measured[name]):.3f}" for name in names) + " ms")
+    shutil.rmtree(root, ignore_errors=True)
     print(f"load average after: {os.getloadavg()[0]:.1f}; lock waits {lock.total_wait_ms / 1000:.1f}s in total")
     print()
     print("| method | median ms (median of repetitions) | p90 ms | repetition medians |")
@@ -142,7 +161,11 @@ def main() -> None:
     print()
     for label, value in reference.items():
         print(f"ratio orchard recorded elapsed_ms / {label}: {summary[RECORDED] / value:.2f}; "
-              f"whole run() call / {label}: {summary[CALL] / value:.2f}")
+              f"whole run() call / {label}: {summary[CALL] / value:.2f}; confined recorded / {label}: "
+              f"{summary[CONFINED_RECORDED] / value:.2f}; confined whole call / {label}: "
+              f"{summary[CONFINED_CALL] / value:.2f}")
+    print(f"confinement's cost per run (confined whole call - whole run() call): "
+          f"{summary[CONFINED_CALL] - summary[CALL]:.3f} ms")
     for name, ratios in paired.items():
         print(f"paired ratio, orchard recorded elapsed_ms / {name} in the same round: median "
               f"{statistics.median(ratios):.2f} (repetitions: {', '.join(f'{r:.2f}' for r in ratios)})")

@@ -58,6 +58,7 @@ from orchard.bench.decide import AdaptivePlan, decide_metrics, overall, settled
 from orchard.bench.environment import isolated_env
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts
+from orchard.bench.own_timing import own_timing
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import Suite
 from orchard.bench.suite_reader import load_suite
@@ -118,12 +119,14 @@ class Lab:
 
     def run(self, binary: Path) -> process.Capture:
         """One timed run, in its own sandbox with --confined (as a verdict's measured runs)."""
-        command: list[str | Path] = [binary]
-        if self.confinement.confined:
-            mounts = self.confinement.mounts(cwd=self.directory, binary=binary, reads=[self.directory], writes=[],
-                                             network=False)
-            command = [*confine.argv(mounts, [str(binary)])]
-        capture = process.run(command, cwd=self.directory, env=self.confinement.env(self.env), timeout_s=120)
+        command: list[str] = [str(binary)]
+        with own_timing(self.confinement.confined, self.directory) as timing:
+            if self.confinement.confined:  # timed inside the sandbox, as `measure.observe` times a confined run
+                mounts = self.confinement.mounts(cwd=self.directory, binary=binary,
+                                                 reads=[self.directory, *timing.reads], writes=[], network=False)
+                command = confine.argv(mounts, timing.command(command))
+            capture = timing.own(process.run(command, cwd=self.directory, env=self.confinement.env(self.env),
+                                             timeout_s=120, pass_fds=timing.fds))
         if not capture.ok:
             sys.exit(f"{binary} failed ({capture.returncode}): {capture.stderr_text[-300:]}")
         return capture

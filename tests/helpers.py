@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,21 @@ def session_lock_file(factory: pytest.TempPathFactory) -> Path:
         return Path(os.environ["ORCHARD_TEST_LOCK_DIR"]) / "orchard-test.lock"
     run = factory.getbasetemp()
     return (run.parent if os.environ.get("PYTEST_XDIST_WORKER") else run) / "orchard-test.lock"
+
+
+@contextlib.contextmanager
+def unhidden_dir() -> Iterator[Path]:
+    """A directory of this test's own outside every place a sandbox hides anyway (/tmp, home), 0700 as mkdtemp
+    makes it (only root may enter it); removed afterwards. Skips where /srv cannot hold one."""
+    try:
+        directory = Path(tempfile.mkdtemp(prefix=f"orchard-t-{os.getpid()}-", dir="/srv"))
+    except OSError as error:
+        pytest.skip(f"cannot make a directory in /srv: {error}")
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory)
+
 
 LOOP = """#!/bin/sh
 i=0

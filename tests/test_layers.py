@@ -26,7 +26,8 @@ import orchard
 
 SRC = Path(orchard.__file__).parent.parent
 SHARED = ("orchard.confine", "orchard.errors", "orchard.jsonlines", "orchard.process", "orchard.tomlfile")  # both use
-FLOORS = ("records", "text", "config", "db", "workers", "judge", "landing", "notebook", "loop")  # bottom first
+FLOORS = ("records", "text", "config", "db", "workers", "judge", "landing", "notebook", "loop",
+          "finalize")  # bottom first
 BENCH_DOORS = {
     "orchard.lab.judge.measuring": "measures: verdicts, calibration, opportunities, the lock's holder",
     "orchard.lab.records.verdict": "the bench's verdict records, which the lab's records hold",

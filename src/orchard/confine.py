@@ -119,12 +119,13 @@ class Mounts:
         if self.pid1:
             args.append("--as-pid-1")
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        for path in self.hidden:
+        bound = [*self.readable, *self.writable]
+        closed = self._closed([*bound, self.cwd])
+        for path in [*closed, *self.hidden]:
             args += ["--tmpfs", str(path)]
         for path in self.scratch:
             args += ["--perms", "1777", "--tmpfs", str(path)]
-        bound = [*self.readable, *self.writable]
-        for path in self._parents(bound):  # what bwrap would make private to root: passable for the sandbox uid
+        for path in self._parents(bound, closed):  # made passable for the sandbox uid: empty but for what is bound
             args += ["--perms", "0755", "--dir", str(path)]
         for path in self.readable:
             args += ["--ro-bind-try", str(path), str(path)]
@@ -136,9 +137,40 @@ class Mounts:
             args += ["--perms", "0777", "--dir", str(path)]
         return [*args, "--chdir", str(self.cwd)]
 
-    def _parents(self, bound: Iterable[Path]) -> list[Path]:
-        """The directories between a hidden place and what is bound inside it, outermost first."""
+    def cannot_read(self, path: Path) -> Path | None:
+        """What stops the sandbox uid from reading `path` inside this sandbox (a directory it cannot enter, or
+        the file itself), or None. Under a bound place its parents are passable and its own modes count; a
+        place hidden and not bound back is not there at all (None: not a matter of permissions)."""
+        if not self.drops:
+            return None
+        path = Path(os.path.abspath(path))
+        bound = [b for b in (*self.readable, *self.writable) if inside(path, Path(os.path.abspath(b)))]
+        if bound:
+            start = max((Path(os.path.abspath(b)) for b in bound), key=lambda p: len(p.parts))
+        elif any(inside(path, top) for top in (*self.hidden, *self.scratch)):
+            return None
+        else:
+            start = Path("/")
+        steps = [p for p in reversed(path.parents) if inside(p, start)]
+        for directory in steps:
+            if not passable(directory):
+                return directory
+        return None if readable_by_sandbox(path) else path
+
+    def _closed(self, bound: Iterable[Path]) -> list[Path]:
+        """The directories the sandbox uid cannot enter above what it is given (outside every hidden place),
+        outermost only: each is covered by an empty tmpfs too, so what is bound under it is reached through
+        passable parents (a lab in /srv/x, x 0700: its checkouts). Nothing else under it was reachable anyway."""
+        if not self.drops:
+            return []
         covered = [*self.hidden, *self.scratch]
+        found = {parent for path in bound for parent in Path(os.path.abspath(path)).parents
+                 if not any(inside(parent, top) for top in covered) and not passable(parent)}
+        return [p for p in sorted(found, key=lambda p: len(p.parts)) if not any(q in p.parents for q in found)]
+
+    def _parents(self, bound: Iterable[Path], closed: Iterable[Path] = ()) -> list[Path]:
+        """The directories between a hidden place and what is bound inside it, outermost first."""
+        covered = [*closed, *self.hidden, *self.scratch]
         found = {parent for path in bound for parent in path.parents
                  if any(top in parent.parents for top in covered)}
         return sorted(found, key=lambda p: len(p.parts))
@@ -225,18 +257,24 @@ def installation(real: Path) -> list[Path]:
     return [root, *(Path(home).parent for home in homes if home)]
 
 
-def interpreter(binary: Path) -> list[Path]:
-    """A `#!` script's interpreter, and the installation it belongs to (`.../bin/python` -> `...`)."""
+def shebang(program: Path) -> Path | None:
+    """A `#!` script's interpreter (an absolute path), or None."""
     try:
-        with binary.open("rb") as handle:
+        with program.open("rb") as handle:
             line = handle.readline(512)
     except OSError:
-        return []
+        return None
     words = line[2:].decode(errors="replace").split() if line.startswith(b"#!") else []
-    if not words or not words[0].startswith("/"):
+    return Path(words[0]) if words and words[0].startswith("/") else None
+
+
+def interpreter(binary: Path) -> list[Path]:
+    """A `#!` script's interpreter, and the installation it belongs to (`.../bin/python` -> `...`)."""
+    found = shebang(binary)
+    if found is None:
         return []
-    real = Path(words[0]).resolve().parent
-    return [Path(words[0]).parent, real.parent if real.name == "bin" else real]
+    real = found.resolve().parent
+    return [found.parent, real.parent if real.name == "bin" else real]
 
 
 def visible(candidates: Iterable[Path], hidden: Sequence[Path], protected: Sequence[Path],
@@ -250,6 +288,25 @@ def visible(candidates: Iterable[Path], hidden: Sequence[Path], protected: Seque
                 and not any(inside(p, tool) for p in protected)):
             out.append(tool)
     return out
+
+
+def passable(directory: Path) -> bool:
+    """Whether the sandbox uid may enter `directory`: its own, or open to others (it has no groups)."""
+    try:
+        info = directory.stat()
+    except OSError:
+        return True  # missing: nothing to enter (bwrap makes what it binds)
+    return bool(info.st_mode & 0o001) or (info.st_uid == sandbox_id() and bool(info.st_mode & 0o100))
+
+
+def readable_by_sandbox(path: Path) -> bool:
+    """Whether the sandbox uid may read `path` (and enter it, a directory): its own, or open to others."""
+    try:
+        info = path.stat()
+    except OSError:
+        return True  # missing: its own error, not a matter of permissions
+    bits = (info.st_mode >> 6) & 0o7 if info.st_uid == sandbox_id() else info.st_mode & 0o7
+    return bool(bits & 0o4) and (not path.is_dir() or bool(bits & 0o1))
 
 
 def world_readable(path: Path) -> bool:

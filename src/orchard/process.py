@@ -175,8 +175,9 @@ def run(
     admitted_chars: int = DEFAULT_ADMITTED_CHARS,
     stdin: bytes | None = None,
     stdout_sink: IO[bytes] | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> Capture:
-    """Run `command` (an argv list; a string runs through /bin/sh) and measure it."""
+    """Run `command` (an argv list; a string runs through /bin/sh) and measure it; it inherits `pass_fds`."""
     shell = isinstance(command, str)
     argv: list[str] | str = command if isinstance(command, str) else [str(part) for part in command]
     launcher_rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -192,6 +193,7 @@ def run(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            pass_fds=tuple(pass_fds),
         )
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     out, err = _Stream(admitted_chars, stdout_sink), _Stream(admitted_chars)

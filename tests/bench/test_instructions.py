@@ -166,3 +166,29 @@ def test_a_five_percent_shift_in_work_is_regressed_on_estimated_cycles(tmp_path:
     assert more.returncode == 1, more.stderr
     metric = next(m for m in json.loads(more.stdout)["metrics"] if m["metric"] == "estimated_cycles")
     assert metric["verdict"] == "regressed" and 0.03 < metric["effect"] < 0.07
+
+
+@pytest.mark.slow  # two cachegrind runs: ~12 s on a loaded 2-core machine
+@pytest.mark.skipif(shutil.which("bwrap") is None or shutil.which("valgrind") is None,
+                    reason="needs bubblewrap and valgrind")
+def test_a_cache_between_counting_runs_is_impossible_confined(tmp_path: Path) -> None:
+    """A program that does its work once and then answers from a cache in $TMPDIR: its counting runs are confined
+    like its timed runs (issue 20), so its second count is its first, not a fraction of it."""
+    from orchard.bench.confinement import confine_runs
+    from orchard.bench.measure import RunSpec, observe, workbench
+
+    program = tmp_path / "bin" / "cached"
+    program.parent.mkdir(mode=0o755)
+    program.write_text('#!/bin/sh\n[ -f "$TMPDIR/done" ] && exit 0\ni=0; while [ $i -lt 3000 ]; do i=$((i+1)); done\n'
+                       'touch "$TMPDIR/done"\n')
+    program.chmod(0o755)
+    tmp_path.chmod(0o755)
+    (tmp_path / "suite.toml").write_text('[suite]\nname = "c"\n\n[[scenario]]\nname = "run"\ncommand = ["{bin}"]\n'
+                                         'measure = ["instructions"]\n\n[[metric]]\nname = "instructions"\n')
+    suite = load_suite(tmp_path / "suite.toml")
+    with workbench(suite, confinement=confine_runs(True, reads=[tmp_path])) as bench:
+        first, second = (observe(bench, suite.scenarios[0], program, RunSpec("candidate", {"name": "c"}, run, {},
+                                                                              {"instructions"})) for run in (0, 1))
+    assert first.ok and second.ok, (first.failure, second.failure)
+    assert (second.values["instructions"] or 0) > 0.9 * (first.values["instructions"] or 0), (first.values,
+                                                                                            second.values)

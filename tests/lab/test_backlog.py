@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from orchard.bench import opportunities
 from orchard.bench.store import RunWriter
 from orchard.cli import cli
 from orchard.demo.make import make_demo
+from orchard.errors import UsageError
 from orchard.lab.db.ranking import ranked
 from orchard.lab.db.state import LabState
 from orchard.lab.loop import backlog
@@ -153,7 +155,13 @@ scope = ["wordfreq/report.py"]
 impact = 2
 confidence = 0.5
 effort = 1
+patch = "ready.diff"
 """
+
+
+def _ready_patch(directory: Path) -> None:
+    """The demo lab runs the `patch` launcher: a hypothesis added to it brings its ready diff."""
+    (directory / "ready.diff").write_text("--- a/wordfreq/report.py\n+++ b/wordfreq/report.py\n")
 
 
 @pytest.mark.parametrize(
@@ -177,6 +185,7 @@ def test_a_malformed_file_is_refused_whole_naming_file_and_problem(
 ) -> None:
     demo = refusing_demo
     path = tmp_path / "mine.toml"
+    _ready_patch(tmp_path)
     # a good hypothesis first: a problem in any table keeps every one of them out
     path.write_text(GOOD.replace("fewer-syscalls", "first-and-fine") + text)
     before, backlog_md = snapshot(demo.root), (demo.root / "backlog.md").exists()
@@ -199,6 +208,7 @@ def test_a_missing_file_is_named(refusing_demo: Workspace, tmp_path: Path) -> No
 def test_add_from_a_file_then_list_and_rank(demo: Workspace, tmp_path: Path) -> None:
     path = tmp_path / "mine.toml"
     path.write_text(GOOD)
+    _ready_patch(tmp_path)
     result = invoke("backlog", "add", demo.root, "--file", path)
     assert result.exit_code == 0, result.output
     assert "added fewer-syscalls (score 1.00): Write the report with one syscall" in result.output
@@ -215,11 +225,14 @@ def test_add_from_a_file_then_list_and_rank(demo: Workspace, tmp_path: Path) -> 
     assert "`fewer-syscalls`" in (demo.root / "backlog.md").read_text()
 
 
-def test_add_with_flags(demo: Workspace) -> None:
+def test_add_with_flags(demo: Workspace, tmp_path: Path) -> None:
+    _ready_patch(tmp_path)
     result = invoke(
         "backlog",
         "add",
         demo.root,
+        "--patch",
+        tmp_path / "ready.diff",
         "--title",
         "Cache the tokenizer regex",
         "--metric",
@@ -258,10 +271,41 @@ def test_add_with_flags(demo: Workspace) -> None:
     bad = invoke("backlog", "add", demo.root, "--metric", "m", "--change", "x", "--confidence", "0")
     assert bad.exit_code == 2 and "flags.confidence: expected a number above 0 and at most 1, got 0.0" in bad.output
     again = invoke("backlog", "add", demo.root, "--id", "count-with-dict", "--metric", "report/wall_ms",
-                   "--change", "x")
+                   "--change", "x", "--patch", tmp_path / "ready.diff")
     assert again.exit_code == 2
     assert again.output == "orchard: error: flags: already in the backlog: count-with-dict; nothing was added\n"
     assert snapshot(demo.root) == before
+
+
+@pytest.mark.parametrize("how", ["flags", "file"])
+def test_a_hypothesis_for_the_patch_launcher_without_its_patch_is_refused(
+    refusing_demo: Workspace, tmp_path: Path, how: str
+) -> None:
+    """It could only fail once a worker started; refused at once instead, naming it, with nothing added."""
+    demo = refusing_demo
+    before = snapshot(demo.root)
+    if how == "flags":
+        result = invoke("backlog", "add", demo.root, "--id", "no-diff", "--metric", "report/wall_ms", "--change", "x")
+    else:
+        text = GOOD.replace("fewer-syscalls", "no-diff").replace('patch = "ready.diff"\n', "")
+        (tmp_path / "mine.toml").write_text(text)
+        result = invoke("backlog", "add", demo.root, "--file", tmp_path / "mine.toml")
+    assert result.exit_code == 2, result.output
+    assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
+    assert "no-diff: runs with the patch launcher but names no `patch` file (a ready diff)" in result.output
+    assert snapshot(demo.root) == before
+    assert [h["id"] for h in listed(demo)] == ["count-with-dict", "single-write"]
+
+
+def test_the_launcher_a_hypothesis_names_decides_whether_it_needs_a_patch(lab_state: LabState, tmp_path: Path) -> None:
+    (tmp_path / "mine.toml").write_text(GOOD.replace('patch = "ready.diff"\n', 'launcher = "ready"\n'))
+    [hypothesis] = backlog.parse_tables(tomllib.loads((tmp_path / "mine.toml").read_text()), source="mine")
+    with pytest.raises(UsageError, match="fewer-syscalls: runs with the patch launcher but names no `patch` file"):
+        backlog.add_all(lab_state, [hypothesis], source="user", origin="mine", launchers={"ready": "patch"},
+                        default_launcher="claude")
+    backlog.add_all(lab_state, [hypothesis], source="user", origin="mine", launchers={"ready": "claude"},
+                    default_launcher="patch")
+    assert lab_state.has_hypothesis("fewer-syscalls")
 
 
 def test_add_from_opportunities(demo: Workspace) -> None:

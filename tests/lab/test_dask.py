@@ -20,6 +20,7 @@ from orchard.lab.config import orchard_toml as config_module
 from orchard.lab.config import rendered as config_file
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.candidate import collect_candidate
+from orchard.lab.loop import backlog
 from orchard.lab.records.candidate import Flag
 from orchard.lab.records.events import ExperimentHost
 from orchard.lab.records.experiment import Experiment
@@ -37,6 +38,9 @@ from tests.lab.lab_helpers import lab_events as events
 from tests.lab.loop_support import FINISHED
 
 DASK = Path(sys.executable).with_name("dask")
+HOG_CAP_MB = 20  # the demo's worker directory holds a few MB
+HOG_SLEEP_S = 600
+HOG = f"head -c {2 * HOG_CAP_MB}M /dev/zero > hog.bin && sleep {HOG_SLEEP_S}; " + FINISHED  # only the cap ends it
 
 
 def orchard(*args: str, mark: str) -> subprocess.Popen[str]:
@@ -62,6 +66,16 @@ def decisions(root: Path) -> dict[str, tuple[str | None, str | None, tuple[str, 
         state.close()
 
 
+def _judged_reasons(root: Path) -> dict[str, tuple[str | None, str | None, tuple[str, ...]]]:
+    """Each hypothesis's decision, the rule behind it, and its reasons."""
+    state = LabState.open(root)
+    try:
+        return {e.hypothesis: (e.decision, e.judgment.rule if e.judgment else None, tuple(e.reasons))
+                for e in state.experiments()}
+    finally:
+        state.close()
+
+
 def assert_same_decisions(local: dict[str, tuple[str | None, str | None, tuple[str, ...]]],
                           remote: dict[str, tuple[str | None, str | None, tuple[str, ...]]]) -> None:
     """Both executors hand the judge the same candidates, so the same decisions follow, except where
@@ -81,6 +95,24 @@ def assert_same_decisions(local: dict[str, tuple[str | None, str | None, tuple[s
 def use_cluster(ws: Workspace, **workers: object) -> None:
     """Point a demo workspace's orchard.toml at a cluster (and any other [workers] keys)."""
     config_file.write(ws.config.replace("workers", executor="dask", **workers), ws.config_path)
+
+
+def add_command_hypothesis(ws: Workspace, name: str, template: str, metric: str, scope: str,
+                           **workers: object) -> None:
+    """One more hypothesis, run by a `command` launcher of its own (named after it) with `template`; one more
+    attempted before the lab stops; and any other [workers] keys."""
+    data = config_module.to_dict(config_module.load(ws.config_path))
+    data.setdefault("launchers", {})[name] = {"name": "command", "template": template}
+    data["stop"]["top_attempted"] = data["stop"]["top_attempted"] + 1
+    data["workers"].update(workers)
+    config_file.write(config_module.from_dict(data), ws.config_path)
+    state = LabState.open(ws.root)
+    try:
+        with state.transaction():
+            backlog.add(state, Hypothesis(metric=metric, change=name, id=name, scope=(scope,), launcher=name),
+                        source="user")
+    finally:
+        state.close()
 
 
 def assert_no_scratch(root: Path) -> None:
@@ -120,15 +152,15 @@ def _listening_pid(address: str, mark: str) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="KNOWN FAILURE, wave 3 (see the stop's note): the judge's baseline build now runs as the "
-                          "unprivileged sandbox uid, and this test's slow python wrapper sits in pytest's 0700 tmp "
-                          "directory, which that uid cannot read: `make build` fails", strict=False)
 @pytest.mark.timeout(1200)  # measurements on a shared machine; the lab's own waits are bounded
 def test_a_dask_worker_killed_mid_experiment_requeues_it_and_nothing_is_lost_or_doubled(
         tmp_path: Path, mark: str) -> None:
     hypotheses = ["terse-report", "top-ten-default"]
     ws = make_demo(tmp_path / "lab", workers=2, only=hypotheses)
-    slow_python = tmp_path / "slow-python"  # the patch worker, after 20 s: long enough to be caught running
+    # the patch worker, after 20 s: long enough to be caught running; in a directory of its own that the sandbox's
+    # uid may enter (pytest's tmp_path is 0700: as root, `orchard run` refuses a launcher there, naming it)
+    slow_python = tmp_path / "tools" / "slow-python"
+    slow_python.parent.mkdir(mode=0o755)
     slow_python.write_text(f"#!/bin/sh\nsleep 20\nexec {sys.executable} \"$@\"\n")
     slow_python.chmod(0o755)
     use_cluster(ws, dask_workers=2)
@@ -187,11 +219,17 @@ def test_a_cli_dask_worker_runs_experiments_from_the_served_repositories(tmp_pat
         hypotheses = ["terse-report", "tokenize-regex"]
         ws = make_demo(tmp_path / "lab", workers=2, only=hypotheses)
         use_cluster(ws, scheduler=f"tcp://127.0.0.1:{port}", serve="git-daemon")
+        add_command_hypothesis(ws, "disk-hog", HOG, "report/wall_ms", "wordfreq/report.py",
+                               max_checkout_mb=HOG_CAP_MB)
         output = finish(orchard("run", str(ws.root), mark=mark))
         found = {h: decision[:2] for h, decision in decisions(ws.root).items()}
-        assert found == {"terse-report": ("LAND", None), "tokenize-regex": ("KILL", "scope-kept")}
+        assert found == {"terse-report": ("LAND", None), "tokenize-regex": ("KILL", "scope-kept"),
+                         "disk-hog": ("KILL", None)}, output
+        (reason,) = [r for h, (_, _, reasons) in _judged_reasons(ws.root).items() if h == "disk-hog" for r in reasons]
+        assert reason.startswith(f"the experiment was stopped: DiskLimit: on dask worker {socket.gethostname()} ")
+        assert f"over [workers] max_checkout_mb ({HOG_CAP_MB} MB)" in reason, reason
         placed = events(ws.root, ExperimentHost)
-        assert {e.experiment for e in placed} == set(hypotheses)
+        assert {e.experiment for e in placed} == {*hypotheses, "disk-hog"}
         # every experiment ran in the CLI worker's process (or the process it forked for the task)
         worker_pids = {worker.pid, *(p.pid for p in psutil.Process(worker.pid).children(recursive=True))}
         assert {_listening_pid(e.event.address, mark) for e in placed} <= worker_pids, output
@@ -369,3 +407,24 @@ def test_a_lab_whose_build_rewrites_tracked_outputs_decides_alike_on_both_execut
     assert theirs["terse-report"][0] == Decision.LAND and theirs["tokenize-regex"][1] == Rule.SCOPE
     assert_nothing_left(mark, None)
     assert_no_scratch(remote.root)
+
+
+@pytest.mark.slow
+def test_a_dask_host_stops_a_worker_over_max_checkout_mb_and_says_why(tmp_path: Path) -> None:
+    """The host measures the worker it runs as the lab measures its own (`[workers] max_checkout_mb`): a worker
+    that fills its checkout is stopped there, long before its own end, its checkout removed and the reason sent
+    back (the lab KILLs it with it: test_a_cli_dask_worker_runs_experiments_from_the_served_repositories)."""
+    ws = make_demo(tmp_path / "lab", workers=1, only=["terse-report"])
+    config = ws.config.replace("launcher", name="command", template=HOG).replace("workers", max_checkout_mb=HOG_CAP_MB)
+    hypothesis = Hypothesis(metric="report/wall_ms", change="x", id="terse-report", scope=("wordfreq/report.py",))
+    served = ServedRepositories(str(ws.reference_target), str(ws.bench_dir))
+    try:
+        result = run_experiment(RemoteExperiment(lab_id(ws.root), "hog", "w1", hypothesis, ws.target_base(),
+                                                 ws.bench_base(), served, config))
+        assert not (scratch_dir(lab_id(ws.root)) / "worker-w1").exists()  # its disk freed at once
+    finally:
+        remove_scratch(lab_id(ws.root))
+    assert result.remote is not None and result.cancelled and result.duration_s < HOG_SLEEP_S, result
+    assert result.remote.over_cap is not None and f"max_checkout_mb ({HOG_CAP_MB} MB)" in result.remote.over_cap
+    assert result.remote.reading.patch == ""  # nothing of its checkouts read: it is KILLed for its size
+    assert "max_checkout_mb" in result.remote.log_tail and "killing the worker's processes" in result.remote.log_tail

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import tomllib
 from pathlib import Path
 
@@ -23,6 +25,36 @@ def test_rendered_default_loads_back_to_the_same_configuration(tmp_path: Path) -
     loaded = config.load(path)
     assert config.to_dict(loaded) == config.to_dict(original)
     assert loaded.path == path.resolve()
+
+
+def test_the_written_file_is_short_names_each_key_once_and_keeps_what_differs(tmp_path: Path) -> None:
+    """What `orchard init` writes: the keys a lab must set, then only what differs from a default; each other
+    key named once under its section (no second `test =` or `name =` for a search-and-replace to hit)."""
+    path = tmp_path / "orchard.toml"
+    written = config.from_dict({"target": {"repo": "/r"}, "stop": {"top_attempted": 3},
+                                "launchers": {"shell": {"name": "command", "template": "true"}}})
+    config_file.write(written, path)
+    text = path.read_text()
+    keys = [line.split(" = ", 1)[0] for line in text.splitlines() if " = " in line and not line.startswith("#")]
+    assert sorted(keys) == sorted(["repo", "build", "test", "binary", "suite", "name", "top_attempted", "name",
+                                   "template"])  # the second `name` is [launchers.shell]'s
+    assert len(text.splitlines()) < 70, text  # the old file, every key with its help: ~190 lines
+    for name, cls in config.SECTIONS.items():
+        for spec in dataclasses.fields(cls):  # every key is there: set, or named under its section
+            assert re.search(rf"^{spec.name} = |^# also: .*\b{spec.name}\b", text, re.M | re.S), (name, spec.name)
+    assert config.to_dict(config.load(path)) == config.to_dict(written)
+    # claude's network is its default, patch's is not claude's: a file that changes the launcher keeps meaning it
+    assert "network" not in dict(tomllib.loads(text)["launcher"])
+    patch = config.from_dict({"target": {"repo": "/r"}, "launcher": {"name": "patch", "network": "api",
+                                                                      "base_url": "http://127.0.0.1:1"}})
+    assert 'network = "api"' in config_file.render(patch)
+
+
+def test_docs_configuration_md_is_every_key_as_the_schema_says() -> None:
+    docs = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
+    assert docs.read_text() == config_file.reference(), "regenerate: orchard.lab.config.rendered.reference()"
+    for cls in config.SECTIONS.values():
+        assert all(f"| `{spec.name}` |" in docs.read_text() for spec in dataclasses.fields(cls))
 
 
 def test_every_bad_key_and_value_is_named_in_one_message(tmp_path: Path) -> None:

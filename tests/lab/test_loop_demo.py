@@ -6,6 +6,7 @@ Whole lab runs of several minutes each: the slow tier (`make test-slow`).
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -71,6 +72,11 @@ def test_demo_walks_every_decision_path(tmp_path: Path, mark: str) -> None:
         assert text in journal, text
     report = (root / "FINAL_REPORT.md").read_text()
     assert "## Landed changes" in report and "## Killed hypotheses" in report
+    # what it cost: `patch` workers run no model (said so, not left blank), and the time of each kept win
+    cost = report.split("## What it cost")[1]
+    assert "| `patch` | 7 | 2 | $0 (no agent: no model involved) | - |" in cost
+    assert re.search(r"\| \$0 \(no agent: no model involved\) \| [\d.,]+ (s|min) \|$", cost, re.MULTILINE), cost
+    assert "of wall time per kept win." in cost
     assert "report/wall_ms" in (root / "LEADERBOARD.md").read_text()
     page = (root / "report.html").read_text()
     assert "id='main-report-wall-ms'" in page and "id='experiments-report-wall-ms'" in page
@@ -144,7 +150,7 @@ def test_the_bench_own_verdict_command_is_recorded_and_mapped(tmp_path: Path, ma
     script.write_text(
         "import sys\nprint('comparing', sys.argv[1], sys.argv[2])\nprint('verdict: REGRESSED (p99 up)')\n"
     )
-    config = config.replace('verdict = ""', f'verdict = "python3 {script} {{baseline}} {{binary}}"')
+    config = config.replace("[bench]\n", f'[bench]\nverdict = "python3 {script} {{baseline}} {{binary}}"\n', 1)
     ws.config_path.write_text(config)
     proc = orchard("run", str(ws.root), mark=mark)
     output, _ = proc.communicate(timeout=600)

@@ -7,17 +7,19 @@ import json
 import re
 import sqlite3
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
 
-from orchard.bench.verdict import Verdict
+from orchard.bench.verdict import Verdict, VerdictWord
 from orchard.cli import cli
 from orchard.demo.make import make_demo
 from orchard.errors import UsageError
 from orchard.lab.db.schema import SCHEMA_VERSION
 from orchard.lab.db.state import LabState
+from orchard.lab.loop.stop import final_verdict
 from orchard.lab.notebook import files as records
 from orchard.lab.records.agent_usage import AgentUsage
 from orchard.lab.records.events import BaselineRebuilt, ExperimentStarted, LabStopped
@@ -26,6 +28,8 @@ from orchard.lab.records.hypothesis import HypothesisStatus, Lane
 from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry, Rule
 from orchard.lab.records.lab_start import LabStart
 from orchard.lab.records.land_steps import MainPublished, Merged
+from orchard.lab.records.measured_events import FinalVerdictTaken, Swept
+from orchard.lab.workers.vcs import VcsError
 from orchard.lab.workers.workspace import Workspace
 from tests.lab.loop_support import add_hypotheses, bare_candidate, metric, verdict_of
 
@@ -180,8 +184,8 @@ def _judged(
     state.update_experiment(
         name,
         status=ExperimentStatus.DONE,
-        candidate=bare_candidate(usage=AgentUsage(cost_usd=cost, input_tokens=1000)),
-        judgment=Judgment(Decision(decision), tuple(reasons), verdict=verdict),
+        candidate=bare_candidate(usage=AgentUsage(cost_usd=cost, input_tokens=1000), duration_s=30.0),
+        judgment=Judgment(Decision(decision), tuple(reasons), verdict=verdict, build_s=2.0, measure_s=10.0),
         decision=decision,
         reasons=reasons,
         **fields,
@@ -290,8 +294,9 @@ def test_final_report_has_every_metric_change_and_decision_with_its_reasons(fill
     assert "- `tokenize-regex`: promising but unclear: report/wall_ms inconclusive at n=20 (MDE 5.00%)" in report
     next_up = report.split("## Recommended next backlog")[1]
     assert "`tokenize-regex-r1` (score 1.80, exploit): Tokenize with a regex (sharpened)" in next_up
-    assert ("As the agent CLIs reported it, over 3 experiments: $0.4700 in total; 3,000 input tokens; "
-            "$0.4700 per landed win (1 landed).") in report
+    # what it cost, per launcher (one here: the default claude), each kept win's share of the cost and time
+    assert ("| `claude` | 3 | 1 | $0.4700 | 3,000 input | 1.5 min | 6.00 s | 30.0 s | 0 s | $0.4700 "
+            "| 2.1 min |") in report
 
 
 def test_journal_has_each_judgment_with_its_verdict_table(filled: Workspace) -> None:
@@ -375,3 +380,36 @@ def test_report_before_any_run_recommends_the_backlog(demo: Workspace) -> None:
     assert "Stopped: the lab has not stopped." in result.output
     assert "0 experiments: 0 landed, 0 killed, 0 iterated." in result.output
     assert "- `count-with-dict` (score 4.00, exploit): Count words with a dict instead of list scans" in result.output
+
+
+def test_the_final_verdict_is_the_last_sweep_when_it_measured_the_same_pair(
+        make_workspace: Callable[..., Workspace]) -> None:
+    """A sweep of main as it is at the stop, against the start, is that verdict: it is not measured twice (the
+    workspace has no binaries: a measurement here would fail)."""
+    ws = make_workspace()
+    end = ws.target_base()
+    state = LabState.open(ws.root)
+    try:
+        state.log(LabStart(BASE, BENCH, "", "20 A/A pairs", {"report/wall_ms": 64.0}, {"report/wall_ms": 0.05}))
+        swept = verdict_of([metric("report/wall_ms", "improved", -0.40, baseline=64.0, floor=0.05)])
+        state.log(Swept(end, swept))
+        said: list[str] = []
+        final_verdict(ws, state, say=said.append)
+        (taken,) = state.events_of(FinalVerdictTaken)
+        assert (taken.event.start, taken.event.end, taken.event.moved) == (BASE, end, True)
+        assert taken.event.verdict == swept and "as the last sweep measured this very pair" in said[0]
+    finally:
+        state.close()
+
+
+def test_a_sweep_that_could_not_compare_is_no_final_verdict(make_workspace: Callable[..., Workspace]) -> None:
+    ws = make_workspace()
+    state = LabState.open(ws.root)
+    try:
+        state.log(LabStart(BASE, BENCH, "", "20 A/A pairs", {"report/wall_ms": 64.0}, {"report/wall_ms": 0.05}))
+        state.log(Swept(ws.target_base(), replace(verdict_of([]), verdict=VerdictWord.ERROR)))
+        with pytest.raises(VcsError, match=f"checkout --quiet --detach {BASE}"):  # measured afresh: no binaries here
+            final_verdict(ws, state)
+        assert not state.events_of(FinalVerdictTaken)
+    finally:
+        state.close()

@@ -20,12 +20,18 @@ def _rendered_text(markdown: str) -> str:
 
 @pytest.mark.parametrize("text", [
     "<script>alert(1)</script>", "effect -3.1% < floor 5.0%", "a > b", "AT&amp;T and R&D", "<!-- hidden -->",
-    "cost <https://example.com>", "x | y \\ z",
+    "cost <https://example.com>", "x | y \\ z", "20.5x faster", "1. first", "3) third", "# not a heading",
+    "- not an item",
 ])
 def test_inline_text_renders_as_itself_without_html_entities(text: str) -> None:
     line = inline(text)
     assert "&lt;" not in line and "&gt;" not in line and "&amp;" not in line.replace("\\&amp;", "")
     assert _rendered_text(line) == text, (line, MarkdownIt("commonmark").render(line))
+
+
+def test_a_leading_number_is_left_alone_unless_it_would_start_a_list() -> None:
+    assert inline("20.5x faster") == "20.5x faster"
+    assert inline("1. first") == "1\\. first"
 
 
 def test_a_comparison_in_a_reason_stays_readable_in_the_raw_file() -> None:

@@ -159,6 +159,13 @@ def cache_path(fingerprint: str, suite_digest: str, isolation: str = ENV_ISOLATI
     return cache_dir() / f"{fingerprint}-{suite_digest}{suffix}.json"
 
 
+def cache_key(fingerprint: str, suite_digest: str, isolation: str) -> str:
+    """What a calibration is made of, as one name: the machine, the suite (with its expect_file facts) and
+    how its runs are confined. Two runs with one key can share a calibration; a CI cache keyed by it never
+    hands a run a calibration `load_file` refuses."""
+    return "-".join((fingerprint, suite_digest, "".join(c if c.isalnum() else "_" for c in isolation)))
+
+
 def _parse(data: dict[str, Any]) -> Calibration:
     data = dict(data)
     data.pop("format")

@@ -22,7 +22,9 @@ stays fair), runs in bubblewrap (`orchard.confine`):
 How runs were confined is a comparability key (`env_isolation_version`)
 and part of a calibration's key: confined and unconfined numbers are never
 compared, and a calibration taken unconfined is not used for confined runs.
-`python` scenarios run in orchard's own process and cannot be confined.
+A `python` scenario's callable runs in its own Python inside the same sandbox
+(`python_scenario.py`); instruction-count runs put their counter and the
+program inside it; `orchard bench run` confines its runs alike.
 """
 
 from __future__ import annotations
@@ -35,11 +37,12 @@ from pathlib import Path
 
 from orchard import confine
 from orchard.bench.environment import ENV_ISOLATION_VERSION
+from orchard.bench.own_timing import FROM_OUTSIDE, OwnTiming
 
 # On the run's own fresh /tmp: the same paths for baseline and candidate, gone when the run ends.
 SCRATCH_TMP = Path("/tmp")
 SCRATCH_HOME = SCRATCH_TMP / "home"
-CONFINEMENT_VERSION = "1"
+CONFINEMENT_VERSION = "2"  # 2: timed inside the sandbox (1 counted bubblewrap's set-up)
 HIDDEN = ("/root", "/run")
 SCRATCH = ("/tmp", "/var/tmp")
 
@@ -86,17 +89,22 @@ class RunConfinement:
 
 
     def wrap(self, command: list[str] | str, *, binary: Path, suite_dir: Path, root: Path,
-             results_file: Path | None, loopback: bool) -> list[str] | str:
+             results_file: Path | None, loopback: bool, timing: OwnTiming = FROM_OUTSIDE,
+             scratch: Path | None = None) -> list[str] | str:
         """`command` inside this run's own sandbox, or as it is when runs are not confined.
 
         It reads the suite's directory, the binary's and the fixtures under
         `root`; it writes `{workdir}` (emptied first) and `results_file`.
+        `timing`'s timer starts it inside the sandbox, so its numbers are its own. `scratch` (an instruction
+        counter's output directory) is writable too.
         """
         if not self.confined:
             return command
         work = root / "work"
         fresh_workdir(work, self)
-        writes = [work]
+        writes = [work, *([scratch] if scratch is not None else [])]
+        if scratch is not None and self.unprivileged:
+            confine.hand_over([scratch])
         if results_file is not None:
             results_file.parent.mkdir(parents=True, exist_ok=True)
             results_file.touch()
@@ -104,9 +112,9 @@ class RunConfinement:
                 confine.hand_over([results_file])
             writes.append(results_file)
         mounts = self.mounts(cwd=suite_dir, binary=binary,
-                             reads=[suite_dir, binary.parent, root / "fixtures", *self.trees],
+                             reads=[suite_dir, binary.parent, root / "fixtures", *self.trees, *timing.reads],
                              writes=writes, network=loopback)
-        return confine.argv(mounts, ["/bin/sh", "-c", command] if isinstance(command, str) else command)
+        return confine.argv(mounts, timing.command(["/bin/sh", "-c", command] if isinstance(command, str) else command))
 
 
 UNCONFINED = RunConfinement(False, "measured runs are not confined")

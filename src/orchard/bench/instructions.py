@@ -34,7 +34,7 @@ import functools
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -134,11 +134,14 @@ def count(
     env: Mapping[str, str] | None = None,
     timeout_s: float | None = None,
     cycles: bool = False,
+    confine: Callable[[list[str], Path], list[str]] = lambda argv, _scratch: argv,
 ) -> Count:
     """Instructions retired in user space by `command` and every process it starts.
 
     With `cycles`, cachegrind also simulates the caches (whatever `counter`
     says: perf cannot estimate) and the count carries `estimated_cycles`.
+    `confine` puts the counter's command line (counter and program) in the
+    run's sandbox, which must be able to write the counter's scratch directory.
     """
     if cycles:
         if shutil.which("valgrind") is None:
@@ -163,7 +166,8 @@ def count(
             ]
         # the timeout scales with the counter's slowdown: cachegrind runs a program 20-100x slower
         limit = None if timeout_s is None else timeout_s * (2 if counter is Counter.PERF else 100)
-        capture = process.run(wrapped, cwd=cwd, env=env, timeout_s=limit, admitted_chars=64 * 1024)
+        capture = process.run(confine(wrapped, Path(scratch)), cwd=cwd, env=env, timeout_s=limit,
+                              admitted_chars=64 * 1024)
         if capture.timed_out:
             return Count(None, counter, f"{counter} run timed out")
         events = None if counter is Counter.PERF else _cachegrind_events(Path(scratch))

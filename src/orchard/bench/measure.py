@@ -12,13 +12,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import importlib
 import os
 import shlex
 import shutil
-import sys
 import tempfile
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,9 +24,10 @@ from typing import Any, BinaryIO, cast
 
 from orchard import process
 from orchard.bench import harness_output as harness
-from orchard.bench import instructions, rows, tokens
+from orchard.bench import instructions, python_scenario, rows, tokens
 from orchard.bench.confinement import UNCONFINED, RunConfinement
 from orchard.bench.environment import isolated_env
+from orchard.bench.own_timing import own_timing
 from orchard.bench.suite import BUILTIN_METRICS, Fixture, Scenario, Suite
 from orchard.errors import FixtureError, UsageError
 
@@ -192,16 +190,18 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *
         results_file.unlink(missing_ok=True)  # never read an earlier run's results
     admitted = ROWS_ADMITTED_CHARS if scenario.kind == "rows" else bench.suite.admitted_chars
     # the gates judge the whole output; only token estimates use the admitted part
-    with tempfile.SpooledTemporaryFile(max_size=SPILL_BYTES, dir=str(bench.root)) as whole:
-        capture = process.run(
+    with tempfile.SpooledTemporaryFile(max_size=SPILL_BYTES, dir=str(bench.root)) as whole, \
+            own_timing(bench.confinement.confined, bench.root) as timing:
+        capture = timing.own(process.run(
             bench.confinement.wrap(command, binary=binary, suite_dir=bench.suite.directory, root=bench.root,
-                                   results_file=results_file, loopback=scenario.loopback),
+                                   results_file=results_file, loopback=scenario.loopback, timing=timing),
             cwd=bench.suite.directory,
             env=bench.confinement.env(isolated_env(scenario.env)),
             timeout_s=scenario.timeout_s,
             admitted_chars=admitted,
             stdout_sink=cast(BinaryIO, whole) if scenario.expect else None,
-        )
+            pass_fds=timing.fds,
+        ))
         capture = dataclasses.replace(capture, command=command)  # the row shows what the suite runs
         fraction = recall(scenario.expect, cast(BinaryIO, whole))
     row = rows.step_row(
@@ -263,9 +263,20 @@ def count_instructions(bench: Workbench, scenario: Scenario, binary: Path, obser
     if instructions.METRIC not in scenario.measure and not cycles:
         return
     assert scenario.command is not None
-    command = render(scenario.command, bench.template_values(binary), f"scenario '{scenario.name}'")
+    values, where = bench.template_values(binary), f"scenario '{scenario.name}'"
+    command = render(scenario.command, values, where)
+    results_file = None if scenario.file is None else Path(bench.suite.directory, str(render(scenario.file, values,
+                                                                                               where)))
+
+    def confined(argv: list[str], scratch: Path) -> list[str]:  # the counting run is as confined as the timed one
+        wrapped = bench.confinement.wrap(argv, binary=binary, suite_dir=bench.suite.directory, root=bench.root,
+                                         results_file=results_file, loopback=scenario.loopback, scratch=scratch)
+        assert isinstance(wrapped, list)
+        return wrapped
+
     counted = instructions.count(command, counter=bench.counter(), cwd=bench.suite.directory,
-                                 env=isolated_env(scenario.env), timeout_s=scenario.timeout_s, cycles=cycles)
+                                 env=bench.confinement.env(isolated_env(scenario.env)), timeout_s=scenario.timeout_s,
+                                 cycles=cycles, confine=confined)
     observation.row.update(counted.row_fields())
     for metric, value in ((instructions.METRIC, counted.instructions), (instructions.CYCLES, counted.estimated_cycles)):
         if metric in scenario.measure:
@@ -286,22 +297,19 @@ def _observe_python(
     bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, meta: Mapping[str, Any]
 ) -> Observation:
     assert scenario.callable is not None
-    module_name, _, function_name = scenario.callable.partition(":")
-    if str(bench.suite.directory) not in sys.path:
-        sys.path.insert(0, str(bench.suite.directory))
     try:
-        function = getattr(importlib.import_module(module_name), function_name)
-    except (ImportError, AttributeError) as error:
-        raise UsageError(f"scenario '{scenario.name}': cannot load callable {scenario.callable}: {error}") from None
-    started = time.perf_counter_ns()
-    failure = ""
-    try:
-        produced = list(
-            function(binary=binary, workdir=bench.root / "work", run=spec.run, fixtures=dict(bench.fixtures))
-        )
-    except Exception as error:  # the lane's failure is the candidate's failure, recorded
-        produced, failure = [], f"{type(error).__name__}: {error}"
-    ended = time.perf_counter_ns()
+        function = python_scenario.load(scenario.callable, bench.suite.directory)
+    except UsageError as error:
+        raise UsageError(f"scenario '{scenario.name}': {error}") from None
+    arguments = {"binary": binary, "workdir": bench.root / "work", "run": spec.run, "fixtures": dict(bench.fixtures)}
+    if bench.confinement.confined:  # the binary it runs is untrusted: in its own sandbox, as a command's run
+        done = python_scenario.run_confined(bench.confinement, scenario.callable, arguments,
+                                            suite_dir=bench.suite.directory, root=bench.root,
+                                            loopback=scenario.loopback, timeout_s=scenario.timeout_s,
+                                            env=isolated_env(scenario.env))
+    else:
+        done = python_scenario.call(function, arguments)
+    produced, failure, started, ended = done.rows, done.failure, done.started_ns, done.ended_ns
     harness_rows = harness.select([r for r in produced if isinstance(r, dict)], scenario.where)
     failed_rows = [r for r in harness_rows if rows.is_failure(r)]
     if failed_rows and not failure:

@@ -118,6 +118,7 @@ class PairRunner:
             "suite_digest": suite.digest,
             "seed": seed,
             **rowlib.comparability(fixture_id=suite.digest, env_isolation=bench.confinement.isolation),
+            **rowlib.source_commit(),
         }
 
     def run_pair(self, index: int, warmup: bool) -> list[tuple[Observation, Observation, list[GateResult]]]:

@@ -8,6 +8,7 @@ rows may be compared only if all of them match.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -45,6 +46,16 @@ def comparability(
         "env_isolation_version": env_isolation,
         "machine_fingerprint": machine_fingerprint(),
     }
+
+
+COMMIT_VARIABLES = ("ORCHARD_COMMIT", "GITHUB_SHA")  # the commit measured, as CI names it
+
+
+def source_commit() -> dict[str, str]:
+    """`{"commit": ...}` when the environment names the commit the measured binary was built from (`orchard
+    history` places each run at its commit), else nothing."""
+    commit = next((os.environ[name] for name in COMMIT_VARIABLES if os.environ.get(name)), None)
+    return {} if commit is None else {"commit": commit}
 
 
 def base_row(

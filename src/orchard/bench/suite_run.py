@@ -2,7 +2,9 @@
 
 Runs are interleaved: each run measures every subject once, in an order
 shuffled per run from a printed seed, so drift is spread evenly over the
-subjects instead of landing on whichever came last.
+subjects instead of landing on whichever came last. Every run is confined as
+a verdict's are (`confinement.py`; the suite's `confine = false` turns it
+off), so no subject keeps state from one run to the next.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 
 from orchard.bench import rows as rowlib
 from orchard.bench.binary import binary_sha256
+from orchard.bench.confinement import for_campaign
 from orchard.bench.display import rows_summary
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.measure import RunSpec, observe, workbench
@@ -40,9 +43,11 @@ def run_suite(
     }
     names = {spec.metric for spec in suite.metrics} | set(suite.recorded_only)
     lock = MeasurementLock(f"orchard bench run {suite.name}")
+    confinement = for_campaign(suite.confine, suite.directory, *subjects.values())
     meta = {"lane": "bench", "suite": suite.name, "suite_digest": suite.digest, "seed": seed,
-            **rowlib.comparability(fixture_id=suite.digest)}
-    with workbench(suite) as bench, RunWriter(results, "bench", rows_summary) as writer:
+            **rowlib.comparability(fixture_id=suite.digest, env_isolation=confinement.isolation),
+            **rowlib.source_commit()}
+    with workbench(suite, confinement=confinement) as bench, RunWriter(results, "bench", rows_summary) as writer:
         for run in range(1, runs + 1):
             order = list(subjects)
             rng.shuffle(order)

@@ -220,3 +220,19 @@ def opportunities(results: Path, as_json: bool, top: int | None) -> None:
     else:
         click.echo(ranked.render(document, top), nl=False)
 
+
+
+@click.command()
+@click.option("--results", type=click.Path(path_type=Path), default=None, help="rows of `bench run` and `verdict`")
+@click.option("--lab", "labs", multiple=True, type=click.Path(path_type=Path), help="a lab workspace (its main)")
+@click.option("--max-pvalue", type=float, default=None, help="significance of a change point (default 0.001)")
+@click.option("--min-magnitude", type=float, default=None, help="smallest relative change shown (default 0.02: 2%)")
+@click.option("--chart", "chart_file", type=click.Path(path_type=Path), help="write the charts to this HTML file")
+@click.option("--json", "as_json", is_flag=True, help="the machine-readable document (schema orchard.history/1)")
+def history(results: Path | None, labs: tuple[Path, ...], max_pvalue: float | None, min_magnitude: float | None,
+            chart_file: Path | None, as_json: bool) -> None:
+    """Change points over stored results and labs' main, by Apache Otava's E-divisive detection."""
+    from orchard.history import changes
+
+    found = changes.history(results, labs, max_pvalue=max_pvalue, min_magnitude=min_magnitude, chart_file=chart_file)
+    click.echo(changes.to_json(found) if as_json else changes.table(found))

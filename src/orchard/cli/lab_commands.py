@@ -1,5 +1,5 @@
-"""The lab's commands: `init`, `run`, `status`, `plan`, `report`, `serve` and `demo`, and the opening of a
-lab's workspace and lab.db they share with the backlog's commands."""
+"""The lab's commands: `init`, `run`, `status`, `plan`, `report`, `finalize`, `serve` and `demo`, and the
+opening of a lab's workspace and lab.db they share with the backlog's commands."""
 
 from __future__ import annotations
 
@@ -147,6 +147,17 @@ def report(workspace: Path) -> None:
     with open_lab(workspace) as (ws, state):
         records.write_notebook(ws, state, final=True)
     click.echo((ws.root / "FINAL_REPORT.md").read_text())
+
+
+@click.command()
+@workspace_argument
+@click.option("--push", "push_branches", is_flag=True, help="Publish the review branches to the target repository.")
+def finalize(workspace: Path, push_branches: bool) -> None:
+    """The landed wins as review branches on the lab's starting main, each judged alone; REVIEW.md."""
+    from orchard.lab.finalize.finalize import finalize as run_finalize
+
+    done = run_finalize(workspace, push_branches=push_branches, say=lambda text: click.echo(text, err=True))
+    click.echo("\n".join(done.lines()))
 
 
 @click.command()

@@ -1,5 +1,5 @@
 """`verdict`, `compare` and `calibrate`: the noise-aware judgement of two binaries or two stored result sets,
-and the A/A noise floor it rests on."""
+and the A/A noise floor it rests on (`calibration-key`: the name a CI cache keeps that floor under)."""
 
 from __future__ import annotations
 
@@ -148,3 +148,18 @@ def calibrate(suite_path: Path, baseline: Path, runs: int | None, as_json: bool,
     )
     console.print(calibration_table(cal))
 
+
+
+@click.command("calibration-key")
+@suite_option
+@confine_option
+def calibration_key(suite_path: Path, confine: bool) -> None:
+    """Print the key of the calibration this suite gets here (a CI cache key: machine, suite, confinement)."""
+    from orchard.bench.calibration import cache_key
+    from orchard.bench.confinement import for_campaign
+    from orchard.bench.machine import machine_fingerprint
+    from orchard.bench.suite_reader import load_suite
+
+    suite = load_suite(suite_path)
+    isolation = for_campaign(confine and suite.confine, suite.directory).isolation
+    click.echo(cache_key(machine_fingerprint(), suite.digest, isolation))

@@ -19,7 +19,9 @@ import re
 
 # Every character Python's str.splitlines() breaks on: a reader's renderer may break on any of them.
 _BREAKS = re.compile(r"[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]+")
-_BLOCK_START = re.compile(r"^(\s*)([#>+*=_~`-]|\d+[.)])")
+_BLOCK_START = re.compile(r"^(\s*)([#>+*=_~`-])")
+# An ordered-list marker: its punctuation is escaped (a backslash before a digit is shown as typed).
+_ORDERED_START = re.compile(r"^(\s*\d+)([.)])(?=\s|$)")
 _HTML_START = re.compile(r"<(?=[A-Za-z/!?])")  # a tag, comment or autolink opens this way; `a < b` does not
 _ENTITY = re.compile(r"&(?=#?\w+;)")
 
@@ -29,6 +31,7 @@ def inline(text: object) -> str:
     line = _BREAKS.sub(" ", str(text))
     line = line.replace("\\", "\\\\").replace("|", "\\|")
     line = _ENTITY.sub("\\&", _HTML_START.sub("\\<", line))
+    line = _ORDERED_START.sub(lambda m: m.group(1) + "\\" + m.group(2), line)
     return _BLOCK_START.sub(lambda m: m.group(1) + "\\" + m.group(2), line)
 
 

@@ -16,8 +16,9 @@ KILL too ("judge binary changed"); a baseline that did is built again.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -199,7 +200,23 @@ def judge(
     progress: Progress = lambda _: None,
     measure_progress: MeasureProgress | None = None,
 ) -> Judgment:
-    """Judge one candidate end to end (idempotent: everything is rebuilt from clean)."""
+    """Judge one candidate end to end (idempotent: everything is rebuilt from clean), timing its build and its
+    measurement (what FINAL_REPORT's account of the lab's time adds up)."""
+    clock = _Clock()
+    judgment = _judge(ws, state, name, candidate, base, bench_base, clock, progress, measure_progress)
+    return replace(judgment, build_s=round(clock.build_s, 3), measure_s=round(clock.measure_s, 3))
+
+
+class _Clock:
+    """Seconds the judge spent building and testing, and measuring, for one candidate."""
+
+    def __init__(self) -> None:
+        self.build_s = 0.0
+        self.measure_s = 0.0
+
+
+def _judge(ws: Workspace, state: LabState, name: str, candidate: Candidate, base: str, bench_base: str,
+           clock: _Clock, progress: Progress, measure_progress: MeasureProgress | None) -> Judgment:
     checks = collection_checks(candidate)
     flags = list(candidate.flags)
     if not all(c.passed for c in checks) or Flag.NO_CHANGES in flags:
@@ -213,7 +230,10 @@ def judge(
         return _finish(decide(checks, None, flags), checks, None, None, base, candidate)
     binary = ws.binary_in(checkout)
     values = placeholders(ws, checkout, binary)
-    if not _built_and_tested(ws, state, name, checkout, values, base, bench_base, checks, progress):
+    started = time.monotonic()
+    built_ok = _built_and_tested(ws, state, name, checkout, values, base, bench_base, checks, progress)
+    clock.build_s = time.monotonic() - started
+    if not built_ok:
         return _finish(decide(checks, None, flags), checks, str(checkout), None, base, candidate)
     baseline = baseline_binary(ws, state, base)
     if binary is None or not binary.exists():
@@ -221,11 +241,14 @@ def judge(
         return _finish(Ruling(Decision.KILL, (checks[-1].detail,)), checks, str(checkout), None, base, candidate)
     built = hash_build(binary)
     progress(f"{name}: verdict against the baseline built from {base[:12]}")
+    started = time.monotonic()
     try:
         verdict = _measured(ws, state, name, base, (baseline, built), progress, measure_progress)
     except BinaryChanged as changed:
         checks.append(Check(CheckName.BINARY, False, str(changed)))
         return _finish(Ruling(Decision.KILL, (str(changed),)), checks, str(checkout), None, base, candidate)
+    finally:
+        clock.measure_s = time.monotonic() - started
     assert_bench_untouched(ws, bench_base)
     if (plausible := plausibility.check(verdict, plausible_bound(ws))) is not None:
         checks.append(plausible)

@@ -14,7 +14,10 @@ measured, and a verdict taken while one changed does not count
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import shlex
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,21 +91,22 @@ def assert_bench_untouched(ws: Workspace, bench_base: str) -> None:
         )
 
 
-def external_verdict(ws: Workspace, baseline: Path, candidate: Path) -> Verdict:
+def external_verdict(ws: Workspace, baseline: Path, candidate: Path, *built: BuiltBinary) -> Verdict:
     """Run the bench's own verdict script under the lock; record its output, map its result.
 
     A JSON object with a `verdict` key on stdout is taken as it is (metrics
     and gates in orchard's shape are kept); otherwise the last verdict word
-    the script printed decides, and no word at all is INCONCLUSIVE.
+    the script printed decides, and no word at all is INCONCLUSIVE. The
+    script runs the binaries, so it is confined as measured runs are
+    (`confined_script`).
     """
     values = placeholders(ws, ws.reference_target, candidate)
     values["baseline"] = str(baseline)
     command = render_command(ws.config.bench.verdict, values)
     lock = MeasurementLock(f"orchard lab verdict command ({ws.root.name})")
-    with lock:
-        capture = run(["bash", "-c", command], cwd=ws.bench_dir, env=judge_env(ws.config.lab.pass_env),
-                      timeout_s=STEP_TIMEOUT_S,
-                      admitted_chars=1 << 24)
+    with lock, tempfile.TemporaryDirectory(prefix="orchard-verdict-") as scratch:
+        argv, env = confined_script(ws, command, baseline, candidate, Path(scratch), *built)
+        capture = run(argv, cwd=ws.bench_dir, env=env, timeout_s=STEP_TIMEOUT_S, admitted_chars=1 << 24)
     text = capture.stdout_text
     parsed = last_json_object(text, key="verdict") or {}
     words = VERDICT_WORDS.findall(text)
@@ -124,12 +128,26 @@ def external_verdict(ws: Workspace, baseline: Path, candidate: Path) -> Verdict:
     )
 
 
+def confined_script(ws: Workspace, command: str, baseline: Path, candidate: Path, scratch: Path,
+                    *built: BuiltBinary) -> tuple[list[str], dict[str, str]]:
+    """The bench's verdict script in a measured run's sandbox (when the lab's workers are sandboxed): fresh HOME
+    and TMPDIR, no network, the bench's clone, both binaries (and their build trees) and the absolute paths its
+    command names readable, nothing writable but its `{workdir}`-like scratch."""
+    named = [Path(word) for word in shlex.split(command) if word.startswith("/") and Path(word).exists()]
+    confined = confinement(ws, *built)
+    confined = dataclasses.replace(confined, trees=(*confined.trees, baseline.parent, *named))
+    argv = confined.wrap(["bash", "-c", command], binary=candidate, suite_dir=ws.bench_dir, root=scratch,
+                         results_file=None, loopback=False)
+    assert isinstance(argv, list)
+    return argv, confined.env(judge_env(ws.config.lab.pass_env))
+
+
 def measure(ws: Workspace, baseline: BuiltBinary, candidate: BuiltBinary, *, runs: int | None = None,
             seed: int | None = None, progress: MeasureProgress | None = None) -> Verdict:
     """The bench's verdict of `candidate` against `baseline`, both checked against their build records."""
     check_built(baseline, candidate)
     if ws.config.bench.verdict:
-        verdict = external_verdict(ws, baseline.path, candidate.path)
+        verdict = external_verdict(ws, baseline.path, candidate.path, baseline, candidate)
     else:
         suite = bench.load_suite(_suite_path(ws))
         verdict = bench.run_verdict(suite, baseline.path, candidate.path, runs=runs, seed=seed,
@@ -152,6 +170,12 @@ def metric_keys(ws: Workspace) -> list[str]:
     """The suite's metric keys (`scenario/metric`) a hypothesis may name; empty without a suite."""
     path = ws.suite(ws.bench_dir)
     return [spec.key for spec in bench.load_suite(path).metrics] if path is not None else []
+
+
+def gate_names(ws: Workspace) -> list[str]:
+    """The suite's gates, checked on every run of every verdict (a verdict records only those that failed)."""
+    path = ws.suite(ws.bench_dir)
+    return [gate.name for gate in bench.load_suite(path).gates] if path is not None else []
 
 
 def plausible_bound(ws: Workspace) -> float:

@@ -95,20 +95,28 @@ def add(state: LabState, hypothesis: Hypothesis, *, source: str, parent: str | N
 
 
 def add_all(state: LabState, hypotheses: Sequence[Hypothesis], *, source: str, origin: str,
-            metrics: Sequence[str] = (), launchers: Sequence[str] = ()) -> None:
+            metrics: Sequence[str] = (), launchers: Mapping[str, str] | None = None,
+            default_launcher: str = "") -> None:
     """Add every hypothesis or none; each bad one is named with where it came from.
 
     `metrics` are the suite's metric keys (`scenario/metric`; empty: not
-    checked, e.g. a bench with its own verdict script) and `launchers` the
-    [launchers.NAME] tables of orchard.toml a hypothesis may name.
+    checked, e.g. a bench with its own verdict script), `launchers` the
+    [launchers.NAME] tables of orchard.toml a hypothesis may name (NAME: the
+    launcher it runs) and `default_launcher` what [launcher] runs. A hypothesis
+    the `patch` launcher would run needs its ready patch now: without one it
+    could only fail once a worker starts.
     """
     taken = [h.id for h in hypotheses if state.has_hypothesis(h.id)]
     problems = [f"already in the backlog: {', '.join(taken)}"] if taken else []
     bare = {key.split("/", 1)[-1] for key in metrics}
     problems += [f"{h.id}: metric {h.metric!r} is not in the suite (known: {', '.join(metrics)})"
                  for h in hypotheses if metrics and h.metric not in metrics and h.metric not in bare]
+    launchers = launchers or {}
     problems += [f"{h.id}: launcher {h.launcher!r} is not defined (orchard.toml's [launchers.NAME]: "
                  f"{', '.join(launchers) or 'none'})" for h in hypotheses if h.launcher and h.launcher not in launchers]
+    runs = {h.id: launchers.get(h.launcher, "") if h.launcher else default_launcher for h in hypotheses}
+    problems += [f"{h.id}: runs with the patch launcher but names no `patch` file (a ready diff)"
+                 for h in hypotheses if not h.patch and runs[h.id] == "patch"]
     if problems:
         raise UsageError(f"{origin}: {'; '.join(problems)}; nothing was added")
     with state.transaction():

@@ -2,7 +2,9 @@
 
 Each is checked against what the lab can run: a metric its suite measures
 (an opportunity names a lane's metric, which the suite need not measure, so
-those are not held to it) and a launcher orchard.toml defines. All are added
+those are not held to it), a launcher orchard.toml defines, and the ready
+patch the `patch` launcher applies (an opportunity is a placeholder a planner
+sharpens, so it is not held to that either). All are added
 or none, and backlog.md is written again.
 """
 
@@ -43,6 +45,7 @@ def add_one(ws: Workspace, state: LabState, hypothesis: Hypothesis) -> list[Hypo
 def _added(ws: Workspace, state: LabState, hypotheses: Sequence[Hypothesis], *, source: str, origin: str,
            suite_metrics: bool = True) -> list[Hypothesis]:
     backlog.add_all(state, hypotheses, source=source, origin=origin, metrics=metric_keys(ws) if suite_metrics else [],
-                    launchers=list(ws.config.launchers))
+                    launchers={name: launcher.name for name, launcher in ws.config.launchers.items()},
+                    default_launcher=ws.config.launcher.name if suite_metrics else "")
     write_atomic(ws.root / "backlog.md", backlog_file.render(state))
     return list(hypotheses)

@@ -5,7 +5,8 @@ a candidate: its hypothesis goes back to the backlog and its launcher is given n
 in this run. Every executor's workers are collected alike (`candidate.collect_candidate`); a worker
 whose host failed around it (a dask worker whose checkouts could not be made, or every dask worker
 that ran it lost) is treated as a worker that could not be launched: its hypothesis goes back to the
-backlog, never KILLed.
+backlog, never KILLed. A worker its dask host stopped over `[workers] max_checkout_mb` is KILLed with
+that reason, as a local one is (`disk_limits.py`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from orchard.errors import OrchardError
 from orchard.lab.judge.candidate import collect_candidate
 from orchard.lab.loop import agent_retry, stop
-from orchard.lab.loop.disk_limits import over_cap
+from orchard.lab.loop.disk_limits import DiskLimit, over_cap
 from orchard.lab.loop.driver import Driver
 from orchard.lab.loop.isolation import Stage
 from orchard.lab.records.candidate import Candidate, Flag
@@ -45,6 +46,9 @@ def collect_result(lab: Driver, result: JobResult) -> None:
     if result.host_failed:  # like a worker that could not be launched: back to the backlog, not KILLed
         where = result.remote.where if result.remote is not None else "its host"
         lab.failed(record, Stage.LAUNCH, OrchardError(f"on dask worker {where}: {result.reason}"))
+        return
+    if result.remote is not None and result.remote.over_cap is not None:  # stopped on its host, as here: KILL
+        lab.failed(record, Stage.WORK, DiskLimit(f"on dask worker {result.remote.where}: {result.remote.over_cap}"))
         return
     candidate = _collected(lab, record, lambda: collect_candidate(lab.ws, lab.experiment(record), result,
                                                                   lab.launcher(record)))

@@ -13,14 +13,13 @@ before a resumed lab writes anything:
   (the disk is full), so the lab can record it and go on.
 
 Either way its checkouts are removed before anything is recorded (`Lab.failed`, loop/lab.py).
-Dask workers' checkouts are on their own hosts: not counted here.
+Dask workers' checkouts are on their own hosts: each host checks the cap of the worker it runs
+(`workers/remote.py`), and its reason comes back to be KILLed here alike (`collection.py`).
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import stat
 import time
 from pathlib import Path
 
@@ -31,39 +30,16 @@ from orchard.lab.loop.worker_start import worker_start
 from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.worker import WorkerDir
+from orchard.lab.workers import checkout_size
+from orchard.lab.workers.checkout_size import CHECK_EVERY_S, MB, used_mb
 from orchard.lab.workers.executors import Executor
 from orchard.lab.workers.workspace import Workspace
 
 MIN_FREE_MB = 16  # below this the lab cannot be sure to record a judgment, a log line or a build
-CHECK_EVERY_S = 5.0
-MB = 1024 * 1024
 
 
 class DiskLimit(OrchardError):
     """A worker over its checkout cap, or the one holding the most of a full disk."""
-
-
-def used_mb(root: Path) -> float:
-    """The disk a directory tree takes: each file's allocated blocks, each inode once, symlinks not followed."""
-    seen: set[tuple[int, int]] = set()
-    total = 0
-    pending = [root]
-    while pending:
-        try:
-            entries = list(os.scandir(pending.pop()))
-        except OSError:
-            continue  # vanished or unreadable: what cannot be listed cannot be counted
-        for entry in entries:
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if stat.S_ISDIR(info.st_mode):
-                pending.append(Path(entry.path))
-            if (info.st_dev, info.st_ino) not in seen:
-                seen.add((info.st_dev, info.st_ino))
-                total += info.st_blocks * 512
-    return total / MB
 
 
 def free_mb(path: Path) -> float:
@@ -72,10 +48,8 @@ def free_mb(path: Path) -> float:
 
 def over_cap(ws: Workspace, worker: WorkerDir) -> DiskLimit | None:
     """The worker's directory over `[workers] max_checkout_mb`, said as its experiment's reason; None within."""
-    cap, used = ws.config.workers.max_checkout_mb, used_mb(worker.root)
-    if used <= cap:
-        return None
-    return DiskLimit(f"its worker's checkout holds {used:,.0f} MB, over [workers] max_checkout_mb ({cap:,} MB)")
+    reason = checkout_size.over_cap(worker.root, ws.config.workers.max_checkout_mb)
+    return None if reason is None else DiskLimit(reason)
 
 
 class DiskLimits:

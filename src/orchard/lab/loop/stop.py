@@ -10,14 +10,14 @@ import time
 from collections.abc import Callable, Collection
 
 from orchard.lab.db.state import LabState
-from orchard.lab.judge.measuring import MeasureProgress, measure
+from orchard.lab.judge.measuring import MeasureProgress, VerdictWord, measure
 from orchard.lab.loop import backlog
 from orchard.lab.loop.start import recorded_start
 from orchard.lab.records.db import JournalEvent
 from orchard.lab.records.events import AgentHung, AgentRetried, EventKind, LabStopped, LauncherFailed
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import HypothesisStatus
-from orchard.lab.records.measured_events import FinalVerdictTaken
+from orchard.lab.records.measured_events import FinalVerdictTaken, Swept
 from orchard.lab.workers.builds import baseline_binary
 from orchard.lab.workers.workspace import Workspace
 
@@ -96,7 +96,9 @@ def final_verdict(ws: Workspace, state: LabState, *, say: Callable[[str], None] 
     """Main at the end against main at the start: one paired verdict (same lock, same suite), once per pair.
 
     The lab's honest total: medians taken in different campaigns, at
-    different loads, are never divided by each other.
+    different loads, are never divided by each other. When the last full
+    sweep measured main as it is now against the start, that verdict is
+    this one, and is not measured twice.
     """
     started = recorded_start(state)
     if started is None:
@@ -107,6 +109,12 @@ def final_verdict(ws: Workspace, state: LabState, *, say: Callable[[str], None] 
         return
     if end == start:
         state.log(FinalVerdictTaken(start, end, moved=False))
+        return
+    swept = [e.event for e in state.events_of(Swept)]
+    if swept and swept[-1].main == end and swept[-1].verdict and swept[-1].verdict.verdict != VerdictWord.ERROR:
+        say(f"final verdict: main {end[:12]} against main at the start {start[:12]}, as the last sweep measured "
+            "this very pair")  # the sweep is that verdict: the same binaries, suite and lock, nothing since
+        state.log(FinalVerdictTaken(start, end, moved=True, verdict=swept[-1].verdict))
         return
     say(f"final verdict: main {end[:12]} against main at the start {start[:12]}, paired")
     verdict = measure(ws, baseline_binary(ws, state, start), baseline_binary(ws, state, end),

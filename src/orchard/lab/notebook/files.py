@@ -20,10 +20,11 @@ from pathlib import Path
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.verdict_view import effect_cells, markdown_head, markdown_table, num, score_text, short_commit
 from orchard.lab.notebook import backlog_file, pages, view
+from orchard.lab.notebook.best_single import best_single_lines
 from orchard.lab.notebook.journal import appended, render_events, render_journal
 from orchard.lab.notebook.leaderboard import LeaderRow, leaderboard
+from orchard.lab.notebook.spending import spending_lines
 from orchard.lab.notebook.view import ExperimentView, LabView
-from orchard.lab.records.agent_usage import cost_summary
 from orchard.lab.records.db import JournalEvent, Unrecognized
 from orchard.lab.records.events import Event, EventKind
 from orchard.lab.records.judgment import Decision, JudgmentEntry
@@ -98,6 +99,15 @@ def _unsandboxed(lab: LabView) -> list[str]:
     return [f"**{UNSANDBOXED_NOTE}.**", ""] if lab.sandbox == SandboxMode.NONE else []
 
 
+def _against_best(lab: LabView) -> list[str]:
+    """The lab's result beside its best single attempt (measured by `orchard finalize`)."""
+    verdict = None if lab.final is None else lab.final.verdict
+    metric = "" if lab.review is None or lab.review.best is None else lab.review.best.metric
+    wins = sum(1 for e in lab.experiments if e.decision == Decision.LAND and e.merge_commit and not e.reverted)
+    return best_single_lines(lab.review, None if verdict is None else verdict.metrics,
+                             "-" if verdict is None else verdict.verdict, lab.directions.get(metric), wins)
+
+
 def render_final_report(lab: LabView) -> str:
     def decided(decision: Decision) -> list[ExperimentView]:
         return [e for e in lab.experiments if e.decision == decision]
@@ -105,7 +115,8 @@ def render_final_report(lab: LabView) -> str:
     landed, killed, iterated = decided(Decision.LAND), decided(Decision.KILL), decided(Decision.ITERATE)
     lines = ["# Final report", "", f"Stopped: {inline(lab.stopped or 'the lab has not stopped')}.", "",
              f"{len(lab.experiments)} experiments: {len(landed)} landed, {len(killed)} killed, "
-             f"{len(iterated)} iterated.", "", *_unsandboxed(lab), *final_lines(lab), "", "## Landed changes", ""]
+             f"{len(iterated)} iterated.", "", *_unsandboxed(lab), *final_lines(lab), "", *_against_best(lab), "",
+             "## Landed changes", ""]
     lines += [f"- `{e.name}` on `{e.branch}`{_via(e)} ({inline(_landing_state(e))}): " + inline("; ".join(e.reasons))
               for e in landed] or ["- none"]
     where = lab.publication
@@ -128,8 +139,8 @@ def render_final_report(lab: LabView) -> str:
     lines += ["", "## Recommended next backlog", ""]
     lines += [f"- `{b.id}` (score {score_text(b.score)}, {b.lane}): {inline(b.title)}"
               for b in lab.backlog[:NEXT_BACKLOG]] or [EMPTY_BACKLOG]
-    if lab.cost:
-        lines += ["", "## Agent cost", "", cost_summary(lab.cost, len(lab.experiments), len(landed))]
+    if lab.spending:
+        lines += ["", *spending_lines(lab.spending, lab.ran_s)]
     return "\n".join(lines) + "\n"
 
 

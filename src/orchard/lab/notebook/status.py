@@ -21,6 +21,7 @@ from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import LockState
 from orchard.lab.judge.verdict_view import effect_cells, num
 from orchard.lab.notebook import view
+from orchard.lab.notebook.spending import money
 from orchard.lab.notebook.terminal import visible
 from orchard.lab.notebook.view import LabView
 from orchard.lab.workers.executors import attach_command
@@ -53,6 +54,8 @@ def status(lab: LabView) -> dict[str, Any]:
         "leaderboard": [asdict(row) for row in lab.leaderboard],
         "lock": {"state": lock.state, "path": lock.path, "holder": holder, "queue": list(lock.queue)},
         "stopped": lab.stopped,
+        "spending": [asdict(row) for row in lab.spending],
+        "budgets": [asdict(b) | {"left": round(b.left, 6)} for b in lab.budgets],
     }
 
 
@@ -90,6 +93,11 @@ def render(lab: LabView) -> Group:
     holder = f" by pid {lock.holder_pid} ({lock.holder_label})" if held else ""
     queue = f"; queue: {', '.join(f'pid {pid}' for pid in lock.queue)}" if lock.queue else ""
     parts.append(Text(f"measurement lock: {lock.state}{holder}{queue}"))
+    if lab.spending:
+        total = lab.spending[-1]
+        parts.append(Text(f"spent: {money(total.cost_usd, total.agents)} of agent cost over {total.experiments} "
+                          f"experiments, {total.wins} kept"))
+    parts += [Text("budget left: " + b.describe()) for b in lab.budgets]
     return Group(*parts)
 
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from orchard.lab.config.sections import ExecutorKind
+from orchard.lab.config.sections import OFFLINE_LAUNCHERS, ExecutorKind
 from orchard.lab.db import ranking
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import Direction, LockState, LockStatus, lock_status
@@ -31,6 +31,7 @@ from orchard.lab.notebook.journal import journal_entry
 from orchard.lab.notebook.leaderboard import LeaderRow, directions, leaderboard
 from orchard.lab.notebook.live import log_tail
 from orchard.lab.notebook.main_steps import MainStep, main_steps
+from orchard.lab.notebook.spending import Budget, Spending, Spent, budgets, spending
 from orchard.lab.records.db import ExperimentRecord, JournalEvent, Unrecognized, of_type
 from orchard.lab.records.events import Event, ExperimentHost, ExperimentStarted, LabStopped, LauncherFailed
 from orchard.lab.records.experiment import ExperimentStatus
@@ -38,6 +39,7 @@ from orchard.lab.records.judgment import Decision, JudgmentEntry
 from orchard.lab.records.lab_start import LabStart
 from orchard.lab.records.land_steps import MainPublished, Reverted
 from orchard.lab.records.measured_events import FinalVerdictTaken
+from orchard.lab.records.review_branches import REVIEW_KEY, Review
 from orchard.lab.workers.workspace import Workspace
 
 FEED_ENTRIES = 200
@@ -63,6 +65,7 @@ class ExperimentView:
     launcher: str = ""  # as its start recorded it (a hypothesis may name its own)
     published: Published | None = None  # the push of main after its merge
     reverted: str | None = None  # the revert commit, when main regressed after its merge
+    spent: Spent | None = None  # its agent's cost, its worker's, build's and verdict's time, its lock waits
 
 
 @dataclass(frozen=True)
@@ -165,7 +168,10 @@ class LabView:
     final: FinalVerdict | None = None  # None until the lab stops and measures it
     publication: Publication | None = None  # where wins reach the user
     launcher_failures: tuple[LauncherFailure, ...] = ()
-    cost: Mapping[str, float] = field(default_factory=dict)  # what the agents reported, summed
+    spending: tuple[Spending, ...] = ()  # per launcher, then in total when there are several
+    budgets: tuple[Budget, ...] = ()  # [stop] max_cost_usd and max_wall_minutes, with what is left
+    ran_s: float | None = None  # from the lab's first start to its stop (or now, while it runs)
+    review: Review | None = None  # what `orchard finalize` recorded: review branches, the best single attempt
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -201,14 +207,17 @@ def final_verdict(events: Sequence[JournalEvent[Event | Unrecognized]]) -> Final
     return FinalVerdict(taken.start, taken.end, taken.moved, VerdictView.from_verdict(taken.verdict))
 
 
-def _cost(rows: Sequence[ExperimentRecord]) -> dict[str, float]:
-    totals: dict[str, float] = {}
-    for row in rows:
-        usage = {} if row.candidate is None else row.candidate.usage.to_dict()
-        for key, value in usage.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                totals[key] = totals.get(key, 0.0) + value
-    return totals
+def _spent(ws: Workspace, row: ExperimentRecord, launcher: str, waits: Sequence[LockWait]) -> Spent:
+    """What one experiment spent, from its candidate (the agent's usage, the worker's run) and its judgment."""
+    kind = ws.config.launchers[launcher].name if launcher in ws.config.launchers else ws.config.launcher.name
+    candidate, judgment = row.candidate, row.judgment
+    return Spent(launcher=launcher or kind, agent=kind not in OFFLINE_LAUNCHERS,
+                 usage=None if candidate is None else candidate.usage,
+                 worker_s=0.0 if candidate is None else candidate.duration_s,
+                 build_s=0.0 if judgment is None else judgment.build_s,
+                 measure_s=0.0 if judgment is None else judgment.measure_s,
+                 lock_wait_s=sum(w.wait_ms for w in waits if w.experiment == row.name) / 1000,
+                 won=row.decision == Decision.LAND)
 
 
 def build(ws: Workspace, state: LabState, *, now: float | None = None, live: bool = True) -> LabView:
@@ -224,6 +233,7 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         dirs = directions(state)
         started = state.meta("started_at")
         where = json.loads(state.meta("publication") or "{}")
+        review = Review.from_json(state.meta(REVIEW_KEY))
     judgments = {e.experiment: e for e in of_type(events, JudgmentEntry)}
     # the launcher each experiment ran (a hypothesis may name its own), as its start recorded it
     launchers = {e.experiment: e.event.launcher or ws.config.launcher.name
@@ -231,6 +241,8 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
     published = {e.experiment: Published(e.event.branch, e.event.reachable, e.event.error or "not published yet")
                  for e in of_type(events, MainPublished)}
     reverts = {e.experiment: e.event.revert for e in of_type(events, Reverted)}
+    waits = tuple(LockWait(e.at, e.kind, e.experiment, e.event.measured.lock_wait_ms)
+                  for e in of_type(events, Event) if e.event.measured is not None)
     experiments = []
     for row in rows:
         judged = judgments.get(row.name)
@@ -241,7 +253,8 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
             finished_at=row.finished_at, judged_at=judged.at if judged else None,
             verdict=VerdictView.from_verdict(judged.event.verdict if judged else None),
             branch=row.branch, merge_commit=row.merge_commit, launcher=launchers.get(row.name, ""),
-            published=published.get(row.name), reverted=reverts.get(row.name)))
+            published=published.get(row.name), reverted=reverts.get(row.name),
+            spent=_spent(ws, row, launchers.get(row.name, ""), waits)))
     starts = of_type(events, LabStart)
     start = starts[0].event if starts else None
     baseline = {} if start is None else dict(start.baseline)
@@ -257,9 +270,10 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
                    host=hosts.get(e.name, here),
                    log=str(ws.log_path(e.name)), log_tail=log_tail(ws.log_path(e.name)) if live else ())
         for e in experiments if e.status in ExperimentStatus.active())
-    waits = tuple(LockWait(e.at, e.kind, e.experiment, e.event.measured.lock_wait_ms)
-                  for e in of_type(events, Event) if e.event.measured is not None)
     stops = of_type(events, LabStopped)
+    totals = spending([e.spent for e in experiments if e.spent is not None])
+    # as the stop conditions count it: from the lab's first start; a stopped lab's ends at its stop
+    elapsed = None if not started else (stops[-1].at if stops and not workers else now) - float(started)
     return LabView(
         workspace=str(ws.root), generated_at=now, started_at=float(started) if started else None,
         base=None if start is None else start.base, executor=ws.config.workers.executor,
@@ -279,7 +293,10 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         final=final, publication=Publication(**where) if where else None,
         launcher_failures=tuple(LauncherFailure(e.experiment or "", e.event.hypothesis, e.event.reason)
                                 for e in of_type(events, LauncherFailed)),
-        cost=_cost(rows),
+        spending=totals, budgets=budgets(ws.config.stop.max_cost_usd, ws.config.stop.max_wall_minutes,
+                                         totals[-1].cost_usd if totals else None, elapsed),
+        ran_s=elapsed,
+        review=review,
     )
 
 

@@ -42,17 +42,3 @@ class AgentUsage:
     def from_dict(cls, data: Mapping[str, Any]) -> AgentUsage:
         return cls(**{key: data.get(key) for key in cls.__dataclass_fields__})
 
-
-def cost_summary(totals: Mapping[str, float], experiments: int, wins: int) -> str:
-    """FINAL_REPORT's account of what the agents cost: the total, the tokens, and the cost per landed win."""
-    labels = {"input_tokens": "input tokens", "output_tokens": "output tokens",
-              "cache_read_tokens": "cache-read tokens", "cache_write_tokens": "cache-write tokens", "turns": "turns"}
-    counts = [f"{totals[key]:,.0f} {label}" for key, label in labels.items() if key in totals]
-    cost = totals.get("cost_usd")
-    total = f"${cost:.4f} in total" if cost is not None else "cost not reported"
-    if not wins:
-        per_win = "no win landed, so no cost per win"
-    else:
-        per_win = f"${cost / wins:.4f} per landed win ({wins} landed)" if cost is not None else "no cost per win"
-    return (f"As the agent CLIs reported it, over {experiments} experiments: {total}; "
-            f"{', '.join(counts) or 'no tokens reported'}; {per_win}.")

@@ -66,6 +66,8 @@ class Judgment:
     built: BuiltBinary | None = None  # the candidate binary measured, with its hashes
     patch: str = ""  # exactly what was judged: the only change that may land
     patch_sha256: str = ""
+    build_s: float = 0.0  # seconds the judge spent building and testing it
+    measure_s: float = 0.0  # seconds its verdict took (lock waits included)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -80,6 +82,8 @@ class Judgment:
             "built": None if self.built is None else self.built.to_dict(),
             "patch": self.patch,
             "patch_sha256": self.patch_sha256,
+            # timed since this wave: a judgment an older orchard journaled reads back as it was written
+            **({"build_s": self.build_s, "measure_s": self.measure_s} if self.build_s or self.measure_s else {}),
         }
 
     @classmethod
@@ -98,6 +102,8 @@ class Judgment:
             built=None if built is None else BuiltBinary.from_dict(built),
             patch=str(data.get("patch") or ""),
             patch_sha256=str(data.get("patch_sha256") or ""),
+            build_s=float(data.get("build_s") or 0.0),
+            measure_s=float(data.get("measure_s") or 0.0),
         )
 
     def check_lines(self) -> list[str]:

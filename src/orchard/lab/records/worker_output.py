@@ -60,6 +60,7 @@ class RemoteRun:
     timings: Timings = field(default_factory=Timings)
     fetched_from: str = ""  # where the host's reference clone of the target was fetched from
     host_failed: bool = False  # the host's failure, not the hypothesis's: its setup failed, or dask lost it
+    over_cap: str | None = None  # why the host stopped it: its directory over [workers] max_checkout_mb (KILL)
 
     @property
     def where(self) -> str:

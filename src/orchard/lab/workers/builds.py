@@ -32,6 +32,7 @@ from orchard.lab.records.build import BuiltBinary, Check, CheckName
 from orchard.lab.records.events import BaselineRebuilt
 from orchard.lab.records.experiment import placeholder_values, render_command
 from orchard.lab.records.worker import WorkerDir
+from orchard.lab.workers import sandbox_reach
 from orchard.lab.workers.allowlist import judge_env
 from orchard.lab.workers.sandbox import Confinement, step_confinement
 from orchard.lab.workers.workspace import Workspace
@@ -143,7 +144,8 @@ def run_step(name: CheckName, template: str, cwd: Path, values: Mapping[str, str
         return Check(name, True, f"`{command}` passed", str(log))
     what = "timed out" if capture.timed_out else f"exit {capture.returncode}"
     tail = (capture.stderr_text or capture.stdout_text).strip().splitlines()[-1:] or [""]
-    return Check(name, False, f"`{command}` failed ({what}): {tail[0][:200]}", str(log))
+    hint = sandbox_reach.step_hint(command, confine)
+    return Check(name, False, f"`{command}` failed ({what}): {tail[0][:200]}{hint}", str(log))
 
 
 def candidate_step(ws: Workspace, name: CheckName, template: str, checkout: Path, values: Mapping[str, str],

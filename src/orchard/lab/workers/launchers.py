@@ -17,7 +17,7 @@ from orchard.errors import UsageError
 from orchard.lab.config.orchard_toml import Config
 from orchard.lab.config.sections import LauncherConfig
 from orchard.lab.records.experiment import Experiment, render_command
-from orchard.lab.workers import sandbox
+from orchard.lab.workers import sandbox, sandbox_reach
 from orchard.lab.workers.agent_launchers import AiderLauncher, ClaudeLauncher, CodexLauncher, CursorLauncher
 from orchard.lab.workers.agent_probe import probe
 from orchard.lab.workers.launcher_base import LaunchContext, Launcher, join_words
@@ -140,10 +140,11 @@ def preflight(config: Config, launchers: list[Launcher] | None = None,
     sandbox.preflight(config.workers.sandbox)
     if launchers is None:
         launchers = [make_launcher(config.launcher), *(launcher_for(config, name) for name in config.launchers)]
-    problems: list[str] = []
+    problems = sandbox_reach.step_problems(config, workspace or Path.cwd())
     notes: list[str] = []
     for launcher in launchers:
-        problem = launcher.preflight()
+        problem = launcher.preflight() or sandbox_reach.launch_problem(config, workspace or Path.cwd(), launcher.label,
+                                                                       launcher.executable)
         check = launcher.check_login() if problem is None else None
         if check is not None and check.blocks:
             problem = check.problem()

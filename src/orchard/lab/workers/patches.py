@@ -154,3 +154,12 @@ def patch_files(patch: str) -> list[str]:
                       fields[index + 2].decode("utf-8", "surrogateescape")]
             index += 3
     return sorted(set(files))
+
+
+def diff_stat(patch: str) -> str:
+    """git's diff stat of a patch (`git apply --stat`): a line per file, then the totals ("" for no patch)."""
+    if not patch.strip():
+        return ""
+    out = subprocess.run(["git", "apply", "--stat", "-"], input=patch.encode("utf-8", "surrogateescape"),
+                         capture_output=True, check=False)
+    return out.stdout.decode("utf-8", "replace").rstrip() if out.returncode == 0 else ""

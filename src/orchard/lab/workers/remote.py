@@ -48,7 +48,7 @@ from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.records.worker import WorkerCheckout
 from orchard.lab.records.worker_output import RemoteRun, Timings
-from orchard.lab.workers import sandbox
+from orchard.lab.workers import checkout_size, sandbox
 from orchard.lab.workers.builds import candidate_step, hash_build, placeholders
 from orchard.lab.workers.checkout_reader import never_the_change, read_checkout
 from orchard.lab.workers.executors.base import JobResult
@@ -63,6 +63,7 @@ from orchard.lab.workers.workspace import Workspace
 LOG_TAIL_CHARS = 200_000  # of the worker's log, sent back to the lab
 EVENT_TOPIC = "orchard-experiments"  # dask's event log: where each attempt started
 REACH_TIMEOUT_S = 30.0  # for one `git ls-remote` of a served repository from a dask worker
+WATCH_S = 0.2  # how often the running launcher is polled
 
 
 @dataclass(frozen=True)
@@ -208,18 +209,38 @@ def run_experiment(spec: RemoteExperiment) -> JobResult:
         executor.start(job)
         pid = executor.pids()[spec.name]
         pid_file.write_text(f"{pid} {psutil.Process(pid).create_time()}")
-        (result,) = executor.wait()
+        result, over = _watched(executor, spec.name, checkout.worker.root, spec.config.workers.max_checkout_mb)
     pid_file.unlink(missing_ok=True)
     run_s = time.monotonic() - began - setup_s
+    log = job.log_path.read_text(encoding="utf-8", errors="replace") if job.log_path.exists() else ""
+    if over is not None:  # nothing of its checkouts is read: it is KILLed for its size, and its disk freed at once
+        shutil.rmtree(checkout.worker.root, ignore_errors=True)
+        return replace(result, remote=RemoteRun(host, address, over_cap=over, log_tail=log[-LOG_TAIL_CHARS:],
+                                                timings=Timings(round(setup_s, 3), round(run_s, 3)),
+                                                fetched_from=fetched_from))
     reading = read_checkout(ws, experiment, never_the_change(ws, launcher))
     report = read_report(checkout.worker.report_path, spec.name)  # never following a link the worker planted
-    log = job.log_path.read_text(encoding="utf-8", errors="replace") if job.log_path.exists() else ""
     timings = Timings(round(setup_s, 3), round(run_s, 3), round(time.monotonic() - began - setup_s - run_s, 3))
     unreadable = report.problems[0] if report.state == "unreadable" and report.problems else None
     return replace(result, remote=RemoteRun(host, address, reading, report_text=report.raw,
                                             report_unreadable=unreadable, log_tail=log[-LOG_TAIL_CHARS:],
                                             prompt=prompt.read_text(encoding="utf-8"), timings=timings,
                                             fetched_from=fetched_from))
+
+
+def _watched(executor: SubprocessExecutor, name: str, worker_root: Path, cap_mb: int) -> tuple[JobResult, str | None]:
+    """The launcher run to its end while its worker's directory is measured every few seconds, as the lab
+    measures its local workers (`loop/disk_limits.py`): over `cap_mb`, it is stopped; the reason comes back."""
+    over: str | None = None
+    measured = time.monotonic()
+    while not (ended := executor.poll()):
+        if over is None and time.monotonic() - measured >= checkout_size.CHECK_EVERY_S:
+            over = checkout_size.over_cap(worker_root, cap_mb)
+            measured = time.monotonic()
+            if over is not None:
+                executor.cancel(name, over)
+        time.sleep(WATCH_S)
+    return ended[0], over or checkout_size.over_cap(worker_root, cap_mb)  # grown past it since the last look
 
 
 def host_problem(repositories: ServedRepositories, workers: WorkersConfig) -> str | None:

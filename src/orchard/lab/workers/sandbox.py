@@ -193,8 +193,7 @@ def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, 
         return Confinement(SandboxMode.NONE, cwd, network, inherit, setenv)
     workspace = _absolute(workspace)
     hidden = _hidden(workspace, hide)
-    candidates = confine.tools(os.environ.get("PATH", "") if path is None else path, executable, extra_reads)
-    tools = confine.visible(candidates, hidden, [*hidden, workspace], workspace)
+    tools = _tools(workspace, hidden, os.environ.get("PATH", "") if path is None else path, executable, extra_reads)
     readable = [*tools, *map(_absolute, reads)]
     own = [_absolute(p) for p in own]
     writable = dict.fromkeys([*own, *map(_absolute, (home, tmp, *writes))])
@@ -207,6 +206,19 @@ def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, 
         network = False
     return Confinement(SandboxMode.BWRAP, cwd, network, inherit, setenv, tuple(hidden), tuple(readable),
                        tuple(writable), tuple(sealed), egress, limits)
+
+
+def _tools(workspace: Path, hidden: list[Path], path: str, executable: str, extra_reads: Iterable[str]) -> list[Path]:
+    """What a sandbox gets back of its PATH, its CLI's installation and `sandbox_read` (`confine.tools`)."""
+    return confine.visible(confine.tools(path, executable, extra_reads), hidden, [*hidden, workspace], workspace)
+
+
+def worker_mounts(workspace: Path, path: str, executable: str = "", extra_reads: Iterable[str] = ()) -> confine.Mounts:
+    """What any sandbox of the lab sees of the system and its tools, without its own checkouts (nothing made)."""
+    workspace = _absolute(workspace)
+    hidden = _hidden(workspace)
+    return confine.Mounts(cwd=workspace, hidden=tuple(hidden),
+                          readable=tuple(_tools(workspace, hidden, path, executable, extra_reads)))
 
 
 def step_confinement(mode: str, *, workspace: Path, checkout: Path, inherit: Iterable[str], network: bool = False,

@@ -1,0 +1,52 @@
+"""The sandbox's command line, run for real: what the unprivileged sandbox uid reaches when orchard is root."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from orchard import confine
+from tests.helpers import unhidden_dir
+
+
+@pytest.fixture
+def closed_dir() -> Iterator[Path]:
+    """A 0700 directory of root's outside every place a sandbox hides (/tmp, home): only root may enter it."""
+    if not confine.dropping() or confine.unavailable() is not None:
+        pytest.skip("needs root and a working bubblewrap (sandboxes drop to another uid only when orchard is root)")
+    with unhidden_dir() as directory:
+        yield directory
+
+
+def test_a_checkout_under_a_directory_the_sandbox_uid_cannot_enter_is_reached_and_nothing_else_there(
+        closed_dir: Path) -> None:
+    """A lab in /srv/x (x 0700, as mkdtemp makes it): its sandboxed build writes its checkout (it could not
+    even change into it before), and sees nothing else of x."""
+    (closed_dir / "secret").write_text("root's\n")
+    lab = closed_dir / "lab"
+    checkout = lab / "judge" / "target"
+    checkout.mkdir(parents=True)
+    confine.hand_over([checkout])
+    mounts = confine.Mounts(cwd=checkout, hidden=(lab,), writable=(checkout,))
+    script = f"echo built > built.txt && id -u && ls -A {closed_dir} && cat {closed_dir}/secret"
+    ran = subprocess.run(confine.argv(mounts, ["sh", "-c", script]), capture_output=True, text=True, timeout=60,
+                         check=False)
+    assert (checkout / "built.txt").read_text() == "built\n", ran.stderr
+    assert ran.stdout.split() == [str(confine.sandbox_id()), "lab"], ran.stdout  # its checkout's way, no more
+    assert ran.returncode != 0 and "root's" not in ran.stdout
+
+
+def test_a_program_in_a_directory_closed_to_the_sandbox_uid_is_named_with_that_directory(closed_dir: Path) -> None:
+    tool = closed_dir / "bin" / "tool"
+    tool.parent.mkdir(mode=0o755)
+    tool.write_text("#!/bin/sh\necho ran\n")
+    tool.chmod(0o755)
+    mounts = confine.Mounts(cwd=Path("/"))
+    assert mounts.cannot_read(tool) == closed_dir
+    closed_dir.chmod(0o711)  # passable: the program itself counts now
+    assert mounts.cannot_read(tool) is None
+    tool.chmod(0o700)
+    assert mounts.cannot_read(tool) == tool
