@@ -33,7 +33,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from orchard.lab.config.orchard_toml import WorkersConfig
+from orchard.lab.config.sections import WorkersConfig
 from orchard.lab.db.state import LabState
 from orchard.lab.loop import backlog
 from orchard.lab.loop.lab import Lab

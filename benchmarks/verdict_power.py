@@ -54,20 +54,15 @@ from scipy import stats as scipy_stats
 from orchard import confine, process
 from orchard.bench import calibration, instructions, stats
 from orchard.bench.confinement import UNCONFINED, RunConfinement, confine_runs
+from orchard.bench.decide import AdaptivePlan, decide_metrics, overall, settled
 from orchard.bench.environment import isolated_env
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts
 from orchard.bench.own_timing import own_timing
 from orchard.bench.store import RunWriter
-from orchard.bench.suite import Suite, load_suite
-from orchard.bench.verdict import (
-    AdaptivePlan,
-    MetricNoise,
-    VerdictWord,
-    decide_metrics,
-    overall,
-    settled,
-)
+from orchard.bench.suite import Suite
+from orchard.bench.suite_reader import load_suite
+from orchard.bench.verdict import MetricNoise, VerdictWord
 from orchard.jsonlines import read_jsonl
 
 WORK_C = r"""

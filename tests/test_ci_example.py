@@ -25,7 +25,7 @@ import yaml
 from orchard.bench.calibration import cache_key
 from orchard.bench.confinement import for_campaign
 from orchard.bench.machine import machine_fingerprint
-from orchard.bench.suite import load_suite
+from orchard.bench.suite_reader import load_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "ci" / "verdict.sh"

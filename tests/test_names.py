@@ -1,5 +1,6 @@
 """One name, one thing: no two classes in `src/` share a name, module names repeat only where they mean one
-thing, and docs/architecture.md names every module in the section of its directory."""
+thing, docs/architecture.md names every module in the section of its directory, and no module is over
+`MAX_LINES` lines (one concept per module, which a reader can hold)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import orchard
 
 PACKAGE = Path(orchard.__file__).parent
 ARCHITECTURE = PACKAGE.parents[1] / "docs" / "architecture.md"
-FOREIGN = ("demo/target/", "demo/bench/")  # a foreign project's code, which the demo's patches edit
+FOREIGN = ("demo/target/", "demo/bench/")
+MAX_LINES = 350  # a foreign project's code, which the demo's patches edit
 # module names that repeat, each for one thing seen from two places
 SHARED_NAMES = {
     "base.py": "a package's interface: the VCS adapters', the executors'",
@@ -25,6 +27,12 @@ def modules() -> list[str]:
     """Every module of orchard but the packages' `__init__.py`, relative to the package (`lab/loop/lab.py`)."""
     found = [path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")]
     return sorted(name for name in found if not name.startswith(FOREIGN) and not name.endswith("__init__.py"))
+
+
+def longer_than(limit: int) -> dict[str, int]:
+    """Every module of orchard, packages' `__init__.py` too, over `limit` lines, with its line count."""
+    found = {path.relative_to(PACKAGE).as_posix(): len(path.read_text().splitlines()) for path in PACKAGE.rglob("*.py")}
+    return {name: lines for name, lines in sorted(found.items()) if lines > limit and not name.startswith(FOREIGN)}
 
 
 def documented(text: str) -> set[str]:
@@ -52,6 +60,11 @@ def test_no_two_classes_share_a_name() -> None:
 def test_module_names_repeat_only_for_one_thing() -> None:
     names = Counter(name.rpartition("/")[2] for name in modules())
     assert {name for name, count in names.items() if count > 1} == set(SHARED_NAMES)
+
+
+def test_no_module_is_over_350_lines() -> None:
+    assert len(longer_than(0)) > 100, "the modules of src/ were read"
+    assert longer_than(MAX_LINES) == {}, f"split these by concept, each module at most {MAX_LINES} lines"
 
 
 def test_the_code_map_names_every_module() -> None:

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from orchard.bench.campaign import run_verdict
-from orchard.bench.suite import Suite, load_suite
+from orchard.bench.suite import Suite
+from orchard.bench.suite_reader import load_suite
 from orchard.bench.verdict import Verdict, VerdictWord
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600),

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from orchard.bench import instructions
-from orchard.bench.suite import load_suite
+from orchard.bench.suite_reader import load_suite
 from orchard.errors import UsageError
 from orchard.jsonlines import read_jsonl
 from tests.helpers import make_binary, orchard

@@ -8,7 +8,7 @@ import time
 import psutil
 import pytest
 
-from orchard.bench.lanes.contention import parse_workers
+from orchard.bench.lanes.contention_options import parse_workers
 from orchard.errors import UsageError
 from tests.bench.lanes_support import LaneEnv, cli_process, invoke, latest_rows, totals, wait_for, without_oak_on_path
 

@@ -11,7 +11,7 @@ import pytest
 
 from orchard.bench import opportunities
 from orchard.bench.environment import isolated_env
-from orchard.bench.flows import shipped_flow_files
+from orchard.bench.flow_reader import shipped_flow_files
 from orchard.bench.lanes.core import parse_files
 from orchard.bench.lanes.generated_repo import RepoSpec, ensure, typical_edit
 from orchard.errors import UsageError

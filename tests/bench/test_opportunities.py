@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from orchard.bench import opportunities
-from orchard.bench.flows import shipped_flow_files
+from orchard.bench.flow_reader import shipped_flow_files
 from orchard.bench.store import RunWriter
 from tests.bench.lanes_support import LaneEnv, assert_no_children, invoke
 

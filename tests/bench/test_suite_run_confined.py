@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench.suite import load_suite
+from orchard.bench.suite_reader import load_suite
 from orchard.bench.suite_run import run_suite
 from orchard.jsonlines import read_jsonl
 

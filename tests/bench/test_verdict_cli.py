@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from orchard.bench.campaign import run_verdict
-from orchard.bench.suite import load_suite
+from orchard.bench.suite_reader import load_suite
 from orchard.jsonlines import read_jsonl
 from tests.helpers import make_binary, make_suite, orchard
 

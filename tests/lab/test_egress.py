@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from orchard.errors import UsageError
-from orchard.lab.config.orchard_toml import ConfigError, LauncherConfig, from_dict
+from orchard.lab.config.orchard_toml import ConfigError, from_dict
+from orchard.lab.config.sections import LauncherConfig
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.records.network import Endpoint, Network, endpoint

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from orchard.bench.campaign import run_verdict
-from orchard.bench.suite import load_suite
+from orchard.bench.suite_reader import load_suite
 from orchard.bench.verdict import Unjudged, Verdict
-from orchard.lab.config.orchard_toml import LauncherConfig
+from orchard.lab.config.sections import LauncherConfig
 from orchard.lab.db.state import LabState
 from orchard.lab.judge import ladder as judging
 from orchard.lab.judge.candidate import collect_candidate

@@ -12,7 +12,8 @@ import pytest
 from orchard.errors import UsageError
 from orchard.lab.config import orchard_toml as config
 from orchard.lab.config import rendered as config_file
-from orchard.lab.config.orchard_toml import Config, ConfigError, ExecutorKind, TargetConfig
+from orchard.lab.config.orchard_toml import Config, ConfigError
+from orchard.lab.config.sections import ExecutorKind, TargetConfig
 
 
 def test_rendered_default_loads_back_to_the_same_configuration(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from orchard.errors import UsageError
-from orchard.lab.config.orchard_toml import LauncherConfig
+from orchard.lab.config.sections import LauncherConfig
 from orchard.lab.records.agent_usage import AgentUsage
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from orchard.lab.config.orchard_toml import DEFAULT_IGNORES
+from orchard.lab.config.sections import DEFAULT_IGNORES
 from orchard.lab.workers.patches import ignored, patch_files, section_paths, sections, without
 from orchard.lab.workers.vcs.git import _excluded
 from tests.lab.lab_helpers import git

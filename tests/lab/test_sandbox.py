@@ -12,15 +12,17 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 
+from orchard import confine
 from orchard.lab.db.state import LabState
 from orchard.lab.judge import review
 from orchard.lab.loop.lab import Lab
+from orchard.lab.loop.worker_start import worker_start
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.workers import builds
@@ -29,6 +31,7 @@ from orchard.lab.workers.launchers import make_launcher
 from orchard.lab.workers.prompts import render_prompt
 from orchard.lab.workers.workspace import Workspace
 from tests.lab.lab_helpers import (
+    ALPHA_TARGET,
     BENCH_FILES,
     NO_CHANGE_BENCH,
     README_TARGET,
@@ -318,3 +321,34 @@ def test_a_cli_installed_with_npm_prefix_sees_its_platform_package_beside_it(
     workspace = make_workspace('[launcher]\nname = "command"\nexecutable = "fakecli"\ntemplate = "fakecli"\n')
     log = run_one(workspace)
     assert "native binary ran" in log
+
+
+def test_a_sandboxed_workers_directories_are_handed_to_the_sandbox_uid_once_after_its_checkouts_are_made(
+    make_workspace: Callable[..., Workspace], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Handing over walks every file of the checkouts (a chown each, as root): the job's confinement is built
+    before its checkouts are made anew, so handing over then was wasted work, done again after them."""
+    ws = make_workspace(lab_config(target=ALPHA_TARGET, launcher=command_launcher("true"),
+                                   workers={"sandbox": "bwrap"}))
+    handed: list[list[tuple[Path, bool]]] = []
+    real = confine.hand_over
+
+    def spy(paths: Iterable[Path], skip: Iterable[Path] = ()) -> None:
+        paths = list(paths)
+        handed.append([(path, path.exists()) for path in paths])
+        real(paths, skip)
+
+    state = LabState.open(ws.root)
+    try:
+        builds.baseline_binary(ws, state, ws.target_base())  # built (and handed over) before: cached for the worker
+        add_hypotheses(state, {"id": "h1", "scope": ["src/*"]})
+        state.add_experiment("h1-r1", "h1", "w1", "exploit", 1, ws.target_base(), ws.bench_base(), "starting")
+        monkeypatch.setattr(confine, "hand_over", spy)
+        start = worker_start(Lab(ws, state, say=lambda _: None), state.experiment("h1-r1"))
+        assert handed == []
+        start.prepare()
+    finally:
+        state.close()
+    (paths,) = handed
+    assert start.experiment.checkout.worker.target_dir in {path for path, _ in paths}
+    assert all(exists for _, exists in paths)

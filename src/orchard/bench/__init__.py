@@ -13,7 +13,8 @@ from orchard.bench.holdout import is_held_out, withhold
 from orchard.bench.lock import LockState, LockStatus, MeasurementLock, lock_status
 from orchard.bench.opportunities import rank as rank_opportunities
 from orchard.bench.store import latest_rows
-from orchard.bench.suite import Suite, load_suite
+from orchard.bench.suite import Suite
+from orchard.bench.suite_reader import load_suite
 from orchard.bench.verdict import (
     Direction,
     ExternalRun,

@@ -29,9 +29,10 @@ from typing import Any
 import numpy as np
 
 from orchard.bench import stats
+from orchard.bench.decide import paired_differences
 from orchard.bench.environment import ENV_ISOLATION_VERSION
 from orchard.bench.machine import MachineFacts, machine_facts
-from orchard.bench.verdict import MetricNoise, MetricSpec, Scale, paired_differences
+from orchard.bench.verdict import MetricNoise, MetricSpec, Scale
 from orchard.errors import OrchardError, UsageError
 
 CACHE_ENV = "ORCHARD_CACHE_DIR"

@@ -22,18 +22,9 @@ from typing import Any
 
 from orchard.bench import readers
 from orchard.bench import rows as rowlib
+from orchard.bench.decide import decide_metrics, decide_unpaired, overall
 from orchard.bench.suite import BUILTIN_METRICS, OPTIONAL_METRICS
-from orchard.bench.verdict import (
-    DEFAULT_ALPHA,
-    Direction,
-    MetricNoise,
-    MetricResult,
-    MetricSpec,
-    VerdictDecision,
-    decide_metrics,
-    decide_unpaired,
-    overall,
-)
+from orchard.bench.verdict import DEFAULT_ALPHA, Direction, MetricNoise, MetricResult, MetricSpec, VerdictDecision
 from orchard.errors import UsageError
 from orchard.jsonlines import read_jsonl
 

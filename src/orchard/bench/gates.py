@@ -13,7 +13,8 @@ from pathlib import Path
 
 from orchard import process
 from orchard.bench.environment import isolated_env
-from orchard.bench.measure import Observation, Workbench, as_number, render
+from orchard.bench.harness_output import as_number
+from orchard.bench.measure import Observation, Workbench, render
 from orchard.bench.suite import Gate, Scenario
 from orchard.bench.verdict import GateResult
 

@@ -21,7 +21,8 @@ from typing import Any
 import tomli_w
 
 from orchard.bench.held_files import holds_back, suite_files
-from orchard.bench.suite import Suite, load_suite
+from orchard.bench.suite import Suite
+from orchard.bench.suite_reader import load_suite
 from orchard.bench.verdict import MetricResult
 
 HELD_OUT = "held-out"  # the note a held-out scenario's metrics carry in a verdict

@@ -12,8 +12,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import hashlib
-import json
 import os
 import shlex
 import shutil
@@ -25,7 +23,8 @@ from types import SimpleNamespace
 from typing import Any, BinaryIO, cast
 
 from orchard import process
-from orchard.bench import instructions, python_scenario, readers, rows, tokens
+from orchard.bench import harness_output as harness
+from orchard.bench import instructions, python_scenario, rows, tokens
 from orchard.bench.confinement import UNCONFINED, RunConfinement
 from orchard.bench.environment import isolated_env
 from orchard.bench.own_timing import own_timing
@@ -158,61 +157,6 @@ def recall(expect: tuple[str, ...], output: BinaryIO) -> float | None:
     return len(found) / len(needles)
 
 
-def as_number(value: Any) -> float | None:
-    """A row field as a number (true/false count as 1/0); anything else is unmeasured."""
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, (int, float)):
-        return float(value)
-    return None
-
-
-def _aggregate(values: list[float], how: str) -> float | None:
-    if not values:
-        return None
-    if how == "sum":
-        return sum(values)
-    if how == "max":
-        return max(values)
-    if how == "mean":
-        return sum(values) / len(values)
-    return values[-1]
-
-
-def _select(harness_rows: list[dict[str, Any]], where: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [row for row in harness_rows if all(row.get(k) == v for k, v in where.items())]
-
-
-def _harness_rows(scenario: Scenario, stdout: str, results_file: Path | None, ok: bool) -> list[dict[str, Any]]:
-    """The harness's rows, read from its results file or stdout in the scenario's format.
-
-    No rows from a harness that succeeded is an error naming the file: judging
-    zero rows would judge nothing (exit 2 for a baseline or a subject; for a
-    candidate, its failed run). A failed harness is the run's failure.
-    """
-    fmt = readers.Format(scenario.format)
-    if results_file is None:
-        text, source = stdout, f"scenario '{scenario.name}': the harness's stdout"
-    else:
-        source = f"scenario '{scenario.name}': results file {results_file}"
-        try:
-            text = results_file.read_text(errors="replace")
-        except OSError as error:
-            if not ok:
-                return []
-            raise UsageError(f"{source}: not written by the harness ({error.strerror})") from None
-    if not ok:
-        try:
-            return readers.read(text, fmt, source)
-        except UsageError:
-            return []
-    return readers.read(text, fmt, source)
-
-
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()[:16]
-
-
 @dataclass(frozen=True)
 class RunSpec:
     """Who is measured and how the run is recorded: the same for every kind of scenario."""
@@ -275,13 +219,13 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *
     row["monotonic_end_ns"] = capture.ended_ns
     ok = row["returncode"] == 0
     failure = "" if ok else _failure_text(capture)
-    metric_values: dict[str, float | None] = {name: as_number(row.get(name)) for name in scenario.metrics()}
+    metric_values: dict[str, float | None] = {name: harness.as_number(row.get(name)) for name in scenario.metrics()}
     metric_values["wall_ms"] = row["elapsed_ms"]
     digest: str | None = capture.stdout_sha256[:16]
     text = capture.stdout_text
     if scenario.kind == "rows":
         try:
-            harness_rows = _select(_harness_rows(scenario, text, results_file, ok), scenario.where)
+            harness_rows = harness.select(harness.read_rows(scenario, text, results_file, ok), scenario.where)
         except UsageError as error:
             if spec.role != "candidate":
                 raise  # the baseline's (or a subject's) harness yields nothing: the suite is wrong
@@ -293,11 +237,11 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *
         for name in spec.metric_names:
             if name in BUILTIN_METRICS and not any(name in r for r in harness_rows):
                 continue
-            metric_values[name] = _aggregate(
-                [v for v in (as_number(r.get(name)) for r in harness_rows) if v is not None],
+            metric_values[name] = harness.aggregate(
+                [v for v in (harness.as_number(r.get(name)) for r in harness_rows) if v is not None],
                 scenario.aggregate,
             )
-        digest = _fields_digest(harness_rows, spec.determinism_fields)
+        digest = harness.fields_digest(harness_rows, spec.determinism_fields)
         # a harness's own stdout is data, not what an agent reads
         row["stdout_excerpt"] = text[:2000]
     row["information_recall"] = fraction
@@ -342,13 +286,6 @@ def count_instructions(bench: Workbench, scenario: Scenario, binary: Path, obser
         observation.row["returncode"] = 1
 
 
-def _fields_digest(harness_rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str | None:
-    if not fields:
-        return None
-    picked = [{f: r.get(f) for f in fields} for r in harness_rows]
-    return _digest(json.dumps(picked, sort_keys=True, default=str).encode())
-
-
 def _failure_text(capture: process.Capture) -> str:
     if capture.timed_out:
         return "timed out"
@@ -373,13 +310,13 @@ def _observe_python(
     else:
         done = python_scenario.call(function, arguments)
     produced, failure, started, ended = done.rows, done.failure, done.started_ns, done.ended_ns
-    harness_rows = _select([r for r in produced if isinstance(r, dict)], scenario.where)
+    harness_rows = harness.select([r for r in produced if isinstance(r, dict)], scenario.where)
     failed_rows = [r for r in harness_rows if rows.is_failure(r)]
     if failed_rows and not failure:
         failure = f"{len(failed_rows)} failed row(s), first: {failed_rows[0].get('operation')}"
     metric_values: dict[str, float | None] = {
-        name: _aggregate(
-            [v for v in (as_number(r.get(name)) for r in harness_rows) if v is not None], scenario.aggregate
+        name: harness.aggregate(
+            [v for v in (harness.as_number(r.get(name)) for r in harness_rows) if v is not None], scenario.aggregate
         )
         for name in spec.metric_names
     }
@@ -402,5 +339,5 @@ def _observe_python(
         "monotonic_end_ns": ended,
         "harness_rows": harness_rows,
     }
-    digest = _fields_digest(harness_rows, spec.determinism_fields)
+    digest = harness.fields_digest(harness_rows, spec.determinism_fields)
     return Observation(scenario.name, spec.role, metric_values, digest, None, not failure, failure, row)

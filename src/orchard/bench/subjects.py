@@ -20,7 +20,8 @@ from typing import Any
 
 from orchard.bench.binary import binary_sha256, check_binary
 from orchard.bench.environment import isolated_env
-from orchard.bench.flows import Flow, load_flows
+from orchard.bench.flow_reader import load_flows
+from orchard.bench.flows import Flow
 from orchard.errors import UsageError
 from orchard.tomlfile import read_table
 

@@ -44,7 +44,7 @@ def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, as_js
 
     from orchard.bench.display import run_json
     from orchard.bench.subjects import parse_binaries
-    from orchard.bench.suite import load_suite
+    from orchard.bench.suite_reader import load_suite
     from orchard.bench.suite_run import run_suite
 
     suite = load_suite(suite_path)
@@ -128,14 +128,15 @@ def contention(
 ) -> None:
     """N concurrent workers x K commits: throughput, retries, integrity."""
     from orchard.bench.lanes import contention as lane
+    from orchard.bench.lanes.contention_options import ContentionOptions, parse_workers
     from orchard.bench.subjects import lane_subjects
 
     subjects, flows = lane_subjects(subjects_spec, subjects_file, flow_files)
-    options = lane.ContentionOptions(
+    options = ContentionOptions(
         subjects=subjects,
         flows=flows,
         results=results,
-        workers=lane.parse_workers(workers),
+        workers=parse_workers(workers),
         commits=commits,
         modes=[mode.strip() for mode in modes.split(",") if mode.strip()],
         runs=runs,

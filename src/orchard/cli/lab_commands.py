@@ -13,7 +13,7 @@ import click
 from orchard.cli.options import workspace_argument
 from orchard.cli.output import ProgressBar, terminal_console
 from orchard.errors import UsageError
-from orchard.lab.config.orchard_toml import ExecutorKind
+from orchard.lab.config.sections import ExecutorKind
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence

@@ -49,7 +49,7 @@ def verdict(suite_path: Path, baseline: Path, candidate: Path, runs: int | None,
     from orchard.bench.display import as_decision, print_verdict, verdict_facts
     from orchard.bench.exports import Targets, export
     from orchard.bench.policy import FailOn
-    from orchard.bench.suite import load_suite
+    from orchard.bench.suite_reader import load_suite
 
     suite = load_suite(suite_path)
     suite = dataclasses.replace(suite, confine=confine and suite.confine)
@@ -119,7 +119,7 @@ def calibrate(suite_path: Path, baseline: Path, runs: int | None, as_json: bool,
     from orchard.bench.calibration import CalibrationFailed
     from orchard.bench.campaign import calibrate as run_calibration
     from orchard.bench.display import calibration_table
-    from orchard.bench.suite import load_suite
+    from orchard.bench.suite_reader import load_suite
 
     suite = load_suite(suite_path)
     suite = dataclasses.replace(suite, confine=confine and suite.confine)
@@ -158,7 +158,7 @@ def calibration_key(suite_path: Path, confine: bool) -> None:
     from orchard.bench.calibration import cache_key
     from orchard.bench.confinement import for_campaign
     from orchard.bench.machine import machine_fingerprint
-    from orchard.bench.suite import load_suite
+    from orchard.bench.suite_reader import load_suite
 
     suite = load_suite(suite_path)
     isolation = for_campaign(confine and suite.confine, suite.directory).isolation

@@ -19,7 +19,7 @@ from pathlib import Path
 from orchard.demo import BENCH, BINARY, HYPOTHESES, TARGET, copy_template
 from orchard.errors import UsageError
 from orchard.lab.config import orchard_toml as config_module
-from orchard.lab.config.orchard_toml import ExecutorKind
+from orchard.lab.config.sections import ExecutorKind
 from orchard.lab.db.state import LabState
 from orchard.lab.loop import backlog
 from orchard.lab.workers import sandbox

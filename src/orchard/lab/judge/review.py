@@ -22,7 +22,7 @@ from enum import StrEnum
 from importlib import resources
 from pathlib import Path
 
-from orchard.lab.config.orchard_toml import LauncherConfig
+from orchard.lab.config.sections import LauncherConfig
 from orchard.lab.judge.measuring import Verdict
 from orchard.lab.judge.verdict_view import MetricEffect, cells
 from orchard.lab.records.build import Check, CheckName

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Hashable
 
-from orchard.lab.config.orchard_toml import OFFLINE_LAUNCHERS
+from orchard.lab.config.sections import OFFLINE_LAUNCHERS
 from orchard.lab.db.state import LabState
 from orchard.lab.loop import stop
 from orchard.lab.loop.driver import Driver

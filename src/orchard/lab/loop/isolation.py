@@ -34,7 +34,8 @@ from enum import StrEnum
 from pathlib import Path
 
 from orchard.errors import OrchardError
-from orchard.lab.db.state import LabBusy, LabState
+from orchard.lab.db.connection import LabBusy
+from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import LabIntegrityError
 from orchard.lab.loop import stop
 from orchard.lab.records.db import ExperimentRecord

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from orchard.lab.config.orchard_toml import ExecutorKind
+from orchard.lab.config.sections import ExecutorKind
 from orchard.lab.db import workspace_lock
 from orchard.lab.db.settled import Settled
 from orchard.lab.db.state import LabState

@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 
 from orchard.errors import OrchardError, UsageError
-from orchard.lab.config.orchard_toml import ExecutorKind
+from orchard.lab.config.sections import ExecutorKind
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import opportunities
 from orchard.lab.loop import backlog

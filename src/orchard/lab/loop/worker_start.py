@@ -26,11 +26,11 @@ KILL_AT = "ORCHARD_TEST_KILL_AT"
 def worker_start(lab: Driver, record: ExperimentRecord) -> WorkerStart:
     """The experiment's worker as an executor starts it: its job here, and how to prepare it in the workspace."""
     ws, launcher, experiment = lab.ws, lab.launcher(record), lab.experiment(record)
-    job = launcher.job(ws, experiment)
+    job = launcher.job(ws, experiment, hand_over=False)  # its checkouts are made anew in prepare_here: then
 
     def prepare_here() -> Path:
         prompt = prepare(ws, experiment, launcher, baseline_binary(ws, lab.state, record.target_base))
-        if job.sandbox is not None:  # the checkouts, HOME and TMPDIR made just now: the sandbox uid's to write
+        if job.sandbox is not None:  # the checkouts, HOME and TMPDIR made just now: the sandbox uid's, once
             job.sandbox.hand_over()
         return prompt
 

@@ -16,7 +16,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from orchard.lab.config.orchard_toml import ExecutorKind
+from orchard.lab.config.sections import ExecutorKind
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import LockState
 from orchard.lab.judge.verdict_view import effect_cells

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from orchard.lab.config.orchard_toml import OFFLINE_LAUNCHERS, ExecutorKind
+from orchard.lab.config.sections import OFFLINE_LAUNCHERS, ExecutorKind
 from orchard.lab.db import ranking, workspace_lock
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import Direction, LockState, LockStatus, lock_status

@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from orchard.lab.config.orchard_toml import WorkersConfig
+from orchard.lab.config.sections import WorkersConfig
 from orchard.lab.workers.agent_login import ask
 from orchard.lab.workers.launcher_base import Launcher, join_words
 

@@ -21,7 +21,7 @@ from types import TracebackType
 from typing import Any
 
 from orchard.errors import UsageError
-from orchard.lab.config.orchard_toml import WorkersConfig
+from orchard.lab.config.sections import WorkersConfig
 
 LOCAL = "local"
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from orchard.errors import UsageError
-from orchard.lab.config.orchard_toml import LauncherConfig, WorkersConfig
+from orchard.lab.config.sections import LauncherConfig, WorkersConfig
 from orchard.lab.records.agent_errors import AgentError, AgentErrorKind
 from orchard.lab.records.agent_usage import AgentUsage
 from orchard.lab.records.experiment import Commands, Experiment, ExperimentPaths
@@ -185,31 +185,35 @@ class Launcher(ABC):
 
     def confinement(self, workspace: Workspace, context: LaunchContext, *, cwd: Path, own: list[Path], home: Path,
                     tmp: Path, reads: tuple[Path, ...] = (), path: str | None = None,
-                    hide: tuple[Path, ...] = ()) -> sandbox.Confinement:
+                    hide: tuple[Path, ...] = (), hand_over: bool = True) -> sandbox.Confinement:
         """Its sandbox: writable `own` dirs, private `home` and `tmp`, what it reads and writes, its credentials;
         `hide`: more places of the orchestrator's (the lab's workspace, seen from a dask worker)."""
         return self.sandbox(workspace.config.workers, workspace.root, cwd=cwd, own=own, home=home, tmp=tmp,
-                            reads=(*self.reads(context), *reads), writes=self.writes(context), path=path, hide=hide)
+                            reads=(*self.reads(context), *reads), writes=self.writes(context), path=path, hide=hide,
+                            hand_over=hand_over)
 
     def sandbox(self, workers: WorkersConfig, workspace: Path, *, cwd: Path, own: list[Path], home: Path, tmp: Path,
                 reads: tuple[Path, ...] = (), writes: tuple[Path, ...] = (), path: str | None = None,
-                hide: tuple[Path, ...] = ()) -> sandbox.Confinement:
+                hide: tuple[Path, ...] = (), hand_over: bool = True) -> sandbox.Confinement:
         """The sandbox any run of its CLI gets (a worker's, pre-flight's test request): its network, credentials
         and installation, `[workers] sandbox` and `sandbox_read`."""
         return sandbox.worker_confinement(
             workers.sandbox, workspace=workspace, cwd=cwd, network=self.config.network == Network.ALL,
             inherit=worker_names(self.credentials, self.config.pass_env), home=home, tmp=tmp, reads=reads,
             writes=writes, executable=self.executable, own=own, extra_reads=workers.sandbox_read, path=path,
-            hide=hide, setenv=self.environment(), egress=self.egress(home.parent / "egress"), limits=workers.limits())
+            hide=hide, setenv=self.environment(), egress=self.egress(home.parent / "egress"), limits=workers.limits(),
+            hand_over=hand_over)
 
     def job(self, workspace: Workspace, experiment: Experiment, env: dict[str, str] | None = None,
-            hide: tuple[Path, ...] = ()) -> Job:
-        """The executor job for `experiment`: its launch line, run sandboxed in its target checkout."""
+            hide: tuple[Path, ...] = (), hand_over: bool = True) -> Job:
+        """The executor job for `experiment`: its launch line, run sandboxed in its target checkout
+        (`hand_over=False`: its checkouts are made after, and handed to the sandbox uid then)."""
         context = self.context(workspace, experiment)
         paths, worker = context.paths, experiment.checkout.worker
         own = [paths.target_dir] + ([] if paths.target_dir in paths.report.parents else [paths.report.parent])
         confinement = self.confinement(workspace, context, cwd=paths.target_dir, own=own, home=worker.home_dir,
-                                       tmp=worker.tmp_dir, path=(env or {}).get("PATH"), hide=hide)
+                                       tmp=worker.tmp_dir, path=(env or {}).get("PATH"), hide=hide,
+                                       hand_over=hand_over)
         return Job(
             name=experiment.name,
             command=self.command(context),

@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 from orchard.errors import UsageError
-from orchard.lab.config.orchard_toml import Config, LauncherConfig
+from orchard.lab.config.orchard_toml import Config
+from orchard.lab.config.sections import LauncherConfig
 from orchard.lab.records.experiment import Experiment, render_command
 from orchard.lab.workers import sandbox, sandbox_reach
 from orchard.lab.workers.agent_launchers import ClaudeLauncher, CodexLauncher, CursorLauncher

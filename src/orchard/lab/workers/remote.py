@@ -41,7 +41,8 @@ import psutil
 from filelock import FileLock
 
 from orchard.errors import UsageError
-from orchard.lab.config.orchard_toml import Config, WorkersConfig
+from orchard.lab.config.orchard_toml import Config
+from orchard.lab.config.sections import WorkersConfig
 from orchard.lab.records.build import CheckName
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis

@@ -96,8 +96,8 @@ class Confinement:
     limits: confine.Limits = confine.NO_LIMITS
 
     def hand_over(self) -> None:
-        """What it writes, made the unprivileged sandbox uid's (when orchard is root): again after its checkouts
-        are made anew, since a directory made after the confinement was built is orchard's own."""
+        """What it writes, made the unprivileged sandbox uid's (when orchard is root), for a confinement built
+        with `hand_over=False` before its directories were made (a directory made after is orchard's own)."""
         if self.mode == SandboxMode.BWRAP:
             confine.hand_over(self.writable, skip=self.sealed)
 
@@ -161,7 +161,8 @@ def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, 
                        home: Path, tmp: Path, reads: Iterable[Path], writes: Iterable[Path], executable: str = "",
                        own: Iterable[Path] = (), extra_reads: Iterable[str] = (),
                        path: str | None = None, hide: Iterable[Path] = (), setenv: Mapping[str, str] | None = None,
-                       egress: Egress | None = None, limits: confine.Limits = confine.NO_LIMITS) -> Confinement:
+                       egress: Egress | None = None, limits: confine.Limits = confine.NO_LIMITS,
+                       hand_over: bool = True) -> Confinement:
     """The confinement of one worker.
 
     `own`: its directories (the target checkout) bound writable (but for
@@ -176,8 +177,9 @@ def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, 
     `setenv`: literal variables of its CLI's (never secrets); `egress`: its
     one way out under `network = "api"` (with bwrap only: unsandboxed,
     nothing confines it). With bwrap, what it writes is handed to the
-    unprivileged sandbox uid when orchard is root (`confine.hand_over`), and
-    `limits` apply.
+    unprivileged sandbox uid when orchard is root (`confine.hand_over`;
+    `hand_over=False` leaves that to the caller, whose directories are not made
+    yet: `Confinement.hand_over` once they are), and `limits` apply.
     """
     home.mkdir(parents=True, exist_ok=True)
     tmp.mkdir(parents=True, exist_ok=True)
@@ -196,7 +198,8 @@ def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, 
     own = [_absolute(p) for p in own]
     writable = dict.fromkeys([*own, *map(_absolute, (home, tmp, *writes))])
     sealed = [pack for directory in own for pack in _shared(directory)]
-    confine.hand_over(writable, skip=sealed)
+    if hand_over:
+        confine.hand_over(writable, skip=sealed)
     if egress is not None:
         egress.directory.mkdir(parents=True, exist_ok=True)
         setenv |= egress.environment()

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import TracebackType
 
 from orchard.errors import OrchardError, UsageError
-from orchard.lab.config.orchard_toml import SERVE_MODES
+from orchard.lab.config.sections import SERVE_MODES
 from orchard.lab.workers.executors.local import kill_tree
 
 GIT_DAEMON, SHARED_PATH = SERVE_MODES

@@ -31,6 +31,7 @@ from orchard.errors import UsageError
 from orchard.lab.config import orchard_toml as config_module
 from orchard.lab.config import rendered as config_file
 from orchard.lab.config.orchard_toml import Config
+from orchard.lab.config.sections import CONFIG_NAME
 from orchard.lab.records.worker import BASELINE_COPY, REPORT_NAME, WorkerCheckout, WorkerDir, check_name
 from orchard.lab.workers.bench_view import give_bench
 from orchard.lab.workers.vcs import Identity, Vcs, VcsError, get_vcs
@@ -52,7 +53,7 @@ class Workspace:
 
     @property
     def config_path(self) -> Path:
-        return self.root / config_module.CONFIG_NAME
+        return self.root / CONFIG_NAME
 
     @property
     def prompts_dir(self) -> Path:
@@ -212,9 +213,9 @@ class Workspace:
     def open(cls, root: Path) -> Workspace:
         """Open an existing workspace (its orchard.toml is validated)."""
         root = Path(root).resolve()
-        path = root / config_module.CONFIG_NAME
+        path = root / CONFIG_NAME
         if not path.is_file():
-            raise UsageError(f"{root}: not an orchard workspace (no {config_module.CONFIG_NAME})")
+            raise UsageError(f"{root}: not an orchard workspace (no {CONFIG_NAME})")
         workspace = cls(root, config_module.load(path))
         for directory in (workspace.prompts_dir, workspace.logs_dir, workspace.results_dir):
             directory.mkdir(exist_ok=True)

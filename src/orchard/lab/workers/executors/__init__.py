@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 from orchard.errors import UsageError
-from orchard.lab.config.orchard_toml import ExecutorKind
+from orchard.lab.config.sections import ExecutorKind
 from orchard.lab.workers.executors.base import Executor, Job, JobResult, Started, WorkerStart
 from orchard.lab.workers.executors.local import DONE_MARKER, ProcessExecutor, kill_tree
 from orchard.lab.workers.executors.subprocess import SubprocessExecutor

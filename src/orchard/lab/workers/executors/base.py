@@ -20,7 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from orchard.lab.config.orchard_toml import ExecutorKind
+from orchard.lab.config.sections import ExecutorKind
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.worker_output import RemoteRun
 from orchard.lab.workers.sandbox import Confinement

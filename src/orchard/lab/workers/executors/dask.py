@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from orchard.errors import UsageError
-from orchard.lab.config.orchard_toml import ExecutorKind
+from orchard.lab.config.sections import ExecutorKind
 from orchard.lab.records.worker_output import RemoteRun
 from orchard.lab.workers.cluster import Cluster, experiment_resources
 from orchard.lab.workers.executors.base import Executor, JobResult, Placement, Started, WorkerStart

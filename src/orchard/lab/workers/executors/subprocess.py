@@ -14,7 +14,7 @@ import subprocess
 
 import psutil
 
-from orchard.lab.config.orchard_toml import ExecutorKind
+from orchard.lab.config.sections import ExecutorKind
 from orchard.lab.workers.executors.base import Job
 from orchard.lab.workers.executors.local import ProcessExecutor, _Running, exit_line, wrap
 

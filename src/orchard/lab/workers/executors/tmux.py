@@ -27,7 +27,7 @@ from typing import cast
 import libtmux
 
 from orchard.errors import UsageError
-from orchard.lab.config.orchard_toml import ExecutorKind
+from orchard.lab.config.sections import ExecutorKind
 from orchard.lab.workers.executors.base import Job
 from orchard.lab.workers.executors.local import ProcessExecutor, _Running, exit_line, wrap
 

@@ -1,0 +1,250 @@
+"""The decision rule: paired differences per metric, their Hodges-Lehmann estimate and exact interval against
+the noise floor, Holm's correction over several metrics, the adaptive campaign's looks, and the overall verdict
+(gates first). The records it decides into are in `verdict.py`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from orchard.bench import stats
+from orchard.bench.verdict import (
+    DEFAULT_ALPHA,
+    GateResult,
+    Method,
+    MetricNoise,
+    MetricResult,
+    MetricSpec,
+    MetricVerdict,
+    Scale,
+    VerdictDecision,
+    VerdictWord,
+)
+
+
+def _to_relative(scale: Scale, value: float) -> float:
+    return math.expm1(value) if scale == Scale.LOG_RATIO else value
+
+
+def _from_relative(scale: Scale, value: float) -> float:
+    return math.log1p(value) if scale == Scale.LOG_RATIO else value
+
+
+def paired_differences(baseline: stats.Values, candidate: stats.Values) -> tuple[Scale, np.ndarray]:
+    """Per-pair differences on the best scale the data allows."""
+    a = np.asarray(baseline, dtype=float)
+    b = np.asarray(candidate, dtype=float)
+    if np.all(a > 0) and np.all(b > 0):
+        return Scale.LOG_RATIO, np.log(b / a)
+    scale = float(np.median(np.abs(a)))
+    if scale > 0:
+        return Scale.RELATIVE, (b - a) / scale
+    return Scale.ABSOLUTE, b - a
+
+
+@dataclass(frozen=True)
+class AdaptivePlan:
+    """When an adaptive campaign may stop, and at what level each look tests.
+
+    Looks are geometric (x1.5) from `min_runs`; a step that would land within
+    25% of `max_runs` goes straight there, so the last look is worth taking.
+    Alpha is split over the looks with weights growing as the cube of the
+    sample fraction (an O'Brien-Fleming-like shape: early looks stop only on
+    overwhelming evidence, most of alpha is kept for the last look). The
+    parts sum to alpha, so by Bonferroni the campaign keeps its error rate.
+    """
+
+    min_runs: int
+    max_runs: int
+    alpha: float = DEFAULT_ALPHA
+
+    @property
+    def looks(self) -> list[int]:
+        points = [min(self.min_runs, self.max_runs)]
+        while points[-1] < self.max_runs:
+            step = math.ceil(points[-1] * 1.5)
+            points.append(self.max_runs if step * 1.25 > self.max_runs else step)
+        return points
+
+    def alpha_at(self, n: int) -> float | None:
+        """The level of the look at n pairs, or None if n is not a look."""
+        points = self.looks
+        if n not in points:
+            return None
+        weights = [(p / points[-1]) ** 3 for p in points]
+        return self.alpha * weights[points.index(n)] / sum(weights)
+
+
+def _classify(low: float, high: float, floor: float, matters: float) -> MetricVerdict:
+    """Classify an interval on the bad-is-positive scale: changes clear the floor, no change stays within `matters`."""
+    if low > floor:
+        return MetricVerdict.REGRESSED
+    if high < -floor:
+        return MetricVerdict.IMPROVED
+    if low >= -matters and high <= matters:
+        return MetricVerdict.UNCHANGED
+    return MetricVerdict.UNCLEAR
+
+
+def _wide_floor_note(result: MetricResult, matters: float) -> str:
+    """Why an unclear interval inside the noise floor is no NO-CHANGE: the floor is wider than what matters."""
+    low, high = result.interval or (-math.inf, math.inf)
+    if result.verdict == MetricVerdict.UNCLEAR and -result.floor <= low and high <= result.floor:
+        return (f"within the noise floor {result.floor:.2%} but not within {matters:.2%}, "
+                "the smallest change that matters")
+    return result.note
+
+
+def _claim_p(bad: np.ndarray, floor: float, matters: float) -> float:
+    """Smallest p-value among the three claims (regressed, improved, unchanged)."""
+    p_regressed = stats.signed_rank_p_greater(bad, floor)
+    p_improved = stats.signed_rank_p_greater(-bad, floor)
+    p_unchanged = max(
+        stats.signed_rank_p_greater(bad, -matters), stats.signed_rank_p_greater(-bad, -matters)
+    )
+    return min(p_regressed, p_improved, p_unchanged)
+
+
+def _result(spec: MetricSpec, **fields: Any) -> MetricResult:
+    """A metric's result, with the spec's own fields filled in."""
+    return MetricResult(scenario=spec.scenario, metric=spec.metric, direction=spec.direction,
+                        target=spec.target, **fields)
+
+
+def _exact_result(spec: MetricSpec, a: np.ndarray, b: np.ndarray) -> MetricResult:
+    scale, d = paired_differences(a[:1], b[:1])
+    effect = _to_relative(scale, float(d[0]))
+    if abs(effect) <= spec.min_floor:
+        verdict = MetricVerdict.UNCHANGED
+    else:
+        verdict = MetricVerdict.REGRESSED if spec.bad_sign * effect > 0 else MetricVerdict.IMPROVED
+    return _result(spec, verdict=verdict, method=Method.EXACT, scale=scale, effect=effect, interval=(effect, effect),
+                   confidence=1.0, floor=spec.min_floor, n=len(a), mde=0.0, baseline_median=float(a[0]),
+                   candidate_median=float(b[0]))
+
+
+def decide_metrics(
+    specs: Sequence[MetricSpec],
+    samples: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    noise: Mapping[str, MetricNoise],
+    alpha: float,
+) -> list[MetricResult]:
+    """Judge every metric from its paired samples (baseline, candidate).
+
+    `alpha` is the one-sided level for this look; Holm splits it between the
+    metrics that need statistics (exact ones carry no error probability).
+    """
+    results: dict[str, MetricResult] = {}
+    statistical: list[tuple[MetricSpec, Scale, np.ndarray, float]] = []
+    for spec in specs:
+        a = np.asarray(samples[spec.key][0], dtype=float)
+        b = np.asarray(samples[spec.key][1], dtype=float)
+        cal = noise[spec.key]
+        if cal.deterministic and len(set(a.tolist())) == 1 and len(set(b.tolist())) == 1:
+            results[spec.key] = _exact_result(spec, a, b)
+            continue
+        scale, d = paired_differences(a, b)
+        bad = spec.bad_sign * d
+        statistical.append((spec, scale, bad, _from_relative(scale, spec.floor(cal))))
+        results[spec.key] = _result(
+            spec, verdict=MetricVerdict.UNCLEAR, method=Method.HODGES_LEHMANN, scale=scale, effect=None, interval=None,
+            confidence=None, floor=spec.floor(cal), n=len(d), mde=None,
+            baseline_median=float(np.median(a)) if len(a) else None,
+            candidate_median=float(np.median(b)) if len(b) else None,
+            note="deterministic in A/A but varies here" if cal.deterministic else "",
+        )
+    p_values = [_claim_p(bad, floor_scaled, _from_relative(scale, spec.matters))
+                for spec, scale, bad, floor_scaled in statistical]
+    levels = stats.holm_levels(p_values, alpha)
+    for (spec, scale, bad, floor_scaled), p, level in zip(statistical, p_values, levels, strict=True):
+        sign = spec.bad_sign
+        interval = stats.hl_interval(bad, 1.0 - 2.0 * level)
+        estimate = stats.hodges_lehmann(bad) if len(bad) else math.nan
+        # back to the candidate-vs-baseline orientation for display
+        low, high = sorted((sign * interval.low, sign * interval.high))
+        mde = stats.minimum_detectable_effect(stats.robust_sd(bad), len(bad), level, floor_scaled)
+        judged = replace(
+            results[spec.key],
+            verdict=_classify(interval.low, interval.high, floor_scaled, _from_relative(scale, spec.matters)),
+            effect=_to_relative(scale, sign * estimate),
+            interval=(_to_relative(scale, low), _to_relative(scale, high)),
+            confidence=interval.confidence if math.isfinite(interval.low) else 1.0 - 2.0 * level, p_value=p,
+            mde=_to_relative(scale, mde) if math.isfinite(mde) else mde,
+        )
+        results[spec.key] = replace(judged, note=_wide_floor_note(judged, spec.matters))
+    return [results[spec.key] for spec in specs]
+
+
+def decide_unpaired(
+    specs: Sequence[MetricSpec],
+    samples: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    alpha: float,
+) -> list[MetricResult]:
+    """Judge metrics of two samples that are not paired (no A/A calibration: the suite floors).
+
+    Metrics constant on both sides compare exactly; the others get the
+    two-sample Hodges-Lehmann shift on log values, Bonferroni over metrics.
+    """
+    results = []
+    varying = [spec for spec in specs if len(set(samples[spec.key][0])) > 1 or len(set(samples[spec.key][1])) > 1]
+    level = alpha / max(1, len(varying))
+    for spec in specs:
+        a = np.asarray(samples[spec.key][0], dtype=float)
+        b = np.asarray(samples[spec.key][1], dtype=float)
+        if spec not in varying:
+            results.append(_exact_result(spec, a, b))
+            continue
+        if np.all(a > 0) and np.all(b > 0):
+            scale, x, y = Scale.LOG_RATIO, np.log(a), np.log(b)
+        else:  # differences relative to the baseline's typical size, as paired_differences does
+            unit = float(np.median(np.abs(a))) or 1.0
+            scale, x, y = Scale.RELATIVE, a / unit, b / unit
+        estimate, interval = stats.shift_interval(x, y, 1.0 - 2.0 * level)
+        sign = spec.bad_sign
+        floor = _from_relative(scale, spec.min_floor)
+        low, high = sorted((sign * interval.low, sign * interval.high))
+        verdict = _classify(low, high, floor, _from_relative(scale, spec.matters))
+        results.append(_result(
+            spec, verdict=verdict, method=Method.UNPAIRED, scale=scale,
+            effect=_to_relative(scale, estimate), interval=(_to_relative(scale, interval.low),
+                                                            _to_relative(scale, interval.high)),
+            confidence=interval.confidence, floor=spec.min_floor, n=min(len(a), len(b)), mde=None,
+            baseline_median=float(np.median(a)), candidate_median=float(np.median(b)),
+            note="unpaired: the two sets' runs do not line up",
+        ))
+    return results
+
+
+def overall(metrics: Sequence[MetricResult], gates: Sequence[GateResult]) -> VerdictDecision:
+    """Combine metric verdicts and gates into PASS / NO-CHANGE / INCONCLUSIVE / REGRESSED."""
+    reasons: list[str] = []
+    failed_gates = [gate for gate in gates if not gate.passed]
+    regressed = [m for m in metrics if m.verdict == MetricVerdict.REGRESSED]
+    for gate in failed_gates:
+        reasons.append(f"gate {gate.name} failed: {gate.detail}")
+    for metric in regressed:
+        reasons.append(f"{metric.key} regressed by {metric.effect:+.2%} (floor {metric.floor:.2%})")
+    if failed_gates or regressed:
+        return VerdictDecision(VerdictWord.REGRESSED, list(metrics), list(gates), reasons)
+    improved = [m for m in metrics if m.verdict == MetricVerdict.IMPROVED and m.target]
+    if improved:
+        reasons += [f"{m.key} improved by {m.effect:+.2%} beyond floor {m.floor:.2%}" for m in improved]
+        return VerdictDecision(VerdictWord.PASS, list(metrics), list(gates), reasons)
+    unclear = [m for m in metrics if m.verdict == MetricVerdict.UNCLEAR]
+    if unclear:
+        reasons += [f"{m.key} inconclusive at n={m.n}" + (f" (MDE {m.mde:.2%})" if m.mde is not None else "")
+                    + (f": {m.note}" if m.note else "") for m in unclear]
+        return VerdictDecision(VerdictWord.INCONCLUSIVE, list(metrics), list(gates), reasons)
+    reasons.append("every metric within its noise floor and the smallest change that matters")
+    return VerdictDecision(VerdictWord.NO_CHANGE, list(metrics), list(gates), reasons)
+
+
+def settled(metrics: Sequence[MetricResult]) -> bool:
+    """An adaptive campaign may stop: something regressed or nothing is unclear."""
+    return any(m.verdict == MetricVerdict.REGRESSED for m in metrics) or all(
+        m.verdict != MetricVerdict.UNCLEAR for m in metrics
+    )

@@ -1,0 +1,254 @@
+"""A campaign's pairs: one baseline and one candidate run of every scenario, back to back in seeded order, under
+the machine-wide lock; the warm-up pair, gates after every pair, the metrics judged at the planned looks. What
+the pairs gave (`Measured`) goes back to `campaign.py`, which turns it into a verdict or a calibration."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchard.bench import calibration as calibration_cache
+from orchard.bench import rows as rowlib
+from orchard.bench.binary import binary_sha256
+from orchard.bench.decide import AdaptivePlan, decide_metrics, settled
+from orchard.bench.first_runs import RunSeries
+from orchard.bench.gates import GateTracker
+from orchard.bench.lock import MeasurementLock
+from orchard.bench.measure import Observation, RunSpec, Workbench, count_instructions, observe
+from orchard.bench.store import RunWriter
+from orchard.bench.suite import MIN_RUNS_FLOOR, Scenario, Suite
+from orchard.bench.verdict import (
+    GateResult,
+    MetricResult,
+    MetricSpec,
+    Unjudged,
+)
+from orchard.errors import OrchardError, UsageError
+
+PairProgress = Callable[[int, int, str], None]  # (pairs done, pairs planned, note)
+
+
+class BaselineFailed(OrchardError):
+    """The baseline itself failed a scenario or gate: there is nothing to compare against."""
+
+
+class IncomparableRows(OrchardError):
+    """Baseline and candidate rows differ in a comparability key (transport, level, ...)."""
+
+
+def quiet(done: int, total: int, note: str) -> None:
+    pass
+
+
+def check_runs(runs: int | None, suite: Suite) -> tuple[int, int]:
+    """(min_runs, max_runs) for a campaign, refusing counts too small to judge."""
+    max_runs = suite.runs if runs is None else runs
+    if max_runs < MIN_RUNS_FLOOR:
+        raise UsageError(
+            f"--runs must be at least {MIN_RUNS_FLOOR} (got {max_runs}): fewer pairs cannot give an exact interval"
+        )
+    return min(suite.min_runs, max_runs), max_runs
+
+
+@dataclass
+class Samples:
+    """Paired metric values per metric key, filled pair by pair."""
+
+    specs: Sequence[MetricSpec]
+    values: dict[str, tuple[list[float | None], list[float | None]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.values = {spec.key: ([], []) for spec in self.specs}
+
+    def add(self, baseline: Observation, candidate: Observation) -> None:
+        for spec in self.specs:
+            if spec.scenario == baseline.scenario:
+                self.values[spec.key][0].append(baseline.values.get(spec.metric))
+                self.values[spec.key][1].append(candidate.values.get(spec.metric))
+
+    def measured(self) -> tuple[list[MetricSpec], dict[str, tuple[list[float], list[float]]]]:
+        """Metrics with a value in every pair (others are reported unmeasured)."""
+        specs, out = [], {}
+        for spec in self.specs:
+            a, b = self.values[spec.key]
+            if a and all(v is not None for v in a + b):
+                specs.append(spec)
+                out[spec.key] = ([float(v) for v in a], [float(v) for v in b])  # type: ignore[arg-type]
+        return specs, out
+
+
+class PairRunner:
+    """Measures pairs of one campaign and records every run as a row."""
+
+    def __init__(
+        self,
+        suite: Suite,
+        bench: Workbench,
+        baseline: Path,
+        candidate: Path,
+        writer: RunWriter,
+        seed: int,
+        lane: str,
+    ) -> None:
+        self.suite = suite
+        self.bench = bench
+        self.binaries = {"baseline": baseline, "candidate": candidate}
+        self.writer = writer
+        self.rng = random.Random(seed)
+        self.seed = seed
+        self.lock = MeasurementLock(f"orchard {lane} {suite.name}")
+        self.tracker = GateTracker(suite.gates, suite.scenarios)
+        self.metric_names = {spec.metric for spec in suite.metrics} | set(suite.recorded_only)
+        self.subjects = {
+            role: {
+                "name": role,
+                "kind": "binary",
+                "label": str(path),
+                "binary": str(path),
+                "binary_sha256": binary_sha256(path),
+            }
+            for role, path in self.binaries.items()
+        }
+        self.base_meta = {
+            "lane": lane,
+            "suite": suite.name,
+            "suite_digest": suite.digest,
+            "seed": seed,
+            **rowlib.comparability(fixture_id=suite.digest, env_isolation=bench.confinement.isolation),
+            **rowlib.source_commit(),
+        }
+
+    def run_pair(self, index: int, warmup: bool) -> list[tuple[Observation, Observation, list[GateResult]]]:
+        """One pair over every scenario; returns (baseline, candidate, failed gates) per scenario."""
+        measured: list[tuple[Scenario, dict[str, Observation]]] = []
+        with self.lock:
+            for scenario in self.suite.scenarios:
+                order = ("baseline", "candidate") if self.rng.random() < 0.5 else ("candidate", "baseline")
+                seen: dict[str, Observation] = {}
+                for role in order:
+                    meta = {
+                        **self.base_meta,
+                        **self.lock.metadata(),
+                        "pair": index,
+                        "warmup": warmup,
+                        "order": "-".join(order),
+                        "binary": str(self.binaries[role]),
+                        "binary_sha256": self.subjects[role]["binary_sha256"],
+                    }
+                    spec = RunSpec(role, self.subjects[role], index, meta, self.metric_names,
+                                   self.tracker.determinism_fields(scenario.name))
+                    seen[role] = observe(self.bench, scenario, self.binaries[role], spec, count=False)
+                measured.append((scenario, seen))
+        results = []
+        for scenario, seen in measured:
+            for role, observation in seen.items():
+                # untimed instruction counts after the lock is released: they do not move with load
+                count_instructions(self.bench, scenario, self.binaries[role], observation)
+                self.writer.write(observation.row)
+            base, cand = seen["baseline"], seen["candidate"]
+            _check_comparable(base, cand)
+            results.append((base, cand, self.tracker.check_pair(base, cand)))
+        self._check_binaries()
+        return results
+
+    def _check_binaries(self) -> None:
+        """Each binary hashed again after every pair: one swapped and restored mid-campaign is caught."""
+        for role, path in self.binaries.items():
+            try:
+                now = binary_sha256(path)
+            except OSError:
+                now = "unreadable"
+            if now != self.subjects[role]["binary_sha256"]:
+                raise IncomparableRows(f"the {role} binary {path} changed during the campaign: nothing measured "
+                                       "since it was hashed counts")
+
+
+def _check_comparable(baseline: Observation, candidate: Observation) -> None:
+    """Rows a harness produced with unlike comparability keys are never compared."""
+    harness_rows = zip(baseline.row.get("harness_rows", []), candidate.row.get("harness_rows", []), strict=False)
+    for base_row, cand_row in harness_rows:
+        present = [k for k in rowlib.COMPARABILITY_KEYS if k in base_row or k in cand_row]
+        differing = [k for k in present if base_row.get(k) != cand_row.get(k)]
+        if differing:
+            key = differing[0]
+            raise IncomparableRows(
+                f"scenario '{baseline.scenario}': rows are not comparable: {key} is "
+                f"{base_row.get(key)!r} for the baseline and {cand_row.get(key)!r} for the candidate"
+            )
+
+
+def baseline_error(results: list[tuple[Observation, Observation, list[GateResult]]]) -> str | None:
+    for base, _, _ in results:
+        if not base.ok:
+            return f"baseline failed scenario '{base.scenario}' ({base.failure}); nothing can be compared"
+    return None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a verdict campaign compared nothing: its ERROR."""
+
+    cause: Unjudged
+    reason: str
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What a campaign's pairs gave: the metrics of its last look, or why it stopped before one."""
+
+    metrics: list[MetricResult] = field(default_factory=list)
+    pairs: int = 0  # judged pairs, the warm-up not counted
+    failed_gates: list[GateResult] = field(default_factory=list)
+    refusal: Refusal | None = None
+
+
+def measure_pairs(runner: PairRunner, kept: tuple[Samples, RunSeries], cal: calibration_cache.Calibration,
+                   plan: AdaptivePlan, progress: PairProgress, between_pairs: Callable[[], None]) -> Measured:
+    """The warm-up pair, then pairs up to `plan.max_runs`, judged at each look until every metric is settled.
+
+    A gate failed, a failed baseline run or rows not comparable end the campaign at that pair. Every run, the
+    warm-up's too, goes into the run series (a first run unlike the later ones is state between runs);
+    `between_pairs` re-checks the binaries after each pair.
+    """
+    samples, series = kept
+    metrics: list[MetricResult] = []
+    pairs = 0
+    progress(0, plan.max_runs, f"pair order seed {runner.seed}; warm-up pair")
+    for index in range(plan.max_runs + 1):
+        try:
+            outcome = runner.run_pair(index, warmup=index == 0)
+        except IncomparableRows as refusal:
+            return Measured(metrics, pairs, refusal=Refusal(Unjudged.INCOMPARABLE_ROWS, str(refusal)))
+        between_pairs()
+        error = baseline_error(outcome)
+        failed = [g for _, _, gs in outcome for g in gs]
+        if error or failed:
+            return Measured(metrics, pairs, failed, None if error is None else Refusal(Unjudged.BASELINE_FAILED,
+                                                                                          error))
+        for base, cand, _ in outcome:
+            series.add(base, cand)
+        if index == 0:
+            continue
+        pairs = index
+        for base, cand, _ in outcome:
+            samples.add(base, cand)
+        progress(index, plan.max_runs, "")
+        level = plan.alpha_at(index)
+        if level is not None:
+            specs, values = samples.measured()
+            metrics = decide_metrics(specs, values, _noise_for(cal, specs), level)
+            if settled(metrics):
+                break
+    return Measured(metrics, pairs)
+
+
+def _noise_for(cal: calibration_cache.Calibration, specs: Sequence[MetricSpec]) -> dict[str, Any]:
+    missing = [spec.key for spec in specs if spec.key not in cal.metrics]
+    if missing:
+        raise OrchardError(
+            f"the cached calibration has no noise figure for {', '.join(missing)}: run `orchard calibrate` again"
+        )
+    return {spec.key: cal.metrics[spec.key].noise() for spec in specs}
