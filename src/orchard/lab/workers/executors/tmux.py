@@ -9,10 +9,14 @@ target checkout; a user watches any of them live with `attach_command()`.
 `remain-on-exit` is set for the whole server before the first window
 exists, so a finished worker's pane stays, dead, until orchard has read its
 exit status from tmux (`#{pane_dead_status}`, `#{pane_dead_signal}`); only
-then is the window closed. tmux 3.3a sometimes marks a pane dead and never
-records its status (seen here with several panes ending at once); for that
-case the wrapper also writes its exit code to a private status file, which
-is read only when tmux has no status for a dead pane.
+then is the window closed. tmux 3.3a sometimes misses a pane process's
+SIGCHLD (seen here with several panes ending at once, about one run in ten):
+the pane shows dead with no status while its process stays a zombie, until
+some other child of the server exits and tmux reaps them all. orchard then
+gives it one (`run-shell -b true`), which recovers a status and a signal alike.
+tmux may also close a pane before it has read the status; for that case the
+wrapper writes its exit code to a private status file, which is read only
+when tmux has no status for a dead pane.
 """
 
 from __future__ import annotations
@@ -141,16 +145,28 @@ class TmuxExecutor(ProcessExecutor):
                 or any(entry.ended_by is not None or self._status_file(_handle(entry)[1]).exists()
                        for entry in self._running.values()))
 
-    def _statuses(self) -> dict[str, tuple[int | None, int | None] | None]:
-        if not self._worth_asking():
-            return {name: None for name in self._running}
-        self._asked_at = time.monotonic()
+    def _panes(self) -> dict[str, tuple[bool, str, str]]:
+        """Each window's pane as tmux sees it: (dead, exit status, signal), the last two "" when unknown."""
         panes: dict[str, tuple[bool, str, str]] = {}
         result = self.server.cmd("list-panes", "-a", "-F", _PANE_FORMAT)  # no server: no panes, no output
         if result.returncode == 0:
             for line in result.stdout:
                 pane_id, _pid, pane_dead, pane_status, pane_sig = (line.split("\t") + ["", "", "", ""])[:5]
                 panes[pane_id] = (pane_dead == "1", pane_status, pane_sig)
+        return panes
+
+    def _statuses(self) -> dict[str, tuple[int | None, int | None] | None]:
+        if not self._worth_asking():
+            return {name: None for name in self._running}
+        self._asked_at = time.monotonic()
+        panes = self._panes()
+        ours = [panes.get(_handle(entry)[0]) for entry in self._running.values()]
+        if any(pane is not None and pane[0] and not pane[1] and not pane[2] for pane in ours):
+            # Dead with no status: tmux may have missed the SIGCHLD. Any child of the server
+            # exiting makes it reap every one, this pane's process too. -b: never wait on tmux's
+            # own SIGCHLD handling; a status that is not there yet is read at the next ask.
+            self.server.cmd("run-shell", "-b", "true")
+            panes = self._panes()
         statuses: dict[str, tuple[int | None, int | None] | None] = {}
         now = time.monotonic()
         for name, entry in self._running.items():
@@ -162,7 +178,7 @@ class TmuxExecutor(ProcessExecutor):
             dead, status, sig = pane
             if dead and not status and not sig:
                 # tmux marks a pane dead when its terminal closes and reads
-                # the exit status when it reaps the process, which it can miss.
+                # the exit status when it reaps the process, which may come later.
                 # The wrapper's status file, else its exit line in the log (a job adopted after a
                 # restart has a new key, so the file the first orchard named is not found).
                 recorded = self._status_file(key)
