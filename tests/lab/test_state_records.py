@@ -305,7 +305,7 @@ def test_journal_has_each_judgment_with_its_verdict_table(filled: Workspace) -> 
     assert heads == [("lab-start", ""), ("judgment", "count-with-dict"), ("merge", "count-with-dict"),
                      ("publish", "count-with-dict"),
                      ("judgment", "single-write"), ("judgment", "tokenize-regex"), ("stop", "")]
-    assert "| report/wall_ms | 64 | 5.00% |" in journal  # baseline median and noise floor
+    assert "| report/wall_ms | 64.0 ms | 5.00% |" in journal  # baseline median and noise floor
     assert "**LAND** · hypothesis `count-with-dict`: Count words with a dict" in journal
     assert "Verdict **PASS** after 20 pairs (seed 7):" in journal
     row = "| report/wall_ms | improved | -40.00% | [-41.00%, -39.00%] | 5.00% | 20 | 5.00% | 64.0 ms | 38.4 ms |"
