@@ -277,9 +277,9 @@ def filled(make_workspace: Callable[..., Workspace]) -> Workspace:
 def test_leaderboard_shows_the_best_value_its_change_and_the_baseline(filled: Workspace) -> None:
     board = (filled.root / "LEADERBOARD.md").read_text()
     # each number is a paired effect with its interval; no median of one campaign divided by another's
-    assert ("| report/wall_ms | lower is better | 64 | `count-with-dict` (c3c3c3c3c3) | -40.00% [-41.00%, -39.00%] "
-            "| - | 5.00% |") in board
-    assert "| report/stdout_bytes | lower is better | 11,502 | - | - | - | - |" in board
+    assert ("| report/wall_ms | lower is better | 64.0 ms | `count-with-dict` (c3c3c3c3c3) "
+            "| -40.00% [-41.00%, -39.00%] | - | 5.00% |") in board
+    assert "| report/stdout_bytes | lower is better | 11.5 KB | - | - | - | - |" in board
 
 
 def test_final_report_has_every_metric_change_and_decision_with_its_reasons(filled: Workspace) -> None:
