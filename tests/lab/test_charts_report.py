@@ -109,7 +109,7 @@ def test_final_report_and_report_html_agree_with_the_journal(lab: Workspace) -> 
     journal = (lab.root / "JOURNAL.md").read_text()
     final = (lab.root / "FINAL_REPORT.md").read_text()
     page = (lab.root / "report.html").read_text()
-    assert "| report/wall_ms | 64 | 5.00% |" in journal  # the lab's start: baseline and floor
+    assert "| report/wall_ms | 64.0 ms | 5.00% |" in journal  # the lab's start: baseline and floor
     assert "| report/wall_ms | 64 | 39 | -39.06% |" not in final  # medians of two campaigns are never divided
     wall = next(row for row in _html_rows(page) if row[:1] == ["report/wall_ms"] and len(row) == 7)
     board = next(line for line in (lab.root / "LEADERBOARD.md").read_text().splitlines()

@@ -277,9 +277,9 @@ def filled(make_workspace: Callable[..., Workspace]) -> Workspace:
 def test_leaderboard_shows_the_best_value_its_change_and_the_baseline(filled: Workspace) -> None:
     board = (filled.root / "LEADERBOARD.md").read_text()
     # each number is a paired effect with its interval; no median of one campaign divided by another's
-    assert ("| report/wall_ms | lower is better | 64 | `count-with-dict` (c3c3c3c3c3) | -40.00% [-41.00%, -39.00%] "
-            "| - | 5.00% |") in board
-    assert "| report/stdout_bytes | lower is better | 11,502 | - | - | - | - |" in board
+    assert ("| report/wall_ms | lower is better | 64.0 ms | `count-with-dict` (c3c3c3c3c3) "
+            "| -40.00% [-41.00%, -39.00%] | - | 5.00% |") in board
+    assert "| report/stdout_bytes | lower is better | 11.5 KB | - | - | - | - |" in board
 
 
 def test_final_report_has_every_metric_change_and_decision_with_its_reasons(filled: Workspace) -> None:
@@ -305,7 +305,7 @@ def test_journal_has_each_judgment_with_its_verdict_table(filled: Workspace) -> 
     assert heads == [("lab-start", ""), ("judgment", "count-with-dict"), ("merge", "count-with-dict"),
                      ("publish", "count-with-dict"),
                      ("judgment", "single-write"), ("judgment", "tokenize-regex"), ("stop", "")]
-    assert "| report/wall_ms | 64 | 5.00% |" in journal  # baseline median and noise floor
+    assert "| report/wall_ms | 64.0 ms | 5.00% |" in journal  # baseline median and noise floor
     assert "**LAND** · hypothesis `count-with-dict`: Count words with a dict" in journal
     assert "Verdict **PASS** after 20 pairs (seed 7):" in journal
     row = "| report/wall_ms | improved | -40.00% | [-41.00%, -39.00%] | 5.00% | 20 | 5.00% | 64.0 ms | 38.4 ms |"

@@ -16,15 +16,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 from orchard.bench import calibration as calibration_cache
+from orchard.bench import instructions
 from orchard.bench.binary import check_binary
 from orchard.bench.confinement import RunConfinement, for_campaign
-from orchard.bench.decide import AdaptivePlan, overall
+from orchard.bench.decide import AdaptivePlan, advise, overall
 from orchard.bench.display import rows_summary
 from orchard.bench.first_runs import RunSeries
 from orchard.bench.gates import run_command_gates
 from orchard.bench.holdout import label
 from orchard.bench.machine import machine_facts, machine_fingerprint
 from orchard.bench.measure import workbench
+from orchard.bench.noise_advice import CPU, WALL
 from orchard.bench.pairs import (
     BaselineFailed,
     Measured,
@@ -41,6 +43,8 @@ from orchard.bench.store import RunWriter
 from orchard.bench.suite import MIN_RUNS_FLOOR, Suite
 from orchard.bench.verdict import (
     CalibrationNote,
+    Direction,
+    MetricSpec,
     Unjudged,
     Verdict,
     VerdictDecision,
@@ -168,7 +172,7 @@ def run_verdict(
     seed = random.SystemRandom().randrange(1, 2**31) if seed is None else seed
     with workbench(suite, confinement=confinement) as bench, RunWriter(results, "verdict", rows_summary) as writer:
         runner = PairRunner(suite, bench, baseline, candidate, writer, seed, "verdict")
-        samples, series = Samples(suite.metrics), RunSeries(suite.metrics)
+        samples, series = Samples(suite.metrics), RunSeries([*suite.metrics, *timing_specs(suite)])
         refusal: Refusal | None = None
         if cal is None:
             cal, refusal = _calibrate_now(suite, baseline, results, progress, calibration_file, confinement)
@@ -199,7 +203,29 @@ def run_verdict(
         pairs=measured.pairs, planned_pairs=max_runs, calibration=note, warnings=warnings,
         lock_wait_ms=runner.lock.total_wait_ms, rows=writer.path, summary=writer.summary_path,
         unjudged=decision.unjudged, confinement=confinement.note,
+        advice=advise(suite.metrics, decision.metrics, cpu_share(suite, series),
+                      lambda: instructions.available() is not None),
     )
+
+
+def timing_specs(suite: Suite) -> list[MetricSpec]:
+    """wall_ms and cpu_ms of every scenario the suite does not judge them for: recorded in the run series so that
+    the advice can tell a CPU-bound scenario (never judged)."""
+    judged = {spec.key for spec in suite.metrics}
+    return [MetricSpec(s.name, metric, Direction.LOWER) for s in suite.scenarios for metric in (CPU, WALL)
+            if f"{s.name}/{metric}" not in judged]
+
+
+def cpu_share(suite: Suite, series: RunSeries) -> dict[str, float]:
+    """The baseline's cpu_ms over its wall_ms per scenario, in its least contended run: a loaded machine stretches
+    a CPU-bound program's wall time in most runs (a 0.4 to 0.65 share at load 5.5 on 2 cores)."""
+    shares = {}
+    for scenario in suite.scenarios:
+        cpu, wall = (series.values.get(("baseline", f"{scenario.name}/{metric}"), []) for metric in (CPU, WALL))
+        ratios = [c / w for c, w in zip(cpu, wall, strict=True) if w > 0] if len(cpu) == len(wall) else []
+        if ratios:
+            shares[scenario.name] = max(ratios)
+    return shares
 
 
 def _calibrate_now(suite: Suite, baseline: Path, results: Path, progress: PairProgress, calibration_file: Path | None,

@@ -1,17 +1,19 @@
 """The decision rule: paired differences per metric, their Hodges-Lehmann estimate and exact interval against
 the noise floor, Holm's correction over several metrics, the adaptive campaign's looks, and the overall verdict
-(gates first). The records it decides into are in `verdict.py`."""
+(gates first), and the advice when a timing metric is too noisy for what matters. The records it decides into
+are in `verdict.py` and `noise_advice.py`."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from orchard.bench import stats
+from orchard.bench.noise_advice import CPU, CPU_BOUND, INSTRUCTIONS, WALL, Alternative, NoiseAdvice
 from orchard.bench.verdict import (
     DEFAULT_ALPHA,
     GateResult,
@@ -248,3 +250,32 @@ def settled(metrics: Sequence[MetricResult]) -> bool:
     return any(m.verdict == MetricVerdict.REGRESSED for m in metrics) or all(
         m.verdict != MetricVerdict.UNCLEAR for m in metrics
     )
+
+
+def _width(metric: MetricResult) -> float:
+    """How small a change this metric can see: its MDE when one was computed, never below its floor."""
+    mde = metric.mde if metric.mde is not None and math.isfinite(metric.mde) else 0.0
+    return max(metric.floor, mde)
+
+
+def advise(specs: Sequence[MetricSpec], metrics: Sequence[MetricResult], cpu_share: Mapping[str, float],
+           can_count: Callable[[], bool]) -> tuple[NoiseAdvice, ...]:
+    """Advice for each inconclusive timing metric too noisy for the smallest change that matters.
+
+    `cpu_share` is the baseline's cpu_ms over its wall_ms per scenario, where both were measured;
+    `can_count` says whether instructions can be counted here (asked only when some metric needs advice).
+    """
+    by_key = {spec.key: spec for spec in specs}
+    advice = []
+    for m in metrics:
+        spec = by_key.get(m.key)
+        if (spec is None or m.metric not in (WALL, CPU) or m.verdict != MetricVerdict.UNCLEAR
+                or m.method != Method.HODGES_LEHMANN or _width(m) <= spec.matters):
+            continue
+        alternatives = []
+        if m.metric == WALL and f"{m.scenario}/{CPU}" not in by_key and cpu_share.get(m.scenario, 0.0) >= CPU_BOUND:
+            alternatives.append(Alternative.CPU_MS)
+        if f"{m.scenario}/{INSTRUCTIONS}" not in by_key and can_count():
+            alternatives.append(Alternative.INSTRUCTIONS)
+        advice.append(NoiseAdvice(m.key, _width(m), spec.matters, tuple(alternatives)))
+    return tuple(advice)

@@ -127,6 +127,8 @@ def print_verdict(console: Console, verdict: Verdict) -> None:
         console.print(verdict.confinement)
     console.print(f"pair order seed: {verdict.seed}; pairs judged: {verdict.pairs} of up to {verdict.planned_pairs}")
     print_decision(console, as_decision(verdict), verdict.warnings)
+    for advice in verdict.advice:  # one line each, never wrapped: what to measure instead of a noisy timing metric
+        console.print(f"[yellow]advice:[/] {advice.line()}", soft_wrap=True)
     console.print(f"rows: {verdict.rows}")
 
 
@@ -158,7 +160,8 @@ def verdict_facts(verdict: Verdict, suite: str) -> list[str]:
         calibration_line(verdict.calibration),
         *([verdict.confinement] if verdict.confinement else []),
     ]
-    return facts + [f"warning: {warning}" for warning in verdict.warnings]
+    return facts + [f"warning: {warning}" for warning in verdict.warnings] + [
+        f"advice: {advice.line()}" for advice in verdict.advice]
 
 
 def calibration_table(cal: Calibration) -> Table:

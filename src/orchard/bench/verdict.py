@@ -1,22 +1,19 @@
 """The verdict's vocabulary and records: did the candidate really change each metric, or is it noise?
 The rule described below is applied in `decide.py`; this module holds what it decides into.
 
-Per metric, the paired differences between candidate and baseline (log-ratios
-when values are positive) get a Hodges-Lehmann estimate and an exact
-interval. With the metric's noise floor d from A/A calibration:
+Per metric, the paired differences between candidate and baseline (log-ratios when values are positive) get a
+Hodges-Lehmann estimate and an exact interval. With the metric's noise floor d from A/A calibration:
 
 - regressed   the interval lies beyond +d on the bad side
 - improved    the interval lies beyond d on the good side
-- no-change   the interval lies inside [-t, +t], t the smallest change that
-              matters (the suite's `no_change_within`, 1% by default, or the
-              metric's own floor if larger): "no change that matters", never
-              merely "nothing beyond a wide floor"
+- no-change   the interval lies inside [-t, +t], t the smallest change that matters (the suite's
+              `no_change_within`, 1% by default, or the metric's own floor if larger): "no change that
+              matters", never merely "nothing beyond a wide floor"
 - inconclusive otherwise, with the minimum detectable effect at this n
 
-Metrics whose A/A runs never varied compare exactly. Several metrics are
-corrected with Holm's procedure; the looks of an adaptive campaign share
-alpha between them (most of it kept for the last). Gates come first: a failed gate is
-REGRESSED whatever the metrics say.
+Metrics whose A/A runs never varied compare exactly. Several metrics are corrected with Holm's procedure; the
+looks of an adaptive campaign share alpha between them (most of it kept for the last). Gates come first: a
+failed gate is REGRESSED whatever the metrics say.
 """
 
 from __future__ import annotations
@@ -27,6 +24,8 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
+
+from orchard.bench.noise_advice import NoiseAdvice
 
 
 class VerdictWord(StrEnum):
@@ -256,12 +255,9 @@ class ExternalRun:
 
 @dataclass(frozen=True)
 class Verdict:
-    """A candidate's verdict against its baseline, with everything needed to read it again later.
-
-    The one record `orchard verdict --json` prints, the lab stores and every
-    display reads; `to_dict` is that JSON (the fields of an external run are
-    added only when there was one).
-    """
+    """A candidate's verdict against its baseline, with everything needed to read it again later: the one record
+    `orchard verdict --json` prints, the lab stores and every display reads; `to_dict` is that JSON (the fields of
+    an external run, a confinement or advice are added only when there is one)."""
 
     verdict: VerdictWord
     reasons: list[str]
@@ -283,6 +279,7 @@ class Verdict:
     # document's form is fixed, and its reasons say it in words.
     unjudged: Unjudged | None = None
     confinement: str | None = None  # how the measured runs were confined, in one line
+    advice: tuple[NoiseAdvice, ...] = ()  # timing metrics too noisy for what matters, and what to measure instead
 
     @property
     def failed_gates(self) -> list[GateResult]:
@@ -313,6 +310,8 @@ class Verdict:
         }
         if self.confinement is not None:  # said only when runs were measured with a confinement to name
             data["confinement"] = self.confinement
+        if self.advice:  # only when given, so older verdicts read back byte-identical
+            data["advice"] = [a.to_dict() for a in self.advice]
         if self.external is not None:
             data |= {"source": "command", "command": self.external.command, "exit_code": self.external.exit_code,
                      "output_tail": self.external.output_tail}
@@ -346,4 +345,5 @@ class Verdict:
             summary=path("summary"),
             external=external,
             confinement=data.get("confinement"),
+            advice=tuple(NoiseAdvice.from_dict(a) for a in data.get("advice", [])),
         )

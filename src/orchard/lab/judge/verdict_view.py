@@ -105,6 +105,7 @@ class VerdictView:
     reasons: tuple[str, ...]
     metrics: tuple[MetricEffect, ...]
     gates: tuple[GateView, ...]
+    advice: tuple[str, ...] = ()  # one line per timing metric too noisy for what matters: what to measure instead
 
     @classmethod
     def from_verdict(cls, verdict: Verdict | None) -> VerdictView | None:
@@ -112,7 +113,8 @@ class VerdictView:
             return None
         return cls(verdict=verdict.verdict, pairs=verdict.pairs, seed=verdict.seed, lock_wait_ms=verdict.lock_wait_ms,
                    reasons=tuple(verdict.reasons), metrics=tuple(MetricEffect.from_metric(m) for m in verdict.metrics),
-                   gates=tuple(GateView(g.name, g.passed, g.detail) for g in verdict.gates))
+                   gates=tuple(GateView(g.name, g.passed, g.detail) for g in verdict.gates),
+                   advice=tuple(advice.line() for advice in verdict.advice))
 
     @classmethod
     def from_document(cls, data: Mapping[str, Any] | None) -> VerdictView | None:
@@ -142,13 +144,13 @@ def cells(m: MetricEffect) -> list[str]:
 
 
 def markdown_table(verdict: VerdictView | None) -> list[str]:
-    """A verdict as Markdown: one table row per metric, then its gates (JOURNAL.md and FINAL_REPORT.md)."""
+    """A verdict as Markdown: one table row per metric, then its gates and advice (JOURNAL.md, FINAL_REPORT.md)."""
     if verdict is None:
         return []
     lines = ["| " + " | ".join(COLUMNS) + " |", "|---|---|---:|---|---:|---:|---:|---:|---:|"]
     lines += ["| " + " | ".join(cells(m)) + " |" for m in verdict.metrics]
     lines += [f"\ngate `{g.name}`: {'pass' if g.passed else 'FAIL'} ({inline(g.detail)})" for g in verdict.gates]
-    return lines
+    return lines + [f"\nadvice: {inline(advice)}" for advice in verdict.advice]
 
 
 def markdown_head(verdict: VerdictView) -> str:

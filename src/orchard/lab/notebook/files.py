@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from orchard.lab.db.state import LabState
-from orchard.lab.judge.verdict_view import effect_cells, markdown_head, markdown_table, num, score_text, short_commit
+from orchard.lab.judge.verdict_view import effect_cells, markdown_head, markdown_table, score_text, short_commit
 from orchard.lab.notebook import backlog_file, pages, view
 from orchard.lab.notebook.best_single import best_single_lines
 from orchard.lab.notebook.journal import appended, render_events, render_journal
@@ -32,6 +32,7 @@ from orchard.lab.records.measured_events import FinalVerdictTaken
 from orchard.lab.text import inline
 from orchard.lab.workers.sandbox import UNSANDBOXED_NOTE, SandboxMode
 from orchard.lab.workers.workspace import Workspace
+from orchard.units import quantity
 
 NEXT_BACKLOG = 6  # hypotheses the final report recommends
 EMPTY_BACKLOG = "- the backlog is empty: run `orchard plan` or `orchard backlog add`"
@@ -58,7 +59,8 @@ def render_leaderboard(rows: Sequence[LeaderRow]) -> str:
               "[interval] | floor |"), "|---|---|---:|---|---:|---:|---:|"]
     for row in rows:
         change = "-" if row.effect is None else f"`{row.by}` ({short_commit(row.commit)})"
-        lines.append("| " + " | ".join([inline(row.metric), f"{row.direction} is better", num(row.baseline), change,
+        lines.append("| " + " | ".join([inline(row.metric), f"{row.direction} is better",
+                                         quantity(row.baseline, row.metric), change,
                                          *effect_cells(row.effect, row.final)]) + " |")
     return "\n".join(lines) + "\n"
 

@@ -114,11 +114,12 @@ def decision(label: str) -> str:
 
 
 def verdict_html(v: VerdictView) -> str:
-    """A verdict's head, its table (the journal's cells) and its gates."""
+    """A verdict's head, its table (the journal's cells), its gates and its advice."""
     return (f"<p>Verdict <b>{escape(v.verdict)}</b> {escape(run_of(v))}</p>"
             + table(COLUMNS, ([escape(c) for c in cells(m)] for m in v.metrics), (2, 4, 5, 6, 7, 8))
             + "".join(f"<p>gate <code>{escape(g.name)}</code>: {'pass' if g.passed else 'FAIL'} "
-                      f"({escape(g.detail)})</p>" for g in v.gates))
+                      f"({escape(g.detail)})</p>" for g in v.gates)
+            + "".join(f"<p class=advice>advice: {escape(advice)}</p>" for advice in v.advice))
 
 
 def tabs(named: Sequence[tuple[str, str, str]]) -> str:

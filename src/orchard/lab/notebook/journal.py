@@ -21,6 +21,7 @@ from orchard.lab.records.judgment import JudgmentEntry
 from orchard.lab.records.lab_start import LabStart
 from orchard.lab.text import inline
 from orchard.lab.workers.sandbox import UNSANDBOXED_NOTE, SandboxMode
+from orchard.units import quantity
 
 
 def when(at: float) -> str:
@@ -57,7 +58,7 @@ def journal_entry(event: JournalEvent[Event | Unrecognized]) -> list[str]:
 def _lab_start(start: LabStart) -> list[str]:
     lines = [f"Target base `{short_commit(start.base)}`; bench `{short_commit(start.bench_base)}`.",
              f"Calibration: {start.calibration}", "", "| metric | baseline median | noise floor |", "|---|---:|---:|"]
-    return lines + [f"| {key} | {num(value)} | {floor_pct(start.floors.get(key))} |"
+    return lines + [f"| {key} | {quantity(value, key)} | {floor_pct(start.floors.get(key))} |"
                     for key, value in sorted(start.baseline.items())]
 
 
