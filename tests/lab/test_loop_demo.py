@@ -61,6 +61,10 @@ def test_demo_walks_every_decision_path(tmp_path: Path, mark: str) -> None:
     assert found["read-whole-file"][0] != "LAND"
     assert "bench patch did not apply" in (root / "logs" / "read-whole-file.log").read_text()
     assert found["single-write"][:2] == ("KILL", "no-claim-below-floor")
+    # a worker whose patch builds and passes its tests reports done: none is told to run a step its sandbox
+    # cannot (the workspace is hidden from it)
+    for name in ("count-with-dict", "terse-report", "top-ten-default", "tokenize-regex", "single-write"):
+        assert "(status done)" in (root / "logs" / f"{name}.log").read_text(), name
     # the second win was rebased onto the first's merge and judged again before its own merge
     rebased = [e for e in events(root, Rebased) if e.event.needed]
     assert len(rebased) == 1 and len(events(root, Merged)) == 2

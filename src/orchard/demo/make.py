@@ -87,14 +87,14 @@ def make_demo(directory: Path, *, workers: int = 3, executor: ExecutorKind = Exe
     if only:
         hypotheses = [h for h in hypotheses if h.id in only]
     explore = 1 if workers > 1 else 0
+    # no `[bench] measure`: the judge measures every candidate itself and a worker's own numbers decide
+    # nothing; measuring them too would only queue behind the judge's verdicts for the lock
     python = sys.executable
     data = {
         "target": {"repo": str(origin / "target.git"), "build": "make --quiet build", "test": "make --quiet test",
                    "binary": BINARY},
         "bench": {"repo": str(origin / "bench"), "suite": "suite.toml",
                   "test": "python3 -m unittest discover --quiet -s tests",
-                  "measure": f"{python} -m orchard verdict --suite {{suite}} --baseline {{baseline}} "
-                             f"--candidate {{binary}} --runs 8 --json --results {{workspace}}/results/workers",
                   "sweep_every": 2},
         "workers": {"count": workers, "exploit": workers - explore, "explore": explore, "executor": executor,
                     "timeout_minutes": 5.0, "sandbox": str(sandbox_mode)},
