@@ -121,7 +121,10 @@ def test_a_worker_over_max_checkout_mb_is_stopped_and_killed_with_that_reason(
     slow_fill = "for i in $(seq 200); do head -c 1000000 /dev/zero >> {target_dir}/src/noise.bin; sleep 0.2; done"
     root = _workspace_on(disk, tmp_path, target_repo, {"grows": slow_fill})
     config = root / "orchard.toml"
-    config.write_text(re.sub(r"(?m)^max_checkout_mb = \d+", "max_checkout_mb = 5", config.read_text()))
+    # `orchard init` writes a short file (defaults left out): the cap goes under [workers], set or not
+    text = re.sub(r"(?m)^max_checkout_mb = \d+\n", "", config.read_text())
+    config.write_text(text.replace("[workers]\n", "[workers]\nmax_checkout_mb = 5\n", 1))
+    assert "max_checkout_mb = 5" in config.read_text()
     result = _orchard("run", root)
     _assert_went_on(root, result, "grows")
     reasons = _outcomes(root)["grows"][2]
