@@ -257,7 +257,26 @@ def test_a_waiter_never_names_itself_from_its_own_stale_holder_entry(
         other.wait()
         if other.stdout:
             other.stdout.close()
-    assert out.getvalue().strip() == "[runlock] waiting for pid ? (unknown) ..."
+    assert out.getvalue().strip() == "[runlock] waiting for a holder that has not named itself yet ..."
+
+
+def test_a_campaign_waiting_for_another_of_its_own_process_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lab judges and confirms in threads of one process: the waiter names the other campaign, not 'unknown'."""
+    monkeypatch.delenv(ENV_SWITCH, raising=False)
+    path = tmp_path / "threads.lock"
+    out = io.StringIO()
+    holder, waiter = MeasurementLock("orchard confirm wordfreq", path=path), MeasurementLock("me", path=path, out=out)
+    with holder:
+        thread = threading.Thread(target=lambda: waiter.__enter__())
+        thread.start()
+        deadline = time.monotonic() + 60
+        while "waiting" not in out.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    thread.join(timeout=60)
+    waiter.__exit__(None, None, None)
+    assert out.getvalue().strip() == "[runlock] waiting for orchard confirm wordfreq in this process ..."
 
 
 # Enters the lock `times` times, holding it ~20 ms each time, like a campaign's pairs.
