@@ -193,7 +193,8 @@ def run_verdict(
         decision.reasons.extend(flagged if refusal is None else [])
         warnings = runner.tracker.warnings + ([] if cal is None else _warnings(runner, samples, cal, decision))
         writer.write({"lane": "verdict", "step_kind": "verdict", "verdict": decision.verdict,
-                      "reasons": decision.reasons, "pairs": measured.pairs, "seed": seed, **runner.base_meta})
+                      "reasons": decision.reasons, "pairs": measured.pairs, "scenario_pairs": _scenario_pairs(samples),
+                      "seed": seed, **runner.base_meta})
     note = None if cal is None else CalibrationNote(cached, round(cal.age_s(), 1), cal.runs, cal.seed,
                                                       cal.machine_fingerprint,
                                                       None if cal.file is None else str(cal.file))
@@ -206,6 +207,11 @@ def run_verdict(
         advice=advise(suite.metrics, decision.metrics, cpu_share(suite, series),
                       lambda: instructions.available() is not None),
     )
+
+
+def _scenario_pairs(samples: Samples) -> dict[str, int]:
+    """Judged pairs per scenario: fewer than the campaign's for one decided exactly and not run after."""
+    return {spec.scenario: len(samples.values[spec.key][0]) for spec in samples.specs}
 
 
 def timing_specs(suite: Suite) -> list[MetricSpec]:

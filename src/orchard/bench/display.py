@@ -125,11 +125,21 @@ def print_verdict(console: Console, verdict: Verdict) -> None:
     console.print(calibration_line(verdict.calibration))
     if verdict.confinement:
         console.print(verdict.confinement)
-    console.print(f"pair order seed: {verdict.seed}; pairs judged: {verdict.pairs} of up to {verdict.planned_pairs}")
+    console.print(f"pair order seed: {verdict.seed}; pairs judged: {verdict.pairs} of up to {verdict.planned_pairs}"
+                  + early_scenarios(verdict))
     print_decision(console, as_decision(verdict), verdict.warnings)
     for advice in verdict.advice:  # one line each, never wrapped: what to measure instead of a noisy timing metric
         console.print(f"[yellow]advice:[/] {advice.line()}", soft_wrap=True)
     console.print(f"rows: {verdict.rows}")
+
+
+def early_scenarios(verdict: Verdict) -> str:
+    """The scenarios decided exactly before the campaign ended, and not run after (their metrics' n says when)."""
+    pairs = verdict.pairs or 0
+    early = {m.scenario: m.n for m in verdict.metrics if m.method == Method.EXACT and m.n < pairs}
+    if not early:
+        return ""
+    return "; decided exactly, not run after: " + ", ".join(f"{name} at pair {n}" for name, n in sorted(early.items()))
 
 
 def as_decision(verdict: Verdict) -> VerdictDecision:
@@ -156,7 +166,8 @@ def verdict_facts(verdict: Verdict, suite: str) -> list[str]:
     """What a summary states above the metric table: inputs, calibration, warnings."""
     facts = [
         f"suite `{suite}`: baseline `{verdict.baseline}`, candidate `{verdict.candidate}`",
-        f"{verdict.pairs} pairs judged of up to {verdict.planned_pairs}, pair order seed {verdict.seed}",
+        f"{verdict.pairs} pairs judged of up to {verdict.planned_pairs}{early_scenarios(verdict)}, "
+        f"pair order seed {verdict.seed}",
         calibration_line(verdict.calibration),
         *([verdict.confinement] if verdict.confinement else []),
     ]

@@ -13,7 +13,7 @@ from typing import Any
 from orchard.bench import calibration as calibration_cache
 from orchard.bench import rows as rowlib
 from orchard.bench.binary import binary_sha256
-from orchard.bench.decide import AdaptivePlan, decide_metrics, settled
+from orchard.bench.decide import AdaptivePlan, decide_metrics, decided_exactly, settled
 from orchard.bench.first_runs import RunSeries
 from orchard.bench.gates import GateTracker
 from orchard.bench.lock import MeasurementLock
@@ -101,6 +101,7 @@ class PairRunner:
         self.seed = seed
         self.lock = MeasurementLock(f"orchard {lane} {suite.name}")
         self.tracker = GateTracker(suite.gates, suite.scenarios)
+        self.retired: set[str] = set()  # scenarios no longer run: every judged metric of theirs decided exactly
         self.metric_names = {spec.metric for spec in suite.metrics} | set(suite.recorded_only)
         self.subjects = {
             role: {
@@ -126,6 +127,8 @@ class PairRunner:
         measured: list[tuple[Scenario, dict[str, Observation]]] = []
         with self.lock:
             for scenario in self.suite.scenarios:
+                if scenario.name in self.retired:
+                    continue
                 order = ("baseline", "candidate") if self.rng.random() < 0.5 else ("candidate", "baseline")
                 seen: dict[str, Observation] = {}
                 for role in order:
@@ -211,7 +214,8 @@ def measure_pairs(runner: PairRunner, kept: tuple[Samples, RunSeries], cal: cali
 
     A gate failed, a failed baseline run or rows not comparable end the campaign at that pair. Every run, the
     warm-up's too, goes into the run series (a first run unlike the later ones is state between runs);
-    `between_pairs` re-checks the binaries after each pair.
+    `between_pairs` re-checks the binaries after each pair. A scenario whose judged metrics were all decided
+    exactly at a look is not run in later pairs (`decided_exactly`): more pairs could only repeat its values.
     """
     samples, series = kept
     metrics: list[MetricResult] = []
@@ -242,6 +246,7 @@ def measure_pairs(runner: PairRunner, kept: tuple[Samples, RunSeries], cal: cali
             metrics = decide_metrics(specs, values, _noise_for(cal, specs), level)
             if settled(metrics):
                 break
+            runner.retired |= decided_exactly(metrics)
     return Measured(metrics, pairs)
 
 
