@@ -50,3 +50,12 @@ def test_a_program_in_a_directory_closed_to_the_sandbox_uid_is_named_with_that_d
     assert mounts.cannot_read(tool) is None
     tool.chmod(0o700)
     assert mounts.cannot_read(tool) == tool
+
+
+@pytest.mark.parametrize(("path", "root"), [("/a/b", "/a"), ("/a", "/a"), ("/ab", "/a"), ("/a", "/"), ("/", "/"),
+                                            ("a/b", "."), ("/a", "."), ("a", "a/b"), ("/a/b/c", "/a/b")])
+def test_inside_and_below_mean_what_parents_say(path: str, root: str) -> None:
+    """Computed from parts (a confined run's argv asks thousands of times), the same as pathlib's parents."""
+    p, r = Path(path), Path(root)
+    assert confine.inside(p, r) == (p == r or r in p.parents)
+    assert confine.below(p, r) == (r in p.parents)

@@ -176,13 +176,13 @@ class Mounts:
         covered = [*self.hidden, *self.scratch]
         found = {parent for path in bound for parent in Path(os.path.abspath(path)).parents
                  if not any(inside(parent, top) for top in covered) and not passable(parent)}
-        return [p for p in sorted(found, key=lambda p: len(p.parts)) if not any(q in p.parents for q in found)]
+        return [p for p in sorted(found, key=lambda p: len(p.parts)) if not any(below(p, q) for q in found)]
 
     def _parents(self, bound: Iterable[Path], closed: Iterable[Path] = ()) -> list[Path]:
         """The directories between a hidden place and what is bound inside it, outermost first."""
         covered = [*closed, *self.hidden, *self.scratch]
         found = {parent for path in bound for parent in path.parents
-                 if any(top in parent.parents for top in covered)}
+                 if any(below(parent, top) for top in covered)}
         return sorted(found, key=lambda p: len(p.parts))
 
 
@@ -231,7 +231,15 @@ def _probe(found: str) -> str | None:
 
 
 def inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
+    """`path` is `root` or under it. By their parts: `root in path.parents` builds every parent as a Path, and a
+    confined run's mounts ask this thousands of times (about a third of the 12 ms its argv took)."""
+    top = root.parts
+    return path.parts[:len(top)] == top and path.anchor == root.anchor
+
+
+def below(path: Path, root: Path) -> bool:
+    """`path` is under `root`, not `root` itself."""
+    return len(path.parts) > len(root.parts) and inside(path, root)
 
 
 def tools(path: str, executable: str = "", extra: Iterable[str] = ()) -> list[Path]:

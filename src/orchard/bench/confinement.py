@@ -123,7 +123,7 @@ UNCONFINED = RunConfinement(False, "measured runs are not confined")
 def _outermost(paths: Iterable[Path]) -> list[Path]:
     real = sorted({Path(os.path.abspath(p)) for p in paths if p.is_dir() and Path(os.path.abspath(p)) != Path("/")},
                   key=lambda p: len(p.parts))
-    return [p for p in real if not any(q != p and q in p.parents for q in real)]
+    return [p for p in real if not any(confine.below(p, q) for q in real)]
 
 
 def confine_runs(wanted: bool, *, reads: Iterable[Path] = (), hide: Iterable[Path] = (),
