@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from orchard import confine
+from orchard.within import below, inside
 from tests.helpers import unhidden_dir
 
 
@@ -57,5 +58,5 @@ def test_a_program_in_a_directory_closed_to_the_sandbox_uid_is_named_with_that_d
 def test_inside_and_below_mean_what_parents_say(path: str, root: str) -> None:
     """Computed from parts (a confined run's argv asks thousands of times), the same as pathlib's parents."""
     p, r = Path(path), Path(root)
-    assert confine.inside(p, r) == (p == r or r in p.parents)
-    assert confine.below(p, r) == (r in p.parents)
+    assert inside(p, r) == (p == r or r in p.parents)
+    assert below(p, r) == (r in p.parents)

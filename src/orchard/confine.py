@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchard import host_sockets
+from orchard.within import below, inside
 
 PROBE_TIMEOUT_S = 30.0
 # Given back under a hidden place: systemd-resolved's resolv.conf (where /etc/resolv.conf may point).
@@ -228,18 +229,6 @@ def _probe(found: str) -> str | None:
         tail = (answer.stderr or answer.stdout).strip().splitlines()[-1:] or [f"exit {answer.returncode}"]
         return f"bubblewrap (`bwrap`) cannot make a sandbox here ({tail[0][:200]})"
     return None
-
-
-def inside(path: Path, root: Path) -> bool:
-    """`path` is `root` or under it. By their parts: `root in path.parents` builds every parent as a Path, and a
-    confined run's mounts ask this thousands of times (about a third of the 12 ms its argv took)."""
-    top = root.parts
-    return path.parts[:len(top)] == top and path.anchor == root.anchor
-
-
-def below(path: Path, root: Path) -> bool:
-    """`path` is under `root`, not `root` itself."""
-    return len(path.parts) > len(root.parts) and inside(path, root)
 
 
 def tools(path: str, executable: str = "", extra: Iterable[str] = ()) -> list[Path]:

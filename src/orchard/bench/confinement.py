@@ -38,6 +38,7 @@ from pathlib import Path
 from orchard import confine
 from orchard.bench.environment import ENV_ISOLATION_VERSION
 from orchard.bench.own_timing import FROM_OUTSIDE, OwnTiming
+from orchard.within import below, inside
 
 # On the run's own fresh /tmp: the same paths for baseline and candidate, gone when the run ends.
 SCRATCH_TMP = Path("/tmp")
@@ -82,7 +83,7 @@ class RunConfinement:
                                            if os.environ.get(k))]) if p not in scratch]
         candidates = [*confine.tools(os.environ.get("PATH", "")), *confine.interpreter(binary)]
         tools = [tool for tool in confine.visible(candidates, [*hidden, *scratch], [*hidden, *self.hide])
-                 if not any(confine.inside(tool, h) for h in self.hide)]
+                 if not any(inside(tool, h) for h in self.hide)]
         return confine.Mounts(cwd=cwd, network=network, hidden=tuple(hidden), scratch=tuple(scratch),
                               readable=tuple(dict.fromkeys([*tools, *reads])), writable=tuple(writes),
                               dirs=(SCRATCH_HOME,), unprivileged=self.unprivileged, pid1=True)
@@ -123,7 +124,7 @@ UNCONFINED = RunConfinement(False, "measured runs are not confined")
 def _outermost(paths: Iterable[Path]) -> list[Path]:
     real = sorted({Path(os.path.abspath(p)) for p in paths if p.is_dir() and Path(os.path.abspath(p)) != Path("/")},
                   key=lambda p: len(p.parts))
-    return [p for p in real if not any(confine.below(p, q) for q in real)]
+    return [p for p in real if not any(below(p, q) for q in real)]
 
 
 def confine_runs(wanted: bool, *, reads: Iterable[Path] = (), hide: Iterable[Path] = (),
