@@ -149,24 +149,25 @@ class PairRunner:
                 count_instructions(self.bench, scenario, self.binaries[role], observation)
                 self.writer.write(observation.row)
             base, cand = seen["baseline"], seen["candidate"]
-            _check_comparable(base, cand)
+            check_comparable(base, cand)
             results.append((base, cand, self.tracker.check_pair(base, cand)))
-        self._check_binaries()
+        check_binaries(self.binaries, {role: subject["binary_sha256"] for role, subject in self.subjects.items()})
         return results
 
-    def _check_binaries(self) -> None:
-        """Each binary hashed again after every pair: one swapped and restored mid-campaign is caught."""
-        for role, path in self.binaries.items():
-            try:
-                now = binary_sha256(path)
-            except OSError:
-                now = "unreadable"
-            if now != self.subjects[role]["binary_sha256"]:
-                raise IncomparableRows(f"the {role} binary {path} changed during the campaign: nothing measured "
-                                       "since it was hashed counts")
+
+def check_binaries(binaries: dict[str, Path], hashes: dict[str, str]) -> None:
+    """Each binary hashed again after every pair: one swapped and restored mid-campaign is caught."""
+    for role, path in binaries.items():
+        try:
+            now = binary_sha256(path)
+        except OSError:
+            now = "unreadable"
+        if now != hashes[role]:
+            raise IncomparableRows(f"the {role} binary {path} changed during the campaign: nothing measured "
+                                   "since it was hashed counts")
 
 
-def _check_comparable(baseline: Observation, candidate: Observation) -> None:
+def check_comparable(baseline: Observation, candidate: Observation) -> None:
     """Rows a harness produced with unlike comparability keys are never compared."""
     harness_rows = zip(baseline.row.get("harness_rows", []), candidate.row.get("harness_rows", []), strict=False)
     for base_row, cand_row in harness_rows:
@@ -239,13 +240,13 @@ def measure_pairs(runner: PairRunner, kept: tuple[Samples, RunSeries], cal: cali
         level = plan.alpha_at(index)
         if level is not None:
             specs, values = samples.measured()
-            metrics = decide_metrics(specs, values, _noise_for(cal, specs), level)
+            metrics = decide_metrics(specs, values, noise_for(cal, specs), level)
             if settled(metrics):
                 break
     return Measured(metrics, pairs)
 
 
-def _noise_for(cal: calibration_cache.Calibration, specs: Sequence[MetricSpec]) -> dict[str, Any]:
+def noise_for(cal: calibration_cache.Calibration, specs: Sequence[MetricSpec]) -> dict[str, Any]:
     missing = [spec.key for spec in specs if spec.key not in cal.metrics]
     if missing:
         raise OrchardError(
