@@ -55,15 +55,52 @@ def _repo(path: Path, files: dict[str, str]) -> Path:
     path.mkdir(parents=True)
     for name, text in files.items():
         (path / name).write_text(text)
+        if text.startswith("#!"):
+            (path / name).chmod(0o755)
     env = {**os.environ, **GIT_ENV}
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "initial"]):
         subprocess.run(["git", *args], cwd=path, check=True, env=env)
     return path
 
 
+# --shared-baseline K: the verdict is the bench's own suite on a binary that sleeps, sized so that one campaign
+# of SUITE_PAIRS pairs (and its warm-up pair) costs --verdict-s; K=1 judges each candidate on its own (today's
+# campaigns), K>1 lets up to K candidates waiting on the same base share the baseline's runs.
+SUITE_PAIRS = 8
+SUITE = """
+[suite]
+name = "fleet"
+runs = {pairs}
+min_runs = {pairs}
+calibration_runs = {pairs}
+confine = false
+
+[[scenario]]
+name = "sleep"
+command = ["{{bin}}"]
+
+[[metric]]
+name = "wall_ms"
+floor = 0.05
+"""
+
+
+def _verdict_config(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str], str]:
+    """(target files, bench files, [bench] and [target] keys) of the stand-in or the suite's verdict."""
+    if not args.shared_baseline:
+        return ({"README": "target\n"}, {"bench.py": "print('x')\n"},
+                f'[target]\nbinary = "README"\n\n[bench]\nverdict = "sleep {args.verdict_s * args.scale} '
+                '&& echo NO-CHANGE"\n')
+    run_s = args.verdict_s * args.scale / (2 * (SUITE_PAIRS + 1))
+    return ({"README": "target\n", "run.sh": f"#!/bin/sh\nsleep {run_s:.4f}\n"},
+            {"suite.toml": SUITE.format(pairs=SUITE_PAIRS)},
+            '[target]\nbinary = "run.sh"\n\n[bench]\nsuite = "suite.toml"\n')
+
+
 def _lab(root: Path, scheduler: str, workers: int, args: argparse.Namespace) -> Path:
-    target = _repo(root / "target", {"README": "target\n"})
-    bench = _repo(root / "bench", {"bench.py": "print('x')\n"})
+    target_files, bench_files, verdict = _verdict_config(args)
+    target = _repo(root / "target", target_files)
+    bench = _repo(root / "bench", bench_files)
     low, high = 30 * args.scale, 120 * args.scale
     agent = f"{sys.executable} -c 'import random, time; time.sleep(random.uniform({low}, {high}))'"
     # a worker that ends without its report is KILLed unjudged: the stand-in writes one, so every candidate
@@ -72,12 +109,7 @@ def _lab(root: Path, scheduler: str, workers: int, args: argparse.Namespace) -> 
               r"\"summary\": \"done\", \"measurements\": []}}' {experiment} > {report}")
     config = root / "orchard.toml"
     config.write_text(f"""
-[target]
-binary = "README"
-
-[bench]
-verdict = "sleep {args.verdict_s * args.scale} && echo NO-CHANGE"
-
+{verdict}
 [workers]
 count = {workers}
 exploit = {workers}
@@ -85,6 +117,7 @@ explore = 0
 executor = "dask"
 scheduler = "{scheduler}"
 judges = 2
+shared_baseline = {max(1, args.shared_baseline)}
 
 [launcher]
 name = "command"
@@ -209,6 +242,9 @@ def main() -> None:
     parser.add_argument("--verdict-s", type=float, default=20.0)
     parser.add_argument("--backlog", type=int, default=400,
                         help="hypotheses in the backlog (enough for the window; ranking it is O(n) per loop pass)")
+    parser.add_argument("--shared-baseline", type=int, default=0,
+                        help="0: the stand-in verdict command; K>=1: the bench's suite, up to K candidates on one "
+                             "base measured together (1: each alone, as before shared-baseline campaigns)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _terminate)

@@ -54,11 +54,20 @@ from orchard.bench.verdict import (
 
 def shared_plan(min_runs: int, max_runs: int, alpha: float, candidates: int) -> AdaptivePlan:
     """Each candidate's looks, at alpha split `candidates` ways, up to max_runs x 2K / (K+1) rounds: the runs of
-    K campaigns of `max_runs` pairs at most, and the extra pairs buy back the power the split costs (in
-    benchmarks/verdict_power.py a +3% shift at 2.9% pair noise is found in 72% of campaigns at `max_runs`
-    rounds, 93% at the extended count, against 89% for separate campaigns)."""
+    K campaigns of `max_runs` pairs at most. The extra rounds buy back the power the split costs (simulated, a
+    +3% shift at 2.9% pair noise: 89% for separate campaigns, 72% at `max_runs` rounds, 93% at the extended
+    count), and only candidates that may yet claim take them (`hopeless`)."""
     k = max(1, candidates)
     return AdaptivePlan(min_runs, math.ceil(max_runs * 2 * k / (k + 1)), alpha / k)
+
+
+def hopeless(plan: AdaptivePlan, n: int, cap: int, metrics: Sequence[MetricResult]) -> bool:
+    """An unsettled candidate stops where a campaign of its own would (at its last look within `cap`, today's
+    most pairs) unless some estimate lies beyond its floor: only a candidate that may yet claim is given the
+    extra rounds. Stopping for futility never adds a false claim."""
+    later = [look for look in plan.looks if look > n]
+    return bool(later) and later[0] > cap and not any(
+        m.effect is not None and abs(m.effect) > m.floor for m in metrics)
 
 
 @dataclass(frozen=True)
@@ -84,8 +93,8 @@ class _Candidate:
     refusal: Refusal | None = None
     done: bool = False
 
-    def take(self, index: int, share: CandidatePair, plan: AdaptivePlan, cal: Calibration) -> None:
-        """This round's pairs; judged at a look, where the candidate stops once settled."""
+    def take(self, index: int, share: CandidatePair, plan: AdaptivePlan, cap: int, cal: Calibration) -> None:
+        """This round's pairs; judged at a look, where the candidate stops once settled (or `hopeless`)."""
         if share.incomparable is not None or share.failed_gates:
             self.failed_gates = share.failed_gates
             self.refusal = None if share.incomparable is None else Refusal(Unjudged.INCOMPARABLE_ROWS,
@@ -103,7 +112,7 @@ class _Candidate:
         if level is not None:
             specs, values = self.samples.measured()
             self.metrics = decide_metrics(specs, values, noise_for(cal, specs), level)
-            self.done = settled(self.metrics)
+            self.done = settled(self.metrics) or hopeless(plan, index, cap, self.metrics)
 
     def stop(self, refusal: Refusal) -> None:
         self.refusal, self.done = self.refusal or refusal, True
@@ -115,9 +124,10 @@ def _baseline_failure(baselines: Sequence[Observation]) -> str | None:
                                         "nothing can be compared")
 
 
-def _rounds(runner: RoundRunner, judged: list[_Candidate], cal: Calibration, plan: AdaptivePlan,
+def _rounds(runner: RoundRunner, judged: list[_Candidate], cal: Calibration, plans: tuple[AdaptivePlan, int],
             progress: PairProgress, between_rounds: Callable[[], None]) -> tuple[int, int]:
     """The warm-up round, then rounds until every candidate stopped or `plan.max_runs`: (rounds, runs)."""
+    plan, cap = plans
     rounds = runs = 0
     progress(0, plan.max_runs, f"round order seed {runner.seed}; {len(judged)} candidates share each baseline run")
     for index in range(plan.max_runs + 1):
@@ -138,7 +148,7 @@ def _rounds(runner: RoundRunner, judged: list[_Candidate], cal: Calibration, pla
                 judged[k].stop(Refusal(Unjudged.BASELINE_FAILED, error))
             break
         for k in live:
-            judged[k].take(index, shares[k], plan, cal)
+            judged[k].take(index, shares[k], plan, cap, cal)
         progress(index, plan.max_runs, "" if index else "warm-up round")
     return rounds, runs
 
@@ -186,7 +196,8 @@ def run_shared_verdicts(
             if refusal is not None:
                 candidate.stop(refusal)
             candidate.done = candidate.done or not all(g.passed for g in candidate.gates)
-        rounds, measured = (0, 0) if cal is None else _rounds(runner, judged, cal, plan, progress, between_rounds)
+        rounds, measured = (0, 0) if cal is None else _rounds(runner, judged, cal, (plan, max_runs), progress,
+                                                                         between_rounds)
         runner.lock.print_total()
         note = None if cal is None else CalibrationNote(cached, round(cal.age_s(), 1), cal.runs, cal.seed,
                                                           cal.machine_fingerprint,
