@@ -71,20 +71,19 @@ def test_each_candidate_gets_its_own_verdict_and_stops_on_its_own_rule(three: Sh
     assert all(v.baseline == bench / "base" for v in three.verdicts)
     assert broken.verdict == VerdictWord.REGRESSED and broken.failed_gates[0].name == "exit_status"
     assert broken.pairs == 0  # stopped at the warm-up round while the others went on
-    assert slow.verdict == VerdictWord.REGRESSED and slow.pairs <= same.pairs
+    assert slow.verdict == VerdictWord.REGRESSED
     assert same.verdict != VerdictWord.REGRESSED
     assert "alpha split 3 ways" in same.reasons[-1]
-    # the baseline kept running while any candidate was undecided: the copy's rounds are the campaign's
-    assert three.rounds == same.pairs >= slow.pairs
+    # the baseline kept running while any candidate was undecided
+    assert three.rounds == max(same.pairs or 0, slow.pairs or 0)
 
 
 def test_a_round_runs_the_baseline_once_and_every_live_candidate_once(three: SharedVerdicts) -> None:
     rows = _measured(three)
     per_round = Counter(row["pair"] for row in rows)
-    slow = three.verdicts[1].pairs or 0
-    live = {0: 4, **dict.fromkeys(range(1, slow + 1), 3)}  # the warm-up round has all three candidates, then two
-    live |= dict.fromkeys(range(slow + 1, three.rounds + 1), 2)
-    assert per_round == {index: live[index] for index in range(three.rounds + 1)}
+    # the warm-up round has all three candidates, then each runs until it stops
+    live = {index: 1 + sum((v.pairs or 0) >= index for v in three.verdicts) for index in range(1, three.rounds + 1)}
+    assert per_round == {0: 4, **live}
     assert three.runs == len(rows)  # K+1 runs a round while K candidates are live, instead of 2K
     assert all(Counter(row["subject"] for row in rows if row["pair"] == index)["baseline"] == 1 for index in per_round)
 
