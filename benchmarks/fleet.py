@@ -127,9 +127,11 @@ template = "{agent} && echo {{experiment}} >> {{experiment}}.txt && {report}"
 top_attempted = {args.backlog}
 idle_loops = {args.backlog}
 """)
+    metric = "sleep/wall_ms" if args.shared_baseline else "m"  # with a suite, one of its metrics
     hypotheses = root / "hypotheses.toml"
     hypotheses.write_text("".join(
-        f'[[hypothesis]]\nid = "h{i}"\nmetric = "m"\nchange = "c"\nsuspected_cause = "x"\nscope = ["h{i}.txt"]\n\n'
+        f'[[hypothesis]]\nid = "h{i}"\nmetric = "{metric}"\nchange = "c"\nsuspected_cause = "x"\n'
+        f'scope = ["h{i}.txt"]\n\n'
         for i in range(args.backlog)))
     lab = root / "lab"
     for command in (["init", str(lab), "--target", str(target), "--bench", str(bench), "--config", str(config)],

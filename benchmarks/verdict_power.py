@@ -59,6 +59,7 @@ from orchard.bench.environment import isolated_env
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts
 from orchard.bench.own_timing import own_timing
+from orchard.bench.shared_campaign import hopeless, shared_plan
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import Suite
 from orchard.bench.suite_reader import load_suite
@@ -446,7 +447,7 @@ def full_report(rows: Sequence[dict[str, Any]], header: list[str], seed: int, di
     parts = ["\n".join(header), ""]
     for metric, suite in suites(directory, metrics).items():
         cal_text, tallies = analyse(suite, rows, seed)
-        parts += [report(metric, tallies), cal_text, ""]
+        parts += [report(metric, tallies), cal_text, "", shared_report(suite, rows, tallies)]
     parts.append(
         "Rates with 95% Wilson intervals. A/A counts a claim in either direction; "
         "the shifts count 'slower' claims ('said faster' counts the wrong-direction claims)."
@@ -493,6 +494,9 @@ def measure(args: argparse.Namespace, seed: int, directory: Path, writer: RunWri
                 suite.runs,
                 {"phase": "campaign", "campaign": campaign, "shift": shift},
             )
+        if args.shared:
+            shared_rounds(lab, SHIFTS, shared_plan(suite.min_runs, suite.runs, suite.alpha, len(SHIFTS)).max_runs,
+                          {"campaign": campaign})
         print(f"  campaign {campaign + 1}/{args.campaigns} done ({time.time() - started:.0f}s)", flush=True)
     return [
         f"machine: {json.dumps(machine_facts().to_dict())}; instructions counted by {counter} in separate untimed runs",
@@ -507,6 +511,95 @@ def measure(args: argparse.Namespace, seed: int, directory: Path, writer: RunWri
     ]
 
 
+# ---- shared-baseline campaigns (issue 24 item 2): K candidates against one baseline run per round ------------
+
+
+def shared_rounds(lab: Lab, shifts: Sequence[float], count: int, meta: dict[str, Any]) -> None:
+    """A warm-up round, then `count` rounds: the baseline once and every shift's candidate once, in a random order
+    under the lock, as `bench.rounds.RoundRunner` measures them (the rule below sees only the rounds it used)."""
+    for index in range(count + 1):
+        order: list[float | None] = [None, *shifts]
+        lab.rng.shuffle(order)
+        rows = []
+        with lab.lock:
+            for shift in order:
+                name = "baseline" if shift is None else candidate_name(shift)
+                capture = lab.run(lab.binaries[name])
+                rows.append({**meta, **lab.lock.metadata(), "phase": "shared", "pair": index, "warmup": index == 0,
+                             "shift": shift, "role": "baseline" if shift is None else "candidate", "binary": name,
+                             "wall_ms": round(capture.elapsed_ms, 4), "cpu_ms": capture.cpu_ms})
+        for row in rows:
+            lab.writer.write(row)
+
+
+def shared_rule(suite: Suite, noise: dict[str, MetricNoise], k: int) -> Callable[[list[float], list[float]],
+                                                                                  tuple[str, int]]:
+    """One candidate's verdict in a shared campaign of `k`, exactly as `shared_campaign.run_shared_verdicts`
+    reaches it: alpha split k ways, rounds up to runs x 2k/(k+1), a hopeless candidate stopped at today's cap."""
+    plan = shared_plan(suite.min_runs, suite.runs, suite.alpha, k)
+
+    def judge(a: list[float], b: list[float]) -> tuple[str, int]:
+        metrics: list[Any] = []
+        used = 0
+        for n in range(1, plan.max_runs + 1):
+            level = plan.alpha_at(n)
+            if level is None:
+                continue
+            used = n
+            metrics = decide_metrics(suite.metrics, {spec.key: (a[:n], b[:n]) for spec in suite.metrics}, noise,
+                                     level)
+            if settled(metrics) or hopeless(plan, n, suite.runs, metrics):
+                break
+        return overall(metrics, []).verdict, used
+
+    return judge
+
+
+def shared_report(suite: Suite, rows: Sequence[dict[str, Any]], tallies: dict[float, Tally]) -> str:
+    """Per shift: orchard's separate campaigns (from `analyse`) beside the shared-baseline campaigns measured in
+    the same session, detection (A/A: false claims) with Wilson intervals, pairs used, and runs per campaign."""
+    (spec,) = suite.metrics
+    attempts = sorted({row["attempt"] for row in rows if row["phase"] == "calibration"})
+    cal = calibrate_metric(suite, [r for r in rows if r["phase"] == "calibration" and r["attempt"] == attempts[-1]])
+    shared = [row for row in rows if row["phase"] == "shared" and not row["warmup"]]
+    if cal.noise is None or not shared:
+        return ""
+    judge = shared_rule(suite, cal.noise, len(SHIFTS))
+    claims: Counter[float] = Counter()
+    used: dict[float, list[int]] = {shift: [] for shift in SHIFTS}
+    runs: list[int] = []
+    campaigns = sorted({row["campaign"] for row in shared})
+    for campaign in campaigns:
+        mine = [row for row in shared if row["campaign"] == campaign]
+        base = {row["pair"]: float(row[spec.metric]) for row in mine if row["role"] == "baseline"}
+        stopped = []
+        for shift in SHIFTS:
+            cand = {row["pair"]: float(row[spec.metric]) for row in mine if row["shift"] == shift}
+            pairs = sorted(cand)
+            verdict, n = judge([base[i] for i in pairs], [cand[i] for i in pairs])
+            bad = verdict == VerdictWord.REGRESSED or (shift == 0 and verdict == VerdictWord.PASS)
+            claims[shift] += bad
+            used[shift].append(n)
+            stopped.append(n)
+        runs.append(sum(1 + sum(n >= i for n in stopped) for i in range(1, max(stopped) + 1)) + 1 + len(SHIFTS))
+    separate_runs = [sum(2 * (n + 1) for n in ns) for ns in zip(*(tallies[s].pairs_used for s in SHIFTS),
+                                                                 strict=True)]
+    lines = [f"### {spec.metric}: shared-baseline campaigns ({len(SHIFTS)} candidates, one per shift) against "
+             "separate campaigns", "",
+             "| shift | separate: " + "claims (n) | shared: claims (n) | mean pairs separate / shared |",
+             "| --- | ---: | ---: | ---: |"]
+    for shift in SHIFTS:
+        counts = tallies[shift].claims.get(RULES[0], Counter())
+        hits = counts[REGRESSION] + (counts[IMPROVEMENT] if shift == 0 else 0)
+        lines.append(f"| {label(shift)} | {rate(hits, tallies[shift].campaigns)} ({tallies[shift].campaigns}) | "
+                     f"{rate(claims[shift], len(campaigns))} ({len(campaigns)}) | "
+                     f"{statistics.mean(tallies[shift].pairs_used):.1f} / {statistics.mean(used[shift]):.1f} |")
+    lines += ["", f"runs per set of {len(SHIFTS)} candidates (warm-up included): separate "
+              f"{statistics.mean(separate_runs):.1f}, shared {statistics.mean(runs):.1f} "
+              f"(ratio {statistics.mean(runs) / statistics.mean(separate_runs):.2f})"]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--campaigns", type=int, default=100, help="campaigns per shift (A/A included)")
@@ -516,6 +609,8 @@ def main() -> None:
     parser.add_argument("--confined", action="store_true", help="every run in its own sandbox, as a verdict's")
     parser.add_argument("--metrics", default=",".join(METRICS), help="metrics to judge (without instructions: "
                         "no counting runs)")
+    parser.add_argument("--shared", action="store_true", help="also measure shared-baseline campaigns (one "
+                        "baseline run per round for every shift's candidate) and judge them beside the separate ones")
     parser.add_argument(
         "--reanalyse",
         type=Path,

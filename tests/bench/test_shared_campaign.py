@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from orchard.bench.decide import AdaptivePlan
-from orchard.bench.shared_campaign import SharedVerdicts, run_shared_verdicts, shared_plan
+from orchard.bench.shared_campaign import SharedVerdicts, hopeless, run_shared_verdicts, shared_plan
 from orchard.bench.suite_reader import load_suite
-from orchard.bench.verdict import VerdictWord
+from orchard.bench.verdict import Direction, Method, MetricResult, MetricVerdict, Scale, VerdictWord
 from orchard.jsonlines import read_jsonl
 from tests.helpers import make_binary, session_lock_file
 
@@ -119,3 +119,16 @@ def test_one_candidate_is_exactly_a_campaign_of_its_own(bench: Path, tmp_path: P
     rows = [row for row in read_jsonl(result.rows) if row.get("step_kind") != "verdict"]
     assert {row["role"] for row in rows} == {"baseline", "candidate"}
     assert Counter(row["pair"] for row in rows) == dict.fromkeys(range(9), 2)
+
+
+def test_only_a_candidate_that_may_yet_claim_gets_rounds_past_todays_cap() -> None:
+    plan = shared_plan(8, 20, 0.05, 4)  # looks 8, 12, 18, 32: 18 is the last within today's 20 pairs
+
+    def unclear(effect: float) -> list[MetricResult]:
+        return [MetricResult("s", "wall_ms", Direction.LOWER, True, MetricVerdict.UNCLEAR, Method.HODGES_LEHMANN,
+                             Scale.LOG_RATIO, effect, (effect - 0.05, effect + 0.05), 0.9, 0.02, 18, 0.04, 1.0, 1.0)]
+
+    assert plan.looks == [8, 12, 18, 32]
+    assert hopeless(plan, 18, 20, unclear(0.01))  # inside its floor: stops where its own campaign would
+    assert not hopeless(plan, 18, 20, unclear(0.03))  # beyond its floor, unsettled: measured on
+    assert not hopeless(plan, 12, 20, unclear(0.0))  # a later look within today's cap comes first
