@@ -600,6 +600,39 @@ def shared_report(suite: Suite, rows: Sequence[dict[str, Any]], tallies: dict[fl
     return "\n".join(lines) + "\n"
 
 
+def simulate_shared(suite: Suite, pair_noise: float, campaigns: int, seed: int) -> str:
+    """Simulated campaigns (log-normal runs, `pair_noise` the SD of a pair's log-ratio) judged by orchard's own
+    functions: separate campaigns against shared ones of the same candidates, per shift, and the family-wise
+    false claims of four identical candidates sharing a baseline. The calibration is `calibration.compute` on a
+    simulated A/A campaign of the suite's size."""
+    rng = np.random.default_rng(seed)
+    run_sd = pair_noise / math.sqrt(2)
+    k = len(SHIFTS)
+    plan = shared_plan(suite.min_runs, suite.runs, suite.alpha, k)
+    spec = suite.metrics[0]
+    a = np.exp(rng.normal(0, run_sd, (2, suite.calibration_runs)))
+    metrics, _ = calibration.compute(suite.metrics, {spec.key: (list(a[0]), list(a[1]))}, suite.alpha)
+    noise = {key: m.noise() for key, m in metrics.items()}
+    separate, shared = orchard_rule(suite, noise), shared_rule(suite, noise, k)
+    hits = {rule: Counter[float]() for rule in ("separate", "shared")}
+    family = 0
+    for _ in range(campaigns):
+        runs = np.exp(rng.normal(0, run_sd, (2 * k + 1, plan.max_runs)))
+        for i, shift in enumerate(SHIFTS):
+            base, cand = list(runs[2 * i]), list(runs[2 * i + 1] * math.exp(shift))
+            for rule, judge, b in (("separate", separate, base), ("shared", shared, list(runs[-1]))):
+                verdict, _ = judge(b, cand)
+                hits[rule][shift] += verdict == VerdictWord.REGRESSED or (shift == 0 and verdict == VerdictWord.PASS)
+        nulls = [shared(list(runs[-1]), list(runs[i]))[0] for i in range(k)]  # k identical candidates
+        family += any(v in (VerdictWord.REGRESSED, VerdictWord.PASS) for v in nulls)
+    lines = [f"simulated, pair noise {pair_noise:.0%}, {campaigns} campaigns, A/A floor {noise[spec.key].floor:.2%}",
+             "", "| shift | separate | shared |", "| --- | ---: | ---: |"]
+    lines += [f"| {label(shift)} | " + " | ".join(rate(hits[rule][shift], campaigns) for rule in hits) + " |"
+              for shift in SHIFTS]
+    lines.append(f"| {k} identical candidates, any claim (family-wise) | | {rate(family, campaigns)} |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--campaigns", type=int, default=100, help="campaigns per shift (A/A included)")
@@ -618,7 +651,15 @@ def main() -> None:
         metavar="JSONL",
         help="judge the raw samples of an earlier run again instead of measuring",
     )
+    parser.add_argument("--simulate-shared", default=None, metavar="NOISES", help="simulate shared-baseline "
+                        "campaigns at these pair noises (e.g. 0.03,0.10,0.15) instead of measuring")
     args = parser.parse_args()
+    if args.simulate_shared:
+        with tempfile.TemporaryDirectory(prefix="orchard-verdict-power-") as tmp:
+            suite = suites(Path(tmp), ["wall_ms"])["wall_ms"]
+            for noise in args.simulate_shared.split(","):
+                print(simulate_shared(suite, float(noise), args.campaigns, args.seed or 1))
+        return
     if args.campaigns < 1:
         parser.error("--campaigns must be at least 1")
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
