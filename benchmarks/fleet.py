@@ -1,6 +1,7 @@
 """A simulated fleet on dask: how many experiments an hour one judge machine keeps up with.
 
     python benchmarks/fleet.py [--workers 2,8,32] [--minutes 3] [--scale 0.1] [--verdict-s 20] [--json out.json]
+                               [--shared-baseline K]
 
 For each fleet size N, this process starts a dask cluster of N workers
 (threads of one process, `agent=1` each: the experiments are subprocesses,
@@ -28,6 +29,14 @@ it (diff, report); the workers' idle share (time without an experiment, over
 N x the window); the judge's queue (candidates collected and not yet
 decided) over time. A judge is saturated when its queue keeps growing:
 judged per hour then stays at 3600 / verdict-s whatever N is.
+
+With `--shared-baseline K` the verdict is not the stand-in command but the
+bench's own suite (a binary that sleeps, sized so that a campaign of 8
+pairs and its warm-up pair takes `--verdict-s`, after the lab's own A/A
+calibration) and `[workers] shared_baseline = K`: K = 1 judges every
+candidate in a campaign of its own (as before shared-baseline campaigns),
+K > 1 lets up to K candidates waiting on the same base share the
+baseline's runs. Compare the two in one session.
 """
 
 from __future__ import annotations
