@@ -54,9 +54,9 @@ from orchard.bench.verdict import (
 
 def shared_plan(min_runs: int, max_runs: int, alpha: float, candidates: int) -> AdaptivePlan:
     """Each candidate's looks, at alpha split `candidates` ways, up to max_runs x 2K / (K+1) rounds: the runs of
-    K campaigns of `max_runs` pairs at most. The extra rounds buy back the power the split costs (simulated, a
-    +3% shift at 2.9% pair noise: 89% for separate campaigns, 72% at `max_runs` rounds, 93% at the extended
-    count), and only candidates that may yet claim take them (`hopeless`)."""
+    K campaigns of `max_runs` pairs at most. The extra rounds buy back part of the power the split costs, and
+    only candidates that may yet claim take them (`hopeless`); near the floor a shared candidate is still
+    found less often than alone (docs/benchmarks.md, section 2)."""
     k = max(1, candidates)
     return AdaptivePlan(min_runs, math.ceil(max_runs * 2 * k / (k + 1)), alpha / k)
 
