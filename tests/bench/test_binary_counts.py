@@ -75,6 +75,7 @@ def test_the_a_a_spread_decides_which_scenarios_are_counted_per_binary(tmp_path:
 
 
 @needs_valgrind
+@pytest.mark.slow  # 6 cachegrind runs and 14 confined ones: 6.6 s at load 4.5 on 2 cores, 19 s at load 15
 def test_a_deterministic_binary_is_counted_a_few_times_not_once_per_pair(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(calibration.CACHE_ENV, str(tmp_path / "cache"))
@@ -97,7 +98,7 @@ def test_a_deterministic_binary_is_counted_a_few_times_not_once_per_pair(tmp_pat
 
 
 @needs_valgrind
-@pytest.mark.slow  # 2 x 6 cachegrind runs: ~10 s on a loaded 2-core machine
+@pytest.mark.slow  # 2 x 6 cachegrind runs and 14 confined ones: 22 s at load 4.5 on 2 cores
 def test_a_candidate_whose_count_varies_is_counted_per_pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(calibration.CACHE_ENV, str(tmp_path / "cache"))
     suite = _suite(tmp_path)
