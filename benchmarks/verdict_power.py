@@ -27,6 +27,14 @@ judges such a file again without measuring.
 
     .venv/bin/python benchmarks/verdict_power.py [--campaigns 100] [--work-ms 20]
     .venv/bin/python benchmarks/verdict_power.py --reanalyse results/verdict-power/<stamp>.jsonl
+    .venv/bin/python benchmarks/verdict_power.py --counted [--campaigns 10] [--per-pair 2] [--counted-wall]
+
+`--counted` runs only its own section: real verdicts (`campaign.run_verdict`,
+confined) on a suite judging instructions, A/A and +0.25% instructions,
+counted per binary after a real A/A calibration, then `--per-pair` verdicts
+with per-binary counting off (as before); it reports the claims and what
+counting cost against the timed runs per verdict (docs/benchmarks-verdict.md
+section 5).
 """
 
 from __future__ import annotations
