@@ -1,6 +1,7 @@
 """A simulated fleet on dask: how many experiments an hour one judge machine keeps up with.
 
     python benchmarks/fleet.py [--workers 2,8,32] [--minutes 3] [--scale 0.1] [--verdict-s 20] [--json out.json]
+                               [--shared-baseline K]
 
 For each fleet size N, this process starts a dask cluster of N workers
 (threads of one process, `agent=1` each: the experiments are subprocesses,
@@ -28,14 +29,22 @@ it (diff, report); the workers' idle share (time without an experiment, over
 N x the window); the judge's queue (candidates collected and not yet
 decided) over time. A judge is saturated when its queue keeps growing:
 judged per hour then stays at 3600 / verdict-s whatever N is.
+
+With `--shared-baseline K` the verdict is not the stand-in command but the
+bench's own suite (a binary that sleeps, sized so that a campaign of 8
+pairs and its warm-up pair takes `--verdict-s`, after the lab's own A/A
+calibration) and `[workers] shared_baseline = K`: K = 1 judges every
+candidate in a campaign of its own (as before shared-baseline campaigns),
+K > 1 lets up to K candidates waiting on the same base share the
+baseline's runs. Compare the two in one session.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import os
+import re
 import signal
 import sqlite3
 import statistics
@@ -47,6 +56,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+TIMINGS = re.compile(r"\b(setup|run|collect) ([0-9.e+-]+) s\b")
 GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "bench",
            "GIT_COMMITTER_EMAIL": "b@b"}
 
@@ -55,15 +65,52 @@ def _repo(path: Path, files: dict[str, str]) -> Path:
     path.mkdir(parents=True)
     for name, text in files.items():
         (path / name).write_text(text)
+        if text.startswith("#!"):
+            (path / name).chmod(0o755)
     env = {**os.environ, **GIT_ENV}
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "initial"]):
         subprocess.run(["git", *args], cwd=path, check=True, env=env)
     return path
 
 
+# --shared-baseline K: the verdict is the bench's own suite on a binary that sleeps, sized so that one campaign
+# of SUITE_PAIRS pairs (and its warm-up pair) costs --verdict-s; K=1 judges each candidate on its own (today's
+# campaigns), K>1 lets up to K candidates waiting on the same base share the baseline's runs.
+SUITE_PAIRS = 8
+SUITE = """
+[suite]
+name = "fleet"
+runs = {pairs}
+min_runs = {pairs}
+calibration_runs = {pairs}
+confine = false
+
+[[scenario]]
+name = "sleep"
+command = ["{{bin}}"]
+
+[[metric]]
+name = "wall_ms"
+floor = 0.05
+"""
+
+
+def _verdict_config(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str], str]:
+    """(target files, bench files, [bench] and [target] keys) of the stand-in or the suite's verdict."""
+    if not args.shared_baseline:
+        return ({"README": "target\n"}, {"bench.py": "print('x')\n"},
+                f'[target]\nbinary = "README"\n\n[bench]\nverdict = "sleep {args.verdict_s * args.scale} '
+                '&& echo NO-CHANGE"\n')
+    run_s = args.verdict_s * args.scale / (2 * (SUITE_PAIRS + 1))
+    return ({"README": "target\n", "run.sh": f"#!/bin/sh\nsleep {run_s:.4f}\n"},
+            {"suite.toml": SUITE.format(pairs=SUITE_PAIRS)},
+            '[target]\nbinary = "run.sh"\n\n[bench]\nsuite = "suite.toml"\n')
+
+
 def _lab(root: Path, scheduler: str, workers: int, args: argparse.Namespace) -> Path:
-    target = _repo(root / "target", {"README": "target\n"})
-    bench = _repo(root / "bench", {"bench.py": "print('x')\n"})
+    target_files, bench_files, verdict = _verdict_config(args)
+    target = _repo(root / "target", target_files)
+    bench = _repo(root / "bench", bench_files)
     low, high = 30 * args.scale, 120 * args.scale
     agent = f"{sys.executable} -c 'import random, time; time.sleep(random.uniform({low}, {high}))'"
     # a worker that ends without its report is KILLed unjudged: the stand-in writes one, so every candidate
@@ -72,12 +119,7 @@ def _lab(root: Path, scheduler: str, workers: int, args: argparse.Namespace) -> 
               r"\"summary\": \"done\", \"measurements\": []}}' {experiment} > {report}")
     config = root / "orchard.toml"
     config.write_text(f"""
-[target]
-binary = "README"
-
-[bench]
-verdict = "sleep {args.verdict_s * args.scale} && echo NO-CHANGE"
-
+{verdict}
 [workers]
 count = {workers}
 exploit = {workers}
@@ -85,6 +127,7 @@ explore = 0
 executor = "dask"
 scheduler = "{scheduler}"
 judges = 2
+shared_baseline = {max(1, args.shared_baseline)}
 
 [launcher]
 name = "command"
@@ -94,9 +137,11 @@ template = "{agent} && echo {{experiment}} >> {{experiment}}.txt && {report}"
 top_attempted = {args.backlog}
 idle_loops = {args.backlog}
 """)
+    metric = "sleep/wall_ms" if args.shared_baseline else "m"  # with a suite, one of its metrics
     hypotheses = root / "hypotheses.toml"
     hypotheses.write_text("".join(
-        f'[[hypothesis]]\nid = "h{i}"\nmetric = "m"\nchange = "c"\nsuspected_cause = "x"\nscope = ["h{i}.txt"]\n\n'
+        f'[[hypothesis]]\nid = "h{i}"\nmetric = "{metric}"\nchange = "c"\nsuspected_cause = "x"\n'
+        f'scope = ["h{i}.txt"]\n\n'
         for i in range(args.backlog)))
     lab = root / "lab"
     for command in (["init", str(lab), "--target", str(target), "--bench", str(bench), "--config", str(config)],
@@ -182,7 +227,9 @@ def _summary(db: Path, began: float, window: float, workers: int, samples: list[
     finished = sum(1 for _, done in rows if done is not None and began <= done <= end)
     per_hour = 3600 / window * args.scale  # per hour of the unscaled fleet
     queue = [q for _, q, _ in samples]
-    timings = [ast.literal_eval(line.split("timings ", 1)[1]) for log in db.parent.glob("logs/*.log")
+    # the log's first line: "[orchard] ran on dask worker ...; timings setup 0.18 s, run 7.2 s, collect 0.03 s"
+    timings = [{f"{key}_s": float(value) for key, value in TIMINGS.findall(line)}
+               for log in db.parent.glob("logs/*.log")
                if (line := log.read_text(errors="replace").split("\n", 1)[0]).startswith("[orchard] ran on")]
     return {
         "remote_setup_s_median": statistics.median(t["setup_s"] for t in timings) if timings else None,
@@ -209,6 +256,9 @@ def main() -> None:
     parser.add_argument("--verdict-s", type=float, default=20.0)
     parser.add_argument("--backlog", type=int, default=400,
                         help="hypotheses in the backlog (enough for the window; ranking it is O(n) per loop pass)")
+    parser.add_argument("--shared-baseline", type=int, default=0,
+                        help="0: the stand-in verdict command; K>=1: the bench's suite, up to K candidates on one "
+                             "base measured together (1: each alone, as before shared-baseline campaigns)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _terminate)

@@ -27,6 +27,14 @@ judges such a file again without measuring.
 
     .venv/bin/python benchmarks/verdict_power.py [--campaigns 100] [--work-ms 20]
     .venv/bin/python benchmarks/verdict_power.py --reanalyse results/verdict-power/<stamp>.jsonl
+    .venv/bin/python benchmarks/verdict_power.py --counted [--campaigns 10] [--per-pair 2] [--counted-wall]
+
+`--counted` runs only its own section: real verdicts (`campaign.run_verdict`,
+confined) on a suite judging instructions, A/A and +0.25% instructions,
+counted per binary after a real A/A calibration, then `--per-pair` verdicts
+with per-binary counting off (as before); it reports the claims and what
+counting cost against the timed runs per verdict (docs/benchmarks-verdict.md
+section 5).
 """
 
 from __future__ import annotations
@@ -52,13 +60,15 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from orchard import confine, process
-from orchard.bench import calibration, instructions, stats
+from orchard.bench import binary_counts, calibration, instructions, stats
+from orchard.bench import campaign as bench_campaign
 from orchard.bench.confinement import UNCONFINED, RunConfinement, confine_runs
 from orchard.bench.decide import AdaptivePlan, decide_metrics, overall, settled
 from orchard.bench.environment import isolated_env
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts
 from orchard.bench.own_timing import own_timing
+from orchard.bench.shared_campaign import hopeless, shared_plan
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import Suite
 from orchard.bench.suite_reader import load_suite
@@ -446,7 +456,7 @@ def full_report(rows: Sequence[dict[str, Any]], header: list[str], seed: int, di
     parts = ["\n".join(header), ""]
     for metric, suite in suites(directory, metrics).items():
         cal_text, tallies = analyse(suite, rows, seed)
-        parts += [report(metric, tallies), cal_text, ""]
+        parts += [report(metric, tallies), cal_text, "", shared_report(suite, rows, tallies)]
     parts.append(
         "Rates with 95% Wilson intervals. A/A counts a claim in either direction; "
         "the shifts count 'slower' claims ('said faster' counts the wrong-direction claims)."
@@ -493,6 +503,9 @@ def measure(args: argparse.Namespace, seed: int, directory: Path, writer: RunWri
                 suite.runs,
                 {"phase": "campaign", "campaign": campaign, "shift": shift},
             )
+        if args.shared:
+            shared_rounds(lab, SHIFTS, shared_plan(suite.min_runs, suite.runs, suite.alpha, len(SHIFTS)).max_runs,
+                          {"campaign": campaign})
         print(f"  campaign {campaign + 1}/{args.campaigns} done ({time.time() - started:.0f}s)", flush=True)
     return [
         f"machine: {json.dumps(machine_facts().to_dict())}; instructions counted by {counter} in separate untimed runs",
@@ -507,6 +520,258 @@ def measure(args: argparse.Namespace, seed: int, directory: Path, writer: RunWri
     ]
 
 
+# ---- shared-baseline campaigns (issue 24 item 2): K candidates against one baseline run per round ------------
+
+
+def shared_rounds(lab: Lab, shifts: Sequence[float], count: int, meta: dict[str, Any]) -> None:
+    """A warm-up round, then `count` rounds: the baseline once and every shift's candidate once, in a random order
+    under the lock, as `bench.rounds.RoundRunner` measures them (the rule below sees only the rounds it used)."""
+    for index in range(count + 1):
+        order: list[float | None] = [None, *shifts]
+        lab.rng.shuffle(order)
+        rows = []
+        with lab.lock:
+            for shift in order:
+                name = "baseline" if shift is None else candidate_name(shift)
+                capture = lab.run(lab.binaries[name])
+                rows.append({**meta, **lab.lock.metadata(), "phase": "shared", "pair": index, "warmup": index == 0,
+                             "shift": shift, "role": "baseline" if shift is None else "candidate", "binary": name,
+                             "wall_ms": round(capture.elapsed_ms, 4), "cpu_ms": capture.cpu_ms})
+        for row in rows:
+            lab.writer.write(row)
+
+
+def shared_rule(suite: Suite, noise: dict[str, MetricNoise], k: int) -> Callable[[list[float], list[float]],
+                                                                                  tuple[str, int]]:
+    """One candidate's verdict in a shared campaign of `k`, exactly as `shared_campaign.run_shared_verdicts`
+    reaches it: alpha split k ways, rounds up to runs x 2k/(k+1), a hopeless candidate stopped at today's cap."""
+    plan = shared_plan(suite.min_runs, suite.runs, suite.alpha, k)
+
+    def judge(a: list[float], b: list[float]) -> tuple[str, int]:
+        metrics: list[Any] = []
+        used = 0
+        for n in range(1, plan.max_runs + 1):
+            level = plan.alpha_at(n)
+            if level is None:
+                continue
+            used = n
+            metrics = decide_metrics(suite.metrics, {spec.key: (a[:n], b[:n]) for spec in suite.metrics}, noise,
+                                     level)
+            if settled(metrics) or hopeless(plan, n, suite.runs, metrics):
+                break
+        return overall(metrics, []).verdict, used
+
+    return judge
+
+
+def shared_report(suite: Suite, rows: Sequence[dict[str, Any]], tallies: dict[float, Tally]) -> str:
+    """Per shift: orchard's separate campaigns (from `analyse`) beside the shared-baseline campaigns measured in
+    the same session, detection (A/A: false claims) with Wilson intervals, pairs used, and runs per campaign."""
+    (spec,) = suite.metrics
+    attempts = sorted({row["attempt"] for row in rows if row["phase"] == "calibration"})
+    cal = calibrate_metric(suite, [r for r in rows if r["phase"] == "calibration" and r["attempt"] == attempts[-1]])
+    shared = [row for row in rows if row["phase"] == "shared" and not row["warmup"]]
+    if cal.noise is None or not shared:
+        return ""
+    judge = shared_rule(suite, cal.noise, len(SHIFTS))
+    claims: Counter[float] = Counter()
+    used: dict[float, list[int]] = {shift: [] for shift in SHIFTS}
+    runs: list[int] = []
+    campaigns = sorted({row["campaign"] for row in shared})
+    for campaign in campaigns:
+        mine = [row for row in shared if row["campaign"] == campaign]
+        base = {row["pair"]: float(row[spec.metric]) for row in mine if row["role"] == "baseline"}
+        stopped = []
+        for shift in SHIFTS:
+            cand = {row["pair"]: float(row[spec.metric]) for row in mine if row["shift"] == shift}
+            pairs = sorted(cand)
+            verdict, n = judge([base[i] for i in pairs], [cand[i] for i in pairs])
+            bad = verdict == VerdictWord.REGRESSED or (shift == 0 and verdict == VerdictWord.PASS)
+            claims[shift] += bad
+            used[shift].append(n)
+            stopped.append(n)
+        runs.append(sum(1 + sum(n >= i for n in stopped) for i in range(1, max(stopped) + 1)) + 1 + len(SHIFTS))
+    separate_runs = [sum(2 * (n + 1) for n in ns) for ns in zip(*(tallies[s].pairs_used for s in SHIFTS),
+                                                                 strict=True)]
+    lines = [f"### {spec.metric}: shared-baseline campaigns ({len(SHIFTS)} candidates, one per shift) against "
+             "separate campaigns", "",
+             "| shift | separate: " + "claims (n) | shared: claims (n) | mean pairs separate / shared |",
+             "| --- | ---: | ---: | ---: |"]
+    for shift in SHIFTS:
+        counts = tallies[shift].claims.get(RULES[0], Counter())
+        hits = counts[REGRESSION] + (counts[IMPROVEMENT] if shift == 0 else 0)
+        lines.append(f"| {label(shift)} | {rate(hits, tallies[shift].campaigns)} ({tallies[shift].campaigns}) | "
+                     f"{rate(claims[shift], len(campaigns))} ({len(campaigns)}) | "
+                     f"{statistics.mean(tallies[shift].pairs_used):.1f} / {statistics.mean(used[shift]):.1f} |")
+    lines += ["", f"runs per set of {len(SHIFTS)} candidates (warm-up included): separate "
+              f"{statistics.mean(separate_runs):.1f}, shared {statistics.mean(runs):.1f} "
+              f"(ratio {statistics.mean(runs) / statistics.mean(separate_runs):.2f})"]
+    return "\n".join(lines) + "\n"
+
+
+def simulate_shared(suite: Suite, pair_noise: float, campaigns: int, seed: int) -> str:
+    """Simulated campaigns (log-normal runs, `pair_noise` the SD of a pair's log-ratio) judged by orchard's own
+    functions: separate campaigns against shared ones of the same candidates, per shift, and the family-wise
+    false claims of four identical candidates sharing a baseline. The calibration is `calibration.compute` on a
+    simulated A/A campaign of the suite's size."""
+    rng = np.random.default_rng(seed)
+    run_sd = pair_noise / math.sqrt(2)
+    k = len(SHIFTS)
+    plan = shared_plan(suite.min_runs, suite.runs, suite.alpha, k)
+    spec = suite.metrics[0]
+    a = np.exp(rng.normal(0, run_sd, (2, suite.calibration_runs)))
+    metrics, _ = calibration.compute(suite.metrics, {spec.key: (list(a[0]), list(a[1]))}, suite.alpha)
+    noise = {key: m.noise() for key, m in metrics.items()}
+    separate, shared = orchard_rule(suite, noise), shared_rule(suite, noise, k)
+    hits = {rule: Counter[float]() for rule in ("separate", "shared")}
+    family = 0
+    for _ in range(campaigns):
+        runs = np.exp(rng.normal(0, run_sd, (2 * k + 1, plan.max_runs)))
+        for i, shift in enumerate(SHIFTS):
+            base, cand = list(runs[2 * i]), list(runs[2 * i + 1] * math.exp(shift))
+            for rule, judge, b in (("separate", separate, base), ("shared", shared, list(runs[-1]))):
+                verdict, _ = judge(b, cand)
+                hits[rule][shift] += verdict == VerdictWord.REGRESSED or (shift == 0 and verdict == VerdictWord.PASS)
+        nulls = [shared(list(runs[-1]), list(runs[i]))[0] for i in range(k)]  # k identical candidates
+        family += any(v in (VerdictWord.REGRESSED, VerdictWord.PASS) for v in nulls)
+    lines = [f"simulated, pair noise {pair_noise:.0%}, {campaigns} campaigns, A/A floor {noise[spec.key].floor:.2%}",
+             "", "| shift | separate | shared |", "| --- | ---: | ---: |"]
+    lines += [f"| {label(shift)} | " + " | ".join(rate(hits[rule][shift], campaigns) for rule in hits) + " |"
+              for shift in SHIFTS]
+    lines.append(f"| {k} identical candidates, any claim (family-wise) | | {rate(family, campaigns)} |")
+    return "\n".join(lines) + "\n"
+
+
+# ---- instruction counts per binary, not per pair (issue 24 item 5) ------------------------------
+
+COUNTED_SUITE = """
+[suite]
+name = "verdict-power-counted"
+calibration_runs = {calibration_runs}
+
+[[scenario]]
+name = "work"
+command = ["{{bin}}"]
+measure = ["instructions"]
+
+[[metric]]
+name = "instructions"
+{wall}"""
+COUNTED_SHIFTS = (0.0, 0.0025)  # A/A, and a shift in instructions just past the default 0.2% floor
+
+
+def counted_binaries(directory: Path, work_ms: float, env: dict[str, str]) -> dict[float, Path]:
+    """The baseline and one wrapper per shift, sized on instructions (counted here, unconfined, once each)."""
+    _, sizing = build(directory, work_ms, env)
+    program, base = directory / "work", int(sizing["baseline_iterations"])
+    fixed, whole = (instructions.count([program, str(n)], counter=instructions.available(), env=env).instructions
+                    for n in (0, base))
+    assert fixed is not None and whole is not None, "instructions cannot be counted here"
+    per_iteration = (whole - fixed) / base
+    wrappers = {}
+    for shift in (-1.0, *COUNTED_SHIFTS):  # -1: the baseline itself
+        path = directory / f"counted-{'baseline' if shift < 0 else f'plus-{shift * 1e4:.0f}bp'}.sh"
+        path.write_text(f"#!/bin/sh\nexec {program} {base + round(max(0.0, shift) * whole / per_iteration)}\n")
+        path.chmod(0o755)
+        wrappers[shift] = path
+    return wrappers
+
+
+def counted_verdict(suite: Suite, baseline: Path, candidate: Path, seed: int, results: Path) -> dict[str, Any]:
+    """One real verdict (campaign.run_verdict, confined as the suite says): its instructions decision and costs."""
+    load = os.getloadavg()[0]
+    started = time.monotonic()
+    verdict = bench_campaign.run_verdict(suite, baseline, candidate, seed=seed, results=results)
+    total_s = time.monotonic() - started
+    rows = read_jsonl(verdict.rows)
+    counts = [r for r in rows if r.get("instructions_count_ms") is not None]
+    metric = next(m for m in verdict.metrics if m.metric == instructions.METRIC)
+    return {"verdict": str(verdict.verdict), "instructions": str(metric.verdict), "method": str(metric.method),
+            "effect": metric.effect, "pairs": verdict.pairs, "counts": len(counts),
+            "counting_s": sum(r["instructions_count_ms"] for r in counts) / 1000,
+            "timed_s": sum(r["elapsed_ms"] for r in rows if r.get("step_kind") == "measured") / 1000,
+            "total_s": total_s, "load": load}
+
+
+def with_ratios(record: dict[str, Any]) -> dict[str, Any]:
+    """Counting time over the timed runs' time, and over the rest of the verdict (sandboxes, lock, statistics)."""
+    return {**record, "ratio": record["counting_s"] / record["timed_s"],
+            "ratio_rest": record["counting_s"] / max(1e-9, record["total_s"] - record["counting_s"])}
+
+
+def counted_report(records: Sequence[dict[str, Any]], header: list[str]) -> str:
+    """Claims on instructions per shift (Wilson), and what counting cost against the timed runs, per verdict."""
+    lines = [*header, "", "| per verdict | " + " | ".join(
+        f"{'A/A' if s == 0 else f'+{s:.2%}'} per binary" for s in COUNTED_SHIFTS) + " | per pair (today's) |",
+             "| --- |" + " ---: |" * (len(COUNTED_SHIFTS) + 1)]
+    groups = [[r for r in records if r["shift"] == s and not r["per_pair"]] for s in COUNTED_SHIFTS]
+    groups.append([r for r in records if r["per_pair"]])
+
+    def cells(name: str, cell: Callable[[list[dict[str, Any]]], str]) -> None:
+        lines.append(f"| {name} | " + " | ".join(cell(g) if g else "-" for g in groups) + " |")
+
+    def median(key: str, unit: str = "") -> Callable[[list[dict[str, Any]]], str]:
+        return lambda g: f"{statistics.median(r[key] for r in g):.2f}{unit}"
+
+    cells("verdicts (n)", lambda g: str(len(g)))
+    cells("instructions claimed (A/A: false claims)", lambda g: rate(
+        sum(r["instructions"] in ("regressed", "improved") for r in g), len(g)))
+    cells("counted per binary", lambda g: f"{sum(r['method'] == 'counted-per-binary' for r in g)}/{len(g)}")
+    cells("counting runs", median("counts"))
+    cells("pairs (after the warm-up)", median("pairs"))
+    cells("counting time, s (median)", median("counting_s"))
+    cells("timed runs' time, s (median)", median("timed_s"))
+    cells("verdict's wall time, s (median)", median("total_s"))
+    cells("counting / timed runs (median)", median("ratio", "x"))
+    cells("counting / timed runs (max)", lambda g: f"{max(r['ratio'] for r in g):.2f}x")
+    cells("counting / rest of the verdict (median)", median("ratio_rest", "x"))
+    cells("load average (1 min) at the start, median", median("load"))
+    return "\n".join(lines) + "\n"
+
+
+def counted_section(args: argparse.Namespace, seed: int, directory: Path) -> str:
+    """Real verdicts on a suite judging instructions (and `--counted-wall`: wall_ms), A/A and +0.25%, after one
+    real A/A calibration; then `--per-pair` verdicts at +0.25% with per-binary counting off, as it was before."""
+    started, rng = time.time(), random.Random(seed)
+    env = isolated_env()
+    wrappers = counted_binaries(directory, args.work_ms, env)
+    directory.chmod(0o755)  # the sandbox uid reads the binaries
+    path = directory / "suite-counted.toml"
+    path.write_text(COUNTED_SUITE.format(calibration_runs=args.counted_calibration,
+                                         wall='\n[[metric]]\nname = "wall_ms"\ntarget = false\n' if args.counted_wall
+                                         else ""))
+    suite = load_suite(path)
+    results = args.results / "verdict-power-counted"
+    load_before = os.getloadavg()[0]
+    cal = bench_campaign.calibrate(suite, wrappers[-1.0], seed=seed, results=results)
+    spread = cal.metrics[f"work/{instructions.METRIC}"].spread
+    records = []
+    for index in range(args.campaigns):
+        for shift in rng.sample(COUNTED_SHIFTS, len(COUNTED_SHIFTS)):
+            records.append(with_ratios({"shift": shift, "per_pair": False, **counted_verdict(
+                suite, wrappers[-1.0], wrappers[shift], rng.randrange(1, 2**31), results)}))
+        print(f"  counted campaign {index + 1}/{args.campaigns} done ({time.time() - started:.0f}s)", flush=True)
+    share, binary_counts.TOLERANCE_SHARE = binary_counts.TOLERANCE_SHARE, -1.0  # nothing qualifies: per pair
+    try:
+        for _ in range(args.per_pair):
+            records.append(with_ratios({"shift": COUNTED_SHIFTS[-1], "per_pair": True, **counted_verdict(
+                suite, wrappers[-1.0], wrappers[COUNTED_SHIFTS[-1]], rng.randrange(1, 2**31), results)}))
+    finally:
+        binary_counts.TOLERANCE_SHARE = share
+    with RunWriter(args.results, "verdict-power-counted") as writer:
+        for record in records:
+            writer.write(record)
+    return counted_report(records, [
+        f"machine: {json.dumps(machine_facts().to_dict())}; counter {instructions.available()}; "
+        f"{cal.env_isolation and 'runs confined as the suite says'}",
+        f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}; duration {time.time() - started:.0f}s; "
+        f"load average before {load_before:.1f}, after {os.getloadavg()[0]:.1f}; seed {seed}",
+        f"A/A calibration of {cal.runs} pairs: instructions spread {spread:.4%} over every run of the baseline; "
+        f"judged: instructions{' and wall_ms (target = false)' if args.counted_wall else ''}; "
+        f"work ~{args.work_ms} ms per run; raw records: {writer.path}",
+    ])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--campaigns", type=int, default=100, help="campaigns per shift (A/A included)")
@@ -516,6 +781,8 @@ def main() -> None:
     parser.add_argument("--confined", action="store_true", help="every run in its own sandbox, as a verdict's")
     parser.add_argument("--metrics", default=",".join(METRICS), help="metrics to judge (without instructions: "
                         "no counting runs)")
+    parser.add_argument("--shared", action="store_true", help="also measure shared-baseline campaigns (one "
+                        "baseline run per round for every shift's candidate) and judge them beside the separate ones")
     parser.add_argument(
         "--reanalyse",
         type=Path,
@@ -523,10 +790,27 @@ def main() -> None:
         metavar="JSONL",
         help="judge the raw samples of an earlier run again instead of measuring",
     )
+    parser.add_argument("--simulate-shared", default=None, metavar="NOISES", help="simulate shared-baseline "
+                        "campaigns at these pair noises (e.g. 0.03,0.10,0.15) instead of measuring")
+    parser.add_argument("--counted", action="store_true", help="only the per-binary instruction counting section: "
+                        "real verdicts, A/A and +0.25%% instructions, with what counting cost")
+    parser.add_argument("--counted-calibration", type=int, default=12, help="A/A pairs of --counted's calibration")
+    parser.add_argument("--counted-wall", action="store_true", help="--counted's suite judges wall_ms too")
+    parser.add_argument("--per-pair", type=int, default=3, help="--counted: verdicts counted per pair, for reference")
     args = parser.parse_args()
+    if args.simulate_shared:
+        with tempfile.TemporaryDirectory(prefix="orchard-verdict-power-") as tmp:
+            suite = suites(Path(tmp), ["wall_ms"])["wall_ms"]
+            for noise in args.simulate_shared.split(","):
+                print(simulate_shared(suite, float(noise), args.campaigns, args.seed or 1))
+        return
     if args.campaigns < 1:
         parser.error("--campaigns must be at least 1")
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
+    if args.counted:
+        with tempfile.TemporaryDirectory(prefix="orchard-verdict-power-") as tmp:
+            print(counted_section(args, seed, Path(tmp)))
+        return
     with tempfile.TemporaryDirectory(prefix="orchard-verdict-power-") as tmp:
         directory = Path(tmp)
         if args.reanalyse is not None:

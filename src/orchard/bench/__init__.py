@@ -12,6 +12,7 @@ from orchard.bench.confinement import RunConfinement, confine_runs
 from orchard.bench.holdout import is_held_out, withhold
 from orchard.bench.lock import LockState, LockStatus, MeasurementLock, lock_status
 from orchard.bench.opportunities import rank as rank_opportunities
+from orchard.bench.shared_campaign import SharedVerdicts, run_shared_verdicts
 from orchard.bench.store import latest_rows
 from orchard.bench.suite import Suite
 from orchard.bench.suite_reader import load_suite
@@ -34,6 +35,7 @@ __all__ = [
     "Direction",
     "ExternalRun",
     "RunConfinement",
+    "SharedVerdicts",
     "GateResult",
     "LockState",
     "LockStatus",
@@ -52,6 +54,7 @@ __all__ = [
     "lock_status",
     "rank_opportunities",
     "read_jsonl",
+    "run_shared_verdicts",
     "run_verdict",
     "withhold",
     "Verdict",

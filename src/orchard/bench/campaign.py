@@ -24,6 +24,7 @@ from orchard.bench.display import rows_summary
 from orchard.bench.first_runs import RunSeries
 from orchard.bench.gates import run_command_gates
 from orchard.bench.holdout import label
+from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts, machine_fingerprint
 from orchard.bench.measure import workbench
 from orchard.bench.noise_advice import CPU, WALL
@@ -167,7 +168,7 @@ def run_verdict(
     confinement = confinement or for_campaign(suite.confine, suite.directory, baseline, candidate)
     min_runs, max_runs = check_runs(runs, suite)
     calibration_file = calibration_file or suite.calibration
-    cal = None if recalibrate else _cached_calibration(suite, calibration_file, confinement.isolation)
+    cal = None if recalibrate else cached_calibration(suite, calibration_file, confinement.isolation)
     cached = cal is not None
     seed = random.SystemRandom().randrange(1, 2**31) if seed is None else seed
     with workbench(suite, confinement=confinement) as bench, RunWriter(results, "verdict", rows_summary) as writer:
@@ -175,7 +176,7 @@ def run_verdict(
         samples, series = Samples(suite.metrics), RunSeries([*suite.metrics, *timing_specs(suite)])
         refusal: Refusal | None = None
         if cal is None:
-            cal, refusal = _calibrate_now(suite, baseline, results, progress, calibration_file, confinement)
+            cal, refusal = calibrate_now(suite, baseline, results, progress, calibration_file, confinement)
         command_gates = run_command_gates(suite.gates, bench, runner.binaries)
         gates = list(command_gates.get("candidate", []))
         refusal = refusal or next((Refusal(Unjudged.BASELINE_FAILED, f"baseline fails gate {g.name}: {g.detail}")
@@ -191,7 +192,8 @@ def run_verdict(
         decision = (VerdictDecision(VerdictWord.ERROR, reasons=[refusal.reason], unjudged=refusal.cause) if refusal
                     else overall(metrics, gates + measured.failed_gates))
         decision.reasons.extend(flagged if refusal is None else [])
-        warnings = runner.tracker.warnings + ([] if cal is None else _warnings(runner, samples, cal, decision))
+        warnings = runner.tracker.warnings + ([] if cal is None else
+                                              verdict_warnings(runner.lock, samples, cal, decision))
         writer.write({"lane": "verdict", "step_kind": "verdict", "verdict": decision.verdict,
                       "reasons": decision.reasons, "pairs": measured.pairs, "seed": seed, **runner.base_meta})
     note = None if cal is None else CalibrationNote(cached, round(cal.age_s(), 1), cal.runs, cal.seed,
@@ -228,7 +230,7 @@ def cpu_share(suite: Suite, series: RunSeries) -> dict[str, float]:
     return shares
 
 
-def _calibrate_now(suite: Suite, baseline: Path, results: Path, progress: PairProgress, calibration_file: Path | None,
+def calibrate_now(suite: Suite, baseline: Path, results: Path, progress: PairProgress, calibration_file: Path | None,
                    confinement: RunConfinement) -> tuple[calibration_cache.Calibration | None, Refusal | None]:
     """A/A calibration for a verdict that found none: (it, None), or (None, why the baseline cannot be judged)."""
     progress(0, suite.calibration_runs, "no A/A calibration cached for this machine and suite: calibrating")
@@ -239,7 +241,7 @@ def _calibrate_now(suite: Suite, baseline: Path, results: Path, progress: PairPr
         return None, Refusal(Unjudged.BASELINE_FAILED, str(failure))
 
 
-def _cached_calibration(suite: Suite, calibration_file: Path | None,
+def cached_calibration(suite: Suite, calibration_file: Path | None,
                         isolation: str) -> calibration_cache.Calibration | None:
     """The named calibration file's, else the cache's for this machine, suite and confinement (None: calibrate
     now)."""
@@ -248,19 +250,20 @@ def _cached_calibration(suite: Suite, calibration_file: Path | None,
     return calibration_cache.load(machine_fingerprint(), suite.digest, isolation)
 
 
-def _warnings(
-    runner: PairRunner, samples: Samples, cal: calibration_cache.Calibration, decision: VerdictDecision
+def verdict_warnings(
+    lock: MeasurementLock, samples: Samples, cal: calibration_cache.Calibration, decision: VerdictDecision
 ) -> list[str]:
     """hyperfine-style notes on when these numbers should not be trusted."""
     notes = []
-    if runner.lock.disabled:
+    if lock.disabled:
         notes.append("the measurement lock was disabled: other measurements may have overlapped these")
-    if runner.lock.total_wait_ms > 1000:
-        notes.append(f"waited {runner.lock.total_wait_ms / 1000:.1f}s for the measurement lock: the machine is shared")
+    if lock.total_wait_ms > 1000:
+        notes.append(f"waited {lock.total_wait_ms / 1000:.1f}s for the measurement lock: the machine is shared")
     if cal.age_s() > 7 * 86400:
         notes.append(f"the calibration is {cal.age_text()} old: consider `orchard calibrate` again")
     measured, _ = samples.measured()
-    unmeasured = sorted({spec.key for spec in samples.specs} - {spec.key for spec in measured})
+    unmeasured = sorted({spec.key for spec in samples.specs} - {spec.key for spec in measured}
+                        - {metric.key for metric in decision.metrics})  # counted per binary: judged, not paired
     if unmeasured and decision.metrics:
         notes.append(f"unmeasured here (null in rows), not judged: {', '.join(unmeasured)}")
     for metric in decision.metrics:

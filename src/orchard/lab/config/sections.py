@@ -156,6 +156,11 @@ class WorkersConfig:
                                "does) for hypotheses whenever open ones fall below the free workers")
     judges: int = _key(2, "candidates judged at once while workers run: their builds and tests overlap, "
                           "their measurements take turns under the machine-wide lock", minimum=1, maximum=MAX_WORKERS)
+    shared_baseline: int = _key(1, "built candidates waiting on the same base are measured together, this many "
+                                   "at most: each round runs the baseline once and each of them once, with one "
+                                   "verdict each; fewer runs, but less power near the floor (docs/verdict.md); "
+                                   "1: each its own campaign",
+                                minimum=1, maximum=MAX_WORKERS)
     timeout_minutes: float = _key(60.0, "a worker still running after this is killed with its whole "
                                         "process tree", minimum=0.01, maximum=MAX_MINUTES)
     retry_minutes: float = _key(1.0, "an agent that was rate limited or overloaded gets no new work for this "

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from orchard.confine import exit_hint
 from orchard.lab.judge import plausibility, review, weakened
@@ -199,20 +199,30 @@ def judge(
     *,
     progress: Progress = lambda _: None,
     measure_progress: MeasureProgress | None = None,
+    measurer: Measurer = measure,
 ) -> Judgment:
     """Judge one candidate end to end (idempotent: everything is rebuilt from clean), timing its build and its
-    measurement (what FINAL_REPORT's account of the lab's time adds up)."""
-    clock = _Clock()
+    measurement (what FINAL_REPORT's account of the lab's time adds up). `measurer` takes the verdict: the loop
+    passes its `Gathering`'s, where candidates waiting on the same base are measured together."""
+    clock = _Clock(measurer)
     judgment = _judge(ws, state, name, candidate, base, bench_base, clock, progress, measure_progress)
     return replace(judgment, build_s=round(clock.build_s, 3), measure_s=round(clock.measure_s, 3))
 
 
-class _Clock:
-    """Seconds the judge spent building and testing, and measuring, for one candidate."""
+class Measurer(Protocol):
+    """Who takes a verdict of (baseline, candidate): `measuring.measure`, or a `Gathering`'s."""
 
-    def __init__(self) -> None:
+    def __call__(self, ws: Workspace, baseline: BuiltBinary, candidate: BuiltBinary, *,
+                 progress: MeasureProgress | None = None) -> Verdict: ...
+
+
+class _Clock:
+    """Seconds the judge spent building and testing, and measuring, for one candidate (and who measures)."""
+
+    def __init__(self, measurer: Measurer) -> None:
         self.build_s = 0.0
         self.measure_s = 0.0
+        self.measurer = measurer
 
 
 def _judge(ws: Workspace, state: LabState, name: str, candidate: Candidate, base: str, bench_base: str,
@@ -243,7 +253,7 @@ def _judge(ws: Workspace, state: LabState, name: str, candidate: Candidate, base
     progress(f"{name}: verdict against the baseline built from {base[:12]}")
     started = time.monotonic()
     try:
-        verdict = _measured(ws, state, name, base, (baseline, built), progress, measure_progress)
+        verdict = _measured(ws, state, name, base, (baseline, built), progress, measure_progress, clock.measurer)
     except BinaryChanged as changed:
         checks.append(Check(CheckName.BINARY, False, str(changed)))
         return _finish(Ruling(Decision.KILL, (str(changed),)), checks, str(checkout), None, base, candidate)
@@ -283,12 +293,12 @@ def _built_and_tested(ws: Workspace, state: LabState, name: str, checkout: Path,
 
 
 def _measured(ws: Workspace, state: LabState, name: str, base: str, binaries: tuple[BuiltBinary, BuiltBinary],
-              progress: Progress, measure_progress: MeasureProgress | None) -> Verdict:
+              progress: Progress, measure_progress: MeasureProgress | None, measurer: Measurer) -> Verdict:
     """The verdict of (baseline, candidate); a baseline that changed is built from `base` and measured again
-    once (`BinaryChanged` otherwise)."""
+    once, alone (`BinaryChanged` otherwise)."""
     baseline, built = binaries
     try:
-        return measure(ws, baseline, built, progress=measure_progress)
+        return measurer(ws, baseline, built, progress=measure_progress)
     except BinaryChanged as changed:
         if changed.role != "baseline":
             raise

@@ -149,13 +149,24 @@ def measure(ws: Workspace, baseline: BuiltBinary, candidate: BuiltBinary, *, run
     if ws.config.bench.verdict:
         verdict = external_verdict(ws, baseline.path, candidate.path, baseline, candidate)
     else:
-        suite = bench.load_suite(_suite_path(ws))
+        suite = bench.load_suite(suite_path(ws))
         verdict = bench.run_verdict(suite, baseline.path, candidate.path, runs=runs, seed=seed,
                                     results=ws.results_dir, progress=progress or (lambda *_: None),
                                     confinement=confinement(ws, baseline, candidate),
                                     between_pairs=lambda: check_built(baseline, candidate))
     check_built(baseline, candidate)
     return verdict
+
+
+def measure_together(ws: Workspace, baseline: BuiltBinary, candidates: list[BuiltBinary],
+                     unchanged: Callable[[], None], progress: MeasureProgress | None = None) -> tuple[Verdict, ...]:
+    """The suite's verdicts of several candidates against one baseline, in one shared-baseline campaign
+    (`judge/gathering.py` checks the binaries, `unchanged`, after each round)."""
+    suite = bench.load_suite(suite_path(ws))
+    return bench.run_shared_verdicts(suite, baseline.path, [c.path for c in candidates], results=ws.results_dir,
+                                     progress=progress or (lambda *_: None),
+                                     confinement=confinement(ws, baseline, *candidates),
+                                     between_rounds=unchanged).verdicts
 
 
 def confinement(ws: Workspace, *built: BuiltBinary) -> bench.RunConfinement:
@@ -184,7 +195,7 @@ def plausible_bound(ws: Workspace) -> float:
     return bench.load_suite(path).plausible if path is not None else bench.Suite.plausible
 
 
-def _suite_path(ws: Workspace) -> Path:
+def suite_path(ws: Workspace) -> Path:
     suite_path = ws.suite(ws.bench_dir)
     if suite_path is None:
         raise OrchardError("bench.suite is not configured: the lab has nothing to judge with")
@@ -204,7 +215,7 @@ class Baseline:
 def calibrate(ws: Workspace, binary: BuiltBinary, progress: MeasureProgress | None = None,
               say: Callable[[str], None] = lambda _: None) -> Baseline:
     """A/A-calibrate the suite on this machine with `binary` and read the baseline from it."""
-    suite = bench.load_suite(_suite_path(ws))
+    suite = bench.load_suite(suite_path(ws))
     say(f"calibrating the verdict (A/A, {suite.calibration_runs} pairs) on this machine")
     check_built(binary, binary)
     cal = bench.calibrate(suite, binary.path, results=ws.results_dir, progress=progress or (lambda *_: None),

@@ -35,6 +35,7 @@ from orchard.lab.config.sections import ExecutorKind
 from orchard.lab.db import workspace_lock
 from orchard.lab.db.settled import Settled
 from orchard.lab.db.state import LabState
+from orchard.lab.judge.gathering import Gathering
 from orchard.lab.judge.ladder import judge
 from orchard.lab.judge.measuring import MeasureProgress, metric_keys
 from orchard.lab.landing import land as landing
@@ -68,10 +69,8 @@ Status = ExperimentStatus
 class Lab:
     def __init__(self, ws: Workspace, state: LabState, *, say: Say = print,
                  measure_progress: MeasureProgress | None = None) -> None:
-        self.ws = ws
-        self.state = state
-        self.say = say
-        self.measure_progress = measure_progress
+        self.ws, self.state = ws, state
+        self.say, self.measure_progress = say, measure_progress
         self.launchers: dict[str, Launcher] = {}
         self.agents = Agents(ws.config.workers.retry_minutes * 60)  # launchers whose agent failed in this run
         self.executor: Executor | None = None
@@ -86,6 +85,7 @@ class Lab:
         self.notebook = records.Notebook(ws)
         self.decided: dict[str, Judgment] = {}  # the wins this run's judges decided, handed to their landing
         self.disk = DiskLimits()
+        self.gathering = Gathering(ws.config.workers.shared_baseline)  # built candidates measured together
 
     def failed(self, record: ExperimentRecord, stage: Stage, error: BaseException) -> None:
         """One experiment failed (see lab/loop/isolation.py): record why and go on, unless the lab itself failed."""
@@ -172,7 +172,7 @@ class Lab:
         state = LabState.open(self.ws.root)
         try:
             return judge(self.ws, state, record.name, record.candidate, record.target_base, record.bench_base,
-                         progress=self.say, measure_progress=self.measure_progress)
+                         progress=self.say, measure_progress=self.measure_progress, measurer=self.gathering.measure)
         finally:
             state.close()
 
@@ -198,7 +198,7 @@ class Lab:
         for record in self.state.experiments(Status.JUDGING, Status.COLLECTED):
             if record.name in self._judging:
                 continue
-            if len(self._judging) >= self.ws.config.workers.judges:
+            if len(self._judging) >= self.gathering.jobs(self.ws.config.workers.judges):
                 break
             self.state.update_experiment(record.name, status=Status.JUDGING)
             self.say(f"{record.name}: judging")
@@ -316,7 +316,7 @@ class Lab:
                 if start(self.ws, self.state, say=self.say, measure_progress=self.measure_progress):
                     self.render()
                 resume.resume_workers(self)
-                with (ThreadPoolExecutor(max_workers=workers.judges + 1, thread_name_prefix="judge") as pool,
+                with (ThreadPoolExecutor(self.gathering.jobs(workers.judges, most=True) + 1, "judge") as pool,
                       SubprocessExecutor() as planner_executor):
                     self._pool = pool
                     self.refill = Refill(planner_executor if workers.refill else None)

@@ -1,0 +1,235 @@
+"""Judging several candidates against one baseline together: a round runs the baseline once and every undecided
+candidate once (K+1 runs for K candidates instead of the 2K of K campaigns), in a seeded random order.
+
+Each candidate gets its own paired verdict: its pairs are (that round's baseline run, its own run), judged at the
+looks of `AdaptivePlan` as a campaign of its own would be, and it stops on its own rule (settled, a failed gate,
+rows that cannot be compared) while the others go on; the baseline keeps running while any candidate is
+undecided. The shared baseline run makes the candidates' pairs positively correlated (one fast baseline run
+makes every candidate look slower at once), so the multiplicity is corrected across candidates by splitting
+alpha K ways (Bonferroni): it holds under any dependence and with each candidate stopping at a different look,
+where Holm's step-down would need every candidate's p-value at the same look. One candidate is exactly
+`run_verdict`.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from orchard.bench import instructions
+from orchard.bench.binary import check_binary
+from orchard.bench.calibration import Calibration
+from orchard.bench.campaign import (
+    cached_calibration,
+    calibrate_now,
+    cpu_share,
+    run_verdict,
+    timing_specs,
+    verdict_warnings,
+)
+from orchard.bench.confinement import RunConfinement, for_campaign
+from orchard.bench.decide import AdaptivePlan, advise, decide_metrics, overall, settled
+from orchard.bench.display import rows_summary
+from orchard.bench.first_runs import RunSeries
+from orchard.bench.gates import run_command_gates
+from orchard.bench.holdout import label
+from orchard.bench.measure import Observation, workbench
+from orchard.bench.pairs import IncomparableRows, PairProgress, Refusal, Samples, check_runs, noise_for, quiet
+from orchard.bench.rounds import CandidatePair, RoundRunner, role_of
+from orchard.bench.store import RunWriter
+from orchard.bench.suite import Suite
+from orchard.bench.verdict import (
+    CalibrationNote,
+    GateResult,
+    MetricResult,
+    Unjudged,
+    Verdict,
+    VerdictDecision,
+    VerdictWord,
+)
+
+
+def shared_plan(min_runs: int, max_runs: int, alpha: float, candidates: int) -> AdaptivePlan:
+    """Each candidate's looks, at alpha split `candidates` ways, up to max_runs x 2K / (K+1) rounds: the runs of
+    K campaigns of `max_runs` pairs at most. The extra rounds buy back part of the power the split costs, and
+    only candidates that may yet claim take them (`hopeless`); near the floor a shared candidate is still
+    found less often than alone (docs/benchmarks.md, section 2)."""
+    k = max(1, candidates)
+    return AdaptivePlan(min_runs, math.ceil(max_runs * 2 * k / (k + 1)), alpha / k)
+
+
+def hopeless(plan: AdaptivePlan, n: int, cap: int, metrics: Sequence[MetricResult]) -> bool:
+    """An unsettled candidate stops where a campaign of its own would (at its last look within `cap`, today's
+    most pairs) unless some estimate lies beyond its floor: only a candidate that may yet claim is given the
+    extra rounds. Stopping for futility never adds a false claim."""
+    later = [look for look in plan.looks if look > n]
+    return bool(later) and later[0] > cap and not any(
+        m.effect is not None and abs(m.effect) > m.floor for m in metrics)
+
+
+@dataclass(frozen=True)
+class SharedVerdicts:
+    """What a shared-baseline campaign gave: one verdict per candidate (in the order given) and what it cost."""
+
+    verdicts: tuple[Verdict, ...]
+    rounds: int  # rounds measured after the warm-up round
+    runs: int  # every measured run, the warm-up round's included (K+1 per scenario and round while all are live)
+    seed: int
+
+
+@dataclass
+class _Candidate:
+    """One candidate's campaign inside the shared one."""
+
+    samples: Samples
+    series: RunSeries
+    gates: list[GateResult]  # its command gates, run once before the rounds
+    metrics: list[MetricResult] = field(default_factory=list)
+    pairs: int = 0
+    failed_gates: list[GateResult] = field(default_factory=list)
+    refusal: Refusal | None = None
+    done: bool = False
+
+    def take(self, index: int, share: CandidatePair, plan: AdaptivePlan, cap: int, cal: Calibration) -> None:
+        """This round's pairs; judged at a look, where the candidate stops once settled (or `hopeless`)."""
+        if share.incomparable is not None or share.failed_gates:
+            self.failed_gates = share.failed_gates
+            self.refusal = None if share.incomparable is None else Refusal(Unjudged.INCOMPARABLE_ROWS,
+                                                                            share.incomparable)
+            self.done = True
+            return
+        for base, cand in share.pairs:
+            self.series.add(base, cand)
+        if index == 0:
+            return
+        self.pairs = index
+        for base, cand in share.pairs:
+            self.samples.add(base, cand)
+        level = plan.alpha_at(index)
+        if level is not None:
+            specs, values = self.samples.measured()
+            self.metrics = decide_metrics(specs, values, noise_for(cal, specs), level)
+            self.done = settled(self.metrics) or hopeless(plan, index, cap, self.metrics)
+
+    def stop(self, refusal: Refusal) -> None:
+        self.refusal, self.done = self.refusal or refusal, True
+
+
+def _baseline_failure(baselines: Sequence[Observation]) -> str | None:
+    failed = next((b for b in baselines if not b.ok), None)
+    return None if failed is None else (f"baseline failed scenario '{failed.scenario}' ({failed.failure}); "
+                                        "nothing can be compared")
+
+
+def _rounds(runner: RoundRunner, judged: list[_Candidate], cal: Calibration, plans: tuple[AdaptivePlan, int],
+            progress: PairProgress, between_rounds: Callable[[], None]) -> tuple[int, int]:
+    """The warm-up round, then rounds until every candidate stopped or `plan.max_runs`: (rounds, runs)."""
+    plan, cap = plans
+    rounds = runs = 0
+    progress(0, plan.max_runs, f"round order seed {runner.seed}; {len(judged)} candidates share each baseline run")
+    for index in range(plan.max_runs + 1):
+        live = [k for k, candidate in enumerate(judged) if not candidate.done]
+        if not live:
+            break
+        try:
+            baselines, shares = runner.run_round(index, index == 0, live)
+        except IncomparableRows as changed:  # a binary changed: nothing measured since counts, for anyone
+            for k in live:
+                judged[k].stop(Refusal(Unjudged.INCOMPARABLE_ROWS, str(changed)))
+            break
+        runs += len(runner.suite.scenarios) * (len(live) + 1)
+        rounds = index
+        between_rounds()
+        if (error := _baseline_failure(baselines)) is not None:
+            for k in live:
+                judged[k].stop(Refusal(Unjudged.BASELINE_FAILED, error))
+            break
+        for k in live:
+            judged[k].take(index, shares[k], plan, cap, cal)
+        progress(index, plan.max_runs, "" if index else "warm-up round")
+    return rounds, runs
+
+
+def run_shared_verdicts(
+    suite: Suite,
+    baseline: Path,
+    candidates: Sequence[Path],
+    *,
+    runs: int | None = None,
+    seed: int | None = None,
+    results: Path = Path("results"),
+    progress: PairProgress = quiet,
+    calibration_file: Path | None = None,
+    confinement: RunConfinement | None = None,
+    between_rounds: Callable[[], None] = lambda: None,
+) -> SharedVerdicts:
+    """Judge every candidate against `baseline` on `suite` in one campaign; one verdict per candidate."""
+    if len(candidates) == 1:  # exactly today's campaign
+        only = run_verdict(suite, baseline, candidates[0], runs=runs, seed=seed, results=results, progress=progress,
+                           calibration_file=calibration_file, confinement=confinement, between_pairs=between_rounds)
+        pairs = only.pairs or 0
+        return SharedVerdicts((only,), pairs, 2 * len(suite.scenarios) * (pairs + 1), only.seed or 0)
+    baseline = check_binary(baseline, "baseline")
+    paths = [check_binary(path, "candidate") for path in candidates]
+    confinement = confinement or for_campaign(suite.confine, suite.directory, baseline, *paths)
+    min_runs, max_runs = check_runs(runs, suite)
+    plan = shared_plan(min_runs, max_runs, suite.alpha, len(paths))
+    calibration_file = calibration_file or suite.calibration
+    cal = cached_calibration(suite, calibration_file, confinement.isolation)
+    cached = cal is not None
+    seed = random.SystemRandom().randrange(1, 2**31) if seed is None else seed
+    with workbench(suite, confinement=confinement) as bench, RunWriter(results, "verdict", rows_summary) as writer:
+        runner = RoundRunner(suite, bench, baseline, paths, writer, seed, "verdict")
+        refusal: Refusal | None = None
+        if cal is None:
+            cal, refusal = calibrate_now(suite, baseline, results, progress, calibration_file, confinement)
+        command_gates = run_command_gates(suite.gates, bench, runner.binaries)
+        refusal = refusal or next((Refusal(Unjudged.BASELINE_FAILED, f"baseline fails gate {g.name}: {g.detail}")
+                                   for g in command_gates.get("baseline", []) if not g.passed), None)
+        specs = [*suite.metrics, *timing_specs(suite)]
+        judged = [_Candidate(Samples(suite.metrics), RunSeries(specs), list(command_gates.get(role_of(k), [])))
+                  for k in range(len(paths))]
+        for candidate in judged:
+            if refusal is not None:
+                candidate.stop(refusal)
+            candidate.done = candidate.done or not all(g.passed for g in candidate.gates)
+        rounds, measured = (0, 0) if cal is None else _rounds(runner, judged, cal, (plan, max_runs), progress,
+                                                                         between_rounds)
+        runner.lock.print_total()
+        note = None if cal is None else CalibrationNote(cached, round(cal.age_s(), 1), cal.runs, cal.seed,
+                                                          cal.machine_fingerprint,
+                                                          None if cal.file is None else str(cal.file))
+        verdicts = tuple(_verdict(suite, runner, writer, (cal, note, plan.max_runs), k, candidate)
+                         for k, candidate in enumerate(judged))
+    return SharedVerdicts(verdicts, rounds, measured, seed)
+
+
+def _verdict(suite: Suite, runner: RoundRunner, writer: RunWriter,
+             calibrated: tuple[Calibration | None, CalibrationNote | None, int], k: int, judged: _Candidate) -> Verdict:
+    """Candidate `k`'s verdict, as `run_verdict` would give it, saying it shared its baseline runs."""
+    cal, note, planned = calibrated
+    others = len(runner.trackers) - 1
+    metrics, flagged = judged.series.flag(judged.metrics)
+    refusal = judged.refusal
+    decision = (VerdictDecision(VerdictWord.ERROR, reasons=[refusal.reason], unjudged=refusal.cause) if refusal
+                else overall(metrics, judged.gates + judged.failed_gates))
+    decision.reasons.extend(flagged if refusal is None else [])
+    decision.reasons.append(f"judged beside {others} other candidate{'s' if others > 1 else ''} on shared baseline "
+                            f"runs (alpha split {others + 1} ways)")
+    warnings = runner.trackers[k].warnings + ([] if cal is None else verdict_warnings(runner.lock, judged.samples, cal,
+                                                                                      decision))
+    candidate = runner.binaries[role_of(k)]
+    writer.write({"lane": "verdict", "step_kind": "verdict", "verdict": decision.verdict, "reasons": decision.reasons,
+                  "pairs": judged.pairs, "candidate": str(candidate), "subject": role_of(k), **runner.base_meta})
+    return Verdict(
+        verdict=decision.verdict, reasons=decision.reasons, baseline=runner.binaries["baseline"], candidate=candidate,
+        metrics=label(suite, decision.metrics), gates=decision.gates, suite=str(suite.path), seed=runner.seed,
+        pairs=judged.pairs, planned_pairs=planned,
+        calibration=note, warnings=warnings, lock_wait_ms=runner.lock.total_wait_ms, rows=writer.path,
+        summary=writer.summary_path, unjudged=decision.unjudged, confinement=runner.bench.confinement.note,
+        advice=advise(suite.metrics, decision.metrics, cpu_share(suite, judged.series),
+                      lambda: instructions.available() is not None),
+    )
