@@ -19,7 +19,7 @@ from orchard.bench import calibration as calibration_cache
 from orchard.bench import instructions
 from orchard.bench.binary import check_binary
 from orchard.bench.confinement import RunConfinement, for_campaign
-from orchard.bench.decide import AdaptivePlan, advise, overall
+from orchard.bench.decide import AdaptivePlan, advise, extension_note, overall
 from orchard.bench.display import rows_summary
 from orchard.bench.first_runs import RunSeries
 from orchard.bench.gates import run_command_gates
@@ -183,14 +183,15 @@ def run_verdict(
         measured = Measured()
         if refusal is None and all(g.passed for g in gates):
             assert cal is not None  # a failed calibration is a refusal
-            measured = measure_pairs(runner, (samples, series), cal, AdaptivePlan(min_runs, max_runs, suite.alpha),
-                                      progress, between_pairs)
+            plan = AdaptivePlan(min_runs, max_runs, suite.alpha, suite.extra_runs)
+            measured = measure_pairs(runner, (samples, series), cal, plan, progress, between_pairs)
         refusal = refusal or measured.refusal
         runner.lock.print_total()
         metrics, flagged = series.flag(measured.metrics)
         decision = (VerdictDecision(VerdictWord.ERROR, reasons=[refusal.reason], unjudged=refusal.cause) if refusal
                     else overall(metrics, gates + measured.failed_gates))
         decision.reasons.extend(flagged if refusal is None else [])
+        decision.reasons.extend(extension_note(measured.pairs, max_runs, measured.went_on))
         warnings = runner.tracker.warnings + ([] if cal is None else _warnings(runner, samples, cal, decision))
         writer.write({"lane": "verdict", "step_kind": "verdict", "verdict": decision.verdict,
                       "reasons": decision.reasons, "pairs": measured.pairs, "seed": seed, **runner.base_meta})

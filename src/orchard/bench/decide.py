@@ -48,6 +48,9 @@ def paired_differences(baseline: stats.Values, candidate: stats.Values) -> tuple
     return Scale.ABSOLUTE, b - a
 
 
+EXTRA_SHARE = 0.5  # of alpha, kept for the extra looks when a campaign may go on past `runs`
+
+
 @dataclass(frozen=True)
 class AdaptivePlan:
     """When an adaptive campaign may stop, and at what level each look tests.
@@ -58,27 +61,55 @@ class AdaptivePlan:
     sample fraction (an O'Brien-Fleming-like shape: early looks stop only on
     overwhelming evidence, most of alpha is kept for the last look). The
     parts sum to alpha, so by Bonferroni the campaign keeps its error rate.
+
+    With `extra_runs`, a campaign whose metric is still open at `max_runs`
+    (`open_metrics`) may go on to `max_runs + extra_runs` pairs, looking again
+    on the same geometric steps. Those extra looks are planned from the start:
+    `EXTRA_SHARE` of alpha is theirs (cube-weighted among them), the regular
+    looks share the rest as before, so every look together still spends alpha.
     """
 
     min_runs: int
     max_runs: int
     alpha: float = DEFAULT_ALPHA
+    extra_runs: int = 0
 
     @property
     def looks(self) -> list[int]:
-        points = [min(self.min_runs, self.max_runs)]
-        while points[-1] < self.max_runs:
-            step = math.ceil(points[-1] * 1.5)
-            points.append(self.max_runs if step * 1.25 > self.max_runs else step)
-        return points
+        """The regular looks, up to `max_runs`."""
+        return _geometric(min(self.min_runs, self.max_runs), self.max_runs)
+
+    @property
+    def extra_looks(self) -> list[int]:
+        """The looks past `max_runs`, taken only while some metric is open."""
+        return _geometric(self.max_runs, self.last)[1:] if self.extra_runs > 0 else []
+
+    @property
+    def last(self) -> int:
+        return self.max_runs + max(0, self.extra_runs)
 
     def alpha_at(self, n: int) -> float | None:
         """The level of the look at n pairs, or None if n is not a look."""
-        points = self.looks
-        if n not in points:
-            return None
-        weights = [(p / points[-1]) ** 3 for p in points]
-        return self.alpha * weights[points.index(n)] / sum(weights)
+        share = EXTRA_SHARE if self.extra_looks else 0.0
+        for points, part in ((self.looks, 1.0 - share), (self.extra_looks, share)):
+            if n in points:
+                weights = [(p / points[-1]) ** 3 for p in points]
+                return self.alpha * part * weights[points.index(n)] / sum(weights)
+        return None
+
+    def stops(self, n: int, metrics: Sequence[MetricResult]) -> bool:
+        """Whether the campaign stops after its look at n pairs: settled, past `max_runs` with nothing open, or at
+        its last pair."""
+        return settled(metrics) or n >= self.last or (n >= self.max_runs and not open_metrics(metrics))
+
+
+def _geometric(start: int, end: int) -> list[int]:
+    """Look points from `start` to `end`, x1.5 each, straight to `end` from within 25% of it."""
+    points = [start]
+    while points[-1] < end:
+        step = math.ceil(points[-1] * 1.5)
+        points.append(end if step * 1.25 > end else step)
+    return points
 
 
 def _classify(low: float, high: float, floor: float, matters: float) -> MetricVerdict:
@@ -137,7 +168,8 @@ def decide_metrics(
 ) -> list[MetricResult]:
     """Judge every metric from its paired samples (baseline, candidate).
 
-    `alpha` is the one-sided level for this look; Holm splits it between the
+    `alpha` is this look's false-claim rate, both directions together: a claim either way (regressed or
+    improved) is tested one-sided at half of it, so the two together spend it. Holm splits it between the
     metrics that need statistics (exact ones carry no error probability).
     """
     results: dict[str, MetricResult] = {}
@@ -161,7 +193,7 @@ def decide_metrics(
         )
     p_values = [_claim_p(bad, floor_scaled, _from_relative(scale, spec.matters))
                 for spec, scale, bad, floor_scaled in statistical]
-    levels = stats.holm_levels(p_values, alpha)
+    levels = stats.holm_levels(p_values, alpha / 2.0)
     for (spec, scale, bad, floor_scaled), p, level in zip(statistical, p_values, levels, strict=True):
         sign = spec.bad_sign
         interval = stats.hl_interval(bad, 1.0 - 2.0 * level)
@@ -250,6 +282,27 @@ def settled(metrics: Sequence[MetricResult]) -> bool:
     return any(m.verdict == MetricVerdict.REGRESSED for m in metrics) or all(
         m.verdict != MetricVerdict.UNCLEAR for m in metrics
     )
+
+
+def open_metrics(metrics: Sequence[MetricResult]) -> list[str]:
+    """Why a campaign at the end of its regular looks goes on: each metric neither settled nor hopeless.
+
+    Open means inconclusive with its estimate beyond the floor (so more pairs may clear it) while its interval
+    still straddles the floor; an estimate inside the floor is hopeless (more pairs would at best tighten an
+    interval around a change too small to claim). Nothing is open once the campaign is settled.
+    """
+    if settled(metrics):
+        return []
+    return [f"{m.key}: estimate {m.effect:+.2%} beyond its floor {m.floor:.2%}, interval "
+            f"[{m.interval[0]:+.2%}, {m.interval[1]:+.2%}] straddling it"
+            for m in metrics if m.verdict == MetricVerdict.UNCLEAR and m.method == Method.HODGES_LEHMANN
+            and m.effect is not None and m.interval is not None and abs(m.effect) > m.floor]
+
+
+def extension_note(pairs: int, runs: int, why: Sequence[str]) -> list[str]:
+    """The verdict's line for a campaign that went on past `runs` (how many pairs it took, and why); none if it
+    did not."""
+    return [f"measured {pairs} pairs, past runs = {runs}, because " + "; ".join(why)] if why else []
 
 
 def _width(metric: MetricResult) -> float:

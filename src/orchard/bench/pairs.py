@@ -13,7 +13,7 @@ from typing import Any
 from orchard.bench import calibration as calibration_cache
 from orchard.bench import rows as rowlib
 from orchard.bench.binary import binary_sha256
-from orchard.bench.decide import AdaptivePlan, decide_metrics, settled
+from orchard.bench.decide import AdaptivePlan, decide_metrics, open_metrics
 from orchard.bench.first_runs import RunSeries
 from orchard.bench.gates import GateTracker
 from orchard.bench.lock import MeasurementLock
@@ -203,11 +203,13 @@ class Measured:
     pairs: int = 0  # judged pairs, the warm-up not counted
     failed_gates: list[GateResult] = field(default_factory=list)
     refusal: Refusal | None = None
+    went_on: list[str] = field(default_factory=list)  # why it measured past `runs`: the metrics open there
 
 
 def measure_pairs(runner: PairRunner, kept: tuple[Samples, RunSeries], cal: calibration_cache.Calibration,
                    plan: AdaptivePlan, progress: PairProgress, between_pairs: Callable[[], None]) -> Measured:
-    """The warm-up pair, then pairs up to `plan.max_runs`, judged at each look until every metric is settled.
+    """The warm-up pair, then pairs up to `plan.max_runs` (past it, up to `plan.last`, while a metric is open),
+    judged at each look until every metric is settled.
 
     A gate failed, a failed baseline run or rows not comparable end the campaign at that pair. Every run, the
     warm-up's too, goes into the run series (a first run unlike the later ones is state between runs);
@@ -215,19 +217,20 @@ def measure_pairs(runner: PairRunner, kept: tuple[Samples, RunSeries], cal: cali
     """
     samples, series = kept
     metrics: list[MetricResult] = []
+    went_on: list[str] = []
     pairs = 0
     progress(0, plan.max_runs, f"pair order seed {runner.seed}; warm-up pair")
-    for index in range(plan.max_runs + 1):
+    for index in range(plan.last + 1):
         try:
             outcome = runner.run_pair(index, warmup=index == 0)
         except IncomparableRows as refusal:
-            return Measured(metrics, pairs, refusal=Refusal(Unjudged.INCOMPARABLE_ROWS, str(refusal)))
+            return Measured(metrics, pairs, refusal=Refusal(Unjudged.INCOMPARABLE_ROWS, str(refusal)), went_on=went_on)
         between_pairs()
         error = baseline_error(outcome)
         failed = [g for _, _, gs in outcome for g in gs]
         if error or failed:
             return Measured(metrics, pairs, failed, None if error is None else Refusal(Unjudged.BASELINE_FAILED,
-                                                                                          error))
+                                                                                          error), went_on)
         for base, cand, _ in outcome:
             series.add(base, cand)
         if index == 0:
@@ -240,9 +243,12 @@ def measure_pairs(runner: PairRunner, kept: tuple[Samples, RunSeries], cal: cali
         if level is not None:
             specs, values = samples.measured()
             metrics = decide_metrics(specs, values, _noise_for(cal, specs), level)
-            if settled(metrics):
+            if plan.stops(index, metrics):
                 break
-    return Measured(metrics, pairs)
+            if index == plan.max_runs:
+                went_on = open_metrics(metrics)
+                progress(index, plan.last, "going on past runs: " + "; ".join(went_on))
+    return Measured(metrics, pairs, went_on=went_on)
 
 
 def _noise_for(cal: calibration_cache.Calibration, specs: Sequence[MetricSpec]) -> dict[str, Any]:
