@@ -15,6 +15,9 @@ from scipy import stats as scipy_stats
 
 from orchard.bench import calibration, stats
 from orchard.bench.decide import AdaptivePlan, decide_metrics, extension_note, open_metrics, overall
+from orchard.bench.first_runs import RunSeries
+from orchard.bench.measure import Observation
+from orchard.bench.pairs import Measured, Samples, measure_pairs
 from orchard.bench.suite_reader import load_suite
 from orchard.bench.verdict import Direction, MetricResult, MetricSpec, MetricVerdict, VerdictWord
 from orchard.errors import UsageError
@@ -132,3 +135,50 @@ def test_extra_runs_is_a_suite_setting(tmp_path: Path) -> None:
     suite.write_text('[suite]\nextra_runs = -4\n\n' + body)
     with pytest.raises(UsageError, match=r"'extra_runs' must be 0 \(never past 'runs'\) or more \(got -4\)"):
         load_suite(suite)
+
+
+class ScriptedRunner:
+    """Stands in for `PairRunner`: each pair's values come from a list (no process runs, no lock)."""
+
+    seed = 1
+
+    def __init__(self, baseline: np.ndarray, candidate: np.ndarray) -> None:
+        self.values = list(zip(baseline, candidate, strict=True))
+        self.pairs_run = 0
+
+    def run_pair(self, index: int, warmup: bool) -> list[tuple[Observation, Observation, list[object]]]:
+        a, b = self.values[index]
+        self.pairs_run += 1
+        return [(
+            Observation("loud", "baseline", {"wall_ms": float(a)}, None, None, True, "", {}),
+            Observation("loud", "candidate", {"wall_ms": float(b)}, None, None, True, "", {}),
+            [],
+        )]
+
+
+def scripted(ratios: np.ndarray, extra_runs: int) -> tuple[Measured, int]:
+    runner = ScriptedRunner(np.full(len(ratios) + 1, 20.0), 20.0 * np.concatenate([[1.0], ratios]))
+    cal = calibration.Calibration("loud", "d", "f", 0.0, 40, 1, "b", {
+        WALL.key: calibration.MetricCalibration(0.0, False, SD, 0.0, (-0.05, 0.05), 40)})
+    plan = AdaptivePlan(8, 20, 0.05, extra_runs)
+    measured = measure_pairs(runner, (Samples([WALL]), RunSeries([WALL])), cal, plan,  # type: ignore[arg-type]
+                             lambda *_: None, lambda: None)
+    return measured, runner.pairs_run
+
+
+def test_a_campaign_goes_on_past_runs_while_a_metric_is_open() -> None:
+    """At 20 pairs the estimate (+6%) lies beyond the 1% floor and the interval straddles it: the campaign
+    measures on to its extra looks and says why; with `extra_runs = 0`, or an estimate inside the floor, it
+    stops at 20 as before."""
+    rng = np.random.default_rng(3)
+    ratios = np.exp(np.concatenate([rng.permutation(np.linspace(-0.2, 0.2, 20)) + 0.06,
+                                    rng.normal(0.06, 0.05, 20)]))
+    measured, run = scripted(ratios, extra_runs=20)
+    assert measured.pairs in (30, 40) and run == measured.pairs + 1  # the warm-up pair besides
+    (why,) = measured.went_on
+    assert why.startswith("loud/wall_ms: estimate +6") and "straddling it" in why
+    assert measured.metrics[0].verdict == MetricVerdict.REGRESSED
+    plain, _ = scripted(ratios, extra_runs=0)
+    assert plain.pairs == 20 and plain.went_on == [] and plain.metrics[0].verdict == MetricVerdict.UNCLEAR
+    inside, _ = scripted(ratios / np.exp(0.06), extra_runs=20)
+    assert inside.pairs == 20 and inside.went_on == []

@@ -166,6 +166,7 @@ def run_verdict(
     candidate = check_binary(candidate, "candidate")
     confinement = confinement or for_campaign(suite.confine, suite.directory, baseline, candidate)
     min_runs, max_runs = check_runs(runs, suite)
+    plan = AdaptivePlan(min_runs, max_runs, suite.alpha, suite.extra_runs)
     calibration_file = calibration_file or suite.calibration
     cal = None if recalibrate else _cached_calibration(suite, calibration_file, confinement.isolation)
     cached = cal is not None
@@ -183,7 +184,6 @@ def run_verdict(
         measured = Measured()
         if refusal is None and all(g.passed for g in gates):
             assert cal is not None  # a failed calibration is a refusal
-            plan = AdaptivePlan(min_runs, max_runs, suite.alpha, suite.extra_runs)
             measured = measure_pairs(runner, (samples, series), cal, plan, progress, between_pairs)
         refusal = refusal or measured.refusal
         runner.lock.print_total()
@@ -201,7 +201,7 @@ def run_verdict(
     return Verdict(
         verdict=decision.verdict, reasons=decision.reasons, baseline=baseline, candidate=candidate,
         metrics=label(suite, decision.metrics), gates=decision.gates, suite=str(suite.path), seed=seed,
-        pairs=measured.pairs, planned_pairs=max_runs, calibration=note, warnings=warnings,
+        pairs=measured.pairs, planned_pairs=plan.last, calibration=note, warnings=warnings,
         lock_wait_ms=runner.lock.total_wait_ms, rows=writer.path, summary=writer.summary_path,
         unjudged=decision.unjudged, confinement=confinement.note,
         advice=advise(suite.metrics, decision.metrics, cpu_share(suite, series),
