@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 
 from orchard.bench.display import print_decision
-from orchard.bench.verdict import MetricResult, MetricVerdict, VerdictDecision, VerdictWord
+from orchard.bench.verdict import GateResult, MetricResult, MetricVerdict, VerdictDecision, VerdictWord
 
 
 def _metric(scenario: str, metric: str, verdict: MetricVerdict, baseline: float, candidate: float) -> MetricResult:
@@ -54,3 +54,15 @@ def test_a_wide_terminal_gets_the_table() -> None:
     columns = ["metric", "verdict", "effect", "interval", "floor", "n", "MDE", "baseline", "candidate"]
     assert header.replace("┃", " ").split() == columns
     assert "62.4 µs" in text and "e+0" not in text
+
+
+def test_bracketed_text_in_reasons_gates_and_warnings_is_printed_as_written() -> None:
+    """Reasons quote config keys (`[workers] sandbox`) and a worker's own words; rich would take them for
+    markup, dropping `[workers]` and stopping the lab's output at a stray `[/x]`."""
+    gate = GateResult(name="determinism", passed=False, detail="report [/x] differs")
+    decision = VerdictDecision(VerdictWord.REGRESSED, gates=[gate], reasons=["set [workers] sandbox = \"none\" [/]"])
+    console = Console(width=200, file=io.StringIO(), record=True, color_system=None)
+    print_decision(console, decision, ["scenario [bold]top5[/bold] ran once"])
+    text = console.export_text()
+    for written in ("report [/x] differs", "set [workers] sandbox = \"none\" [/]", "[bold]top5[/bold]"):
+        assert written in text, text

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
@@ -122,14 +123,14 @@ def calibration_line(cal: CalibrationNote | None) -> str:
 
 
 def print_verdict(console: Console, verdict: Verdict) -> None:
-    console.print(calibration_line(verdict.calibration))
+    console.print(calibration_line(verdict.calibration), markup=False)
     if verdict.confinement:
-        console.print(verdict.confinement)
+        console.print(verdict.confinement, markup=False)
     console.print(f"pair order seed: {verdict.seed}; pairs judged: {verdict.pairs} of up to {verdict.planned_pairs}")
     print_decision(console, as_decision(verdict), verdict.warnings)
     for advice in verdict.advice:  # one line each, never wrapped: what to measure instead of a noisy timing metric
-        console.print(f"[yellow]advice:[/] {advice.line()}", soft_wrap=True)
-    console.print(f"rows: {verdict.rows}")
+        console.print(f"[yellow]advice:[/] {escape(advice.line())}", soft_wrap=True)
+    console.print(f"rows: {verdict.rows}", markup=False)
 
 
 def as_decision(verdict: Verdict) -> VerdictDecision:
@@ -143,13 +144,13 @@ def print_decision(console: Console, decision: VerdictDecision, warnings: Sequen
         print_metrics(console, decision.metrics)
     for gate in decision.gates:
         mark = "[green]pass[/]" if gate.passed else "[red]FAIL[/]"
-        console.print(f"gate {gate.name}: {mark} {gate.detail}")
+        console.print(f"gate {escape(gate.name)}: {mark} {escape(gate.detail)}")
     for warning in warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+        console.print(f"[yellow]warning:[/] {escape(warning)}")
     style = _OVERALL_STYLE.get(decision.verdict, "bold")
     console.print(f"verdict: [{style}]{decision.verdict}[/]")
     for reason in decision.reasons:
-        console.print(f"  - {reason}")
+        console.print(f"  - {reason}", markup=False)
 
 
 def verdict_facts(verdict: Verdict, suite: str) -> list[str]:

@@ -197,17 +197,17 @@ def demo(workspace: Path | None, workers: int, executor: str) -> None:
     console = terminal_console()
     mode, unsandboxed = demo_sandbox()
     if unsandboxed:
-        console.print(f"note: {unsandboxed}", style="yellow", highlight=False)
+        console.print(f"note: {unsandboxed}", style="yellow", highlight=False, markup=False)
     ws = make_demo(workspace or default_directory(), workers=workers, executor=ExecutorKind(executor),
                    sandbox_mode=mode)
-    console.print(f"demo lab: {ws.root}")
+    console.print(f"demo lab: {ws.root}", markup=False)
     if ws.config.workers.executor in (ExecutorKind.AUTO, ExecutorKind.TMUX) and shutil.which("tmux"):
         from orchard.lab.workers.executors import attach_command
 
-        console.print(f"watch the workers live: {attach_command(ws.tmux_socket)}")
+        console.print(f"watch the workers live: {attach_command(ws.tmux_socket)}", markup=False)
     with open_lab(ws.root) as (_, state):
         reason = _run_lab(ws, state)
-    console.print(f"stopped: {reason} ({time.monotonic() - started:.0f} s)")
-    console.print(f"final report: {ws.root / 'FINAL_REPORT.md'}")
-    console.print((ws.root / "FINAL_REPORT.md").read_text())
+    console.print(f"stopped: {reason} ({time.monotonic() - started:.0f} s)", markup=False)
+    console.print(f"final report: {ws.root / 'FINAL_REPORT.md'}", markup=False)
+    console.print((ws.root / "FINAL_REPORT.md").read_text(), markup=False)
 

@@ -1,5 +1,9 @@
 """What the commands print through: a console that does not wrap into files and pipes, `--quiet`, and the
-progress bar a measuring campaign or a lab reports to."""
+progress bar a measuring campaign or a lab reports to.
+
+What they print is text, never rich markup: log lines quote config keys (`[workers] sandbox`) and workers'
+own words, which rich would drop or fail on.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import threading
 from typing import TYPE_CHECKING
 
 import click
+from rich.markup import escape
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -59,12 +64,12 @@ class ProgressBar:
 
         if self.quiet:
             return
-        self._progress.console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {text}", highlight=False)
+        self._progress.console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {escape(text)}", highlight=False)
 
     def update(self, done: int, total: int, note: str = "") -> None:
         with self._lock:
             if note and not self.quiet:
-                self._progress.console.print(f"[dim]{note}[/]")
+                self._progress.console.print(f"[dim]{escape(note)}[/]")
             if self._task is None or (done == 0 and note):
                 if self._task is not None:
                     self._progress.remove_task(self._task)

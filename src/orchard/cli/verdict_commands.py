@@ -98,7 +98,7 @@ def compare(old: Path, new: Path, as_json: bool, fail_on: str) -> None:
         click.echo(jsonlib.dumps(result.to_json(), indent=2))
     else:
         console = terminal_console()
-        console.print(f"{'paired' if result.paired else 'unpaired'} comparison of {new} against {old}")
+        console.print(f"{'paired' if result.paired else 'unpaired'} comparison of {new} against {old}", markup=False)
         print_decision(console, result.decision, result.warnings)
     if FailOn(fail_on).fails(result.decision.verdict):
         sys.exit(1)
@@ -143,9 +143,8 @@ def calibrate(suite_path: Path, baseline: Path, runs: int | None, as_json: bool,
         click.echo(json.dumps(cal.to_json(), indent=2))
         return
     console = terminal_console()
-    console.print(
-        f"A/A calibration of suite {suite.name}: {cal.runs} pairs, seed {cal.seed}, machine {cal.machine_fingerprint}"
-    )
+    console.print(f"A/A calibration of suite {suite.name}: {cal.runs} pairs, seed {cal.seed}, "
+                  f"machine {cal.machine_fingerprint}", markup=False)
     console.print(calibration_table(cal))
 
 
