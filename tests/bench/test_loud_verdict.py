@@ -76,19 +76,27 @@ def test_extra_looks_spend_part_of_alpha_and_no_more() -> None:
 
 
 def test_an_open_metric_goes_on_and_a_hopeless_one_stops() -> None:
-    """Past `runs`, only a metric whose estimate lies beyond its floor while its interval straddles it goes on;
-    the verdict says how many pairs it took and why."""
+    """Past `runs`, only a metric whose estimate lies beyond its floor while its interval straddles it, and
+    that could clear the floor by the last extra look were the change a standard error larger, goes on; the verdict says how
+    many pairs it took and why."""
     plan = AdaptivePlan(8, 20, 0.05, extra_runs=20)
     noise = {WALL.key: calibration.MetricCalibration(0.01, False, SD, 0.0, (-0.05, 0.05), 40).noise()}
-    ratios = np.exp(np.linspace(-0.2, 0.2, 20) + 0.06)  # estimate +6%, interval about +-8%
-    beyond = decide_metrics([WALL], {WALL.key: (np.ones(20), ratios)}, noise, plan.alpha_at(20) or 0.0)
-    (why,) = open_metrics(beyond)
+
+    def at_runs(spread: float, shift: float) -> list[MetricResult]:
+        ratios = np.exp(np.linspace(-spread, spread, 20) + shift)
+        return decide_metrics([WALL], {WALL.key: (np.ones(20), ratios)}, noise, plan.alpha_at(20) or 0.0)
+
+    beyond = at_runs(0.18, 0.06)  # estimate +6%, interval [-0.6%, +13.5%]
+    (why,) = open_metrics(beyond, plan.last)
     assert beyond[0].verdict == MetricVerdict.UNCLEAR and "estimate +6" in why and "beyond its floor 1.00%" in why
     assert not plan.stops(20, beyond)
     (line,) = extension_note(32, 20, [why])
     assert line.startswith("measured 32 pairs, past runs = 20, because loud/wall_ms: estimate +6")
-    inside = decide_metrics([WALL], {WALL.key: (np.ones(20), ratios / np.exp(0.06))}, noise, 0.02)
-    assert open_metrics(inside) == [] and plan.stops(20, inside)
+    inside = at_runs(0.18, 0.0)  # the estimate inside the floor: hopeless
+    assert open_metrics(inside, plan.last) == [] and plan.stops(20, inside)
+    too_wide = at_runs(0.40, 0.03)  # 20 more pairs would not narrow [-11.1%, +19.4%] enough to clear 1%
+    assert too_wide[0].verdict == MetricVerdict.UNCLEAR and open_metrics(too_wide, plan.last) == []
+    assert open_metrics(too_wide, 80) != []  # 60 more would
     assert extension_note(20, 20, []) == []
 
 
@@ -171,7 +179,7 @@ def test_a_campaign_goes_on_past_runs_while_a_metric_is_open() -> None:
     measures on to its extra looks and says why; with `extra_runs = 0`, or an estimate inside the floor, it
     stops at 20 as before."""
     rng = np.random.default_rng(3)
-    ratios = np.exp(np.concatenate([rng.permutation(np.linspace(-0.2, 0.2, 20)) + 0.06,
+    ratios = np.exp(np.concatenate([rng.permutation(np.linspace(-0.18, 0.18, 20)) + 0.06,
                                     rng.normal(0.06, 0.05, 20)]))
     measured, run = scripted(ratios, extra_runs=20)
     assert measured.pairs in (30, 40) and run == measured.pairs + 1  # the warm-up pair besides

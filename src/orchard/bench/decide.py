@@ -49,6 +49,7 @@ def paired_differences(baseline: stats.Values, candidate: stats.Values) -> tuple
 
 
 EXTRA_SHARE = 0.5  # of alpha, kept for the extra looks when a campaign may go on past `runs`
+REACH_SE = 1.0  # an open metric is within reach if a change this many standard errors beyond its estimate would clear
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ class AdaptivePlan:
     def stops(self, n: int, metrics: Sequence[MetricResult]) -> bool:
         """Whether the campaign stops after its look at n pairs: settled, past `max_runs` with nothing open, or at
         its last pair."""
-        return settled(metrics) or n >= self.last or (n >= self.max_runs and not open_metrics(metrics))
+        return settled(metrics) or n >= self.last or (n >= self.max_runs and not open_metrics(metrics, self.last))
 
 
 def _geometric(start: int, end: int) -> list[int]:
@@ -284,19 +285,31 @@ def settled(metrics: Sequence[MetricResult]) -> bool:
     )
 
 
-def open_metrics(metrics: Sequence[MetricResult]) -> list[str]:
-    """Why a campaign at the end of its regular looks goes on: each metric neither settled nor hopeless.
+def open_metrics(metrics: Sequence[MetricResult], last: int) -> list[str]:
+    """Why a campaign at the end of its regular looks goes on to `last` pairs: each metric neither settled nor
+    hopeless.
 
-    Open means inconclusive with its estimate beyond the floor (so more pairs may clear it) while its interval
-    still straddles the floor; an estimate inside the floor is hopeless (more pairs would at best tighten an
-    interval around a change too small to claim). Nothing is open once the campaign is settled.
+    Open means inconclusive with its estimate beyond the floor while its interval still straddles the floor,
+    and within reach: were the change one standard error larger than its estimate, the interval's side
+    towards the floor, narrowed as sqrt(n / last), would clear it by `last`. An estimate inside the floor,
+    or too far from clearing it for the pairs left, is hopeless: more pairs would not settle it (a null
+    effect on a loud machine, whose estimate wanders a few percent beyond a small floor). Nothing is open
+    once the campaign is settled.
     """
     if settled(metrics):
         return []
     return [f"{m.key}: estimate {m.effect:+.2%} beyond its floor {m.floor:.2%}, interval "
-            f"[{m.interval[0]:+.2%}, {m.interval[1]:+.2%}] straddling it"
-            for m in metrics if m.verdict == MetricVerdict.UNCLEAR and m.method == Method.HODGES_LEHMANN
-            and m.effect is not None and m.interval is not None and abs(m.effect) > m.floor]
+            f"[{low:+.2%}, {high:+.2%}] straddling it"
+            for m in metrics if _within_reach(m, last) for low, high in [m.interval or (math.nan, math.nan)]]
+
+
+def _within_reach(m: MetricResult, last: int) -> bool:
+    if m.verdict != MetricVerdict.UNCLEAR or m.method != Method.HODGES_LEHMANN or m.effect is None \
+            or m.interval is None or abs(m.effect) <= m.floor:
+        return False
+    towards_floor = m.effect - m.interval[0] if m.effect > 0 else m.interval[1] - m.effect
+    standard_error = towards_floor / stats.z(1.0 - (1.0 - (m.confidence or 0.9)) / 2.0)
+    return abs(m.effect) + REACH_SE * standard_error - towards_floor * math.sqrt(m.n / last) > m.floor
 
 
 def extension_note(pairs: int, runs: int, why: Sequence[str]) -> list[str]:

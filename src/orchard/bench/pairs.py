@@ -246,7 +246,7 @@ def measure_pairs(runner: PairRunner, kept: tuple[Samples, RunSeries], cal: cali
             if plan.stops(index, metrics):
                 break
             if index == plan.max_runs:
-                went_on = open_metrics(metrics)
+                went_on = open_metrics(metrics, plan.last)
                 progress(index, plan.last, "going on past runs: " + "; ".join(went_on))
     return Measured(metrics, pairs, went_on=went_on)
 
