@@ -77,8 +77,8 @@ def test_extra_looks_spend_part_of_alpha_and_no_more() -> None:
 
 def test_an_open_metric_goes_on_and_a_hopeless_one_stops() -> None:
     """Past `runs`, only a metric whose estimate lies beyond its floor while its interval straddles it, and
-    that could clear the floor by the last extra look were the change a standard error larger, goes on; the verdict says how
-    many pairs it took and why."""
+    that could clear the floor by the last extra look were the change a standard error larger, goes on; the
+    verdict says how many pairs it took and why."""
     plan = AdaptivePlan(8, 20, 0.05, extra_runs=20)
     noise = {WALL.key: calibration.MetricCalibration(0.01, False, SD, 0.0, (-0.05, 0.05), 40).noise()}
 
