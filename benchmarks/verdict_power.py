@@ -27,6 +27,14 @@ judges such a file again without measuring.
 
     .venv/bin/python benchmarks/verdict_power.py [--campaigns 100] [--work-ms 20]
     .venv/bin/python benchmarks/verdict_power.py --reanalyse results/verdict-power/<stamp>.jsonl
+    .venv/bin/python benchmarks/verdict_power.py --counted [--campaigns 10] [--per-pair 2] [--counted-wall]
+
+`--counted` runs only its own section: real verdicts (`campaign.run_verdict`,
+confined) on a suite judging instructions, A/A and +0.25% instructions,
+counted per binary after a real A/A calibration, then `--per-pair` verdicts
+with per-binary counting off (as before); it reports the claims and what
+counting cost against the timed runs per verdict (docs/benchmarks-verdict.md
+section 5).
 """
 
 from __future__ import annotations
@@ -52,7 +60,8 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from orchard import confine, process
-from orchard.bench import calibration, instructions, stats
+from orchard.bench import binary_counts, calibration, instructions, stats
+from orchard.bench import campaign as bench_campaign
 from orchard.bench.confinement import UNCONFINED, RunConfinement, confine_runs
 from orchard.bench.decide import AdaptivePlan, decide_metrics, overall, settled
 from orchard.bench.environment import isolated_env
@@ -666,6 +675,136 @@ def loud(args: argparse.Namespace, seed: int, directory: Path, writer: RunWriter
     return "\n".join(parts) + "\n"
 
 
+# ---- instruction counts per binary, not per pair (issue 24 item 5) ------------------------------
+
+COUNTED_SUITE = """
+[suite]
+name = "verdict-power-counted"
+calibration_runs = {calibration_runs}
+
+[[scenario]]
+name = "work"
+command = ["{{bin}}"]
+measure = ["instructions"]
+
+[[metric]]
+name = "instructions"
+{wall}"""
+COUNTED_SHIFTS = (0.0, 0.0025)  # A/A, and a shift in instructions just past the default 0.2% floor
+
+
+def counted_binaries(directory: Path, work_ms: float, env: dict[str, str]) -> dict[float, Path]:
+    """The baseline and one wrapper per shift, sized on instructions (counted here, unconfined, once each)."""
+    _, sizing = build(directory, work_ms, env)
+    program, base = directory / "work", int(sizing["baseline_iterations"])
+    fixed, whole = (instructions.count([program, str(n)], counter=instructions.available(), env=env).instructions
+                    for n in (0, base))
+    assert fixed is not None and whole is not None, "instructions cannot be counted here"
+    per_iteration = (whole - fixed) / base
+    wrappers = {}
+    for shift in (-1.0, *COUNTED_SHIFTS):  # -1: the baseline itself
+        path = directory / f"counted-{'baseline' if shift < 0 else f'plus-{shift * 1e4:.0f}bp'}.sh"
+        path.write_text(f"#!/bin/sh\nexec {program} {base + round(max(0.0, shift) * whole / per_iteration)}\n")
+        path.chmod(0o755)
+        wrappers[shift] = path
+    return wrappers
+
+
+def counted_verdict(suite: Suite, baseline: Path, candidate: Path, seed: int, results: Path) -> dict[str, Any]:
+    """One real verdict (campaign.run_verdict, confined as the suite says): its instructions decision and costs."""
+    load = os.getloadavg()[0]
+    started = time.monotonic()
+    verdict = bench_campaign.run_verdict(suite, baseline, candidate, seed=seed, results=results)
+    total_s = time.monotonic() - started
+    rows = read_jsonl(verdict.rows)
+    counts = [r for r in rows if r.get("instructions_count_ms") is not None]
+    metric = next(m for m in verdict.metrics if m.metric == instructions.METRIC)
+    return {"verdict": str(verdict.verdict), "instructions": str(metric.verdict), "method": str(metric.method),
+            "effect": metric.effect, "pairs": verdict.pairs, "counts": len(counts),
+            "counting_s": sum(r["instructions_count_ms"] for r in counts) / 1000,
+            "timed_s": sum(r["elapsed_ms"] for r in rows if r.get("step_kind") == "measured") / 1000,
+            "total_s": total_s, "load": load}
+
+
+def with_ratios(record: dict[str, Any]) -> dict[str, Any]:
+    """Counting time over the timed runs' time, and over the rest of the verdict (sandboxes, lock, statistics)."""
+    return {**record, "ratio": record["counting_s"] / record["timed_s"],
+            "ratio_rest": record["counting_s"] / max(1e-9, record["total_s"] - record["counting_s"])}
+
+
+def counted_report(records: Sequence[dict[str, Any]], header: list[str]) -> str:
+    """Claims on instructions per shift (Wilson), and what counting cost against the timed runs, per verdict."""
+    lines = [*header, "", "| per verdict | " + " | ".join(
+        f"{'A/A' if s == 0 else f'+{s:.2%}'} per binary" for s in COUNTED_SHIFTS) + " | per pair (today's) |",
+             "| --- |" + " ---: |" * (len(COUNTED_SHIFTS) + 1)]
+    groups = [[r for r in records if r["shift"] == s and not r["per_pair"]] for s in COUNTED_SHIFTS]
+    groups.append([r for r in records if r["per_pair"]])
+
+    def cells(name: str, cell: Callable[[list[dict[str, Any]]], str]) -> None:
+        lines.append(f"| {name} | " + " | ".join(cell(g) if g else "-" for g in groups) + " |")
+
+    def median(key: str, unit: str = "") -> Callable[[list[dict[str, Any]]], str]:
+        return lambda g: f"{statistics.median(r[key] for r in g):.2f}{unit}"
+
+    cells("verdicts (n)", lambda g: str(len(g)))
+    cells("instructions claimed (A/A: false claims)", lambda g: rate(
+        sum(r["instructions"] in ("regressed", "improved") for r in g), len(g)))
+    cells("counted per binary", lambda g: f"{sum(r['method'] == 'counted-per-binary' for r in g)}/{len(g)}")
+    cells("counting runs", median("counts"))
+    cells("pairs (after the warm-up)", median("pairs"))
+    cells("counting time, s (median)", median("counting_s"))
+    cells("timed runs' time, s (median)", median("timed_s"))
+    cells("verdict's wall time, s (median)", median("total_s"))
+    cells("counting / timed runs (median)", median("ratio", "x"))
+    cells("counting / timed runs (max)", lambda g: f"{max(r['ratio'] for r in g):.2f}x")
+    cells("counting / rest of the verdict (median)", median("ratio_rest", "x"))
+    cells("load average (1 min) at the start, median", median("load"))
+    return "\n".join(lines) + "\n"
+
+
+def counted_section(args: argparse.Namespace, seed: int, directory: Path) -> str:
+    """Real verdicts on a suite judging instructions (and `--counted-wall`: wall_ms), A/A and +0.25%, after one
+    real A/A calibration; then `--per-pair` verdicts at +0.25% with per-binary counting off, as it was before."""
+    started, rng = time.time(), random.Random(seed)
+    env = isolated_env()
+    wrappers = counted_binaries(directory, args.work_ms, env)
+    directory.chmod(0o755)  # the sandbox uid reads the binaries
+    path = directory / "suite-counted.toml"
+    path.write_text(COUNTED_SUITE.format(calibration_runs=args.counted_calibration,
+                                         wall='\n[[metric]]\nname = "wall_ms"\ntarget = false\n' if args.counted_wall
+                                         else ""))
+    suite = load_suite(path)
+    results = args.results / "verdict-power-counted"
+    load_before = os.getloadavg()[0]
+    cal = bench_campaign.calibrate(suite, wrappers[-1.0], seed=seed, results=results)
+    spread = cal.metrics[f"work/{instructions.METRIC}"].spread
+    records = []
+    for index in range(args.campaigns):
+        for shift in rng.sample(COUNTED_SHIFTS, len(COUNTED_SHIFTS)):
+            records.append(with_ratios({"shift": shift, "per_pair": False, **counted_verdict(
+                suite, wrappers[-1.0], wrappers[shift], rng.randrange(1, 2**31), results)}))
+        print(f"  counted campaign {index + 1}/{args.campaigns} done ({time.time() - started:.0f}s)", flush=True)
+    share, binary_counts.TOLERANCE_SHARE = binary_counts.TOLERANCE_SHARE, -1.0  # nothing qualifies: per pair
+    try:
+        for _ in range(args.per_pair):
+            records.append(with_ratios({"shift": COUNTED_SHIFTS[-1], "per_pair": True, **counted_verdict(
+                suite, wrappers[-1.0], wrappers[COUNTED_SHIFTS[-1]], rng.randrange(1, 2**31), results)}))
+    finally:
+        binary_counts.TOLERANCE_SHARE = share
+    with RunWriter(args.results, "verdict-power-counted") as writer:
+        for record in records:
+            writer.write(record)
+    return counted_report(records, [
+        f"machine: {json.dumps(machine_facts().to_dict())}; counter {instructions.available()}; "
+        f"{cal.env_isolation and 'runs confined as the suite says'}",
+        f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}; duration {time.time() - started:.0f}s; "
+        f"load average before {load_before:.1f}, after {os.getloadavg()[0]:.1f}; seed {seed}",
+        f"A/A calibration of {cal.runs} pairs: instructions spread {spread:.4%} over every run of the baseline; "
+        f"judged: instructions{' and wall_ms (target = false)' if args.counted_wall else ''}; "
+        f"work ~{args.work_ms} ms per run; raw records: {writer.path}",
+    ])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--campaigns", type=int, default=100, help="campaigns per shift (A/A included)")
@@ -685,10 +824,19 @@ def main() -> None:
     parser.add_argument("--loud", action="store_true", help="the loud-machine table: measure this machine's A/A "
                         "wall-time noise, replay it at 10%% and 15%% pair noise (issue 24 item 3)")
     parser.add_argument("--loud-pairs", type=int, default=200, help="A/A pairs measured for --loud")
+    parser.add_argument("--counted", action="store_true", help="only the per-binary instruction counting section: "
+                        "real verdicts, A/A and +0.25%% instructions, with what counting cost")
+    parser.add_argument("--counted-calibration", type=int, default=12, help="A/A pairs of --counted's calibration")
+    parser.add_argument("--counted-wall", action="store_true", help="--counted's suite judges wall_ms too")
+    parser.add_argument("--per-pair", type=int, default=3, help="--counted: verdicts counted per pair, for reference")
     args = parser.parse_args()
     if args.campaigns < 1:
         parser.error("--campaigns must be at least 1")
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
+    if args.counted:
+        with tempfile.TemporaryDirectory(prefix="orchard-verdict-power-") as tmp:
+            print(counted_section(args, seed, Path(tmp)))
+        return
     with tempfile.TemporaryDirectory(prefix="orchard-verdict-power-") as tmp:
         directory = Path(tmp)
         if args.reanalyse is not None:

@@ -54,6 +54,7 @@ class MetricCalibration:
     interval: tuple[float, float]
     n: int
     median: float | None = None  # the baseline's median over every A/A run
+    spread: float | None = None  # (max - min) / min over every A/A run: how far one binary's values stray
 
     def noise(self) -> MetricNoise:
         return MetricNoise(self.floor, self.deterministic, self.sd)
@@ -123,14 +124,15 @@ def compute(
         a = [p[0] for p in pairs]
         b = [p[1] for p in pairs]
         median = float(np.median(a + b))
+        spread = (max(a + b) - min(a + b)) / min(a + b) if min(a + b) > 0 else None
         if len(set(a) | set(b)) == 1:
-            result[spec.key] = MetricCalibration(0.0, True, 0.0, 0.0, (0.0, 0.0), len(a), median)
+            result[spec.key] = MetricCalibration(0.0, True, 0.0, 0.0, (0.0, 0.0), len(a), median, spread)
             continue
         scale, d = paired_differences(a, b)
-        stochastic.append((spec.key, (scale, d, median)))
+        stochastic.append((spec.key, (scale, d, median, spread)))
     failed: list[str] = []
     m = max(1, len(stochastic))
-    for key, (scale, d, median) in stochastic:
+    for key, (scale, d, median, spread) in stochastic:
         resolution = stats.hl_interval(d, 1.0 - alpha)
         check = stats.hl_interval(d, 1.0 - CHECK_ALPHA / m)
         to_rel = math.expm1 if scale == Scale.LOG_RATIO else (lambda v: v)
@@ -142,6 +144,7 @@ def compute(
             interval=(to_rel(check.low), to_rel(check.high)),
             n=len(d),
             median=median,
+            spread=spread,
         )
         if check.excludes(0.0):
             failed.append(key)

@@ -261,7 +261,8 @@ def _warnings(
     if cal.age_s() > 7 * 86400:
         notes.append(f"the calibration is {cal.age_text()} old: consider `orchard calibrate` again")
     measured, _ = samples.measured()
-    unmeasured = sorted({spec.key for spec in samples.specs} - {spec.key for spec in measured})
+    unmeasured = sorted({spec.key for spec in samples.specs} - {spec.key for spec in measured}
+                        - {metric.key for metric in decision.metrics})  # counted per binary: judged, not paired
     if unmeasured and decision.metrics:
         notes.append(f"unmeasured here (null in rows), not judged: {', '.join(unmeasured)}")
     for metric in decision.metrics:

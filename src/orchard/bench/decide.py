@@ -113,7 +113,7 @@ def _geometric(start: int, end: int) -> list[int]:
     return points
 
 
-def _classify(low: float, high: float, floor: float, matters: float) -> MetricVerdict:
+def classify(low: float, high: float, floor: float, matters: float) -> MetricVerdict:
     """Classify an interval on the bad-is-positive scale: changes clear the floor, no change stays within `matters`."""
     if low > floor:
         return MetricVerdict.REGRESSED
@@ -204,7 +204,7 @@ def decide_metrics(
         mde = stats.minimum_detectable_effect(stats.robust_sd(bad), len(bad), level, floor_scaled)
         judged = replace(
             results[spec.key],
-            verdict=_classify(interval.low, interval.high, floor_scaled, _from_relative(scale, spec.matters)),
+            verdict=classify(interval.low, interval.high, floor_scaled, _from_relative(scale, spec.matters)),
             effect=_to_relative(scale, sign * estimate),
             interval=(_to_relative(scale, low), _to_relative(scale, high)),
             confidence=interval.confidence if math.isfinite(interval.low) else 1.0 - 2.0 * level, p_value=p,
@@ -242,7 +242,7 @@ def decide_unpaired(
         sign = spec.bad_sign
         floor = _from_relative(scale, spec.min_floor)
         low, high = sorted((sign * interval.low, sign * interval.high))
-        verdict = _classify(low, high, floor, _from_relative(scale, spec.matters))
+        verdict = classify(low, high, floor, _from_relative(scale, spec.matters))
         results.append(_result(
             spec, verdict=verdict, method=Method.UNPAIRED, scale=scale,
             effect=_to_relative(scale, estimate), interval=(_to_relative(scale, interval.low),

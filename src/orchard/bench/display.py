@@ -67,6 +67,8 @@ def bounds_text(low: float, high: float) -> str:
 def confidence_text(metric: MetricResult) -> str:
     if metric.method == Method.EXACT:
         return " exact"
+    if metric.method == Method.COUNTED:
+        return f" counted {metric.n}x per binary"
     if metric.confidence and interval_text(metric) != NO_INTERVAL:
         return f" @{metric.confidence:.0%}"
     return ""

@@ -34,6 +34,7 @@ import functools
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -61,11 +62,13 @@ class Count:
     counter: Counter | None
     failure: str = ""
     estimated_cycles: int | None = None  # only when the cache simulation was asked for
+    elapsed_ms: float | None = None  # what the counting run cost, sandbox included (None: nothing ran)
 
     def row_fields(self) -> dict[str, object]:
         return {
             METRIC: self.instructions,
             "instructions_counter": None if self.counter is None else str(self.counter),
+            **({"instructions_count_ms": round(self.elapsed_ms, 3)} if self.elapsed_ms is not None else {}),
             **({"instructions_failure": self.failure} if self.failure else {}),
             **({CYCLES: self.estimated_cycles, "estimated_cycles_formula": CYCLES_FORMULA}
                if self.estimated_cycles is not None else {}),
@@ -166,14 +169,16 @@ def count(
             ]
         # the timeout scales with the counter's slowdown: cachegrind runs a program 20-100x slower
         limit = None if timeout_s is None else timeout_s * (2 if counter is Counter.PERF else 100)
+        started = time.monotonic()
         capture = process.run(confine(wrapped, Path(scratch)), cwd=cwd, env=env, timeout_s=limit,
                               admitted_chars=64 * 1024)
+        elapsed_ms = (time.monotonic() - started) * 1000.0
         if capture.timed_out:
-            return Count(None, counter, f"{counter} run timed out")
+            return Count(None, counter, f"{counter} run timed out", elapsed_ms=elapsed_ms)
         events = None if counter is Counter.PERF else _cachegrind_events(Path(scratch))
         value = _perf_value(capture.stderr_text) if counter is Counter.PERF else (events or {}).get("Ir")
     if value is None:
-        return Count(
-            None, counter, f"{counter} gave no count (exit {capture.returncode}): {capture.stderr_text[-200:]}"
-        )
-    return Count(value, counter, estimated_cycles=estimated_cycles(events or {}) if cycles else None)
+        return Count(None, counter, f"{counter} gave no count (exit {capture.returncode}): "
+                     f"{capture.stderr_text[-200:]}", elapsed_ms=elapsed_ms)
+    return Count(value, counter, estimated_cycles=estimated_cycles(events or {}) if cycles else None,
+                 elapsed_ms=elapsed_ms)

@@ -13,6 +13,7 @@ from typing import Any
 from orchard.bench import calibration as calibration_cache
 from orchard.bench import rows as rowlib
 from orchard.bench.binary import binary_sha256
+from orchard.bench.binary_counts import BinaryCounts
 from orchard.bench.decide import AdaptivePlan, decide_metrics, open_metrics
 from orchard.bench.first_runs import RunSeries
 from orchard.bench.gates import GateTracker
@@ -24,6 +25,7 @@ from orchard.bench.verdict import (
     GateResult,
     MetricResult,
     MetricSpec,
+    MetricVerdict,
     Unjudged,
 )
 from orchard.errors import OrchardError, UsageError
@@ -102,6 +104,7 @@ class PairRunner:
         self.lock = MeasurementLock(f"orchard {lane} {suite.name}")
         self.tracker = GateTracker(suite.gates, suite.scenarios)
         self.metric_names = {spec.metric for spec in suite.metrics} | set(suite.recorded_only)
+        self.per_binary: set[str] = set()  # scenarios whose instructions are counted per binary, not per pair
         self.subjects = {
             role: {
                 "name": role,
@@ -146,7 +149,10 @@ class PairRunner:
         for scenario, seen in measured:
             for role, observation in seen.items():
                 # untimed instruction counts after the lock is released: they do not move with load
-                count_instructions(self.bench, scenario, self.binaries[role], observation)
+                if scenario.name in self.per_binary:
+                    observation.row["instructions_counting"] = "per binary"
+                else:
+                    count_instructions(self.bench, scenario, self.binaries[role], observation)
                 self.writer.write(observation.row)
             base, cand = seen["baseline"], seen["candidate"]
             _check_comparable(base, cand)
@@ -213,9 +219,12 @@ def measure_pairs(runner: PairRunner, kept: tuple[Samples, RunSeries], cal: cali
 
     A gate failed, a failed baseline run or rows not comparable end the campaign at that pair. Every run, the
     warm-up's too, goes into the run series (a first run unlike the later ones is state between runs);
-    `between_pairs` re-checks the binaries after each pair.
+    `between_pairs` re-checks the binaries after each pair. Scenarios whose counts the A/A campaign found
+    deterministic are counted per binary at the first look (`binary_counts.py`), not in every pair.
     """
     samples, series = kept
+    counts = BinaryCounts(runner.suite, cal, runner.bench, runner.binaries, runner.writer, runner.base_meta)
+    runner.per_binary = counts.scenarios
     metrics: list[MetricResult] = []
     went_on: list[str] = []
     pairs = 0
@@ -241,9 +250,13 @@ def measure_pairs(runner: PairRunner, kept: tuple[Samples, RunSeries], cal: cali
         progress(index, plan.max_runs, "")
         level = plan.alpha_at(index)
         if level is not None:
+            counted = {m.key: m for m in counts.judge(index, samples.values)}
             specs, values = samples.measured()
-            metrics = decide_metrics(specs, values, _noise_for(cal, specs), level)
-            if plan.stops(index, metrics):
+            decided = {m.key: counts.note(m) for m in decide_metrics(specs, values, _noise_for(cal, specs), level)}
+            judged = {**decided, **counted}
+            metrics = [judged[spec.key] for spec in runner.suite.metrics if spec.key in judged]
+            # a count per binary is final: more pairs do not change it
+            if plan.stops(index, [m for m in metrics if m.key not in counted or m.verdict != MetricVerdict.UNCLEAR]):
                 break
             if index == plan.max_runs:
                 went_on = open_metrics(metrics, plan.last)

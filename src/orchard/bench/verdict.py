@@ -75,6 +75,7 @@ class Method(StrEnum):
     HODGES_LEHMANN = "hodges-lehmann"
     UNPAIRED = "hodges-lehmann-unpaired"
     EXACT = "exact"
+    COUNTED = "counted-per-binary"  # a few instruction counts of each binary, within the A/A spread
     UNSTATED = ""
 
 
