@@ -8,6 +8,7 @@ spending and decision are the library's own.
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -153,6 +154,9 @@ class ScriptedRunner:
     def __init__(self, baseline: np.ndarray, candidate: np.ndarray) -> None:
         self.values = list(zip(baseline, candidate, strict=True))
         self.pairs_run = 0
+        # what the per-binary instruction counts read: no scenario of this suite counts instructions
+        self.suite = SimpleNamespace(scenarios=(), metrics=(WALL,))
+        self.bench, self.binaries, self.writer, self.base_meta, self.per_binary = None, {}, None, {}, set()
 
     def run_pair(self, index: int, warmup: bool) -> list[tuple[Observation, Observation, list[object]]]:
         a, b = self.values[index]
