@@ -306,6 +306,11 @@ def test_no_claim_below_the_noise_floor(green: list[Check], verdicts: dict[str, 
     again = decide(green, promising, [])
     assert again.decision == Decision.ITERATE and again.rule is None
     assert again.reasons[0].startswith("promising but unclear")
+    # beyond the floor but within half its MDE: what a null effect's estimate does on a loud machine (the demo's
+    # single-write at load 17), killed below the floor, not iterated
+    noisy = verdict_of([metric("report/wall_ms", "inconclusive", -0.098, interval=(-0.21, 0.048), floor=0.03,
+                               mde=0.219)])
+    assert decide(green, noisy, []).rule == Rule.FLOOR
     # the good side depends on the metric's direction: higher-is-better moving down is not promising
     wrong_way = verdict_of(
         [metric("report/throughput", "inconclusive", -0.06, interval=(-0.12, 0.01), direction="higher")]
