@@ -4,7 +4,9 @@
 #   make test       lint, then the fast tier (everything not marked slow) in 4 pytest-xdist workers,
 #                   each test file on one worker (its module fixtures built once); 4, not one per
 #                   core: the tests mostly wait (on processes, polls, the shared measurement lock)
-#   make test-slow  the slow tier: whole lab runs, a browser, dask clusters, long measurements
+#   make test-slow  the slow tier: whole lab runs, a browser, dask clusters, long measurements, in 2
+#                   workers by file (measured runs of both take turns on the run's lock, as in the fast
+#                   tier); its 30 slowest cases are printed, so a CI log says where the time went
 #   make test-all   both tiers
 #   make agents     the pinned agent CLIs the tests run for real, into .agents/ (.ci/agents; the test
 #                   targets call it; a CLI that cannot install is skipped by its tests, with the reason)
@@ -16,8 +18,10 @@ STAMP := $(VENV)/.orchard-installed
 OTAVA := apache-otava==0.8.0
 # pytest rewrites the asserts of every module of a package that declares a plugin (hypothesis,
 # libtmux, anyio, ... : 157 modules, ~5 s per process, paid again by each xdist worker); with
-# autoload off it loads only the plugins the tests use, named here.
-PYTEST := PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(BIN)/python -m pytest -p xdist.plugin -p pytest_timeout \
+# autoload off it loads only the plugins the tests use, named here. Bytecode is written even where the
+# environment says not to (PYTHONDONTWRITEBYTECODE=1): else every `orchard` a test starts compiles
+# orchard's modules again (~0.2 s of CPU each) and every worker rewrites every test module's asserts.
+PYTEST := PYTHONDONTWRITEBYTECODE= PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(BIN)/python -m pytest -p xdist.plugin -p pytest_timeout \
 	-p _hypothesis_pytestplugin
 
 .PHONY: lint agents test test-slow test-all demo clean
@@ -41,7 +45,7 @@ test: lint agents
 	$(PYTEST) -n 4 --dist loadfile
 
 test-slow: $(STAMP) agents
-	$(PYTEST) -m slow
+	$(PYTEST) -m slow -n 2 --dist loadfile --durations=30
 
 test-all: test test-slow
 

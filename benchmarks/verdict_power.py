@@ -72,7 +72,7 @@ from orchard.bench.shared_campaign import hopeless, shared_plan
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import Suite
 from orchard.bench.suite_reader import load_suite
-from orchard.bench.verdict import MetricNoise, VerdictWord
+from orchard.bench.verdict import MetricNoise, MetricSpec, VerdictWord
 from orchard.jsonlines import read_jsonl
 
 WORK_C = r"""
@@ -642,6 +642,165 @@ def simulate_shared(suite: Suite, pair_noise: float, campaigns: int, seed: int) 
     return "\n".join(lines) + "\n"
 
 
+# ---- the loud machine (issue 24 item 3): orchard beside the peers at 10% and 15% pair noise ---------------------
+
+LOUD_SHIFTS = (0.0, 0.05, 0.10)
+LOUD_NOISE = (0.10, 0.15)
+LOUD_RUNS, LOUD_EXTRA = 20, 20  # the suite defaults: `runs`, and `extra_runs` (as many again)
+LOUD_RULES = (
+    "orchard verdict",
+    "orchard before issue 24 (A/A half-width floor, no extra pairs)",
+    "Welch t-test 5%, unpaired, first 20 pairs",
+    "Mann-Whitney U 5%, unpaired, first 20 pairs",
+    "bootstrap 95% CI beyond 1%, unpaired, first 20 pairs",
+    "t-test 5% on the pairs' log-ratios, first 20 pairs",
+    "Wilcoxon signed-rank 5% on the pairs, first 20 pairs",
+    "bootstrap 95% CI of the mean log-ratio beyond 1%, first 20 pairs",
+    "t-test 5% on the pairs' log-ratios, all 40 pairs",
+    "Wilcoxon signed-rank 5% on the pairs, all 40 pairs",
+    "bootstrap 95% CI of the mean log-ratio beyond 1%, all 40 pairs",
+)
+
+
+def paired_t(a: list[float], b: list[float]) -> str | None:
+    """The t-test on the pairs' log-ratios, two-sided 5%: the peers' test given orchard's pairing."""
+    d = np.log(np.asarray(b) / np.asarray(a))
+    return direction(a, b) if scipy_stats.ttest_1samp(d, 0.0).pvalue < 0.05 else None
+
+
+def signed_rank(a: list[float], b: list[float]) -> str | None:
+    d = np.log(np.asarray(b) / np.asarray(a))
+    return direction(a, b) if scipy_stats.wilcoxon(d).pvalue < 0.05 else None
+
+
+def paired_bootstrap(rng: np.random.Generator) -> Callable[[list[float], list[float]], str | None]:
+    def judge(a: list[float], b: list[float]) -> str | None:
+        d = np.log(np.asarray(b) / np.asarray(a))
+        means = d[rng.integers(0, len(d), (BOOTSTRAP_RESAMPLES, len(d)))].mean(axis=1)
+        low, high = np.expm1(np.percentile(means, [2.5, 97.5]))
+        return REGRESSION if low > 0.01 else IMPROVEMENT if high < -0.01 else None
+
+    return judge
+
+
+@dataclass
+class LoudPool:
+    """Measured A/A pairs of this machine, as (mean log, half log-ratio) per pair: what the campaigns replay.
+
+    A pair's mean is what both of its runs shared (the machine's state then); its half log-ratio the noise
+    between them. Replaying scales the half-ratios to the target pair noise and keeps the shared part, so the
+    unpaired peers see the machine's real spread between pairs, and every rule sees the same samples.
+    """
+
+    means: np.ndarray
+    halves: np.ndarray
+
+    @property
+    def sd(self) -> float:
+        return stats.robust_sd(2 * self.halves)
+
+    def campaign(self, rng: np.random.Generator, n: int, noise: float, shift: float) -> tuple[np.ndarray, np.ndarray]:
+        """n pairs drawn with replacement, each in a random order (sign), log-ratio SD `noise`, shifted."""
+        index = rng.integers(0, len(self.means), n)
+        half = self.halves[index] * rng.choice([-1.0, 1.0], n) * noise / self.sd
+        return np.exp(self.means[index] - half), np.exp(self.means[index] + half + math.log1p(shift))
+
+
+def loud_orchard(plan: AdaptivePlan, noise: dict[str, MetricNoise], spec: MetricSpec,
+                 a: np.ndarray, b: np.ndarray) -> tuple[str, int]:
+    """orchard's verdict as `pairs.measure_pairs` reaches it under `plan`: (verdict, pairs used)."""
+    metrics: list[Any] = []
+    for n in range(1, plan.last + 1):
+        level = plan.alpha_at(n)
+        if level is None:
+            continue
+        metrics = decide_metrics([spec], {spec.key: (a[:n], b[:n])}, noise, level)
+        if plan.stops(n, metrics):
+            break
+    return overall(metrics, []).verdict, n
+
+
+def loud_campaigns(spec: MetricSpec, pool: LoudPool, noise_sd: float, campaigns: int,
+                   seed: int) -> dict[float, Tally]:
+    """Every rule on the same replayed campaigns; each campaign calibrates on its own 40 replayed A/A pairs."""
+    rng = np.random.default_rng(seed)
+    boot, paired_boot = criterion_rule(np.random.default_rng(seed + 1)), paired_bootstrap(np.random.default_rng(seed))
+    plan = AdaptivePlan(8, LOUD_RUNS, 0.05, LOUD_EXTRA)
+    before = AdaptivePlan(8, LOUD_RUNS, 0.10)  # one-sided 5% per claim, as the verdict tested before
+    tallies = {shift: Tally() for shift in LOUD_SHIFTS}
+    for shift in LOUD_SHIFTS:
+        tally = tallies[shift]
+        for _ in range(campaigns):
+            cal_a, cal_b = pool.campaign(rng, 40, noise_sd, 0.0)
+            cal, _ = calibration.compute([spec], {spec.key: (list(cal_a), list(cal_b))}, 0.05)
+            d = np.log(cal_b / cal_a)
+            old = stats.hl_interval(d, 0.90)
+            old_noise = {spec.key: MetricNoise(math.expm1((old.high - old.low) / 2), False, stats.robust_sd(d))}
+            a, b = pool.campaign(rng, plan.last, noise_sd, shift)
+            tally.campaigns += 1
+            tally.noise.append(stats.robust_sd(np.log(b / a)))
+            verdict, used = loud_orchard(plan, {spec.key: cal[spec.key].noise()}, spec, a, b)
+            tally.verdicts[verdict] += 1
+            tally.pairs_used.append(used)
+            claims = {VerdictWord.REGRESSED: REGRESSION, VerdictWord.PASS: IMPROVEMENT}
+            tally.add(LOUD_RULES[0], claims.get(VerdictWord(verdict)))
+            tally.add(LOUD_RULES[1], claims.get(VerdictWord(loud_orchard(before, old_noise, spec, a, b)[0])))
+            for offset, n, rules in ((2, LOUD_RUNS, (welch, mann_whitney, boot)),
+                                     (5, LOUD_RUNS, (paired_t, signed_rank, paired_boot)),
+                                     (8, plan.last, (paired_t, signed_rank, paired_boot))):
+                for rule, decide in zip(LOUD_RULES[offset:offset + 3], rules, strict=True):
+                    tally.add(rule, decide(list(a[:n]), list(b[:n])))
+    return tallies
+
+
+def loud_report(noise_sd: float, tallies: dict[float, Tally]) -> str:
+    lines = [f"#### {noise_sd:.0%} pair noise", ""]
+    cells = [f"{label(s)}: {'false claims' if s == 0 else 'detected'} (n={tallies[s].campaigns})"
+             for s in LOUD_SHIFTS]
+    lines += ["| rule | " + " | ".join(cells) + " |", "| --- |" + " ---: |" * len(LOUD_SHIFTS)]
+    for rule in LOUD_RULES:
+        row = []
+        for shift in LOUD_SHIFTS:
+            claims = tallies[shift].claims.get(rule, Counter())
+            hits = sum(claims[c] for c in (REGRESSION, IMPROVEMENT)) if shift == 0 else claims[REGRESSION]
+            row.append(rate(hits, tallies[shift].campaigns))
+        lines.append(f"| {rule} | " + " | ".join(row) + " |")
+    used = " | ".join(f"{np.mean(tallies[s].pairs_used):.1f}" for s in LOUD_SHIFTS)
+    lines += ["", f"orchard's mean pairs used: {used} (A/A, +5%, +10%); verdicts: "
+              + "; ".join(f"{label(s)} " + ", ".join(f"{v} {c}" for v, c in sorted(tallies[s].verdicts.items()))
+                         for s in LOUD_SHIFTS)]
+    return "\n".join(lines)
+
+
+def loud(args: argparse.Namespace, seed: int, directory: Path, writer: RunWriter) -> str:
+    """Measure this machine's wall-time noise on A/A pairs of the workload, then replay it at 10% and 15%."""
+    started, load_before = time.time(), os.getloadavg()
+    env = isolated_env()
+    binaries, _ = build(directory, args.work_ms, env)
+    lab = Lab(directory, binaries, env, MeasurementLock("benchmarks/verdict_power.py --loud"), writer,
+              random.Random(seed), None)
+    rows = lab.pairs("baseline", candidate_name(0.0), args.loud_pairs, {"phase": "loud-aa"})
+    a, b = (np.log(np.asarray(v)) for v in paired(rows, "wall_ms"))
+    pool = LoudPool((a + b) / 2, (b - a) / 2)
+    (spec,) = suites(directory, ["wall_ms"])["wall_ms"].metrics
+    load_after = os.getloadavg()
+    parts = [
+        f"machine: {json.dumps(machine_facts().to_dict())}",
+        f"measured {args.loud_pairs} A/A wall_ms pairs of a ~{args.work_ms:.0f} ms CPU-bound program on "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))} in {time.time() - started:.0f}s, load "
+        f"average {load_before[0]:.1f} before, {load_after[0]:.1f} after; lock waits "
+        f"{lab.lock.total_wait_ms / 1000:.1f}s; raw rows {writer.path}",
+        f"measured pair noise (robust SD of log b/a): {pool.sd:.2%}; replayed at "
+        f"{', '.join(f'{n:.0%}' for n in LOUD_NOISE)} "
+        f"with {args.campaigns} campaigns per shift, seed {seed}",
+        "",
+    ]
+    for noise_sd in LOUD_NOISE:
+        parts += [loud_report(noise_sd, loud_campaigns(spec, pool, noise_sd, args.campaigns, seed)), ""]
+    parts.append("Rates with 95% Wilson intervals; A/A counts a claim in either direction, the shifts 'slower' claims.")
+    return "\n".join(parts) + "\n"
+
+
 # ---- instruction counts per binary, not per pair (issue 24 item 5) ------------------------------
 
 COUNTED_SUITE = """
@@ -792,6 +951,9 @@ def main() -> None:
     )
     parser.add_argument("--simulate-shared", default=None, metavar="NOISES", help="simulate shared-baseline "
                         "campaigns at these pair noises (e.g. 0.03,0.10,0.15) instead of measuring")
+    parser.add_argument("--loud", action="store_true", help="the loud-machine table: measure this machine's A/A "
+                        "wall-time noise, replay it at 10%% and 15%% pair noise (issue 24 item 3)")
+    parser.add_argument("--loud-pairs", type=int, default=200, help="A/A pairs measured for --loud")
     parser.add_argument("--counted", action="store_true", help="only the per-binary instruction counting section: "
                         "real verdicts, A/A and +0.25%% instructions, with what counting cost")
     parser.add_argument("--counted-calibration", type=int, default=12, help="A/A pairs of --counted's calibration")
@@ -817,6 +979,12 @@ def main() -> None:
             rows = read_jsonl(args.reanalyse)
             header = [f"re-analysis of {args.reanalyse} ({len(rows)} rows), bootstrap seed {seed}"]
             print(full_report(rows, header, seed, directory, args.metrics.split(",")))
+            return
+        if args.loud:
+            with RunWriter(args.results, "verdict-power-loud") as writer:
+                text = loud(args, seed, directory, writer)
+                writer.summary = lambda rows: text
+            print(text)
             return
         with RunWriter(args.results, "verdict-power") as writer:
             header = measure(args, seed, directory, writer)

@@ -5,6 +5,8 @@ line, the real CLI runs inside orchard's sandbox with a scratch HOME, makes
 the change through its own Read, Edit, Bash and Write tools, and the change
 is judged like any other. What the CLI sent (the rendered prompt, the tools
 offered) is read back from the endpoint's log.
+
+A whole lab with a real CLI (~20 s): the slow tier, beside the claude labs.
 """
 
 from __future__ import annotations
@@ -13,10 +15,14 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from orchard.lab.db.state import LabState
 from tests.agents import clis
 from tests.agents.endpoint import ScriptedEndpoint
 from tests.agents.labs import agent_env, orchard, small_lab
+
+pytestmark = pytest.mark.slow
 
 
 def test_one_claude_worker_edits_builds_reports_and_its_change_lands(

@@ -92,15 +92,16 @@ def test_a_pyperf_file_is_named_as_one(tmp_path: Path) -> None:
     assert 'format = "pyperf"' in result.stderr and "Traceback" not in result.stderr
 
 
-def test_runs_that_do_not_line_up_are_compared_unpaired_with_a_warning(lab: Path) -> None:
-    old = _bench_run(lab, "fast", 8, "old")
-    new = _bench_run(lab, "slow", 6, "new")
-    report = json.loads(orchard("compare", old, new, "--json", cwd=lab).stdout)
+def test_runs_that_do_not_line_up_are_compared_unpaired_with_a_warning(tmp_path: Path) -> None:
+    # written rows, not measured ones: the unpaired path is the point, and the slow tier measures real bench runs
+    old = _rows(tmp_path / "old.jsonl", 100.0, [2.0 * i for i in range(8)])
+    new = _rows(tmp_path / "new.jsonl", 250.0, [2.0 * i + 1 for i in range(6)])
+    report = json.loads(orchard("compare", old, new, "--json", cwd=tmp_path).stdout)
     assert report["paired"] is False
     assert any("do not line up" in w and "compared unpaired" in w for w in report["warnings"])
     cpu = next(m for m in report["metrics"] if m["metric"] == "cpu_ms")
     assert cpu["method"] == "hodges-lehmann-unpaired" and cpu["verdict"] == "regressed"
-    text = orchard("compare", old, new, cwd=lab)
+    text = orchard("compare", old, new, cwd=tmp_path)
     assert "unpaired comparison" in text.stdout and "warning:" in text.stdout
 
 

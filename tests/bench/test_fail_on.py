@@ -79,7 +79,8 @@ def test_fail_on_picks_the_exit_code(lab: Path, candidate: str, verdict: str, co
         )
         assert json.loads(result.stdout)["verdict"] == verdict, result.stderr
         assert result.returncode == expected, (policy, result.stderr)
-    default = orchard("verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", candidate, cwd=lab)
+    default = orchard("verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", candidate,
+                      "--no-confine", cwd=lab)
     assert default.returncode == codes["regressed"]
 
 

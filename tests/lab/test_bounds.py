@@ -238,12 +238,16 @@ def test_a_scope_outside_the_target_is_refused(lab: Path) -> None:
     assert _database(lab) == before
 
 
-def test_a_lab_db_that_is_a_directory_is_refused(tmp_path: Path, target_repo_module: Path) -> None:
-    root = _lab(tmp_path, target_repo_module, {})
-    (root / "lab.db").unlink()
-    (root / "lab.db").mkdir()
-    for command in ("run",), ("status",), ("backlog", "list"):
-        _one_line(_orchard(*command, root), f"{root / 'lab.db'}: not a lab database (not a regular file)")
+def test_a_lab_db_that_is_a_directory_is_refused(lab: Path) -> None:
+    kept = lab.parent / "lab.db.kept"  # the module's lab, its database put back afterwards
+    (lab / "lab.db").rename(kept)
+    (lab / "lab.db").mkdir()
+    try:
+        for command in ("run",), ("status",), ("backlog", "list"):
+            _one_line(_orchard(*command, lab), f"{lab / 'lab.db'}: not a lab database (not a regular file)")
+    finally:
+        (lab / "lab.db").rmdir()
+        kept.rename(lab / "lab.db")
 
 
 def test_a_refused_run_records_nothing_not_even_its_pins_or_baseline(lab: Path) -> None:

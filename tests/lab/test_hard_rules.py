@@ -43,9 +43,9 @@ from tests.lab.loop_support import add_hypotheses, bare_candidate, metric, verdi
 SUITE = """
 [suite]
 name = "rules"
-runs = 8
-min_runs = 8
-calibration_runs = 8
+runs = 6
+min_runs = 6
+calibration_runs = 6
 
 [[scenario]]
 name = "task"
@@ -78,7 +78,7 @@ SUBJECTS = {
 
 @pytest.fixture(scope="module")
 def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Verdict]:
-    """`orchard verdict --json` of each subject against `base`, really run."""
+    """`orchard verdict --json` of each subject against `base`, really run (unconfined: the rules are the point)."""
     root = tmp_path_factory.mktemp("verdicts")
     (root / "suite.toml").write_text(SUITE)
     for name, (tokens, oracle, transport) in SUBJECTS.items():
@@ -96,7 +96,7 @@ def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Verdict]:
 
     def verdict(name: str) -> Verdict:
         result = orchard("verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", name, "--json",
-                         "--results", f"results-{name}", cwd=root, env=env)
+                         "--results", f"results-{name}", "--no-confine", cwd=root, env=env)
         assert result.returncode in (0, 1), result.stderr
         return Verdict.from_dict(json.loads(result.stdout))
 
@@ -141,7 +141,7 @@ def test_the_real_verdicts_are_the_outcomes_the_rules_are_about(verdicts: dict[s
         "networked": "ERROR",
     }
     assert verdicts["lean"].metrics[0].effect == pytest.approx(-0.25)
-    assert verdicts["lean"].metrics[0].n >= 8
+    assert verdicts["lean"].metrics[0].n >= 6
 
 
 def test_green_checks_and_a_pass_land(green: list[Check], verdicts: dict[str, Verdict]) -> None:
@@ -306,6 +306,11 @@ def test_no_claim_below_the_noise_floor(green: list[Check], verdicts: dict[str, 
     again = decide(green, promising, [])
     assert again.decision == Decision.ITERATE and again.rule is None
     assert again.reasons[0].startswith("promising but unclear")
+    # beyond the floor but within half its MDE: what a null effect's estimate does on a loud machine (the demo's
+    # single-write at load 17), killed below the floor, not iterated
+    noisy = verdict_of([metric("report/wall_ms", "inconclusive", -0.098, interval=(-0.21, 0.048), floor=0.03,
+                               mde=0.219)])
+    assert decide(green, noisy, []).rule == Rule.FLOOR
     # the good side depends on the metric's direction: higher-is-better moving down is not promising
     wrong_way = verdict_of(
         [metric("report/throughput", "inconclusive", -0.06, interval=(-0.12, 0.01), direction="higher")]

@@ -3,10 +3,11 @@
 The baseline is measured against itself in pairs. Each metric's A/A interval
 must contain zero (otherwise something other than the binary moves the
 numbers: order effects, warm-up, a neighbour; that is a failed calibration,
-not a floor). Its half-width at the calibration's n is the metric's noise
-floor: a difference smaller than that is indistinguishable from measuring
-the same binary twice. Metrics that never varied are deterministic and are
-compared exactly. Results are cached per machine fingerprint and suite.
+not a floor). The offset it shows (how far its interval at the verdict's
+level lies from zero, 0 when it contains zero) is the metric's noise floor:
+claims must clear it; the noise itself is left to the verdict's own interval.
+Metrics that never varied are deterministic and are compared exactly.
+Results are cached per machine fingerprint and suite.
 
 A calibration can also live in a file the user names (`--calibration FILE`
 or the suite's `calibration` key): committed to the repository or restored
@@ -132,12 +133,11 @@ def compute(
     failed: list[str] = []
     m = max(1, len(stochastic))
     for key, (scale, d, median, spread) in stochastic:
-        resolution = stats.hl_interval(d, 1.0 - 2.0 * alpha)
+        resolution = stats.hl_interval(d, 1.0 - alpha)
         check = stats.hl_interval(d, 1.0 - CHECK_ALPHA / m)
         to_rel = math.expm1 if scale == Scale.LOG_RATIO else (lambda v: v)
-        half_width = (resolution.high - resolution.low) / 2.0
         result[key] = MetricCalibration(
-            floor=to_rel(half_width) if math.isfinite(half_width) else math.inf,
+            floor=offset_floor(to_rel(resolution.low), to_rel(resolution.high)),
             deterministic=False,
             sd=stats.robust_sd(d),
             estimate=to_rel(stats.hodges_lehmann(d)),
@@ -149,6 +149,23 @@ def compute(
         if check.excludes(0.0):
             failed.append(key)
     return result, failed
+
+
+def offset_floor(low: float, high: float) -> float:
+    """The floor a metric's claims must clear: the offset the A/A campaign showed between the baseline and
+    itself, no wider: how far its interval (at the verdict's level, 1 - alpha) lies from zero, 0 when it
+    contains zero.
+
+    The noise is the verdict's own interval's job: it is exact at the verdict's n, and each pair's order is
+    drawn at random, so the differences of one binary against itself are symmetric about zero whatever the
+    machine does, and that interval alone holds false claims to alpha. The floor only has to absorb an offset
+    beside the noise, one the A/A campaign shows. It used to be the A/A interval's half-width (about
+    1.7 SD / sqrt(n), noise counted a second time), which left real shifts unclaimed on a loud machine. Too
+    few pairs for an interval leave the floor unbounded.
+    """
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return math.inf
+    return max(0.0, low, -high)
 
 
 def cache_dir() -> Path:

@@ -19,7 +19,7 @@ from orchard.bench import calibration as calibration_cache
 from orchard.bench import instructions
 from orchard.bench.binary import check_binary
 from orchard.bench.confinement import RunConfinement, for_campaign
-from orchard.bench.decide import AdaptivePlan, advise, overall
+from orchard.bench.decide import AdaptivePlan, advise, extension_note, overall
 from orchard.bench.display import rows_summary
 from orchard.bench.first_runs import RunSeries
 from orchard.bench.gates import run_command_gates
@@ -167,6 +167,7 @@ def run_verdict(
     candidate = check_binary(candidate, "candidate")
     confinement = confinement or for_campaign(suite.confine, suite.directory, baseline, candidate)
     min_runs, max_runs = check_runs(runs, suite)
+    plan = AdaptivePlan(min_runs, max_runs, suite.alpha, suite.extra_runs)
     calibration_file = calibration_file or suite.calibration
     cal = None if recalibrate else cached_calibration(suite, calibration_file, confinement.isolation)
     cached = cal is not None
@@ -184,14 +185,14 @@ def run_verdict(
         measured = Measured()
         if refusal is None and all(g.passed for g in gates):
             assert cal is not None  # a failed calibration is a refusal
-            measured = measure_pairs(runner, (samples, series), cal, AdaptivePlan(min_runs, max_runs, suite.alpha),
-                                      progress, between_pairs)
+            measured = measure_pairs(runner, (samples, series), cal, plan, progress, between_pairs)
         refusal = refusal or measured.refusal
         runner.lock.print_total()
         metrics, flagged = series.flag(measured.metrics)
         decision = (VerdictDecision(VerdictWord.ERROR, reasons=[refusal.reason], unjudged=refusal.cause) if refusal
                     else overall(metrics, gates + measured.failed_gates))
         decision.reasons.extend(flagged if refusal is None else [])
+        decision.reasons.extend(extension_note(measured.pairs, max_runs, measured.went_on))
         warnings = runner.tracker.warnings + ([] if cal is None else
                                               verdict_warnings(runner.lock, samples, cal, decision))
         writer.write({"lane": "verdict", "step_kind": "verdict", "verdict": decision.verdict,
@@ -203,7 +204,7 @@ def run_verdict(
     return Verdict(
         verdict=decision.verdict, reasons=decision.reasons, baseline=baseline, candidate=candidate,
         metrics=label(suite, decision.metrics), gates=decision.gates, suite=str(suite.path), seed=seed,
-        pairs=measured.pairs, planned_pairs=max_runs, calibration=note, warnings=warnings,
+        pairs=measured.pairs, planned_pairs=plan.last, calibration=note, warnings=warnings,
         lock_wait_ms=runner.lock.total_wait_ms, rows=writer.path, summary=writer.summary_path,
         unjudged=decision.unjudged, confinement=confinement.note,
         advice=advise(suite.metrics, decision.metrics, cpu_share(suite, series),

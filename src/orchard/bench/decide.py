@@ -48,6 +48,10 @@ def paired_differences(baseline: stats.Values, candidate: stats.Values) -> tuple
     return Scale.ABSOLUTE, b - a
 
 
+EXTRA_SHARE = 0.5  # of alpha, kept for the extra looks when a campaign may go on past `runs`
+REACH_SE = 1.0  # an open metric is within reach if a change this many standard errors beyond its estimate would clear
+
+
 @dataclass(frozen=True)
 class AdaptivePlan:
     """When an adaptive campaign may stop, and at what level each look tests.
@@ -58,27 +62,55 @@ class AdaptivePlan:
     sample fraction (an O'Brien-Fleming-like shape: early looks stop only on
     overwhelming evidence, most of alpha is kept for the last look). The
     parts sum to alpha, so by Bonferroni the campaign keeps its error rate.
+
+    With `extra_runs`, a campaign whose metric is still open at `max_runs`
+    (`open_metrics`) may go on to `max_runs + extra_runs` pairs, looking again
+    on the same geometric steps. Those extra looks are planned from the start:
+    `EXTRA_SHARE` of alpha is theirs (cube-weighted among them), the regular
+    looks share the rest as before, so every look together still spends alpha.
     """
 
     min_runs: int
     max_runs: int
     alpha: float = DEFAULT_ALPHA
+    extra_runs: int = 0
 
     @property
     def looks(self) -> list[int]:
-        points = [min(self.min_runs, self.max_runs)]
-        while points[-1] < self.max_runs:
-            step = math.ceil(points[-1] * 1.5)
-            points.append(self.max_runs if step * 1.25 > self.max_runs else step)
-        return points
+        """The regular looks, up to `max_runs`."""
+        return _geometric(min(self.min_runs, self.max_runs), self.max_runs)
+
+    @property
+    def extra_looks(self) -> list[int]:
+        """The looks past `max_runs`, taken only while some metric is open."""
+        return _geometric(self.max_runs, self.last)[1:] if self.extra_runs > 0 else []
+
+    @property
+    def last(self) -> int:
+        return self.max_runs + max(0, self.extra_runs)
 
     def alpha_at(self, n: int) -> float | None:
         """The level of the look at n pairs, or None if n is not a look."""
-        points = self.looks
-        if n not in points:
-            return None
-        weights = [(p / points[-1]) ** 3 for p in points]
-        return self.alpha * weights[points.index(n)] / sum(weights)
+        share = EXTRA_SHARE if self.extra_looks else 0.0
+        for points, part in ((self.looks, 1.0 - share), (self.extra_looks, share)):
+            if n in points:
+                weights = [(p / points[-1]) ** 3 for p in points]
+                return self.alpha * part * weights[points.index(n)] / sum(weights)
+        return None
+
+    def stops(self, n: int, metrics: Sequence[MetricResult]) -> bool:
+        """Whether the campaign stops after its look at n pairs: settled, past `max_runs` with nothing open, or at
+        its last pair."""
+        return settled(metrics) or n >= self.last or (n >= self.max_runs and not open_metrics(metrics, self.last))
+
+
+def _geometric(start: int, end: int) -> list[int]:
+    """Look points from `start` to `end`, x1.5 each, straight to `end` from within 25% of it."""
+    points = [start]
+    while points[-1] < end:
+        step = math.ceil(points[-1] * 1.5)
+        points.append(end if step * 1.25 > end else step)
+    return points
 
 
 def classify(low: float, high: float, floor: float, matters: float) -> MetricVerdict:
@@ -137,7 +169,8 @@ def decide_metrics(
 ) -> list[MetricResult]:
     """Judge every metric from its paired samples (baseline, candidate).
 
-    `alpha` is the one-sided level for this look; Holm splits it between the
+    `alpha` is this look's false-claim rate, both directions together: a claim either way (regressed or
+    improved) is tested one-sided at half of it, so the two together spend it. Holm splits it between the
     metrics that need statistics (exact ones carry no error probability).
     """
     results: dict[str, MetricResult] = {}
@@ -161,7 +194,7 @@ def decide_metrics(
         )
     p_values = [_claim_p(bad, floor_scaled, _from_relative(scale, spec.matters))
                 for spec, scale, bad, floor_scaled in statistical]
-    levels = stats.holm_levels(p_values, alpha)
+    levels = stats.holm_levels(p_values, alpha / 2.0)
     for (spec, scale, bad, floor_scaled), p, level in zip(statistical, p_values, levels, strict=True):
         sign = spec.bad_sign
         interval = stats.hl_interval(bad, 1.0 - 2.0 * level)
@@ -260,6 +293,39 @@ def decided_exactly(metrics: Sequence[MetricResult]) -> set[str]:
     keeps its scenario running whatever its state (its interval is recomputed at every look)."""
     scenarios = {m.scenario for m in metrics}
     return {s for s in scenarios if all(m.method == Method.EXACT for m in metrics if m.scenario == s)}
+
+
+def open_metrics(metrics: Sequence[MetricResult], last: int) -> list[str]:
+    """Why a campaign at the end of its regular looks goes on to `last` pairs: each metric neither settled nor
+    hopeless.
+
+    Open means inconclusive with its estimate beyond the floor while its interval still straddles the floor,
+    and within reach: were the change one standard error larger than its estimate, the interval's side
+    towards the floor, narrowed as sqrt(n / last), would clear it by `last`. An estimate inside the floor,
+    or too far from clearing it for the pairs left, is hopeless: more pairs would not settle it (a null
+    effect on a loud machine, whose estimate wanders a few percent beyond a small floor). Nothing is open
+    once the campaign is settled.
+    """
+    if settled(metrics):
+        return []
+    return [f"{m.key}: estimate {m.effect:+.2%} beyond its floor {m.floor:.2%}, interval "
+            f"[{low:+.2%}, {high:+.2%}] straddling it"
+            for m in metrics if _within_reach(m, last) for low, high in [m.interval or (math.nan, math.nan)]]
+
+
+def _within_reach(m: MetricResult, last: int) -> bool:
+    if m.verdict != MetricVerdict.UNCLEAR or m.method != Method.HODGES_LEHMANN or m.effect is None \
+            or m.interval is None or abs(m.effect) <= m.floor:
+        return False
+    towards_floor = m.effect - m.interval[0] if m.effect > 0 else m.interval[1] - m.effect
+    standard_error = towards_floor / stats.z(1.0 - (1.0 - (m.confidence or 0.9)) / 2.0)
+    return abs(m.effect) + REACH_SE * standard_error - towards_floor * math.sqrt(m.n / last) > m.floor
+
+
+def extension_note(pairs: int, runs: int, why: Sequence[str]) -> list[str]:
+    """The verdict's line for a campaign that went on past `runs` (how many pairs it took, and why); none if it
+    did not."""
+    return [f"measured {pairs} pairs, past runs = {runs}, because " + "; ".join(why)] if why else []
 
 
 def _width(metric: MetricResult) -> float:

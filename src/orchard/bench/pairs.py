@@ -14,7 +14,7 @@ from orchard.bench import calibration as calibration_cache
 from orchard.bench import rows as rowlib
 from orchard.bench.binary import binary_sha256
 from orchard.bench.binary_counts import BinaryCounts
-from orchard.bench.decide import AdaptivePlan, decide_metrics, decided_exactly, settled
+from orchard.bench.decide import AdaptivePlan, decide_metrics, decided_exactly, open_metrics
 from orchard.bench.first_runs import RunSeries
 from orchard.bench.gates import GateTracker
 from orchard.bench.lock import MeasurementLock
@@ -213,11 +213,13 @@ class Measured:
     pairs: int = 0  # judged pairs, the warm-up not counted
     failed_gates: list[GateResult] = field(default_factory=list)
     refusal: Refusal | None = None
+    went_on: list[str] = field(default_factory=list)  # why it measured past `runs`: the metrics open there
 
 
 def measure_pairs(runner: PairRunner, kept: tuple[Samples, RunSeries], cal: calibration_cache.Calibration,
                    plan: AdaptivePlan, progress: PairProgress, between_pairs: Callable[[], None]) -> Measured:
-    """The warm-up pair, then pairs up to `plan.max_runs`, judged at each look until every metric is settled.
+    """The warm-up pair, then pairs up to `plan.max_runs` (past it, up to `plan.last`, while a metric is open),
+    judged at each look until every metric is settled.
 
     A gate failed, a failed baseline run or rows not comparable end the campaign at that pair. Every run, the
     warm-up's too, goes into the run series (a first run unlike the later ones is state between runs);
@@ -229,19 +231,20 @@ def measure_pairs(runner: PairRunner, kept: tuple[Samples, RunSeries], cal: cali
     counts = BinaryCounts(runner.suite, cal, runner.bench, runner.binaries, runner.writer, runner.base_meta)
     runner.per_binary = counts.scenarios
     metrics: list[MetricResult] = []
+    went_on: list[str] = []
     pairs = 0
     progress(0, plan.max_runs, f"pair order seed {runner.seed}; warm-up pair")
-    for index in range(plan.max_runs + 1):
+    for index in range(plan.last + 1):
         try:
             outcome = runner.run_pair(index, warmup=index == 0)
         except IncomparableRows as refusal:
-            return Measured(metrics, pairs, refusal=Refusal(Unjudged.INCOMPARABLE_ROWS, str(refusal)))
+            return Measured(metrics, pairs, refusal=Refusal(Unjudged.INCOMPARABLE_ROWS, str(refusal)), went_on=went_on)
         between_pairs()
         error = baseline_error(outcome)
         failed = [g for _, _, gs in outcome for g in gs]
         if error or failed:
             return Measured(metrics, pairs, failed, None if error is None else Refusal(Unjudged.BASELINE_FAILED,
-                                                                                          error))
+                                                                                          error), went_on)
         for base, cand, _ in outcome:
             series.add(base, cand)
         if index == 0:
@@ -258,10 +261,13 @@ def measure_pairs(runner: PairRunner, kept: tuple[Samples, RunSeries], cal: cali
             judged = {**decided, **counted}
             metrics = [judged[spec.key] for spec in runner.suite.metrics if spec.key in judged]
             # a count per binary is final: more pairs do not change it
-            if settled([m for m in metrics if m.key not in counted or m.verdict != MetricVerdict.UNCLEAR]):
+            if plan.stops(index, [m for m in metrics if m.key not in counted or m.verdict != MetricVerdict.UNCLEAR]):
                 break
             runner.retired |= decided_exactly(metrics)
-    return Measured(metrics, pairs)
+            if index == plan.max_runs:
+                went_on = open_metrics(metrics, plan.last)
+                progress(index, plan.last, "going on past runs: " + "; ".join(went_on))
+    return Measured(metrics, pairs, went_on=went_on)
 
 
 def noise_for(cal: calibration_cache.Calibration, specs: Sequence[MetricSpec]) -> dict[str, Any]:

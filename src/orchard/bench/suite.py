@@ -92,6 +92,7 @@ class SuiteSettings:
     runs: int
     min_runs: int
     calibration_runs: int
+    extra_runs: int = 0  # pairs past `runs` for a metric still open there (the file's default: as many as `runs`)
     timeout_s: float
     admitted_chars: int
     alpha: float

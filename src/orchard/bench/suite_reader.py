@@ -89,10 +89,12 @@ def load_suite(path: Path | str) -> Suite:
 
 def _head(path: Path, head: Table) -> SuiteSettings:
     calibration = head.get("calibration", str, None)
+    runs = head.get("runs", int, 20)
     read = SuiteSettings(
         name=head.get("name", str, path.stem),
         description=head.get("description", str, ""),
-        runs=head.get("runs", int, 20),
+        runs=runs,
+        extra_runs=head.get("extra_runs", int, runs),
         min_runs=head.get("min_runs", int, 8),
         calibration_runs=head.get("calibration_runs", int, 40),
         timeout_s=float(head.get("timeout_s", (int, float), 120)),
@@ -120,6 +122,8 @@ def _head(path: Path, head: Table) -> SuiteSettings:
         head.fail(f"'min_runs' must be at least {MIN_RUNS_FLOOR}")
     if read.runs < read.min_runs:
         head.fail(f"'runs' ({read.runs}) must be at least 'min_runs' ({read.min_runs})")
+    if read.extra_runs < 0:
+        head.fail(f"'extra_runs' must be 0 (never past 'runs') or more (got {read.extra_runs})")
     if read.calibration_runs < MIN_RUNS_FLOOR:
         head.fail(f"'calibration_runs' must be at least {MIN_RUNS_FLOOR}")
     if not 0 < read.alpha < 0.5:

@@ -89,7 +89,7 @@ class Scale(StrEnum):
 
 
 VERDICT_SCHEMA = "orchard.verdict/1"  # the id of Verdict.to_dict, the `--json` document
-DEFAULT_ALPHA = 0.05  # one-sided, per claim; intervals are two-sided at 1 - 2 alpha
+DEFAULT_ALPHA = 0.05  # false claims per verdict, both directions: each claim one-sided at half; intervals at 1 - alpha
 DEFAULT_NO_CHANGE_WITHIN = 0.01  # the smallest relative change that matters, unless a suite says otherwise
 
 

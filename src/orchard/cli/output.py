@@ -11,7 +11,6 @@ import threading
 from typing import TYPE_CHECKING
 
 import click
-from rich.markup import escape
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -62,11 +61,15 @@ class ProgressBar:
         """A timestamped log line above the bar."""
         import time
 
+        from rich.markup import escape
+
         if self.quiet:
             return
         self._progress.console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {escape(text)}", highlight=False)
 
     def update(self, done: int, total: int, note: str = "") -> None:
+        from rich.markup import escape
+
         with self._lock:
             if note and not self.quiet:
                 self._progress.console.print(f"[dim]{escape(note)}[/]")
