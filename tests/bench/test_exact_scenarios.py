@@ -25,6 +25,7 @@ name = "exact"
 runs = 8
 min_runs = 6
 calibration_runs = 6
+extra_runs = 0                   # never past runs: what is checked is the stop of the exact scenario
 
 [[scenario]]
 name = "jitter"

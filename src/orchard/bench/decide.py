@@ -285,16 +285,6 @@ def settled(metrics: Sequence[MetricResult]) -> bool:
     )
 
 
-def decided_exactly(metrics: Sequence[MetricResult]) -> set[str]:
-    """Scenarios whose judged metrics were all decided exactly at this look: deterministic in the A/A calibration
-    and identical in every pair so far, so compared by value with no error probability (nothing of alpha or of
-    Holm's split rests on them). Later pairs could only repeat those values, so a campaign stops running these
-    scenarios; their gates have checked every pair up to the look (at least `min_runs`), and a statistical metric
-    keeps its scenario running whatever its state (its interval is recomputed at every look)."""
-    scenarios = {m.scenario for m in metrics}
-    return {s for s in scenarios if all(m.method == Method.EXACT for m in metrics if m.scenario == s)}
-
-
 def open_metrics(metrics: Sequence[MetricResult], last: int) -> list[str]:
     """Why a campaign at the end of its regular looks goes on to `last` pairs: each metric neither settled nor
     hopeless.

@@ -14,7 +14,7 @@ from orchard.bench import calibration as calibration_cache
 from orchard.bench import rows as rowlib
 from orchard.bench.binary import binary_sha256
 from orchard.bench.binary_counts import BinaryCounts
-from orchard.bench.decide import AdaptivePlan, decide_metrics, decided_exactly, open_metrics
+from orchard.bench.decide import AdaptivePlan, decide_metrics, open_metrics
 from orchard.bench.first_runs import RunSeries
 from orchard.bench.gates import GateTracker
 from orchard.bench.lock import MeasurementLock
@@ -23,6 +23,7 @@ from orchard.bench.store import RunWriter
 from orchard.bench.suite import MIN_RUNS_FLOOR, Scenario, Suite
 from orchard.bench.verdict import (
     GateResult,
+    Method,
     MetricResult,
     MetricSpec,
     MetricVerdict,
@@ -268,6 +269,16 @@ def measure_pairs(runner: PairRunner, kept: tuple[Samples, RunSeries], cal: cali
                 went_on = open_metrics(metrics, plan.last)
                 progress(index, plan.last, "going on past runs: " + "; ".join(went_on))
     return Measured(metrics, pairs, went_on=went_on)
+
+
+def decided_exactly(metrics: Sequence[MetricResult]) -> set[str]:
+    """Scenarios whose judged metrics were all decided exactly at this look: deterministic in the A/A calibration
+    and identical in every pair so far, so compared by value with no error probability (nothing of alpha or of
+    Holm's split rests on them). Later pairs could only repeat those values, so a campaign stops running these
+    scenarios; their gates have checked every pair up to the look (at least `min_runs`), and a statistical metric
+    keeps its scenario running whatever its state (its interval is recomputed at every look)."""
+    scenarios = {m.scenario for m in metrics}
+    return {s for s in scenarios if all(m.method == Method.EXACT for m in metrics if m.scenario == s)}
 
 
 def noise_for(cal: calibration_cache.Calibration, specs: Sequence[MetricSpec]) -> dict[str, Any]:
