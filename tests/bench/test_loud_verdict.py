@@ -157,6 +157,7 @@ class ScriptedRunner:
         # what the per-binary instruction counts read: no scenario of this suite counts instructions
         self.suite = SimpleNamespace(scenarios=(), metrics=(WALL,))
         self.bench, self.binaries, self.writer, self.base_meta, self.per_binary = None, {}, None, {}, set()
+        self.retired: set[str] = set()  # scenarios decided exactly: none here (its one metric is timed)
 
     def run_pair(self, index: int, warmup: bool) -> list[tuple[Observation, Observation, list[object]]]:
         a, b = self.values[index]
