@@ -6,12 +6,14 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from orchard import __version__
+from orchard.bench.lock import MeasurementLock
 from tests.helpers import ORCHARD, make_binary, make_suite, orchard
 
 
@@ -55,12 +57,23 @@ def test_calibrate_and_bench_run_speak_json_and_short_intervals_say_so(lab: Path
 
 @pytest.mark.slow
 def test_quiet_leaves_only_the_result(lab: Path) -> None:
+    """Also while another measurement holds the lock: the wait is in the rows, not on the terminal."""
     loud = orchard("verdict", "--suite", "suite.toml", "--baseline", "fast", "--candidate", "fast", "--json", cwd=lab)
     assert "pair order seed" in loud.stderr
-    quiet = orchard(
-        "-q", "verdict", "--suite", "suite.toml", "--baseline", "fast", "--candidate", "fast", "--json", cwd=lab
-    )
-    assert quiet.returncode == 0 and quiet.stderr.strip() == ""
+    held = threading.Event()
+
+    def another_verdict() -> None:
+        with MeasurementLock("another verdict", path=Path(os.environ["ORCHARD_LOCK_FILE"])):
+            held.set()
+            time.sleep(1.0)  # the quiet verdict waits for it
+
+    holder = threading.Thread(target=another_verdict)
+    holder.start()
+    held.wait(timeout=10)
+    quiet = orchard("-q", "verdict", "--suite", "suite.toml", "--baseline", "fast", "--candidate", "fast", "--json",
+                    cwd=lab)
+    holder.join()
+    assert quiet.returncode == 0 and quiet.stderr.strip() == "", quiet.stderr
     assert json.loads(quiet.stdout)["verdict"]
 
 

@@ -15,10 +15,13 @@ rows then say `private`, and every row records the path.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import time
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -42,6 +45,19 @@ POLL_S = 0.005
 # /tmp itself, not tempfile.gettempdir(): the lock must be the same for every
 # process on the machine, and TMPDIR differs between users, shells and CI steps.
 MACHINE_LOCK_PATH = Path("/tmp/orchard-bench.lock")
+
+
+_quiet: ContextVar[bool] = ContextVar("orchard_lock_quiet", default=False)
+
+
+@contextlib.contextmanager
+def quiet_waits() -> Iterator[None]:
+    """No waiting notes from this thread's measurements (`orchard --quiet`): each wait is still in the rows."""
+    token = _quiet.set(True)
+    try:
+        yield
+    finally:
+        _quiet.reset(token)
 
 
 def default_lock_path() -> Path:
@@ -165,7 +181,7 @@ class MeasurementLock:
 
     def print_total(self) -> None:
         """The total time spent waiting, once at the end (each wait was announced once)."""
-        if self.waits:
+        if self.waits and not _quiet.get():
             print(
                 f"[runlock] waited {self.total_wait_ms / 1000:.1f}s in total ({self.waits} waits)",
                 file=self.out,
@@ -218,6 +234,8 @@ class MeasurementLock:
     def _announce(self, holder: dict[str, Any]) -> None:
         """Say once per holder whom we wait for: a campaign taking turns with another waits before every pair,
         and said so once per pair (90 lines in a demo)."""
+        if _quiet.get():
+            return
         if holder.get("owner", holder.get("pid")) in (self._owner, os.getpid()):
             holder = {}  # our own stale entry: the new holder has not written its own yet
         who = holder.get("owner")
