@@ -97,6 +97,7 @@ def _run_steps(repo: Path, tmp_path: Path, base: str, **env: str) -> tuple[subpr
     return result, summary
 
 
+@pytest.mark.slow
 def test_a_pull_request_that_prints_more_is_regressed_and_summarized(project: Path, tmp_path: Path) -> None:
     base = _git(project, "rev-parse", "HEAD")
     _commit(project, '#!/bin/sh\necho "total words: 42"\necho "and a lot more output than before"\n')

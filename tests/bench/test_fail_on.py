@@ -52,15 +52,22 @@ def lab(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize(
-    ("candidate", "verdict", "codes"),
-    [  # the fast tier runs the one whose policies disagree most; the slow tier all four
-        pytest.param("base", "NO-CHANGE", {"regressed": 0, "inconclusive": 0, "any": 0}, marks=pytest.mark.slow),
-        pytest.param("better", "PASS", {"regressed": 0, "inconclusive": 0, "any": 1}, marks=pytest.mark.slow),
-        ("wobbly", "INCONCLUSIVE", {"regressed": 0, "inconclusive": 1, "any": 1}),
-        pytest.param("worse", "REGRESSED", {"regressed": 1, "inconclusive": 1, "any": 1}, marks=pytest.mark.slow),
-    ],
-)
+# candidate -> its verdict -> the exit code under each policy
+CASES = [
+    ("base", "NO-CHANGE", {"regressed": 0, "inconclusive": 0, "any": 0}),
+    ("better", "PASS", {"regressed": 0, "inconclusive": 0, "any": 1}),
+    ("wobbly", "INCONCLUSIVE", {"regressed": 0, "inconclusive": 1, "any": 1}),
+    ("worse", "REGRESSED", {"regressed": 1, "inconclusive": 1, "any": 1}),
+]
+
+
+@pytest.mark.parametrize(("verdict", "codes"), [case[1:] for case in CASES])
+def test_each_policy_fails_exactly_the_verdicts_it_names(verdict: str, codes: dict[str, int]) -> None:
+    assert {policy: int(FailOn(policy).fails(VerdictWord(verdict))) for policy in codes} == codes
+
+
+@pytest.mark.slow  # four real verdicts per case (the policy table alone: the test above)
+@pytest.mark.parametrize(("candidate", "verdict", "codes"), CASES)
 def test_fail_on_picks_the_exit_code(lab: Path, candidate: str, verdict: str, codes: dict[str, int]) -> None:
     for policy, expected in codes.items():
         result = orchard(

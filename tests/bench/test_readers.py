@@ -185,6 +185,7 @@ def test_a_harness_that_writes_no_rows_exits_2_naming_the_file(tmp_path: Path) -
     assert "results file" in result.stderr and "h.json" in result.stderr and "no hyperfine results" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_candidate_whose_harness_yields_nothing_fails_its_run_and_is_regressed(tmp_path: Path) -> None:
     (tmp_path / "base").write_text("#!/bin/sh\necho '{\"score\": 1}'\n")
     (tmp_path / "mute").write_text("#!/bin/sh\nexit 0\n")

@@ -47,6 +47,7 @@ def test_same_binary_twice_is_not_regressed(lab: Path) -> None:
     assert (tokens["method"], tokens["verdict"]) == ("exact", "no-change")
 
 
+@pytest.mark.slow
 def test_twice_the_work_is_regressed(lab: Path) -> None:
     # 30% more work once sat inside a loaded CI machine's floors: how small a shift the
     # verdict resolves is a measured number (benchmarks/verdict_power.py), not a test
@@ -63,6 +64,7 @@ def test_twice_the_work_is_regressed(lab: Path) -> None:
     assert 0.2 < cpu["effect"] < 1.5
 
 
+@pytest.mark.slow
 def test_faster_but_losing_information_is_regressed_by_the_gate(lab: Path) -> None:
     code, report = verdict(lab, "lossy")
     assert code == 1 and report["verdict"] == "REGRESSED"

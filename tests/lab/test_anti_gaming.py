@@ -215,6 +215,7 @@ def test_a_canned_answer_fails_the_held_out_recall_gate(tmp_path: Path, repos: t
 # -- (b) the plausible bound ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_win_beyond_the_bound_confirmed_on_held_out_inputs_lands_flagged(
         tmp_path: Path, repos: tuple[Path, Path]) -> None:
     ws = workspace(tmp_path, repos)
@@ -321,6 +322,7 @@ def test_a_reviewer_that_outlives_its_timeout_is_killed_and_rejects(
     assert not (ws.root / "reviews" / "h" / "answer.json").exists()
 
 
+@pytest.mark.slow
 def test_a_rejecting_inline_reviewer_kills_a_measured_win(tmp_path: Path, repos: tuple[Path, Path]) -> None:
     ws = workspace(tmp_path, repos, review={"template": ANSWERS["reject"]})
     judgment = judged(ws, "reviewed", patch_of(repos[0], tmp_path, {"tool.sh": '#!/bin/sh\nhead -c 300 "$1"\n'}),

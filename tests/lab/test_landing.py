@@ -140,6 +140,7 @@ def _assert_reachable(user_repo: Path, outcome: landing.LandOutcome) -> None:
     assert git(user_repo, "status", "--porcelain") == ""
 
 
+@pytest.mark.slow
 def test_a_win_reaches_a_non_bare_repository_as_lab_main(tmp_path: Path, user_repo: Path) -> None:
     ws, state = _lab(tmp_path, user_repo)
     outcome = _land(ws, state)

@@ -141,6 +141,7 @@ def test_a_cli_that_does_not_answer_its_version_flag_is_refused(lab: tuple[Path,
     assert snapshot(root) == before
 
 
+@pytest.mark.slow
 def test_agents_that_cannot_work_return_their_hypotheses_and_stop_the_lab(lab: tuple[Path, dict[str, str]]) -> None:
     root, env = lab
     result = _orchard("run", root, env={**env, "STANDIN_MODE": "auth-error"})
