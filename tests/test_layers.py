@@ -16,6 +16,7 @@ and the worker's bench view withholds its held-out inputs.
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -176,24 +177,29 @@ def importers(graph: Graph, modules: Iterable[str], package: str) -> list[str]:
             if target == package or target.startswith(package + ".")]
 
 
-GRAPH = import_graph(SRC)
+@functools.cache
+def src_graph() -> dict[str, frozenset[str]]:
+    """src/'s import graph, read once per process when a test first asks (not at collection: every xdist worker
+    collects every module)."""
+    return import_graph(SRC)
 
 
 def test_no_import_cycle_anywhere() -> None:
-    assert len(GRAPH) > 100, "the modules of src/ were found"
-    assert cycles(GRAPH) == []
+    assert len(src_graph()) > 100, "the modules of src/ were found"
+    assert cycles(src_graph()) == []
 
 
 def test_no_lab_floor_imports_one_above_it() -> None:
-    lab_packages = {name.split(".")[2] for name in GRAPH if name.count(".") >= 2 and name.startswith("orchard.lab.")}
+    lab_packages = {name.split(".")[2] for name in src_graph()
+                    if name.count(".") >= 2 and name.startswith("orchard.lab.")}
     assert lab_packages - {"templates"} <= set(FLOORS), "every package of the lab has its floor"
-    assert upward(GRAPH) == []
+    assert upward(src_graph()) == []
 
 
 def test_records_import_nothing_of_the_lab_but_records() -> None:
-    records = [name for name in GRAPH if name.startswith("orchard.lab.records")]
+    records = [name for name in src_graph() if name.startswith("orchard.lab.records")]
     assert len(records) > 4
-    assert [edge for edge in importers(GRAPH, records, "orchard")
+    assert [edge for edge in importers(src_graph(), records, "orchard")
             if not edge.split(" -> ")[1].startswith(("orchard.lab.records", *SHARED))] == [
         "orchard.lab.records.verdict -> orchard.bench"]
 
@@ -210,18 +216,18 @@ def test_records_do_no_io() -> None:
 
 
 def test_bench_never_imports_lab() -> None:
-    bench = [name for name in GRAPH if name.startswith("orchard.bench")]
+    bench = [name for name in src_graph() if name.startswith("orchard.bench")]
     assert len(bench) > 20, "the bench's modules were found"
-    assert importers(GRAPH, bench, "orchard.lab") == []
+    assert importers(src_graph(), bench, "orchard.lab") == []
 
 
 def test_the_lab_imports_the_bench_in_three_modules_and_only_its_public_surface() -> None:
-    lab = [name for name in GRAPH if name.startswith("orchard.lab")]
-    assert importers(GRAPH, lab, "orchard.bench") == [f"{door} -> orchard.bench" for door in sorted(BENCH_DOORS)]
+    lab = [name for name in src_graph() if name.startswith("orchard.lab")]
+    assert importers(src_graph(), lab, "orchard.bench") == [f"{door} -> orchard.bench" for door in sorted(BENCH_DOORS)]
 
 
 def test_the_shared_modules_import_neither_package() -> None:
-    assert importers(GRAPH, SHARED, "orchard.bench") == importers(GRAPH, SHARED, "orchard.lab") == []
+    assert importers(src_graph(), SHARED, "orchard.bench") == importers(src_graph(), SHARED, "orchard.lab") == []
 
 
 def test_every_way_of_importing_is_seen() -> None:

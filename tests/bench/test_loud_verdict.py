@@ -12,7 +12,6 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from scipy import stats as scipy_stats
 
 from orchard.bench import calibration, stats
 from orchard.bench.decide import AdaptivePlan, decide_metrics, extension_note, open_metrics, overall
@@ -103,6 +102,8 @@ def test_an_open_metric_goes_on_and_a_hopeless_one_stops() -> None:
 
 def rates(shift: float, trials: int, seed: int) -> tuple[float, float, float]:
     """(orchard's claim rate, mean pairs used, best of Welch / Mann-Whitney on the first `runs` pairs)."""
+    from scipy import stats as scipy_stats  # ~2 s to import: here, not in every xdist worker's collection
+
     rng = np.random.default_rng(seed)
     aa_a, aa_b = loud_pairs(rng, 40, 0.0)
     cal, failed = calibration.compute([WALL], {WALL.key: (list(aa_a), list(aa_b))}, 0.05)

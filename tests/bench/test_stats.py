@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -83,6 +82,8 @@ def test_interval_bounds_are_where_the_exact_test_flips(seed: int) -> None:
 def test_p_value_matches_scipy_exact_wilcoxon(seed: int) -> None:
     rng = np.random.default_rng(seed)
     x = rng.normal(0.3, 1.0, size=12)
+    import scipy.stats  # ~2 s to import: here, not in every xdist worker's collection
+
     expected = scipy.stats.wilcoxon(x, alternative="greater", method="exact").pvalue
     assert stats.signed_rank_p_greater(x) == pytest.approx(expected)
 
