@@ -17,6 +17,9 @@ import pytest
 ORCHARD = [sys.executable, "-m", "orchard"]
 
 
+needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")
+
+
 def slow_but(values: Sequence[object], *fast: object) -> list[Any]:
     """Parameters for an end-to-end test: those in `fast` run in the fast tier, the others only in the slow one."""
     return [pytest.param(value, marks=() if value in fast else pytest.mark.slow) for value in values]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 
@@ -18,9 +17,7 @@ from orchard.bench.suite import Suite
 from orchard.bench.suite_reader import load_suite
 from orchard.bench.verdict import Method, MetricVerdict
 from orchard.jsonlines import read_jsonl
-from tests.helpers import make_binary
-
-needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")
+from tests.helpers import make_binary, needs_valgrind
 
 SUITE = """
 [suite]

@@ -12,9 +12,7 @@ from orchard.bench import instructions
 from orchard.bench.suite_reader import load_suite
 from orchard.errors import UsageError
 from orchard.jsonlines import read_jsonl
-from tests.helpers import make_binary, orchard
-
-needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")
+from tests.helpers import make_binary, needs_valgrind, orchard
 
 SUITE = """
 [suite]
