@@ -233,19 +233,25 @@ def candidate_name(shift: float) -> str:
 
 def orchard_rule(suite: Suite, noise: dict[str, MetricNoise]) -> Callable[[list[float], list[float]], tuple[str, int]]:
     """orchard's verdict exactly as campaign.run_verdict reaches it: (overall verdict, pairs used)."""
-    plan = AdaptivePlan(suite.min_runs, suite.runs, suite.alpha)
+    return replayed(suite, noise, AdaptivePlan(suite.min_runs, suite.runs, suite.alpha), suite.runs,
+                    lambda n, metrics: settled(metrics))
+
+
+def replayed(suite: Suite, noise: dict[str, MetricNoise], plan: AdaptivePlan, last: int,
+             stop: Callable[[int, list[Any]], bool]) -> Callable[[list[float], list[float]], tuple[str, int]]:
+    """A campaign's looks replayed on given samples: `plan`'s alpha at each look up to `last`, until `stop`."""
 
     def judge(a: list[float], b: list[float]) -> tuple[str, int]:
-        metrics = []
+        metrics: list[Any] = []
         used = 0
-        for n in range(1, suite.runs + 1):
+        for n in range(1, last + 1):
             level = plan.alpha_at(n)
             if level is None:
                 continue
             used = n
-            values = {spec.key: (a[:n], b[:n]) for spec in suite.metrics}
-            metrics = decide_metrics(suite.metrics, values, noise, level)
-            if settled(metrics):
+            metrics = decide_metrics(suite.metrics, {spec.key: (a[:n], b[:n]) for spec in suite.metrics}, noise,
+                                     level)
+            if stop(n, metrics):
                 break
         return overall(metrics, []).verdict, used
 
@@ -546,22 +552,8 @@ def shared_rule(suite: Suite, noise: dict[str, MetricNoise], k: int) -> Callable
     """One candidate's verdict in a shared campaign of `k`, exactly as `shared_campaign.run_shared_verdicts`
     reaches it: alpha split k ways, rounds up to runs x 2k/(k+1), a hopeless candidate stopped at today's cap."""
     plan = shared_plan(suite.min_runs, suite.runs, suite.alpha, k)
-
-    def judge(a: list[float], b: list[float]) -> tuple[str, int]:
-        metrics: list[Any] = []
-        used = 0
-        for n in range(1, plan.max_runs + 1):
-            level = plan.alpha_at(n)
-            if level is None:
-                continue
-            used = n
-            metrics = decide_metrics(suite.metrics, {spec.key: (a[:n], b[:n]) for spec in suite.metrics}, noise,
-                                     level)
-            if settled(metrics) or hopeless(plan, n, suite.runs, metrics):
-                break
-        return overall(metrics, []).verdict, used
-
-    return judge
+    return replayed(suite, noise, plan, plan.max_runs,
+                    lambda n, metrics: settled(metrics) or hopeless(plan, n, suite.runs, metrics))
 
 
 def shared_report(suite: Suite, rows: Sequence[dict[str, Any]], tallies: dict[float, Tally]) -> str:
