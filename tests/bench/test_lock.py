@@ -342,3 +342,44 @@ def test_the_machine_wide_lock_is_one_path_whatever_tmpdir_says(tmp_path: Path) 
     moved = subprocess.run([sys.executable, "-c", PATH_PROBE], env={**env, ENV_PATH: str(tmp_path / "own.lock")},
                            capture_output=True, text=True, check=True)
     assert json.loads(moved.stdout)["measurement_lock"] == "private"
+
+
+
+# The CLI's root group with its flags (and a command that does nothing), then a judge thread of the process
+# waiting for the lock another campaign holds, as the lab's judges and landing do.
+QUIET_JUDGE = """
+import sys, threading, time
+from pathlib import Path
+from orchard.bench.lock import MeasurementLock
+from orchard.cli import cli
+cli.main([*sys.argv[2:], "status", "--help"], standalone_mode=False)
+path = Path(sys.argv[1])
+holder, judge = MeasurementLock("orchard verdict wordfreq", path=path), MeasurementLock("judge", path=path)
+with holder:
+    thread = threading.Thread(target=judge.__enter__, name="judge_0")
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not judge.waits and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.05)  # the waiting line is said right after the count
+thread.join(timeout=60)
+judge.__exit__(None, None, None)
+judge.print_total()
+"""
+
+
+@pytest.mark.parametrize("flags", [["-q"], []], ids=["orchard -q", "orchard"])
+def test_quiet_silences_the_waiting_notes_of_every_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: list[str]
+) -> None:
+    """`orchard -q run` and `orchard -q demo` wait for the lock in the lab's judge threads, not the CLI's own:
+    -q holds for the whole process, and without it the judge thread's waiting line is said."""
+    monkeypatch.delenv(ENV_SWITCH, raising=False)
+    done = subprocess.run([sys.executable, "-c", QUIET_JUDGE, str(tmp_path / "judges.lock"), *flags],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    if flags:
+        assert done.stderr == ""
+    else:
+        assert done.stderr.startswith("[runlock] waiting for orchard verdict wordfreq in this process ...\n"
+                                      "[runlock] waited ")

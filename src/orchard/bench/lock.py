@@ -15,13 +15,10 @@ rows then say `private`, and every row records the path.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
 import time
-from collections.abc import Iterator
-from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -47,17 +44,17 @@ POLL_S = 0.005
 MACHINE_LOCK_PATH = Path("/tmp/orchard-bench.lock")
 
 
-_quiet: ContextVar[bool] = ContextVar("orchard_lock_quiet", default=False)
+class _Notes:
+    """Whether this process's waiting notes are said: one setting for the whole process, read by every thread
+    (the lab's judge and landing threads wait for the lock too, and a thread does not inherit a ContextVar)."""
+
+    quiet = False
 
 
-@contextlib.contextmanager
-def quiet_waits() -> Iterator[None]:
-    """No waiting notes from this thread's measurements (`orchard --quiet`): each wait is still in the rows."""
-    token = _quiet.set(True)
-    try:
-        yield
-    finally:
-        _quiet.reset(token)
+def quiet_waits(quiet: bool = True) -> None:
+    """No waiting notes from any measurement in this process (`orchard --quiet`, set once at the start): each
+    wait is still in the rows."""
+    _Notes.quiet = quiet
 
 
 def default_lock_path() -> Path:
@@ -181,7 +178,7 @@ class MeasurementLock:
 
     def print_total(self) -> None:
         """The total time spent waiting, once at the end (each wait was announced once)."""
-        if self.waits and not _quiet.get():
+        if self.waits and not _Notes.quiet:
             print(
                 f"[runlock] waited {self.total_wait_ms / 1000:.1f}s in total ({self.waits} waits)",
                 file=self.out,
@@ -234,7 +231,7 @@ class MeasurementLock:
     def _announce(self, holder: dict[str, Any]) -> None:
         """Say once per holder whom we wait for: a campaign taking turns with another waits before every pair,
         and said so once per pair (90 lines in a demo)."""
-        if _quiet.get():
+        if _Notes.quiet:
             return
         if holder.get("owner", holder.get("pid")) in (self._owner, os.getpid()):
             holder = {}  # our own stale entry: the new holder has not written its own yet

@@ -42,10 +42,10 @@ def cli(quiet: bool) -> None:
     journaled. `orchard bench` and `orchard verdict` work alone as a
     benchmark harness.
     """
-    if quiet:  # the lock's waiting notes too (the waits are in the rows)
+    if quiet:  # the lock's waiting notes too, from every thread of the process (the waits are in the rows)
         from orchard.bench.lock import quiet_waits
 
-        click.get_current_context().with_resource(quiet_waits())
+        quiet_waits()
 
 
 for _command in (
