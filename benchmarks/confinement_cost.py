@@ -1,7 +1,7 @@
 """What confining a measured run costs: the same run unconfined and in its own bubblewrap sandbox.
 
 Two scenarios: `/bin/true` (the sandbox's whole fixed cost) and the demo's
-`report` scenario (the wordfreq report on its 4000-word corpus, built from
+`report` scenario (the wordfreq report on the suite's large corpus, built from
 the embedded demo target with `make`). Runs go through orchard's own
 `measure.observe`: for each mode, the row's `elapsed_ms` and `cpu_ms` as a
 verdict records them (confined: the program's own, timed inside its

@@ -126,7 +126,7 @@ class Lab:
         corpus = self.root / "corpus.txt"
         if not corpus.exists():
             run([sys.executable, str(self.bench / "fixtures" / "make_corpus.py"),
-                 "--words", "4000", "--out", str(corpus)], self.root).check_returncode()
+                 "--words", "2000", "--out", str(corpus)], self.root).check_returncode()
         result = run([str(binary), str(corpus)], self.root)
         assert result.returncode == 0, result.stderr
         return result.stdout
