@@ -19,8 +19,11 @@ import libtmux
 import pytest
 
 from orchard.demo.make import make_demo
+from orchard.jsonlines import read_jsonl
 from orchard.lab.db.state import LabState
+from orchard.lab.records.events import ExperimentStarted
 from orchard.lab.records.judgment import JudgmentEntry
+from orchard.lab.records.lab_start import LabStart
 from orchard.lab.records.land_steps import Merged, Rebased
 from orchard.lab.workers.workspace import Workspace
 from tests.lab.lab_helpers import assert_nothing_left, git, wait_for
@@ -84,9 +87,21 @@ def test_demo_walks_every_decision_path(tmp_path: Path, mark: str) -> None:
     assert "report/wall_ms" in (root / "LEADERBOARD.md").read_text()
     page = (root / "report.html").read_text()
     assert "id='main-report-wall-ms'" in page and "id='experiments-report-wall-ms'" in page
+    # the workers start while the verdict calibrates (their agents, builds and tests take no lock), and no
+    # verdict's measured run starts before the calibration's last one ended
+    assert events(root, ExperimentStarted)[0].at < events(root, LabStart)[0].at
+    calibration, verdicts = _measured_ns(root, "calibrate"), _measured_ns(root, "verdict")
+    assert calibration and verdicts and max(end for _, end in calibration) < min(start for start, _ in verdicts)
     ws = Workspace.open(root)
     assert_nothing_left(mark, ws.tmux_socket)
     assert not list(Path(tempfile.gettempdir()).glob(f"{ws.tmux_socket}-*")), "executor files left in /tmp"
+
+
+def _measured_ns(root: Path, kind: str) -> list[tuple[int, int]]:
+    """(start, end) of every measured run of a lab's A/A calibration (`calibrate`) or its verdicts (`verdict`)."""
+    return [(int(r["monotonic_start_ns"]), int(r["monotonic_end_ns"]))
+            for path in (root / "results" / kind).glob("*.jsonl") for r in read_jsonl(path)
+            if r.get("step_kind") == "measured"]
 
 
 HYPOTHESES = ["terse-report", "count-with-dict", "top-ten-default"]

@@ -1,20 +1,19 @@
 """The research loop: keep the lanes busy, judge what comes back, stop on clear conditions.
 
-One `Lab` drives one workspace. On its first run it anchors everything (`start`). Then, until a stop condition
-holds (`stop`), the loop's one thread keeps four things moving, none waiting for another:
+One `Lab` drives one workspace. On its first run it anchors everything (`start`: its calibration runs beside the
+first workers, and no verdict is taken before it). Then, until a stop condition holds (`stop`), the loop's one
+thread keeps four things moving, none waiting for another:
 
 1. collect: a worker that ended is collected at once (diff against its base, bench untouched, scope kept,
    report, cost) into lab.db;
 2. judge, in the background: each collected candidate goes to a judge thread (at most `workers.judges` at
    once: their clean checkouts, builds and tests overlap, their measurements take turns under the machine-wide
    lock); a decided win is landed by one landing thread at a time;
-3. decide and record, when a judgment arrives: LAND, KILL or ITERATE into
-   lab.db, the journal, leaderboard and backlog brought up to date; after a
-   landed win the opportunities are re-read, and every few wins the full
+3. decide and record, when a judgment arrives: LAND, KILL or ITERATE into lab.db, the journal, leaderboard and
+   backlog brought up to date; after a landed win the opportunities are re-read, and every few wins the full
    sweep runs;
-4. assign: each free worker takes the best open hypothesis of its lane
-   whose scope is disjoint from every running experiment's, while the
-   judge works (and, with `workers.refill`, the planner tops the backlog up
+4. assign: each free worker takes the best open hypothesis of its lane whose scope is disjoint from every
+   running experiment's, while the judge works (and, with `workers.refill`, the planner tops the backlog up
    when it runs short). A poll that finds nothing new decides nothing (db/settled.py).
 
 Judge and landing threads open their own lab.db connection; every decision is recorded by the loop's thread.
@@ -46,7 +45,7 @@ from orchard.lab.loop.disk_limits import DiskLimits
 from orchard.lab.loop.isolation import Stage, end_experiment, lab_wide, pausing
 from orchard.lab.loop.refill import Refill
 from orchard.lab.loop.slots import slots
-from orchard.lab.loop.start import start
+from orchard.lab.loop.start import Anchoring, start_beside
 from orchard.lab.notebook import files as records
 from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.records.events import BacklogChanged, EventKind, SandboxNoted
@@ -86,6 +85,7 @@ class Lab:
         self.decided: dict[str, Judgment] = {}  # the wins this run's judges decided, handed to their landing
         self.disk = DiskLimits()
         self.gathering = Gathering(ws.config.workers.shared_baseline)  # built candidates measured together
+        self.begun = Anchoring()  # the lab's start, calibrating beside the first workers
 
     def failed(self, record: ExperimentRecord, stage: Stage, error: BaseException) -> None:
         """One experiment failed (see lab/loop/isolation.py): record why and go on, unless the lab itself failed."""
@@ -109,8 +109,6 @@ class Lab:
         """What a decision reads, but the clock: lab.db (its version) and the loop's own threads and sets."""
         return (self.state.version(), self.refill.plan is None, self.refill.failed, tuple(self._judging),
                 tuple(self._landing), self.agents.state(), frozenset(self.deferred))
-
-    # -- assigning -------------------------------------------------------------------
 
     def experiment(self, record: ExperimentRecord) -> Experiment:
         hypothesis = self.state.hypothesis(record.hypothesis).hypothesis
@@ -164,15 +162,14 @@ class Lab:
             busy_scopes.append(record.hypothesis.scope)
             self.launch(self.state.experiment(name))
 
-    # -- judging ------------------------------------------------------------------------
-
     def _judge_job(self, record: ExperimentRecord) -> Judgment:
         """A judge thread: judge the candidate handed to it from clean (its own lab.db connection for the caches)."""
         assert record.candidate is not None
         state = LabState.open(self.ws.root)
         try:
             return judge(self.ws, state, record.name, record.candidate, record.target_base, record.bench_base,
-                         progress=self.say, measure_progress=self.measure_progress, measurer=self.gathering.measure)
+                         progress=self.say, measure_progress=self.measure_progress,
+                         measurer=self.begun.measurer(self.gathering.measure))
         finally:
             state.close()
 
@@ -206,6 +203,8 @@ class Lab:
 
     def harvest(self) -> bool:
         """Record the judgments and landings that finished; False when none did."""
+        if self.begun.check():
+            self.render()  # the lab's start, recorded by its pool thread
         finished = False
         for name, (record, judged) in list(self._judging.items()):
             if judged.done():
@@ -277,6 +276,7 @@ class Lab:
     # -- the loop ----------------------------------------------------------------------------
 
     def finish(self, reason: str) -> None:
+        self.begun.check()  # a loop that stopped before the calibration ended waited for it (the pool's exit)
         stop.final_verdict(self.ws, self.state, say=self.say, measure_progress=self.measure_progress)
         stop.log_stop(self.state, reason)
         records.write_notebook(self.ws, self.state, final=True)
@@ -313,12 +313,12 @@ class Lab:
                     self.say(note)
                     self.state.log(SandboxNoted(note))
                 publication.check_publication(self.ws, self.state)
-                if start(self.ws, self.state, say=self.say, measure_progress=self.measure_progress):
-                    self.render()
-                resume.resume_workers(self)
-                with (ThreadPoolExecutor(self.gathering.jobs(workers.judges, most=True) + 1, "judge") as pool,
-                      SubprocessExecutor() as planner_executor):
+                with (ThreadPoolExecutor(self.gathering.jobs(workers.judges, most=True) + 2, "judge") as pool,
+                      SubprocessExecutor() as planner_executor):  # + the landing thread and the calibration's
                     self._pool = pool
+                    self.begun = Anchoring(start_beside(self.ws, self.state, pool, say=self.say,
+                                                      measure_progress=self.measure_progress))
+                    resume.resume_workers(self)
                     self.refill = Refill(planner_executor if workers.refill else None)
                     while True:
                         self.disk.check(self)

@@ -4,7 +4,10 @@ Once per workspace, before any worker runs: record the main branch, check
 that the harness's own tests pass at the bench base, build the target's
 base, calibrate the verdict (A/A) on this machine and record the baseline
 medians and noise floors in the journal and the leaderboard. A lab whose
-bench has its own verdict script calibrates nothing here.
+bench has its own verdict script calibrates nothing here. The loop calibrates
+beside its first workers (`start_beside`): the calibration holds the
+measurement lock and no verdict is taken before it, but the workers' agents
+and the judge's builds and tests need neither.
 """
 
 from __future__ import annotations
@@ -12,11 +15,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from concurrent.futures import Executor, Future
 
 from orchard.errors import OrchardError
 from orchard.lab.db.state import LabState
-from orchard.lab.judge.measuring import MeasureProgress, calibrate
+from orchard.lab.judge.ladder import Measurer
+from orchard.lab.judge.measuring import MeasureProgress, Verdict, calibrate
 from orchard.lab.landing.publication import main_branch
+from orchard.lab.records.build import BuiltBinary
 from orchard.lab.records.lab_start import LabStart
 from orchard.lab.workers.builds import baseline_binary, harness_tests, placeholders
 from orchard.lab.workers.workspace import Workspace
@@ -31,8 +37,44 @@ def recorded_start(state: LabState) -> LabStart | None:
 def start(ws: Workspace, state: LabState, *, say: Callable[[str], None] = print,
           measure_progress: MeasureProgress | None = None) -> bool:
     """Build the base, check the harness, calibrate and measure the baseline (once; False if done before)."""
-    if state.meta("started_at") is not None:
+    anchor = prepare(ws, state, say)
+    if anchor is None:
         return False
+    anchor(state, measure_progress)
+    return True
+
+
+def start_beside(ws: Workspace, state: LabState, pool: Executor, *, say: Callable[[str], None] = print,
+                 measure_progress: MeasureProgress | None = None) -> Future[bool]:
+    """`start`, its calibration and baseline in `pool`: the loop's first workers run beside it (their agents, the
+    judge's builds and tests), and what measures waits for it (`Anchoring`). The harness check and the base build
+    are done on return."""
+    anchor = prepare(ws, state, say)
+    if anchor is None:
+        done: Future[bool] = Future()
+        done.set_result(False)
+        return done
+    return pool.submit(_anchored, ws, anchor, measure_progress)
+
+
+def _anchored(ws: Workspace, anchor: Anchor, measure_progress: MeasureProgress | None) -> bool:
+    """A pool thread's calibration, recorded through its own lab.db connection."""
+    state = LabState.open(ws.root)
+    try:
+        anchor(state, measure_progress)
+    finally:
+        state.close()
+    return True
+
+
+Anchor = Callable[[LabState, MeasureProgress | None], None]
+
+
+def prepare(ws: Workspace, state: LabState, say: Callable[[str], None]) -> Anchor | None:
+    """The start's first half (main recorded, harness tested, base built): None if the lab started before, else
+    its second half, which calibrates and records the lab's start."""
+    if state.meta("started_at") is not None:
+        return None
     base, bench_base = ws.target_base(), ws.bench_base()
     main_branch(ws, state)
     say(f"lab start: base {base[:12]}, bench {bench_base[:12]}")
@@ -42,17 +84,49 @@ def start(ws: Workspace, state: LabState, *, say: Callable[[str], None] = print,
         raise OrchardError(f"the harness suite fails at the bench base: {bench_tests.detail}; "
                            "fix the harness before running the lab")
     binary = baseline_binary(ws, state, base)
-    calibrated = not (ws.suite(ws.bench_dir) is None and ws.config.bench.verdict)
-    if not calibrated:
-        entry = LabStart(base, bench_base, str(binary.path), "by the bench's own verdict command")
-    else:
-        baseline = calibrate(ws, binary, measure_progress, say)
-        state.set_meta("metric_directions", json.dumps(baseline.directions))
-        entry = LabStart(base, bench_base, str(binary.path), baseline.calibration, baseline.medians, baseline.floors)
-    with state.transaction():
-        if calibrated:
-            state.add_measurement("baseline", base, entry.baseline)
-            state.add_measurement("main", base, entry.baseline)
-        state.log(entry)
-        state.set_meta("started_at", str(time.time()))
-    return True
+
+    def anchor(state: LabState, measure_progress: MeasureProgress | None) -> None:
+        calibrated = not (ws.suite(ws.bench_dir) is None and ws.config.bench.verdict)
+        if not calibrated:
+            entry = LabStart(base, bench_base, str(binary.path), "by the bench's own verdict command")
+        else:
+            baseline = calibrate(ws, binary, measure_progress, say)
+            state.set_meta("metric_directions", json.dumps(baseline.directions))
+            entry = LabStart(base, bench_base, str(binary.path), baseline.calibration, baseline.medians,
+                             baseline.floors)
+        with state.transaction():
+            if calibrated:
+                state.add_measurement("baseline", base, entry.baseline)
+                state.add_measurement("main", base, entry.baseline)
+            state.log(entry)
+            state.set_meta("started_at", str(time.time()))
+
+    return anchor
+
+
+class Anchoring:
+    """The lab's start as the loop's threads see it while it calibrates: a verdict waits for it (the workers, the
+    judge's builds and tests do not), and its failure stops the lab from the loop's thread."""
+
+    def __init__(self, started: Future[bool] | None = None) -> None:
+        self.started = started
+        self._seen = started is None
+
+    def check(self) -> bool:
+        """True once, when the start was just recorded; its error is raised here (in the loop's thread)."""
+        if self._seen or self.started is None or not self.started.done():
+            return False
+        self.started.result()
+        self._seen = True
+        return True
+
+    def measurer(self, measure: Measurer) -> Measurer:
+        """`measure`, once the calibration is recorded."""
+
+        def after_start(ws: Workspace, baseline: BuiltBinary, candidate: BuiltBinary, *,
+                        progress: MeasureProgress | None = None) -> Verdict:
+            if self.started is not None:
+                self.started.result()
+            return measure(ws, baseline, candidate, progress=progress)
+
+        return after_start

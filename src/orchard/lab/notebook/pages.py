@@ -69,8 +69,9 @@ def _state(view: LabView) -> str:
     if view.stopped:
         return f"stopped: {escape(view.stopped)}"
     if not view.started_at:
-        return "calibrating: the base is built and measured before any worker starts" if view.running \
-            else "not started"
+        if not view.running:
+            return "not started"
+        return "calibrating: the base is measured against itself; workers start beside it, verdicts wait for it"
     working = sum(1 for w in view.workers if w.status in AT_WORK)
     judged = len(view.workers) - working
     return f"{working} of {view.worker_slots} workers busy" + (f" · {judged} at the judge" if judged else "")
