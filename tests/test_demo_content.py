@@ -234,7 +234,7 @@ def test_terse_report_lands_on_output_size_with_every_fact_kept(lab: Lab) -> Non
         assert size["candidate_median"] < size["baseline_median"]
     assert all(metric(report, key)["verdict"] != "regressed" for key in ("report/wall_ms", "report/cpu_ms"))
     assert failed_gates(report) == []
-    # about 20x smaller, beyond the suite's plausible bound: the held-out corpus confirms it
+    # about 13x smaller, beyond the suite's plausible bound: the held-out corpus confirms it
     size = metric(report, "report/stdout_bytes")
     assert size["baseline_median"] / size["candidate_median"] > load_suite(lab.bench / "suite.toml").plausible
     unseen = metric(report, "unseen/stdout_bytes")
