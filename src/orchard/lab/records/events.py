@@ -27,6 +27,7 @@ class EventKind(StrEnum):
     LAB_START = "lab-start"
     EXPERIMENT_START = "experiment-start"
     EXPERIMENT_HOST = "experiment-host"
+    JUDGE_HOST = "judge-host"  # a step of an experiment started on a judge host
     JUDGMENT = "judgment"
     BACKLOG = "backlog"
     LAUNCHER_FAILURE = "launcher-failure"
