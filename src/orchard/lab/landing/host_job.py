@@ -104,6 +104,6 @@ def _run(ws: Workspace, state: LabState, job: HostJob, here: JudgeHost) -> HostA
         assert job.judgment is not None and job.hypothesis is not None
         found = local.confirm(ws, state, job.base, job.judgment, job.name, job.hypothesis, None)
         return HostAnswer(here, refused=found) if isinstance(found, str) else HostAnswer(here, verdict=found)
-    return HostAnswer(here, verdict=local.main_check(ws, state, job.base, job.commit, None))
+    return HostAnswer(here, verdict=local.main_check(ws, state, job.base, job.commit, None)[0])
 
 

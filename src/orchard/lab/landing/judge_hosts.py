@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from orchard.errors import OrchardError, UsageError
@@ -148,10 +148,15 @@ class OnJudgeHost:
         return answer.refused or "the judge host sent no confirmation"
 
     def main_check(self, ws: Workspace, state: LabState, previous: str, commit: str,
-                   measure_progress: MeasureProgress | None) -> Verdict:
+                   measure_progress: MeasureProgress | None) -> tuple[Verdict, JudgeHost | None]:
+        """On the win's judge host; when that host is gone (the merge is made), on another judge host: both
+        mains are measured there, so the check still compares one machine's numbers."""
         bench_base = state.experiment(self.experiment).bench_base
         job = self.hosts.job(self.experiment, self.experiment, JudgeStep.MAIN_CHECK, bench_base, previous,
-                              commit=commit)
-        answer = self.hosts.run(state, job, self.judge, lambda _: None)
+                             commit=commit)
+        try:
+            answer = self.hosts.run(state, job, self.judge, lambda _: None)
+        except JudgeHostGone:
+            answer = self.hosts.run(state, replace(job, key=f"{job.key}-elsewhere"), None, lambda _: None)
         assert answer.verdict is not None
-        return answer.verdict
+        return answer.verdict, answer.judge

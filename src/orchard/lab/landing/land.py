@@ -234,12 +234,12 @@ class Landing:
     def main_check(self, merged: Merged) -> MainChecked:
         self.progress(f"{self.name}: main after the merge against the previous main")
         ws, state = self.ws, self.state
-        check = self.measurements.main_check(ws, state, merged.previous, merged.commit, self.measure_progress)
+        check, where = self.measurements.main_check(ws, state, merged.previous, merged.commit, self.measure_progress)
         before, after = check.medians()
         regressed = check.verdict in (VerdictWord.REGRESSED, VerdictWord.ERROR)
         if not regressed:
             state.add_measurement("main", merged.commit, after, self.name)
-        return MainChecked(check, regressed, before, self.measurements.judge)
+        return MainChecked(check, regressed, before, where)
 
     def revert(self, merged: Merged, checked: MainChecked) -> Reverted:
         vcs, reference, main = self.ws.target_vcs, self.ws.reference_target, self.main

@@ -43,7 +43,8 @@ class Measurements(Protocol):
                 hypothesis: Hypothesis, measure_progress: MeasureProgress | None) -> Verdict | str: ...
 
     def main_check(self, ws: Workspace, state: LabState, previous: str, commit: str,
-                   measure_progress: MeasureProgress | None) -> Verdict: ...
+                   measure_progress: MeasureProgress | None) -> tuple[Verdict, JudgeHost | None]:
+        """Main after the merge against the previous main, and the judge host that measured both (None: here)."""
 
 
 class OnThisMachine:
@@ -61,9 +62,9 @@ class OnThisMachine:
         return confirmation(ws, state, main_head, current, name, hypothesis, measure_progress)
 
     def main_check(self, ws: Workspace, state: LabState, previous: str, commit: str,
-                   measure_progress: MeasureProgress | None) -> Verdict:
+                   measure_progress: MeasureProgress | None) -> tuple[Verdict, JudgeHost | None]:
         return measure(ws, baseline_binary(ws, state, previous), baseline_binary(ws, state, commit),
-                       progress=measure_progress)
+                       progress=measure_progress), None
 
 
 def confirmation(ws: Workspace, state: LabState, main_head: str, current: Judgment, name: str,

@@ -66,9 +66,10 @@ class Judging:
             try:
                 return landing.land(self.ws, state, record, judgment, hypothesis, progress=self.say,
                                     measure_progress=self.measure_progress, measurements=measurements)
-            except JudgeHostGone as gone:
+            except JudgeHostGone as gone:  # before its merge: main after a merge is checked on another host
                 self.say(str(gone))
-                return landing.LandOutcome(record.branch or f"lab/{record.name}", record.land_commit or "", False,
-                                           None, False, [f"not merged: {gone}"])
+                now = state.experiment(record.name)
+                return landing.LandOutcome(now.branch or f"lab/{record.name}", now.land_commit or "", False, None,
+                                           False, [f"not merged: {gone}; the branch stays"])
             finally:
                 state.close()
