@@ -8,9 +8,11 @@ through the lab's main, the second after a rebase verdict on its own host.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -156,6 +158,12 @@ def test_two_judge_hosts_each_judge_and_land_a_win_through_one_main(tmp_path: Pa
     for name in ("a", "b"):
         assert any((tmp_path / f"cache-{name}").rglob("*.json")), f"judge host {name} has no calibration of its own"
     assert "on judge host" in output
+    journal = (ws.root / "JOURNAL.md").read_text()
+    assert all(f"Its confirm runs on judge host `{j.host}` (dask worker `{j.address}`)." in journal
+               for j in judges.values() if j is not None)
+    shown = subprocess.run([sys.executable, "-m", "orchard", "status", str(ws.root), "--json"], capture_output=True,
+                           text=True, check=True).stdout
+    assert sorted(q["judge"] for q in json.loads(shown)["judges"]) == sorted(j.label for j in judges.values() if j)
     assert_no_scratch(ws.root)
     assert not list(scratch_dir(lab_id(ws.root)).parent.glob(f"orchard-judge-{lab_id(ws.root)}-*"))  # removed
 

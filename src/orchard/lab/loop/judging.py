@@ -38,6 +38,9 @@ class Judging:
         self.ws, self.say, self.measure_progress, self.gathering = ws, say, measure_progress, gathering
         self.hosts: JudgeHosts | None = None
         self._one_landing = threading.Lock()  # merges into main are serial
+        workers = ws.config.workers
+        # candidates judged at once: `[workers] judges` here; with judge hosts, at least one per host
+        self.threads = max(workers.judges, workers.judge_hosts)
 
     def open_hosts(self, executor: Executor) -> None:
         """The lab's judge hosts on its executor's cluster, when `[workers] judge_hosts` asks for them."""

@@ -178,7 +178,7 @@ class Lab:
         for record in self.state.experiments(Status.JUDGING, Status.COLLECTED):
             if record.name in self._judging:
                 continue
-            if len(self._judging) >= self.gathering.jobs(self.ws.config.workers.judges):
+            if len(self._judging) >= self.gathering.jobs(self.judge_work.threads):
                 break
             self.state.update_experiment(record.name, status=Status.JUDGING)
             self.say(f"{record.name}: judging")
@@ -297,7 +297,7 @@ class Lab:
                 if start(self.ws, self.state, say=self.say, measure_progress=self.measure_progress):
                     self.render()
                 resume.resume_workers(self)
-                with (ThreadPoolExecutor(self.gathering.jobs(workers.judges, most=True) + 1, "judge") as pool,
+                with (ThreadPoolExecutor(self.gathering.jobs(self.judge_work.threads, most=True) + 1, "judge") as pool,
                       SubprocessExecutor() as planner_executor):
                     self._pool = pool
                     self.refill = Refill(planner_executor if workers.refill else None)
