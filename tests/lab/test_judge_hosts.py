@@ -16,6 +16,7 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -26,15 +27,18 @@ from orchard.lab.config import orchard_toml as config_module
 from orchard.lab.config.orchard_toml import ConfigError
 from orchard.lab.db.state import LabState
 from orchard.lab.landing.judge_hosts import JudgeHostGone, JudgeHosts, judge_addresses
+from orchard.lab.landing.land import LandOutcome, Steps
+from orchard.lab.loop.lab import Lab
 from orchard.lab.notebook import files as records
 from orchard.lab.notebook import status, view
 from orchard.lab.notebook.pages import build_page
 from orchard.lab.records.db import EVENT_TYPES
+from orchard.lab.records.events import EventKind
 from orchard.lab.records.experiment import ExperimentStatus
-from orchard.lab.records.hypothesis import Hypothesis, Lane
-from orchard.lab.records.judge_host import JudgeHost, JudgeStarted, JudgeStep
-from orchard.lab.records.judgment import Decision, Judgment
-from orchard.lab.records.land_steps import Confirmed, MainChecked, Rebased
+from orchard.lab.records.hypothesis import Hypothesis, HypothesisStatus, Lane
+from orchard.lab.records.judge_host import JudgeHost, JudgeLost, JudgeStarted, JudgeStep
+from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry
+from orchard.lab.records.land_steps import Committed, Confirmed, MainChecked, Rebased
 from orchard.lab.workers.remote import judge_scratch, lab_id, remove_scratch, scratch_dir
 from orchard.lab.workers.serving import ServedRepositories
 from orchard.lab.workers.workspace import Workspace
@@ -209,6 +213,34 @@ def test_a_lab_without_judge_hosts_shows_no_judge_queue(make_workspace: Callable
     finally:
         state.close()
     assert lab.judges == () and status.status(lab)["judges"] == []
+
+
+def test_a_win_whose_judge_host_left_before_its_merge_is_judged_again_from_scratch(
+        make_workspace: Callable[..., Workspace]) -> None:
+    ws = make_workspace()
+    state = LabState.open(ws.root)
+    try:
+        state.add_hypothesis(Hypothesis(metric="m", change="c", id="h1"), source="user")
+        state.add_experiment("e1", "h1", "w0", Lane.EXPLOIT, 1, "base", "bench", ExperimentStatus.LANDING)
+        judged = Judgment(Decision.LAND, ("wall_ms improved",), judge=A)
+        state.update_experiment("e1", judgment=judged, decision=Decision.LAND)
+        state.update_hypothesis("h1", status=HypothesisStatus.LANDED)
+        state.log(JudgmentEntry.of(judged, state.hypothesis("h1").hypothesis, None, "bwrap"), "e1")
+        state.log(Committed("lab/e1", "c" * 40), "e1")
+        assert set(Steps(state, "e1").done) == {EventKind.LAND}  # a landing resumes where it stopped
+        lab = Lab(ws, state, say=lambda _: None)
+        lost = JudgeLost(A, JudgeStep.CONFIRM, f"e1: its judge host {A.label} has left the cluster")
+        lab._landed(state.experiment("e1"), LandOutcome("lab/e1", "c" * 40, False, None, False, [], judge_lost=lost))
+        again = state.experiment("e1")
+        assert (again.status, again.judgment, again.decision) == (ExperimentStatus.COLLECTED, None, None)
+        assert state.hypothesis("h1").status == HypothesisStatus.RUNNING  # not back in the backlog: being judged
+        assert [e.event for e in state.events_of(JudgeLost)] == [lost]
+        state.log(JudgmentEntry.of(replace(judged, judge=JudgeHost("judge-b", "tcp://b:1")),
+                                   state.hypothesis("h1").hypothesis, None, "bwrap"), "e1")
+        assert Steps(state, "e1").done == {}  # the new judgment's landing starts from its first step
+    finally:
+        state.close()
+    assert "left the cluster before its confirm: judged again from scratch" in (ws.root / "JOURNAL.md").read_text()
 
 
 @pytest.mark.slow  # a dask LocalCluster: about 3 s here

@@ -46,6 +46,10 @@ POLL_S = 0.5
 class JudgeHostGone(OrchardError):
     """The judge host an experiment is leased to has left the cluster: its step runs nowhere else."""
 
+    def __init__(self, message: str, judge: JudgeHost, step: JudgeStep) -> None:
+        super().__init__(message)
+        self.judge, self.step = judge, step
+
 
 def judge_addresses(scheduler_info: dict[str, Any]) -> dict[str, str]:
     """The judge hosts in a scheduler's view of its workers: address -> host."""
@@ -106,7 +110,8 @@ class JudgeHosts:
             if judge is not None and judge.address not in judge_addresses(self.client.scheduler_info()):
                 future.cancel()
                 raise JudgeHostGone(f"{job.experiment}: its judge host {judge.label} has left the cluster; its "
-                                    f"{job.step} runs on no other host (numbers never span two machines)")
+                                    f"{job.step} runs on no other host (numbers never span two machines)", judge,
+                                    job.step)
             time.sleep(POLL_S)
         self._journal_starts(state, job, seen, progress)
         answer: HostAnswer = future.result()

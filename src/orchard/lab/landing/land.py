@@ -47,9 +47,10 @@ from orchard.lab.landing import pins
 from orchard.lab.landing.land_checks import checked_patch, landing_checkout, recorded_judgment
 from orchard.lab.landing.measured import Measurements, OnThisMachine
 from orchard.lab.landing.publication import Publication, check_published, main_branch, publication, push
-from orchard.lab.records.events import Event
+from orchard.lab.records.events import Event, EventKind
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.records.judge_host import JudgeLost
 from orchard.lab.records.judgment import Decision, Judgment
 from orchard.lab.records.land_steps import (
     BranchPushed,
@@ -84,6 +85,7 @@ class LandOutcome:
     reverted: bool
     notes: list[str]
     published: bool = False  # the merge is reachable in the target repository
+    judge_lost: JudgeLost | None = None  # its judge host left before the merge: to be judged again from scratch
 
 
 def _signed(value: float | None) -> str:
@@ -122,9 +124,12 @@ class Steps:
     def __init__(self, state: LabState, experiment: str) -> None:
         self.state = state
         self.experiment = experiment
-        self.done: dict[str, Event] = {e.kind: e.event for e in state.events()
-                                       if e.experiment == experiment and e.kind in STEP_KINDS
-                                       and isinstance(e.event, Event)}
+        mine = [e for e in state.events() if e.experiment == experiment]
+        judged = max((i for i, e in enumerate(mine) if e.kind == EventKind.JUDGMENT), default=-1)
+        # the steps of the landing of its latest judgment (a win judged again after its judge host was lost
+        # lands anew)
+        self.done: dict[str, Event] = {e.kind: e.event for e in mine[judged + 1:]
+                                       if e.kind in STEP_KINDS and isinstance(e.event, Event)}
 
     def run(self, record: type[R], action: Callable[[], R]) -> R:
         """The step that leaves a `record`: done now unless the journal has its record; journaled when done."""

@@ -7,8 +7,10 @@ merge). Without judge hosts both run here, exactly as the lab always ran
 them. With `[workers] judge_hosts`, a judge thread sends the candidate's
 verdict to a judge host and waits for it (`landing/judge_hosts.py`), and a
 win's landing measures on the judge host its judgment names. A landing
-whose judge host has left the cluster stops before its merge: the branch
-stays, described, and nothing it measured elsewhere is mixed in.
+whose judge host has left the cluster before its merge stops there and
+says so (`LandOutcome.judge_lost`): the loop sends the win back to be
+judged from scratch on another host, so nothing measured on two machines
+is ever compared.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from orchard.lab.landing import land as landing
 from orchard.lab.landing.judge_hosts import JudgeHostGone, JudgeHosts
 from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.records.judge_host import JudgeLost
 from orchard.lab.records.judgment import Judgment
 from orchard.lab.workers.executors import Executor
 from orchard.lab.workers.executors.dask import DaskExecutor
@@ -69,10 +72,9 @@ class Judging:
             try:
                 return landing.land(self.ws, state, record, judgment, hypothesis, progress=self.say,
                                     measure_progress=self.measure_progress, measurements=measurements)
-            except JudgeHostGone as gone:  # before its merge: main after a merge is checked on another host
-                self.say(str(gone))
+            except JudgeHostGone as gone:  # before its merge (main after a merge is checked on another host)
                 now = state.experiment(record.name)
                 return landing.LandOutcome(now.branch or f"lab/{record.name}", now.land_commit or "", False, None,
-                                           False, [f"not merged: {gone}; the branch stays"])
+                                           False, [], judge_lost=JudgeLost(gone.judge, gone.step, str(gone)))
             finally:
                 state.close()

@@ -51,6 +51,7 @@ from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.records.events import BacklogChanged, EventKind, SandboxNoted
 from orchard.lab.records.experiment import Experiment, ExperimentStatus
 from orchard.lab.records.hypothesis import HypothesisStatus
+from orchard.lab.records.judge_host import JudgeLost
 from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry
 from orchard.lab.records.worker import WorkerCheckout
 from orchard.lab.workers.executors import Executor, SubprocessExecutor, make_executor
@@ -238,6 +239,9 @@ class Lab:
         self.render()
 
     def _landed(self, record: ExperimentRecord, outcome: landing.LandOutcome) -> None:
+        if outcome.judge_lost is not None:
+            self._judge_again(record, outcome.judge_lost)
+            return
         reasons = list(record.reasons) + outcome.notes
         won = outcome.merged and not outcome.reverted
         with self.state.transaction():
@@ -253,6 +257,16 @@ class Lab:
         self.render()
         if won and sweep.after_win(self.ws, self.state, say=self.say, measure_progress=self.measure_progress):
             self.render()
+
+    def _judge_again(self, record: ExperimentRecord, lost: JudgeLost) -> None:
+        """A win whose judge host left before its merge: judged again from scratch, on another judge host."""
+        with self.state.transaction():
+            self.state.update_experiment(record.name, status=Status.COLLECTED, judgment=None, decision=None,
+                                         reasons=[lost.reason])
+            self.state.update_hypothesis(record.hypothesis, status=HypothesisStatus.RUNNING)
+            self.state.log(lost, record.name)
+        self.say(f"{lost.reason}: judged again from scratch on another judge host")
+        self.render()
 
     # -- the loop ----------------------------------------------------------------------------
 

@@ -72,3 +72,18 @@ class JudgeStarted(Event):
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
         return cls(JudgeHost.from_dict(data.get("judge") or {}), JudgeStep(data.get("step", JudgeStep.VERDICT)))
+
+
+@dataclass(frozen=True)
+class JudgeLost(Event):
+    """A win's judge host left the cluster before its merge: the win goes back to be judged from scratch."""
+
+    kind = EventKind.JUDGE_LOST
+    judge: JudgeHost
+    step: JudgeStep  # the landing step that found it gone
+    reason: str
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        return cls(JudgeHost.from_dict(data.get("judge") or {}), JudgeStep(data.get("step", JudgeStep.CONFIRM)),
+                   str(data.get("reason", "")))
