@@ -103,8 +103,8 @@ class JudgeHosts:
     def run(self, state: LabState, job: HostJob, judge: JudgeHost | None, progress: Progress) -> HostAnswer:
         """Submit `job` (to `judge` alone when given) and wait for its answer, journaling where it started."""
         placement = UNPINNED if judge is None else judge.pinned()
+        seen = len(self.client.get_events(JUDGE_TOPIC))  # earlier steps' starts: not this job's
         future = self.client.submit(run_on_judge_host, job, key=job.key, pure=False, **placement)
-        seen = 0
         while not future.done():
             seen = self._journal_starts(state, job, seen, progress)
             if judge is not None and judge.address not in judge_addresses(self.client.scheduler_info()):
@@ -118,13 +118,14 @@ class JudgeHosts:
         return answer
 
     def _journal_starts(self, state: LabState, job: HostJob, seen: int, progress: Progress) -> int:
-        """Journal the starts of `job` the event log holds beyond the first `seen`; how many there are now."""
-        starts = [m for _, m in self.client.get_events(JUDGE_TOPIC) if m.get("key") == job.key]
-        for message in starts[seen:]:
+        """Journal the starts of `job` among the event log's entries after the first `seen`; how many entries
+        the log holds now (each waiting thread reads only what is new to it)."""
+        events = self.client.get_events(JUDGE_TOPIC)
+        for message in (m for _, m in events[seen:] if m.get("key") == job.key):
             judge = JudgeHost(str(message["host"]), str(message["address"]))
             state.log(JudgeStarted(judge, job.step), job.experiment)
             progress(f"{job.experiment}: {job.step} on judge host {judge.label}")
-        return len(starts)
+        return len(events)
 
 
 @dataclass(frozen=True)
