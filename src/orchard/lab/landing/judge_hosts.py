@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from orchard.errors import OrchardError, UsageError
 from orchard.lab.config.orchard_toml import Config
+from orchard.lab.judge.ladder import Progress
 from orchard.lab.judge.measuring import MeasureProgress, Verdict
 from orchard.lab.landing.host_job import JUDGE_TOPIC, HostAnswer, HostJob, run_on_judge_host
-from orchard.lab.landing.measured import Progress
 from orchard.lab.records.candidate import Candidate
 from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.records.hypothesis import Hypothesis

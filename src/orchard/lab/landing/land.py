@@ -41,6 +41,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from orchard.lab.judge.ladder import Progress
 from orchard.lab.judge.measuring import LabIntegrityError, MeasureProgress, VerdictWord
 from orchard.lab.judge.verdict_view import after_pairs
 from orchard.lab.landing import pins
@@ -71,7 +72,6 @@ if TYPE_CHECKING:
     from orchard.lab.db.state import LabState
     from orchard.lab.records.db import ExperimentRecord
 
-Progress = Callable[[str], None]
 R = TypeVar("R", bound=Event)
 P = TypeVar("P", bound=Pushed)
 

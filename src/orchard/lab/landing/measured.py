@@ -10,10 +10,9 @@ and nowhere else, so no verdict's pairs or baseline span two machines.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from orchard.lab.judge.ladder import judge
+from orchard.lab.judge.ladder import Progress, judge
 from orchard.lab.judge.measuring import BinaryChanged, MeasureProgress, Verdict, measure
 from orchard.lab.landing.land_checks import landing_checkout
 from orchard.lab.records.build import CheckName
@@ -26,8 +25,6 @@ from orchard.lab.workers.workspace import Workspace
 
 if TYPE_CHECKING:
     from orchard.lab.db.state import LabState
-
-Progress = Callable[[str], None]
 
 
 class Measurements(Protocol):
