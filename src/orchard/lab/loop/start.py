@@ -120,13 +120,17 @@ class Anchoring:
         self._seen = True
         return True
 
+    def wait(self) -> None:
+        """Until the calibration is recorded (its error raised here)."""
+        if self.started is not None:
+            self.started.result()
+
     def measurer(self, measure: Measurer) -> Measurer:
         """`measure`, once the calibration is recorded."""
 
         def after_start(ws: Workspace, baseline: BuiltBinary, candidate: BuiltBinary, *,
                         progress: MeasureProgress | None = None) -> Verdict:
-            if self.started is not None:
-                self.started.result()
+            self.wait()
             return measure(ws, baseline, candidate, progress=progress)
 
         return after_start
