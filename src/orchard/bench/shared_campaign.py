@@ -26,6 +26,7 @@ from pathlib import Path
 
 from orchard.bench import instructions
 from orchard.bench.binary import check_binary
+from orchard.bench.binary_counts import BinaryCounts
 from orchard.bench.calibration import Calibration
 from orchard.bench.campaign import (
     cached_calibration,
@@ -36,14 +37,14 @@ from orchard.bench.campaign import (
     verdict_warnings,
 )
 from orchard.bench.confinement import RunConfinement, for_campaign
-from orchard.bench.decide import AdaptivePlan, advise, decide_metrics, extension_note, open_metrics, overall
+from orchard.bench.decide import AdaptivePlan, advise, extension_note, open_metrics, overall
 from orchard.bench.display import rows_summary
 from orchard.bench.first_runs import RunSeries
 from orchard.bench.gates import run_command_gates
 from orchard.bench.holdout import label
 from orchard.bench.measure import Observation, workbench
-from orchard.bench.pairs import IncomparableRows, PairProgress, Refusal, Samples, check_runs, noise_for, quiet
-from orchard.bench.rounds import CandidatePair, RoundRunner, role_of
+from orchard.bench.pairs import IncomparableRows, PairProgress, Refusal, Samples, check_runs, judge_look, quiet
+from orchard.bench.rounds import BASELINE, CandidatePair, RoundRunner, role_of
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import Suite
 from orchard.bench.verdict import (
@@ -80,6 +81,7 @@ class _Candidate:
     refusal: Refusal | None = None
     done: bool = False
     went_on: list[str] = field(default_factory=list)  # why it was measured past `runs`: its metrics open there
+    counts: BinaryCounts | None = None  # its scenarios counted per binary (set once the calibration is known)
 
     def take(self, index: int, share: CandidatePair, plan: AdaptivePlan, cal: Calibration) -> None:
         """This round's pairs; judged at a look, where the candidate stops as its own campaign would."""
@@ -97,10 +99,9 @@ class _Candidate:
         for base, cand in share.pairs:
             self.samples.add(base, cand)
         level = plan.alpha_at(index)
-        if level is not None:
-            specs, values = self.samples.measured()
-            self.metrics = decide_metrics(specs, values, noise_for(cal, specs), level)
-            self.done = plan.stops(index, self.metrics)
+        if level is not None and self.counts is not None:
+            self.metrics, still = judge_look(self.counts.suite, cal, self.counts, self.samples, (index, level))
+            self.done = plan.stops(index, still)
             if index == plan.max_runs and not self.done:
                 self.went_on = open_metrics(self.metrics, plan.last)
 
@@ -118,11 +119,19 @@ def _rounds(runner: RoundRunner, judged: list[_Candidate], cal: Calibration, pla
             progress: PairProgress, between_rounds: Callable[[], None]) -> tuple[int, int]:
     """The warm-up round, then rounds until every candidate stopped or `plan.last`: (rounds, runs)."""
     rounds = runs = 0
+    counts = [BinaryCounts(runner.suite, cal, runner.bench, {"baseline": runner.binaries[BASELINE],
+                                                            "candidate": runner.binaries[role_of(k)]},
+                           runner.writer, runner.base_meta) for k in range(len(judged))]
+    for candidate, its in zip(judged, counts, strict=True):
+        candidate.counts = its
     progress(0, plan.max_runs, f"round order seed {runner.seed}; {len(judged)} candidates share each baseline run")
     for index in range(plan.last + 1):
         live = [k for k, candidate in enumerate(judged) if not candidate.done]
         if not live:
             break
+        # counted in the rounds unless every live candidate counts the scenario per binary (one whose counts
+        # strayed is counted per pair from here, and the others' per-binary decisions stand)
+        runner.per_binary = set.intersection(*(counts[k].scenarios for k in live))
         try:
             baselines, shares = runner.run_round(index, index == 0, live)
         except IncomparableRows as changed:  # a binary changed: nothing measured since counts, for anyone
