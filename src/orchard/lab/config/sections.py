@@ -158,7 +158,7 @@ class WorkersConfig:
                           "their measurements take turns under the machine-wide lock", minimum=1, maximum=MAX_WORKERS)
     shared_baseline: int = _key(1, "built candidates waiting on the same base are measured together, this many "
                                    "at most: each round runs the baseline once and each of them once, with one "
-                                   "verdict each; fewer runs, but less power near the floor (docs/verdict.md); "
+                                   "verdict each, at its own alpha as alone: fewer runs (docs/verdict.md); "
                                    "1: each its own campaign",
                                 minimum=1, maximum=MAX_WORKERS)
     timeout_minutes: float = _key(60.0, "a worker still running after this is killed with its whole "
