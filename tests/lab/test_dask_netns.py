@@ -66,9 +66,9 @@ def _free_subnet() -> int:
     pytest.skip("no free 10.231.N.0/30 subnet for the test's veth pair")
 
 
-@pytest.fixture
-def second_host() -> Iterator[SecondHost]:
-    """This test's own namespace and veth pair, removed (by their names) afterwards."""
+@contextmanager
+def namespaced_host() -> Iterator[SecondHost]:
+    """A namespace and veth pair of this test's own, removed (by their names) afterwards."""
     if os.geteuid() != 0:
         pytest.skip("emulating a second host needs root (`ip netns add`)")
     tag = uuid.uuid4().hex[:6]
@@ -93,6 +93,12 @@ def second_host() -> Iterator[SecondHost]:
         _ip("netns", "del", namespace)  # takes the inside end, and with it the pair
         if _ip("link", "show", outside).returncode == 0:
             _ip("link", "del", outside)
+
+
+@pytest.fixture
+def second_host() -> Iterator[SecondHost]:
+    with namespaced_host() as host:
+        yield host
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from orchard.lab.db.state import LabState
 from orchard.lab.notebook.journal import render_journal
 from orchard.lab.records.db import EVENT_TYPES, Unrecognized
 from orchard.lab.records.events import AgentHung, AgentRetried, EventKind, ExperimentHost, LabStopped, SandboxNoted
+from orchard.lab.records.judge_host import JudgeHost, JudgeLost, JudgeStarted, JudgeStep
 from orchard.lab.records.judgment import JudgmentEntry
 from orchard.lab.records.land_steps import MainChecked, Rebased
 
@@ -64,7 +65,9 @@ def test_old_events_read_back_typed(old_lab: LabState) -> None:
 # kinds bda19fc never wrote, each with a record as a later orchard writes it
 NEWER = {EventKind.AGENT_RETRY: AgentRetried("h1", "claude", "agent rate-limited: 429", 60.0, 1, "logs/e1.log"),
          EventKind.AGENT_HUNG: AgentHung("h1", "claude", "agent hung: no result", 0.0, 2, None),
-         EventKind.SANDBOX_NOTE: SandboxNoted("the judge's build step has the network ([target] build_network)")}
+         EventKind.SANDBOX_NOTE: SandboxNoted("the judge's build step has the network ([target] build_network)"),
+         EventKind.JUDGE_HOST: JudgeStarted(JudgeHost("judge-a", "tcp://10.0.0.2:4001"), JudgeStep.CONFIRM),
+         EventKind.JUDGE_LOST: JudgeLost(JudgeHost("judge-a", "tcp://10.0.0.2:4001"), JudgeStep.CONFIRM, "gone")}
 
 
 def test_the_newer_kinds_read_back_what_they_write() -> None:

@@ -38,7 +38,7 @@ def test_the_written_file_is_short_names_each_key_once_and_keeps_what_differs(tm
     keys = [line.split(" = ", 1)[0] for line in text.splitlines() if " = " in line and not line.startswith("#")]
     assert sorted(keys) == sorted(["repo", "build", "test", "binary", "suite", "name", "top_attempted", "name",
                                    "template"])  # the second `name` is [launchers.shell]'s
-    assert len(text.splitlines()) < 70, text  # the old file, every key with its help: ~190 lines
+    assert len(text.splitlines()) < 72, text  # the old file, every key with its help: ~190 lines
     for name, cls in config.SECTIONS.items():
         for spec in dataclasses.fields(cls):  # every key is there: set, or named under its section
             assert re.search(rf"^{spec.name} = |^# also: .*\b{spec.name}\b", text, re.M | re.S), (name, spec.name)

@@ -22,6 +22,7 @@ from orchard.lab.config.sections import (
     CONFIG_NAME,
     KNOWN_ENDPOINTS,
     BenchConfig,
+    ExecutorKind,
     LabConfig,
     LauncherConfig,
     ReviewConfig,
@@ -161,6 +162,7 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
         )
     problems += _paths_and_identity(sections)
     review = sections["review"]
+    problems += _judge_hosts(workers, bool(review.get("launcher") or review.get("template")))
     if review.get("launcher") and review.get("template"):
         problems.append("review: set `launcher` or `template`, not both")
     if review.get("launcher") and review["launcher"] not in launchers:
@@ -170,6 +172,20 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
         raise ConfigError(source, problems)
     built = {name: SECTIONS[name](**values) for name, values in sections.items()}
     return Config(**built, launchers=launchers, path=path)
+
+
+def _judge_hosts(workers: WorkersConfig, reviewed: bool) -> list[str]:
+    """What judge hosts cannot go with (yet): they are dask workers; their verdicts are taken one pair at a time
+    and without the reviewer, which runs on the lab's machine."""
+    if not workers.judge_hosts:
+        return []
+    found = [] if workers.executor == ExecutorKind.DASK else ["workers.judge_hosts: needs executor = \"dask\""]
+    if workers.shared_baseline > 1:
+        found.append("workers.judge_hosts: not with shared_baseline > 1 (a judge host measures one candidate "
+                     "at a time)")
+    if reviewed:
+        found.append("workers.judge_hosts: not with a [review] reviewer (it runs on the lab's machine only)")
+    return found
 
 
 def to_dict(config: Config) -> dict[str, dict[str, Any]]:

@@ -156,6 +156,11 @@ class WorkersConfig:
                                "does) for hypotheses whenever open ones fall below the free workers")
     judges: int = _key(2, "candidates judged at once while workers run: their builds and tests overlap, "
                           "their measurements take turns under the machine-wide lock", minimum=1, maximum=MAX_WORKERS)
+    judge_hosts: int = _key(0, "dask executor: judge hosts (dask workers declaring the `judge` resource) the lab "
+                               "waits for at its start; each verdict then runs whole on one of them, and a win's "
+                               "confirmation and main check on the one that judged it (candidates judged at once: "
+                               "the larger of this and `judges`); 0: every verdict on the lab's machine",
+                        minimum=0, maximum=MAX_WORKERS)
     shared_baseline: int = _key(1, "built candidates waiting on the same base are measured together, this many "
                                    "at most: each round runs the baseline once and each of them once, with one "
                                    "verdict each, at its own alpha as alone: fewer runs (docs/verdict.md); "

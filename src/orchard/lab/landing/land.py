@@ -41,23 +41,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from orchard.lab.judge.ladder import judge
-from orchard.lab.judge.measuring import (
-    BinaryChanged,
-    LabIntegrityError,
-    MeasureProgress,
-    Verdict,
-    VerdictWord,
-    measure,
-)
+from orchard.lab.judge.ladder import Progress
+from orchard.lab.judge.measuring import LabIntegrityError, MeasureProgress, VerdictWord
 from orchard.lab.judge.verdict_view import after_pairs
 from orchard.lab.landing import pins
 from orchard.lab.landing.land_checks import checked_patch, landing_checkout, recorded_judgment
+from orchard.lab.landing.measured import Measurements, OnThisMachine
 from orchard.lab.landing.publication import Publication, check_published, main_branch, publication, push
-from orchard.lab.records.build import CheckName
-from orchard.lab.records.events import Event
+from orchard.lab.records.events import Event, EventKind
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.records.judge_host import JudgeLost
 from orchard.lab.records.judgment import Decision, Judgment
 from orchard.lab.records.land_steps import (
     BranchPushed,
@@ -72,14 +66,12 @@ from orchard.lab.records.land_steps import (
     Reverted,
     RevertPublished,
 )
-from orchard.lab.workers.builds import baseline_binary, candidate_step, hash_build, placeholders
 from orchard.lab.workers.workspace import Workspace
 
 if TYPE_CHECKING:
     from orchard.lab.db.state import LabState
     from orchard.lab.records.db import ExperimentRecord
 
-Progress = Callable[[str], None]
 R = TypeVar("R", bound=Event)
 P = TypeVar("P", bound=Pushed)
 
@@ -93,6 +85,7 @@ class LandOutcome:
     reverted: bool
     notes: list[str]
     published: bool = False  # the merge is reachable in the target repository
+    judge_lost: JudgeLost | None = None  # its judge host left before the merge: to be judged again from scratch
 
 
 def _signed(value: float | None) -> str:
@@ -131,9 +124,12 @@ class Steps:
     def __init__(self, state: LabState, experiment: str) -> None:
         self.state = state
         self.experiment = experiment
-        self.done: dict[str, Event] = {e.kind: e.event for e in state.events()
-                                       if e.experiment == experiment and e.kind in STEP_KINDS
-                                       and isinstance(e.event, Event)}
+        mine = [e for e in state.events() if e.experiment == experiment]
+        judged = max((i for i, e in enumerate(mine) if e.kind == EventKind.JUDGMENT), default=-1)
+        # the steps of the landing of its latest judgment (a win judged again after its judge host was lost
+        # lands anew)
+        self.done: dict[str, Event] = {e.kind: e.event for e in mine[judged + 1:]
+                                       if e.kind in STEP_KINDS and isinstance(e.event, Event)}
 
     def run(self, record: type[R], action: Callable[[], R]) -> R:
         """The step that leaves a `record`: done now unless the journal has its record; journaled when done."""
@@ -163,32 +159,6 @@ def _commit_branch(ws: Workspace, checkout: Path, branch: str, message: str) -> 
     return commit
 
 
-def _confirm(ws: Workspace, state: LabState, main_head: str, current: Judgment, name: str,
-             hypothesis: Hypothesis, measure_progress: MeasureProgress | None) -> Verdict | str:
-    """The confirmation verdict of exactly what lands, built and tested again from clean; or why there is none.
-
-    No binary a record names is measured: the judged patch (checked as for
-    the commit) is applied to a fresh checkout of main and built here.
-    """
-    checkout = landing_checkout(ws, name, main_head, current, hypothesis, purpose="confirm")
-    binary = ws.binary_in(checkout)
-    values, logs = placeholders(ws, checkout, binary), checkout.parent / "confirm-logs"
-    for step, command in ((CheckName.BUILD, ws.config.target.build), (CheckName.TESTS, ws.config.target.test)):
-        check = candidate_step(ws, step, command, checkout, values, logs)
-        if not check.passed:
-            return f"what lands fails its {step} from clean for the confirmation: {check.detail}"
-    if binary is None or not binary.exists():
-        return f"what lands builds no binary at {ws.config.target.binary}"
-    built = hash_build(binary)
-    for attempt in (1, 2):
-        try:
-            return measure(ws, baseline_binary(ws, state, main_head), built, progress=measure_progress)
-        except BinaryChanged as changed:
-            if changed.role != "baseline" or attempt == 2:
-                return str(changed)
-    raise AssertionError("unreachable")
-
-
 @dataclass(frozen=True)
 class Landing:
     """One win's landing: each step a method returning the record it journals."""
@@ -202,6 +172,7 @@ class Landing:
     where: Publication
     progress: Progress
     measure_progress: MeasureProgress | None
+    measurements: Measurements  # where its verdicts run: this machine, or the judge host that judged the win
 
     @property
     def name(self) -> str:
@@ -224,8 +195,8 @@ class Landing:
         self.progress(f"{name}: main moved ({base[:10]} -> {main_head[:10]}): rebase and judge again")
         assert self.record.candidate is not None
         judged = replace(self.record.candidate, patch=self.judgment.patch, flags=[])  # what was judged, nothing else
-        rebased = judge(ws, self.state, f"{name}-on-{main_head[:10]}", judged, main_head, self.record.bench_base,
-                        progress=self.progress, measure_progress=self.measure_progress)
+        rebased = self.measurements.rejudge(ws, self.state, f"{name}-on-{main_head[:10]}", judged, main_head,
+                                            self.record.bench_base, self.progress, self.measure_progress)
         if rebased.decision != Decision.LAND:
             return Rebased(True, main_head, landed.branch, landed.commit, main_head, rebased.decision,
                            rebased.reasons, rebased)
@@ -237,8 +208,11 @@ class Landing:
 
     def confirm(self, main_head: str, current: Judgment) -> Confirmed:
         self.progress(f"{self.name}: confirmation verdict on fresh samples")
-        verdict = _confirm(self.ws, self.state, main_head, current, self.name, self.hypothesis, self.measure_progress)
-        return Confirmed(refused=verdict) if isinstance(verdict, str) else Confirmed(verdict=verdict)
+        verdict = self.measurements.confirm(self.ws, self.state, main_head, current, self.name, self.hypothesis,
+                                            self.measure_progress)
+        judge = self.measurements.judge
+        return Confirmed(refused=verdict, judge=judge) if isinstance(verdict, str) else Confirmed(verdict=verdict,
+                                                                                                   judge=judge)
 
     def push_branch(self, branch: str, commit: str) -> BranchPushed:
         """The branch to the user's repository: only now, after the confirmation passed."""
@@ -265,13 +239,12 @@ class Landing:
     def main_check(self, merged: Merged) -> MainChecked:
         self.progress(f"{self.name}: main after the merge against the previous main")
         ws, state = self.ws, self.state
-        check = measure(ws, baseline_binary(ws, state, merged.previous), baseline_binary(ws, state, merged.commit),
-                        progress=self.measure_progress)
+        check, where = self.measurements.main_check(ws, state, merged.previous, merged.commit, self.measure_progress)
         before, after = check.medians()
         regressed = check.verdict in (VerdictWord.REGRESSED, VerdictWord.ERROR)
         if not regressed:
             state.add_measurement("main", merged.commit, after, self.name)
-        return MainChecked(check, regressed, before)
+        return MainChecked(check, regressed, before, where)
 
     def revert(self, merged: Merged, checked: MainChecked) -> Reverted:
         vcs, reference, main = self.ws.target_vcs, self.ws.reference_target, self.main
@@ -341,9 +314,11 @@ def land(
     *,
     progress: Progress = lambda _: None,
     measure_progress: MeasureProgress | None = None,
+    measurements: Measurements | None = None,
 ) -> LandOutcome:
-    """Land a judged win (see the module's docstring): resumed at the first step the journal does not hold."""
+    """Land a judged win (see the module's docstring): resumed at the first step the journal does not hold;
+    its verdicts run where `measurements` takes them (this machine unless given)."""
     assert judgment.base is not None
     main = main_branch(ws, state)
     return Landing(ws, state, record, judgment, hypothesis, main, publication(ws, main), progress,
-                   measure_progress).run()
+                   measure_progress, measurements or OnThisMachine()).run()

@@ -26,7 +26,6 @@ candidates are judged again from clean, half-landed wins finish landing; nothing
 from __future__ import annotations
 
 import shutil
-import threading
 import time
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -36,7 +35,6 @@ from orchard.lab.db import workspace_lock
 from orchard.lab.db.settled import Settled
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.gathering import Gathering
-from orchard.lab.judge.ladder import judge
 from orchard.lab.judge.measuring import MeasureProgress, metric_keys
 from orchard.lab.landing import land as landing
 from orchard.lab.landing import pins, publication
@@ -44,6 +42,7 @@ from orchard.lab.loop import backlog, collection, resume, stop, sweep, worker_st
 from orchard.lab.loop.agent_retry import Agents
 from orchard.lab.loop.disk_limits import DiskLimits
 from orchard.lab.loop.isolation import Stage, end_experiment, lab_wide, pausing
+from orchard.lab.loop.judging import Judging
 from orchard.lab.loop.refill import Refill
 from orchard.lab.loop.slots import slots
 from orchard.lab.loop.start import start
@@ -51,7 +50,8 @@ from orchard.lab.notebook import files as records
 from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.records.events import BacklogChanged, EventKind, SandboxNoted
 from orchard.lab.records.experiment import Experiment, ExperimentStatus
-from orchard.lab.records.hypothesis import Hypothesis, HypothesisStatus
+from orchard.lab.records.hypothesis import HypothesisStatus
+from orchard.lab.records.judge_host import JudgeLost
 from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry
 from orchard.lab.records.worker import WorkerCheckout
 from orchard.lab.workers.executors import Executor, SubprocessExecutor, make_executor
@@ -78,7 +78,6 @@ class Lab:
         self._pool: ThreadPoolExecutor | None = None
         self._judging: dict[str, tuple[ExperimentRecord, Future[Judgment]]] = {}
         self._landing: dict[str, tuple[ExperimentRecord, Future[landing.LandOutcome]]] = {}
-        self._one_landing = threading.Lock()  # merges into main are serial
         self.refill = Refill()  # the planner topping the backlog up, on its own executor (never the workers')
         self.deferred: set[str] = set()  # hypotheses whose launch failed in this run: back in the backlog, not retried
         self._settled = Settled()
@@ -86,6 +85,7 @@ class Lab:
         self.decided: dict[str, Judgment] = {}  # the wins this run's judges decided, handed to their landing
         self.disk = DiskLimits()
         self.gathering = Gathering(ws.config.workers.shared_baseline)  # built candidates measured together
+        self.judge_work = Judging(ws, say, measure_progress, self.gathering)  # here, or on the lab's judge hosts
 
     def failed(self, record: ExperimentRecord, stage: Stage, error: BaseException) -> None:
         """One experiment failed (see lab/loop/isolation.py): record why and go on, unless the lab itself failed."""
@@ -166,26 +166,6 @@ class Lab:
 
     # -- judging ------------------------------------------------------------------------
 
-    def _judge_job(self, record: ExperimentRecord) -> Judgment:
-        """A judge thread: judge the candidate handed to it from clean (its own lab.db connection for the caches)."""
-        assert record.candidate is not None
-        state = LabState.open(self.ws.root)
-        try:
-            return judge(self.ws, state, record.name, record.candidate, record.target_base, record.bench_base,
-                         progress=self.say, measure_progress=self.measure_progress, measurer=self.gathering.measure)
-        finally:
-            state.close()
-
-    def _land_job(self, record: ExperimentRecord, judgment: Judgment, hypothesis: Hypothesis) -> landing.LandOutcome:
-        """A landing thread: one at a time, since each merge moves main."""
-        with self._one_landing:
-            state = LabState.open(self.ws.root)
-            try:
-                return landing.land(self.ws, state, record, judgment, hypothesis, progress=self.say,
-                                    measure_progress=self.measure_progress)
-            finally:
-                state.close()
-
     def dispatch(self) -> None:
         """Hand every decided win to the landing thread and collected candidates to free judge threads."""
         assert self._pool is not None
@@ -194,15 +174,16 @@ class Lab:
                 judgment = self.decided.get(record.name, record.judgment)
                 assert judgment is not None
                 hypothesis = self.state.hypothesis(record.hypothesis).hypothesis
-                self._landing[record.name] = (record, self._pool.submit(self._land_job, record, judgment, hypothesis))
+                landed = self._pool.submit(self.judge_work.land, record, judgment, hypothesis)
+                self._landing[record.name] = (record, landed)
         for record in self.state.experiments(Status.JUDGING, Status.COLLECTED):
             if record.name in self._judging:
                 continue
-            if len(self._judging) >= self.gathering.jobs(self.ws.config.workers.judges):
+            if len(self._judging) >= self.gathering.jobs(self.judge_work.threads):
                 break
             self.state.update_experiment(record.name, status=Status.JUDGING)
             self.say(f"{record.name}: judging")
-            self._judging[record.name] = (record, self._pool.submit(self._judge_job, record))
+            self._judging[record.name] = (record, self._pool.submit(self.judge_work.judge, record))
 
     def harvest(self) -> bool:
         """Record the judgments and landings that finished; False when none did."""
@@ -258,6 +239,9 @@ class Lab:
         self.render()
 
     def _landed(self, record: ExperimentRecord, outcome: landing.LandOutcome) -> None:
+        if outcome.judge_lost is not None:
+            self._judge_again(record, outcome.judge_lost)
+            return
         reasons = list(record.reasons) + outcome.notes
         won = outcome.merged and not outcome.reverted
         with self.state.transaction():
@@ -273,6 +257,16 @@ class Lab:
         self.render()
         if won and sweep.after_win(self.ws, self.state, say=self.say, measure_progress=self.measure_progress):
             self.render()
+
+    def _judge_again(self, record: ExperimentRecord, lost: JudgeLost) -> None:
+        """A win whose judge host left before its merge: judged again from scratch, on another judge host."""
+        with self.state.transaction():
+            self.state.update_experiment(record.name, status=Status.COLLECTED, judgment=None, decision=None,
+                                         reasons=[lost.reason])
+            self.state.update_hypothesis(record.hypothesis, status=HypothesisStatus.RUNNING)
+            self.state.log(lost, record.name)
+        self.say(f"{lost.reason}: judged again from scratch on another judge host")
+        self.render()
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -309,6 +303,7 @@ class Lab:
                 if self.executor.kind == ExecutorKind.SUBPROCESS and workers.executor == ExecutorKind.AUTO:
                     self.say("tmux is not installed: workers run as plain subprocesses")
                 self.disk.check(self, now=True)  # before anything is written: what a crashed run left filling it
+                self.judge_work.open_hosts(self.executor)
                 for note in sandbox_notes(workers.sandbox, self.ws.config.target.build_network):
                     self.say(note)
                     self.state.log(SandboxNoted(note))
@@ -316,7 +311,7 @@ class Lab:
                 if start(self.ws, self.state, say=self.say, measure_progress=self.measure_progress):
                     self.render()
                 resume.resume_workers(self)
-                with (ThreadPoolExecutor(self.gathering.jobs(workers.judges, most=True) + 1, "judge") as pool,
+                with (ThreadPoolExecutor(self.gathering.jobs(self.judge_work.threads, most=True) + 1, "judge") as pool,
                       SubprocessExecutor() as planner_executor):
                     self._pool = pool
                     self.refill = Refill(planner_executor if workers.refill else None)
@@ -341,6 +336,7 @@ class Lab:
                         time.sleep(POLL_S)
         finally:
             self.executor = None
+            self.judge_work.hosts = None
             self._pool = None
             self.refill = Refill()
             self._judging.clear()

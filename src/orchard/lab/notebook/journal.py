@@ -17,6 +17,7 @@ from orchard.lab.db.state import LabState
 from orchard.lab.judge.verdict_view import VerdictView, floor_pct, markdown_head, markdown_table, num, short_commit
 from orchard.lab.records.db import JournalEvent, Unrecognized
 from orchard.lab.records.events import Event, ExperimentHost, ExperimentStarted
+from orchard.lab.records.judge_host import JudgeLost, JudgeStarted
 from orchard.lab.records.judgment import JudgmentEntry
 from orchard.lab.records.lab_start import LabStart
 from orchard.lab.text import inline
@@ -48,6 +49,11 @@ def journal_entry(event: JournalEvent[Event | Unrecognized]) -> list[str]:
         body = [f"Runs on host `{record.host}` (dask worker `{record.address}`)"
                 + (f"; re-queued: its dask worker `{record.requeued_from}` was lost." if record.requeued_from
                    else ".")]
+    elif isinstance(record, JudgeStarted):
+        body = [f"Its {record.step} runs on judge host `{record.judge.host}` (dask worker `{record.judge.address}`)."]
+    elif isinstance(record, JudgeLost):
+        body = [f"Its judge host `{record.judge.host}` (dask worker `{record.judge.address}`) left the cluster "
+                f"before its {record.step}: judged again from scratch on another judge host."]
     elif isinstance(record, JudgmentEntry):
         body = _judgment(record)
     else:

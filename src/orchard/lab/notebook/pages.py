@@ -114,6 +114,7 @@ def lock(view: LabView) -> str:
         f"<p>measurement lock <b>{escape(lk.state)}</b>; "
         f"{'holder' if lk.state == LockState.HELD else 'last holder'}: {holder} since {since}; queue: {queue}</p>"
         f"<p class=muted>recent waits per verdict: {recent or 'none recorded'} · <code>{escape(lk.path)}</code></p>"
+        + "".join(f"<p>judge {escape(q.line())}</p>" for q in view.judges)
     )
 
 

@@ -54,6 +54,7 @@ def status(lab: LabView) -> dict[str, Any]:
         ],
         "leaderboard": [asdict(row) for row in lab.leaderboard],
         "lock": {"state": lock.state, "path": lock.path, "holder": holder, "queue": list(lock.queue)},
+        "judges": [{"judge": q.judge, "work": list(q.work)} for q in lab.judges],
         "stopped": lab.stopped,
         "spending": [asdict(row) for row in lab.spending],
         "budgets": [asdict(b) | {"left": round(b.left, 6)} for b in lab.budgets],
@@ -94,6 +95,7 @@ def render(lab: LabView) -> Group:
     holder = f" by pid {lock.holder_pid} ({lock.holder_label})" if held else ""
     queue = f"; queue: {', '.join(f'pid {pid}' for pid in lock.queue)}" if lock.queue else ""
     parts.append(Text(f"measurement lock: {lock.state}{holder}{queue}"))
+    parts += [Text(f"judge {visible(q.line())}") for q in lab.judges]
     if lab.spending:
         total = lab.spending[-1]
         parts.append(Text(f"spent: {money(total.cost_usd, total.agents)} of agent cost over {total.experiments} "

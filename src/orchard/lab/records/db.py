@@ -32,6 +32,7 @@ from orchard.lab.records.events import (
 )
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import Hypothesis, HypothesisStatus, Lane
+from orchard.lab.records.judge_host import JudgeLost, JudgeStarted
 from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry
 from orchard.lab.records.lab_start import LabStart
 from orchard.lab.records.land_steps import (
@@ -137,7 +138,8 @@ EVENT_TYPES: dict[str, type[Event]] = {cls.kind: cls for cls in (
     LabStart, ExperimentStarted, ExperimentHost, JudgmentEntry, BacklogChanged, LauncherFailed, AgentRetried, AgentHung,
     SandboxNoted, ExperimentFailed,
     WorkerStopped, BaselineRebuilt, RefillStopped, OpportunitiesRead, Swept, FinalVerdictTaken, LabStopped,
-    Committed, Rebased, Confirmed, BranchPushed, Merged, MainPublished, MainChecked, Reverted, RevertPublished)}
+    Committed, Rebased, Confirmed, BranchPushed, Merged, MainPublished, MainChecked, Reverted, RevertPublished,
+    JudgeStarted, JudgeLost)}
 E = TypeVar("E", covariant=True)
 R = TypeVar("R", bound=Event)
 

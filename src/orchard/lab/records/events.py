@@ -27,6 +27,8 @@ class EventKind(StrEnum):
     LAB_START = "lab-start"
     EXPERIMENT_START = "experiment-start"
     EXPERIMENT_HOST = "experiment-host"
+    JUDGE_HOST = "judge-host"  # a step of an experiment started on a judge host
+    JUDGE_LOST = "judge-lost"  # a win's judge host left before its merge: judged again from scratch
     JUDGMENT = "judgment"
     BACKLOG = "backlog"
     LAUNCHER_FAILURE = "launcher-failure"

@@ -18,6 +18,7 @@ from orchard.lab.records.agent_usage import AgentUsage
 from orchard.lab.records.build import BuiltBinary, Check
 from orchard.lab.records.events import Event, EventKind, texts
 from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.records.judge_host import JudgeHost
 from orchard.lab.records.measured_events import verdict_of
 from orchard.lab.records.verdict import Verdict
 
@@ -68,6 +69,7 @@ class Judgment:
     patch_sha256: str = ""
     build_s: float = 0.0  # seconds the judge spent building and testing it
     measure_s: float = 0.0  # seconds its verdict took (lock waits included)
+    judge: JudgeHost | None = None  # the judge host that judged it (None: the lab's own machine)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -84,6 +86,7 @@ class Judgment:
             "patch_sha256": self.patch_sha256,
             # timed since this wave: a judgment an older orchard journaled reads back as it was written
             **({"build_s": self.build_s, "measure_s": self.measure_s} if self.build_s or self.measure_s else {}),
+            **({} if self.judge is None else {"judge": self.judge.to_dict()}),
         }
 
     @classmethod
@@ -104,6 +107,7 @@ class Judgment:
             patch_sha256=str(data.get("patch_sha256") or ""),
             build_s=float(data.get("build_s") or 0.0),
             measure_s=float(data.get("measure_s") or 0.0),
+            judge=JudgeHost.read(data.get("judge")),
         )
 
     def check_lines(self) -> list[str]:

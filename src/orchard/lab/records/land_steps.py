@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any, Self
 
 from orchard.lab.records.events import Event, EventKind, text, texts
+from orchard.lab.records.judge_host import JudgeHost
 from orchard.lab.records.judgment import Decision, Judgment
 from orchard.lab.records.measured_events import verdict_of
 from orchard.lab.records.verdict import Verdict
@@ -80,9 +81,10 @@ class Confirmed(Event):
     """`confirm`: the confirmation verdict of exactly what lands, or why there is none."""
 
     kind = EventKind.CONFIRM
-    OMITTED = frozenset({"refused", "verdict"})
+    OMITTED = frozenset({"refused", "verdict", "judge"})
     refused: str | None = None
     verdict: Verdict | None = None
+    judge: JudgeHost | None = None  # the judge host it ran on: the one that judged the win (None: this machine)
 
     @property
     def measured(self) -> Verdict | None:
@@ -90,7 +92,7 @@ class Confirmed(Event):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
-        return cls(text(data.get("refused")), verdict_of(data))
+        return cls(text(data.get("refused")), verdict_of(data), JudgeHost.read(data.get("judge")))
 
 
 @dataclass(frozen=True)
@@ -152,9 +154,11 @@ class MainChecked(Event):
     """`main-check`: main after the merge against the previous main."""
 
     kind = EventKind.MAIN_CHECK
+    OMITTED = frozenset({"judge"})
     verdict: Verdict | None
     regressed: bool
     before: dict[str, float | None] = field(default_factory=dict)
+    judge: JudgeHost | None = None  # the judge host it ran on (None: this machine)
 
     @property
     def measured(self) -> Verdict | None:
@@ -162,7 +166,8 @@ class MainChecked(Event):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
-        return cls(verdict_of(data), bool(data.get("regressed")), dict(data.get("before") or {}))
+        return cls(verdict_of(data), bool(data.get("regressed")), dict(data.get("before") or {}),
+                   JudgeHost.read(data.get("judge")))
 
 
 @dataclass(frozen=True)

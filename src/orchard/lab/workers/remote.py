@@ -92,11 +92,16 @@ def scratch_dir(lab: str) -> Path:
     return Path(tempfile.gettempdir()) / f"orchard-dask-{lab}"
 
 
+def judge_scratch(lab: str, address: str) -> Path:
+    """A judge host's own copy of the lab (its checkouts, baselines, lab.db of caches), one per dask worker."""
+    return Path(tempfile.gettempdir()) / f"orchard-judge-{lab}-{hashlib.sha256(address.encode()).hexdigest()[:8]}"
+
+
 def _git(cwd: Path | None, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
 
-def _sync(source: str, dest: Path, commit: str) -> None:
+def sync(source: str, dest: Path, commit: str) -> None:
     """Clone `source` into `dest`, or fetch into an existing clone, until `commit` is there.
 
     An existing clone is pointed at `source` first: a lab that was killed
@@ -114,8 +119,8 @@ def _sync(source: str, dest: Path, commit: str) -> None:
 
 def _prepare(ws: Workspace, spec: RemoteExperiment) -> None:
     """The references at the experiment's bases, and the baseline binary the worker measures against."""
-    _sync(spec.repositories.target, ws.reference_target, spec.target_base)
-    _sync(spec.repositories.bench, ws.bench_dir, spec.bench_base)
+    sync(spec.repositories.target, ws.reference_target, spec.target_base)
+    sync(spec.repositories.bench, ws.bench_dir, spec.bench_base)
     binary = ws.baseline_binary(spec.target_base)
     if binary is None or binary.exists():
         return
@@ -272,8 +277,11 @@ def host_problem(repositories: ServedRepositories, workers: WorkersConfig) -> st
 
 
 def remove_scratch(lab: str) -> None:
-    """Kill every launcher the lab left on this host and remove its scratch copy (run on each dask worker)."""
+    """Kill every launcher the lab left on this host and remove its scratch copies, its judges' too (run on each
+    dask worker)."""
     root = scratch_dir(lab)
     for pid_file in root.glob("worker-*.pid"):
         _kill_leftover(pid_file)
     shutil.rmtree(root, ignore_errors=True)
+    for judge in root.parent.glob(f"orchard-judge-{lab}-*"):
+        shutil.rmtree(judge, ignore_errors=True)

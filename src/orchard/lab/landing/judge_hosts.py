@@ -1,0 +1,168 @@
+"""The lab's judge hosts: verdicts sent to any of them, a win's later measurements to its own.
+
+With `[workers] judge_hosts = N`, the lab waits at its start for N dask
+workers declaring the `judge` resource on its cluster (each checked as a
+worker host is: reach to the served repositories, the sandbox). A
+candidate's verdict is then one dask task (`host_job.run_on_judge_host`)
+claiming `judge=1`: dask places it on a judge host with a free slot, so a
+host runs one step at a time. The judgment names its host, and that host
+holds the lease on the experiment: the landing's rebase verdict, its
+confirmation and its main check are submitted pinned to it (`OnJudgeHost`,
+`JudgeHost.pinned`). A verdict whose host is lost mid-way is run again by
+dask on another judge host, from scratch; a pinned step whose host has left
+the cluster is not run anywhere else (`JudgeHostGone`). Each step's start is
+journaled (`JudgeStarted`): what `orchard status` shows as each judge's
+queue. Waiting threads poll; the lab's loop thread never waits here.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from orchard.errors import OrchardError, UsageError
+from orchard.lab.config.orchard_toml import Config
+from orchard.lab.judge.ladder import Progress
+from orchard.lab.judge.measuring import MeasureProgress, Verdict
+from orchard.lab.landing.host_job import JUDGE_TOPIC, HostAnswer, HostJob, run_on_judge_host
+from orchard.lab.records.candidate import Candidate
+from orchard.lab.records.db import ExperimentRecord
+from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.records.judge_host import JUDGE_RESOURCE, UNPINNED, JudgeHost, JudgeStarted, JudgeStep
+from orchard.lab.records.judgment import Judgment
+from orchard.lab.workers.remote import host_problem
+from orchard.lab.workers.serving import ServedRepositories
+from orchard.lab.workers.workspace import Workspace
+
+if TYPE_CHECKING:
+    from orchard.lab.db.state import LabState
+
+WAIT_S = 30.0  # for the judge hosts to join at the start
+POLL_S = 0.5
+
+
+class JudgeHostGone(OrchardError):
+    """The judge host an experiment is leased to has left the cluster: its step runs nowhere else."""
+
+    def __init__(self, message: str, judge: JudgeHost, step: JudgeStep) -> None:
+        super().__init__(message)
+        self.judge, self.step = judge, step
+
+
+def judge_addresses(scheduler_info: dict[str, Any]) -> dict[str, str]:
+    """The judge hosts in a scheduler's view of its workers: address -> host."""
+    return {address: str(worker.get("host", "")) for address, worker in scheduler_info.get("workers", {}).items()
+            if worker.get("resources", {}).get(JUDGE_RESOURCE, 0) >= 1}
+
+
+@dataclass
+class JudgeHosts:
+    """The judge hosts of the lab's dask cluster, as one lab run uses them."""
+
+    client: Any  # distributed.Client
+    lab_id: str
+    repositories: ServedRepositories
+    config: Config
+
+    @classmethod
+    def open(cls, client: Any, lab_id: str, repositories: ServedRepositories, config: Config) -> JudgeHosts:
+        """Wait for `[workers] judge_hosts` judge hosts and check each (UsageError naming what is missing)."""
+        wanted = config.workers.judge_hosts
+        deadline = time.monotonic() + WAIT_S
+        while len(found := judge_addresses(client.scheduler_info())) < wanted and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if len(found) < wanted:
+            raise UsageError(f"workers.judge_hosts: {wanted} wanted, {len(found)} on the dask cluster after "
+                             f"{WAIT_S:g} s: start each with `dask worker ADDRESS --resources \"judge=1\"`")
+        checked = client.run(host_problem, repositories, config.workers, workers=list(found))
+        problems = [f"judge host {address}: {problem}" for address, problem in sorted(checked.items()) if problem]
+        if problems:
+            raise UsageError("; ".join(problems))
+        return cls(client, lab_id, repositories, config)
+
+    def verdict(self, state: LabState, record: ExperimentRecord, progress: Progress) -> Judgment:
+        """The candidate judged whole on whichever judge host dask gives it; the judgment names that host."""
+        assert record.candidate is not None
+        job = self.job(record.name, record.name, JudgeStep.VERDICT, record.bench_base, record.target_base,
+                        candidate=record.candidate)
+        answer = self.run(state, job, None, progress)
+        assert answer.judgment is not None
+        return answer.judgment
+
+    def pinned(self, judge: JudgeHost, experiment: str) -> OnJudgeHost:
+        return OnJudgeHost(self, judge, experiment)
+
+    def job(self, experiment: str, name: str, step: JudgeStep, bench_base: str, base: str,
+             **given: Any) -> HostJob:
+        key = f"orchard-judge-{name}-{step}-{uuid.uuid4().hex[:8]}"
+        return HostJob(self.lab_id, key, experiment, name, step, self.repositories, self.config, bench_base, base,
+                       **given)
+
+    def run(self, state: LabState, job: HostJob, judge: JudgeHost | None, progress: Progress) -> HostAnswer:
+        """Submit `job` (to `judge` alone when given) and wait for its answer, journaling where it started."""
+        placement = UNPINNED if judge is None else judge.pinned()
+        seen = len(self.client.get_events(JUDGE_TOPIC))  # earlier steps' starts: not this job's
+        future = self.client.submit(run_on_judge_host, job, key=job.key, pure=False, **placement)
+        while not future.done():
+            seen = self._journal_starts(state, job, seen, progress)
+            if judge is not None and judge.address not in judge_addresses(self.client.scheduler_info()):
+                future.cancel()
+                raise JudgeHostGone(f"{job.experiment}: its judge host {judge.label} has left the cluster; its "
+                                    f"{job.step} runs on no other host (numbers never span two machines)", judge,
+                                    job.step)
+            time.sleep(POLL_S)
+        self._journal_starts(state, job, seen, progress)
+        answer: HostAnswer = future.result()
+        return answer
+
+    def _journal_starts(self, state: LabState, job: HostJob, seen: int, progress: Progress) -> int:
+        """Journal the starts of `job` among the event log's entries after the first `seen`; how many entries
+        the log holds now (each waiting thread reads only what is new to it)."""
+        events = self.client.get_events(JUDGE_TOPIC)
+        for message in (m for _, m in events[seen:] if m.get("key") == job.key):
+            judge = JudgeHost(str(message["host"]), str(message["address"]))
+            state.log(JudgeStarted(judge, job.step), job.experiment)
+            progress(f"{job.experiment}: {job.step} on judge host {judge.label}")
+        return len(events)
+
+
+@dataclass(frozen=True)
+class OnJudgeHost:
+    """A win's landing measurements, each on the judge host its judgment names (`measured.Measurements`)."""
+
+    hosts: JudgeHosts
+    judge: JudgeHost
+    experiment: str
+
+    def rejudge(self, ws: Workspace, state: LabState, name: str, candidate: Candidate, base: str, bench_base: str,
+                progress: Progress, measure_progress: MeasureProgress | None) -> Judgment:
+        job = self.hosts.job(self.experiment, name, JudgeStep.REBASE, bench_base, base, candidate=candidate)
+        answer = self.hosts.run(state, job, self.judge, progress)
+        assert answer.judgment is not None
+        return answer.judgment
+
+    def confirm(self, ws: Workspace, state: LabState, main_head: str, current: Judgment, name: str,
+                hypothesis: Hypothesis, measure_progress: MeasureProgress | None) -> Verdict | str:
+        bench_base = state.experiment(self.experiment).bench_base
+        job = self.hosts.job(self.experiment, name, JudgeStep.CONFIRM, bench_base, main_head, judgment=current,
+                              hypothesis=hypothesis)
+        answer = self.hosts.run(state, job, self.judge, lambda _: None)
+        if answer.verdict is not None:
+            return answer.verdict
+        return answer.refused or "the judge host sent no confirmation"
+
+    def main_check(self, ws: Workspace, state: LabState, previous: str, commit: str,
+                   measure_progress: MeasureProgress | None) -> tuple[Verdict, JudgeHost | None]:
+        """On the win's judge host; when that host is gone (the merge is made), on another judge host: both
+        mains are measured there, so the check still compares one machine's numbers."""
+        bench_base = state.experiment(self.experiment).bench_base
+        job = self.hosts.job(self.experiment, self.experiment, JudgeStep.MAIN_CHECK, bench_base, previous,
+                             commit=commit)
+        try:
+            answer = self.hosts.run(state, job, self.judge, lambda _: None)
+        except JudgeHostGone:
+            answer = self.hosts.run(state, replace(job, key=f"{job.key}-elsewhere"), None, lambda _: None)
+        assert answer.verdict is not None
+        return answer.verdict, answer.judge

@@ -1,0 +1,80 @@
+"""Where the lab's judge and landing threads do their work: on this machine, or on the lab's judge hosts.
+
+Each judge thread judges one collected candidate from clean; the landing
+thread lands one win at a time (each merge moves main, so landings are
+serial, and main cannot move between a landing's rebase check and its
+merge). Without judge hosts both run here, exactly as the lab always ran
+them. With `[workers] judge_hosts`, a judge thread sends the candidate's
+verdict to a judge host and waits for it (`landing/judge_hosts.py`), and a
+win's landing measures on the judge host its judgment names. A landing
+whose judge host has left the cluster before its merge stops there and
+says so (`LandOutcome.judge_lost`): the loop sends the win back to be
+judged from scratch on another host, so nothing measured on two machines
+is ever compared.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from orchard.lab.db.state import LabState
+from orchard.lab.judge.gathering import Gathering
+from orchard.lab.judge.ladder import judge
+from orchard.lab.judge.measuring import MeasureProgress
+from orchard.lab.landing import land as landing
+from orchard.lab.landing.judge_hosts import JudgeHostGone, JudgeHosts
+from orchard.lab.records.db import ExperimentRecord
+from orchard.lab.records.hypothesis import Hypothesis
+from orchard.lab.records.judge_host import JudgeLost
+from orchard.lab.records.judgment import Judgment
+from orchard.lab.workers.executors import Executor
+from orchard.lab.workers.executors.dask import DaskExecutor
+from orchard.lab.workers.workspace import Workspace
+
+
+class Judging:
+    """The judge and landing threads' work, for one lab run (`hosts`: its judge hosts, when it has them)."""
+
+    def __init__(self, ws: Workspace, say: Callable[[str], None], measure_progress: MeasureProgress | None,
+                 gathering: Gathering) -> None:
+        self.ws, self.say, self.measure_progress, self.gathering = ws, say, measure_progress, gathering
+        self.hosts: JudgeHosts | None = None
+        self._one_landing = threading.Lock()  # merges into main are serial
+        workers = ws.config.workers
+        # candidates judged at once: `[workers] judges` here; with judge hosts, at least one per host
+        self.threads = max(workers.judges, workers.judge_hosts)
+
+    def open_hosts(self, executor: Executor) -> None:
+        """The lab's judge hosts on its executor's cluster, when `[workers] judge_hosts` asks for them."""
+        if self.ws.config.workers.judge_hosts and isinstance(executor, DaskExecutor):
+            assert executor.repositories is not None
+            self.hosts = JudgeHosts.open(executor.cluster.client, executor.lab, executor.repositories, self.ws.config)
+
+    def judge(self, record: ExperimentRecord) -> Judgment:
+        """A judge thread: judge the candidate handed to it from clean (its own lab.db connection)."""
+        assert record.candidate is not None
+        state = LabState.open(self.ws.root)
+        try:
+            if self.hosts is not None:
+                return self.hosts.verdict(state, record, self.say)
+            return judge(self.ws, state, record.name, record.candidate, record.target_base, record.bench_base,
+                         progress=self.say, measure_progress=self.measure_progress, measurer=self.gathering.measure)
+        finally:
+            state.close()
+
+    def land(self, record: ExperimentRecord, judgment: Judgment, hypothesis: Hypothesis) -> landing.LandOutcome:
+        """A landing thread: one at a time; its measurements on the judge host that judged the win, if one did."""
+        leased = judgment.judge
+        measurements = None if leased is None or self.hosts is None else self.hosts.pinned(leased, record.name)
+        with self._one_landing:
+            state = LabState.open(self.ws.root)
+            try:
+                return landing.land(self.ws, state, record, judgment, hypothesis, progress=self.say,
+                                    measure_progress=self.measure_progress, measurements=measurements)
+            except JudgeHostGone as gone:  # before its merge (main after a merge is checked on another host)
+                now = state.experiment(record.name)
+                return landing.LandOutcome(now.branch or f"lab/{record.name}", now.land_commit or "", False, None,
+                                           False, [], judge_lost=JudgeLost(gone.judge, gone.step, str(gone)))
+            finally:
+                state.close()
