@@ -148,9 +148,12 @@ def test_a_candidate_whose_count_varies_is_counted_per_pair(tmp_path: Path, monk
     verdict = run_verdict(suite, base, random_loop, results=tmp_path / "results", calibration_file=cal,
                           confinement=confinement)
     (metric,) = verdict.metrics
-    assert metric.method == Method.HODGES_LEHMANN and metric.n == verdict.pairs == 6, metric
+    assert metric.method == Method.HODGES_LEHMANN and metric.n == verdict.pairs >= 6, metric  # 6: runs
     assert metric.note.startswith(f"counted per pair: the candidate's {COUNTS} counts of instructions spread")
-    counted = [r for r in read_jsonl(verdict.rows) if r.get("step_kind") == "counted"]
-    # each binary counted once per judged pair: the first three counts serve as the first three pairs'
+    rows = read_jsonl(verdict.rows)
+    counted = [r for r in rows if r.get("step_kind") == "counted"]
+    # each binary counted once per judged pair: the first three counts serve as the first three pairs', the first
+    # look's six pairs get theirs then, and any later pair (past runs, an open metric) is counted in its own rows
     assert sorted(r["role"] for r in counted) == ["baseline"] * 6 + ["candidate"] * 6
+    assert all(r["instructions"] > 0 for r in rows if r.get("step_kind") == "measured" and r["pair"] > 6)
     assert len({r["instructions"] for r in counted if r["role"] == "candidate"}) > 1
