@@ -161,7 +161,7 @@ class WorkersConfig:
                                "confirmation and main check on the one that judged it (candidates judged at once: "
                                "the larger of this and `judges`); 0: every verdict on the lab's machine",
                         minimum=0, maximum=MAX_WORKERS)
-    shared_baseline: int = _key(1, "built candidates waiting on the same base are measured together, this many "
+    shared_baseline: int = _key(4, "built candidates waiting on the same base are measured together, this many "
                                    "at most: each round runs the baseline once and each of them once, with one "
                                    "verdict each, at its own alpha as alone: fewer runs (docs/verdict.md); "
                                    "1: each its own campaign",
