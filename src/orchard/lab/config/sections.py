@@ -164,7 +164,7 @@ class WorkersConfig:
     shared_baseline: int = _key(4, "built candidates waiting on the same base are measured together, this many "
                                    "at most: each round runs the baseline once and each of them once, with one "
                                    "verdict each, at its own alpha as alone: fewer runs (docs/verdict.md); "
-                                   "1: each its own campaign",
+                                   "1: each its own campaign (as always on judge hosts)",
                                 minimum=1, maximum=MAX_WORKERS)
     timeout_minutes: float = _key(60.0, "a worker still running after this is killed with its whole "
                                         "process tree", minimum=0.01, maximum=MAX_MINUTES)
