@@ -77,7 +77,6 @@ def test_a_leased_step_is_placed_on_its_judge_host_or_nowhere() -> None:
 
 @pytest.mark.parametrize(("workers", "review", "said"), [
     ({"judge_hosts": 2}, {}, 'needs executor = "dask"'),
-    ({"judge_hosts": 2, "executor": "dask", "shared_baseline": 2}, {}, "shared_baseline"),
     ({"judge_hosts": 1, "executor": "dask"}, {"template": "true"}, "[review]"),
     ({"judge_hosts": -1, "executor": "dask"}, {}, "workers.judge_hosts"),
 ])

@@ -175,14 +175,11 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
 
 
 def _judge_hosts(workers: WorkersConfig, reviewed: bool) -> list[str]:
-    """What judge hosts cannot go with (yet): they are dask workers; their verdicts are taken one pair at a time
-    and without the reviewer, which runs on the lab's machine."""
+    """What judge hosts cannot go with (yet): they are dask workers, and the reviewer runs on the lab's machine.
+    (A judge host measures one candidate at a time, so `shared_baseline` does not apply there.)"""
     if not workers.judge_hosts:
         return []
     found = [] if workers.executor == ExecutorKind.DASK else ["workers.judge_hosts: needs executor = \"dask\""]
-    if workers.shared_baseline > 1:
-        found.append("workers.judge_hosts: not with shared_baseline > 1 (a judge host measures one candidate "
-                     "at a time)")
     if reviewed:
         found.append("workers.judge_hosts: not with a [review] reviewer (it runs on the lab's machine only)")
     return found

@@ -161,10 +161,10 @@ class WorkersConfig:
                                "confirmation and main check on the one that judged it (candidates judged at once: "
                                "the larger of this and `judges`); 0: every verdict on the lab's machine",
                         minimum=0, maximum=MAX_WORKERS)
-    shared_baseline: int = _key(1, "built candidates waiting on the same base are measured together, this many "
+    shared_baseline: int = _key(4, "built candidates waiting on the same base are measured together, this many "
                                    "at most: each round runs the baseline once and each of them once, with one "
-                                   "verdict each; fewer runs, but less power near the floor (docs/verdict.md); "
-                                   "1: each its own campaign",
+                                   "verdict each, at its own alpha as alone: fewer runs (docs/verdict.md); "
+                                   "1: each its own campaign (as always on judge hosts)",
                                 minimum=1, maximum=MAX_WORKERS)
     timeout_minutes: float = _key(60.0, "a worker still running after this is killed with its whole "
                                         "process tree", minimum=0.01, maximum=MAX_MINUTES)

@@ -85,7 +85,8 @@ class Lab:
         self.notebook = records.Notebook(ws)
         self.decided: dict[str, Judgment] = {}  # the wins this run's judges decided, handed to their landing
         self.disk = DiskLimits()
-        self.gathering = Gathering(ws.config.workers.shared_baseline)  # built candidates measured together
+        # built candidates measured together; a judge host measures one at a time
+        self.gathering = Gathering(1 if ws.config.workers.judge_hosts else ws.config.workers.shared_baseline)
         self.judge_work = Judging(ws, say, measure_progress, self.gathering)  # here, or on the lab's judge hosts
 
     def failed(self, record: ExperimentRecord, stage: Stage, error: BaseException) -> None:
