@@ -240,7 +240,7 @@ def one_fleet(workers: int, judges: int, args: argparse.Namespace) -> dict[str, 
             proc.send_signal(signal.SIGTERM)  # the lab cleans up like Ctrl-C, while its cluster still runs
             proc.wait(timeout=600)
             log.close()
-        return _summary(lab / "lab.db", began[0], window, workers, samples, args) | {"judges": judges}
+        return _summary(lab / "lab.db", began[0], window, (workers, judges), samples, args) | {"judges": judges}
 
 
 def _started(db: Path) -> bool:
@@ -254,8 +254,9 @@ def _started(db: Path) -> bool:
         return False
 
 
-def _summary(db: Path, began: float, window: float, workers: int, samples: list[tuple[float, int, int]],
+def _summary(db: Path, began: float, window: float, fleet: tuple[int, int], samples: list[tuple[float, int, int]],
              args: argparse.Namespace) -> dict[str, Any]:
+    workers, judges = fleet
     end = began + window
     connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
@@ -265,11 +266,15 @@ def _summary(db: Path, began: float, window: float, workers: int, samples: list[
         # a candidate KILLed before its verdict (no report, a timeout) costs the judge nothing: count them apart
         unjudged = connection.execute("SELECT count(*) FROM experiments WHERE reasons LIKE '%is not judged%'"
                                       ).fetchone()[0]
-        # J >= 2: verdicts started on each judge host within the window (spread over all J, or not)
-        hosts = [json.loads(data)["judge"]["address"] for (data,) in connection.execute(
-            "SELECT data FROM events WHERE kind = 'judge-host' AND at BETWEEN ? AND ?", (began, end))]
+        # J >= 2: verdicts started on each judge host within the window (spread over all J, or not), and how long
+        # each took from its start on the host to its judgment in lab.db (real seconds: not scaled)
+        starts = {experiment: (at, json.loads(data)["judge"]["address"]) for experiment, at, data in
+                  connection.execute("SELECT experiment, at, data FROM events WHERE kind = 'judge-host' "
+                                     "AND at BETWEEN ? AND ? ORDER BY id", (began, end))}
+        judgments = dict(connection.execute("SELECT experiment, at FROM events WHERE kind = 'judgment'").fetchall())
     finally:
         connection.close()
+    on_host = [judgments[name] - at for name, (at, _) in starts.items() if name in judgments]
     busy = sum(min(finished or end, end) - max(started, began) for started, finished in rows
                if started < end and (finished or end) > began)
     finished = sum(1 for _, done in rows if done is not None and began <= done <= end)
@@ -285,7 +290,10 @@ def _summary(db: Path, began: float, window: float, workers: int, samples: list[
         "workers": workers, "window_s": window,
         "finished_per_hour": round(finished * per_hour, 1), "judged_per_hour": round(judged * per_hour, 1),
         "killed_unjudged": unjudged,
-        "verdicts_per_judge_host": sorted(collections.Counter(hosts).values(), reverse=True),
+        "verdicts_per_judge_host": sorted(collections.Counter(host for _, host in starts.values()).values(),
+                                          reverse=True),
+        "judge_host_verdict_s_median": round(statistics.median(on_host), 2) if on_host else None,
+        "judge_host_busy_share": round(sum(on_host) / (judges * window), 3) if on_host else None,
         "idle_share": round(1 - busy / (workers * window), 3),
         "queue_median": statistics.median(queue) if queue else None, "queue_max": max(queue, default=None),
         "queue_at_end": queue[-1] if queue else None,
