@@ -1,4 +1,4 @@
-"""A simulated fleet on dask: how many experiments an hour one judge machine keeps up with.
+"""A simulated fleet on dask: how many experiments an hour one judge machine, or several, keeps up with.
 
     python benchmarks/fleet.py [--workers 2,8,32] [--minutes 3] [--scale 0.1] [--verdict-s 20] [--json out.json]
                                [--shared-baseline K] [--judges 1,2,4]
@@ -45,7 +45,9 @@ each a `dask worker` process of its own declaring `judge=1`, with its own
 lock file and cache directory, so their stand-in verdicts do not serialize
 against each other, as on separate machines; each verdict then runs whole
 on one of them (its clean checkout, patch, tests and the sleep), one at a
-time per host.
+time per host. Reported besides: the verdicts each judge host started in
+the window, and the median real seconds from a verdict's start on its host
+to its judgment in lab.db.
 """
 
 from __future__ import annotations
@@ -240,7 +242,7 @@ def one_fleet(workers: int, judges: int, args: argparse.Namespace) -> dict[str, 
             proc.send_signal(signal.SIGTERM)  # the lab cleans up like Ctrl-C, while its cluster still runs
             proc.wait(timeout=600)
             log.close()
-        return _summary(lab / "lab.db", began[0], window, (workers, judges), samples, args) | {"judges": judges}
+        return _summary(lab / "lab.db", began[0], window, workers, samples, args) | {"judges": judges}
 
 
 def _started(db: Path) -> bool:
@@ -254,9 +256,8 @@ def _started(db: Path) -> bool:
         return False
 
 
-def _summary(db: Path, began: float, window: float, fleet: tuple[int, int], samples: list[tuple[float, int, int]],
+def _summary(db: Path, began: float, window: float, workers: int, samples: list[tuple[float, int, int]],
              args: argparse.Namespace) -> dict[str, Any]:
-    workers, judges = fleet
     end = began + window
     connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
@@ -267,7 +268,8 @@ def _summary(db: Path, began: float, window: float, fleet: tuple[int, int], samp
         unjudged = connection.execute("SELECT count(*) FROM experiments WHERE reasons LIKE '%is not judged%'"
                                       ).fetchone()[0]
         # J >= 2: verdicts started on each judge host within the window (spread over all J, or not), and how long
-        # each took from its start on the host to its judgment in lab.db (real seconds: not scaled)
+        # each took from its start on the host to its judgment in lab.db (real seconds, not scaled; with the wait
+        # for the loop's next pass to record it)
         starts = {experiment: (at, json.loads(data)["judge"]["address"]) for experiment, at, data in
                   connection.execute("SELECT experiment, at, data FROM events WHERE kind = 'judge-host' "
                                      "AND at BETWEEN ? AND ? ORDER BY id", (began, end))}
@@ -293,7 +295,6 @@ def _summary(db: Path, began: float, window: float, fleet: tuple[int, int], samp
         "verdicts_per_judge_host": sorted(collections.Counter(host for _, host in starts.values()).values(),
                                           reverse=True),
         "judge_host_verdict_s_median": round(statistics.median(on_host), 2) if on_host else None,
-        "judge_host_busy_share": round(sum(on_host) / (judges * window), 3) if on_host else None,
         "idle_share": round(1 - busy / (workers * window), 3),
         "queue_median": statistics.median(queue) if queue else None, "queue_max": max(queue, default=None),
         "queue_at_end": queue[-1] if queue else None,
