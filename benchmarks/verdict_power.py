@@ -68,7 +68,6 @@ from orchard.bench.environment import isolated_env
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts
 from orchard.bench.own_timing import own_timing
-from orchard.bench.shared_campaign import hopeless, shared_plan
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import Suite
 from orchard.bench.suite_reader import load_suite
@@ -510,8 +509,7 @@ def measure(args: argparse.Namespace, seed: int, directory: Path, writer: RunWri
                 {"phase": "campaign", "campaign": campaign, "shift": shift},
             )
         if args.shared:
-            shared_rounds(lab, SHIFTS, shared_plan(suite.min_runs, suite.runs, suite.alpha, len(SHIFTS)).max_runs,
-                          {"campaign": campaign})
+            shared_rounds(lab, SHIFTS, suite.runs, {"campaign": campaign})
         print(f"  campaign {campaign + 1}/{args.campaigns} done ({time.time() - started:.0f}s)", flush=True)
     return [
         f"machine: {json.dumps(machine_facts().to_dict())}; instructions counted by {counter} in separate untimed runs",
@@ -547,15 +545,6 @@ def shared_rounds(lab: Lab, shifts: Sequence[float], count: int, meta: dict[str,
             lab.writer.write(row)
 
 
-def shared_rule(suite: Suite, noise: dict[str, MetricNoise], k: int) -> Callable[[list[float], list[float]],
-                                                                                  tuple[str, int]]:
-    """One candidate's verdict in a shared campaign of `k`, exactly as `shared_campaign.run_shared_verdicts`
-    reaches it: alpha split k ways, rounds up to runs x 2k/(k+1), a hopeless candidate stopped at today's cap."""
-    plan = shared_plan(suite.min_runs, suite.runs, suite.alpha, k)
-    return replayed(suite, noise, plan, plan.max_runs,
-                    lambda n, metrics: settled(metrics) or hopeless(plan, n, suite.runs, metrics))
-
-
 def shared_report(suite: Suite, rows: Sequence[dict[str, Any]], tallies: dict[float, Tally]) -> str:
     """Per shift: orchard's separate campaigns (from `analyse`) beside the shared-baseline campaigns measured in
     the same session, detection (A/A: false claims) with Wilson intervals, pairs used, and runs per campaign."""
@@ -565,7 +554,7 @@ def shared_report(suite: Suite, rows: Sequence[dict[str, Any]], tallies: dict[fl
     shared = [row for row in rows if row["phase"] == "shared" and not row["warmup"]]
     if cal.noise is None or not shared:
         return ""
-    judge = shared_rule(suite, cal.noise, len(SHIFTS))
+    judge = orchard_rule(suite, cal.noise)  # each candidate as alone (shared_campaign.py), on its pairs
     claims: Counter[float] = Counter()
     used: dict[float, list[int]] = {shift: [] for shift in SHIFTS}
     runs: list[int] = []
@@ -598,39 +587,6 @@ def shared_report(suite: Suite, rows: Sequence[dict[str, Any]], tallies: dict[fl
     lines += ["", f"runs per set of {len(SHIFTS)} candidates (warm-up included): separate "
               f"{statistics.mean(separate_runs):.1f}, shared {statistics.mean(runs):.1f} "
               f"(ratio {statistics.mean(runs) / statistics.mean(separate_runs):.2f})"]
-    return "\n".join(lines) + "\n"
-
-
-def simulate_shared(suite: Suite, pair_noise: float, campaigns: int, seed: int) -> str:
-    """Simulated campaigns (log-normal runs, `pair_noise` the SD of a pair's log-ratio) judged by orchard's own
-    functions: separate campaigns against shared ones of the same candidates, per shift, and the family-wise
-    false claims of four identical candidates sharing a baseline. The calibration is `calibration.compute` on a
-    simulated A/A campaign of the suite's size."""
-    rng = np.random.default_rng(seed)
-    run_sd = pair_noise / math.sqrt(2)
-    k = len(SHIFTS)
-    plan = shared_plan(suite.min_runs, suite.runs, suite.alpha, k)
-    spec = suite.metrics[0]
-    a = np.exp(rng.normal(0, run_sd, (2, suite.calibration_runs)))
-    metrics, _ = calibration.compute(suite.metrics, {spec.key: (list(a[0]), list(a[1]))}, suite.alpha)
-    noise = {key: m.noise() for key, m in metrics.items()}
-    separate, shared = orchard_rule(suite, noise), shared_rule(suite, noise, k)
-    hits = {rule: Counter[float]() for rule in ("separate", "shared")}
-    family = 0
-    for _ in range(campaigns):
-        runs = np.exp(rng.normal(0, run_sd, (2 * k + 1, plan.max_runs)))
-        for i, shift in enumerate(SHIFTS):
-            base, cand = list(runs[2 * i]), list(runs[2 * i + 1] * math.exp(shift))
-            for rule, judge, b in (("separate", separate, base), ("shared", shared, list(runs[-1]))):
-                verdict, _ = judge(b, cand)
-                hits[rule][shift] += verdict == VerdictWord.REGRESSED or (shift == 0 and verdict == VerdictWord.PASS)
-        nulls = [shared(list(runs[-1]), list(runs[i]))[0] for i in range(k)]  # k identical candidates
-        family += any(v in (VerdictWord.REGRESSED, VerdictWord.PASS) for v in nulls)
-    lines = [f"simulated, pair noise {pair_noise:.0%}, {campaigns} campaigns, A/A floor {noise[spec.key].floor:.2%}",
-             "", "| shift | separate | shared |", "| --- | ---: | ---: |"]
-    lines += [f"| {label(shift)} | " + " | ".join(rate(hits[rule][shift], campaigns) for rule in hits) + " |"
-              for shift in SHIFTS]
-    lines.append(f"| {k} identical candidates, any claim (family-wise) | | {rate(family, campaigns)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -941,8 +897,6 @@ def main() -> None:
         metavar="JSONL",
         help="judge the raw samples of an earlier run again instead of measuring",
     )
-    parser.add_argument("--simulate-shared", default=None, metavar="NOISES", help="simulate shared-baseline "
-                        "campaigns at these pair noises (e.g. 0.03,0.10,0.15) instead of measuring")
     parser.add_argument("--loud", action="store_true", help="the loud-machine table: measure this machine's A/A "
                         "wall-time noise, replay it at 10%% and 15%% pair noise (issue 24 item 3)")
     parser.add_argument("--loud-pairs", type=int, default=200, help="A/A pairs measured for --loud")
@@ -952,12 +906,6 @@ def main() -> None:
     parser.add_argument("--counted-wall", action="store_true", help="--counted's suite judges wall_ms too")
     parser.add_argument("--per-pair", type=int, default=3, help="--counted: verdicts counted per pair, for reference")
     args = parser.parse_args()
-    if args.simulate_shared:
-        with tempfile.TemporaryDirectory(prefix="orchard-verdict-power-") as tmp:
-            suite = suites(Path(tmp), ["wall_ms"])["wall_ms"]
-            for noise in args.simulate_shared.split(","):
-                print(simulate_shared(suite, float(noise), args.campaigns, args.seed or 1))
-        return
     if args.campaigns < 1:
         parser.error("--campaigns must be at least 1")
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib
+import subprocess
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -224,6 +226,19 @@ def test_bench_never_imports_lab() -> None:
 def test_the_lab_imports_the_bench_in_three_modules_and_only_its_public_surface() -> None:
     lab = [name for name in src_graph() if name.startswith("orchard.lab")]
     assert importers(src_graph(), lab, "orchard.bench") == [f"{door} -> orchard.bench" for door in sorted(BENCH_DOORS)]
+
+
+def test_the_bench_surface_imports_each_name_when_first_used() -> None:
+    """Every public name of `orchard.bench` is its module's own object, and the lab's records take the
+    bench's verdict records without importing numpy and the statistics (each lab command imports them)."""
+    bench = importlib.import_module("orchard.bench")
+    assert sorted(bench.__all__) == sorted(bench._HOMES)
+    for name, (module, attribute) in bench._HOMES.items():
+        assert getattr(bench, name) is getattr(importlib.import_module(module), attribute), name
+    probe = ("import sys, orchard.lab.records.verdict; "
+             "print(sorted({'numpy', 'orchard.bench.stats'} & set(sys.modules)))")
+    fresh = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert fresh.stdout == "[]\n"
 
 
 def test_the_shared_modules_import_neither_package() -> None:

@@ -6,11 +6,13 @@ difference that matters sits past the admitted part.
 
 from __future__ import annotations
 
-import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from orchard.bench.campaign import run_verdict
+from orchard.bench.suite_reader import load_suite
 from tests.helpers import orchard
 
 HEAD = (
@@ -58,14 +60,11 @@ def _lab(tmp_path: Path, kind: str, gate: str = "", extra: str = "") -> Path:
     return tmp_path
 
 
-def _verdict(lab: Path, candidate: str, *confine: str) -> dict:
-    """Unconfined unless `confine` says so: a confined run's output reaches the gates the same way, at ~0.2 s a run."""
-    result = orchard(
-        "verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", candidate, "--json",
-        *(confine or ["--no-confine"]), cwd=lab
-    )
-    assert result.returncode in (0, 1), result.stderr
-    return json.loads(result.stdout)
+def _verdict(lab: Path, candidate: str, *, confine: bool = False) -> dict:
+    """The verdict's JSON document (what `orchard verdict --json` prints), measured in process; unconfined unless
+    `confine`: a confined run's output reaches the gates the same way, at ~0.2 s a run."""
+    suite = replace(load_suite(lab / "suite.toml"), confine=confine)
+    return run_verdict(suite, lab / "base", lab / candidate, results=lab / "results").to_dict()
 
 
 def _failed(report: dict) -> list[str]:
@@ -75,7 +74,7 @@ def _failed(report: dict) -> list[str]:
 def test_the_programs_print_far_more_than_is_admitted(tmp_path: Path) -> None:
     lab = _lab(tmp_path, "determinism")
     assert (lab / "base").stat().st_size < 1000
-    report = _verdict(lab, "longer", "--confine")
+    report = _verdict(lab, "longer", confine=True)
     assert report["verdict"] != "REGRESSED", report
 
 

@@ -58,7 +58,7 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
             "--flow",
             str(chatty_flow),
             "--runs",
-            "2",
+            "1",
             "--results",
             str(env.results),
         )

@@ -50,7 +50,7 @@ def rendered(tmp_path: Path) -> dict[str, str]:
     forms = {}
     # 0.10 both directions together: one-sided 5% per claim, the level these files were written at
     for name, metrics in (("paired", decide_metrics(specs, SAMPLES, noise, 0.10)),
-                          ("unpaired", decide_unpaired(specs, SAMPLES, 0.05))):
+                          ("unpaired", decide_unpaired(specs, SAMPLES, 0.10))):
         decision = overall(metrics, [])
         document = Verdict(decision.verdict, decision.reasons, Path("/b"), Path("/c"), decision.metrics,
                            suite="formats", seed=7, pairs=8, planned_pairs=8).to_dict()
@@ -77,3 +77,12 @@ def test_a_verdict_script_that_names_no_method_or_scale_is_stored_as_before() ->
     metric = MetricResult.from_dict(said)
     assert (metric.method, metric.scale) == (Method.UNSTATED, Scale.UNSTATED)
     assert (metric.to_json()["method"], metric.to_json()["scale"]) == ("", "")
+
+
+def test_unpaired_alpha_counts_both_directions_together(tmp_path: Path) -> None:
+    # `orchard compare`'s unpaired path spends alpha as the paired verdict does: a claim either way at half of
+    # it, so alpha 0.05 on one varying metric is a 95% interval (it was a 90% one: 10% false claims)
+    (tmp_path / "suite.toml").write_text(SUITE, encoding="utf-8")
+    wall = [spec for spec in load_suite(tmp_path / "suite.toml").metrics if spec.metric == "wall_ms"]
+    [result] = decide_unpaired(wall, {"s/wall_ms": SAMPLES["s/wall_ms"]}, 0.05)
+    assert result.confidence is not None and result.confidence >= 0.95

@@ -1,6 +1,6 @@
 """The judge's hard rules, each violated once and caught with its own reason.
 
-Verdicts come from really running `orchard verdict --json` on tiny subjects
+Verdicts are really measured, in process as the judge takes them, on tiny subjects
 (a rows suite whose metric is exact, so every outcome is certain) or, where
 a real run cannot produce the outcome on demand (INCONCLUSIVE, a gate failure
 beside measured wins), from the bench's own `overall()` and typed `Verdict`.
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -36,7 +35,7 @@ from orchard.lab.workers import builds
 from orchard.lab.workers.executors import JobResult
 from orchard.lab.workers.launchers import make_launcher
 from orchard.lab.workers.workspace import Workspace
-from tests.helpers import orchard, session_lock_file
+from tests.helpers import session_lock_file
 from tests.lab.lab_helpers import git
 from tests.lab.loop_support import add_hypotheses, bare_candidate, metric, verdict_of, write_finished_report
 
@@ -78,7 +77,8 @@ SUBJECTS = {
 
 @pytest.fixture(scope="module")
 def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Verdict]:
-    """`orchard verdict --json` of each subject against `base`, really run (unconfined: the rules are the point)."""
+    """Each subject's verdict against `base`, really measured and taken in process, as the judge takes it
+    (unconfined, as `orchard verdict --no-confine`: the rules are the point)."""
     root = tmp_path_factory.mktemp("verdicts")
     (root / "suite.toml").write_text(SUITE)
     for name, (tokens, oracle, transport) in SUBJECTS.items():
@@ -92,19 +92,13 @@ def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Verdict]:
         )
         (root / name).write_text(f"#!/bin/sh\necho '{row}'\n")
         (root / name).chmod(0o755)
-    env = {"ORCHARD_CACHE_DIR": str(root / "cache"), "ORCHARD_LOCK_FILE": str(session_lock_file(tmp_path_factory))}
-
-    def verdict(name: str) -> Verdict:
-        result = orchard("verdict", "--suite", "suite.toml", "--baseline", "base", "--candidate", name, "--json",
-                         "--results", f"results-{name}", "--no-confine", cwd=root, env=env)
-        assert result.returncode in (0, 1), result.stderr
-        return Verdict.from_dict(json.loads(result.stdout))
-
-    first, *others = [name for name in SUBJECTS if name != "base"]
-    found = {first: verdict(first)}  # calibrates; the others find its calibration cached
-    with ThreadPoolExecutor(len(others)) as pool:  # their measured runs take turns under the lock
-        found.update(zip(others, pool.map(verdict, others), strict=True))
-    return found
+    suite = replace(load_suite(root / "suite.toml"), confine=False)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ORCHARD_CACHE_DIR", str(root / "cache"))
+        patch.setenv("ORCHARD_LOCK_FILE", str(session_lock_file(tmp_path_factory)))
+        # the first calibrates; the others find its calibration cached
+        return {name: run_verdict(suite, root / "base", root / name, results=root / f"results-{name}")
+                for name in SUBJECTS if name != "base"}
 
 
 def step(tmp_path: Path, name: str, command: str) -> Check:
@@ -319,12 +313,9 @@ def test_no_claim_below_the_noise_floor(green: list[Check], verdicts: dict[str, 
 
 
 def test_rows_with_unlike_comparability_keys_are_never_compared(
-    green: list[Check], verdicts: dict[str, Verdict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    green: list[Check], verdicts: dict[str, Verdict]
 ) -> None:
-    # taken in process, as the judge takes it (--json states the cause only in words)
-    root = verdicts["networked"].baseline.parent
-    monkeypatch.setenv("ORCHARD_CACHE_DIR", str(root / "cache"))  # the calibration the fixture's verdicts made
-    networked = run_verdict(load_suite(root / "suite.toml"), root / "base", root / "networked", results=tmp_path)
+    networked = verdicts["networked"]  # its cause is a typed field in process (--json states it only in words)
     assert networked.unjudged == Unjudged.INCOMPARABLE_ROWS
     judgment = decide(green, networked, [])
     assert judgment.decision == Decision.KILL and judgment.rule == Rule.COMPARABLE

@@ -3,60 +3,119 @@
 The lab uses only this public surface: load a suite, calibrate, run a
 verdict, read rows, rank opportunities, ask who holds the measurement lock,
 withhold held-out inputs. Nothing in bench imports lab.
+
+Each name is imported when first asked for: every lab command reads the bench's verdict records, and
+importing the whole surface up front (numpy, the statistics, the display) cost each `orchard status`,
+`orchard backlog add` or refused `orchard run` about 0.2 s of CPU it did not use.
 """
 
-from orchard.bench.binary import check_binary
-from orchard.bench.calibration import Calibration, CalibrationFailed
-from orchard.bench.campaign import calibrate, run_verdict
-from orchard.bench.confinement import RunConfinement, confine_runs
-from orchard.bench.holdout import is_held_out, withhold
-from orchard.bench.lock import LockState, LockStatus, MeasurementLock, lock_status
-from orchard.bench.opportunities import rank as rank_opportunities
-from orchard.bench.shared_campaign import SharedVerdicts, run_shared_verdicts
-from orchard.bench.store import latest_rows
-from orchard.bench.suite import Suite
-from orchard.bench.suite_reader import load_suite
-from orchard.bench.verdict import (
-    Direction,
-    ExternalRun,
-    GateResult,
-    Method,
-    MetricResult,
-    MetricVerdict,
-    Unjudged,
-    Verdict,
-    VerdictWord,
-)
-from orchard.jsonlines import read_jsonl
+from __future__ import annotations
 
-__all__ = [
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from orchard.bench.binary import check_binary as check_binary
+    from orchard.bench.calibration import Calibration as Calibration
+    from orchard.bench.calibration import CalibrationFailed as CalibrationFailed
+    from orchard.bench.campaign import calibrate as calibrate
+    from orchard.bench.campaign import run_verdict as run_verdict
+    from orchard.bench.confinement import RunConfinement as RunConfinement
+    from orchard.bench.confinement import confine_runs as confine_runs
+    from orchard.bench.holdout import is_held_out as is_held_out
+    from orchard.bench.holdout import withhold as withhold
+    from orchard.bench.lock import LockState as LockState
+    from orchard.bench.lock import LockStatus as LockStatus
+    from orchard.bench.lock import MeasurementLock as MeasurementLock
+    from orchard.bench.lock import lock_status as lock_status
+    from orchard.bench.opportunities import rank as rank_opportunities
+    from orchard.bench.shared_campaign import SharedVerdicts as SharedVerdicts
+    from orchard.bench.shared_campaign import run_shared_verdicts as run_shared_verdicts
+    from orchard.bench.store import latest_rows as latest_rows
+    from orchard.bench.suite import Suite as Suite
+    from orchard.bench.suite_reader import load_suite as load_suite
+    from orchard.bench.verdict import Direction as Direction
+    from orchard.bench.verdict import ExternalRun as ExternalRun
+    from orchard.bench.verdict import GateResult as GateResult
+    from orchard.bench.verdict import Method as Method
+    from orchard.bench.verdict import MetricResult as MetricResult
+    from orchard.bench.verdict import MetricVerdict as MetricVerdict
+    from orchard.bench.verdict import Unjudged as Unjudged
+    from orchard.bench.verdict import Verdict as Verdict
+    from orchard.bench.verdict import VerdictWord as VerdictWord
+    from orchard.jsonlines import read_jsonl as read_jsonl
+
+# Each public name: the module that defines it, and its name there.
+_HOMES = {
+    "check_binary": ("orchard.bench.binary", "check_binary"),
+    "Calibration": ("orchard.bench.calibration", "Calibration"),
+    "CalibrationFailed": ("orchard.bench.calibration", "CalibrationFailed"),
+    "calibrate": ("orchard.bench.campaign", "calibrate"),
+    "run_verdict": ("orchard.bench.campaign", "run_verdict"),
+    "RunConfinement": ("orchard.bench.confinement", "RunConfinement"),
+    "confine_runs": ("orchard.bench.confinement", "confine_runs"),
+    "is_held_out": ("orchard.bench.holdout", "is_held_out"),
+    "withhold": ("orchard.bench.holdout", "withhold"),
+    "LockState": ("orchard.bench.lock", "LockState"),
+    "LockStatus": ("orchard.bench.lock", "LockStatus"),
+    "MeasurementLock": ("orchard.bench.lock", "MeasurementLock"),
+    "lock_status": ("orchard.bench.lock", "lock_status"),
+    "rank_opportunities": ("orchard.bench.opportunities", "rank"),
+    "SharedVerdicts": ("orchard.bench.shared_campaign", "SharedVerdicts"),
+    "run_shared_verdicts": ("orchard.bench.shared_campaign", "run_shared_verdicts"),
+    "latest_rows": ("orchard.bench.store", "latest_rows"),
+    "Suite": ("orchard.bench.suite", "Suite"),
+    "load_suite": ("orchard.bench.suite_reader", "load_suite"),
+    "Direction": ("orchard.bench.verdict", "Direction"),
+    "ExternalRun": ("orchard.bench.verdict", "ExternalRun"),
+    "GateResult": ("orchard.bench.verdict", "GateResult"),
+    "Method": ("orchard.bench.verdict", "Method"),
+    "MetricResult": ("orchard.bench.verdict", "MetricResult"),
+    "MetricVerdict": ("orchard.bench.verdict", "MetricVerdict"),
+    "Unjudged": ("orchard.bench.verdict", "Unjudged"),
+    "Verdict": ("orchard.bench.verdict", "Verdict"),
+    "VerdictWord": ("orchard.bench.verdict", "VerdictWord"),
+    "read_jsonl": ("orchard.jsonlines", "read_jsonl"),
+}
+
+__all__ = [  # the names above, listed for mypy and ruff (tests/bench/test_surface.py checks they agree)
+    "check_binary",
     "Calibration",
     "CalibrationFailed",
-    "Direction",
-    "ExternalRun",
+    "calibrate",
+    "run_verdict",
     "RunConfinement",
-    "SharedVerdicts",
-    "GateResult",
+    "confine_runs",
+    "is_held_out",
+    "withhold",
     "LockState",
     "LockStatus",
     "MeasurementLock",
-    "MetricResult",
-    "Method",
-    "MetricVerdict",
-    "Suite",
-    "Unjudged",
-    "calibrate",
-    "check_binary",
-    "confine_runs",
-    "is_held_out",
-    "latest_rows",
-    "load_suite",
     "lock_status",
     "rank_opportunities",
-    "read_jsonl",
+    "SharedVerdicts",
     "run_shared_verdicts",
-    "run_verdict",
-    "withhold",
+    "latest_rows",
+    "Suite",
+    "load_suite",
+    "Direction",
+    "ExternalRun",
+    "GateResult",
+    "Method",
+    "MetricResult",
+    "MetricVerdict",
+    "Unjudged",
     "Verdict",
     "VerdictWord",
+    "read_jsonl",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """The public name `name`, imported from its module on first use (PEP 562)."""
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attribute = _HOMES[name]
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value
+    return value

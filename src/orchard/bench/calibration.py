@@ -73,6 +73,8 @@ class Calibration:
     machine: MachineFacts | None = None
     file: Path | None = None  # the calibration file it was read from or written to, if any
     env_isolation: str = ENV_ISOLATION_VERSION  # how its runs were confined (older files: unconfined)
+    baseline_sha256: str | None = None  # what its runs ran (older files: unknown): a verdict on this binary
+    # may take its deterministic counts from here (binary_counts.py)
 
     def noise(self) -> dict[str, MetricNoise]:
         return {key: metric.noise() for key, metric in self.metrics.items()}

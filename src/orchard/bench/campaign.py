@@ -17,7 +17,7 @@ from pathlib import Path
 
 from orchard.bench import calibration as calibration_cache
 from orchard.bench import instructions
-from orchard.bench.binary import check_binary
+from orchard.bench.binary import binary_sha256, check_binary
 from orchard.bench.confinement import RunConfinement, for_campaign
 from orchard.bench.decide import AdaptivePlan, advise, extension_note, overall
 from orchard.bench.display import rows_summary
@@ -139,6 +139,7 @@ def calibrate(
         machine=machine_facts(),
         file=file,
         env_isolation=confinement.isolation,
+        baseline_sha256=binary_sha256(baseline),
     )
     calibration_cache.save(result)
     return result

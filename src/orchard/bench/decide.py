@@ -223,10 +223,11 @@ def decide_unpaired(
 
     Metrics constant on both sides compare exactly; the others get the
     two-sample Hodges-Lehmann shift on log values, Bonferroni over metrics.
+    `alpha` counts both directions together, as in `decide_metrics`.
     """
     results = []
     varying = [spec for spec in specs if len(set(samples[spec.key][0])) > 1 or len(set(samples[spec.key][1])) > 1]
-    level = alpha / max(1, len(varying))
+    level = alpha / 2.0 / max(1, len(varying))
     for spec in specs:
         a = np.asarray(samples[spec.key][0], dtype=float)
         b = np.asarray(samples[spec.key][1], dtype=float)

@@ -256,19 +256,28 @@ def measure_pairs(runner: PairRunner, kept: tuple[Samples, RunSeries], cal: cali
         progress(index, plan.max_runs, "")
         level = plan.alpha_at(index)
         if level is not None:
-            counted = {m.key: m for m in counts.judge(index, samples.values)}
-            specs, values = samples.measured()
-            decided = {m.key: counts.note(m) for m in decide_metrics(specs, values, noise_for(cal, specs), level)}
-            judged = {**decided, **counted}
-            metrics = [judged[spec.key] for spec in runner.suite.metrics if spec.key in judged]
-            # a count per binary is final: more pairs do not change it
-            if plan.stops(index, [m for m in metrics if m.key not in counted or m.verdict != MetricVerdict.UNCLEAR]):
+            metrics, still = judge_look(runner.suite, cal, counts, samples, (index, level))
+            if plan.stops(index, still):
                 break
             runner.retired |= decided_exactly(metrics)
             if index == plan.max_runs:
                 went_on = open_metrics(metrics, plan.last)
                 progress(index, plan.last, "going on past runs: " + "; ".join(went_on))
     return Measured(metrics, pairs, went_on=went_on)
+
+
+def judge_look(suite: Suite, cal: calibration_cache.Calibration, counts: BinaryCounts, samples: Samples,
+               look: tuple[int, float]) -> tuple[list[MetricResult], list[MetricResult]]:
+    """A look at `look` = (pairs, level): every judged metric (those counted per binary from their counts, the
+    rest from their pairs), and those a stop rule reads: a count per binary is final, more pairs do not change
+    it, so an unclear one does not keep the campaign going."""
+    index, level = look
+    counted = {m.key: m for m in counts.judge(index, samples.values)}
+    specs, values = samples.measured()
+    decided = {m.key: counts.note(m) for m in decide_metrics(specs, values, noise_for(cal, specs), level)}
+    judged = {**decided, **counted}
+    metrics = [judged[spec.key] for spec in suite.metrics if spec.key in judged]
+    return metrics, [m for m in metrics if m.key not in counted or m.verdict != MetricVerdict.UNCLEAR]
 
 
 def decided_exactly(metrics: Sequence[MetricResult]) -> set[str]:

@@ -53,6 +53,7 @@ class RoundRunner:
         self.lock = MeasurementLock(f"orchard {lane} {suite.name} (shared baseline, {len(candidates)} candidates)")
         self.trackers = [GateTracker(suite.gates, suite.scenarios) for _ in candidates]
         self.metric_names = {spec.metric for spec in suite.metrics} | set(suite.recorded_only)
+        self.per_binary: set[str] = set()  # scenarios whose instructions are counted per binary, not in the rounds
         self.hashes = {name: binary_sha256(path) for name, path in self.binaries.items()}
         self.base_meta = {
             "lane": lane, "suite": suite.name, "suite_digest": suite.digest, "seed": seed,
@@ -81,7 +82,10 @@ class RoundRunner:
         for scenario, seen in measured:
             for name, observation in seen.items():
                 # untimed instruction counts after the lock is released: they do not move with load
-                count_instructions(self.bench, scenario, self.binaries[name], observation)
+                if scenario.name in self.per_binary:
+                    observation.row["instructions_counting"] = "per binary"
+                else:
+                    count_instructions(self.bench, scenario, self.binaries[name], observation)
                 self.writer.write(observation.row)
             base = seen[BASELINE]
             baselines.append(base)

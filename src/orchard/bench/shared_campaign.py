@@ -2,18 +2,23 @@
 candidate once (K+1 runs for K candidates instead of the 2K of K campaigns), in a seeded random order.
 
 Each candidate gets its own paired verdict: its pairs are (that round's baseline run, its own run), judged at the
-looks of `AdaptivePlan` as a campaign of its own would be, and it stops on its own rule (settled, a failed gate,
-rows that cannot be compared) while the others go on; the baseline keeps running while any candidate is
-undecided. The shared baseline run makes the candidates' pairs positively correlated (one fast baseline run
-makes every candidate look slower at once), so the multiplicity is corrected across candidates by splitting
-alpha K ways (Bonferroni): it holds under any dependence and with each candidate stopping at a different look,
-where Holm's step-down would need every candidate's p-value at the same look. One candidate is exactly
-`run_verdict`.
+looks of the campaign it would have alone (`AdaptivePlan` with the suite's `extra_runs`, at the suite's alpha),
+and it stops on that campaign's rule (settled, past `runs` with nothing open, a failed gate, rows that cannot be
+compared) while the others go on; the baseline keeps running while any candidate is undecided.
+
+What is controlled is each candidate's false-claim rate, at alpha, which is what K separate verdicts control: a
+candidate's verdict reads only its own pairs and stops on its own rule, and the random order makes its pairs'
+two runs exchangeable when it equals the baseline, so sharing the baseline run changes nothing of its own
+error. Across the K, sharing correlates the candidates positively (one fast baseline run makes every candidate
+look slower at once); for two-sided tests that cannot raise the chance of any false claim above that of K
+independent verdicts (Sidak's inequality), so a shared campaign is never worse family-wise than separate ones.
+No split of alpha across candidates: it would make a candidate's verdict depend on how many others happened to
+wait beside it, and cost power near the floor (Bonferroni, Dunnett and Holm's recycling measured in
+docs/benchmarks.md, section 2). One candidate is exactly `run_verdict`.
 """
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +26,7 @@ from pathlib import Path
 
 from orchard.bench import instructions
 from orchard.bench.binary import check_binary
+from orchard.bench.binary_counts import BinaryCounts
 from orchard.bench.calibration import Calibration
 from orchard.bench.campaign import (
     cached_calibration,
@@ -31,14 +37,14 @@ from orchard.bench.campaign import (
     verdict_warnings,
 )
 from orchard.bench.confinement import RunConfinement, for_campaign
-from orchard.bench.decide import AdaptivePlan, advise, decide_metrics, overall, settled
+from orchard.bench.decide import AdaptivePlan, advise, extension_note, open_metrics, overall
 from orchard.bench.display import rows_summary
 from orchard.bench.first_runs import RunSeries
 from orchard.bench.gates import run_command_gates
 from orchard.bench.holdout import label
 from orchard.bench.measure import Observation, workbench
-from orchard.bench.pairs import IncomparableRows, PairProgress, Refusal, Samples, check_runs, noise_for, quiet
-from orchard.bench.rounds import CandidatePair, RoundRunner, role_of
+from orchard.bench.pairs import IncomparableRows, PairProgress, Refusal, Samples, check_runs, judge_look, quiet
+from orchard.bench.rounds import BASELINE, CandidatePair, RoundRunner, role_of
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import Suite
 from orchard.bench.verdict import (
@@ -50,24 +56,6 @@ from orchard.bench.verdict import (
     VerdictDecision,
     VerdictWord,
 )
-
-
-def shared_plan(min_runs: int, max_runs: int, alpha: float, candidates: int) -> AdaptivePlan:
-    """Each candidate's looks, at alpha split `candidates` ways, up to max_runs x 2K / (K+1) rounds: the runs of
-    K campaigns of `max_runs` pairs at most. The extra rounds buy back part of the power the split costs, and
-    only candidates that may yet claim take them (`hopeless`); near the floor a shared candidate is still
-    found less often than alone (docs/benchmarks.md, section 2)."""
-    k = max(1, candidates)
-    return AdaptivePlan(min_runs, math.ceil(max_runs * 2 * k / (k + 1)), alpha / k)
-
-
-def hopeless(plan: AdaptivePlan, n: int, cap: int, metrics: Sequence[MetricResult]) -> bool:
-    """An unsettled candidate stops where a campaign of its own would (at its last look within `cap`, today's
-    most pairs) unless some estimate lies beyond its floor: only a candidate that may yet claim is given the
-    extra rounds. Stopping for futility never adds a false claim."""
-    later = [look for look in plan.looks if look > n]
-    return bool(later) and later[0] > cap and not any(
-        m.effect is not None and abs(m.effect) > m.floor for m in metrics)
 
 
 @dataclass(frozen=True)
@@ -92,9 +80,11 @@ class _Candidate:
     failed_gates: list[GateResult] = field(default_factory=list)
     refusal: Refusal | None = None
     done: bool = False
+    went_on: list[str] = field(default_factory=list)  # why it was measured past `runs`: its metrics open there
+    counts: BinaryCounts | None = None  # its scenarios counted per binary (set once the calibration is known)
 
-    def take(self, index: int, share: CandidatePair, plan: AdaptivePlan, cap: int, cal: Calibration) -> None:
-        """This round's pairs; judged at a look, where the candidate stops once settled (or `hopeless`)."""
+    def take(self, index: int, share: CandidatePair, plan: AdaptivePlan, cal: Calibration) -> None:
+        """This round's pairs; judged at a look, where the candidate stops as its own campaign would."""
         if share.incomparable is not None or share.failed_gates:
             self.failed_gates = share.failed_gates
             self.refusal = None if share.incomparable is None else Refusal(Unjudged.INCOMPARABLE_ROWS,
@@ -109,10 +99,11 @@ class _Candidate:
         for base, cand in share.pairs:
             self.samples.add(base, cand)
         level = plan.alpha_at(index)
-        if level is not None:
-            specs, values = self.samples.measured()
-            self.metrics = decide_metrics(specs, values, noise_for(cal, specs), level)
-            self.done = settled(self.metrics) or hopeless(plan, index, cap, self.metrics)
+        if level is not None and self.counts is not None:
+            self.metrics, still = judge_look(self.counts.suite, cal, self.counts, self.samples, (index, level))
+            self.done = plan.stops(index, still)
+            if index == plan.max_runs and not self.done:
+                self.went_on = open_metrics(self.metrics, plan.last)
 
     def stop(self, refusal: Refusal) -> None:
         self.refusal, self.done = self.refusal or refusal, True
@@ -124,16 +115,23 @@ def _baseline_failure(baselines: Sequence[Observation]) -> str | None:
                                         "nothing can be compared")
 
 
-def _rounds(runner: RoundRunner, judged: list[_Candidate], cal: Calibration, plans: tuple[AdaptivePlan, int],
+def _rounds(runner: RoundRunner, judged: list[_Candidate], cal: Calibration, plan: AdaptivePlan,
             progress: PairProgress, between_rounds: Callable[[], None]) -> tuple[int, int]:
-    """The warm-up round, then rounds until every candidate stopped or `plan.max_runs`: (rounds, runs)."""
-    plan, cap = plans
+    """The warm-up round, then rounds until every candidate stopped or `plan.last`: (rounds, runs)."""
     rounds = runs = 0
+    counts = [BinaryCounts(runner.suite, cal, runner.bench, {"baseline": runner.binaries[BASELINE],
+                                                            "candidate": runner.binaries[role_of(k)]},
+                           runner.writer, runner.base_meta) for k in range(len(judged))]
+    for candidate, its in zip(judged, counts, strict=True):
+        candidate.counts = its
     progress(0, plan.max_runs, f"round order seed {runner.seed}; {len(judged)} candidates share each baseline run")
-    for index in range(plan.max_runs + 1):
+    for index in range(plan.last + 1):
         live = [k for k, candidate in enumerate(judged) if not candidate.done]
         if not live:
             break
+        # counted in the rounds unless every live candidate counts the scenario per binary (one whose counts
+        # strayed is counted per pair from here, and the others' per-binary decisions stand)
+        runner.per_binary = set.intersection(*(counts[k].scenarios for k in live))
         try:
             baselines, shares = runner.run_round(index, index == 0, live)
         except IncomparableRows as changed:  # a binary changed: nothing measured since counts, for anyone
@@ -148,7 +146,7 @@ def _rounds(runner: RoundRunner, judged: list[_Candidate], cal: Calibration, pla
                 judged[k].stop(Refusal(Unjudged.BASELINE_FAILED, error))
             break
         for k in live:
-            judged[k].take(index, shares[k], plan, cap, cal)
+            judged[k].take(index, shares[k], plan, cal)
         progress(index, plan.max_runs, "" if index else "warm-up round")
     return rounds, runs
 
@@ -176,7 +174,7 @@ def run_shared_verdicts(
     paths = [check_binary(path, "candidate") for path in candidates]
     confinement = confinement or for_campaign(suite.confine, suite.directory, baseline, *paths)
     min_runs, max_runs = check_runs(runs, suite)
-    plan = shared_plan(min_runs, max_runs, suite.alpha, len(paths))
+    plan = AdaptivePlan(min_runs, max_runs, suite.alpha, suite.extra_runs)  # each candidate's, as alone
     calibration_file = calibration_file or suite.calibration
     cal = cached_calibration(suite, calibration_file, confinement.isolation)
     cached = cal is not None
@@ -196,29 +194,31 @@ def run_shared_verdicts(
             if refusal is not None:
                 candidate.stop(refusal)
             candidate.done = candidate.done or not all(g.passed for g in candidate.gates)
-        rounds, measured = (0, 0) if cal is None else _rounds(runner, judged, cal, (plan, max_runs), progress,
+        rounds, measured = (0, 0) if cal is None else _rounds(runner, judged, cal, plan, progress,
                                                                          between_rounds)
         runner.lock.print_total()
         note = None if cal is None else CalibrationNote(cached, round(cal.age_s(), 1), cal.runs, cal.seed,
                                                           cal.machine_fingerprint,
                                                           None if cal.file is None else str(cal.file))
-        verdicts = tuple(_verdict(suite, runner, writer, (cal, note, plan.max_runs), k, candidate)
+        verdicts = tuple(_verdict(suite, runner, writer, (cal, note, plan), k, candidate)
                          for k, candidate in enumerate(judged))
     return SharedVerdicts(verdicts, rounds, measured, seed)
 
 
 def _verdict(suite: Suite, runner: RoundRunner, writer: RunWriter,
-             calibrated: tuple[Calibration | None, CalibrationNote | None, int], k: int, judged: _Candidate) -> Verdict:
+             calibrated: tuple[Calibration | None, CalibrationNote | None, AdaptivePlan], k: int,
+             judged: _Candidate) -> Verdict:
     """Candidate `k`'s verdict, as `run_verdict` would give it, saying it shared its baseline runs."""
-    cal, note, planned = calibrated
+    cal, note, plan = calibrated
     others = len(runner.trackers) - 1
     metrics, flagged = judged.series.flag(judged.metrics)
     refusal = judged.refusal
     decision = (VerdictDecision(VerdictWord.ERROR, reasons=[refusal.reason], unjudged=refusal.cause) if refusal
                 else overall(metrics, judged.gates + judged.failed_gates))
     decision.reasons.extend(flagged if refusal is None else [])
+    decision.reasons.extend(extension_note(judged.pairs, plan.max_runs, judged.went_on))
     decision.reasons.append(f"judged beside {others} other candidate{'s' if others > 1 else ''} on shared baseline "
-                            f"runs (alpha split {others + 1} ways)")
+                            "runs, at its own alpha as alone")
     warnings = runner.trackers[k].warnings + ([] if cal is None else verdict_warnings(runner.lock, judged.samples, cal,
                                                                                       decision))
     candidate = runner.binaries[role_of(k)]
@@ -227,7 +227,7 @@ def _verdict(suite: Suite, runner: RoundRunner, writer: RunWriter,
     return Verdict(
         verdict=decision.verdict, reasons=decision.reasons, baseline=runner.binaries["baseline"], candidate=candidate,
         metrics=label(suite, decision.metrics), gates=decision.gates, suite=str(suite.path), seed=runner.seed,
-        pairs=judged.pairs, planned_pairs=planned,
+        pairs=judged.pairs, planned_pairs=plan.last,
         calibration=note, warnings=warnings, lock_wait_ms=runner.lock.total_wait_ms, rows=writer.path,
         summary=writer.summary_path, unjudged=decision.unjudged, confinement=runner.bench.confinement.note,
         advice=advise(suite.metrics, decision.metrics, cpu_share(suite, judged.series),

@@ -43,16 +43,17 @@ def verdict(suite_path: Path, baseline: Path, candidate: Path, runs: int | None,
     Exit 1 for REGRESSED or ERROR (and, with --fail-on, INCONCLUSIVE or any
     verdict but NO-CHANGE), else 0.
     """
+    from orchard.bench.suite_reader import load_suite
+
+    suite = load_suite(suite_path)  # before the measuring modules (numpy, rich): a bad suite is refused at once
+    suite = dataclasses.replace(suite, confine=confine and suite.confine)
     import json as jsonlib
 
     from orchard.bench.campaign import run_verdict
     from orchard.bench.display import as_decision, print_verdict, verdict_facts
     from orchard.bench.exports import Targets, export
     from orchard.bench.policy import FailOn
-    from orchard.bench.suite_reader import load_suite
 
-    suite = load_suite(suite_path)
-    suite = dataclasses.replace(suite, confine=confine and suite.confine)
     with ProgressBar() as bar:
         result = run_verdict(
             suite,

@@ -162,9 +162,9 @@ class WorkersConfig:
                                "`judges` per judge host, the next waiting while one measures); 0: every verdict "
                                "on the lab's machine",
                         minimum=0, maximum=MAX_WORKERS)
-    shared_baseline: int = _key(1, "built candidates waiting on the same base are measured together, this many "
+    shared_baseline: int = _key(4, "built candidates waiting on the same base are measured together, this many "
                                    "at most: each round runs the baseline once and each of them once, with one "
-                                   "verdict each; fewer runs, but less power near the floor (docs/verdict.md); "
+                                   "verdict each, at its own alpha as alone: fewer runs (docs/verdict.md); "
                                    "1: each its own campaign",
                                 minimum=1, maximum=MAX_WORKERS)
     timeout_minutes: float = _key(60.0, "a worker still running after this is killed with its whole "
