@@ -88,7 +88,9 @@ def test_judge_hosts_are_refused_with_what_they_cannot_go_with(
     with pytest.raises(ConfigError) as refused:
         config_module.from_dict({"target": {"repo": "/r"}, "workers": workers, "review": review})
     assert said in str(refused.value)
-    assert config_module.from_dict({"target": {"repo": "/r"}, "workers": {"executor": "dask", "judge_hosts": 2}})
+    # shared campaigns are the default, but not on judge hosts: `judge_hosts` alone measures each candidate alone
+    accepted = config_module.from_dict({"target": {"repo": "/r"}, "workers": {"executor": "dask", "judge_hosts": 2}})
+    assert accepted.workers.shared_baseline == 1
 
 
 @pytest.mark.parametrize(("workers", "at_once"), [
