@@ -162,7 +162,9 @@ idle_loops = {args.backlog}
     lab = root / "lab"
     for command in (["init", str(lab), "--target", str(target), "--bench", str(bench), "--config", str(config)],
                     ["backlog", "add", str(lab), "--file", str(hypotheses)]):
-        subprocess.run([sys.executable, "-m", "orchard", *command], check=True, capture_output=True)
+        done = subprocess.run([sys.executable, "-m", "orchard", *command], capture_output=True, text=True)
+        if done.returncode:  # e.g. more workers than one lab's [workers] count allows
+            sys.exit(f"fleet.py: orchard {command[0]} failed: {done.stderr.strip()}")
     return lab
 
 
