@@ -153,7 +153,7 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
         sections[section_name] = check_section(section_name, cls, raw, problems)
     sections["launcher"] = _launcher_defaults(sections["launcher"], "launcher", problems)
     launchers = _launchers(data.get(LAUNCHERS_SECTION, {}), problems)
-    workers = WorkersConfig(**_judge_hosts_alone(sections["workers"], data.get("workers", {})))
+    workers = WorkersConfig(**sections["workers"])
     lanes_valid = not any(p.startswith(("workers.count:", "workers.exploit:", "workers.explore:")) for p in problems)
     if lanes_valid and workers.exploit + workers.explore != workers.count:
         problems.append(
@@ -174,23 +174,12 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
     return Config(**built, launchers=launchers, path=path)
 
 
-def _judge_hosts_alone(workers: dict[str, Any], given: Any) -> dict[str, Any]:
-    """With judge hosts, `shared_baseline` defaults to 1: a judge host measures one candidate at a time, and the
-    shared campaigns' default (several) would refuse every `judge_hosts` that does not also set it."""
-    if workers.get("judge_hosts") and not (isinstance(given, dict) and "shared_baseline" in given):
-        workers["shared_baseline"] = 1
-    return workers
-
-
 def _judge_hosts(workers: WorkersConfig, reviewed: bool) -> list[str]:
-    """What judge hosts cannot go with (yet): they are dask workers; their verdicts are taken one pair at a time
-    and without the reviewer, which runs on the lab's machine."""
+    """What judge hosts cannot go with (yet): they are dask workers; their verdicts are taken without the
+    reviewer, which runs on the lab's machine (and each candidate alone: `shared_baseline` does not apply)."""
     if not workers.judge_hosts:
         return []
     found = [] if workers.executor == ExecutorKind.DASK else ["workers.judge_hosts: needs executor = \"dask\""]
-    if workers.shared_baseline > 1:
-        found.append("workers.judge_hosts: not with shared_baseline > 1 (a judge host measures one candidate "
-                     "at a time)")
     if reviewed:
         found.append("workers.judge_hosts: not with a [review] reviewer (it runs on the lab's machine only)")
     return found
