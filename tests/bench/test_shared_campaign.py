@@ -124,4 +124,6 @@ def test_one_candidate_is_exactly_a_campaign_of_its_own(bench: Path, tmp_path: P
     assert not any("shared baseline" in reason for reason in result.reasons)
     rows = [row for row in read_jsonl(result.rows) if row.get("step_kind") != "verdict"]
     assert {row["role"] for row in rows} == {"baseline", "candidate"}
-    assert Counter(row["pair"] for row in rows) == dict.fromkeys(range(9), 2)
+    # a warm-up pair, then as many pairs as the verdict says (8 on a quiet machine; more when the load keeps it open)
+    assert result.pairs is not None and result.pairs >= 8
+    assert Counter(row["pair"] for row in rows) == dict.fromkeys(range(result.pairs + 1), 2)

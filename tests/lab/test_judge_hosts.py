@@ -29,7 +29,7 @@ from orchard.lab.db.state import LabState
 from orchard.lab.judge.gathering import Gathering
 from orchard.lab.landing.judge_hosts import JudgeHostGone, JudgeHosts, judge_addresses
 from orchard.lab.landing.land import LandOutcome, Steps
-from orchard.lab.loop.judging import Judging, shared_campaign
+from orchard.lab.loop.judging import Judging
 from orchard.lab.loop.lab import Lab
 from orchard.lab.notebook import files as records
 from orchard.lab.notebook import status, view
@@ -87,12 +87,7 @@ def test_judge_hosts_are_refused_with_what_they_cannot_go_with(
     with pytest.raises(ConfigError) as refused:
         config_module.from_dict({"target": {"repo": "/r"}, "workers": workers, "review": review})
     assert said in str(refused.value)
-    # shared campaigns (the default: several) are not built on judge hosts: there each candidate is measured alone
-    for given in ({}, {"shared_baseline": 3}):
-        accepted = config_module.from_dict({"target": {"repo": "/r"},
-                                            "workers": {"executor": "dask", "judge_hosts": 2, **given}})
-        assert shared_campaign(accepted.workers) == 1
-    assert shared_campaign(config_module.from_dict({"target": {"repo": "/r"}}).workers) > 1
+    assert config_module.from_dict({"target": {"repo": "/r"}, "workers": {"executor": "dask", "judge_hosts": 2}})
 
 
 @pytest.mark.parametrize(("workers", "at_once"), [

@@ -175,8 +175,8 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
 
 
 def _judge_hosts(workers: WorkersConfig, reviewed: bool) -> list[str]:
-    """What judge hosts cannot go with (yet): they are dask workers; their verdicts are taken without the
-    reviewer, which runs on the lab's machine (and each candidate alone: `shared_baseline` does not apply)."""
+    """What judge hosts cannot go with (yet): they are dask workers, and the reviewer runs on the lab's machine.
+    (A judge host measures one candidate at a time, so `shared_baseline` does not apply there.)"""
     if not workers.judge_hosts:
         return []
     found = [] if workers.executor == ExecutorKind.DASK else ["workers.judge_hosts: needs executor = \"dask\""]

@@ -159,14 +159,13 @@ class WorkersConfig:
     judge_hosts: int = _key(0, "dask executor: judge hosts (dask workers declaring the `judge` resource) the lab "
                                "waits for at its start; each verdict then runs whole on one of them, and a win's "
                                "confirmation and main check on the one that judged it (candidates judged at once: "
-                               "`judges` per judge host, the next waiting while one measures; each candidate "
-                               "measured alone, whatever `shared_baseline` says); 0: every verdict on the lab's "
-                               "machine",
+                               "`judges` per judge host, the next waiting while one measures); 0: every verdict "
+                               "on the lab's machine",
                         minimum=0, maximum=MAX_WORKERS)
     shared_baseline: int = _key(4, "built candidates waiting on the same base are measured together, this many "
                                    "at most: each round runs the baseline once and each of them once, with one "
                                    "verdict each, at its own alpha as alone: fewer runs (docs/verdict.md); "
-                                   "1: each its own campaign",
+                                   "1: each its own campaign (as always on judge hosts)",
                                 minimum=1, maximum=MAX_WORKERS)
     timeout_minutes: float = _key(60.0, "a worker still running after this is killed with its whole "
                                         "process tree", minimum=0.01, maximum=MAX_MINUTES)

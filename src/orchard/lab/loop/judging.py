@@ -18,7 +18,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from orchard.lab.config.sections import WorkersConfig
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.gathering import Gathering
 from orchard.lab.judge.ladder import judge
@@ -32,12 +31,6 @@ from orchard.lab.records.judgment import Judgment
 from orchard.lab.workers.executors import Executor
 from orchard.lab.workers.executors.dask import DaskExecutor
 from orchard.lab.workers.workspace import Workspace
-
-
-def shared_campaign(workers: WorkersConfig) -> int:
-    """Candidates measured in one campaign at most: `shared_baseline` on the lab's machine; one on a judge host,
-    which measures one candidate at a time (its steps are whole dask tasks)."""
-    return 1 if workers.judge_hosts else workers.shared_baseline
 
 
 class Judging:

@@ -42,7 +42,7 @@ from orchard.lab.loop import backlog, collection, resume, stop, sweep, worker_st
 from orchard.lab.loop.agent_retry import Agents
 from orchard.lab.loop.disk_limits import DiskLimits
 from orchard.lab.loop.isolation import Stage, end_experiment, lab_wide, pausing
-from orchard.lab.loop.judging import Judging, shared_campaign
+from orchard.lab.loop.judging import Judging
 from orchard.lab.loop.refill import Refill
 from orchard.lab.loop.slots import slots
 from orchard.lab.loop.start import start
@@ -84,7 +84,8 @@ class Lab:
         self.notebook = records.Notebook(ws)
         self.decided: dict[str, Judgment] = {}  # the wins this run's judges decided, handed to their landing
         self.disk = DiskLimits()
-        self.gathering = Gathering(shared_campaign(ws.config.workers))  # built candidates measured together
+        # built candidates measured together; a judge host measures one at a time
+        self.gathering = Gathering(1 if ws.config.workers.judge_hosts else ws.config.workers.shared_baseline)
         self.judge_work = Judging(ws, say, measure_progress, self.gathering)  # here, or on the lab's judge hosts
 
     def failed(self, record: ExperimentRecord, stage: Stage, error: BaseException) -> None:
