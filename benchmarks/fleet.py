@@ -1,7 +1,7 @@
-"""A simulated fleet on dask: how many experiments an hour one judge machine keeps up with.
+"""A simulated fleet on dask: how many experiments an hour one judge machine, or several, keeps up with.
 
     python benchmarks/fleet.py [--workers 2,8,32] [--minutes 3] [--scale 0.1] [--verdict-s 20] [--json out.json]
-                               [--shared-baseline K]
+                               [--shared-baseline K] [--judges 1,2,4]
 
 For each fleet size N, this process starts a dask cluster of N workers
 (threads of one process, `agent=1` each: the experiments are subprocesses,
@@ -37,11 +37,25 @@ calibration) and `[workers] shared_baseline = K`: K = 1 judges every
 candidate in a campaign of its own (as before shared-baseline campaigns),
 K > 1 lets up to K candidates waiting on the same base share the
 baseline's runs. Compare the two in one session.
+
+With `--judges 1,2,4` each fleet size runs once per judge count J. J = 1 is
+today's single judge on the lab's machine (the table's default). J >= 2
+adds J judge hosts to the same dask cluster (`[workers] judge_hosts = J`):
+each a `dask worker` process of its own declaring `judge=1`, with its own
+lock file and cache directory, so their stand-in verdicts do not serialize
+against each other, as on separate machines; each verdict then runs whole
+on one of them (its clean checkout, patch, tests and the sleep), one at a
+time per host. Reported besides: the verdicts each judge host started in
+the window, and the median real seconds from a verdict's start on its host
+to its judgment in lab.db.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import contextlib
+import itertools
 import json
 import os
 import re
@@ -53,6 +67,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +122,7 @@ def _verdict_config(args: argparse.Namespace) -> tuple[dict[str, str], dict[str,
             '[target]\nbinary = "run.sh"\n\n[bench]\nsuite = "suite.toml"\n')
 
 
-def _lab(root: Path, scheduler: str, workers: int, args: argparse.Namespace) -> Path:
+def _lab(root: Path, scheduler: str, workers: int, judges: int, args: argparse.Namespace) -> Path:
     target_files, bench_files, verdict = _verdict_config(args)
     target = _repo(root / "target", target_files)
     bench = _repo(root / "bench", bench_files)
@@ -127,6 +142,7 @@ explore = 0
 executor = "dask"
 scheduler = "{scheduler}"
 judges = 2
+judge_hosts = {judges if judges > 1 else 0}
 shared_baseline = {max(1, args.shared_baseline)}
 
 [launcher]
@@ -146,7 +162,9 @@ idle_loops = {args.backlog}
     lab = root / "lab"
     for command in (["init", str(lab), "--target", str(target), "--bench", str(bench), "--config", str(config)],
                     ["backlog", "add", str(lab), "--file", str(hypotheses)]):
-        subprocess.run([sys.executable, "-m", "orchard", *command], check=True, capture_output=True)
+        done = subprocess.run([sys.executable, "-m", "orchard", *command], capture_output=True, text=True)
+        if done.returncode:  # e.g. more workers than one lab's [workers] count allows
+            sys.exit(f"fleet.py: orchard {command[0]} failed: {done.stderr.strip()}")
     return lab
 
 
@@ -167,14 +185,45 @@ def _sample(db: Path, stop: threading.Event, began: list[float], samples: list[t
         stop.wait(1.0)
 
 
-def one_fleet(workers: int, args: argparse.Namespace) -> dict[str, Any]:
+@contextlib.contextmanager
+def _judge_hosts(cluster: Any, judges: int, root: Path) -> Iterator[None]:
+    """J > 1: J `dask worker` processes on `cluster` declaring `judge=1`, each with a lock file and cache of its
+    own (as a machine of its own has), stopped by their process groups."""
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        for index in range(judges if judges > 1 else 0):
+            own = {"ORCHARD_LOCK_FILE": str(root / f"judge-{index}.lock"),
+                   "ORCHARD_CACHE_DIR": str(root / f"judge-{index}-cache")}
+            started.append(subprocess.Popen(
+                [sys.executable, "-m", "distributed.cli.dask_worker", cluster.scheduler_address, "--host",
+                 "127.0.0.1", "--nthreads", "1", "--resources", "judge=1", "--no-dashboard", "--no-nanny",
+                 "--local-directory", str(root / f"judge-{index}-dask")],
+                env={**os.environ, **own}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True))
+        if started:
+            cluster.wait_for_workers(len(cluster.workers) + len(started), timeout=300)
+        yield
+    finally:
+        for process in started:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in started:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+def one_fleet(workers: int, judges: int, args: argparse.Namespace) -> dict[str, Any]:
     from distributed import LocalCluster
 
     with tempfile.TemporaryDirectory(prefix="orchard-fleet-") as temp, LocalCluster(
             n_workers=workers, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
-            dashboard_address=None, resources={"agent": 1, "cpu": 1}) as cluster:
+            dashboard_address=None, resources={"agent": 1, "cpu": 1}) as cluster, _judge_hosts(
+            cluster, judges, Path(temp)):
         root = Path(temp)
-        lab = _lab(root, cluster.scheduler_address, workers, args)
+        lab = _lab(root, cluster.scheduler_address, workers, judges, args)
         env = {**os.environ, "ORCHARD_LOCK_FILE": str(root / "measurement.lock")}
         log = (root / "run.log").open("w")
         proc = subprocess.Popen([sys.executable, "-m", "orchard", "run", str(lab)], env=env, stdout=log,
@@ -195,7 +244,7 @@ def one_fleet(workers: int, args: argparse.Namespace) -> dict[str, Any]:
             proc.send_signal(signal.SIGTERM)  # the lab cleans up like Ctrl-C, while its cluster still runs
             proc.wait(timeout=600)
             log.close()
-        return _summary(lab / "lab.db", began[0], window, workers, samples, args)
+        return _summary(lab / "lab.db", began[0], window, workers, samples, args) | {"judges": judges}
 
 
 def _started(db: Path) -> bool:
@@ -220,8 +269,16 @@ def _summary(db: Path, began: float, window: float, workers: int, samples: list[
         # a candidate KILLed before its verdict (no report, a timeout) costs the judge nothing: count them apart
         unjudged = connection.execute("SELECT count(*) FROM experiments WHERE reasons LIKE '%is not judged%'"
                                       ).fetchone()[0]
+        # J >= 2: verdicts started on each judge host within the window (spread over all J, or not), and how long
+        # each took from its start on the host to its judgment in lab.db (real seconds, not scaled; with the wait
+        # for the loop's next pass to record it)
+        starts = {experiment: (at, json.loads(data)["judge"]["address"]) for experiment, at, data in
+                  connection.execute("SELECT experiment, at, data FROM events WHERE kind = 'judge-host' "
+                                     "AND at BETWEEN ? AND ? ORDER BY id", (began, end))}
+        judgments = dict(connection.execute("SELECT experiment, at FROM events WHERE kind = 'judgment'").fetchall())
     finally:
         connection.close()
+    on_host = [judgments[name] - at for name, (at, _) in starts.items() if name in judgments]
     busy = sum(min(finished or end, end) - max(started, began) for started, finished in rows
                if started < end and (finished or end) > began)
     finished = sum(1 for _, done in rows if done is not None and began <= done <= end)
@@ -237,6 +294,9 @@ def _summary(db: Path, began: float, window: float, workers: int, samples: list[
         "workers": workers, "window_s": window,
         "finished_per_hour": round(finished * per_hour, 1), "judged_per_hour": round(judged * per_hour, 1),
         "killed_unjudged": unjudged,
+        "verdicts_per_judge_host": sorted(collections.Counter(host for _, host in starts.values()).values(),
+                                          reverse=True),
+        "judge_host_verdict_s_median": round(statistics.median(on_host), 2) if on_host else None,
         "idle_share": round(1 - busy / (workers * window), 3),
         "queue_median": statistics.median(queue) if queue else None, "queue_max": max(queue, default=None),
         "queue_at_end": queue[-1] if queue else None,
@@ -259,13 +319,20 @@ def main() -> None:
     parser.add_argument("--shared-baseline", type=int, default=0,
                         help="0: the stand-in verdict command; K>=1: the bench's suite, up to K candidates on one "
                              "base measured together (1: each alone, as before shared-baseline campaigns)")
+    parser.add_argument("--judges", default="1",
+                        help="judge counts to run each fleet size with: 1, the lab's machine; J>=2, J judge hosts "
+                             "(dask workers with judge=1, a lock file each)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    judge_counts = [int(j) for j in args.judges.split(",")]
+    if args.shared_baseline > 1 and max(judge_counts) > 1:
+        parser.error("--judges above 1 goes with no --shared-baseline above 1 (a judge host measures one "
+                     "candidate at a time)")
     signal.signal(signal.SIGTERM, _terminate)
     results = []
-    for count in (int(n) for n in args.workers.split(",")):
+    for count, judges in itertools.product((int(n) for n in args.workers.split(",")), judge_counts):
         load = os.getloadavg()
-        result = one_fleet(count, args) | {"load_at_start": [round(x, 2) for x in load]}
+        result = one_fleet(count, judges, args) | {"load_at_start": [round(x, 2) for x in load]}
         results.append(result)
         print(json.dumps({k: v for k, v in result.items() if k != "queue_over_time"}), flush=True)
     if args.json is not None:

@@ -26,8 +26,10 @@ from orchard.demo.make import make_demo
 from orchard.lab.config import orchard_toml as config_module
 from orchard.lab.config.orchard_toml import ConfigError
 from orchard.lab.db.state import LabState
+from orchard.lab.judge.gathering import Gathering
 from orchard.lab.landing.judge_hosts import JudgeHostGone, JudgeHosts, judge_addresses
 from orchard.lab.landing.land import LandOutcome, Steps
+from orchard.lab.loop.judging import Judging
 from orchard.lab.loop.lab import Lab
 from orchard.lab.notebook import files as records
 from orchard.lab.notebook import status, view
@@ -86,6 +88,20 @@ def test_judge_hosts_are_refused_with_what_they_cannot_go_with(
         config_module.from_dict({"target": {"repo": "/r"}, "workers": workers, "review": review})
     assert said in str(refused.value)
     assert config_module.from_dict({"target": {"repo": "/r"}, "workers": {"executor": "dask", "judge_hosts": 2}})
+
+
+@pytest.mark.parametrize(("workers", "at_once"), [
+    ({}, 2),  # the lab's machine: `judges` candidates, their measurements taking turns under its lock
+    ({"executor": "dask", "judge_hosts": 2}, 4),  # `judges` per judge host
+    ({"executor": "dask", "judge_hosts": 3, "judges": 1}, 3),
+])
+def test_each_judge_host_has_its_next_verdict_waiting_while_it_measures(
+        tmp_path: Path, workers: dict[str, object], at_once: int) -> None:
+    """One verdict per host was not enough: a host that finished sat idle until the loop's next pass handed its
+    thread another candidate (fleet.py, 8 workers, 2 judge hosts: each busy about 60% of the window with its
+    queue growing). With `judges` per host, dask holds the next verdict for each host while it measures."""
+    config = config_module.from_dict({"target": {"repo": "/r"}, "workers": workers})
+    assert Judging(Workspace(tmp_path, config), print, None, Gathering(1)).threads == at_once
 
 
 @contextmanager

@@ -159,7 +159,8 @@ class WorkersConfig:
     judge_hosts: int = _key(0, "dask executor: judge hosts (dask workers declaring the `judge` resource) the lab "
                                "waits for at its start; each verdict then runs whole on one of them, and a win's "
                                "confirmation and main check on the one that judged it (candidates judged at once: "
-                               "the larger of this and `judges`); 0: every verdict on the lab's machine",
+                               "`judges` per judge host, the next waiting while one measures); 0: every verdict "
+                               "on the lab's machine",
                         minimum=0, maximum=MAX_WORKERS)
     shared_baseline: int = _key(4, "built candidates waiting on the same base are measured together, this many "
                                    "at most: each round runs the baseline once and each of them once, with one "

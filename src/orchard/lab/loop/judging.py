@@ -44,8 +44,10 @@ class Judging:
         self.hosts: JudgeHosts | None = None
         self._one_landing = threading.Lock()  # merges into main are serial
         workers = ws.config.workers
-        # candidates judged at once: `[workers] judges` here; with judge hosts, at least one per host
-        self.threads = max(workers.judges, workers.judge_hosts)
+        # candidates judged at once: `[workers] judges` here, their measurements taking turns under the lock; with
+        # judge hosts, `judges` per host: dask holds each host's next verdict while it measures, so a host that
+        # finishes starts the next at once instead of idling until the loop's next pass hands its thread one
+        self.threads = workers.judges * max(1, workers.judge_hosts)
         self.begun = Anchoring()  # the lab's start: no verdict before its calibration is recorded
 
     def started(self, start: Future[bool]) -> None:
