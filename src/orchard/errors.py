@@ -6,6 +6,11 @@ could be measured (exit 1). Anything else that escapes is a bug or an
 environment failure.
 """
 
+from __future__ import annotations
+
+import errno
+import sqlite3
+
 
 class OrchardError(Exception):
     """Base class for errors orchard reports to the user."""
@@ -17,3 +22,12 @@ class UsageError(OrchardError):
 
 class FixtureError(OrchardError):
     """A fixture's or harness's set-up command failed: nothing can be measured."""
+
+
+def disk_full(error: BaseException) -> bool:
+    """Whether `error` says the disk (or the user's quota) is full: an OSError, SQLite's, or a tool's message."""
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    if isinstance(error, sqlite3.Error) and getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+        return True
+    return "No space left on device" in str(error) or "database or disk is full" in str(error)

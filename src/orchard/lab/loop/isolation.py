@@ -25,7 +25,6 @@ written because the disk is full, it pauses (`LabPaused`): one message, and
 from __future__ import annotations
 
 import contextlib
-import errno
 import shutil
 import sqlite3
 import time
@@ -33,7 +32,7 @@ from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
 
-from orchard.errors import OrchardError
+from orchard.errors import OrchardError, disk_full
 from orchard.lab.db.connection import LabBusy
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import LabIntegrityError
@@ -64,15 +63,6 @@ class Stage(StrEnum):
 def lab_wide(error: BaseException) -> bool:
     """Whether `error` is the lab's own failure (stop the lab), not one experiment's."""
     return not isinstance(error, Exception) or isinstance(error, (LabIntegrityError, sqlite3.Error, LabBusy))
-
-
-def disk_full(error: BaseException) -> bool:
-    """Whether `error` says the disk (or the user's quota) is full: an OSError, SQLite's, or a tool's message."""
-    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
-        return True
-    if isinstance(error, sqlite3.Error) and getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
-        return True
-    return "No space left on device" in str(error) or "database or disk is full" in str(error)
 
 
 def describe(error: BaseException) -> str:

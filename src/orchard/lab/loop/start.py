@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
 
-from orchard.errors import OrchardError
+from orchard.errors import OrchardError, disk_full
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.ladder import Measurer
 from orchard.lab.judge.measuring import MeasureProgress, Verdict, calibrate
@@ -44,6 +44,9 @@ def start(ws: Workspace, state: LabState, *, say: Callable[[str], None] = print,
     return True
 
 
+FULL_DISK_RETRY_S = 120.0
+
+
 def start_beside(ws: Workspace, state: LabState, pool: Executor, *, say: Callable[[str], None] = print,
                  measure_progress: MeasureProgress | None = None) -> Future[bool]:
     """`start`, its calibration and baseline in `pool`: the loop's first workers run beside it (their agents, the
@@ -58,13 +61,25 @@ def start_beside(ws: Workspace, state: LabState, pool: Executor, *, say: Callabl
 
 
 def _anchored(ws: Workspace, anchor: Anchor, measure_progress: MeasureProgress | None) -> bool:
-    """A pool thread's calibration, recorded through its own lab.db connection."""
+    """A pool thread's calibration, recorded through its own lab.db connection.
+
+    It runs beside the first workers, so a worker that fills the disk can make it fail: the loop's disk check
+    stops that worker and frees its checkout, so a calibration that failed on a full disk is taken again (it
+    records nothing until it succeeds) for up to `FULL_DISK_RETRY_S` before the failure stops the lab.
+    """
     state = LabState.open(ws.root)
+    deadline = time.monotonic() + FULL_DISK_RETRY_S
     try:
-        anchor(state, measure_progress)
+        while True:
+            try:
+                anchor(state, measure_progress)
+                return True
+            except Exception as error:
+                if not disk_full(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(1.0)
     finally:
         state.close()
-    return True
 
 
 Anchor = Callable[[LabState, MeasureProgress | None], None]
