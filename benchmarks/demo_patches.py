@@ -73,7 +73,7 @@ def main() -> None:
             f"{calibration.runs} A/A pairs, {args.runs or suite.runs} pairs at most per verdict"
         )
         floors = ", ".join(f"{key} {m.floor:.1%}" for key, m in calibration.metrics.items() if not m.deterministic)
-        print(f"A/A floors: {floors}\n")
+        print(f"A/A offsets from zero (a floor is at least the suite's minimum): {floors}\n")
         print("| hypothesis | verdict | n | " + " | ".join(keys) + " | medians (baseline -> candidate) |")
         print("|---|---|---:|" + "---|" * (len(keys) + 1))
         for hypothesis in hypotheses:
@@ -81,7 +81,7 @@ def main() -> None:
             git(root, "clone", "-q", str(template), str(checkout))
             git(checkout, "apply", str(demo.HERE / hypothesis["patch"]))
             result = run_verdict(suite, baseline, build(checkout), runs=args.runs, results=root / "results")
-            decision = result.decision
+            decision = result  # a Verdict carries its verdict word, metrics and gates
             by_key = {m.key: m for m in decision.metrics}
             cells = [effect(by_key[key]) if key in by_key else "-" for key in keys]
             medians = "; ".join(
