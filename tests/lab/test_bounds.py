@@ -2,7 +2,7 @@
 
 Numbers are finite and inside their documented ranges (docs/hypotheses.md:
 impact and effort 1 to 5, confidence above 0 and at most 1; orchard.toml's
-help text: workers 1 to 64, timeouts, counts, sizes): each bad value is
+help text: workers 1 to 256, timeouts, counts, sizes): each bad value is
 refused with exit 2 and a message naming the key and the allowed range, and
 lab.db is exactly as it was. Titles and worker output that reach backlog.md,
 JOURNAL.md, LEADERBOARD.md and FINAL_REPORT.md never start a heading there.
@@ -52,8 +52,8 @@ def target_repo_module(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ("timeout_minutes", "nan", "workers.timeout_minutes: nan is not a finite number (0.01 to 527040)"),
     ("timeout_minutes", "inf", "workers.timeout_minutes: inf is not a finite number (0.01 to 527040)"),
     ("timeout_minutes", "0", "workers.timeout_minutes: 0.0 is below the minimum 0.01 (0.01 to 527040)"),
-    ("count", "100000000", "workers.count: 100000000 is above the maximum 64 (1 to 64)"),
-    ("judges", "65", "workers.judges: 65 is above the maximum 64 (1 to 64)"),
+    ("count", "100000000", "workers.count: 100000000 is above the maximum 256 (1 to 256)"),
+    ("judges", "257", "workers.judges: 257 is above the maximum 256 (1 to 256)"),
 ])
 def test_orchard_toml_numbers_out_of_range_are_refused_before_anything_runs(
     lab: Path, key: str, value: str, expected: str

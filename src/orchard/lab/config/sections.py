@@ -48,7 +48,7 @@ class ExecutorKind(StrEnum):
 
 
 # Upper bounds: a value past them is a typo (or an attack on memory), never a plan.
-MAX_WORKERS = 64
+MAX_WORKERS = 256  # a fleet on a dask cluster: benchmarks/fleet.py runs 128
 
 
 MAX_COUNT = 100_000
