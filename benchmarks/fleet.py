@@ -20,6 +20,12 @@ real judge machine. Every duration is multiplied by `--scale` (default
 0.1: 3-12 s agents, 2 s verdicts) to fit a session; the ratios, and so
 the saturation point, are those of the unscaled fleet.
 
+The simulated workers run at niceness `--workers-nice` (default 19; 0 as
+before 2026-12-02): on a real fleet they are other machines, and here
+their setups (fetches, checkouts: seconds each at 128 workers on 2 cores)
+would otherwise take the CPU the lab's loop and judges need, so that the
+table measured this machine's cores instead of the lab.
+
 After `--minutes` the lab is stopped (SIGTERM: it cleans up like Ctrl-C).
 Reported per fleet size, from lab.db and a sampler that reads it every
 second: experiments finished by workers and judged, per hour of the
@@ -220,9 +226,13 @@ def one_fleet(workers: int, judges: int, args: argparse.Namespace) -> dict[str, 
 
     with tempfile.TemporaryDirectory(prefix="orchard-fleet-") as temp, LocalCluster(
             n_workers=workers, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
-            dashboard_address=None, resources={"agent": 1, "cpu": 1}) as cluster, _judge_hosts(
+            dashboard_address=None, resources={"agent": 1, "cpu": 1},
+            # no memory limit: in-process workers each take the whole process's memory for their own, and at 128
+            # workers each one's share of the machine (188 MiB) is below it, so every worker paused
+            memory_limit=0) as cluster, _judge_hosts(
             cluster, judges, Path(temp)):
         root = Path(temp)
+        _yield_to_the_lab(cluster, args.workers_nice)
         lab = _lab(root, cluster.scheduler_address, workers, judges, args)
         env = {**os.environ, "ORCHARD_LOCK_FILE": str(root / "measurement.lock")}
         log = (root / "run.log").open("w")
@@ -245,6 +255,23 @@ def one_fleet(workers: int, judges: int, args: argparse.Namespace) -> dict[str, 
             proc.wait(timeout=600)
             log.close()
         return _summary(lab / "lab.db", began[0], window, workers, samples, args) | {"judges": judges}
+
+
+def _renice_this_thread(nice: int) -> int:
+    """On a dask worker's one executing thread: its niceness (Linux: per thread), inherited by what it starts."""
+    os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+    return threading.get_native_id()
+
+
+def _yield_to_the_lab(cluster: Any, nice: int) -> None:
+    """The simulated workers' threads (and the git and agent processes they start) at niceness `nice`: on a real
+    fleet they are other machines, so here they should take only the CPU the lab's loop and its judges leave."""
+    if not nice:
+        return
+    with cluster.get_client() as client:
+        futures = [client.submit(_renice_this_thread, nice, key=f"renice-{address}", workers=[address],
+                                 allow_other_workers=False, pure=False) for address in cluster.scheduler.workers]
+        client.gather(futures)
 
 
 def _started(db: Path) -> bool:
@@ -322,6 +349,8 @@ def main() -> None:
     parser.add_argument("--judges", default="1",
                         help="judge counts to run each fleet size with: 1, the lab's machine; J>=2, J judge hosts "
                              "(dask workers with judge=1, a lock file each)")
+    parser.add_argument("--workers-nice", type=int, default=19,
+                        help="niceness of the simulated workers' threads and what they start (0: as the lab's)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     judge_counts = [int(j) for j in args.judges.split(",")]
@@ -332,7 +361,8 @@ def main() -> None:
     results = []
     for count, judges in itertools.product((int(n) for n in args.workers.split(",")), judge_counts):
         load = os.getloadavg()
-        result = one_fleet(count, judges, args) | {"load_at_start": [round(x, 2) for x in load]}
+        result = one_fleet(count, judges, args) | {"load_at_start": [round(x, 2) for x in load],
+                                                   "workers_nice": args.workers_nice}
         results.append(result)
         print(json.dumps({k: v for k, v in result.items() if k != "queue_over_time"}), flush=True)
     if args.json is not None:
