@@ -428,3 +428,23 @@ def test_a_dask_host_stops_a_worker_over_max_checkout_mb_and_says_why(tmp_path: 
     assert result.remote.over_cap is not None and f"max_checkout_mb ({HOG_CAP_MB} MB)" in result.remote.over_cap
     assert result.remote.reading.patch == ""  # nothing of its checkouts read: it is KILLed for its size
     assert "max_checkout_mb" in result.remote.log_tail and "killing the worker's processes" in result.remote.log_tail
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_where_each_experiment_ran_is_journaled_past_the_schedulers_event_log(
+        tmp_path: Path, mark: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scheduler keeps only the last `low-level-log-length` events of a topic (1,000 by default): the lab read
+    that log by count, so past it no placement was journaled (here, with 2 kept, only the first two)."""
+    monkeypatch.setenv("DASK_DISTRIBUTED__ADMIN__LOW_LEVEL_LOG_LENGTH", "2")  # the lab's own LocalCluster
+    ws = make_demo(tmp_path / "lab", workers=1, only=["tokenize-regex"])
+    use_cluster(ws, dask_workers=1)
+    names = [f"no-change-{index}" for index in range(3)]  # the lab stops after 3 KILLs in a row
+    for name in names:  # each ends at once with its report and no change: KILLed unjudged, nothing to measure
+        add_command_hypothesis(ws, name, FINISHED, "report/wall_ms", "wordfreq/report.py")
+    output = finish(orchard("run", str(ws.root), mark=mark))
+    placed = events(ws.root, ExperimentHost)
+    assert sorted(e.experiment for e in placed) == sorted(["tokenize-regex", *names]), output
+    assert "Runs on host" in (ws.root / "JOURNAL.md").read_text()
+    assert_nothing_left(mark, None)
+    assert_no_scratch(ws.root)
