@@ -13,6 +13,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -272,7 +273,8 @@ def test_a_step_leased_to_a_judge_host_that_is_gone_runs_nowhere_else_but_a_main
     try:
         with LocalCluster(n_workers=1, processes=False, threads_per_worker=1, dashboard_address=None,
                           resources={"judge": 1}) as cluster, Client(cluster) as client:
-            hosts = JudgeHosts(client, lab, ServedRepositories("/nowhere/t", "/nowhere/b"), ws.config)
+            hosts = JudgeHosts(client, lab, ServedRepositories("/nowhere/t", "/nowhere/b"), ws.config,
+                               threading.Event())
             job = hosts.job("e1", "e1", JudgeStep.CONFIRM, "bench", "main")
             with pytest.raises(JudgeHostGone, match="judge-gone .* has left the cluster; its confirm runs on no"):
                 hosts.run(state, job, gone, lambda _: None)

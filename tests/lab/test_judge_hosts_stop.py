@@ -1,0 +1,96 @@
+"""A lab with judge hosts stopped (SIGTERM) while its verdicts run and more wait: it exits at once, leaves nothing
+running, and the next `orchard run` judges the interrupted candidates again.
+
+The judge threads used to wait for their dask futures however long the verdicts (and those queued behind them on
+busy hosts) took: docs/benchmarks.md section 8 saw a 64-worker, 4-host lab still running 600 s after its SIGTERM.
+Needs root (`ip netns`), as tests/lab/test_judge_hosts.py does.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from contextlib import ExitStack
+from pathlib import Path
+
+import psutil
+import pytest
+
+from orchard.demo.make import make_demo
+from orchard.lab.db.state import LabState
+from orchard.lab.records.experiment import ExperimentStatus
+from orchard.lab.records.judge_host import JudgeStarted, JudgeStep
+from orchard.lab.records.judgment import JudgmentEntry
+from orchard.lab.workers.workspace import Workspace
+from tests.lab.lab_helpers import git, processes_marked, wait_for
+from tests.lab.lab_helpers import lab_events as events
+from tests.lab.test_dask import finish, orchard, use_cluster
+from tests.lab.test_dask_netns import namespaced_host
+from tests.lab.test_judge_hosts import _judge_hosts
+
+NULL_EFFECTS = ["longest-word-one-pass", "single-write", "read-whole-file"]  # three candidates, two judge hosts
+PAUSE_S = 20  # each measuring step's fixtures take this long: a verdict outlasts the lab's stop by far
+EXIT_S = 60  # generous on a noisy machine: the hang was minutes
+
+
+def _slow_fixtures(ws: Workspace) -> None:
+    """A fixture that sleeps, in the lab's bench: every verdict's workbench (several a verdict) waits for it."""
+    suite = ws.bench_dir / "suite.toml"
+    suite.write_text(suite.read_text() + f'\n[[fixture]]\nname = "pause"\ncommand = ["sleep", "{PAUSE_S}"]\n')
+    git(ws.bench_dir, "commit", "--quiet", "-am", "a fixture that sleeps: slow verdicts")
+
+
+def _experiments(root: Path) -> dict[str, tuple[ExperimentStatus, str | None]]:
+    state = LabState.open(root)
+    try:
+        return {e.name: (e.status, e.decision) for e in state.experiments()}
+    finally:
+        state.close()
+
+
+def _left_by_the_lab(mark: str, cluster: set[int]) -> list[psutil.Process]:
+    """Marked processes outside the process trees of the test's own scheduler and judge hosts (by pid)."""
+    hosts = {p.pid for pid in cluster if psutil.pid_exists(pid)
+             for p in [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]}
+    return [p for p in processes_marked(mark) if p.pid not in hosts and p.status() != psutil.STATUS_ZOMBIE]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # measurements on a shared machine; the lab's own waits are bounded
+def test_a_judge_host_lab_stopped_mid_verdict_exits_and_judges_them_again_on_resume(
+        tmp_path: Path, mark: str) -> None:
+    with ExitStack() as stack:
+        first, second = stack.enter_context(namespaced_host()), stack.enter_context(namespaced_host())
+        scheduler = stack.enter_context(_judge_hosts(first, second, tmp_path, mark))
+        cluster = {p.pid for p in processes_marked(mark)}  # the scheduler and the two hosts: the test's, not the lab's
+        ws = make_demo(tmp_path / "lab", workers=3, only=NULL_EFFECTS)
+        _slow_fixtures(ws)
+        # `judges = 2` a host (the default): one verdict measuring on each, the third queued behind them
+        use_cluster(ws, scheduler=scheduler, serve="git-daemon", serve_host=first.lab_address, judge_hosts=2)
+        lab = orchard("run", str(ws.root), mark=mark)
+        try:
+            wait_for(lambda: len({e.event.judge for e in events(ws.root, JudgeStarted)}) == 2
+                     and sum(s == ExperimentStatus.JUDGING for s, _ in _experiments(ws.root).values()) == 3,
+                     "two verdicts measuring on the two hosts and a third waiting", limit_s=900)
+            stopped_at = _experiments(ws.root)
+            lab.send_signal(signal.SIGTERM)
+            try:
+                output, _ = lab.communicate(timeout=EXIT_S)
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"the lab had not exited {EXIT_S} s after its SIGTERM")
+            assert _left_by_the_lab(mark, cluster) == [], output
+        finally:
+            if lab.poll() is None:
+                lab.kill()
+                lab.communicate()
+        interrupted = {name for name, (status, _) in stopped_at.items() if status == ExperimentStatus.JUDGING}
+        assert len(interrupted) == 3
+        assert {name: status for name, (status, _) in _experiments(ws.root).items()} == dict.fromkeys(
+            interrupted, ExperimentStatus.JUDGING), output  # nothing decided from a verdict cut short
+        output = finish(orchard("run", str(ws.root), mark=mark), timeout=1400)
+        after = _experiments(ws.root)
+    assert {name for name, (_, decision) in after.items() if decision is not None} >= interrupted, output
+    judged = [e.experiment for e in events(ws.root, JudgmentEntry)]
+    assert sorted(judged) == sorted(after), judged  # each judged once, by the run that resumed
+    started = [e.event.step for e in events(ws.root, JudgeStarted) if e.experiment in interrupted]
+    assert started.count(JudgeStep.VERDICT) >= len(interrupted) + 2, started  # the cut ones started again
