@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import signal
 import subprocess
-from contextlib import ExitStack
 from pathlib import Path
 
 import psutil
 import pytest
 
-from orchard.demo.make import make_demo
 from orchard.lab.db.state import LabState
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.judge_host import JudgeStarted, JudgeStep
@@ -24,11 +22,10 @@ from orchard.lab.records.judgment import JudgmentEntry
 from orchard.lab.workers.workspace import Workspace
 from tests.lab.lab_helpers import git, processes_marked, wait_for
 from tests.lab.lab_helpers import lab_events as events
-from tests.lab.test_dask import finish, orchard, use_cluster
-from tests.lab.test_dask_netns import namespaced_host
-from tests.lab.test_judge_hosts import _judge_hosts
+from tests.lab.test_dask import finish, orchard
+from tests.lab.test_judge_hosts import judge_host_lab
 
-NULL_EFFECTS = ["longest-word-one-pass", "single-write", "read-whole-file"]  # three candidates, two judge hosts
+CANDIDATES = ["longest-word-one-pass", "single-write", "tokenize-regex"]  # three candidates, two judge hosts
 PAUSE_S = 20  # each measuring step's fixtures take this long: a verdict outlasts the lab's stop by far
 EXIT_S = 60  # generous on a noisy machine: the hang was minutes
 
@@ -59,19 +56,16 @@ def _left_by_the_lab(mark: str, cluster: set[int]) -> list[psutil.Process]:
 @pytest.mark.timeout(1800)  # measurements on a shared machine; the lab's own waits are bounded
 def test_a_judge_host_lab_stopped_mid_verdict_exits_and_judges_them_again_on_resume(
         tmp_path: Path, mark: str) -> None:
-    with ExitStack() as stack:
-        first, second = stack.enter_context(namespaced_host()), stack.enter_context(namespaced_host())
-        scheduler = stack.enter_context(_judge_hosts(first, second, tmp_path, mark))
+    # `judges = 2` a host (the default): one verdict measuring on each, the third queued behind them
+    with judge_host_lab(tmp_path, mark, CANDIDATES, _slow_fixtures) as (ws, _, _):
         cluster = {p.pid for p in processes_marked(mark)}  # the scheduler and the two hosts: the test's, not the lab's
-        ws = make_demo(tmp_path / "lab", workers=3, only=NULL_EFFECTS)
-        _slow_fixtures(ws)
-        # `judges = 2` a host (the default): one verdict measuring on each, the third queued behind them
-        use_cluster(ws, scheduler=scheduler, serve="git-daemon", serve_host=first.lab_address, judge_hosts=2)
         lab = orchard("run", str(ws.root), mark=mark)
         try:
-            wait_for(lambda: len({e.event.judge for e in events(ws.root, JudgeStarted)}) == 2
-                     and sum(s == ExperimentStatus.JUDGING for s, _ in _experiments(ws.root).values()) == 3,
+            wait_for(lambda: lab.poll() is not None or (
+                len({e.event.judge for e in events(ws.root, JudgeStarted)}) == 2
+                and sum(s == ExperimentStatus.JUDGING for s, _ in _experiments(ws.root).values()) == 3),
                      "two verdicts measuring on the two hosts and a third waiting", limit_s=900)
+            assert lab.poll() is None, lab.communicate()[0]  # it did not stop before
             stopped_at = _experiments(ws.root)
             lab.send_signal(signal.SIGTERM)
             try:

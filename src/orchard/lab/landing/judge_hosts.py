@@ -143,8 +143,9 @@ class JudgeHosts:
         placement = UNPINNED if judge is None else judge.pinned()
         seen = len(self.starts.read(fresh=True))  # earlier steps' starts: not this job's
         future = self.client.submit(run_on_judge_host, job, key=job.key, pure=False, **placement)
+        where: JudgeHost | None = None  # where dask last started it
         while not future.done():
-            seen = self._journal_starts(state, job, seen, progress)
+            seen, where = self._journal_starts(state, job, seen, where, progress)
             if judge is not None and judge.address not in judge_addresses(self.client.scheduler_info()):
                 future.cancel()
                 raise JudgeHostGone(f"{job.experiment}: its judge host {judge.label} has left the cluster; its "
@@ -153,20 +154,23 @@ class JudgeHosts:
             if self.stopping.wait(POLL_S):
                 future.cancel()
                 raise LabStopping(f"{job.experiment}: its {job.step} was abandoned: the lab is stopping")
-        self._journal_starts(state, job, seen, progress, fresh=True)
+        self._journal_starts(state, job, seen, where, progress, fresh=True)
         answer: HostAnswer = future.result()
         return answer
 
-    def _journal_starts(self, state: LabState, job: HostJob, seen: int, progress: Progress,
-                        fresh: bool = False) -> int:
-        """Journal the starts of `job` among the event log's entries after the first `seen`; how many entries
-        the log holds now (each waiting thread looks only at what is new to it)."""
+    def _journal_starts(self, state: LabState, job: HostJob, seen: int, where: JudgeHost | None, progress: Progress,
+                        fresh: bool = False) -> tuple[int, JudgeHost | None]:
+        """Journal the starts of `job` among the event log's entries after the first `seen` (one after another: dask
+        ran it again, from scratch, after the host it started on, `where`, was lost); how many entries the log holds
+        now (each waiting thread looks only at what is new to it), and where `job` last started."""
         events = self.starts.read(fresh)
         for message in (m for _, m in events[seen:] if m.get("key") == job.key):
             judge = JudgeHost(str(message["host"]), str(message["address"]))
-            state.log(JudgeStarted(judge, job.step), job.experiment)
-            progress(f"{job.experiment}: {job.step} on judge host {judge.label}")
-        return len(events)
+            state.log(JudgeStarted(judge, job.step, lost_on=where), job.experiment)
+            again = "" if where is None else f" (again: judge host {where.label} was lost running it)"
+            progress(f"{job.experiment}: {job.step} on judge host {judge.label}{again}")
+            where = judge
+        return len(events), where
 
 
 @dataclass(frozen=True)
