@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
 
 from orchard.lab.db.state import LabState
+from orchard.lab.landing.judge_hosts import JudgeHosts, LabStopping
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.judge_host import JudgeStarted, JudgeStep
 from orchard.lab.records.judgment import JudgmentEntry
+from orchard.lab.workers.serving import ServedRepositories
 from orchard.lab.workers.workspace import Workspace
 from tests.lab.lab_helpers import git, processes_marked, wait_for
 from tests.lab.lab_helpers import lab_events as events
@@ -88,3 +93,29 @@ def test_a_judge_host_lab_stopped_mid_verdict_exits_and_judges_them_again_on_res
     assert sorted(judged) == sorted(after), judged  # each judged once, by the run that resumed
     started = [e.event.step for e in events(ws.root, JudgeStarted) if e.experiment in interrupted]
     assert started.count(JudgeStep.VERDICT) >= len(interrupted) + 2, started  # the cut ones started again
+
+
+def _holds(key: str, dask_scheduler: Any) -> bool:
+    return key in dask_scheduler.tasks
+
+
+@pytest.mark.slow  # a dask LocalCluster: a few seconds
+def test_a_step_dask_never_runs_is_cancelled_when_the_lab_stops(make_workspace: Callable[..., Workspace]) -> None:
+    """No judge host has a free slot (here: none at all), so the verdict waits in dask's queue: the lab's stop ends
+    the wait, and the task leaves the cluster."""
+    from distributed import Client, LocalCluster
+
+    ws = make_workspace()
+    stopping = threading.Event()
+    state = LabState.open(ws.root)
+    try:
+        with LocalCluster(n_workers=1, processes=False, threads_per_worker=1, dashboard_address=None) as cluster, \
+                Client(cluster) as client:
+            hosts = JudgeHosts(client, "test-lab", ServedRepositories("/nowhere/t", "/nowhere/b"), ws.config, stopping)
+            job = hosts.job("e1", "e1", JudgeStep.VERDICT, "bench", "main")
+            threading.Timer(1.0, stopping.set).start()
+            with pytest.raises(LabStopping, match="e1: its verdict was abandoned: the lab is stopping"):
+                hosts.run(state, job, None, lambda _: None)
+            wait_for(lambda: not client.run_on_scheduler(_holds, key=job.key), "the task to leave the scheduler")
+    finally:
+        state.close()
