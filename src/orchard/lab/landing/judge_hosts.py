@@ -141,11 +141,10 @@ class JudgeHosts:
         """Submit `job` (to `judge` alone when given) and wait for its answer, journaling where it started
         (LabStopping, its task cancelled, when the lab stops first)."""
         placement = UNPINNED if judge is None else judge.pinned()
-        seen = len(self.starts.read(fresh=True))  # earlier steps' starts: not this job's
         future = self.client.submit(run_on_judge_host, job, key=job.key, pure=False, **placement)
-        where: JudgeHost | None = None  # where dask last started it
+        started: list[JudgeHost] = []  # where dask started it: again, from scratch, after each host lost running it
         while not future.done():
-            seen, where = self._journal_starts(state, job, seen, where, progress)
+            self._journal_starts(state, job, started, progress)
             if judge is not None and judge.address not in judge_addresses(self.client.scheduler_info()):
                 future.cancel()
                 raise JudgeHostGone(f"{job.experiment}: its judge host {judge.label} has left the cluster; its "
@@ -154,23 +153,23 @@ class JudgeHosts:
             if self.stopping.wait(POLL_S):
                 future.cancel()
                 raise LabStopping(f"{job.experiment}: its {job.step} was abandoned: the lab is stopping")
-        self._journal_starts(state, job, seen, where, progress, fresh=True)
+        self._journal_starts(state, job, started, progress, fresh=True)
         answer: HostAnswer = future.result()
         return answer
 
-    def _journal_starts(self, state: LabState, job: HostJob, seen: int, where: JudgeHost | None, progress: Progress,
-                        fresh: bool = False) -> tuple[int, JudgeHost | None]:
-        """Journal the starts of `job` among the event log's entries after the first `seen` (one after another: dask
-        ran it again, from scratch, after the host it started on, `where`, was lost); how many entries the log holds
-        now (each waiting thread looks only at what is new to it), and where `job` last started."""
-        events = self.starts.read(fresh)
-        for message in (m for _, m in events[seen:] if m.get("key") == job.key):
+    def _journal_starts(self, state: LabState, job: HostJob, started: list[JudgeHost], progress: Progress,
+                        fresh: bool = False) -> None:
+        """Journal the starts of `job` in the event log beyond the `started` already journaled (each after the first:
+        the host before it was lost running it), adding them to `started`. Found by the job's own key, never by
+        position: dask keeps only a topic's newest 1,000 entries (`distributed.admin.low-level-log-length`)."""
+        mine = [m for _, m in self.starts.read(fresh) if m.get("key") == job.key]
+        for message in mine[len(started):]:
             judge = JudgeHost(str(message["host"]), str(message["address"]))
-            state.log(JudgeStarted(judge, job.step, lost_on=where), job.experiment)
-            again = "" if where is None else f" (again: judge host {where.label} was lost running it)"
+            lost = started[-1] if started else None
+            state.log(JudgeStarted(judge, job.step, lost_on=lost), job.experiment)
+            again = "" if lost is None else f" (again: judge host {lost.label} was lost running it)"
             progress(f"{job.experiment}: {job.step} on judge host {judge.label}{again}")
-            where = judge
-        return len(events), where
+            started.append(judge)
 
 
 @dataclass(frozen=True)
