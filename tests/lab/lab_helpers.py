@@ -159,9 +159,14 @@ def lab_events(root: Path, record: type[E]) -> list[JournalEvent[E]]:
 
 
 def stop_process_groups(started: Sequence[subprocess.Popen[Any]]) -> None:
-    """Stop each process started with `start_new_session` and everything in its group, the last started first."""
+    """Stop each process started with `start_new_session` and everything in its group, the last started first (a
+    group a test already killed is skipped)."""
     for proc in reversed(started):
-        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            proc.wait()
+            continue
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:

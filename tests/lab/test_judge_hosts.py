@@ -13,6 +13,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -63,7 +64,9 @@ def test_a_judgment_names_its_judge_host_and_reads_back_as_written() -> None:
     checked = MainChecked(None, False, {}, A)
     assert MainChecked.from_dict(checked.to_dict()) == checked
     started = JudgeStarted(A, JudgeStep.CONFIRM)
-    assert EVENT_TYPES[started.kind].from_dict(started.to_dict()) == started
+    assert EVENT_TYPES[started.kind].from_dict(started.to_dict()) == started and "lost_on" not in started.to_dict()
+    again = JudgeStarted(JudgeHost("judge-b", "tcp://10.0.0.6:4001"), JudgeStep.VERDICT, lost_on=A)
+    assert EVENT_TYPES[again.kind].from_dict(again.to_dict()) == again
 
 
 def test_a_leased_step_is_placed_on_its_judge_host_or_nowhere() -> None:
@@ -135,14 +138,25 @@ def _judge_hosts(first: SecondHost, second: SecondHost, scratch: Path, mark: str
     assert_nothing_left(mark, None)
 
 
+@contextmanager
+def judge_host_lab(scratch: Path, mark: str, only: list[str],
+                   prepare: Callable[[Workspace], None] = lambda _: None) -> Iterator[tuple[Workspace, SecondHost,
+                                                                                             SecondHost]]:
+    """A demo lab (one worker per hypothesis in `only`, `prepare`d) on two judge hosts, each in a network namespace
+    of its own; the hosts and their scheduler are stopped when the block ends."""
+    with ExitStack() as stack:
+        first, second = stack.enter_context(namespaced_host()), stack.enter_context(namespaced_host())
+        scheduler = stack.enter_context(_judge_hosts(first, second, scratch, mark))
+        ws = make_demo(scratch / "lab", workers=len(only), only=only)
+        prepare(ws)
+        use_cluster(ws, scheduler=scheduler, serve="git-daemon", serve_host=first.lab_address, judge_hosts=2)
+        yield ws, first, second
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1500)  # measurements on a shared machine; the lab's own waits are bounded
 def test_two_judge_hosts_each_judge_and_land_a_win_through_one_main(tmp_path: Path, mark: str) -> None:
-    with ExitStack() as stack:
-        first, second = stack.enter_context(namespaced_host()), stack.enter_context(namespaced_host())
-        scheduler = stack.enter_context(_judge_hosts(first, second, tmp_path, mark))
-        ws = make_demo(tmp_path / "lab", workers=2, only=["count-with-dict", "terse-report"])
-        use_cluster(ws, scheduler=scheduler, serve="git-daemon", serve_host=first.lab_address, judge_hosts=2)
+    with judge_host_lab(tmp_path, mark, ["count-with-dict", "terse-report"]) as (ws, first, second):
         output = finish(orchard("run", str(ws.root), mark=mark), timeout=1400)
     state = LabState.open(ws.root)
     try:
@@ -272,7 +286,8 @@ def test_a_step_leased_to_a_judge_host_that_is_gone_runs_nowhere_else_but_a_main
     try:
         with LocalCluster(n_workers=1, processes=False, threads_per_worker=1, dashboard_address=None,
                           resources={"judge": 1}) as cluster, Client(cluster) as client:
-            hosts = JudgeHosts(client, lab, ServedRepositories("/nowhere/t", "/nowhere/b"), ws.config)
+            hosts = JudgeHosts(client, lab, ServedRepositories("/nowhere/t", "/nowhere/b"), ws.config,
+                               threading.Event())
             job = hosts.job("e1", "e1", JudgeStep.CONFIRM, "bench", "main")
             with pytest.raises(JudgeHostGone, match="judge-gone .* has left the cluster; its confirm runs on no"):
                 hosts.run(state, job, gone, lambda _: None)

@@ -12,14 +12,21 @@ confirmation and its main check are submitted pinned to it (`OnJudgeHost`,
 dask on another judge host, from scratch; a pinned step whose host has left
 the cluster is not run anywhere else (`JudgeHostGone`). Each step's start is
 journaled (`JudgeStarted`): what `orchard status` shows as each judge's
-queue. Waiting threads poll; the lab's loop thread never waits here.
+queue. Waiting threads poll (one reader of dask's event log for them all,
+`StartLog`); the lab's loop thread never waits here. When the lab stops
+(Ctrl-C, SIGTERM) its `stopping` event is set: each waiting thread cancels
+its dask task and raises `LabStopping` at once, rather than wait for a
+verdict that may run long, sit queued behind others or never run at all;
+the experiment is still JUDGING (or LANDING) in lab.db, so the next run
+judges it again from clean (or finishes its landing).
 """
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from orchard.errors import OrchardError, UsageError
@@ -51,6 +58,30 @@ class JudgeHostGone(OrchardError):
         self.judge, self.step = judge, step
 
 
+class LabStopping(BaseException):
+    """The lab is stopping: a step waiting on a judge host is abandoned, not failed. A BaseException, as
+    KeyboardInterrupt is: no handler of one experiment's failure may record it as that experiment's outcome."""
+
+
+class StartLog:
+    """Dask's log of where judge steps started, read for all waiting threads at most once a poll: each thread
+    reading the whole log every poll cost the scheduler threads x log length twice a second."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self._lock = threading.Lock()
+        self._events: list[tuple[float, dict[str, Any]]] = []
+        self._read_at = -POLL_S
+
+    def read(self, fresh: bool = False) -> list[tuple[float, dict[str, Any]]]:
+        """The log as read within the last poll (`fresh`: read now)."""
+        with self._lock:
+            if fresh or time.monotonic() - self._read_at >= POLL_S:
+                self._events = list(self.client.get_events(JUDGE_TOPIC))
+                self._read_at = time.monotonic()
+            return self._events
+
+
 def judge_addresses(scheduler_info: dict[str, Any]) -> dict[str, str]:
     """The judge hosts in a scheduler's view of its workers: address -> host."""
     return {address: str(worker.get("host", "")) for address, worker in scheduler_info.get("workers", {}).items()
@@ -65,9 +96,15 @@ class JudgeHosts:
     lab_id: str
     repositories: ServedRepositories
     config: Config
+    stopping: threading.Event  # set when the lab stops: every wait here ends
+    starts: StartLog = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.starts = StartLog(self.client)
 
     @classmethod
-    def open(cls, client: Any, lab_id: str, repositories: ServedRepositories, config: Config) -> JudgeHosts:
+    def open(cls, client: Any, lab_id: str, repositories: ServedRepositories, config: Config,
+             stopping: threading.Event) -> JudgeHosts:
         """Wait for `[workers] judge_hosts` judge hosts and check each (UsageError naming what is missing)."""
         wanted = config.workers.judge_hosts
         deadline = time.monotonic() + WAIT_S
@@ -80,7 +117,7 @@ class JudgeHosts:
         problems = [f"judge host {address}: {problem}" for address, problem in sorted(checked.items()) if problem]
         if problems:
             raise UsageError("; ".join(problems))
-        return cls(client, lab_id, repositories, config)
+        return cls(client, lab_id, repositories, config, stopping)
 
     def verdict(self, state: LabState, record: ExperimentRecord, progress: Progress) -> Judgment:
         """The candidate judged whole on whichever judge host dask gives it; the judgment names that host."""
@@ -101,31 +138,38 @@ class JudgeHosts:
                        **given)
 
     def run(self, state: LabState, job: HostJob, judge: JudgeHost | None, progress: Progress) -> HostAnswer:
-        """Submit `job` (to `judge` alone when given) and wait for its answer, journaling where it started."""
+        """Submit `job` (to `judge` alone when given) and wait for its answer, journaling where it started
+        (LabStopping, its task cancelled, when the lab stops first)."""
         placement = UNPINNED if judge is None else judge.pinned()
-        seen = len(self.client.get_events(JUDGE_TOPIC))  # earlier steps' starts: not this job's
         future = self.client.submit(run_on_judge_host, job, key=job.key, pure=False, **placement)
+        started: list[JudgeHost] = []  # where dask started it: again, from scratch, after each host lost running it
         while not future.done():
-            seen = self._journal_starts(state, job, seen, progress)
+            self._journal_starts(state, job, started, progress)
             if judge is not None and judge.address not in judge_addresses(self.client.scheduler_info()):
                 future.cancel()
                 raise JudgeHostGone(f"{job.experiment}: its judge host {judge.label} has left the cluster; its "
                                     f"{job.step} runs on no other host (numbers never span two machines)", judge,
                                     job.step)
-            time.sleep(POLL_S)
-        self._journal_starts(state, job, seen, progress)
+            if self.stopping.wait(POLL_S):
+                future.cancel()
+                raise LabStopping(f"{job.experiment}: its {job.step} was abandoned: the lab is stopping")
+        self._journal_starts(state, job, started, progress, fresh=True)
         answer: HostAnswer = future.result()
         return answer
 
-    def _journal_starts(self, state: LabState, job: HostJob, seen: int, progress: Progress) -> int:
-        """Journal the starts of `job` among the event log's entries after the first `seen`; how many entries
-        the log holds now (each waiting thread reads only what is new to it)."""
-        events = self.client.get_events(JUDGE_TOPIC)
-        for message in (m for _, m in events[seen:] if m.get("key") == job.key):
+    def _journal_starts(self, state: LabState, job: HostJob, started: list[JudgeHost], progress: Progress,
+                        fresh: bool = False) -> None:
+        """Journal the starts of `job` in the event log beyond the `started` already journaled (each after the first:
+        the host before it was lost running it), adding them to `started`. Found by the job's own key, never by
+        position: dask keeps only a topic's newest 1,000 entries (`distributed.admin.low-level-log-length`)."""
+        mine = [m for _, m in self.starts.read(fresh) if m.get("key") == job.key]
+        for message in mine[len(started):]:
             judge = JudgeHost(str(message["host"]), str(message["address"]))
-            state.log(JudgeStarted(judge, job.step), job.experiment)
-            progress(f"{job.experiment}: {job.step} on judge host {judge.label}")
-        return len(events)
+            lost = started[-1] if started else None
+            state.log(JudgeStarted(judge, job.step, lost_on=lost), job.experiment)
+            again = "" if lost is None else f" (again: judge host {lost.label} was lost running it)"
+            progress(f"{job.experiment}: {job.step} on judge host {judge.label}{again}")
+            started.append(judge)
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,27 @@ whose judge host has left the cluster before its merge stops there and
 says so (`LandOutcome.judge_lost`): the loop sends the win back to be
 judged from scratch on another host, so nothing measured on two machines
 is ever compared.
+
+The threads are one pool for the lab's run (`pool`). On a normal stop
+nothing is in flight (the loop waits for every active experiment first).
+On Ctrl-C or SIGTERM the loop's thread leaves with the exception; a plain
+`with ThreadPoolExecutor` would then wait for every submitted verdict and
+landing, the queued ones too: on judge hosts, every verdict dask still
+holds, however long they take (a 64-worker, four-host lab was still
+running 600 s after its SIGTERM, docs/benchmarks.md section 8). Instead
+the pool's queued work is cancelled and `stopping` is set: threads waiting
+on a judge host cancel their dask tasks and return at once; a step
+measured on the lab's machine finishes as before. What was cut short is
+still JUDGING or LANDING in lab.db: the next run judges it again from
+clean, or finishes its landing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
-from concurrent.futures import Future
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.gathering import Gathering
@@ -42,6 +56,7 @@ class Judging:
                  gathering: Gathering) -> None:
         self.ws, self.say, self.measure_progress, self.gathering = ws, say, measure_progress, gathering
         self.hosts: JudgeHosts | None = None
+        self.stopping = threading.Event()  # the lab is stopping: threads waiting on judge hosts give up (`pool`)
         self._one_landing = threading.Lock()  # merges into main are serial
         workers = ws.config.workers
         # candidates judged at once: `[workers] judges` here, their measurements taking turns under the lock; with
@@ -49,6 +64,20 @@ class Judging:
         # finishes starts the next at once instead of idling until the loop's next pass hands its thread one
         self.threads = workers.judges * max(1, workers.judge_hosts)
         self.begun = Anchoring()  # the lab's start: no verdict before its calibration is recorded
+
+    @contextlib.contextmanager
+    def pool(self, threads: int) -> Iterator[ThreadPoolExecutor]:
+        """The judge and landing threads of one lab run; on an early stop, queued work is dropped and waits on
+        judge hosts end."""
+        self.stopping.clear()  # a new run of the same lab
+        pool = ThreadPoolExecutor(threads, "judge")
+        try:
+            yield pool
+        except BaseException:
+            self.stopping.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
 
     def started(self, start: Future[bool]) -> None:
         """The lab's start, calibrating (`start_beside`) while the first candidates are built."""
@@ -58,7 +87,8 @@ class Judging:
         """The lab's judge hosts on its executor's cluster, when `[workers] judge_hosts` asks for them."""
         if self.ws.config.workers.judge_hosts and isinstance(executor, DaskExecutor):
             assert executor.repositories is not None
-            self.hosts = JudgeHosts.open(executor.cluster.client, executor.lab, executor.repositories, self.ws.config)
+            self.hosts = JudgeHosts.open(executor.cluster.client, executor.lab, executor.repositories, self.ws.config,
+                                        self.stopping)
 
     def judge(self, record: ExperimentRecord) -> Judgment:
         """A judge thread: judge the candidate handed to it from clean (its own lab.db connection)."""

@@ -310,7 +310,7 @@ class Lab:
                     self.state.log(SandboxNoted(note))
                 publication.check_publication(self.ws, self.state)
                 threads = self.gathering.jobs(self.judge_work.threads, most=True) + 2  # + landing, calibration
-                with ThreadPoolExecutor(threads, "judge") as pool, SubprocessExecutor() as planner_executor:
+                with self.judge_work.pool(threads) as pool, SubprocessExecutor() as planner_executor:
                     self._pool = pool
                     self.judge_work.started(start_beside(self.ws, self.state, pool, say=self.say,
                                                          measure_progress=self.measure_progress))

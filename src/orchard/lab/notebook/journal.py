@@ -50,7 +50,10 @@ def journal_entry(event: JournalEvent[Event | Unrecognized]) -> list[str]:
                 + (f"; re-queued: its dask worker `{record.requeued_from}` was lost." if record.requeued_from
                    else ".")]
     elif isinstance(record, JudgeStarted):
-        body = [f"Its {record.step} runs on judge host `{record.judge.host}` (dask worker `{record.judge.address}`)."]
+        lost = record.lost_on
+        body = [f"Its {record.step} runs on judge host `{record.judge.host}` (dask worker `{record.judge.address}`)"
+                + (f"; again, from scratch: judge host `{lost.host}` (dask worker `{lost.address}`) was lost "
+                   "running it." if lost else ".")]
     elif isinstance(record, JudgeLost):
         body = [f"Its judge host `{record.judge.host}` (dask worker `{record.judge.address}`) left the cluster "
                 f"before its {record.step}: judged again from scratch on another judge host."]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from orchard.lab.records.events import Event, EventKind
 
@@ -63,15 +63,18 @@ UNPINNED: dict[str, Any] = {"resources": {JUDGE_RESOURCE: 1}}  # a verdict: any 
 
 @dataclass(frozen=True)
 class JudgeStarted(Event):
-    """A step of an experiment started on a judge host (again, after a host was lost)."""
+    """A step of an experiment started on a judge host (again, after `lost_on`, the host it ran on, was lost)."""
 
     kind = EventKind.JUDGE_HOST
+    OMITTED: ClassVar[frozenset[str]] = frozenset({"lost_on"})
     judge: JudgeHost
     step: JudgeStep
+    lost_on: JudgeHost | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
-        return cls(JudgeHost.from_dict(data.get("judge") or {}), JudgeStep(data.get("step", JudgeStep.VERDICT)))
+        return cls(JudgeHost.from_dict(data.get("judge") or {}), JudgeStep(data.get("step", JudgeStep.VERDICT)),
+                   JudgeHost.read(data.get("lost_on")))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,121 @@
+"""A lab with judge hosts stopped (SIGTERM) while its verdicts run and more wait: it exits at once, leaves nothing
+running, and the next `orchard run` judges the interrupted candidates again.
+
+The judge threads used to wait for their dask futures however long the verdicts (and those queued behind them on
+busy hosts) took: docs/benchmarks.md section 8 saw a 64-worker, 4-host lab still running 600 s after its SIGTERM.
+Needs root (`ip netns`), as tests/lab/test_judge_hosts.py does.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from orchard.lab.db.state import LabState
+from orchard.lab.landing.judge_hosts import JudgeHosts, LabStopping
+from orchard.lab.records.experiment import ExperimentStatus
+from orchard.lab.records.judge_host import JudgeStarted, JudgeStep
+from orchard.lab.records.judgment import JudgmentEntry
+from orchard.lab.workers.serving import ServedRepositories
+from orchard.lab.workers.workspace import Workspace
+from tests.lab.lab_helpers import git, processes_marked, wait_for
+from tests.lab.lab_helpers import lab_events as events
+from tests.lab.test_dask import finish, orchard
+from tests.lab.test_judge_hosts import judge_host_lab
+
+CANDIDATES = ["longest-word-one-pass", "single-write", "tokenize-regex"]  # three candidates, two judge hosts
+PAUSE_S = 20  # each measuring step's fixtures take this long: a verdict outlasts the lab's stop by far
+EXIT_S = 60  # generous on a noisy machine: the hang was minutes
+
+
+def _slow_fixtures(ws: Workspace) -> None:
+    """A fixture that sleeps, in the lab's bench: every verdict's workbench (several a verdict) waits for it."""
+    suite = ws.bench_dir / "suite.toml"
+    suite.write_text(suite.read_text() + f'\n[[fixture]]\nname = "pause"\ncommand = ["sleep", "{PAUSE_S}"]\n')
+    git(ws.bench_dir, "commit", "--quiet", "-am", "a fixture that sleeps: slow verdicts")
+
+
+def _experiments(root: Path) -> dict[str, tuple[ExperimentStatus, str | None]]:
+    state = LabState.open(root)
+    try:
+        return {e.name: (e.status, e.decision) for e in state.experiments()}
+    finally:
+        state.close()
+
+
+def _left_by_the_lab(mark: str, cluster: set[int]) -> list[psutil.Process]:
+    """Marked processes outside the process trees of the test's own scheduler and judge hosts (by pid)."""
+    hosts = {p.pid for pid in cluster if psutil.pid_exists(pid)
+             for p in [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]}
+    return [p for p in processes_marked(mark) if p.pid not in hosts and p.status() != psutil.STATUS_ZOMBIE]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # measurements on a shared machine; the lab's own waits are bounded
+def test_a_judge_host_lab_stopped_mid_verdict_exits_and_judges_them_again_on_resume(
+        tmp_path: Path, mark: str) -> None:
+    # `judges = 2` a host (the default): one verdict measuring on each, the third queued behind them
+    with judge_host_lab(tmp_path, mark, CANDIDATES, _slow_fixtures) as (ws, _, _):
+        cluster = {p.pid for p in processes_marked(mark)}  # the scheduler and the two hosts: the test's, not the lab's
+        lab = orchard("run", str(ws.root), mark=mark)
+        try:
+            wait_for(lambda: lab.poll() is not None or (
+                len({e.event.judge for e in events(ws.root, JudgeStarted)}) == 2
+                and sum(s == ExperimentStatus.JUDGING for s, _ in _experiments(ws.root).values()) == 3),
+                     "two verdicts measuring on the two hosts and a third waiting", limit_s=900)
+            assert lab.poll() is None, lab.communicate()[0]  # it did not stop before
+            stopped_at = _experiments(ws.root)
+            lab.send_signal(signal.SIGTERM)
+            try:
+                output, _ = lab.communicate(timeout=EXIT_S)
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"the lab had not exited {EXIT_S} s after its SIGTERM")
+            assert _left_by_the_lab(mark, cluster) == [], output
+        finally:
+            if lab.poll() is None:
+                lab.kill()
+                lab.communicate()
+        interrupted = {name for name, (status, _) in stopped_at.items() if status == ExperimentStatus.JUDGING}
+        assert len(interrupted) == 3
+        assert {name: status for name, (status, _) in _experiments(ws.root).items()} == dict.fromkeys(
+            interrupted, ExperimentStatus.JUDGING), output  # nothing decided from a verdict cut short
+        output = finish(orchard("run", str(ws.root), mark=mark), timeout=1400)
+        after = _experiments(ws.root)
+    assert {name for name, (_, decision) in after.items() if decision is not None} >= interrupted, output
+    judged = [e.experiment for e in events(ws.root, JudgmentEntry)]
+    assert sorted(judged) == sorted(after), judged  # each judged once, by the run that resumed
+    started = [e.event.step for e in events(ws.root, JudgeStarted) if e.experiment in interrupted]
+    assert started.count(JudgeStep.VERDICT) >= len(interrupted) + 2, started  # the cut ones started again
+
+
+def _holds(key: str, dask_scheduler: Any) -> bool:
+    return key in dask_scheduler.tasks
+
+
+@pytest.mark.slow  # a dask LocalCluster: a few seconds
+def test_a_step_dask_never_runs_is_cancelled_when_the_lab_stops(make_workspace: Callable[..., Workspace]) -> None:
+    """No judge host has a free slot (here: none at all), so the verdict waits in dask's queue: the lab's stop ends
+    the wait, and the task leaves the cluster."""
+    from distributed import Client, LocalCluster
+
+    ws = make_workspace()
+    stopping = threading.Event()
+    state = LabState.open(ws.root)
+    try:
+        with LocalCluster(n_workers=1, processes=False, threads_per_worker=1, dashboard_address=None) as cluster, \
+                Client(cluster) as client:
+            hosts = JudgeHosts(client, "test-lab", ServedRepositories("/nowhere/t", "/nowhere/b"), ws.config, stopping)
+            job = hosts.job("e1", "e1", JudgeStep.VERDICT, "bench", "main")
+            threading.Timer(1.0, stopping.set).start()
+            with pytest.raises(LabStopping, match="e1: its verdict was abandoned: the lab is stopping"):
+                hosts.run(state, job, None, lambda _: None)
+            wait_for(lambda: not client.run_on_scheduler(_holds, key=job.key), "the task to leave the scheduler")
+    finally:
+        state.close()
