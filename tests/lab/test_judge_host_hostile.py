@@ -25,6 +25,8 @@ from __future__ import annotations
 import base64
 import socket
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -33,11 +35,10 @@ from pathlib import Path
 
 import pytest
 
-from orchard.lab.db.state import LabState
 from orchard.lab.records.judge_host import JudgeStarted, JudgeStep
 from orchard.lab.records.judgment import Decision, Rule
 from orchard.lab.workers.remote import lab_id
-from tests.lab.judge_host_support import judge_host_lab
+from tests.lab.judge_host_support import experiments, judge_host_lab
 from tests.lab.lab_helpers import git
 from tests.lab.lab_helpers import lab_events as events
 from tests.lab.loop_support import FINISHED
@@ -58,16 +59,17 @@ def _edit_the_judge(lab: Path) -> str:
             f"printf '{FORGED_SUITE}' > suite.toml; printf '# tuned\\n' >> wordfreq/count.py; {FINISHED}")
 
 
-def _tamper_code(lab: Path, addresses: list[str], port: int) -> str:
+def _tamper_code(lab: Path, addresses: list[str], port: int, temp: str = "/tmp") -> str:
     """Python appended to the demo's count.py: it runs at import, so in the build's checks, the tests and every
-    measured run, silently (a candidate that broke its tests would never be measured)."""
+    measured run, silently (a candidate that broke its tests would never be measured). `temp`: where it looks
+    for the judge hosts' and workers' copies."""
     return f'''
 
 import glob as _glob, os as _os, socket as _socket
 
 
 def _tamper():
-    roots = _glob.glob("/tmp/orchard-judge-*") + _glob.glob("/tmp/orchard-dask-*") + [{str(lab)!r}]
+    roots = _glob.glob({temp!r} + "/orchard-judge-*") + _glob.glob({temp!r} + "/orchard-dask-*") + [{str(lab)!r}]
     for root in roots:
         for name in ("lab.db", "bench/suite.toml", "origin/target.git/HEAD", "origin/bench/.git/HEAD",
                      "origin/bench/suite.toml"):
@@ -119,20 +121,23 @@ def _changed(root: Path) -> list[str]:
 
 
 @contextmanager
-def _watching(lab: str) -> Iterator[list[str]]:
-    """The judge hosts' copies read every half second while the lab runs (the lab removes them at its end)."""
-    seen: list[str] = []
+def _watching(lab: str) -> Iterator[tuple[set[str], list[str]]]:
+    """The judge hosts' copies read every half second while the lab runs (the lab removes them at its end): the
+    copies seen, and what of them was changed."""
+    copies: set[str] = set()
+    changed: list[str] = []
     stop = threading.Event()
 
     def watch() -> None:
         while not stop.wait(0.5):
-            copies = Path(tempfile.gettempdir()).glob(f"orchard-judge-{lab}-*")
-            seen.extend(p for copy in copies for p in _changed(copy) if p not in seen)
+            for copy in Path(tempfile.gettempdir()).glob(f"orchard-judge-{lab}-*"):
+                copies.add(str(copy))
+                changed.extend(p for p in _changed(copy) if p not in changed)
 
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()
     try:
-        yield seen
+        yield copies, changed
     finally:
         stop.set()
         thread.join()
@@ -165,6 +170,20 @@ def _listening() -> Iterator[tuple[int, list[str]]]:
         listener.close()
 
 
+def test_the_hostile_candidate_changes_an_unconfined_judge_copy_and_the_watcher_sees_it(tmp_path: Path) -> None:
+    """The attack is real: run as orchard's user, outside any sandbox, the candidate's code changes a judge
+    host's copy (here one of its own under `tmp_path`) in every way the slow test looks for."""
+    copy, lab = tmp_path / "orchard-judge-lab1-abcd", tmp_path / "lab"
+    for root in (copy, lab):
+        (root / "bench").mkdir(parents=True)
+        sqlite3.connect(root / "lab.db").execute("CREATE TABLE t (x)").connection.commit()
+        (root / "bench" / "suite.toml").write_text("[suite]\n")
+    assert _changed(copy) == []
+    subprocess.run([sys.executable, "-c", _tamper_code(lab, ["127.0.0.1"], 9, str(tmp_path))], check=True)
+    assert _changed(copy) == [str(copy / "lab.db"), str(copy / "bench" / "suite.toml"), str(copy / "TAMPERED")]
+    assert len(_changed(lab)) == 3
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1500)  # measurements on a shared machine; the lab's own waits are bounded
 def test_hostile_workers_and_candidates_on_judge_hosts_are_killed_and_change_nothing(
@@ -174,15 +193,11 @@ def test_hostile_workers_and_candidates_on_judge_hosts_are_killed_and_change_not
         add_command_hypothesis(ws, "edit-the-judge", _edit_the_judge(ws.root), "report/wall_ms", "wordfreq/count.py")
         code = _tamper_code(ws.root, [lab.first.lab_address, lab.second.lab_address], port)
         add_command_hypothesis(ws, "tamper-when-measured", _appends(code), "report/wall_ms", "wordfreq/count.py")
-        served = {name: git(ws.root / "origin" / name, "rev-parse", "HEAD") for name in ("target.git", "bench")}
+        served = {name: git(ws.root / "origin" / name, "rev-parse", "HEAD").strip() for name in ("target.git", "bench")}
         suite = (ws.root / "origin" / "bench" / "suite.toml").read_bytes()
-        with _watching(lab_id(ws.root)) as seen:
+        with _watching(lab_id(ws.root)) as (copies, seen):
             output = finish(orchard("run", str(ws.root), mark=mark), timeout=1400)
-    state = LabState.open(ws.root)
-    try:
-        judged = {e.hypothesis: e for e in state.experiments()}
-    finally:
-        state.close()
+    judged = experiments(ws.root)
     outcome = {h: (e.decision, e.judgment.rule if e.judgment else None, "; ".join(e.reasons))
                for h, e in judged.items()}
     assert outcome["count-with-dict"][0] == Decision.LAND, outcome  # the honest win still lands
@@ -194,6 +209,7 @@ def test_hostile_workers_and_candidates_on_judge_hosts_are_killed_and_change_not
     assert tamper.judgment is not None and tamper.judgment.judge is not None, "measured on a judge host"
     assert JudgeStep.VERDICT in {e.event.step for e in events(ws.root, JudgeStarted) if e.experiment == tamper.name}
 
+    assert copies, "the watcher never saw a judge host's copy of the lab"  # it read what it vouches for
     assert seen == [], "a hostile worker or candidate changed a judge host's copy of the lab"
     assert calls == [], "a candidate measured on a judge host reached the lab's host over the network"
     assert sqlite3.connect(ws.root / "lab.db").execute("PRAGMA integrity_check").fetchone()[0] == "ok"
@@ -201,7 +217,7 @@ def test_hostile_workers_and_candidates_on_judge_hosts_are_killed_and_change_not
     for head in (ws.root / "origin" / "target.git" / "HEAD", ws.root / "origin" / "bench" / ".git" / "HEAD"):
         assert MARK not in head.read_bytes()
     assert not list((ws.root / "origin").rglob("TAMPERED"))
-    assert git(ws.root / "origin" / "bench", "rev-parse", "HEAD") == served["bench"]  # the suite is the lab's
+    assert git(ws.root / "origin" / "bench", "rev-parse", "HEAD").strip() == served["bench"]  # the suite is the lab's
     assert (ws.root / "origin" / "bench" / "suite.toml").read_bytes() == suite
     log = git(ws.root / "origin" / "target.git", "log", "--format=%s", f"{served['target.git']}..main")
     assert log.count("lab: merge") == 1 and "count-with-dict" in log, log  # only the honest win landed
