@@ -48,12 +48,14 @@ def test_the_final_report_gives_each_judge_host_its_verdicts_wins_losses_and_cal
         records.write_notebook(ws, state, final=True)
     finally:
         state.close()
+    html = (ws.root / "report.html").read_text()  # and under its summary, as on the dashboard
+    assert f"<p class=muted>judge host {A.label}: verdicts run 2, landing steps 2," in html
     report = (ws.root / "FINAL_REPORT.md").read_text()
     section = report.split("## Judge hosts\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
     assert section == [
         f"- judge host {A.label}: verdicts run 2, landing steps 2, candidates judged 1 (wins 1, landed 1), steps "
-        "lost 0; calibration: 12 A/A pairs on machine `machine-a`, floors report/wall_ms 3.10%",
+        "lost 0; calibration: 12 A/A pairs on machine machine-a, floors report/wall_ms 3.10%",
         f"- judge host {B.label}: verdicts run 2, landing steps 1, candidates judged 2 (wins 1, landed 0), steps "
         f"lost 1 (e3: its judge host {B.label} has left the cluster); calibration: 30 A/A pairs on machine "
-        "`machine-b`, floors report/wall_ms 4.30%"], report
+        "machine-b, floors report/wall_ms 4.30%"], report
 

@@ -1,4 +1,4 @@
-"""Each judge host's share of a lab, as FINAL_REPORT.md and report.html say it: what it judged and how.
+"""Each judge host's share of a lab, as FINAL_REPORT.md, report.html and the dashboard say it: what it judged and how.
 
 A lab with judge hosts spreads its verdicts over several machines, each
 with its own lock, A/A calibration and baselines, so a reader of the
@@ -35,7 +35,7 @@ class HostCalibration:
 
     def text(self) -> str:
         floors = ", ".join(f"{key} {floor_pct(floor)}" for key, floor in self.floors) or "no metric"
-        return f"{self.pairs} A/A pairs on machine `{self.machine}`, floors {floors}"
+        return f"{self.pairs} A/A pairs on machine {self.machine}, floors {floors}"
 
 
 @dataclass(frozen=True)
@@ -51,12 +51,13 @@ class JudgeHostAccount:
     lost: tuple[str, ...]  # the steps lost when it left the cluster, each as its reason says
     calibration: HostCalibration | None  # None: none of its judgments carries a measured verdict
 
-    def line(self) -> str:
+    def text(self) -> str:
+        """Its account in one plain sentence (the dashboard's and report.html's line)."""
         calibration = "no measured verdict" if self.calibration is None else self.calibration.text()
         lost = f"steps lost {len(self.lost)}" + (f" ({'; '.join(self.lost)})" if self.lost else "")
-        return (f"- judge host {inline(self.judge)}: verdicts run {self.verdicts}, landing steps "
-                f"{self.landing_steps}, candidates judged {self.judged} (wins {self.wins}, landed {self.landed}), "
-                f"{inline(lost)}; calibration: {calibration}")
+        return (f"judge host {self.judge}: verdicts run {self.verdicts}, landing steps {self.landing_steps}, "
+                f"candidates judged {self.judged} (wins {self.wins}, landed {self.landed}), {lost}; "
+                f"calibration: {calibration}")
 
 
 def judge_host_accounts(started: Sequence[JournalEvent[JudgeStarted]], lost: Sequence[JournalEvent[JudgeLost]],
@@ -89,4 +90,4 @@ def judge_host_lines(accounts: Sequence[JudgeHostAccount]) -> list[str]:
     """The report's section on its judge hosts, or nothing for a lab judged on its own machine."""
     if not accounts:
         return []
-    return ["## Judge hosts", "", *(a.line() for a in accounts)]
+    return ["## Judge hosts", "", *(f"- {inline(a.text())}" for a in accounts)]
