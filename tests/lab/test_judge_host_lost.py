@@ -14,10 +14,10 @@ import pytest
 from orchard.lab.db.state import LabState
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.judge_host import JudgeStarted, JudgeStep
+from tests.lab.judge_host_support import judge_host_lab
 from tests.lab.lab_helpers import lab_events as events
 from tests.lab.lab_helpers import processes_marked, wait_for
 from tests.lab.test_dask import finish, orchard
-from tests.lab.test_judge_hosts import judge_host_lab
 
 
 def _kill_judge_host(mark: str, address: str) -> None:
@@ -34,7 +34,8 @@ def _kill_judge_host(mark: str, address: str) -> None:
 @pytest.mark.timeout(1500)  # measurements on a shared machine; the lab's own waits are bounded
 def test_a_judge_host_killed_mid_verdict_is_journaled_lost_and_the_other_host_judges_it(
         tmp_path: Path, mark: str) -> None:
-    with judge_host_lab(tmp_path, mark, ["count-with-dict"]) as (ws, first, second):
+    with judge_host_lab(tmp_path, mark, ["count-with-dict"]) as lab:
+        ws, first, second = lab.ws, lab.first, lab.second
         lab = orchard("run", str(ws.root), mark=mark)
         try:
             wait_for(lambda: bool(events(ws.root, JudgeStarted)), "a verdict started on a judge host", limit_s=900)

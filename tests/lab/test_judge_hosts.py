@@ -9,21 +9,17 @@ through the lab's main, the second after a rebase verdict on its own host.
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
-from orchard.demo.make import make_demo
 from orchard.lab.config import orchard_toml as config_module
 from orchard.lab.config.orchard_toml import ConfigError
 from orchard.lab.db.state import LabState
@@ -45,10 +41,10 @@ from orchard.lab.records.land_steps import Committed, Confirmed, MainChecked, Re
 from orchard.lab.workers.remote import judge_scratch, lab_id, remove_scratch, scratch_dir
 from orchard.lab.workers.serving import ServedRepositories
 from orchard.lab.workers.workspace import Workspace
-from tests.lab.lab_helpers import assert_nothing_left, git, stop_process_groups
+from tests.lab.judge_host_support import experiments, judge_host_lab
+from tests.lab.lab_helpers import git
 from tests.lab.lab_helpers import lab_events as events
-from tests.lab.test_dask import DASK, assert_no_scratch, finish, orchard, use_cluster
-from tests.lab.test_dask_netns import SecondHost, _ip, namespaced_host
+from tests.lab.test_dask import assert_no_scratch, finish, orchard
 
 A = JudgeHost("judge-a", "tcp://10.0.0.2:4001")
 
@@ -107,62 +103,13 @@ def test_each_judge_host_has_its_next_verdict_waiting_while_it_measures(
     assert Judging(Workspace(tmp_path, config), print, None, Gathering(1)).threads == at_once
 
 
-@contextmanager
-def _judge_hosts(first: SecondHost, second: SecondHost, scratch: Path, mark: str) -> Iterator[str]:
-    """`dask scheduler` on the lab's side of `first`'s veth pair; in each namespace one `dask worker` that runs an
-    agent and judges (`agent=1 judge=1`), with its own measurement lock and calibration cache, as a machine of its
-    own has. The second namespace reaches the scheduler's address through its own veth pair (the lab host answers
-    for every address it holds)."""
-    assert _ip("-n", second.namespace, "route", "add", f"{first.lab_address}/32", "via",
-               second.lab_address).returncode == 0
-    with socket.socket() as probe:
-        probe.bind((first.lab_address, 0))
-        port = probe.getsockname()[1]
-    address = f"tcp://{first.lab_address}:{port}"
-    env = {**os.environ, "ORCHARD_TEST_MARK": mark}
-    started = [subprocess.Popen([str(DASK), "scheduler", "--host", first.lab_address, "--port", str(port),
-                                 "--no-dashboard"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)]
-    try:
-        for name, host in (("a", first), ("b", second)):
-            own = {"ORCHARD_LOCK_FILE": str(scratch / f"lock-{name}"),
-                   "ORCHARD_CACHE_DIR": str(scratch / f"cache-{name}")}
-            started.append(subprocess.Popen(
-                ["ip", "netns", "exec", host.namespace, str(DASK), "worker", address, "--host", host.address,
-                 "--nthreads", "2", "--resources", "agent=1 cpu=1 judge=1", "--no-dashboard",
-                 "--local-directory", str(scratch / f"dask-{name}")],
-                env={**env, **own}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
-        yield address
-    finally:
-        stop_process_groups(started)
-    assert_nothing_left(mark, None)
-
-
-@contextmanager
-def judge_host_lab(scratch: Path, mark: str, only: list[str],
-                   prepare: Callable[[Workspace], None] = lambda _: None) -> Iterator[tuple[Workspace, SecondHost,
-                                                                                             SecondHost]]:
-    """A demo lab (one worker per hypothesis in `only`, `prepare`d) on two judge hosts, each in a network namespace
-    of its own; the hosts and their scheduler are stopped when the block ends."""
-    with ExitStack() as stack:
-        first, second = stack.enter_context(namespaced_host()), stack.enter_context(namespaced_host())
-        scheduler = stack.enter_context(_judge_hosts(first, second, scratch, mark))
-        ws = make_demo(scratch / "lab", workers=len(only), only=only)
-        prepare(ws)
-        use_cluster(ws, scheduler=scheduler, serve="git-daemon", serve_host=first.lab_address, judge_hosts=2)
-        yield ws, first, second
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(1500)  # measurements on a shared machine; the lab's own waits are bounded
 def test_two_judge_hosts_each_judge_and_land_a_win_through_one_main(tmp_path: Path, mark: str) -> None:
-    with judge_host_lab(tmp_path, mark, ["count-with-dict", "terse-report"]) as (ws, first, second):
+    with judge_host_lab(tmp_path, mark, ["count-with-dict", "terse-report"]) as lab:
+        ws, first, second = lab.ws, lab.first, lab.second
         output = finish(orchard("run", str(ws.root), mark=mark), timeout=1400)
-    state = LabState.open(ws.root)
-    try:
-        wins = {e.hypothesis: e for e in state.experiments()}
-    finally:
-        state.close()
+    wins = experiments(ws.root)
     assert {h: e.decision for h, e in wins.items()} == {"count-with-dict": "LAND", "terse-report": "LAND"}, output
     judges = {h: e.judgment.judge for h, e in wins.items() if e.judgment is not None}
     assert len({j.address for j in judges.values() if j is not None}) == 2, judges  # each host judged one
@@ -191,6 +138,11 @@ def test_two_judge_hosts_each_judge_and_land_a_win_through_one_main(tmp_path: Pa
     journal = (ws.root / "JOURNAL.md").read_text()
     assert all(f"Its confirm runs on judge host `{j.host}` (dask worker `{j.address}`)." in journal
                for j in judges.values() if j is not None)
+    report = (ws.root / "FINAL_REPORT.md").read_text()  # each host's account: here each judged and landed one win
+    hosts_said = [line for line in report.splitlines() if line.startswith("- judge host ")]
+    assert sorted(line.split(": verdicts run ")[0] for line in hosts_said) == sorted(
+        f"- judge host {j.label}" for j in judges.values() if j is not None), report
+    assert all("(wins 1, landed 1)" in line for line in hosts_said), report
     shown = subprocess.run([sys.executable, "-m", "orchard", "status", str(ws.root), "--json"], capture_output=True,
                            text=True, check=True).stdout
     assert sorted(q["judge"] for q in json.loads(shown)["judges"]) == sorted(j.label for j in judges.values() if j)
@@ -229,16 +181,19 @@ def test_status_and_the_dashboard_show_each_judge_hosts_queue(make_workspace: Ca
     assert "Its confirm runs on judge host `judge-b` (dask worker `tcp://10.0.0.6:4001`)." in journal.read_text()
 
 
-def test_a_lab_without_judge_hosts_shows_no_judge_queue(make_workspace: Callable[..., Workspace]) -> None:
+def test_a_lab_without_judge_hosts_shows_no_judge_queue_and_reports_none(
+        make_workspace: Callable[..., Workspace]) -> None:
     ws = make_workspace()
     state = LabState.open(ws.root)
     try:
         state.add_hypothesis(Hypothesis(metric="m", change="c", id="e1"), source="user")
         state.add_experiment("e1", "e1", "w0", Lane.EXPLOIT, 1, "base", "bench", ExperimentStatus.JUDGING)
         lab = view.build(ws, state, live=False)
+        records.write_notebook(ws, state, final=True)
     finally:
         state.close()
     assert lab.judges == () and status.status(lab)["judges"] == []
+    assert "## Judge hosts" not in (ws.root / "FINAL_REPORT.md").read_text()  # nor a report's account of any
 
 
 def test_a_win_whose_judge_host_left_before_its_merge_is_judged_again_from_scratch(

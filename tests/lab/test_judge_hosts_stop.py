@@ -25,10 +25,10 @@ from orchard.lab.records.judge_host import JudgeStarted, JudgeStep
 from orchard.lab.records.judgment import JudgmentEntry
 from orchard.lab.workers.serving import ServedRepositories
 from orchard.lab.workers.workspace import Workspace
+from tests.lab.judge_host_support import judge_host_lab
 from tests.lab.lab_helpers import git, processes_marked, wait_for
 from tests.lab.lab_helpers import lab_events as events
 from tests.lab.test_dask import finish, orchard
-from tests.lab.test_judge_hosts import judge_host_lab
 
 CANDIDATES = ["longest-word-one-pass", "single-write", "tokenize-regex"]  # three candidates, two judge hosts
 PAUSE_S = 20  # each measuring step's fixtures take this long: a verdict outlasts the lab's stop by far
@@ -62,7 +62,8 @@ def _left_by_the_lab(mark: str, cluster: set[int]) -> list[psutil.Process]:
 def test_a_judge_host_lab_stopped_mid_verdict_exits_and_judges_them_again_on_resume(
         tmp_path: Path, mark: str) -> None:
     # `judges = 2` a host (the default): one verdict measuring on each, the third queued behind them
-    with judge_host_lab(tmp_path, mark, CANDIDATES, _slow_fixtures) as (ws, _, _):
+    with judge_host_lab(tmp_path, mark, CANDIDATES, _slow_fixtures) as lab:
+        ws = lab.ws
         cluster = {p.pid for p in processes_marked(mark)}  # the scheduler and the two hosts: the test's, not the lab's
         lab = orchard("run", str(ws.root), mark=mark)
         try:

@@ -22,6 +22,7 @@ from orchard.lab.judge.verdict_view import effect_cells, markdown_head, markdown
 from orchard.lab.notebook import backlog_file, pages, view
 from orchard.lab.notebook.best_single import best_single_lines
 from orchard.lab.notebook.journal import appended, render_events, render_journal
+from orchard.lab.notebook.judge_host_report import judge_host_lines
 from orchard.lab.notebook.leaderboard import LeaderRow, leaderboard
 from orchard.lab.notebook.spending import spending_lines
 from orchard.lab.notebook.view import ExperimentView, LabView
@@ -141,6 +142,8 @@ def render_final_report(lab: LabView) -> str:
     lines += ["", "## Recommended next backlog", ""]
     lines += [f"- `{b.id}` (score {score_text(b.score)}, {b.lane}): {inline(b.title)}"
               for b in lab.backlog[:NEXT_BACKLOG]] or [EMPTY_BACKLOG]
+    if lab.judge_hosts:
+        lines += ["", *judge_host_lines(lab.judge_hosts)]
     if lab.spending:
         lines += ["", *spending_lines(lab.spending, lab.ran_s)]
     return "\n".join(lines) + "\n"

@@ -83,7 +83,8 @@ def summary(view: LabView) -> str:
     return (f"<p>workspace <code>{escape(view.workspace)}</code> · started {started} · base "
             f"<code>{escape(short_commit(view.base))}</code> · executor {escape(view.executor)}</p>"
             f"<p><b>{_state(view)}</b> · {len(view.experiments)} experiments: {d.get('LAND', 0)} LAND, "
-            f"{d.get('KILL', 0)} KILL, {d.get('ITERATE', 0)} ITERATE</p>")
+            f"{d.get('KILL', 0)} KILL, {d.get('ITERATE', 0)} ITERATE</p>"
+            + "".join(f"<p class=muted>{escape(a.text())}</p>" for a in view.judge_hosts))
 
 
 def _tail(lines: tuple[str, ...]) -> str:

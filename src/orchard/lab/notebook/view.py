@@ -28,6 +28,7 @@ from orchard.lab.judge.measuring import Direction, LockState, LockStatus, lock_s
 from orchard.lab.judge.verdict_view import VerdictView
 from orchard.lab.landing.publication import Publication
 from orchard.lab.notebook.journal import journal_entry
+from orchard.lab.notebook.judge_host_report import JudgeHostAccount, judge_host_accounts
 from orchard.lab.notebook.judge_queues import JudgeQueue, judge_queues
 from orchard.lab.notebook.leaderboard import LeaderRow, directions, leaderboard
 from orchard.lab.notebook.lineage import Lineage, lineage
@@ -37,7 +38,7 @@ from orchard.lab.notebook.spending import Budget, Spending, Spent, budgets, spen
 from orchard.lab.records.db import ExperimentRecord, JournalEvent, Unrecognized, of_type
 from orchard.lab.records.events import Event, ExperimentHost, ExperimentStarted, LabStopped, LauncherFailed
 from orchard.lab.records.experiment import ExperimentStatus
-from orchard.lab.records.judge_host import JudgeStarted
+from orchard.lab.records.judge_host import JudgeLost, JudgeStarted
 from orchard.lab.records.judgment import Decision, JudgmentEntry
 from orchard.lab.records.lab_start import LabStart
 from orchard.lab.records.land_steps import MainPublished, Reverted
@@ -179,6 +180,7 @@ class LabView:
     running: bool = False  # an `orchard run` holds the workspace (before `started_at`: it is calibrating)
     lineage: Lineage | None = None
     judges: tuple[JudgeQueue, ...] = ()  # each judge host's queue, when the lab has judge hosts
+    judge_hosts: tuple[JudgeHostAccount, ...] = ()  # each judge host's share of the lab (FINAL_REPORT.md)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -308,6 +310,7 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         running=workspace_lock.holder(ws.root) is not None,
         lineage=lineage(None if start is None else start.base, hypotheses, rows, events),
         judges=tuple(judge_queues(of_type(events, JudgeStarted), [(e.name, e.status) for e in experiments])),
+        judge_hosts=tuple(judge_host_accounts(of_type(events, JudgeStarted), of_type(events, JudgeLost), rows)),
     )
 
 
