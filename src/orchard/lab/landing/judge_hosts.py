@@ -12,7 +12,7 @@ confirmation and its main check are submitted pinned to it (`OnJudgeHost`,
 dask on another judge host, from scratch; a pinned step whose host has left
 the cluster is not run anywhere else (`JudgeHostGone`). Each step's start is
 journaled (`JudgeStarted`): what `orchard status` shows as each judge's
-queue. Waiting threads poll (one reader of dask's event log for them all,
+queue. Waiting threads poll (one subscription to the judge hosts' events for them all,
 `StartLog`); the lab's loop thread never waits here. When the lab stops
 (Ctrl-C, SIGTERM) its `stopping` event is set: each waiting thread cancels
 its dask task and raises `LabStopping` at once, rather than wait for a
@@ -41,6 +41,7 @@ from orchard.lab.records.judge_host import JUDGE_RESOURCE, UNPINNED, JudgeHost, 
 from orchard.lab.records.judgment import Judgment
 from orchard.lab.workers.remote import host_problem
 from orchard.lab.workers.serving import ServedRepositories
+from orchard.lab.workers.topic import Topic
 from orchard.lab.workers.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -64,22 +65,21 @@ class LabStopping(BaseException):
 
 
 class StartLog:
-    """Dask's log of where judge steps started, read for all waiting threads at most once a poll: each thread
-    reading the whole log every poll cost the scheduler threads x log length twice a second."""
+    """Where judge steps started, as the judge hosts log it: one subscription for all waiting threads, each
+    reading its own job's starts by the job's key (reading dask's whole log every poll, per thread, cost the
+    scheduler threads x log length twice a second, and the log keeps only a topic's newest 1,000 entries)."""
 
     def __init__(self, client: Any) -> None:
-        self.client = client
+        self._topic = Topic(client, JUDGE_TOPIC)
         self._lock = threading.Lock()
-        self._events: list[tuple[float, dict[str, Any]]] = []
-        self._read_at = -POLL_S
+        self._by_key: dict[str, list[dict[str, Any]]] = {}
 
-    def read(self, fresh: bool = False) -> list[tuple[float, dict[str, Any]]]:
-        """The log as read within the last poll (`fresh`: read now)."""
+    def of(self, key: str) -> list[dict[str, Any]]:
+        """The starts of the task `key`, oldest first."""
         with self._lock:
-            if fresh or time.monotonic() - self._read_at >= POLL_S:
-                self._events = list(self.client.get_events(JUDGE_TOPIC))
-                self._read_at = time.monotonic()
-            return self._events
+            for message in self._topic.take():
+                self._by_key.setdefault(str(message.get("key", "")), []).append(message)
+            return list(self._by_key.get(key, []))
 
 
 def judge_addresses(scheduler_info: dict[str, Any]) -> dict[str, str]:
@@ -153,16 +153,14 @@ class JudgeHosts:
             if self.stopping.wait(POLL_S):
                 future.cancel()
                 raise LabStopping(f"{job.experiment}: its {job.step} was abandoned: the lab is stopping")
-        self._journal_starts(state, job, started, progress, fresh=True)
+        self._journal_starts(state, job, started, progress)
         answer: HostAnswer = future.result()
         return answer
 
-    def _journal_starts(self, state: LabState, job: HostJob, started: list[JudgeHost], progress: Progress,
-                        fresh: bool = False) -> None:
+    def _journal_starts(self, state: LabState, job: HostJob, started: list[JudgeHost], progress: Progress) -> None:
         """Journal the starts of `job` in the event log beyond the `started` already journaled (each after the first:
-        the host before it was lost running it), adding them to `started`. Found by the job's own key, never by
-        position: dask keeps only a topic's newest 1,000 entries (`distributed.admin.low-level-log-length`)."""
-        mine = [m for _, m in self.starts.read(fresh) if m.get("key") == job.key]
+        the host before it was lost running it), adding them to `started`."""
+        mine = self.starts.of(job.key)
         for message in mine[len(started):]:
             judge = JudgeHost(str(message["host"]), str(message["address"]))
             lost = started[-1] if started else None
