@@ -1,12 +1,14 @@
 """How much time orchard's runner adds around a command that does nothing.
 
 Times `/bin/true` in one session: orchard's `process.run` (the elapsed_ms it
-records, and the wall time of the whole call as its caller pays it), a bare
+records, and the wall time of the whole call as its caller pays it: how an
+unconfined measured run was timed before the timer started it), a bare
 `subprocess.run` without and with captured output (perf_counter around the
-call), and the same runner confined as a verdict's measured runs are (bubblewrap, the timer inside:
-the elapsed_ms it records, and the whole call with the sandbox's set-up), all interleaved run by run;
-and hyperfine without a shell (`-N`, its
-own per-run times from `--export-json`) as one batch per repetition. Each
+call), and a measured run as a verdict makes it, started by the timer
+(`bench/own_timing.py`): unconfined (`--no-confine`) and confined (bubblewrap,
+the timer inside), each the elapsed_ms it records and the whole call, all
+interleaved run by run; and hyperfine without a shell (`-N`, its own per-run
+times from `--export-json`) as one batch per repetition. Each
 repetition is 100 runs per method after a short warm-up and holds the
 machine-wide measurement lock.
 
@@ -31,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from orchard import process
-from orchard.bench.confinement import RunConfinement, confine_runs
+from orchard.bench.confinement import UNCONFINED, RunConfinement, confine_runs
 from orchard.bench.environment import isolated_env
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts
@@ -41,6 +43,8 @@ COMMAND = ["/bin/true"]
 WARMUP = 5
 RECORDED = "orchard runner, recorded elapsed_ms"
 CALL = "orchard runner, whole run() call"
+UNCONFINED_RECORDED = "measured run unconfined (timer), recorded elapsed_ms"
+UNCONFINED_CALL = "measured run unconfined (timer), whole call"
 CONFINED_RECORDED = "orchard runner confined, recorded elapsed_ms"
 CONFINED_CALL = "orchard runner confined, whole call"
 BARE = "subprocess.run, no pipes"
@@ -53,9 +57,9 @@ def timed(call: Callable[[], object]) -> tuple[float, object]:
     return (time.perf_counter_ns() - started) / 1e6, result
 
 
-def confined_run(env: dict[str, str], confinement: RunConfinement, root: Path) -> process.Capture:
-    """One run of COMMAND as `measure.observe` runs a confined scenario: in its sandbox, timed inside it."""
-    with own_timing(True, root) as timing:
+def measured_run(env: dict[str, str], confinement: RunConfinement, root: Path) -> process.Capture:
+    """One run of COMMAND as `measure.observe` runs a scenario: started by the timer, in its sandbox if confined."""
+    with own_timing(root) as timing:
         argv = confinement.wrap(COMMAND, binary=Path(COMMAND[0]), suite_dir=root, root=root, results_file=None,
                                 loopback=False, timing=timing)
         return timing.own(process.run(argv, cwd=root, env=confinement.env(env), pass_fds=timing.fds))
@@ -72,10 +76,12 @@ def in_process_runs(runs: int, env: dict[str, str], rng: random.Random, root: Pa
         CALL: lambda: process.run(COMMAND, env=env),
         BARE: lambda: subprocess.run(COMMAND, env=env, check=True),
         CAPTURE: lambda: subprocess.run(COMMAND, env=env, check=True, capture_output=True),
-        CONFINED_CALL: lambda: confined_run(env, confinement, root),
+        UNCONFINED_CALL: lambda: measured_run(env, UNCONFINED, root),
+        CONFINED_CALL: lambda: measured_run(env, confinement, root),
     }
     confinement = confine_runs(True, reads=[root])
-    times: dict[str, list[float]] = {RECORDED: [], CONFINED_RECORDED: [], **{name: [] for name in calls}}
+    recorded = {CALL: RECORDED, UNCONFINED_CALL: UNCONFINED_RECORDED, CONFINED_CALL: CONFINED_RECORDED}
+    times: dict[str, list[float]] = {**{name: [] for name in recorded.values()}, **{name: [] for name in calls}}
     for index in range(WARMUP + runs):
         order = list(calls)
         rng.shuffle(order)
@@ -86,7 +92,7 @@ def in_process_runs(runs: int, env: dict[str, str], rng: random.Random, root: Pa
             times[name].append(elapsed)
             if isinstance(result, process.Capture):
                 assert result.returncode == 0
-                times[CONFINED_RECORDED if name == CONFINED_CALL else RECORDED].append(result.elapsed_ms)
+                times[recorded[name]].append(result.elapsed_ms)
     return times
 
 
@@ -119,7 +125,8 @@ def main() -> None:
     env = isolated_env()
     rng = random.Random(args.seed)
     hyperfine_name = f"{version} -N"
-    names = [RECORDED, CALL, CONFINED_RECORDED, CONFINED_CALL, BARE, CAPTURE, hyperfine_name]
+    names = [RECORDED, CALL, UNCONFINED_RECORDED, UNCONFINED_CALL, CONFINED_RECORDED, CONFINED_CALL, BARE, CAPTURE,
+             hyperfine_name]
     per_rep: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
     paired: dict[str, list[float]] = {BARE: [], CAPTURE: []}  # per-repetition median of per-round ratios
     lock = MeasurementLock("benchmarks/runner_overhead.py")
@@ -160,12 +167,9 @@ def main() -> None:
                  "subprocess.run with capture": summary[CAPTURE]}
     print()
     for label, value in reference.items():
-        print(f"ratio orchard recorded elapsed_ms / {label}: {summary[RECORDED] / value:.2f}; "
-              f"whole run() call / {label}: {summary[CALL] / value:.2f}; confined recorded / {label}: "
-              f"{summary[CONFINED_RECORDED] / value:.2f}; confined whole call / {label}: "
-              f"{summary[CONFINED_CALL] / value:.2f}")
-    print(f"confinement's cost per run (confined whole call - whole run() call): "
-          f"{summary[CONFINED_CALL] - summary[CALL]:.3f} ms")
+        print(f"ratio to {label}: " + "; ".join(f"{name} {summary[name] / value:.2f}" for name in names[:6]))
+    print(f"confinement's cost per run (confined whole call - unconfined whole call, both timed by the timer): "
+          f"{summary[CONFINED_CALL] - summary[UNCONFINED_CALL]:.3f} ms")
     for name, ratios in paired.items():
         print(f"paired ratio, orchard recorded elapsed_ms / {name} in the same round: median "
               f"{statistics.median(ratios):.2f} (repetitions: {', '.join(f'{r:.2f}' for r in ratios)})")

@@ -127,13 +127,13 @@ class Lab:
     confinement: RunConfinement = UNCONFINED
 
     def run(self, binary: Path) -> process.Capture:
-        """One timed run, in its own sandbox with --confined (as a verdict's measured runs)."""
-        command: list[str] = [str(binary)]
-        with own_timing(self.confinement.confined, self.directory) as timing:
-            if self.confinement.confined:  # timed inside the sandbox, as `measure.observe` times a confined run
+        """One timed run, by the timer that starts it, in its own sandbox with --confined (as a verdict's)."""
+        with own_timing(self.directory) as timing:
+            command = timing.command([str(binary)])
+            if self.confinement.confined:  # the timer inside the sandbox, as `measure.observe` runs a confined run
                 mounts = self.confinement.mounts(cwd=self.directory, binary=binary,
                                                  reads=[self.directory, *timing.reads], writes=[], network=False)
-                command = confine.argv(mounts, timing.command(command))
+                command = confine.argv(mounts, command)
             capture = timing.own(process.run(command, cwd=self.directory, env=self.confinement.env(self.env),
                                              timeout_s=120, pass_fds=timing.fds))
         if not capture.ok:

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from orchard.bench.own_timing import COMPILERS
+
 ORCHARD = [sys.executable, "-m", "orchard"]
 
 
@@ -34,6 +36,19 @@ def session_lock_file(factory: pytest.TempPathFactory) -> Path:
         return Path(os.environ["ORCHARD_TEST_LOCK_DIR"]) / "orchard-test.lock"
     run = factory.getbasetemp()
     return (run.parent if os.environ.get("PYTEST_XDIST_WORKER") else run) / "orchard-test.lock"
+
+
+def path_without_compiler(monkeypatch: pytest.MonkeyPatch, directory: Path) -> None:
+    """PATH as a machine without a C compiler has it: every command of today's PATH, linked into `directory`,
+    but the compilers orchard would build its timer with."""
+    directory.mkdir(mode=0o755)
+    for entry in os.environ["PATH"].split(os.pathsep):
+        for command in sorted(Path(entry).iterdir()) if Path(entry).is_dir() else ():
+            link = directory / command.name
+            if command.name not in COMPILERS and not link.is_symlink() and os.access(command, os.X_OK):
+                link.symlink_to(command)
+    monkeypatch.setenv("PATH", str(directory))
+    assert not any(shutil.which(name) for name in COMPILERS)
 
 
 @contextlib.contextmanager

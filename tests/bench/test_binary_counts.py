@@ -10,6 +10,7 @@ import pytest
 from orchard.bench import calibration
 from orchard.bench.binary import binary_sha256
 from orchard.bench.binary_counts import COUNTS, IDENTICAL_COUNTS, BinaryCounts
+from orchard.bench.cache import CACHE_ENV
 from orchard.bench.campaign import run_verdict
 from orchard.bench.confinement import RunConfinement, for_campaign
 from orchard.bench.machine import machine_facts, machine_fingerprint
@@ -64,7 +65,7 @@ def _calibration(suite: Suite, spread: float, isolation: str, file: Path, sha256
 
 def test_the_a_a_spread_decides_which_scenarios_are_counted_per_binary(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(calibration.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     suite = _suite(tmp_path)
     identical, _ = calibration.compute(suite.metrics, {"loop/instructions": ([7e5] * 8, [7e5] * 8)}, 0.05)
     # the same binary counted 1,000,000 and 1,004,000 times: a 0.4% spread, twice the default floor
@@ -92,7 +93,7 @@ def test_a_deterministic_binary_is_counted_once_and_the_calibrated_baseline_not_
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every A/A count identical: the candidate is counted once, and the baseline, the very binary the calibration
     counted, not at all (its count is the calibration's), whatever the number of pairs."""
-    monkeypatch.setenv(calibration.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     suite = _suite(tmp_path)
     base, more = make_binary(tmp_path, "base", iterations=2000), make_binary(tmp_path, "more", iterations=2060)
     confinement = for_campaign(suite.confine, suite.directory, base, more)
@@ -116,7 +117,7 @@ def test_a_deterministic_binary_is_counted_once_and_the_calibrated_baseline_not_
 @pytest.mark.slow  # 5 cachegrind runs and 21 confined ones: 10 s at load 6.5 on 2 cores
 def test_a_shared_campaign_counts_its_candidates_per_binary_not_in_its_rounds(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(calibration.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     suite = _suite(tmp_path)
     base = make_binary(tmp_path, "base", iterations=2000)
     more, same = make_binary(tmp_path, "more", iterations=2060), make_binary(tmp_path, "same", iterations=2000)
@@ -136,7 +137,7 @@ def test_a_shared_campaign_counts_its_candidates_per_binary_not_in_its_rounds(
 @needs_valgrind
 @pytest.mark.slow  # 2 x 6 cachegrind runs and 14 confined ones: 22 s at load 4.5 on 2 cores
 def test_a_candidate_whose_count_varies_is_counted_per_pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(calibration.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     suite = _suite(tmp_path)
     base = make_binary(tmp_path, "base", iterations=1500)
     random_loop = tmp_path / "random"

@@ -30,13 +30,13 @@ from typing import Any
 import numpy as np
 
 from orchard.bench import stats
+from orchard.bench.cache import cache_dir
 from orchard.bench.decide import paired_differences
 from orchard.bench.environment import ENV_ISOLATION_VERSION
 from orchard.bench.machine import MachineFacts, machine_facts
 from orchard.bench.verdict import MetricNoise, MetricSpec, Scale
 from orchard.errors import OrchardError, UsageError
 
-CACHE_ENV = "ORCHARD_CACHE_DIR"
 CHECK_ALPHA = 0.01  # two-sided level of the "A/A interval excludes zero" test
 FORMAT_VERSION = 2  # 2: machine facts recorded, no hostname in the fingerprint
 
@@ -170,15 +170,10 @@ def offset_floor(low: float, high: float) -> float:
     return max(0.0, low, -high)
 
 
-def cache_dir() -> Path:
-    base = os.environ.get(CACHE_ENV) or os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / ("" if os.environ.get(CACHE_ENV) else "orchard") / "calibration"
-
-
 def cache_path(fingerprint: str, suite_digest: str, isolation: str = ENV_ISOLATION_VERSION) -> Path:
     """One file per machine, suite and confinement: a calibration taken unconfined never serves confined runs."""
     suffix = "" if isolation == ENV_ISOLATION_VERSION else "-" + "".join(c if c.isalnum() else "_" for c in isolation)
-    return cache_dir() / f"{fingerprint}-{suite_digest}{suffix}.json"
+    return cache_dir("calibration") / f"{fingerprint}-{suite_digest}{suffix}.json"
 
 
 def cache_key(fingerprint: str, suite_digest: str, isolation: str) -> str:

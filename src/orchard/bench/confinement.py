@@ -44,6 +44,7 @@ from orchard.within import below, inside
 SCRATCH_TMP = Path("/tmp")
 SCRATCH_HOME = SCRATCH_TMP / "home"
 CONFINEMENT_VERSION = "2"  # 2: timed inside the sandbox (1 counted bubblewrap's set-up)
+UNCONFINED_TIMING = "timer.1"  # unconfined runs timed by the same timer (unsuffixed: from Python, around the spawn)
 HIDDEN = ("/root", "/run")
 SCRATCH = ("/tmp", "/var/tmp")
 
@@ -62,7 +63,7 @@ class RunConfinement:
     def isolation(self) -> str:
         """The `env_isolation_version` of rows measured this way."""
         if not self.confined:
-            return ENV_ISOLATION_VERSION
+            return f"{ENV_ISOLATION_VERSION}+{UNCONFINED_TIMING}"
         owner = "" if self.unprivileged or not confine.dropping() else "-owner"
         return f"{ENV_ISOLATION_VERSION}+bwrap.{CONFINEMENT_VERSION}{owner}"
 
@@ -91,16 +92,17 @@ class RunConfinement:
 
     def wrap(self, command: list[str] | str, *, binary: Path, suite_dir: Path, root: Path,
              results_file: Path | None, loopback: bool, timing: OwnTiming = FROM_OUTSIDE,
-             scratch: Path | None = None) -> list[str] | str:
-        """`command` inside this run's own sandbox, or as it is when runs are not confined.
+             scratch: Path | None = None) -> list[str]:
+        """`command` (a string runs through /bin/sh) inside this run's own sandbox, or as it is when runs are
+        not confined; `timing`'s timer starts it either way, so its numbers are its own.
 
         It reads the suite's directory, the binary's and the fixtures under
         `root`; it writes `{workdir}` (emptied first) and `results_file`.
-        `timing`'s timer starts it inside the sandbox, so its numbers are its own. `scratch` (an instruction
-        counter's output directory) is writable too.
+        `scratch` (an instruction counter's output directory) is writable too.
         """
+        argv = timing.command(["/bin/sh", "-c", command] if isinstance(command, str) else command)
         if not self.confined:
-            return command
+            return argv
         work = root / "work"
         fresh_workdir(work, self)
         writes = [work, *([scratch] if scratch is not None else [])]
@@ -115,7 +117,7 @@ class RunConfinement:
         mounts = self.mounts(cwd=suite_dir, binary=binary,
                              reads=[suite_dir, binary.parent, root / "fixtures", *self.trees, *timing.reads],
                              writes=writes, network=loopback)
-        return confine.argv(mounts, timing.command(["/bin/sh", "-c", command] if isinstance(command, str) else command))
+        return confine.argv(mounts, argv)
 
 
 UNCONFINED = RunConfinement(False, "measured runs are not confined")

@@ -15,6 +15,24 @@
 
 extern char **environ;
 
+/* Its own peak RSS (KiB): the peak of its own memory (VmHWM), not getrusage's, which carries the peak of
+ * whatever exec'd it (a large Python that started it unconfined) and would hide the program's peak below it. */
+static long own_peak_kib(void) {
+    long kib = -1;
+    char line[256];
+    FILE *status = fopen("/proc/self/status", "r");
+    while (status != NULL && kib < 0 && fgets(line, sizeof line, status) != NULL) {
+        if (strncmp(line, "VmHWM:", 6) == 0) kib = atol(line + 6);
+    }
+    if (status != NULL) fclose(status);
+    if (kib < 0) {
+        struct rusage own;
+        getrusage(RUSAGE_SELF, &own);
+        kib = own.ru_maxrss;
+    }
+    return kib;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) return 2;
     int report = atoi(argv[1]);
@@ -22,8 +40,8 @@ int main(int argc, char **argv) {
         perror("orchard timer");
         return 2;
     }
-    struct rusage own, usage;
-    getrusage(RUSAGE_SELF, &own);
+    struct rusage usage;
+    long own_kib = own_peak_kib();
     struct timespec start, end;
     clock_gettime(CLOCK_MONOTONIC, &start);
     pid_t pid;
@@ -40,6 +58,6 @@ int main(int argc, char **argv) {
     long long wall = (end.tv_sec - start.tv_sec) * 1000000000LL + (end.tv_nsec - start.tv_nsec);
     dprintf(report, "%lld %lld %lld %ld %ld\n", wall,
             (long long)usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec,
-            (long long)usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec, usage.ru_maxrss, own.ru_maxrss);
+            (long long)usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec, usage.ru_maxrss, own_kib);
     return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }

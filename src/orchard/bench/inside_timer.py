@@ -9,7 +9,10 @@ program (same uid) can neither trace it nor open its report file through
 clock, starts the program, waits for it, reads the clock again and writes one
 line: wall ns, the program's user and system CPU (µs) and peak RSS (KiB) from
 its `wait4`, and its own peak RSS (KiB) when it started the program (Linux
-carries it into the program at exec: a peak not above it is not the program's).
+carries it into the program at exec: a peak not above it is not the program's):
+the peak of its own memory (`VmHWM`), not `getrusage`'s, which carries the
+peak of whatever started it (a large Python, unconfined) and would hide the
+program's peak below it.
 Its exit code is the program's (128 + N when signal N ended it, as a shell
 says it; 127 when the program could not be started). `inside_timer.c` is
 the same timer in C, used where a C compiler can build it (`own_timing.py`).
@@ -33,11 +36,22 @@ def _undumpable() -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0)")
 
 
+def _own_peak_kib() -> int:
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
 def main(argv: list[str]) -> int:
     report, command = int(argv[0]), argv[1:]
     os.set_inheritable(report, False)
     _undumpable()
-    own_rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    own_rss_kib = _own_peak_kib()
     started = time.perf_counter_ns()
     try:
         pid = os.posix_spawnp(command[0], command, os.environ)

@@ -191,7 +191,7 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *
     admitted = ROWS_ADMITTED_CHARS if scenario.kind == "rows" else bench.suite.admitted_chars
     # the gates judge the whole output; only token estimates use the admitted part
     with tempfile.SpooledTemporaryFile(max_size=SPILL_BYTES, dir=str(bench.root)) as whole, \
-            own_timing(bench.confinement.confined, bench.root) as timing:
+            own_timing(bench.root) as timing:
         capture = timing.own(process.run(
             bench.confinement.wrap(command, binary=binary, suite_dir=bench.suite.directory, root=bench.root,
                                    results_file=results_file, loopback=scenario.loopback, timing=timing),
@@ -203,6 +203,7 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *
             pass_fds=timing.fds,
         ))
         capture = dataclasses.replace(capture, command=command)  # the row shows what the suite runs
+        timed_by = timing.timer.how
         fraction = recall(scenario.expect, cast(BinaryIO, whole))
     row = rows.step_row(
         capture,
@@ -217,6 +218,7 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *
     )
     row["monotonic_start_ns"] = capture.started_ns
     row["monotonic_end_ns"] = capture.ended_ns
+    row["timed_by"] = timed_by
     ok = row["returncode"] == 0
     failure = "" if ok else _failure_text(capture)
     metric_values: dict[str, float | None] = {name: harness.as_number(row.get(name)) for name in scenario.metrics()}
@@ -269,10 +271,8 @@ def count_instructions(bench: Workbench, scenario: Scenario, binary: Path, obser
                                                                                                where)))
 
     def confined(argv: list[str], scratch: Path) -> list[str]:  # the counting run is as confined as the timed one
-        wrapped = bench.confinement.wrap(argv, binary=binary, suite_dir=bench.suite.directory, root=bench.root,
-                                         results_file=results_file, loopback=scenario.loopback, scratch=scratch)
-        assert isinstance(wrapped, list)
-        return wrapped
+        return bench.confinement.wrap(argv, binary=binary, suite_dir=bench.suite.directory, root=bench.root,
+                                      results_file=results_file, loopback=scenario.loopback, scratch=scratch)
 
     counted = instructions.count(command, counter=bench.counter(), cwd=bench.suite.directory,
                                  env=bench.confinement.env(isolated_env(scenario.env)), timeout_s=scenario.timeout_s,

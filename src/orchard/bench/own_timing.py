@@ -1,22 +1,31 @@
-"""A confined run's own numbers: its wall time, CPU and peak memory as the timer inside its sandbox saw them.
+"""A measured run's own numbers: its wall time, CPU and peak memory as a timer that starts it saw them.
 
-Measured from outside, a confined run's `wait4` counts bubblewrap's own
-set-up (namespaces, mounts: about 15 ms of CPU for a run of `/bin/true`
-here, against 1 ms unconfined) and its wall time that set-up's latency, so
-a small change in the program drowned in the sandbox's noise. The timer
-(`inside_timer.py`) runs inside the sandbox, starts the program and reports
-on a file only orchard holds; `OwnTiming.own` puts its numbers in the
-run's capture. Its own start-up and bubblewrap's are outside the interval.
-The timer is C (`inside_timer.c`), compiled once into each workbench when a
-C compiler is here; otherwise the same timer in Python, whose start-up
-(about 15 ms of CPU) the sandbox's per-run cost then carries.
+Every measured run of a `command` or `rows` scenario, confined or not, is
+started by the same small timer (`inside_timer.c`): it reads the clock,
+starts the program, waits for it, reads the clock again and reports on a
+file only orchard holds; `OwnTiming.own` puts its numbers in the run's
+capture. Confined, it runs inside the sandbox, so bubblewrap's set-up
+(namespaces, mounts: about 15 ms of CPU for a run of `/bin/true` here)
+is outside the interval; unconfined, it leaves out what Python adds around a
+spawn (the pidfd, the pipes: 1.54x `hyperfine -N` when the interval was
+taken from Python, docs/benchmarks.md section 11). Both paths so measure the
+same interval the same way.
+
+The C timer is compiled once per machine into the bench's cache
+(`cache.py`), named by the hash of its source, the compiler and the
+architecture. Without a C compiler (or when it cannot build the timer) the
+same timer in Python (`inside_timer.py`) runs instead, and the row's
+`timed_by` says why: its start-up (about 15 ms of CPU) is outside the
+recorded interval but each run's wall time carries it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -27,25 +36,35 @@ from pathlib import Path
 from typing import IO
 
 from orchard import process
+from orchard.bench.cache import cache_dir
 
 SCRIPT = Path(__file__).with_name("inside_timer.py")
 SOURCE = Path(__file__).with_name("inside_timer.c")
-COMPILED = "inside-timer"
+COMPILERS = ("cc", "gcc", "clang")
 COMPILE_TIMEOUT_S = 60
+C_TIMER = "inside timer (C)"
 _FIELDS = 5
 
 
 @dataclass(frozen=True)
+class Timer:
+    """The command line that starts a measured program under the timer, and how it times it (a row's `timed_by`)."""
+
+    argv: tuple[str, ...]
+    how: str
+
+
+@dataclass(frozen=True)
 class OwnTiming:
-    """One run's report file (None: the run is not confined, its numbers are taken from outside)."""
+    """One run's report file and timer (no report: the run is timed from outside, as an instruction count is)."""
 
     report: IO[bytes] | None = None
-    timer: tuple[str, ...] = (sys.executable, "-I", "-S", str(SCRIPT))
+    timer: Timer = Timer((), "from outside (Python around the process)")
 
     @property
     def reads(self) -> tuple[Path, ...]:
-        """What the sandbox must be able to read to start the timer."""
-        return () if self.report is None else (Path(self.timer[-1]),)
+        """What a sandbox must be able to read to start the timer."""
+        return () if self.report is None else (Path(self.timer.argv[-1]),)
 
     @property
     def fds(self) -> tuple[int, ...]:
@@ -56,11 +75,11 @@ class OwnTiming:
         """`argv` started by the timer, which reports on the report file."""
         if self.report is None:
             return argv
-        return [*self.timer, str(self.report.fileno()), *argv]
+        return [*self.timer.argv, str(self.report.fileno()), *argv]
 
     def own(self, capture: process.Capture) -> process.Capture:
         """`capture` with the program's own wall time, CPU and peak RSS; without the timer's report (it never
-        started the program, or the run timed out) its CPU and peak are unmeasured rather than the sandbox's."""
+        started the program, or the run timed out) its CPU and peak are unmeasured rather than the timer's."""
         if self.report is None:
             return capture
         self.report.seek(0)
@@ -76,31 +95,59 @@ FROM_OUTSIDE = OwnTiming()
 
 
 @contextlib.contextmanager
-def own_timing(confined: bool, directory: Path) -> Iterator[OwnTiming]:
-    """A report file in `directory` (orchard's own, hidden from the run) for one confined run, and the timer
-    (compiled into `directory` on its first run there, when a C compiler is here)."""
-    if not confined:
-        yield FROM_OUTSIDE
-        return
-    compiled = _compiled(directory)
+def own_timing(directory: Path) -> Iterator[OwnTiming]:
+    """A report file in `directory` (orchard's own, hidden from a confined run) for one run, and its timer."""
+    timer = inside_timer()
     with tempfile.TemporaryFile(dir=directory) as report:
-        yield OwnTiming(report) if compiled is None else OwnTiming(report, (str(compiled),))
+        yield OwnTiming(report, timer)
 
 
-def _compiled(directory: Path) -> Path | None:
-    """The C timer in `directory`, compiled there once; None when no C compiler here can build it."""
-    target = directory / COMPILED
-    if target.exists():
-        return target
-    compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+def inside_timer() -> Timer:
+    """The C timer, from the cache (compiled there on its first use); the Python one, saying why, without it."""
+    compiler = next(filter(None, map(shutil.which, COMPILERS)), None)
     if compiler is None:
-        return None
-    building = directory / f".{COMPILED}.{os.getpid()}"
-    built = subprocess.run([compiler, "-O2", "-o", str(building), str(SOURCE)], capture_output=True, check=False,
-                           timeout=COMPILE_TIMEOUT_S, stdin=subprocess.DEVNULL)
-    if built.returncode != 0:
+        return _python(f"no C compiler ({', '.join(COMPILERS)}) on PATH")
+    target = cache_dir("timer") / f"inside-timer-{_key(compiler)}"
+    if not target.exists():
+        failure = _compile(compiler, target)
+        if failure is not None:
+            return _python(failure)
+    return Timer((str(target),), C_TIMER)
+
+
+def _python(why: str) -> Timer:
+    return Timer((sys.executable, "-I", "-S", str(SCRIPT)), f"inside timer (Python: {why})")
+
+
+def _key(compiler: str) -> str:
+    """What the compiled timer is made of: its source, the compiler (its real file, as installed) and the
+    architecture; a cache shared between machines or kept across an upgrade never serves a stale one."""
+    real = Path(compiler).resolve()
+    stat = real.stat()
+    made_of = f"{real}\0{stat.st_size}\0{stat.st_mtime_ns}\0{platform.machine()}\0".encode()
+    return hashlib.sha256(made_of + SOURCE.read_bytes()).hexdigest()[:16]
+
+
+def _compile(compiler: str, target: Path) -> str | None:
+    """Build the timer at `target`: under a name of its own first, renamed into place when whole, so two
+    processes compiling at once each rename a complete timer. None when done, else why not."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    except OSError as error:
+        return f"cannot write the compiled timer to {target.parent}: {error.strerror}"
+    os.close(handle)
+    building = Path(name)
+    try:
+        built = subprocess.run([compiler, "-O2", "-o", str(building), str(SOURCE)], capture_output=True, text=True,
+                               check=False, timeout=COMPILE_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        if built.returncode != 0:
+            tail = built.stderr.strip().splitlines()[-1:] or [f"exit {built.returncode}"]
+            return f"{Path(compiler).name} could not build it: {tail[0][:200]}"
+        building.chmod(0o755)  # the sandbox's uid runs it too
+        building.replace(target)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"{Path(compiler).name} could not build it: {error}"
+    finally:
         building.unlink(missing_ok=True)
-        return None
-    building.chmod(0o755)
-    building.replace(target)
-    return target
+    return None

@@ -138,7 +138,6 @@ def confined_script(ws: Workspace, command: str, baseline: Path, candidate: Path
     confined = dataclasses.replace(confined, trees=(*confined.trees, baseline.parent, *named))
     argv = confined.wrap(["bash", "-c", command], binary=candidate, suite_dir=ws.bench_dir, root=scratch,
                          results_file=None, loopback=False)
-    assert isinstance(argv, list)
     return argv, confined.env(judge_env(ws.config.lab.pass_env))
 
 
