@@ -20,11 +20,11 @@ from concurrent.futures import Executor, Future
 from orchard.errors import OrchardError, disk_full
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.ladder import Measurer
-from orchard.lab.judge.measuring import MeasureProgress, Verdict, calibrate
+from orchard.lab.judge.measuring import Baseline, MeasureProgress, Verdict, calibrate
 from orchard.lab.landing.publication import main_branch
 from orchard.lab.records.build import BuiltBinary
 from orchard.lab.records.lab_start import LabStart
-from orchard.lab.workers.builds import baseline_binary, harness_tests, placeholders
+from orchard.lab.workers.builds import baseline_binary, files_changed, harness_tests, placeholders
 from orchard.lab.workers.workspace import Workspace
 
 
@@ -45,6 +45,7 @@ def start(ws: Workspace, state: LabState, *, say: Callable[[str], None] = print,
 
 
 FULL_DISK_RETRY_S = 120.0
+BASELINE_REBUILDS = 3  # a calibration spoiled by a changed baseline: built and calibrated again
 
 
 def start_beside(ws: Workspace, state: LabState, pool: Executor, *, say: Callable[[str], None] = print,
@@ -105,7 +106,7 @@ def prepare(ws: Workspace, state: LabState, say: Callable[[str], None]) -> Ancho
         if not calibrated:
             entry = LabStart(base, bench_base, str(binary.path), "by the bench's own verdict command")
         else:
-            baseline = calibrate(ws, binary, measure_progress, say)
+            baseline = _calibrated(ws, state, base, binary, measure_progress, say)
             state.set_meta("metric_directions", json.dumps(baseline.directions))
             entry = LabStart(base, bench_base, str(binary.path), baseline.calibration, baseline.medians,
                              baseline.floors)
@@ -117,6 +118,22 @@ def prepare(ws: Workspace, state: LabState, say: Callable[[str], None]) -> Ancho
             state.set_meta("started_at", str(time.time()))
 
     return anchor
+
+
+def _calibrated(ws: Workspace, state: LabState, base: str, binary: BuiltBinary,
+                measure_progress: MeasureProgress | None, say: Callable[[str], None]) -> Baseline:
+    """The base's A/A calibration. It runs beside the first workers, and one that reaches the cached baseline
+    (with `sandbox = "none"`) and changes it spoils the campaign, which then counts nothing: the baseline is built
+    again (journaled as BaselineRebuilt, as the judge does) and calibrated again, `BASELINE_REBUILDS` times at most."""
+    rebuilt = 0
+    while True:
+        try:
+            return calibrate(ws, binary, measure_progress, say)
+        except OrchardError:
+            if rebuilt == BASELINE_REBUILDS or not files_changed(binary):
+                raise
+            rebuilt += 1
+            binary = baseline_binary(ws, state, base)
 
 
 class Anchoring:
