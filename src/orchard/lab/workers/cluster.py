@@ -1,7 +1,8 @@
 """The dask cluster a lab's workers run on: one orchard starts and stops itself, or an existing one.
 
 `scheduler = "local"` starts a `LocalCluster` of worker processes on this
-machine (loopback only, no dashboard) and closes it, its processes
+machine (loopback only, no dashboard, TLS with a certificate of its own:
+a connection without it is refused) and closes it, its processes
 included, when the lab stops. `scheduler = "tcp://HOST:8786"` connects to
 a running `dask scheduler`; orchard then only disconnects, the cluster is
 the user's. Either way every dask worker must offer the `agent` resource
@@ -49,6 +50,9 @@ class Cluster:
             self.local = LocalCluster(  # type: ignore[no-untyped-call]
                 n_workers=processes, threads_per_worker=agents, processes=True, host="127.0.0.1",
                 dashboard_address=None, silence_logs=logging.ERROR,
+                # TLS with a certificate made for this cluster and held only by its processes: its scheduler
+                # listens on loopback, where a worker with network = "all" could otherwise submit tasks to it
+                security=True,
                 resources={"agent": agents, "cpu": agents * self.workers.cpus_per_experiment},
             )
             self.client = Client(self.local)  # type: ignore[no-untyped-call]
