@@ -46,6 +46,8 @@ CALL = "orchard runner, whole run() call"
 UNCONFINED_RECORDED = "measured run unconfined (timer), recorded elapsed_ms"
 UNCONFINED_CALL = "measured run unconfined (timer), whole call"
 CONFINED_RECORDED = "orchard runner confined, recorded elapsed_ms"
+UNCONFINED_BATCH = "measured run unconfined (timer), back to back, recorded elapsed_ms"
+CONFINED_BATCH = "measured run confined, back to back, recorded elapsed_ms"
 CONFINED_CALL = "orchard runner confined, whole call"
 BARE = "subprocess.run, no pipes"
 CAPTURE = "subprocess.run, capture_output=True"
@@ -96,6 +98,17 @@ def in_process_runs(runs: int, env: dict[str, str], rng: random.Random, root: Pa
     return times
 
 
+def batch_runs(runs: int, env: dict[str, str], root: Path) -> dict[str, list[float]]:
+    """Measured runs back to back, unconfined then confined, the time each records: as hyperfine runs its batch,
+    and as a campaign's runs follow one another (nothing else run between them to cool the caches)."""
+    confinement = confine_runs(True, reads=[root])
+    found: dict[str, list[float]] = {}
+    for name, confining in ((UNCONFINED_BATCH, UNCONFINED), (CONFINED_BATCH, confinement)):
+        recorded = [measured_run(env, confining, root).elapsed_ms for _ in range(WARMUP + runs)]
+        found[name] = recorded[WARMUP:]
+    return found
+
+
 def hyperfine_runs(runs: int, env: dict[str, str], hyperfine: str) -> list[float]:
     with tempfile.TemporaryDirectory(prefix="orchard-overhead-") as tmp:
         export = Path(tmp) / "hyperfine.json"
@@ -125,8 +138,8 @@ def main() -> None:
     env = isolated_env()
     rng = random.Random(args.seed)
     hyperfine_name = f"{version} -N"
-    names = [RECORDED, CALL, UNCONFINED_RECORDED, UNCONFINED_CALL, CONFINED_RECORDED, CONFINED_CALL, BARE, CAPTURE,
-             hyperfine_name]
+    names = [RECORDED, CALL, UNCONFINED_RECORDED, UNCONFINED_CALL, CONFINED_RECORDED, CONFINED_CALL, UNCONFINED_BATCH,
+             CONFINED_BATCH, BARE, CAPTURE, hyperfine_name]
     per_rep: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
     paired: dict[str, list[float]] = {BARE: [], CAPTURE: []}  # per-repetition median of per-round ratios
     lock = MeasurementLock("benchmarks/runner_overhead.py")
@@ -140,11 +153,12 @@ def main() -> None:
     for rep in range(args.repeats):
         with lock:
             if rep % 2:
-                measured = in_process_runs(args.runs, env, rng, root)
+                measured = in_process_runs(args.runs, env, rng, root) | batch_runs(args.runs, env, root)
                 measured[hyperfine_name] = hyperfine_runs(args.runs, env, hyperfine)
             else:
                 fine = hyperfine_runs(args.runs, env, hyperfine)
-                measured = {**in_process_runs(args.runs, env, rng, root), hyperfine_name: fine}
+                measured = {**in_process_runs(args.runs, env, rng, root), **batch_runs(args.runs, env, root),
+                            hyperfine_name: fine}
         for name in names:
             per_rep[name].append((statistics.median(measured[name]), p90(measured[name])))
         for name in paired:
@@ -167,7 +181,7 @@ def main() -> None:
                  "subprocess.run with capture": summary[CAPTURE]}
     print()
     for label, value in reference.items():
-        print(f"ratio to {label}: " + "; ".join(f"{name} {summary[name] / value:.2f}" for name in names[:6]))
+        print(f"ratio to {label}: " + "; ".join(f"{name} {summary[name] / value:.2f}" for name in names[:8]))
     print(f"confinement's cost per run (confined whole call - unconfined whole call, both timed by the timer): "
           f"{summary[CONFINED_CALL] - summary[UNCONFINED_CALL]:.3f} ms")
     for name, ratios in paired.items():
