@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import tempfile
 from collections.abc import Iterator
@@ -11,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from orchard.bench.cache import CACHE_ENV
-from orchard.bench.own_timing import C_TIMER, inside_timer
 from tests.bench.lanes_support import LaneEnv, assert_no_children
 from tests.helpers import session_lock_file
 
@@ -27,26 +25,12 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-@pytest.fixture(scope="session")
-def _compiled_timer(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
-    """The C timer, compiled once for the test run (None without a C compiler)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(CACHE_ENV, str(tmp_path_factory.mktemp("timer-cache")))
-        timer = inside_timer()
-    return Path(timer.argv[0]) if timer.how == C_TIMER else None
-
-
 @pytest.fixture(autouse=True)
-def _private_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
-                   _compiled_timer: Path | None) -> None:
-    """Calibration cache per test, holding the test run's compiled timer; one lock file for the test run (real
-    flock, not shared with the user)."""
+def _private_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Calibration cache per test; one lock file for the test run (real flock, not shared with the user)."""
     cache = tmp_path_factory.mktemp("cache")
     monkeypatch.setenv(CACHE_ENV, str(cache))
     monkeypatch.setenv("ORCHARD_LOCK_FILE", str(session_lock_file(tmp_path_factory)))
-    if _compiled_timer is not None:
-        (cache / "timer").mkdir()
-        os.link(_compiled_timer, cache / "timer" / _compiled_timer.name)
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from orchard.bench.confinement import UNCONFINED
 from tests.helpers import make_binary, make_suite, orchard
 
 needs_unshare = pytest.mark.skipif(shutil.which("unshare") is None, reason="unshare (util-linux) not installed")
@@ -170,4 +171,6 @@ def test_a_calibration_taken_unconfined_is_not_used_for_confined_runs(lab: Path)
     assert _verdict_json(confined)["calibration"]["cached"] is False  # calibrated again, confined
     refused = orchard("verdict", "--suite", "suite.toml", "--baseline", "fast", "--candidate", "fast-copy",
                       "--calibration", "cal.json", cwd=lab)
-    assert refused.returncode == 2 and "isolated as '1'" in refused.stderr and "--recalibrate" in refused.stderr
+    unconfined_version = UNCONFINED.isolation
+    assert refused.returncode == 2 and f"isolated as '{unconfined_version}'" in refused.stderr, refused.stderr
+    assert "--recalibrate" in refused.stderr

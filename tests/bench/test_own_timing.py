@@ -6,7 +6,7 @@ bubblewrap's own CPU (about 15 ms here, against 1 ms unconfined), which
 doubled the noise of a 20 ms workload. Unconfined (issue 24): the same
 timer, so both paths measure the same interval; it was taken from Python
 around the spawn, 1.54x `hyperfine -N`. The C timer is compiled once per
-cache, not once per verdict.
+process, not once per verdict, and never taken from another process.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -127,33 +126,47 @@ def test_without_a_c_compiler_the_python_timer_times_the_run_and_the_row_says_wh
 
 @needs_cc
 def test_the_c_timer_is_compiled_once_for_two_verdicts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    cache = tmp_path / "cache"
-    monkeypatch.setenv(CACHE_ENV, str(cache))  # empty: the first verdict compiles the timer
+    monkeypatch.setattr(own_timing, "_COMPILED", {})  # this process has compiled none yet
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     program = _script(tmp_path, SLEEPER)
     first = _runs(tmp_path, program, UNCONFINED, 2)
-    (compiled,) = (cache / "timer").iterdir()
+    (compiled,) = own_timing._COMPILED.values()
     before = compiled.stat()
     second = _runs(tmp_path, program, UNCONFINED, 2)
-    assert list((cache / "timer").iterdir()) == [compiled]
+    assert list(own_timing._COMPILED.values()) == [compiled]
     assert (compiled.stat().st_ino, compiled.stat().st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
     assert {run.row["timed_by"] for run in first + second} == {own_timing.C_TIMER}
 
 
+FORGED = "#!/bin/sh\nfd=$1; shift; \"$@\"; echo 1 1 1 1 1 >&$fd\n"  # every program ran in 1 ns and 1 us of CPU
+
+
 @needs_cc
-def test_processes_compiling_the_timer_at_once_each_get_a_whole_one(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_timer_left_in_the_cache_by_anything_else_is_never_used(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A timer kept for later processes could be swapped by anything run as the user meanwhile (a worker without
+    a sandbox, an unconfined candidate): every later verdict would carry its numbers."""
+    monkeypatch.setattr(own_timing, "_COMPILED", {}, raising=False)
     cache = tmp_path / "cache"
     monkeypatch.setenv(CACHE_ENV, str(cache))
+    compiler = next(filter(None, map(shutil.which, own_timing.COMPILERS)))
+    planted = [cache / "timer" / f"inside-timer-{own_timing._key(compiler)}",  # where one process left it for all
+               cache / "timer" / "1-gone" / f"inside-timer-{own_timing._key(compiler)}"]  # another process's
+    for path in planted:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(FORGED)
+        path.chmod(0o755)
+    runs = _runs(tmp_path, _script(tmp_path, SLEEPER), UNCONFINED, 2)
+    assert all((run.values["wall_ms"] or 0.0) >= 50.0 for run in runs), [run.values for run in runs]
+    assert {run.row["timed_by"] for run in runs} == {own_timing.C_TIMER}  # a timer of its own, not the Python one
+
+
+@needs_cc
+def test_a_process_removes_the_timer_it_compiled_when_it_exits(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     code = "from orchard.bench.own_timing import inside_timer; print(inside_timer().argv[0])"
-    starting = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) for _ in range(4)]
-    try:
-        (timer,) = {started.communicate(timeout=120)[0].strip() for started in starting}
-    finally:
-        for started in starting:
-            started.kill()
-            started.wait()
-    assert list((cache / "timer").iterdir()) == [Path(timer)]  # nothing half-built left beside it
-    with tempfile.TemporaryFile() as report:
-        ran = subprocess.run([timer, str(report.fileno()), "/bin/true"], pass_fds=(report.fileno(),), check=False)
-        report.seek(0)
-        assert ran.returncode == 0 and len(report.read().split()) == 5
+    compiled = Path(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                   timeout=120).stdout.strip())
+    assert compiled.name.startswith("inside-timer-") and compiled.parent.parent == tmp_path / "cache" / "timer"
+    assert not compiled.parent.exists()

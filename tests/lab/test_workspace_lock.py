@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from orchard.lab.records.events import ExperimentStarted
+from orchard.lab.records.lab_start import LabStart
 from tests.lab.lab_helpers import lab_events, wait_for
 from tests.lab.loop_support import snapshot
 from tests.lab.test_bad_output import _lab, _orchard, _outcomes
@@ -46,7 +47,10 @@ def test_a_second_run_is_refused_naming_the_first_and_a_sigkill_releases_the_loc
     first = subprocess.Popen([sys.executable, "-m", "orchard", "run", str(root)], stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
     try:
-        wait_for(lambda: bool(lab_events(root, ExperimentStarted)), "the first lab to start its worker")
+        # its worker started, and its start recorded (the calibration runs beside the first worker and records the
+        # lab's start when it ends: the first lab's own write, not the refused run's)
+        wait_for(lambda: bool(lab_events(root, ExperimentStarted)) and bool(lab_events(root, LabStart)),
+                 "the first lab to start its worker and record its start", limit_s=300)
         before = snapshot(root)
         message = _one_error(_orchard("run", root))
         assert f"another `orchard run` (pid {first.pid}) is running on this workspace" in message

@@ -1,4 +1,4 @@
-"""Where the bench keeps what it works out once per machine: A/A calibrations, the compiled inside timer.
+"""Where the bench keeps what it works out once per machine (A/A calibrations) and each process's compiled timer.
 
 `ORCHARD_CACHE_DIR` names the place (a CI cache, a test's own directory);
 otherwise it is `$XDG_CACHE_HOME/orchard` (`~/.cache/orchard`).

@@ -11,9 +11,13 @@ spawn (the pidfd, the pipes: 1.54x `hyperfine -N` when the interval was
 taken from Python, docs/benchmarks.md section 11). Both paths so measure the
 same interval the same way.
 
-The C timer is compiled once per machine into the bench's cache
-(`cache.py`), named by the hash of its source, the compiler and the
-architecture. Without a C compiler (or when it cannot build the timer) the
+The C timer is compiled once per process (a lab run, an `orchard verdict`),
+not once per verdict, into a directory of that process's own under the
+bench's cache (`cache.py`), removed when it exits. It is never shared
+between processes: a timer kept for the next run could be replaced by
+anything that ran as the user meanwhile (a worker with `sandbox = "none"`,
+an unconfined candidate), and would then time every later verdict, a
+sandboxed lab's too. Without a C compiler (or when it cannot build the timer) the
 same timer in Python (`inside_timer.py`) runs instead, and the row's
 `timed_by` says why: its start-up (about 15 ms of CPU) is outside the
 recorded interval but each run's wall time carries it.
@@ -21,6 +25,7 @@ recorded interval but each run's wall time carries it.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
 import hashlib
@@ -30,6 +35,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,16 +108,31 @@ def own_timing(directory: Path) -> Iterator[OwnTiming]:
         yield OwnTiming(report, timer)
 
 
+_COMPILED: dict[str, Path] = {}  # this process's timers, by what they are made of
+_COMPILING = threading.Lock()  # judge threads ask at once: one build
+
+
 def inside_timer() -> Timer:
-    """The C timer, from the cache (compiled there on its first use); the Python one, saying why, without it."""
+    """The C timer this process compiled (on its first use); the Python one, saying why, without it."""
     compiler = next(filter(None, map(shutil.which, COMPILERS)), None)
     if compiler is None:
         return _python(f"no C compiler ({', '.join(COMPILERS)}) on PATH")
-    target = cache_dir("timer") / f"inside-timer-{_key(compiler)}"
-    if not target.exists():
-        failure = _compile(compiler, target)
-        if failure is not None:
-            return _python(failure)
+    key = _key(compiler)
+    with _COMPILING:
+        target = _COMPILED.get(key)
+        if target is None or not target.exists():
+            try:
+                cache_dir("timer").mkdir(parents=True, exist_ok=True)
+                own = Path(tempfile.mkdtemp(dir=cache_dir("timer"), prefix=f"{os.getpid()}-"))
+            except OSError as error:
+                return _python(f"cannot write the compiled timer under {cache_dir('timer')}: {error.strerror}")
+            own.chmod(0o755)  # the sandbox's uid runs it too; only this user writes here
+            atexit.register(shutil.rmtree, own, True)
+            target = own / f"inside-timer-{key}"
+            failure = _compile(compiler, target)
+            if failure is not None:
+                return _python(failure)
+            _COMPILED[key] = target
     return Timer((str(target),), C_TIMER)
 
 
@@ -121,7 +142,7 @@ def _python(why: str) -> Timer:
 
 def _key(compiler: str) -> str:
     """What the compiled timer is made of: its source, the compiler (its real file, as installed) and the
-    architecture; a cache shared between machines or kept across an upgrade never serves a stale one."""
+    architecture (a compiler upgraded while the lab runs builds a new one)."""
     real = Path(compiler).resolve()
     stat = real.stat()
     made_of = f"{real}\0{stat.st_size}\0{stat.st_mtime_ns}\0{platform.machine()}\0".encode()
@@ -129,25 +150,14 @@ def _key(compiler: str) -> str:
 
 
 def _compile(compiler: str, target: Path) -> str | None:
-    """Build the timer at `target`: under a name of its own first, renamed into place when whole, so two
-    processes compiling at once each rename a complete timer. None when done, else why not."""
+    """Build the timer at `target`. None when done, else why not."""
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        handle, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    except OSError as error:
-        return f"cannot write the compiled timer to {target.parent}: {error.strerror}"
-    os.close(handle)
-    building = Path(name)
-    try:
-        built = subprocess.run([compiler, "-O2", "-o", str(building), str(SOURCE)], capture_output=True, text=True,
+        built = subprocess.run([compiler, "-O2", "-o", str(target), str(SOURCE)], capture_output=True, text=True,
                                check=False, timeout=COMPILE_TIMEOUT_S, stdin=subprocess.DEVNULL)
         if built.returncode != 0:
             tail = built.stderr.strip().splitlines()[-1:] or [f"exit {built.returncode}"]
             return f"{Path(compiler).name} could not build it: {tail[0][:200]}"
-        building.chmod(0o755)  # the sandbox's uid runs it too
-        building.replace(target)
+        target.chmod(0o755)  # the sandbox's uid runs it too
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"{Path(compiler).name} could not build it: {error}"
-    finally:
-        building.unlink(missing_ok=True)
     return None
