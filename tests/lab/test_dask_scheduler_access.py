@@ -80,7 +80,8 @@ def _hostile_launcher(ws: Workspace, name: str, template: str) -> None:
 @pytest.mark.timeout(900)
 def test_a_worker_with_the_whole_network_cannot_use_the_labs_local_dask_cluster(tmp_path: Path, mark: str) -> None:
     ws = make_demo(tmp_path / "lab", workers=1, only=["tokenize-regex"])
-    use_cluster(ws, dask_workers=1)
+    # served by path: the git daemon would serve the demo's held-out inputs to such a worker (refused, below)
+    use_cluster(ws, dask_workers=1, serve="path")
     planted = tmp_path / "PLANTED"
     code = base64.b64encode(ATTACK.encode()).decode()
     attack = f"{sys.executable} -c \"import base64; exec(base64.b64decode('{code}'))\" {ws.root} {planted}"
@@ -101,3 +102,23 @@ def test_a_plain_tcp_scheduler_is_refused_with_a_launcher_on_the_whole_network(t
         _hostile_launcher(ws, "scheduler-attack", FINISHED)
     use_cluster(ws, scheduler="tls://10.0.0.5:8786")
     _hostile_launcher(ws, "scheduler-attack", FINISHED)  # TLS: the user's certificates keep it out
+
+
+def test_a_launcher_on_the_whole_network_is_refused_where_the_git_daemon_serves_held_out_inputs(
+        tmp_path: Path, mark: str) -> None:
+    """The git daemon serves the whole bench (the judge hosts measure the held-out scenarios too); the demo's suite
+    holds a scenario and its fixtures out, which a worker with the host's network could fetch from it."""
+    ws = make_demo(tmp_path / "lab", workers=1, only=["tokenize-regex"])
+    use_cluster(ws, dask_workers=1)
+    _hostile_launcher(ws, "fetch-the-bench", FINISHED)
+    refused = orchard("run", str(ws.root), mark=mark)
+    output, _ = refused.communicate(timeout=300)
+    assert refused.returncode == 2, output
+    assert "launchers.fetch-the-bench: network = \"all\" on a dask lab whose suite holds inputs out" in output
+    assert "serve = \"path\"" in output
+    state = LabState.open(ws.root)
+    try:
+        assert state.experiments() == []  # refused before any worker was started
+    finally:
+        state.close()
+    assert_nothing_left(mark, None)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from orchard.bench.confinement import RunConfinement as RunConfinement
     from orchard.bench.confinement import confine_runs as confine_runs
     from orchard.bench.holdout import is_held_out as is_held_out
+    from orchard.bench.holdout import suite_holds_back as suite_holds_back
     from orchard.bench.holdout import withhold as withhold
     from orchard.bench.lock import LockState as LockState
     from orchard.bench.lock import LockStatus as LockStatus
@@ -54,6 +55,7 @@ _HOMES = {
     "run_verdict": ("orchard.bench.campaign", "run_verdict"),
     "RunConfinement": ("orchard.bench.confinement", "RunConfinement"),
     "confine_runs": ("orchard.bench.confinement", "confine_runs"),
+    "suite_holds_back": ("orchard.bench.holdout", "suite_holds_back"),
     "is_held_out": ("orchard.bench.holdout", "is_held_out"),
     "withhold": ("orchard.bench.holdout", "withhold"),
     "LockState": ("orchard.bench.lock", "LockState"),
@@ -86,6 +88,7 @@ __all__ = [  # the names above, listed for mypy and ruff (tests/bench/test_surfa
     "run_verdict",
     "RunConfinement",
     "confine_runs",
+    "suite_holds_back",
     "is_held_out",
     "withhold",
     "LockState",

@@ -97,7 +97,7 @@ def worker_view(suite_path: Path) -> str:
     return "".join(kept)
 
 
-def _holds_back(suite_path: Path) -> bool:
+def suite_holds_back(suite_path: Path) -> bool:
     """Whether the suite marks anything held out (a file that is no valid TOML holds nothing back)."""
     try:
         data = tomllib.loads(suite_path.read_text(encoding="utf-8"))
@@ -118,7 +118,7 @@ def withhold(suite_path: Path | str) -> list[str]:
     it was (and the answer is empty).
     """
     suite_path = Path(suite_path)
-    if not _holds_back(suite_path):
+    if not suite_holds_back(suite_path):
         return []
     suite = load_suite(suite_path)
     removed = held_out_files(suite)

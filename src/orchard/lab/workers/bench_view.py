@@ -91,6 +91,12 @@ def _view(ws: ViewSource, bench_base: str) -> Path | None:
             shutil.rmtree(making, ignore_errors=True)
 
 
+def holds_back(ws: ViewSource) -> bool:
+    """Whether the lab's bench, as its clone is now, holds inputs out of the workers' copies."""
+    path = ws.suite(ws.bench_dir)
+    return path is not None and path.is_file() and bench.suite_holds_back(path)
+
+
 def _withhold(ws: ViewSource, bench_dir: Path) -> list[str]:
     """Turn a bench clone into its copy without held-out inputs (the suite says which); the files removed."""
     path = ws.suite(bench_dir)

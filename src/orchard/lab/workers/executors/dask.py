@@ -33,7 +33,9 @@ from typing import Any, Self
 
 from orchard.errors import UsageError
 from orchard.lab.config.sections import ExecutorKind
+from orchard.lab.records.network import Network
 from orchard.lab.records.worker_output import RemoteRun
+from orchard.lab.workers.bench_view import holds_back
 from orchard.lab.workers.cluster import Cluster, experiment_resources
 from orchard.lab.workers.executors.base import Executor, JobResult, Placement, Started, WorkerStart
 from orchard.lab.workers.remote import (
@@ -44,7 +46,7 @@ from orchard.lab.workers.remote import (
     remove_scratch,
     run_experiment,
 )
-from orchard.lab.workers.serving import RepositoryServer, ServedRepositories
+from orchard.lab.workers.serving import GIT_DAEMON, RepositoryServer, ServedRepositories
 from orchard.lab.workers.topic import Topic
 from orchard.lab.workers.workspace import Workspace
 
@@ -81,6 +83,7 @@ class DaskExecutor(Executor):
 
     def __enter__(self) -> Self:
         try:
+            self._check_served_holdout()
             self.repositories = self.server.start()
             self.cluster.open()
             self._starts = Topic(self.cluster.client, EVENT_TOPIC)  # a reused cluster's old runs are not in it
@@ -97,6 +100,19 @@ class DaskExecutor(Executor):
             self.close()
             raise
         return self
+
+    def _check_served_holdout(self) -> None:
+        """The git daemon serves the whole bench, held-out inputs included (a worker's own copy has them removed,
+        and the judge hosts need them): a worker with the host's whole network could fetch them from it."""
+        config = self.ws.config
+        if config.workers.serve != GIT_DAEMON:
+            return
+        launchers = {"launcher": config.launcher, **{f"launchers.{n}": c for n, c in config.launchers.items()}}
+        open_to = [where for where, launcher in launchers.items() if launcher.network == Network.ALL]
+        if open_to and holds_back(self.ws):
+            raise UsageError(f"{', '.join(open_to)}: network = \"all\" on a dask lab whose suite holds inputs out: "
+                             "its workers could fetch them from the lab's git daemon, which serves the whole bench; "
+                             "give it network = \"api\" (with a base_url) or \"none\", or serve = \"path\"")
 
     def _check_hosts(self) -> None:
         """Every dask worker can fetch the served repositories and sandbox its launcher (UsageError naming each
