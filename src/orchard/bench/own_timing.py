@@ -108,7 +108,7 @@ def own_timing(directory: Path) -> Iterator[OwnTiming]:
         yield OwnTiming(report, timer)
 
 
-_COMPILED: dict[str, Path] = {}  # this process's timers, by what they are made of
+_COMPILED: dict[str, Path] = {}  # this process's timers, by the compiler that built each
 _COMPILING = threading.Lock()  # judge threads ask at once: one build
 
 
@@ -117,9 +117,8 @@ def inside_timer() -> Timer:
     compiler = next(filter(None, map(shutil.which, COMPILERS)), None)
     if compiler is None:
         return _python(f"no C compiler ({', '.join(COMPILERS)}) on PATH")
-    key = _key(compiler)
     with _COMPILING:
-        target = _COMPILED.get(key)
+        target = _COMPILED.get(compiler)
         if target is None or not target.exists():
             try:
                 cache_dir("timer").mkdir(parents=True, exist_ok=True)
@@ -128,11 +127,11 @@ def inside_timer() -> Timer:
                 return _python(f"cannot write the compiled timer under {cache_dir('timer')}: {error.strerror}")
             own.chmod(0o755)  # the sandbox's uid runs it too; only this user writes here
             atexit.register(shutil.rmtree, own, True)
-            target = own / f"inside-timer-{key}"
+            target = own / f"inside-timer-{_key(compiler)}"
             failure = _compile(compiler, target)
             if failure is not None:
                 return _python(failure)
-            _COMPILED[key] = target
+            _COMPILED[compiler] = target
     return Timer((str(target),), C_TIMER)
 
 
@@ -141,8 +140,8 @@ def _python(why: str) -> Timer:
 
 
 def _key(compiler: str) -> str:
-    """What the compiled timer is made of: its source, the compiler (its real file, as installed) and the
-    architecture (a compiler upgraded while the lab runs builds a new one)."""
+    """What the compiled timer is made of, for its name: its source, the compiler (its real file, as installed)
+    and the architecture (read once per process, when it is built, not on every run)."""
     real = Path(compiler).resolve()
     stat = real.stat()
     made_of = f"{real}\0{stat.st_size}\0{stat.st_mtime_ns}\0{platform.machine()}\0".encode()

@@ -56,6 +56,10 @@ class Config:
         data[section].update(values)
         return from_dict(data, source=str(self.path or CONFIG_NAME), path=self.path)
 
+    def on_whole_network(self) -> list[str]:
+        """Where a launcher has the host's whole network (`launcher`, `launchers.NAME`)."""
+        return on_whole_network(self.launcher, self.launchers)
+
 
 LAUNCHERS_SECTION = "launchers"  # [launchers.NAME] tables, each keyed like [launcher]
 
@@ -91,16 +95,10 @@ def _legacy_network(table: Any) -> Any:
     return table
 
 
-def _network_of(values: dict[str, Any]) -> str:
-    """A launcher table's network mode, its default filled in (it depends on the launcher and its base_url)."""
-    return str(values.get("network") or default_network(values.get("name", LauncherConfig.name),
-                                                        values.get("base_url", "")))
-
-
 def _launcher_defaults(values: dict[str, Any], where: str, problems: list[str]) -> dict[str, Any]:
     """A launcher table's defaults that depend on its name, and the checks across its keys."""
     name, base_url = values.get("name", LauncherConfig.name), values.get("base_url", "")
-    network = _network_of(values)
+    network = values.get("network") or default_network(name, base_url)
     if base_url:
         try:
             endpoint(base_url)
@@ -169,8 +167,7 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
     problems += _paths_and_identity(sections)
     review = sections["review"]
     problems += _judge_hosts(workers, bool(review.get("launcher") or review.get("template")))
-    problems += _open_scheduler(workers, {"launcher": sections["launcher"],
-                                          **{f"launchers.{n}": dataclasses.asdict(c) for n, c in launchers.items()}})
+    problems += _open_scheduler(workers, on_whole_network(LauncherConfig(**sections["launcher"]), launchers))
     if review.get("launcher") and review.get("template"):
         problems.append("review: set `launcher` or `template`, not both")
     if review.get("launcher") and review["launcher"] not in launchers:
@@ -193,15 +190,18 @@ def _judge_hosts(workers: WorkersConfig, reviewed: bool) -> list[str]:
     return found
 
 
-def _open_scheduler(workers: WorkersConfig, launchers: dict[str, dict[str, Any]]) -> list[str]:
+def on_whole_network(launcher: LauncherConfig, launchers: dict[str, LauncherConfig]) -> list[str]:
+    """Where orchard.toml gives a launcher the host's whole network (`launcher`, `launchers.NAME`)."""
+    named = {"launcher": launcher, **{f"{LAUNCHERS_SECTION}.{name}": table for name, table in launchers.items()}}
+    return [where for where, table in named.items() if table.network == Network.ALL]
+
+
+def _open_scheduler(workers: WorkersConfig, open_to: list[str]) -> list[str]:
     """A worker with the host's whole network can reach a `tcp://` dask scheduler, which takes any client: it could
     submit its own tasks and run them, unsandboxed, on every dask worker and judge host (a forged verdict, a
     tampered judge copy). Refused: the lab's own local cluster speaks TLS with a certificate of its own
     (`workers/cluster.py`); a cluster of the user's must be `tls://` with certificates for that."""
-    if workers.executor != ExecutorKind.DASK or not workers.scheduler.startswith("tcp://"):
-        return []
-    open_to = [where for where, values in launchers.items() if _network_of(values) == Network.ALL]
-    if not open_to:
+    if workers.executor != ExecutorKind.DASK or not workers.scheduler.startswith("tcp://") or not open_to:
         return []
     return [f"workers.scheduler: {workers.scheduler} takes connections from anyone, and {', '.join(open_to)} has "
             "network = \"all\": its workers could reach the scheduler and run code on every dask worker and judge "

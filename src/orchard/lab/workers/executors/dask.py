@@ -33,7 +33,6 @@ from typing import Any, Self
 
 from orchard.errors import UsageError
 from orchard.lab.config.sections import ExecutorKind
-from orchard.lab.records.network import Network
 from orchard.lab.records.worker_output import RemoteRun
 from orchard.lab.workers.bench_view import holds_back
 from orchard.lab.workers.cluster import Cluster, experiment_resources
@@ -104,11 +103,9 @@ class DaskExecutor(Executor):
     def _check_served_holdout(self) -> None:
         """The git daemon serves the whole bench, held-out inputs included (a worker's own copy has them removed,
         and the judge hosts need them): a worker with the host's whole network could fetch them from it."""
-        config = self.ws.config
-        if config.workers.serve != GIT_DAEMON:
+        if self.ws.config.workers.serve != GIT_DAEMON:
             return
-        launchers = {"launcher": config.launcher, **{f"launchers.{n}": c for n, c in config.launchers.items()}}
-        open_to = [where for where, launcher in launchers.items() if launcher.network == Network.ALL]
+        open_to = self.ws.config.on_whole_network()
         if open_to and holds_back(self.ws):
             raise UsageError(f"{', '.join(open_to)}: network = \"all\" on a dask lab whose suite holds inputs out: "
                              "its workers could fetch them from the lab's git daemon, which serves the whole bench; "
