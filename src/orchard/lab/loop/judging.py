@@ -44,9 +44,9 @@ from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.records.judge_host import JudgeLost
 from orchard.lab.records.judgment import Judgment
+from orchard.lab.workers.dask.executor import DaskExecutor
 from orchard.lab.workers.executors import Executor
-from orchard.lab.workers.executors.dask import DaskExecutor
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 
 
 class Judging:

@@ -55,12 +55,12 @@ from orchard.lab.records.hypothesis import HypothesisStatus
 from orchard.lab.records.judge_host import JudgeLost
 from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry
 from orchard.lab.records.worker import WorkerCheckout
+from orchard.lab.workers.dask.executor import DaskExecutor
 from orchard.lab.workers.executors import Executor, SubprocessExecutor, make_executor
-from orchard.lab.workers.executors.dask import DaskExecutor
-from orchard.lab.workers.launcher_base import Launcher
-from orchard.lab.workers.launchers import launcher_for, preflight
-from orchard.lab.workers.sandbox import sandbox_notes
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.launchers.launcher_base import Launcher
+from orchard.lab.workers.launchers.launchers import launcher_for, preflight
+from orchard.lab.workers.sandbox.sandbox import sandbox_notes
+from orchard.lab.workers.workspace.workspace import Workspace
 
 POLL_S = 0.5
 Say = Callable[[str], None]
