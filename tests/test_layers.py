@@ -35,8 +35,8 @@ SHARED = ("orchard.confine", "orchard.errors", "orchard.jsonlines", "orchard.pro
 FLOORS = ("records", "text", "config", "db", "workers", "judge", "landing", "notebook", "loop",
           "finalize")  # bottom first
 WORKERS = "orchard.lab.workers"
-WORKER_FOLDERS = ("vcs", "sandbox", "jobs", "workspace", "launchers", "worker_run", "executors",
-                  "dask")  # bottom first
+WORKER_FOLDERS = ("vcs", "sandbox", "jobs", "workspace", "launchers", "worker_run", "executors", "dask",
+                  "lab_executor")  # bottom first; lab_executor is a module
 BENCH_DOORS = {
     "orchard.lab.judge.measuring": "measures: verdicts, calibration, opportunities, the lock's holder",
     "orchard.lab.records.verdict": "the bench's verdict records, which the lab's records hold",

@@ -45,7 +45,7 @@ from orchard.lab.workers.dask.remote import (
 )
 from orchard.lab.workers.dask.serving import GIT_DAEMON, RepositoryServer, ServedRepositories
 from orchard.lab.workers.dask.topic import Topic
-from orchard.lab.workers.executors.base import Executor, Placement, Started, WorkerStart
+from orchard.lab.workers.executors.base import ClusterReach, Executor, Placement, Started, WorkerStart
 from orchard.lab.workers.jobs.job import JobResult
 from orchard.lab.workers.workspace.bench_view import holds_back
 from orchard.lab.workers.workspace.workspace import Workspace
@@ -224,6 +224,10 @@ class DaskExecutor(Executor):
             lost_on = task.address
             task.address = message["address"]
             self._placements.append(Placement(task.spec.name, message["host"], message["address"], lost_on))
+
+    def cluster_reach(self) -> ClusterReach | None:
+        assert self.repositories is not None
+        return ClusterReach(self.cluster.client, self.lab, self.repositories)
 
     def placements(self) -> list[Placement]:
         """Attempts that started since the last call (a re-queue names the worker it was lost on)."""

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 from orchard.lab.config.sections import ExecutorKind
 from orchard.lab.records.experiment import Experiment
@@ -58,6 +58,16 @@ class Placement:
     lost_on: str | None = None
 
 
+@dataclass(frozen=True)
+class ClusterReach:
+    """What the lab's judge hosts are opened with, from an executor on a dask cluster: its client, the lab's id
+    and where the lab's repositories are served (`dask.serving.ServedRepositories`, above this module)."""
+
+    client: Any
+    lab: str
+    repositories: Any
+
+
 class Executor(ABC):
     """Starts the lab's workers, enforces their timeouts, reports how each one ended."""
 
@@ -94,6 +104,10 @@ class Executor(ABC):
     def placements(self) -> list[Placement]:
         """Where attempts started since the last call, when the executor places workers on other hosts."""
         return []
+
+    def cluster_reach(self) -> ClusterReach | None:
+        """The dask cluster its workers run on, for the lab's judge hosts (None: no cluster, no judge hosts)."""
+        return None
 
     def attach_command(self) -> str | None:
         """The command a user runs to watch the workers live (None: nothing to attach to)."""
