@@ -46,9 +46,9 @@ from orchard.bench.machine import machine_facts  # noqa: E402
 from orchard.lab.config.orchard_toml import LauncherConfig, WorkersConfig  # noqa: E402
 from orchard.lab.db.state import LabState  # noqa: E402
 from orchard.lab.loop.lab import Lab  # noqa: E402
-from orchard.lab.workers import agent_probe  # noqa: E402
-from orchard.lab.workers.launcher_base import Launcher  # noqa: E402
-from orchard.lab.workers.launchers import make_launcher  # noqa: E402
+from orchard.lab.workers.launchers import agent_probe  # noqa: E402
+from orchard.lab.workers.launchers.launcher_base import Launcher  # noqa: E402
+from orchard.lab.workers.launchers.launchers import make_launcher  # noqa: E402
 from tests.agents import clis  # noqa: E402
 from tests.agents.demo_lab import PATCHES, agent_env, demo_lab  # noqa: E402
 from tests.agents.endpoint import ScriptedEndpoint  # noqa: E402

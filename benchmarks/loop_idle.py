@@ -38,7 +38,7 @@ from orchard.lab.db.state import LabState
 from orchard.lab.loop import backlog
 from orchard.lab.loop.lab import Lab
 from orchard.lab.records.hypothesis import Hypothesis
-from orchard.lab.workers.workspace_init import init_workspace
+from orchard.lab.workers.workspace.workspace_init import init_workspace
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "bench",
            "GIT_COMMITTER_EMAIL": "b@b"}

@@ -58,10 +58,10 @@ from orchard.lab.loop import collection, resume, stop, sweep, worker_start
 from orchard.lab.loop import lab as loop_module
 from orchard.lab.loop import start as start_module
 from orchard.lab.loop.lab import Lab
-from orchard.lab.workers import bench_view, builds
 from orchard.lab.workers.executors.local import ProcessExecutor
 from orchard.lab.workers.vcs.base import Vcs
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace import bench_view, builds
+from orchard.lab.workers.workspace.workspace import Workspace
 
 # One LAND with a merge, a KILL by the unit tests, a KILL by a quality gate,
 # a KILL for a tampered bench: every judge path but the slow time-metric win.

@@ -32,8 +32,8 @@ from loop_idle import _repo  # benchmarks/ is the script's own directory on sys.
 from orchard.lab.db.state import LabState
 from orchard.lab.notebook import files as records
 from orchard.lab.records.hypothesis import Hypothesis
-from orchard.lab.workers.workspace import Workspace
-from orchard.lab.workers.workspace_init import init_workspace
+from orchard.lab.workers.workspace.workspace import Workspace
+from orchard.lab.workers.workspace.workspace_init import init_workspace
 from tests.lab.loop_support import bare_candidate, metric, verdict_of
 
 BASE, BENCH = "a1" * 20, "b2" * 20

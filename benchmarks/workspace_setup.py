@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 from orchard.bench.machine import machine_facts
-from orchard.lab.workers.workspace import Workspace
-from orchard.lab.workers.workspace_init import init_workspace
+from orchard.lab.workers.workspace.workspace import Workspace
+from orchard.lab.workers.workspace.workspace_init import init_workspace
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks-workspace.md"
 

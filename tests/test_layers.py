@@ -7,10 +7,12 @@ floor and the floors below it; the records import nothing of the lab but
 other records; the bench never imports the lab, and the lab imports only
 the bench's public surface (`orchard.bench`), in three modules (`BENCH_DOORS`):
 the judge's measuring module runs it, the records take its verdict records,
-and the worker's bench view withholds its held-out inputs.
+and the worker's bench view withholds its held-out inputs. Inside the workers'
+floor, its folders are floors too (`WORKER_FOLDERS`, bottom first).
 
-`python tests/test_layers.py [SRC]` prints the lab's counts for any tree
-(docs/architecture.md quotes them for main before and after the floors).
+`python tests/test_layers.py [SRC]` prints the lab's counts for any tree, and
+the workers' folders (modules in each, import cycles between them):
+docs/architecture.md quotes them before and after each reshaping.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import functools
 import importlib
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -31,10 +34,13 @@ SRC = Path(orchard.__file__).parent.parent
 SHARED = ("orchard.confine", "orchard.errors", "orchard.jsonlines", "orchard.process", "orchard.tomlfile")  # both use
 FLOORS = ("records", "text", "config", "db", "workers", "judge", "landing", "notebook", "loop",
           "finalize")  # bottom first
+WORKERS = "orchard.lab.workers"
+WORKER_FOLDERS = ("vcs", "sandbox", "jobs", "workspace", "launchers", "worker_run", "executors", "dask",
+                  "lab_executor")  # bottom first; lab_executor is a module
 BENCH_DOORS = {
     "orchard.lab.judge.measuring": "measures: verdicts, calibration, opportunities, the lock's holder",
     "orchard.lab.records.verdict": "the bench's verdict records, which the lab's records hold",
-    "orchard.lab.workers.bench_view": "a worker's bench without the suite's held-out inputs",
+    "orchard.lab.workers.workspace.bench_view": "a worker's bench without the suite's held-out inputs",
 }
 Graph = Mapping[str, frozenset[str]]
 
@@ -134,18 +140,24 @@ def back_edges(graph: Graph) -> set[tuple[str, str]]:
     return back
 
 
-def floor(module: str, floors: tuple[str, ...] = FLOORS) -> int | None:
-    """The floor of a lab module (its index in `floors`), None for the lab package itself and anything outside."""
-    parts = module.split(".")
-    in_lab = parts[:2] == ["orchard", "lab"] and len(parts) > 2 and parts[2] in floors
-    return floors.index(parts[2]) if in_lab else None
+def part(module: str, package: str = "orchard.lab") -> str | None:
+    """The module or package right under `package` that holds `module` (None: the package itself, or outside)."""
+    inside = module.split(".")[len(package.split(".")):]
+    return inside[0] if module.startswith(package + ".") and inside else None
 
 
-def upward(graph: Graph, floors: tuple[str, ...] = FLOORS) -> list[str]:
-    """`module -> target` for each import of a lab floor above the importer's own."""
+def floor(module: str, floors: tuple[str, ...] = FLOORS, package: str = "orchard.lab") -> int | None:
+    """The floor of a module of `package` (its index in `floors`), None for the package itself and anything
+    outside."""
+    here = part(module, package)
+    return floors.index(here) if here in floors else None
+
+
+def upward(graph: Graph, floors: tuple[str, ...] = FLOORS, package: str = "orchard.lab") -> list[str]:
+    """`module -> target` for each import of a floor of `package` above the importer's own."""
     return [f"{name} -> {target}" for name, targets in sorted(graph.items()) for target in sorted(targets)
-            if (here := floor(name, floors)) is not None and (there := floor(target, floors)) is not None
-            and there > here]
+            if (here := floor(name, floors, package)) is not None
+            and (there := floor(target, floors, package)) is not None and there > here]
 
 
 @dataclass(frozen=True)
@@ -162,7 +174,7 @@ def counts(graph: Graph, floors: tuple[str, ...] = FLOORS, package: str = "orcha
     closing import) and its import cycles. A flat lab (today's main: `floors=()`) has the second kind only."""
     lab = {name: frozenset(t for t in targets if t.startswith(package + "."))
            for name, targets in graph.items() if name.startswith(package + ".")}
-    up = {tuple(edge.split(" -> ")) for edge in upward(lab, floors)}
+    up = {tuple(edge.split(" -> ")) for edge in upward(lab, floors, package)}
     up |= back_edges({name: frozenset(t for t in targets if (name, t) not in up) for name, targets in lab.items()})
 
     @cache
@@ -171,6 +183,26 @@ def counts(graph: Graph, floors: tuple[str, ...] = FLOORS, package: str = "orcha
 
     modules = [name for name in lab if name not in {t.rpartition(".")[0] for t in lab} | {package}]
     return Counts(len(modules), max(map(layer, lab)), len(up), len(cycles(lab)))
+
+
+@dataclass(frozen=True)
+class Folders:
+    modules: dict[str, int]  # per module or package right under the package (its `__init__` aside)
+    cycles: int  # import cycles between them
+
+
+def folders(graph: Graph, package: str = WORKERS) -> Folders:
+    """The modules of each folder of `package` (a module of its own counts as one) and the import cycles
+    between its folders (each folder one node)."""
+    inside = {name: targets for name, targets in graph.items() if part(name, package) is not None}
+    packages = {name.rpartition(".")[0] for name in graph}
+    per = Counter(str(part(name, package)) for name in inside if name not in packages)
+    between: dict[str, set[str]] = {}
+    for name, targets in inside.items():
+        here = str(part(name, package))
+        between.setdefault(here, set()).update(
+            there for target in targets if (there := part(target, package)) not in (None, here))
+    return Folders(dict(sorted(per.items())), len(cycles({k: frozenset(v) for k, v in between.items()})))
 
 
 def importers(graph: Graph, modules: Iterable[str], package: str) -> list[str]:
@@ -196,6 +228,12 @@ def test_no_lab_floor_imports_one_above_it() -> None:
                     if name.count(".") >= 2 and name.startswith("orchard.lab.")}
     assert lab_packages - {"templates"} <= set(FLOORS), "every package of the lab has its floor"
     assert upward(src_graph()) == []
+
+
+def test_no_workers_folder_imports_one_above_it_and_no_folder_cycle() -> None:
+    assert {part(name, WORKERS) for name in src_graph()} - {None} == set(WORKER_FOLDERS), "every folder its floor"
+    assert upward(src_graph(), WORKER_FOLDERS, WORKERS) == []
+    assert folders(src_graph()).cycles == 0
 
 
 def test_records_import_nothing_of_the_lab_but_records() -> None:
@@ -261,8 +299,14 @@ def test_the_checks_see_a_cycle_and_an_import_pointing_up() -> None:
     assert cycles(graph) == [["orchard.lab.judge.a", "orchard.lab.loop.b"]]
     assert upward(graph) == ["orchard.lab.judge.a -> orchard.lab.loop.b"]
     assert counts(graph) == Counts(modules=3, layers=2, up=1, cycles=1)
+    inside = {"orchard.lab.workers.a.x": frozenset({"orchard.lab.workers.b.y"}),
+              "orchard.lab.workers.b.y": frozenset({"orchard.lab.workers.a.z"}),
+              "orchard.lab.workers.a.z": frozenset(), "orchard.lab.workers.c": frozenset()}
+    assert upward(inside, ("b", "a", "c"), WORKERS) == ["orchard.lab.workers.b.y -> orchard.lab.workers.a.z"]
+    assert folders(inside) == Folders({"a": 2, "b": 1, "c": 1}, cycles=1)
 
 
 if __name__ == "__main__":
     tree = import_graph(Path(sys.argv[1]) if len(sys.argv) > 1 else SRC)
     print(counts(tree, FLOORS if any(name.startswith("orchard.lab.records.") for name in tree) else ()))
+    print(folders(tree))

@@ -24,7 +24,7 @@ from orchard.lab.config import rendered as config_file
 from orchard.lab.config.orchard_toml import from_dict, to_dict
 from orchard.lab.db.state import LabState
 from orchard.lab.records.db import ExperimentRecord
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.agents import clis
 
 PATCHES = HYPOTHESES.parent / "patches"  # inside orchard's package: every sandbox can read it

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from orchard.lab.workers.workspace_init import init_workspace
+from orchard.lab.workers.workspace.workspace_init import init_workspace
 from tests.agents import clis
 from tests.lab.lab_helpers import ALPHA_TARGET, STDOUT_SUITE, TARGET_FILES, lab_config, make_repo, one_worker
 

@@ -12,8 +12,8 @@ import libtmux
 import pytest
 
 from orchard.lab.db.state import LabState
-from orchard.lab.workers.workspace import Workspace
-from orchard.lab.workers.workspace_init import init_workspace
+from orchard.lab.workers.workspace.workspace import Workspace
+from orchard.lab.workers.workspace.workspace_init import init_workspace
 from tests.lab.lab_helpers import AGENT_CLIS, BENCH_FILES, CLI_HELP, STANDIN, TARGET_FILES, make_repo
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from orchard.demo.make import make_demo
 from orchard.lab.db.state import LabState
 from orchard.lab.records.db import ExperimentRecord
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.lab_helpers import assert_nothing_left, stop_process_groups
 from tests.lab.test_dask import DASK, use_cluster
 from tests.lab.test_dask_netns import SecondHost, _ip, namespaced_host

@@ -18,7 +18,7 @@ from orchard.lab.records.agent_usage import AgentUsage
 from orchard.lab.records.candidate import Candidate
 from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.records.report_reading import ReportReading, ReportState
-from orchard.lab.workers.report import SCHEMA, write_report
+from orchard.lab.workers.workspace.report import SCHEMA, write_report
 
 # A target whose run.sh prints 400 lines (its orchard.toml table), the win that prints 40, and a suite
 # measuring its stdout.

@@ -27,11 +27,11 @@ from orchard.lab.records.candidate import Flag
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis, in_scope, is_test_file, outside_scope
 from orchard.lab.records.judgment import Decision, Judgment, Rule
-from orchard.lab.workers.executors.base import JobResult
-from orchard.lab.workers.launchers import launcher_for
-from orchard.lab.workers.prompts import prompt_text
-from orchard.lab.workers.workspace import Workspace
-from orchard.lab.workers.workspace_init import init_workspace
+from orchard.lab.workers.jobs.job import JobResult
+from orchard.lab.workers.launchers.launchers import launcher_for
+from orchard.lab.workers.workspace.prompts import prompt_text
+from orchard.lab.workers.workspace.workspace import Workspace
+from orchard.lab.workers.workspace.workspace_init import init_workspace
 from tests.helpers import slow_but
 from tests.lab.lab_helpers import command_launcher, git, lab_config, make_repo, one_worker
 from tests.lab.loop_support import FINISHED, bare_candidate, metric, verdict_of

@@ -28,9 +28,9 @@ from orchard.lab.loop.lab import Lab
 from orchard.lab.records.events import BaselineRebuilt, Event, ExperimentStarted, WorkerStopped
 from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.records.land_steps import BranchPushed, Committed, Merged
-from orchard.lab.workers.report import MAX_REPORT_BYTES, read_report
-from orchard.lab.workers.workspace import Workspace
-from orchard.lab.workers.workspace_init import init_workspace
+from orchard.lab.workers.workspace.report import MAX_REPORT_BYTES, read_report
+from orchard.lab.workers.workspace.workspace import Workspace
+from orchard.lab.workers.workspace.workspace_init import init_workspace
 from tests.helpers import slow_but
 from tests.lab.lab_helpers import command_launcher, git, lab_config, one_worker, wait_for
 from tests.lab.loop_support import OLD, RUN_SH_TARGET, STDOUT_SUITE, WIN

@@ -18,7 +18,7 @@ from orchard.lab.db.ranking import ranked
 from orchard.lab.db.state import LabState
 from orchard.lab.loop import backlog
 from orchard.lab.records.hypothesis import HypothesisStatus
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.loop_support import add_hypotheses, snapshot
 
 

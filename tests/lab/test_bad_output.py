@@ -24,8 +24,8 @@ import pytest
 
 from orchard.lab.db.state import LabState
 from orchard.lab.records.events import ExperimentFailed, LabStopped
-from orchard.lab.workers.workspace import Workspace
-from orchard.lab.workers.workspace_init import init_workspace
+from orchard.lab.workers.workspace.workspace import Workspace
+from orchard.lab.workers.workspace.workspace_init import init_workspace
 from tests.helpers import slow_but
 from tests.lab.lab_helpers import (
     ALPHA_TARGET,

@@ -152,7 +152,7 @@ def test_an_agent_reporting_text_or_nan_as_its_cost_records_it_as_not_reported()
     """The cost and tokens an agent prints land in lab.db and every budget check sums them."""
     from orchard.lab.config.orchard_toml import Config
     from orchard.lab.records.agent_usage import AgentUsage
-    from orchard.lab.workers.launchers import launcher_for
+    from orchard.lab.workers.launchers.launchers import launcher_for
 
     claude = launcher_for(Config())
     usage = claude.usage('{"type": "result", "total_cost_usd": "lots", "num_turns": NaN, '

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from orchard.demo.make import make_demo
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.agents import clis
 from tests.agents.demo_lab import demo_lab, run_lab
 from tests.agents.endpoint import ScriptedEndpoint

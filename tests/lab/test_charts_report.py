@@ -23,7 +23,7 @@ from orchard.lab.records.db import JournalEvent
 from orchard.lab.records.lab_start import LabStart
 from orchard.lab.records.land_steps import MainChecked, Merged
 from orchard.lab.records.measured_events import Swept
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.loop_support import metric, verdict_of
 from tests.lab.test_state_records import MERGE, fill
 

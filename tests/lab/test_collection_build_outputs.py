@@ -16,13 +16,14 @@ from orchard.lab.records.candidate import Candidate
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.records.worker import WorkerCheckout
-from orchard.lab.workers import builds
-from orchard.lab.workers.executors import JobResult, SubprocessExecutor
-from orchard.lab.workers.launcher_base import Launcher
-from orchard.lab.workers.launchers import make_launcher
-from orchard.lab.workers.remote import RemoteExperiment, lab_id, remove_scratch, run_experiment
-from orchard.lab.workers.serving import ServedRepositories
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.dask.remote import RemoteExperiment, lab_id, remove_scratch, run_experiment
+from orchard.lab.workers.dask.serving import ServedRepositories
+from orchard.lab.workers.executors import SubprocessExecutor
+from orchard.lab.workers.jobs.job import JobResult
+from orchard.lab.workers.launchers.launcher_base import Launcher
+from orchard.lab.workers.launchers.launchers import make_launcher
+from orchard.lab.workers.workspace import builds
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.helpers import orchard
 from tests.lab.lab_helpers import REPORTS, git
 from tests.lab.loop_support import write_finished_report

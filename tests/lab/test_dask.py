@@ -28,11 +28,11 @@ from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.records.judgment import Decision, JudgmentEntry, Rule
 from orchard.lab.records.worker import WorkerCheckout
 from orchard.lab.records.worker_output import CheckoutReading, RemoteRun
-from orchard.lab.workers.executors import JobResult
-from orchard.lab.workers.launchers import make_launcher
-from orchard.lab.workers.remote import RemoteExperiment, lab_id, remove_scratch, run_experiment, scratch_dir
-from orchard.lab.workers.serving import RepositoryServer, ServedRepositories
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.dask.remote import RemoteExperiment, lab_id, remove_scratch, run_experiment, scratch_dir
+from orchard.lab.workers.dask.serving import RepositoryServer, ServedRepositories
+from orchard.lab.workers.jobs.job import JobResult
+from orchard.lab.workers.launchers.launchers import make_launcher
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.lab_helpers import assert_nothing_left, git, stop_process_groups, wait_for
 from tests.lab.lab_helpers import lab_events as events
 from tests.lab.loop_support import FINISHED

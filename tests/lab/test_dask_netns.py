@@ -31,7 +31,7 @@ from orchard.lab.loop import backlog
 from orchard.lab.records.events import ExperimentHost
 from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.records.judgment import JudgmentEntry
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.helpers import unhidden_dir
 from tests.lab.lab_helpers import assert_nothing_left, small_tmpfs, stop_process_groups
 from tests.lab.lab_helpers import lab_events as events

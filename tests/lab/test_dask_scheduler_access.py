@@ -19,7 +19,7 @@ from orchard.lab.config import rendered as config_file
 from orchard.lab.db.state import LabState
 from orchard.lab.loop import backlog
 from orchard.lab.records.hypothesis import Hypothesis
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.lab_helpers import assert_nothing_left
 from tests.lab.loop_support import FINISHED
 from tests.lab.test_dask import assert_no_scratch, finish, orchard, use_cluster

@@ -18,8 +18,8 @@ from orchard.demo.make import demo_sandbox
 from orchard.lab.db.state import LabState
 from orchard.lab.notebook import files as records
 from orchard.lab.notebook import view
-from orchard.lab.workers.sandbox import SandboxMode
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.sandbox.sandbox import SandboxMode
+from orchard.lab.workers.workspace.workspace import Workspace
 
 
 @pytest.fixture

@@ -25,11 +25,11 @@ from orchard.lab.config.sections import LauncherConfig
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.records.network import Endpoint, Network, endpoint
-from orchard.lab.workers import egress_proxy
 from orchard.lab.workers.executors import make_executor
-from orchard.lab.workers.launchers import make_launcher
-from orchard.lab.workers.prompts import render_prompt
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.launchers.launchers import make_launcher
+from orchard.lab.workers.sandbox import egress_proxy
+from orchard.lab.workers.workspace.prompts import render_prompt
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.helpers import slow_but
 from tests.lab.lab_helpers import assert_nothing_left, processes_marked, wait_for
 

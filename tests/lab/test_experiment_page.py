@@ -17,7 +17,7 @@ from orchard.lab.notebook import view as lab_view
 from orchard.lab.notebook.serve import Snapshots, bind
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import Hypothesis, Lane
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.loop_support import bare_candidate
 from tests.lab.test_charts_report import (
     _snapshot,

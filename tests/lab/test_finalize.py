@@ -23,7 +23,7 @@ from orchard.lab.loop import backlog
 from orchard.lab.loop.start import recorded_start
 from orchard.lab.records.land_steps import Merged
 from orchard.lab.records.review_branches import REVIEW_KEY, Review, ReviewOutcome
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.helpers import session_lock_file
 from tests.lab.lab_helpers import git, lab_events
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from orchard.lab.workers.workspace_init import init_workspace
+from orchard.lab.workers.workspace.workspace_init import init_workspace
 from tests.lab.lab_helpers import STDOUT_SUITE, small_tmpfs, wait_for
 from tests.lab.test_bad_output import _config, _errors, _hypotheses, _orchard, _outcomes
 

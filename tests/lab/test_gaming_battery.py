@@ -20,7 +20,7 @@ import pytest
 
 from orchard.lab.db.state import LabState
 from orchard.lab.records.judgment import Decision, Rule
-from orchard.lab.workers.workspace_init import init_workspace
+from orchard.lab.workers.workspace.workspace_init import init_workspace
 from tests.lab.lab_helpers import assert_nothing_left, command_launcher, lab_config, make_repo, one_worker
 from tests.lab.test_anti_gaming import SECRET, SUITE, TEST, TOOL, TOOL_TARGET, VISIBLE
 

@@ -31,10 +31,10 @@ from orchard.lab.records.candidate import Candidate
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis, HypothesisStatus
 from orchard.lab.records.judgment import Decision, Judgment, Rule
-from orchard.lab.workers import builds
-from orchard.lab.workers.executors import JobResult
-from orchard.lab.workers.launchers import make_launcher
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.jobs.job import JobResult
+from orchard.lab.workers.launchers.launchers import make_launcher
+from orchard.lab.workers.workspace import builds
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.helpers import session_lock_file
 from tests.lab.lab_helpers import git
 from tests.lab.loop_support import add_hypotheses, bare_candidate, metric, verdict_of, write_finished_report

@@ -37,7 +37,7 @@ import pytest
 
 from orchard.lab.records.judge_host import JudgeStarted, JudgeStep
 from orchard.lab.records.judgment import Decision, Rule
-from orchard.lab.workers.remote import lab_id
+from orchard.lab.workers.dask.remote import lab_id
 from tests.lab.judge_host_support import experiments, judge_host_lab
 from tests.lab.lab_helpers import git
 from tests.lab.lab_helpers import lab_events as events

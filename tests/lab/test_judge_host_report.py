@@ -13,7 +13,7 @@ from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import Hypothesis, Lane
 from orchard.lab.records.judge_host import JudgeHost, JudgeLost, JudgeStarted, JudgeStep
 from orchard.lab.records.judgment import Decision, Judgment
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.loop_support import metric, verdict_of
 
 A = JudgeHost("judge-a", "tcp://10.0.0.2:4001")

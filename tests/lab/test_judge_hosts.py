@@ -38,9 +38,9 @@ from orchard.lab.records.hypothesis import Hypothesis, HypothesisStatus, Lane
 from orchard.lab.records.judge_host import JudgeHost, JudgeLost, JudgeStarted, JudgeStep
 from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry
 from orchard.lab.records.land_steps import Committed, Confirmed, MainChecked, Rebased
-from orchard.lab.workers.remote import judge_scratch, lab_id, remove_scratch, scratch_dir
-from orchard.lab.workers.serving import ServedRepositories
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.dask.remote import judge_scratch, lab_id, remove_scratch, scratch_dir
+from orchard.lab.workers.dask.serving import ServedRepositories
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.judge_host_support import experiments, judge_host_lab
 from tests.lab.lab_helpers import git
 from tests.lab.lab_helpers import lab_events as events

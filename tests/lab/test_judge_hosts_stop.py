@@ -23,8 +23,8 @@ from orchard.lab.landing.judge_hosts import JudgeHosts, LabStopping
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.judge_host import JudgeStarted, JudgeStep
 from orchard.lab.records.judgment import JudgmentEntry
-from orchard.lab.workers.serving import ServedRepositories
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.dask.serving import ServedRepositories
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.judge_host_support import judge_host_lab
 from tests.lab.lab_helpers import git, processes_marked, wait_for
 from tests.lab.lab_helpers import lab_events as events

@@ -19,8 +19,9 @@ import psutil
 import pytest
 
 from orchard.errors import UsageError
-from orchard.lab.workers.executors import Job, make_executor, tmux
+from orchard.lab.workers.executors import make_executor, tmux
 from orchard.lab.workers.executors.tmux import TmuxExecutor
+from orchard.lab.workers.jobs.job import Job
 from tests.helpers import slow_but
 from tests.lab.lab_helpers import assert_nothing_left, processes_marked, wait_for
 
@@ -99,7 +100,8 @@ CTRL_C_SCRIPT = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from orchard.lab.workers.executors import Job, make_executor
+    from orchard.lab.workers.executors import make_executor
+    from orchard.lab.workers.jobs.job import Job
     kind, socket_name, mark, where = sys.argv[1:5]
     with make_executor(kind, socket_name) as executor:
         executor.start(Job("stuck", "setsid sleep 3600 & sleep 3600", Path(where),

@@ -17,10 +17,10 @@ from orchard.lab.config.sections import LauncherConfig
 from orchard.lab.records.agent_usage import AgentUsage
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
-from orchard.lab.workers import agent_launchers, aider_launcher
-from orchard.lab.workers.agent_login import CliAnswer, LoginState
-from orchard.lab.workers.launchers import make_launcher
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.launchers import agent_launchers, aider_launcher
+from orchard.lab.workers.launchers.agent_login import CliAnswer, LoginState
+from orchard.lab.workers.launchers.launchers import make_launcher
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.lab_helpers import CLI_HELP
 
 HELP = CLI_HELP
@@ -141,7 +141,7 @@ def test_patch_and_command_launchers(experiment: tuple[Workspace, Experiment], t
     with_patch = Experiment(exp.name, Hypothesis(metric="m", change="c", patch=str(ready)), exp.checkout)
     words = shlex.split(patch.command(patch.context(workspace, with_patch)))
     binary = exp.checkout.worker.target_dir / "target/release/app"
-    assert words[1:3] == ["-m", "orchard.lab.workers.patch_worker"]
+    assert words[1:3] == ["-m", "orchard.lab.workers.launchers.patch_worker"]
     assert words[words.index("--measure") + 1] == (
         f"python3 scripts/devloop.py --skip-build --bin {binary}")
     assert words[words.index("--patch") + 1] == str(ready)

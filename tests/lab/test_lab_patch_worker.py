@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from orchard.lab.workers import patch_worker, report
+from orchard.lab.workers.launchers import patch_worker
+from orchard.lab.workers.workspace import report
 from tests.lab.lab_helpers import TARGET_FILES, make_repo
 
 GOOD = "--- a/src/alpha.txt\n+++ b/src/alpha.txt\n@@ -1 +1 @@\n-alpha 1\n+alpha 2\n"

@@ -12,9 +12,9 @@ from orchard.errors import UsageError
 from orchard.lab.records.candidate import REPORT_FLAGS
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis, in_scope, outside_scope
-from orchard.lab.workers import report
-from orchard.lab.workers.prompts import render_prompt
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace import report
+from orchard.lab.workers.workspace.prompts import render_prompt
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.lab_helpers import git
 
 CONFIG = """

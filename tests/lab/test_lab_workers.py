@@ -19,11 +19,12 @@ from orchard.lab.judge.candidate import collect_candidate
 from orchard.lab.records.candidate import Candidate
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
-from orchard.lab.workers.executors import JobResult, ProcessExecutor, make_executor
-from orchard.lab.workers.launcher_base import Launcher
-from orchard.lab.workers.launchers import make_launcher
-from orchard.lab.workers.prompts import render_prompt
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.executors import ProcessExecutor, make_executor
+from orchard.lab.workers.jobs.job import JobResult
+from orchard.lab.workers.launchers.launcher_base import Launcher
+from orchard.lab.workers.launchers.launchers import make_launcher
+from orchard.lab.workers.workspace.prompts import render_prompt
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.helpers import slow_but
 from tests.lab.lab_helpers import assert_nothing_left, git, processes_marked
 from tests.lab.standin import calls

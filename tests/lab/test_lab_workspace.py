@@ -12,7 +12,7 @@ from orchard.cli import cli
 from orchard.errors import UsageError
 from orchard.lab.config.orchard_toml import load
 from orchard.lab.records.worker import check_name
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.lab_helpers import git
 
 

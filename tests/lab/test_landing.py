@@ -32,8 +32,8 @@ from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.records.judgment import Decision, JudgmentEntry
 from orchard.lab.records.land_steps import LandStep, MainPublished
 from orchard.lab.records.measured_events import FinalVerdictTaken
-from orchard.lab.workers.workspace import Workspace
-from orchard.lab.workers.workspace_init import init_workspace
+from orchard.lab.workers.workspace.workspace import Workspace
+from orchard.lab.workers.workspace.workspace_init import init_workspace
 from tests.helpers import slow_but
 from tests.lab.lab_helpers import git, lab_config
 from tests.lab.loop_support import OLD, RUN_SH_TARGET, STDOUT_SUITE, WIN, bare_candidate
@@ -99,7 +99,7 @@ from pathlib import Path
 from orchard.lab.landing import land as landing
 from orchard.lab.landing import publication
 from orchard.lab.db.state import LabState
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 
 step = sys.argv[2]
 original = LabState.log

@@ -25,7 +25,7 @@ import pytest
 from orchard.lab.db.state import LabState
 from orchard.lab.records.events import ExperimentStarted, LabStopped, LauncherFailed
 from orchard.lab.records.judgment import JudgmentEntry
-from orchard.lab.workers.workspace_init import init_workspace
+from orchard.lab.workers.workspace.workspace_init import init_workspace
 from tests.helpers import slow_but
 from tests.lab.lab_helpers import ALPHA_TARGET, CLI_HELP, STDOUT_SUITE, command_launcher, git, lab_config, one_worker
 from tests.lab.loop_support import snapshot

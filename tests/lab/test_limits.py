@@ -16,11 +16,11 @@ from orchard.lab.notebook import status, view
 from orchard.lab.records.candidate import Flag
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
-from orchard.lab.workers import builds
 from orchard.lab.workers.executors import make_executor
-from orchard.lab.workers.launchers import make_launcher
-from orchard.lab.workers.prompts import render_prompt
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.launchers.launchers import make_launcher
+from orchard.lab.workers.workspace import builds
+from orchard.lab.workers.workspace.prompts import render_prompt
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.loop_support import bare_candidate
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")]

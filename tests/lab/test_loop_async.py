@@ -10,7 +10,7 @@ import pytest
 
 from orchard.lab.db.state import LabState
 from orchard.lab.loop.lab import Lab
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.lab_helpers import (
     NO_CHANGE_BENCH,
     README_TARGET,

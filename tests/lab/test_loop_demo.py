@@ -25,7 +25,7 @@ from orchard.lab.records.events import ExperimentStarted
 from orchard.lab.records.judgment import JudgmentEntry
 from orchard.lab.records.lab_start import LabStart
 from orchard.lab.records.land_steps import Merged, Rebased
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.lab_helpers import assert_nothing_left, git, wait_for
 from tests.lab.lab_helpers import lab_events as events
 

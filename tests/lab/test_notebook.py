@@ -12,7 +12,7 @@ from orchard.lab.notebook.journal import render_journal
 from orchard.lab.records.agent_usage import AgentUsage
 from orchard.lab.records.events import LabStopped
 from orchard.lab.records.judgment import Decision, JudgmentEntry
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.loop_support import add_hypotheses, metric, verdict_of
 from tests.lab.test_state_records import _judged, fill
 

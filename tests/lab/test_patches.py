@@ -7,8 +7,8 @@ import subprocess
 from pathlib import Path
 
 from orchard.lab.config.sections import DEFAULT_IGNORES
-from orchard.lab.workers.patches import ignored, patch_files, section_paths, sections, without
 from orchard.lab.workers.vcs.git import _excluded
+from orchard.lab.workers.workspace.patches import ignored, patch_files, section_paths, sections, without
 from tests.lab.lab_helpers import git
 
 PATTERNS = [*DEFAULT_IGNORES, "/top-only.txt", "docs/*.md", "**/gen/", "a/**/b.txt", "*.[oa]", "[!x]y.txt",

@@ -19,8 +19,8 @@ from orchard.demo.make import make_demo
 from orchard.lab.db.state import LabState
 from orchard.lab.records.events import BacklogChanged
 from orchard.lab.records.judgment import Decision, JudgmentEntry
-from orchard.lab.workers.workspace import Workspace
-from orchard.lab.workers.workspace_init import init_workspace
+from orchard.lab.workers.workspace.workspace import Workspace
+from orchard.lab.workers.workspace.workspace_init import init_workspace
 from tests.lab.lab_helpers import BENCH_FILES, TARGET_FILES, make_repo
 from tests.lab.loop_support import add_hypotheses, snapshot
 from tests.lab.test_backlog import write_lane_rows

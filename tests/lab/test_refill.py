@@ -13,8 +13,8 @@ import pytest
 from orchard.lab.db.state import LabState
 from orchard.lab.loop.lab import Lab
 from orchard.lab.records.events import BacklogChanged, RefillStopped
-from orchard.lab.workers.remote import lab_id, scratch_dir
-from orchard.lab.workers.workspace_init import init_workspace
+from orchard.lab.workers.dask.remote import lab_id, scratch_dir
+from orchard.lab.workers.workspace.workspace_init import init_workspace
 from tests.lab.lab_helpers import (
     BENCH_FILES,
     NO_CHANGE_BENCH,

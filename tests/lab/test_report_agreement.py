@@ -23,8 +23,8 @@ import pytest
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.verdict_view import MetricEffect, cells, effect_cells, floor_pct
 from orchard.lab.loop.lab import Lab
-from orchard.lab.workers.workspace import Workspace
-from orchard.lab.workers.workspace_init import init_workspace
+from orchard.lab.workers.workspace.workspace import Workspace
+from orchard.lab.workers.workspace.workspace_init import init_workspace
 from tests.lab.lab_helpers import assert_nothing_left, git, make_repo
 from tests.lab.loop_support import FINISHED, OLD, STDOUT_SUITE, add_hypotheses
 from tests.lab.serve_support import fetch, serving, wait_until_served

@@ -25,11 +25,11 @@ from orchard.lab.loop.lab import Lab
 from orchard.lab.loop.worker_start import worker_start
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
-from orchard.lab.workers import builds
 from orchard.lab.workers.executors import make_executor
-from orchard.lab.workers.launchers import make_launcher
-from orchard.lab.workers.prompts import render_prompt
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.launchers.launchers import make_launcher
+from orchard.lab.workers.workspace import builds
+from orchard.lab.workers.workspace.prompts import render_prompt
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.lab_helpers import (
     ALPHA_TARGET,
     BENCH_FILES,

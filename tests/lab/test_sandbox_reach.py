@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from orchard import confine
-from orchard.lab.workers import builds
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace import builds
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.lab_helpers import NO_CHANGE_BENCH, README_TARGET, command_launcher, lab_config, one_worker
 from tests.lab.loop_support import snapshot
 

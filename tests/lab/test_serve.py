@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from orchard.cli import cli
 from orchard.demo.make import make_demo
 from orchard.lab.db.state import LabState
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.lab_helpers import wait_for
 from tests.lab.serve_support import fetch, serving, wait_until_served
 

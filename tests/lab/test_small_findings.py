@@ -12,7 +12,7 @@ from orchard.lab.notebook import files as records
 from orchard.lab.notebook.journal import render_journal
 from orchard.lab.records.hypothesis import HypothesisStatus
 from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.loop_support import add_hypotheses, verdict_of
 
 

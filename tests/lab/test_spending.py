@@ -21,8 +21,8 @@ import pytest
 
 from orchard.lab.db.state import LabState
 from orchard.lab.notebook import view
-from orchard.lab.workers.workspace import Workspace
-from orchard.lab.workers.workspace_init import init_workspace
+from orchard.lab.workers.workspace.workspace import Workspace
+from orchard.lab.workers.workspace.workspace_init import init_workspace
 from tests.lab.lab_helpers import ALPHA_TARGET, STDOUT_SUITE, lab_config, one_worker
 
 CONFIG = lab_config(

@@ -30,7 +30,7 @@ from orchard.lab.records.lab_start import LabStart
 from orchard.lab.records.land_steps import MainPublished, Merged
 from orchard.lab.records.measured_events import FinalVerdictTaken, Swept
 from orchard.lab.workers.vcs import VcsError
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.loop_support import add_hypotheses, bare_candidate, metric, verdict_of
 
 BASE, BENCH = "a1" * 20, "b2" * 20

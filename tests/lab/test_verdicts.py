@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from orchard.lab.judge import measuring as verdicts
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 
 # A script's output with log lines, an earlier verdict object and a progress object after the answer.
 MIXED = """{"progress": 1}

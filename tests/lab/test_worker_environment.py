@@ -22,11 +22,11 @@ from orchard.lab.db.state import LabState
 from orchard.lab.judge import measuring as verdicts
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
-from orchard.lab.workers import builds
 from orchard.lab.workers.executors import make_executor
-from orchard.lab.workers.launchers import make_launcher
-from orchard.lab.workers.prompts import render_prompt
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.launchers.launchers import make_launcher
+from orchard.lab.workers.workspace import builds
+from orchard.lab.workers.workspace.prompts import render_prompt
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.lab_helpers import assert_nothing_left
 from tests.lab.standin import CANARY
 

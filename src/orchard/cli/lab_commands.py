@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from orchard.lab.db.state import LabState
     from orchard.lab.records.hypothesis import Hypothesis
-    from orchard.lab.workers.workspace import Workspace
+    from orchard.lab.workers.workspace.workspace import Workspace
 
 
 @click.command()
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 )
 def init(directory: Path, target: str, bench: str | None, config_file: Path | None) -> None:
     """Create a lab workspace in DIRECTORY: layout, orchard.toml, reference clones."""
-    from orchard.lab.workers.workspace_init import init_workspace
+    from orchard.lab.workers.workspace.workspace_init import init_workspace
 
     workspace = init_workspace(directory, target, bench, config_file)
     click.echo(f"workspace  {workspace.root}")
@@ -58,7 +58,7 @@ def init(directory: Path, target: str, bench: str | None, config_file: Path | No
 def open_lab(workspace: Path) -> Iterator[tuple[Workspace, LabState]]:
     """The workspace and its lab.db, closed again however the command ends."""
     from orchard.lab.db.state import LabState
-    from orchard.lab.workers.workspace import Workspace
+    from orchard.lab.workers.workspace.workspace import Workspace
 
     ws = Workspace.open(workspace)
     state = LabState.open(ws.root)
@@ -108,7 +108,7 @@ def status(workspace: Path, as_json: bool, watch: bool) -> None:
     from orchard.lab.db.state import LabState
     from orchard.lab.notebook import status as lab_status
     from orchard.lab.notebook import view
-    from orchard.lab.workers.workspace import Workspace
+    from orchard.lab.workers.workspace.workspace import Workspace
 
     if as_json and watch:
         raise UsageError("--json and --watch: choose one (a JSON document, or a live display)")

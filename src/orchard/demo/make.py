@@ -22,8 +22,8 @@ from orchard.lab.config import orchard_toml as config_module
 from orchard.lab.config.sections import ExecutorKind
 from orchard.lab.db.state import LabState
 from orchard.lab.loop import backlog
-from orchard.lab.workers import sandbox
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.sandbox import sandbox
+from orchard.lab.workers.workspace.workspace import Workspace
 
 IGNORES = {"target": "build/\n__pycache__/\n*.pyc\n", "bench": "__pycache__/\n*.pyc\nresults/\n"}
 IDENTITY = {"GIT_AUTHOR_NAME": "orchard demo", "GIT_AUTHOR_EMAIL": "demo@orchard.invalid",

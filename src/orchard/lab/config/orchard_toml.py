@@ -200,7 +200,7 @@ def _open_scheduler(workers: WorkersConfig, open_to: list[str]) -> list[str]:
     """A worker with the host's whole network can reach a `tcp://` dask scheduler, which takes any client: it could
     submit its own tasks and run them, unsandboxed, on every dask worker and judge host (a forged verdict, a
     tampered judge copy). Refused: the lab's own local cluster speaks TLS with a certificate of its own
-    (`workers/cluster.py`); a cluster of the user's must be `tls://` with certificates for that."""
+    (`workers/dask/cluster.py`); a cluster of the user's must be `tls://` with certificates for that."""
     if workers.executor != ExecutorKind.DASK or not workers.scheduler.startswith("tcp://") or not open_to:
         return []
     return [f"workers.scheduler: {workers.scheduler} takes connections from anyone, and {', '.join(open_to)} has "

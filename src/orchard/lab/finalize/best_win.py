@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from orchard.lab.finalize.wins import Win
 from orchard.lab.judge.measuring import MetricResult, MetricVerdict, metric_keys
 from orchard.lab.records.review_branches import BestSingle, ReviewBranch
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 
 
 def primary_metric(ws: Workspace, wins: Sequence[Win]) -> str:

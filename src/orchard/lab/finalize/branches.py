@@ -19,9 +19,9 @@ from orchard.lab.judge.verdict_view import after_pairs
 from orchard.lab.landing.land import lab_note
 from orchard.lab.landing.land_checks import checked_patch
 from orchard.lab.records.build import CheckName
-from orchard.lab.workers.builds import checkout_with_patch
 from orchard.lab.workers.vcs import VcsError
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.builds import checkout_with_patch
+from orchard.lab.workers.workspace.workspace import Workspace
 
 FLAGGED = (CheckName.PLAUSIBLE, CheckName.REVIEW)  # checks a reviewer should read, when they ran
 

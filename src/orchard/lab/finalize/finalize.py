@@ -32,9 +32,9 @@ from orchard.lab.notebook.files import render_final_report, write_atomic
 from orchard.lab.notebook.view import build
 from orchard.lab.records.land_steps import BranchPushed
 from orchard.lab.records.review_branches import REVIEW_KEY, BestSingle, Review, ReviewBranch, ReviewOutcome, outcome_of
-from orchard.lab.workers.patches import diff_stat
 from orchard.lab.workers.vcs import VcsError
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.patches import diff_stat
+from orchard.lab.workers.workspace.workspace import Workspace
 
 Say = Callable[[str], None]
 

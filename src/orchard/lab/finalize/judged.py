@@ -20,8 +20,8 @@ from orchard.lab.judge.ladder import judge
 from orchard.lab.judge.measuring import MeasureProgress
 from orchard.lab.records.candidate import Candidate
 from orchard.lab.records.judgment import Judgment
-from orchard.lab.workers.patches import patch_files
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.patches import patch_files
+from orchard.lab.workers.workspace.workspace import Workspace
 
 
 def judged_alone(ws: Workspace, state: LabState, name: str, wins: Sequence[Win], patch: str, start: str, *,

@@ -18,7 +18,7 @@ from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.records.judgment import Judgment
 from orchard.lab.records.land_steps import Confirmed, Merged, Rebased, Reverted
 from orchard.lab.records.verdict import Verdict
-from orchard.lab.workers.patches import patch_files
+from orchard.lab.workers.workspace.patches import patch_files
 
 
 @dataclass(frozen=True)

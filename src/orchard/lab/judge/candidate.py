@@ -42,14 +42,14 @@ from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import outside_scope
 from orchard.lab.records.report_reading import ReportReading, ReportState
 from orchard.lab.records.worker_output import RemoteRun, WorkerOutput
-from orchard.lab.workers import report as report_module
-from orchard.lab.workers import special_files
-from orchard.lab.workers.checkout_reader import never_the_change, read_checkout
-from orchard.lab.workers.executors import JobResult
 from orchard.lab.workers.executors.local import log_tail
-from orchard.lab.workers.launcher_base import Launcher
-from orchard.lab.workers.patches import binary_files, patch_files, without
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.jobs.job import JobResult
+from orchard.lab.workers.launchers.launcher_base import Launcher
+from orchard.lab.workers.worker_run.checkout_reader import never_the_change, read_checkout
+from orchard.lab.workers.workspace import report as report_module
+from orchard.lab.workers.workspace import special_files
+from orchard.lab.workers.workspace.patches import binary_files, patch_files, without
+from orchard.lab.workers.workspace.workspace import Workspace
 
 
 def _flags(*, tampered: bool, violations: list[str], committed: bool, unchanged: bool, binary: bool,

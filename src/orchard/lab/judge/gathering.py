@@ -25,7 +25,7 @@ from orchard.lab.judge.measuring import (
     measure_together,
 )
 from orchard.lab.records.build import BuiltBinary
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ untouched, scope kept), build, the target's tests, the bench's own tests,
 then the bench's verdict against the baseline binary built from the same
 base, gates included. The hard rules of the seed are enforced here, each
 with its own reason, and `decide` turns the findings into LAND, KILL or
-ITERATE. Building is `workers/builds`' job, measuring `judge/measuring`'.
+ITERATE. Building is `workers/workspace/builds`' job, measuring `judge/measuring`'.
 
 A worker that did not finish (timed out, cancelled, crashed, or ended with
 no report) is never judged: its half-made change is KILLed with how it
@@ -38,7 +38,8 @@ from orchard.lab.records.build import BuiltBinary, Check, CheckName
 from orchard.lab.records.candidate import Candidate, Flag
 from orchard.lab.records.judgment import Decision, Judgment, Rule, Ruling, patch_digest
 from orchard.lab.text import a_few
-from orchard.lab.workers.builds import (
+from orchard.lab.workers.vcs import VcsError
+from orchard.lab.workers.workspace.builds import (
     baseline_binary,
     candidate_step,
     checkout_with_patch,
@@ -46,8 +47,7 @@ from orchard.lab.workers.builds import (
     hash_build,
     placeholders,
 )
-from orchard.lab.workers.vcs import VcsError
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 
 if TYPE_CHECKING:
     from orchard.lab.db.state import LabState

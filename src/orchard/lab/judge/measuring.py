@@ -40,10 +40,10 @@ from orchard.lab.records.build import BuiltBinary
 from orchard.lab.records.experiment import render_command
 from orchard.lab.records.verdict import ExternalRun, GateResult, MetricResult, MetricVerdict, Verdict, VerdictWord
 from orchard.lab.text import a_few
-from orchard.lab.workers.allowlist import judge_env
-from orchard.lab.workers.builds import STEP_TIMEOUT_S, files_changed, placeholders
-from orchard.lab.workers.sandbox import SandboxMode
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.sandbox.allowlist import judge_env
+from orchard.lab.workers.sandbox.sandbox import SandboxMode
+from orchard.lab.workers.workspace.builds import STEP_TIMEOUT_S, files_changed, placeholders
+from orchard.lab.workers.workspace.workspace import Workspace
 from orchard.process import run
 
 __all__ = ["Direction", "GateResult", "LockState", "LockStatus", "Method", "MetricResult", "MetricVerdict", "Unjudged",

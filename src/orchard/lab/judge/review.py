@@ -31,11 +31,11 @@ from orchard.lab.records.experiment import Commands, Experiment, ExperimentPaths
 from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.records.network import Network
 from orchard.lab.records.worker import WorkerCheckout
-from orchard.lab.workers.executors.base import Job
 from orchard.lab.workers.executors.subprocess import SubprocessExecutor
-from orchard.lab.workers.launcher_base import LaunchContext
-from orchard.lab.workers.launchers import launcher_for, make_launcher
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.jobs.job import Job
+from orchard.lab.workers.launchers.launcher_base import LaunchContext
+from orchard.lab.workers.launchers.launchers import launcher_for, make_launcher
+from orchard.lab.workers.workspace.workspace import Workspace
 
 ANSWER, DIFF = "answer.json", "change.diff"
 ANSWER_MAX_BYTES = 64 * 1024

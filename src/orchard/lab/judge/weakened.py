@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 from orchard.lab.records.build import Check, CheckName
 from orchard.lab.records.hypothesis import is_test_file
 from orchard.lab.text import a_few
-from orchard.lab.workers.builds import baseline_binary, candidate_step, placeholders
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.builds import baseline_binary, candidate_step, placeholders
+from orchard.lab.workers.workspace.workspace import Workspace
 
 if TYPE_CHECKING:
     from orchard.lab.db.state import LabState

@@ -31,9 +31,9 @@ from orchard.lab.records.candidate import Candidate
 from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.records.judge_host import JudgeHost, JudgeStep
 from orchard.lab.records.judgment import Judgment
-from orchard.lab.workers.remote import judge_scratch, sync
-from orchard.lab.workers.serving import ServedRepositories
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.dask.remote import judge_scratch, sync
+from orchard.lab.workers.dask.serving import ServedRepositories
+from orchard.lab.workers.workspace.workspace import Workspace
 
 JUDGE_TOPIC = "orchard-judges"  # dask's event log: where each step started (the lab journals it)
 

@@ -39,10 +39,10 @@ from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.records.judge_host import JUDGE_RESOURCE, UNPINNED, JudgeHost, JudgeStarted, JudgeStep
 from orchard.lab.records.judgment import Judgment
-from orchard.lab.workers.remote import host_problem
-from orchard.lab.workers.serving import ServedRepositories
-from orchard.lab.workers.topic import Topic
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.dask.remote import host_problem
+from orchard.lab.workers.dask.serving import ServedRepositories
+from orchard.lab.workers.dask.topic import Topic
+from orchard.lab.workers.workspace.workspace import Workspace
 
 if TYPE_CHECKING:
     from orchard.lab.db.state import LabState

@@ -66,7 +66,7 @@ from orchard.lab.records.land_steps import (
     Reverted,
     RevertPublished,
 )
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 
 if TYPE_CHECKING:
     from orchard.lab.db.state import LabState

@@ -16,10 +16,10 @@ from orchard.lab.judge.measuring import LabIntegrityError
 from orchard.lab.records.hypothesis import Hypothesis, outside_scope
 from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry, patch_digest
 from orchard.lab.text import a_few
-from orchard.lab.workers import special_files
-from orchard.lab.workers.builds import checkout_with_patch
-from orchard.lab.workers.patches import patch_files
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace import special_files
+from orchard.lab.workers.workspace.builds import checkout_with_patch
+from orchard.lab.workers.workspace.patches import patch_files
+from orchard.lab.workers.workspace.workspace import Workspace
 
 if TYPE_CHECKING:
     from orchard.lab.db.state import LabState

@@ -20,8 +20,8 @@ from orchard.lab.records.candidate import Candidate
 from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.records.judge_host import JudgeHost
 from orchard.lab.records.judgment import Judgment
-from orchard.lab.workers.builds import baseline_binary, candidate_step, hash_build, placeholders
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.builds import baseline_binary, candidate_step, hash_build, placeholders
+from orchard.lab.workers.workspace.workspace import Workspace
 
 if TYPE_CHECKING:
     from orchard.lab.db.state import LabState

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from orchard.lab.judge.measuring import LabIntegrityError
 from orchard.lab.workers.vcs import VcsError
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 
 if TYPE_CHECKING:
     from orchard.lab.db.state import LabState

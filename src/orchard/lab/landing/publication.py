@@ -21,7 +21,7 @@ from orchard.lab.judge.measuring import LabIntegrityError
 from orchard.lab.landing import pins
 from orchard.lab.records.land_steps import Pushed
 from orchard.lab.workers.vcs import VcsError
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 
 if TYPE_CHECKING:
     from orchard.lab.db.state import LabState

@@ -20,7 +20,7 @@ from orchard.lab.loop import backlog
 from orchard.lab.notebook import backlog_file
 from orchard.lab.notebook.files import write_atomic
 from orchard.lab.records.hypothesis import Hypothesis
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 
 
 def add_file(ws: Workspace, state: LabState, path: Path) -> list[Hypothesis]:

@@ -25,7 +25,7 @@ from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.records.events import ExperimentHost, LauncherFailed
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import HypothesisStatus
-from orchard.lab.workers.executors import JobResult
+from orchard.lab.workers.jobs.job import JobResult
 
 Status = ExperimentStatus
 

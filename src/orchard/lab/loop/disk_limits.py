@@ -14,7 +14,7 @@ before a resumed lab writes anything:
 
 Either way its checkouts are removed before anything is recorded (`Lab.failed`, loop/lab.py).
 Dask workers' checkouts are on their own hosts: each host checks the cap of the worker it runs
-(`workers/remote.py`), and its reason comes back to be KILLed here alike (`collection.py`).
+(`workers/dask/remote.py`), and its reason comes back to be KILLed here alike (`collection.py`).
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from orchard.lab.loop.worker_start import worker_start
 from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.worker import WorkerDir
-from orchard.lab.workers import checkout_size
-from orchard.lab.workers.checkout_size import CHECK_EVERY_S, MB, used_mb
 from orchard.lab.workers.executors import Executor
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace import checkout_size
+from orchard.lab.workers.workspace.checkout_size import CHECK_EVERY_S, MB, used_mb
+from orchard.lab.workers.workspace.workspace import Workspace
 
 MIN_FREE_MB = 16  # below this the lab cannot be sure to record a judgment, a log line or a build
 

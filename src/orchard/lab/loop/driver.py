@@ -18,8 +18,8 @@ from orchard.lab.loop.isolation import Stage
 from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.workers.executors import Executor
-from orchard.lab.workers.launcher_base import Launcher
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.launchers.launcher_base import Launcher
+from orchard.lab.workers.workspace.workspace import Workspace
 
 
 class Driver(Protocol):

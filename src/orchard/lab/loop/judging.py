@@ -45,8 +45,7 @@ from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.records.judge_host import JudgeLost
 from orchard.lab.records.judgment import Judgment
 from orchard.lab.workers.executors import Executor
-from orchard.lab.workers.executors.dask import DaskExecutor
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 
 
 class Judging:
@@ -85,10 +84,8 @@ class Judging:
 
     def open_hosts(self, executor: Executor) -> None:
         """The lab's judge hosts on its executor's cluster, when `[workers] judge_hosts` asks for them."""
-        if self.ws.config.workers.judge_hosts and isinstance(executor, DaskExecutor):
-            assert executor.repositories is not None
-            self.hosts = JudgeHosts.open(executor.cluster.client, executor.lab, executor.repositories, self.ws.config,
-                                        self.stopping)
+        if self.ws.config.workers.judge_hosts and (reach := executor.cluster_reach()) is not None:
+            self.hosts = JudgeHosts.open(reach.client, reach.lab, reach.repositories, self.ws.config, self.stopping)
 
     def judge(self, record: ExperimentRecord) -> Judgment:
         """A judge thread: judge the candidate handed to it from clean (its own lab.db connection)."""

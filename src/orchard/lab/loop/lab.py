@@ -55,12 +55,12 @@ from orchard.lab.records.hypothesis import HypothesisStatus
 from orchard.lab.records.judge_host import JudgeLost
 from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry
 from orchard.lab.records.worker import WorkerCheckout
-from orchard.lab.workers.executors import Executor, SubprocessExecutor, make_executor
-from orchard.lab.workers.executors.dask import DaskExecutor
-from orchard.lab.workers.launcher_base import Launcher
-from orchard.lab.workers.launchers import launcher_for, preflight
-from orchard.lab.workers.sandbox import sandbox_notes
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.executors import Executor, make_executor
+from orchard.lab.workers.lab_executor import lab_executor
+from orchard.lab.workers.launchers.launcher_base import Launcher
+from orchard.lab.workers.launchers.launchers import launcher_for, preflight
+from orchard.lab.workers.sandbox.sandbox import sandbox_notes
+from orchard.lab.workers.workspace.workspace import Workspace
 
 POLL_S = 0.5
 Say = Callable[[str], None]
@@ -296,8 +296,7 @@ class Lab:
         if (events := self.state.events()) and events[-1].kind == EventKind.STOP:
             self.state.set_counter(stop.IDLE_LOOPS, 0)  # a new session after a clean stop starts fresh
         workers = self.ws.config.workers
-        self.executor = (DaskExecutor(self.ws) if workers.executor == ExecutorKind.DASK
-                         else make_executor(workers.executor, self.ws.tmux_socket, self.ws.executor_dir))
+        self.executor = lab_executor(self.ws)
         reason: str | None = None
         try:
             with self.executor, resume.stopping(self):
@@ -310,7 +309,8 @@ class Lab:
                     self.state.log(SandboxNoted(note))
                 publication.check_publication(self.ws, self.state)
                 threads = self.gathering.jobs(self.judge_work.threads, most=True) + 2  # + landing, calibration
-                with self.judge_work.pool(threads) as pool, SubprocessExecutor() as planner_executor:
+                planner = make_executor(ExecutorKind.SUBPROCESS, self.ws.tmux_socket, self.ws.executor_dir)
+                with self.judge_work.pool(threads) as pool, planner as planner_executor:
                     self._pool = pool
                     self.judge_work.started(start_beside(self.ws, self.state, pool, say=self.say,
                                                          measure_progress=self.measure_progress))

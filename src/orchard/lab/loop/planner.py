@@ -28,10 +28,11 @@ from orchard.lab.notebook.journal import render_journal
 from orchard.lab.records.events import BacklogChanged
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
-from orchard.lab.workers.executors import Job, JobResult, ProcessExecutor, make_executor
-from orchard.lab.workers.launcher_base import Launcher
-from orchard.lab.workers.launchers import make_launcher, preflight
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.executors import ProcessExecutor, make_executor
+from orchard.lab.workers.jobs.job import Job, JobResult
+from orchard.lab.workers.launchers.launcher_base import Launcher
+from orchard.lab.workers.launchers.launchers import make_launcher, preflight
+from orchard.lab.workers.workspace.workspace import Workspace
 
 MIN_HYPOTHESES, MAX_HYPOTHESES = 3, 6
 LAYOUT_FILES = 200

@@ -16,7 +16,7 @@ from orchard.lab.records.events import RefillStopped
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import HypothesisStatus
 from orchard.lab.workers.executors import ProcessExecutor
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 
 Status = ExperimentStatus
 

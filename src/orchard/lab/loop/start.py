@@ -24,8 +24,8 @@ from orchard.lab.judge.measuring import Baseline, MeasureProgress, Verdict, cali
 from orchard.lab.landing.publication import main_branch
 from orchard.lab.records.build import BuiltBinary
 from orchard.lab.records.lab_start import LabStart
-from orchard.lab.workers.builds import baseline_binary, files_changed, harness_tests, placeholders
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.builds import baseline_binary, files_changed, harness_tests, placeholders
+from orchard.lab.workers.workspace.workspace import Workspace
 
 
 def recorded_start(state: LabState) -> LabStart | None:

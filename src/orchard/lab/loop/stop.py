@@ -18,8 +18,8 @@ from orchard.lab.records.events import AgentHung, AgentRetried, EventKind, LabSt
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import HypothesisStatus
 from orchard.lab.records.measured_events import FinalVerdictTaken, Swept
-from orchard.lab.workers.builds import baseline_binary
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.builds import baseline_binary
+from orchard.lab.workers.workspace.workspace import Workspace
 
 JUDGED, LANDED_IN_LOOP, LOOP, IDLE_LOOPS, MERGED = "judged", "landed_in_loop", "loop", "idle_loops", "merged"
 LAUNCHER_FAILURES = "launcher_failures"

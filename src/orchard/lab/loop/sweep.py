@@ -15,8 +15,8 @@ from orchard.lab.loop.start import recorded_start
 from orchard.lab.records.build import CheckName
 from orchard.lab.records.events import OpportunitiesRead
 from orchard.lab.records.measured_events import Swept
-from orchard.lab.workers.builds import baseline_binary, placeholders, run_step
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.builds import baseline_binary, placeholders, run_step
+from orchard.lab.workers.workspace.workspace import Workspace
 
 
 def after_win(ws: Workspace, state: LabState, *, say: Callable[[str], None],

@@ -14,9 +14,9 @@ from orchard.lab.loop.driver import Driver
 from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.records.events import ExperimentStarted
 from orchard.lab.records.experiment import ExperimentStatus
-from orchard.lab.workers.builds import baseline_binary
 from orchard.lab.workers.executors import WorkerStart
-from orchard.lab.workers.worker_setup import prepare
+from orchard.lab.workers.worker_run.worker_setup import prepare
+from orchard.lab.workers.workspace.builds import baseline_binary
 
 Status = ExperimentStatus
 # Tests only: `after-launch` makes orchard SIGKILL itself between starting a worker and recording it.

@@ -1,6 +1,6 @@
 """A worker's log read as what its agent did: messages, tool calls and their results, the final result.
 
-The launchers have their agents print JSON events (lab/workers/agent_launchers.py):
+The launchers have their agents print JSON events (lab/workers/launchers/agent_launchers.py):
 Claude Code's `--output-format stream-json` (one `system`, `assistant`,
 `user` and `result` object a line; `json` is only the last of these), Codex's
 `exec --json` (`item.started`/`item.completed` with an agent message,

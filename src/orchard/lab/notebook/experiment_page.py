@@ -22,7 +22,7 @@ from orchard.lab.notebook.html_parts import PAGE_SCRIPT, STYLE, decision, tabs, 
 from orchard.lab.notebook.journal import when
 from orchard.lab.records.db import ExperimentRecord, HypothesisRecord
 from orchard.lab.records.judgment import JudgmentEntry
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 from orchard.units import count, duration_ms
 
 LOG_LIMIT = 4_000_000  # bytes of a log read for its page; a longer log shows its end, and says so

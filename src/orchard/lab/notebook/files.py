@@ -31,8 +31,8 @@ from orchard.lab.records.events import Event, EventKind
 from orchard.lab.records.judgment import Decision, JudgmentEntry
 from orchard.lab.records.measured_events import FinalVerdictTaken
 from orchard.lab.text import inline
-from orchard.lab.workers.sandbox import UNSANDBOXED_NOTE, SandboxMode
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.sandbox.sandbox import UNSANDBOXED_NOTE, SandboxMode
+from orchard.lab.workers.workspace.workspace import Workspace
 from orchard.units import quantity
 
 NEXT_BACKLOG = 6  # hypotheses the final report recommends

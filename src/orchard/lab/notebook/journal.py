@@ -21,7 +21,7 @@ from orchard.lab.records.judge_host import JudgeLost, JudgeStarted
 from orchard.lab.records.judgment import JudgmentEntry
 from orchard.lab.records.lab_start import LabStart
 from orchard.lab.text import inline
-from orchard.lab.workers.sandbox import UNSANDBOXED_NOTE, SandboxMode
+from orchard.lab.workers.sandbox.sandbox import UNSANDBOXED_NOTE, SandboxMode
 from orchard.units import quantity
 
 

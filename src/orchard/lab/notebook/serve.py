@@ -43,7 +43,7 @@ from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import lock_status
 from orchard.lab.notebook import experiment_page, pages, view
 from orchard.lab.notebook.chart_cache import ChartCache
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 
 DEFAULT_HOST = "127.0.0.1"
 REFRESH_S = 1.0

@@ -25,8 +25,8 @@ from orchard.lab.notebook.spending import money
 from orchard.lab.notebook.terminal import visible
 from orchard.lab.notebook.view import LabView
 from orchard.lab.workers.executors import attach_command
-from orchard.lab.workers.sandbox import UNSANDBOXED_NOTE, SandboxMode
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.sandbox.sandbox import UNSANDBOXED_NOTE, SandboxMode
+from orchard.lab.workers.workspace.workspace import Workspace
 from orchard.units import quantity
 
 WATCH_INTERVAL_S = 2.0

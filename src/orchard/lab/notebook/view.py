@@ -44,7 +44,7 @@ from orchard.lab.records.lab_start import LabStart
 from orchard.lab.records.land_steps import MainPublished, Reverted
 from orchard.lab.records.measured_events import FinalVerdictTaken
 from orchard.lab.records.review_branches import REVIEW_KEY, Review
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 
 FEED_ENTRIES = 200
 

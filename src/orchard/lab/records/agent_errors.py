@@ -45,7 +45,7 @@ UNREACHABLE_WORDS = ("ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "ENE
                      "Connection refused", "Connection error", "Unable to connect")
 
 
-# What orchard's egress proxy answers (502) when the endpoint itself cannot be reached (workers/egress_proxy.py).
+# What orchard's egress proxy (workers/sandbox/egress_proxy.py) answers (502) when the endpoint cannot be reached.
 PROXY_UNREACHABLE = "orchard: cannot reach"
 
 

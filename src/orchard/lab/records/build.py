@@ -1,6 +1,6 @@
 """What a build and a step left: the binary the judge built with its files' hashes, and one check's outcome.
 
-`workers/builds.py` makes both (it hashes a binary right after building it,
+`workers/workspace/builds.py` makes both (it hashes a binary right after building it,
 and again before and after every verdict: `changed`); here they are only data.
 """
 

@@ -1,7 +1,7 @@
 """A worker's network (`[launcher] network = "none" | "api" | "all"`) and its model endpoint's host and port.
 
 Records only: the config reads them, the launchers and the egress proxy
-(`workers/egress.py`, `workers/egress_proxy.py`) act on them.
+(`workers/sandbox/egress.py`, `workers/sandbox/egress_proxy.py`) act on them.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What was found where a worker's report should be: the report, or why there is none.
 
-`workers/report.py` reads the file (and says what the report's schema is);
+`workers/workspace/report.py` reads the file (and says what the report's schema is);
 a candidate holds the reading as found, never filled in.
 """
 

@@ -1,7 +1,7 @@
 """A worker's directory, its checkouts at one experiment's bases, and the names both may have.
 
 Every path is computed from the worker's root when it is needed, never
-stored (`workers/workspace.py` makes the directories and the clones).
+stored (`workers/workspace/workspace.py` makes the directories and the clones).
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from orchard.errors import UsageError
 from orchard.lab.config.sections import ExecutorKind
-from orchard.lab.workers.executors.base import Executor, Job, JobResult, Started, WorkerStart
-from orchard.lab.workers.executors.local import DONE_MARKER, ProcessExecutor, kill_tree
+from orchard.lab.workers.executors.base import Executor, Started, WorkerStart
+from orchard.lab.workers.executors.local import DONE_MARKER, ProcessExecutor
 from orchard.lab.workers.executors.subprocess import SubprocessExecutor
 from orchard.lab.workers.executors.tmux import TmuxExecutor, attach_command
 
@@ -24,5 +24,5 @@ def make_executor(kind: ExecutorKind, socket_name: str, runtime_dir: Path | None
     raise UsageError(f"unknown executor {kind!r}; known: auto, tmux, subprocess")
 
 
-__all__ = ["DONE_MARKER", "Executor", "Job", "JobResult", "ProcessExecutor", "Started", "SubprocessExecutor",
-           "TmuxExecutor", "WorkerStart", "attach_command", "kill_tree", "make_executor"]
+__all__ = ["DONE_MARKER", "Executor", "ProcessExecutor", "Started", "SubprocessExecutor", "TmuxExecutor", "WorkerStart",
+           "attach_command", "make_executor"]

@@ -14,54 +14,15 @@ with the same reader, and its `JobResult` carries what that run adds
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 from orchard.lab.config.sections import ExecutorKind
 from orchard.lab.records.experiment import Experiment
-from orchard.lab.records.worker_output import RemoteRun
-from orchard.lab.workers.sandbox import Confinement
-
-
-@dataclass(frozen=True)
-class Job:
-    """One worker run: a shell launch line, where it runs, where its output goes."""
-
-    name: str  # the experiment: window name and log name
-    command: str  # bash command line
-    cwd: Path
-    log_path: Path
-    timeout_s: float | None = None
-    env: Mapping[str, str] = field(default_factory=dict)  # exported by the wrapper (and passed into a sandbox)
-    sandbox: Confinement | None = None  # None: the launch line runs as the wrapper does
-
-
-@dataclass(frozen=True)
-class JobResult:
-    """How a job ended. `exit_code` None: killed by `signal` before it could exit."""
-
-    name: str
-    exit_code: int | None
-    signal: int | None
-    timed_out: bool
-    cancelled: bool
-    started_at: str
-    duration_s: float
-    log_path: Path
-    reason: str | None = None  # why orchard ended it, or what went wrong around it
-    remote: RemoteRun | None = None  # what a run on a dask worker sent back; None: it ran on this machine
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out and not self.cancelled
-
-    @property
-    def host_failed(self) -> bool:
-        """Its host failed around it (setup, or every dask worker lost): not its hypothesis's failure."""
-        return self.remote is not None and self.remote.host_failed
+from orchard.lab.workers.jobs.job import Job, JobResult
 
 
 @dataclass(frozen=True)
@@ -95,6 +56,16 @@ class Placement:
     host: str
     address: str
     lost_on: str | None = None
+
+
+@dataclass(frozen=True)
+class ClusterReach:
+    """What the lab's judge hosts are opened with, from an executor on a dask cluster: its client, the lab's id
+    and where the lab's repositories are served (`dask.serving.ServedRepositories`, above this module)."""
+
+    client: Any
+    lab: str
+    repositories: Any
 
 
 class Executor(ABC):
@@ -133,6 +104,10 @@ class Executor(ABC):
     def placements(self) -> list[Placement]:
         """Where attempts started since the last call, when the executor places workers on other hosts."""
         return []
+
+    def cluster_reach(self) -> ClusterReach | None:
+        """The dask cluster its workers run on, for the lab's judge hosts (None: no cluster, no judge hosts)."""
+        return None
 
     def attach_command(self) -> str | None:
         """The command a user runs to watch the workers live (None: nothing to attach to)."""

@@ -26,17 +26,16 @@ from __future__ import annotations
 import atexit
 import contextlib
 import shlex
-import signal
 import time
 from abc import abstractmethod
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-import psutil
-
 from orchard.errors import UsageError
-from orchard.lab.workers.executors.base import Executor, Job, JobResult, Started, WorkerStart
+from orchard.lab.workers.executors.base import Executor, Started, WorkerStart
+from orchard.lab.workers.jobs.job import Job, JobResult
+from orchard.lab.workers.jobs.process_tree import kill_tree
 
 DONE_MARKER = "WORKER_DONE_"
 # After the tree below the wrapper is killed, how long the wrapper may take
@@ -74,40 +73,6 @@ def _duration(entry: _Running) -> float:
         return max(0.0, ended - datetime.fromisoformat(entry.started_at).timestamp())
     except (OSError, ValueError):
         return time.monotonic() - entry.started
-
-
-def kill_tree(root_pid: int, *, include_root: bool) -> list[int]:
-    """SIGKILL every descendant of `root_pid` (and the root if asked); return the pids killed.
-
-    Descendants are listed again until none is left, so a process forked
-    while the tree was being killed is caught on the next pass.
-    """
-    killed: list[int] = []
-    try:
-        root = psutil.Process(root_pid)
-    except psutil.NoSuchProcess:
-        return killed
-    for _ in range(50):
-        try:
-            victims = root.children(recursive=True)
-        except psutil.NoSuchProcess:
-            victims = []
-        if not victims:
-            break
-        for victim in victims:
-            try:
-                victim.send_signal(signal.SIGKILL)
-                killed.append(victim.pid)
-            except psutil.NoSuchProcess:
-                pass
-        psutil.wait_procs(victims, timeout=0.5)
-    if include_root:
-        try:
-            root.send_signal(signal.SIGKILL)
-            killed.append(root_pid)
-        except psutil.NoSuchProcess:
-            pass
-    return killed
 
 
 def log_tail(log_path: Path, limit: int = LOG_TAIL_BYTES) -> str:

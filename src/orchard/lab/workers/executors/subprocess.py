@@ -15,8 +15,8 @@ import subprocess
 import psutil
 
 from orchard.lab.config.sections import ExecutorKind
-from orchard.lab.workers.executors.base import Job
 from orchard.lab.workers.executors.local import ProcessExecutor, _Running, exit_line, wrap
+from orchard.lab.workers.jobs.job import Job
 
 JOB_MARK = "ORCHARD_JOB"
 

@@ -32,8 +32,8 @@ import libtmux
 
 from orchard.errors import UsageError
 from orchard.lab.config.sections import ExecutorKind
-from orchard.lab.workers.executors.base import Job
 from orchard.lab.workers.executors.local import ProcessExecutor, _Running, exit_line, wrap
+from orchard.lab.workers.jobs.job import Job
 
 SESSION = "orchard"
 # How long a dead pane may show no exit status before it is recorded as unknown.

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from orchard import confine
 from orchard.lab.config.orchard_toml import Config
-from orchard.lab.workers.sandbox import Confinement, SandboxMode, worker_mounts
+from orchard.lab.workers.sandbox.sandbox import Confinement, SandboxMode, worker_mounts
 
 
 def program(command: str) -> str | None:

@@ -17,8 +17,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from orchard.lab.config.sections import WorkersConfig
-from orchard.lab.workers.agent_login import ask
-from orchard.lab.workers.launcher_base import Launcher, join_words
+from orchard.lab.workers.launchers.agent_login import ask
+from orchard.lab.workers.launchers.launcher_base import Launcher, join_words
 
 PROBE_TIMEOUT_S = 300.0  # aider took 80-96 s here under a load average of 23 (its own start: 23-29 s)
 

@@ -15,9 +15,9 @@ from importlib import resources
 from pathlib import Path
 
 from orchard.lab.records.experiment import Experiment
-from orchard.lab.workers import report
-from orchard.lab.workers.paths import experiment_commands, experiment_paths
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace import report
+from orchard.lab.workers.workspace.paths import experiment_commands, experiment_paths
+from orchard.lab.workers.workspace.workspace import Workspace
 
 NOT_CONFIGURED = "(none configured for this lab: skip this step)"
 

@@ -1,8 +1,8 @@
 """Workers as tasks on a dask.distributed cluster: one experiment, one task.
 
 The executor owns, for the lab's run, the read-only server of the lab's
-repositories (`lab/workers/serving.py`) and the cluster connection
-(`lab/workers/cluster.py`). `start_worker` submits `remote.run_experiment` with the
+repositories (`lab/workers/dask/serving.py`) and the cluster connection
+(`lab/workers/dask/cluster.py`). `start_worker` submits `remote.run_experiment` with the
 experiment's resources (`agent=1`, `cpu=N`), so dask places it on a worker
 with a free slot and keeps the rest queued. `poll` returns, as every
 executor does, a `JobResult` per task that ended, carrying what the run on
@@ -34,10 +34,8 @@ from typing import Any, Self
 from orchard.errors import UsageError
 from orchard.lab.config.sections import ExecutorKind
 from orchard.lab.records.worker_output import RemoteRun
-from orchard.lab.workers.bench_view import holds_back
-from orchard.lab.workers.cluster import Cluster, experiment_resources
-from orchard.lab.workers.executors.base import Executor, JobResult, Placement, Started, WorkerStart
-from orchard.lab.workers.remote import (
+from orchard.lab.workers.dask.cluster import Cluster, experiment_resources
+from orchard.lab.workers.dask.remote import (
     EVENT_TOPIC,
     RemoteExperiment,
     host_problem,
@@ -45,9 +43,12 @@ from orchard.lab.workers.remote import (
     remove_scratch,
     run_experiment,
 )
-from orchard.lab.workers.serving import GIT_DAEMON, RepositoryServer, ServedRepositories
-from orchard.lab.workers.topic import Topic
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.dask.serving import GIT_DAEMON, RepositoryServer, ServedRepositories
+from orchard.lab.workers.dask.topic import Topic
+from orchard.lab.workers.executors.base import ClusterReach, Executor, Placement, Started, WorkerStart
+from orchard.lab.workers.jobs.job import JobResult
+from orchard.lab.workers.workspace.bench_view import holds_back
+from orchard.lab.workers.workspace.workspace import Workspace
 
 WORKER_WAIT_S = 30.0
 MAX_SUBMISSIONS = 5  # a task dask gave up on is submitted again, up to this many times in all
@@ -223,6 +224,10 @@ class DaskExecutor(Executor):
             lost_on = task.address
             task.address = message["address"]
             self._placements.append(Placement(task.spec.name, message["host"], message["address"], lost_on))
+
+    def cluster_reach(self) -> ClusterReach | None:
+        assert self.repositories is not None
+        return ClusterReach(self.cluster.client, self.lab, self.repositories)
 
     def placements(self) -> list[Placement]:
         """Attempts that started since the last call (a re-queue names the worker it was lost on)."""

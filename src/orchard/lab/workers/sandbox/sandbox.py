@@ -32,7 +32,7 @@ from pathlib import Path
 
 from orchard import confine
 from orchard.errors import UsageError
-from orchard.lab.workers.egress import Egress
+from orchard.lab.workers.sandbox.egress import Egress
 
 # Always hidden when they exist; the workspace, $HOME, $TMPDIR and friends are added per sandbox.
 # /run holds the host's service sockets (docker, dbus, databases): a read-only mount would not stop a connect().

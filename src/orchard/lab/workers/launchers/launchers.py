@@ -1,6 +1,6 @@
 """The launchers by name, and the pre-flight that every configured one can run (and its agent is logged in).
 
-`patch` runs no model: `python -m orchard.lab.workers.patch_worker` applies the
+`patch` runs no model: `python -m orchard.lab.workers.launchers.patch_worker` applies the
 hypothesis's ready patch, builds, tests, measures and writes the report.
 `command` runs the user's template. The agent CLIs' launchers are in
 `agent_launchers.py` and `aider_launcher.py`; what all launchers share is `launcher_base.Launcher`.
@@ -17,11 +17,11 @@ from orchard.errors import UsageError
 from orchard.lab.config.orchard_toml import Config
 from orchard.lab.config.sections import LauncherConfig
 from orchard.lab.records.experiment import Experiment, render_command
-from orchard.lab.workers import sandbox, sandbox_reach
-from orchard.lab.workers.agent_launchers import ClaudeLauncher, CodexLauncher, CursorLauncher
-from orchard.lab.workers.agent_probe import probe
-from orchard.lab.workers.aider_launcher import AiderLauncher
-from orchard.lab.workers.launcher_base import LaunchContext, Launcher, join_words
+from orchard.lab.workers.launchers.agent_launchers import ClaudeLauncher, CodexLauncher, CursorLauncher
+from orchard.lab.workers.launchers.agent_probe import probe
+from orchard.lab.workers.launchers.aider_launcher import AiderLauncher
+from orchard.lab.workers.launchers.launcher_base import LaunchContext, Launcher, join_words
+from orchard.lab.workers.sandbox import sandbox, sandbox_reach
 
 
 class PatchLauncher(Launcher):
@@ -54,7 +54,7 @@ class PatchLauncher(Launcher):
         words = [
             self.executable,
             "-m",
-            "orchard.lab.workers.patch_worker",
+            "orchard.lab.workers.launchers.patch_worker",
             "--experiment",
             context.experiment.name,
             "--patch",

@@ -57,7 +57,7 @@ class Egress:
         return values | {"NO_PROXY": "", "no_proxy": ""}
 
     def _module(self, verb: str, *more: str) -> str:
-        words = [self.python, "-m", "orchard.lab.workers.egress_proxy", verb, str(self.directory / SOCKET_NAME),
+        words = [self.python, "-m", "orchard.lab.workers.sandbox.egress_proxy", verb, str(self.directory / SOCKET_NAME),
                  str(self.endpoint), *more]
         return shlex.join(words)
 

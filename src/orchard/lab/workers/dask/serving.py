@@ -27,7 +27,7 @@ from types import TracebackType
 
 from orchard.errors import OrchardError, UsageError
 from orchard.lab.config.sections import SERVE_MODES
-from orchard.lab.workers.executors.local import kill_tree
+from orchard.lab.workers.jobs.process_tree import kill_tree
 
 GIT_DAEMON, SHARED_PATH = SERVE_MODES
 STARTUP_TIMEOUT_S = 15.0

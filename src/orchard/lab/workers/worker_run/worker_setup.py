@@ -13,10 +13,10 @@ from pathlib import Path
 
 from orchard.lab.records.build import BuiltBinary
 from orchard.lab.records.experiment import Experiment
-from orchard.lab.workers.builds import give_baseline
-from orchard.lab.workers.launcher_base import Launcher
-from orchard.lab.workers.prompts import render_prompt
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.launchers.launcher_base import Launcher
+from orchard.lab.workers.workspace.builds import give_baseline
+from orchard.lab.workers.workspace.prompts import render_prompt
+from orchard.lab.workers.workspace.workspace import Workspace
 
 
 def prepare(ws: Workspace, experiment: Experiment, launcher: Launcher, baseline: BuiltBinary | None) -> Path:

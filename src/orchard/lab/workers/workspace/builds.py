@@ -32,10 +32,10 @@ from orchard.lab.records.build import BuiltBinary, Check, CheckName
 from orchard.lab.records.events import BaselineRebuilt
 from orchard.lab.records.experiment import placeholder_values, render_command
 from orchard.lab.records.worker import WorkerDir
-from orchard.lab.workers import sandbox_reach
-from orchard.lab.workers.allowlist import judge_env
-from orchard.lab.workers.sandbox import Confinement, step_confinement
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.sandbox import sandbox_reach
+from orchard.lab.workers.sandbox.allowlist import judge_env
+from orchard.lab.workers.sandbox.sandbox import Confinement, step_confinement
+from orchard.lab.workers.workspace.workspace import Workspace
 from orchard.process import run
 
 if TYPE_CHECKING:

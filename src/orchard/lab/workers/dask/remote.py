@@ -48,17 +48,18 @@ from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.records.worker import WorkerCheckout
 from orchard.lab.records.worker_output import RemoteRun, Timings
-from orchard.lab.workers import checkout_size, sandbox
-from orchard.lab.workers.builds import candidate_step, hash_build, placeholders
-from orchard.lab.workers.checkout_reader import never_the_change, read_checkout
-from orchard.lab.workers.executors.base import JobResult
-from orchard.lab.workers.executors.local import kill_tree
+from orchard.lab.workers.dask.serving import GIT_DAEMON, ServedRepositories
 from orchard.lab.workers.executors.subprocess import SubprocessExecutor
-from orchard.lab.workers.launchers import launcher_for
-from orchard.lab.workers.report import read_report
-from orchard.lab.workers.serving import GIT_DAEMON, ServedRepositories
-from orchard.lab.workers.worker_setup import prepare
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.jobs.job import JobResult
+from orchard.lab.workers.jobs.process_tree import kill_tree
+from orchard.lab.workers.launchers.launchers import launcher_for
+from orchard.lab.workers.sandbox import sandbox
+from orchard.lab.workers.worker_run.checkout_reader import never_the_change, read_checkout
+from orchard.lab.workers.worker_run.worker_setup import prepare
+from orchard.lab.workers.workspace import checkout_size
+from orchard.lab.workers.workspace.builds import candidate_step, hash_build, placeholders
+from orchard.lab.workers.workspace.report import read_report
+from orchard.lab.workers.workspace.workspace import Workspace
 
 LOG_TAIL_CHARS = 200_000  # of the worker's log, sent back to the lab
 EVENT_TOPIC = "orchard-experiments"  # dask's event log: where each attempt started

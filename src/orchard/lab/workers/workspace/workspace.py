@@ -33,8 +33,8 @@ from orchard.lab.config import rendered as config_file
 from orchard.lab.config.orchard_toml import Config
 from orchard.lab.config.sections import CONFIG_NAME
 from orchard.lab.records.worker import BASELINE_COPY, REPORT_NAME, WorkerCheckout, WorkerDir, check_name
-from orchard.lab.workers.bench_view import give_bench
 from orchard.lab.workers.vcs import Identity, Vcs, VcsError, get_vcs
+from orchard.lab.workers.workspace.bench_view import give_bench
 
 BUILTIN_BENCH_IGNORES = ("results/", "__pycache__/", "*.pyc")
 

@@ -18,11 +18,11 @@ from pathlib import Path
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.worker import BASELINE_COPY, REPORT_NAME
 from orchard.lab.records.worker_output import CheckoutReading
-from orchard.lab.workers import special_files
-from orchard.lab.workers.bench_view import worker_bench_source
-from orchard.lab.workers.launcher_base import Launcher
+from orchard.lab.workers.launchers.launcher_base import Launcher
 from orchard.lab.workers.vcs import Changes, Vcs
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace import special_files
+from orchard.lab.workers.workspace.bench_view import worker_bench_source
+from orchard.lab.workers.workspace.workspace import Workspace
 
 
 def _foreign(vcs: Vcs, source: Path, work_tree: Path, base: str, clean: Path, ignore: Sequence[str], *,

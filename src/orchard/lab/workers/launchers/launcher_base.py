@@ -27,13 +27,20 @@ from orchard.lab.records.agent_errors import AgentError, AgentErrorKind
 from orchard.lab.records.agent_usage import AgentUsage
 from orchard.lab.records.experiment import Commands, Experiment, ExperimentPaths
 from orchard.lab.records.network import Network, endpoint
-from orchard.lab.workers import sandbox
-from orchard.lab.workers.agent_login import CliAnswer, LoginCheck, LoginState, ask, ask_as_worker, credentials_set
-from orchard.lab.workers.allowlist import worker_names
-from orchard.lab.workers.egress import Egress
-from orchard.lab.workers.executors import Job
-from orchard.lab.workers.paths import experiment_commands, experiment_paths
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.jobs.job import Job
+from orchard.lab.workers.launchers.agent_login import (
+    CliAnswer,
+    LoginCheck,
+    LoginState,
+    ask,
+    ask_as_worker,
+    credentials_set,
+)
+from orchard.lab.workers.sandbox import sandbox
+from orchard.lab.workers.sandbox.allowlist import worker_names
+from orchard.lab.workers.sandbox.egress import Egress
+from orchard.lab.workers.workspace.paths import experiment_commands, experiment_paths
+from orchard.lab.workers.workspace.workspace import Workspace
 
 VERSION_TIMEOUT_S = 30.0
 # A shell that could not run the command at all: not executable, not found.

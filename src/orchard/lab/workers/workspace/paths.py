@@ -8,7 +8,7 @@ holds the records and the placeholder mapping).
 from __future__ import annotations
 
 from orchard.lab.records.experiment import Commands, Experiment, ExperimentPaths, render_command
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 
 
 def experiment_paths(workspace: Workspace, experiment: Experiment) -> ExperimentPaths:

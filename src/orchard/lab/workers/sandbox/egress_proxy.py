@@ -1,6 +1,6 @@
 """The allowlisting proxy behind `network = "api"`, and the bridge to it inside the worker's sandbox.
 
-`python -m orchard.lab.workers.egress_proxy serve SOCKET HOST:PORT` runs outside
+`python -m orchard.lab.workers.sandbox.egress_proxy serve SOCKET HOST:PORT` runs outside
 the sandbox: it listens on the Unix socket and, per connection, reads one
 request head. A CONNECT to HOST:PORT, or a plain-HTTP request whose URL
 names it, is connected and piped both ways; anything else is answered 403
@@ -8,7 +8,7 @@ before any name is resolved or any connection made, and said on stderr
 (the worker's log). It ends on SIGTERM, or when its parent (the worker's
 wrapper) is gone.
 
-`python -m orchard.lab.workers.egress_proxy bridge SOCKET HOST:PORT PROXY_PORT`
+`python -m orchard.lab.workers.sandbox.egress_proxy bridge SOCKET HOST:PORT PROXY_PORT`
 runs inside the sandbox, in its own network namespace: it waits for the
 proxy's socket, listens on 127.0.0.1:PROXY_PORT (passed through to the
 proxy as is) and, for an endpoint on loopback, on the endpoint's own

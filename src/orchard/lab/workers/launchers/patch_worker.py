@@ -2,7 +2,7 @@
 
 Runs inside a tmux window (or subprocess) like any agent CLI:
 
-    python -m orchard.lab.workers.patch_worker --experiment NAME --patch FILE \\
+    python -m orchard.lab.workers.launchers.patch_worker --experiment NAME --patch FILE \\
         --target DIR --bench DIR --report FILE --build CMD --test CMD --measure CMD
 
 It applies the hypothesis's ready patch in its target checkout, then runs
@@ -26,8 +26,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from orchard.lab.workers import report as report_module
 from orchard.lab.workers.vcs import VcsError, get_vcs
+from orchard.lab.workers.workspace import report as report_module
 
 OUTPUT_KEPT = 4000  # characters of a step's output kept in the report
 
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m orchard.lab.workers.patch_worker",
+    parser = argparse.ArgumentParser(prog="python -m orchard.lab.workers.launchers.patch_worker",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--experiment", required=True)
     parser.add_argument("--patch", required=True, help="the ready patch (unified diff)")

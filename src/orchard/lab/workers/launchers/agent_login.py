@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from orchard.lab.workers.allowlist import names
+from orchard.lab.workers.sandbox.allowlist import names
 
 STATUS_TIMEOUT_S = 20.0
 

@@ -25,9 +25,9 @@ from orchard.lab.records.agent_errors import AgentError, AgentErrorKind, http_ki
 from orchard.lab.records.agent_usage import AgentUsage
 from orchard.lab.records.experiment import Commands
 from orchard.lab.records.network import Network
-from orchard.lab.workers.agent_login import CliAnswer, LoginState
-from orchard.lab.workers.launcher_base import LaunchContext, Launcher, join_words, prompt_arg
-from orchard.lab.workers.sandbox import SandboxMode
+from orchard.lab.workers.launchers.agent_login import CliAnswer, LoginState
+from orchard.lab.workers.launchers.launcher_base import LaunchContext, Launcher, join_words, prompt_arg
+from orchard.lab.workers.sandbox.sandbox import SandboxMode
 
 CLAUDE_VERSION = "2.1.332"
 CODEX_VERSION = "0.171.0"

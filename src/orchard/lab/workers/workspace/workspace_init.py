@@ -11,7 +11,7 @@ from pathlib import Path
 
 from orchard.errors import UsageError
 from orchard.lab.config import orchard_toml as config_module
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 
 
 def _local_or_url(repo: str) -> str:

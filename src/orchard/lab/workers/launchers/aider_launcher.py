@@ -15,8 +15,8 @@ from pathlib import Path
 from orchard.lab.records.agent_errors import AgentError, AgentErrorKind, http_kind
 from orchard.lab.records.agent_usage import AgentUsage
 from orchard.lab.records.network import Network
-from orchard.lab.workers.agent_launchers import PROBE_ASK
-from orchard.lab.workers.launcher_base import LaunchContext, Launcher, join_words
+from orchard.lab.workers.launchers.agent_launchers import PROBE_ASK
+from orchard.lab.workers.launchers.launcher_base import LaunchContext, Launcher, join_words
 
 AIDER_VERSION = "0.86.2"
 

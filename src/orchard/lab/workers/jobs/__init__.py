@@ -1,0 +1,1 @@
+"""A worker's job and its process tree, below every executor."""

@@ -1,0 +1,1 @@
+"""The workspace: its layout and checkouts, paths, prompts, reports, patches, builds."""
