@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import signal
 import time
+from typing import Any
 
 import psutil
 import pytest
 
+from orchard.bench.lanes import contention
 from orchard.bench.lanes.contention_options import parse_workers
 from orchard.errors import UsageError
 from tests.bench.lanes_support import LaneEnv, cli_process, invoke, latest_rows, totals, wait_for, without_oak_on_path
@@ -141,6 +143,34 @@ def test_ctrl_c_stops_every_worker_command(lane_env: LaneEnv) -> None:
     assert time.monotonic() - started < 20  # not the 60 s the commands would have slept
     _, alive = psutil.wait_procs(sleepers, timeout=5)
     assert not alive
+    assert lane_env.leftovers() == []
+
+
+def test_ctrl_c_while_the_workers_are_started_runs_none_of_their_commands(
+        lane_env: LaneEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Ctrl-C lands after the last worker was handed to its thread, before the lane waits for them (a moment
+    that grows under load): the race must not start. It used to: the interrupt was raised outside the lane's
+    handler, every worker made its commits (here a note each; with the test above's `sleep 60`, the lane had not
+    exited 30 s after its SIGINT), and only then did the interrupt end the lane."""
+    notes = lane_env.temp.parent / "commits-made"
+    notes.mkdir()
+    noting = lane_env.wrapper("noting-git", f'if [ "$1" = commit ]; then touch {notes}/$$; fi\nexec git "$@"\n')
+
+    class InterruptedAtTheLast(contention.ThreadPoolExecutor):
+        submitted = 0
+
+        def submit(self, *args: Any, **kwargs: Any) -> Any:
+            future = super().submit(*args, **kwargs)
+            self.submitted += 1
+            if self.submitted == 4:  # the fourth worker handed to its thread: the Ctrl-C arrives now
+                raise KeyboardInterrupt
+            return future
+
+    monkeypatch.setattr(contention, "ThreadPoolExecutor", InterruptedAtTheLast)
+    result = invoke("bench", "contention", "--subjects", f"noting:git={noting}", "--workers", "4", "--commits", "2",
+                    "--modes", "clone_per_worker", "--results", str(lane_env.results))
+    assert result.exit_code != 0
+    assert list(notes.iterdir()) == []  # no worker committed after the Ctrl-C
     assert lane_env.leftovers() == []
 
 

@@ -157,11 +157,13 @@ def test_a_dask_worker_killed_mid_experiment_requeues_it_and_nothing_is_lost_or_
         tmp_path: Path, mark: str) -> None:
     hypotheses = ["terse-report", "top-ten-default"]
     ws = make_demo(tmp_path / "lab", workers=2, only=hypotheses)
-    # the patch worker, after 20 s: long enough to be caught running; in a directory of its own that the sandbox's
-    # uid may enter (pytest's tmp_path is 0700: as root, `orchard run` refuses a launcher there, naming it)
+    # the patch worker, once the test has killed a dask worker: caught running, however long placing both takes (a
+    # 20 s sleep let the first end first on a loaded machine); in a directory of its own that the sandbox's uid may
+    # enter and read (pytest's tmp_path is 0700: as root, `orchard run` refuses a launcher there, naming it)
     slow_python = tmp_path / "tools" / "slow-python"
+    release = slow_python.with_name("release")
     slow_python.parent.mkdir(mode=0o755)
-    slow_python.write_text(f"#!/bin/sh\nsleep 20\nexec {sys.executable} \"$@\"\n")
+    slow_python.write_text(f"#!/bin/sh\nuntil [ -e {release} ]; do sleep 0.2; done\nexec {sys.executable} \"$@\"\n")
     slow_python.chmod(0o755)
     use_cluster(ws, dask_workers=2)
     config_file.write(config_module.load(ws.config_path).replace("launcher", executable=str(slow_python)),
@@ -173,8 +175,10 @@ def test_a_dask_worker_killed_mid_experiment_requeues_it_and_nothing_is_lost_or_
         assert proc.poll() is None, proc.communicate()[0]
         victim = events(ws.root, ExperimentHost)[0]
         os.kill(_listening_pid(victim.event.address, mark), signal.SIGKILL)
+        release.touch()
         output = finish(proc)
     finally:
+        release.touch()
         if proc.poll() is None:
             proc.kill()
             proc.communicate()

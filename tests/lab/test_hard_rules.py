@@ -293,13 +293,14 @@ def test_no_claim_below_the_noise_floor(green: list[Check], verdicts: dict[str, 
     assert faint.verdict == "INCONCLUSIVE"
     killed = decide(green, faint, [])
     assert killed.decision == Decision.KILL and killed.rule == Rule.FLOOR
-    assert killed.reasons[0].startswith("below the printed noise floor") and "MDE 6.00%" in killed.reasons[0]
+    assert killed.reasons[0].startswith("no effect shown beyond the printed noise floor")
+    assert "MDE 6.00%" in killed.reasons[0]
     # INCONCLUSIVE whose estimate is beyond the floor on the good side: worth another, sharper try
     promising = verdict_of([metric("report/wall_ms", "inconclusive", -0.06, interval=(-0.12, 0.01), floor=0.03)])
     assert promising.verdict == "INCONCLUSIVE"
     again = decide(green, promising, [])
     assert again.decision == Decision.ITERATE and again.rule is None
-    assert again.reasons[0].startswith("promising but unclear")
+    assert again.reasons[0].startswith("promising but unclear, not landed")
     # beyond the floor but within half its MDE: what a null effect's estimate does on a loud machine (the demo's
     # single-write at load 17), killed below the floor, not iterated
     noisy = verdict_of([metric("report/wall_ms", "inconclusive", -0.098, interval=(-0.21, 0.048), floor=0.03,

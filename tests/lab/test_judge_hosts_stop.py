@@ -8,6 +8,7 @@ Needs root (`ip netns`), as tests/lab/test_judge_hosts.py does.
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import threading
@@ -31,15 +32,23 @@ from tests.lab.lab_helpers import lab_events as events
 from tests.lab.test_dask import finish, orchard
 
 CANDIDATES = ["longest-word-one-pass", "single-write", "tokenize-regex"]  # three candidates, two judge hosts
-PAUSE_S = 20  # each measuring step's fixtures take this long: a verdict outlasts the lab's stop by far
 EXIT_S = 60  # generous on a noisy machine: the hang was minutes
 
 
-def _slow_fixtures(ws: Workspace) -> None:
-    """A fixture that sleeps, in the lab's bench: every verdict's workbench (several a verdict) waits for it."""
-    suite = ws.bench_dir / "suite.toml"
-    suite.write_text(suite.read_text() + f'\n[[fixture]]\nname = "pause"\ncommand = ["sleep", "{PAUSE_S}"]\n')
-    git(ws.bench_dir, "commit", "--quiet", "-am", "a fixture that sleeps: slow verdicts")
+def _held_verdicts(release: Path) -> Callable[[Workspace], None]:
+    """A fixture in the lab's bench that, in a judge host's copy of the bench (`remote.judge_scratch`), waits until
+    `release` exists: no verdict there can end before the test has seen the state it stops the lab in. (A fixture
+    that slept 20 s let all three verdicts end first on a loaded machine, and the lab exited before its SIGTERM.)
+    The lab's own start and the workers' measurements, in other copies, are not held."""
+    wait = f'case "{{suite_dir}}" in */orchard-judge-*) until [ -e {release} ]; do sleep 0.2; done;; esac'
+
+    def hold(ws: Workspace) -> None:
+        suite = ws.bench_dir / "suite.toml"
+        text = suite.read_text().replace("timeout_s = 30", "timeout_s = 1800")  # fixtures share the runs' limit
+        suite.write_text(text + f'\n[[fixture]]\nname = "hold"\ncommand = ["sh", "-c", {json.dumps(wait)}]\n')
+        git(ws.bench_dir, "commit", "--quiet", "-am", "a fixture that waits on the judge hosts: held verdicts")
+
+    return hold
 
 
 def _experiments(root: Path) -> dict[str, tuple[ExperimentStatus, str | None]]:
@@ -62,7 +71,8 @@ def _left_by_the_lab(mark: str, cluster: set[int]) -> list[psutil.Process]:
 def test_a_judge_host_lab_stopped_mid_verdict_exits_and_judges_them_again_on_resume(
         tmp_path: Path, mark: str) -> None:
     # `judges = 2` a host (the default): one verdict measuring on each, the third queued behind them
-    with judge_host_lab(tmp_path, mark, CANDIDATES, _slow_fixtures) as lab:
+    release = tmp_path / "release"
+    with judge_host_lab(tmp_path, mark, CANDIDATES, _held_verdicts(release)) as lab:
         ws = lab.ws
         cluster = {p.pid for p in processes_marked(mark)}  # the scheduler and the two hosts: the test's, not the lab's
         lab = orchard("run", str(ws.root), mark=mark)
@@ -80,6 +90,7 @@ def test_a_judge_host_lab_stopped_mid_verdict_exits_and_judges_them_again_on_res
                 pytest.fail(f"the lab had not exited {EXIT_S} s after its SIGTERM")
             assert _left_by_the_lab(mark, cluster) == [], output
         finally:
+            release.touch()  # the hosts' abandoned verdicts end, and the next run's are not held
             if lab.poll() is None:
                 lab.kill()
                 lab.communicate()

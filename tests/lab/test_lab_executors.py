@@ -159,13 +159,15 @@ def test_duration_is_the_workers_real_exit_not_when_the_loop_got_to_it(
 ) -> None:
     """A loop busy judging for seconds collects late; the worker's duration stays its own."""
     with make_executor(kind, socket_name) as executor:
+        before = time.time()
         executor.start(_job(tmp_path, "quick", "sleep 0.3", mark))
         wait_for(lambda: "WORKER_DONE_0" in (tmp_path / "logs/quick.log").read_text()
                  if (tmp_path / "logs/quick.log").exists() else False, "the worker's exit line")
+        seen_s = time.time() - before  # the worker had ended by then, however loaded the machine
         time.sleep(3.0)  # the loop is busy elsewhere
         (result,) = executor.wait(timeout_s=60)
     assert result.ok
-    assert 0 < result.duration_s < 2.5, result.duration_s  # collected after 3.3 s or more
+    assert 0 < result.duration_s <= seen_s + 0.01, (result.duration_s, seen_s)  # collected 3 s after that
 
 
 def test_the_tmux_executor_asks_tmux_only_when_a_job_may_have_ended(

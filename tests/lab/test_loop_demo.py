@@ -63,7 +63,11 @@ def test_demo_walks_every_decision_path(tmp_path: Path, mark: str) -> None:
     # tampered, and its harmless target change is judged on its own (no effect: never a LAND)
     assert found["read-whole-file"][0] != "LAND"
     assert "bench patch did not apply" in (root / "logs" / "read-whole-file.log").read_text()
-    assert found["single-write"][:2] == ("KILL", "no-claim-below-floor")
+    # a null effect is never a LAND, whatever the noise of the moment, and its reason says why: no effect shown
+    # beyond the noise floor (KILL), or an estimate noise carried beyond it (ITERATE, not landed)
+    decision, rule, reasons = found["single-write"]
+    assert (decision, rule) in {("KILL", "no-claim-below-floor"), ("ITERATE", None)}, found["single-write"]
+    assert ("noise floor" if decision == "KILL" else "promising but unclear, not landed") in reasons[0], reasons
     # a worker whose patch builds and passes its tests reports done: none is told to run a step its sandbox
     # cannot (the workspace is hidden from it)
     for name in ("count-with-dict", "terse-report", "top-ten-default", "tokenize-regex", "single-write"):
@@ -81,7 +85,7 @@ def test_demo_walks_every_decision_path(tmp_path: Path, mark: str) -> None:
     assert "## Landed changes" in report and "## Killed hypotheses" in report
     # what it cost: `patch` workers run no model (said so, not left blank), and the time of each kept win
     cost = report.split("## What it cost")[1]
-    assert "| `patch` | 7 | 2 | $0 (no agent: no model involved) | - |" in cost
+    assert f"| `patch` | {len(found)} | 2 | $0 (no agent: no model involved) | - |" in cost  # an ITERATE's child too
     assert re.search(r"\| \$0 \(no agent: no model involved\) \| [\d.,]+ (s|min) \|$", cost, re.MULTILINE), cost
     assert "of wall time per kept win." in cost
     assert "report/wall_ms" in (root / "LEADERBOARD.md").read_text()

@@ -29,7 +29,7 @@ import shutil
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TextIO
 
 from orchard import process
@@ -76,10 +76,15 @@ def _worker_row(worker: Worker, rec: Recorder) -> dict[str, Any]:
 def measure(race: Race) -> dict[str, Any]:
     """Run one race; writes a row per worker and returns the total row (written)."""
     workers = race.prepare()
-    barrier = threading.Barrier(race.n)
+    # this thread is the barrier's last party: no worker runs a command before every future is known here, so a
+    # Ctrl-C while they are being started (under load, a long moment) finds every one of them to stop
+    barrier = threading.Barrier(race.n + 1)
+    futures: list[Future[None]] = []
     with ThreadPoolExecutor(max_workers=race.n, thread_name_prefix="contention") as pool:
-        futures = [pool.submit(race.work, worker, barrier) for worker in workers]
         try:
+            for worker in workers:
+                futures.append(pool.submit(race.work, worker, barrier))
+            barrier.wait()
             for future in futures:
                 future.result()
         except BaseException:

@@ -150,8 +150,8 @@ def decide(checks: Sequence[Check], verdict: Verdict | None, flags: Sequence[str
     if outcome == VerdictWord.NO_CHANGE:
         return Ruling(Decision.KILL, (f"no effect beyond the noise floor: {said}",), Rule.FLOOR)
     if _promising(verdict):
-        return Ruling(Decision.ITERATE, (f"promising but unclear: {said}",))
-    return Ruling(Decision.KILL, (f"below the printed noise floor: {said}",), Rule.FLOOR)
+        return Ruling(Decision.ITERATE, (f"promising but unclear, not landed: {said}",))
+    return Ruling(Decision.KILL, (f"no effect shown beyond the printed noise floor: {said}",), Rule.FLOOR)
 
 
 def _agent_said(candidate: Candidate) -> str:

@@ -219,6 +219,7 @@ def calibrate(ws: Workspace, binary: BuiltBinary, progress: MeasureProgress | No
     check_built(binary, binary)
     cal = bench.calibrate(suite, binary.path, results=ws.results_dir, progress=progress or (lambda *_: None),
                           confinement=confinement(ws, binary))
+    check_built(binary, binary)  # changed before the campaign hashed it: it calibrated something else
     return Baseline(
         medians={key: m.median for key, m in cal.metrics.items() if m.median is not None},
         floors={spec.key: spec.floor(cal.metrics[spec.key].noise()) for spec in suite.metrics

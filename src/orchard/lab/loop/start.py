@@ -24,7 +24,13 @@ from orchard.lab.judge.measuring import Baseline, MeasureProgress, Verdict, cali
 from orchard.lab.landing.publication import main_branch
 from orchard.lab.records.build import BuiltBinary
 from orchard.lab.records.lab_start import LabStart
-from orchard.lab.workers.workspace.builds import baseline_binary, files_changed, harness_tests, placeholders
+from orchard.lab.workers.workspace.builds import (
+    BASELINE_MEASURED,
+    baseline_binary,
+    files_changed,
+    harness_tests,
+    placeholders,
+)
 from orchard.lab.workers.workspace.workspace import Workspace
 
 
@@ -127,13 +133,14 @@ def _calibrated(ws: Workspace, state: LabState, base: str, binary: BuiltBinary,
     again (journaled as BaselineRebuilt, as the judge does) and calibrated again, `BASELINE_REBUILDS` times at most."""
     rebuilt = 0
     while True:
-        try:
-            return calibrate(ws, binary, measure_progress, say)
-        except OrchardError:
-            if rebuilt == BASELINE_REBUILDS or not files_changed(binary):
-                raise
-            rebuilt += 1
-            binary = baseline_binary(ws, state, base)
+        with BASELINE_MEASURED:  # a judge that finds it changed rebuilds it after, not under the runs
+            try:
+                return calibrate(ws, binary, measure_progress, say)
+            except (OrchardError, OSError):  # OSError: its files gone
+                if rebuilt == BASELINE_REBUILDS or not files_changed(binary):
+                    raise
+        rebuilt += 1
+        binary = baseline_binary(ws, state, base)
 
 
 class Anchoring:

@@ -196,12 +196,22 @@ def checkout_with_patch(ws: Workspace, directory: Path, base: str, patch: str) -
 # The loop's thread, judge threads and the landing thread may all ask for the
 # same baseline at once; one build per commit, the others wait for it.
 _BASELINE_BUILDS = threading.Lock()
+# Held by the lab's start while it calibrates on the cached baseline beside the judge: a rebuild (its checkout
+# removed first) waits for it, never takes the files from under the calibration's runs.
+BASELINE_MEASURED = threading.Lock()
 
 
 def baseline_binary(ws: Workspace, state: LabState, commit: str) -> BuiltBinary:
-    """The binary built from `commit`, built once and cached by commit, and checked on every call."""
+    """The binary built from `commit`, built once and cached by commit, and checked on every call; built again
+    when its files changed, once no calibration measures it."""
     with _BASELINE_BUILDS:
-        return _baseline_binary(ws, state, commit)
+        cached = _cached(state, commit)
+        if cached is None:
+            return _built_baseline(ws, state, commit)
+        if not files_changed(cached):
+            return cached
+        with BASELINE_MEASURED:
+            return _built_baseline(ws, state, commit, cached)
 
 
 def _cached(state: LabState, commit: str) -> BuiltBinary | None:
@@ -212,13 +222,10 @@ def _cached(state: LabState, commit: str) -> BuiltBinary | None:
         return None  # a record from before hashes were kept: build again
 
 
-def _baseline_binary(ws: Workspace, state: LabState, commit: str) -> BuiltBinary:
-    cached = _cached(state, commit)
+def _built_baseline(ws: Workspace, state: LabState, commit: str, cached: BuiltBinary | None = None) -> BuiltBinary:
+    """The baseline built from clean (again, journaled, when the `cached` one's files changed)."""
     if cached is not None:
-        now_changed = files_changed(cached)
-        if not now_changed:
-            return cached
-        state.log(BaselineRebuilt(commit, str(cached.path), tuple(now_changed),
+        state.log(BaselineRebuilt(commit, str(cached.path), tuple(files_changed(cached)),
                                   "the cached baseline's files changed since the judge built them"))
     checkout = checkout_with_patch(ws, ws.baseline_dir(commit), commit, "")
     check = candidate_step(ws, CheckName.BUILD, ws.config.target.build, checkout, placeholders(ws, checkout, None),
