@@ -31,12 +31,13 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from orchard import confine
 from orchard.bench.environment import ENV_ISOLATION_VERSION
+from orchard.bench.measured_view import View, top_level
 from orchard.bench.own_timing import FROM_OUTSIDE, OwnTiming
 from orchard.within import below, inside
 
@@ -75,30 +76,32 @@ class RunConfinement:
                 + "/.cache"}
 
     def mounts(self, *, cwd: Path, binary: Path, reads: Iterable[Path], writes: Iterable[Path],
-               network: bool) -> confine.Mounts:
-        """One run's sandbox: hidden places, then the tools (PATH, `binary`'s interpreter) and what it reads
-        and writes, then its scratch HOME."""
+               network: bool, withheld: Sequence[Path] = ()) -> confine.Mounts:
+        """One run's sandbox: hidden places (and the `withheld` bench), then the tools (PATH, `binary`'s
+        interpreter) and what it reads and writes, then its scratch HOME (and its directory, when withheld)."""
         scratch = [Path(p) for p in SCRATCH]
-        hidden = [p for p in _outermost([*scratch, *map(Path, HIDDEN), Path.home(), *self.hide,
+        hidden = [p for p in _outermost([*scratch, *map(Path, HIDDEN), Path.home(), *self.hide, *withheld,
                                          *(Path(os.environ[k]) for k in ("TMPDIR", "XDG_RUNTIME_DIR")
                                            if os.environ.get(k))]) if p not in scratch]
         candidates = [*confine.tools(os.environ.get("PATH", "")), *confine.interpreter(binary)]
-        tools = [tool for tool in confine.visible(candidates, [*hidden, *scratch], [*hidden, *self.hide])
+        bench = [*withheld, cwd] if withheld else []  # no tool brings back the bench (orchard's own demo suite)
+        tools = [tool for tool in confine.visible(candidates, [*hidden, *scratch], [*hidden, *self.hide, *bench])
                  if not any(inside(tool, h) for h in self.hide)]
         return confine.Mounts(cwd=cwd, network=network, hidden=tuple(hidden), scratch=tuple(scratch),
                               readable=tuple(dict.fromkeys([*tools, *reads])), writable=tuple(writes),
-                              dirs=(SCRATCH_HOME,), unprivileged=self.unprivileged, pid1=True)
-
+                              dirs=(SCRATCH_HOME, *([cwd] if any(inside(cwd, w) for w in withheld) else [])),
+                              unprivileged=self.unprivileged, pid1=True)
 
     def wrap(self, command: list[str] | str, *, binary: Path, suite_dir: Path, root: Path,
              results_file: Path | None, loopback: bool, timing: OwnTiming = FROM_OUTSIDE,
-             scratch: Path | None = None) -> list[str]:
+             scratch: Path | None = None, view: View | None = None) -> list[str]:
         """`command` (a string runs through /bin/sh) inside this run's own sandbox, or as it is when runs are
         not confined; `timing`'s timer starts it either way, so its numbers are its own.
 
-        It reads the suite's directory, the binary's and the fixtures under
-        `root`; it writes `{workdir}` (emptied first) and `results_file`.
-        `scratch` (an instruction counter's output directory) is writable too.
+        It reads what `view` gives (without one: the suite's directory, the
+        binary's and the fixtures under `root`) and never what it withholds;
+        it writes `{workdir}` (emptied first) and `results_file`. `scratch`
+        (an instruction counter's output directory) is writable too.
         """
         argv = timing.command(["/bin/sh", "-c", command] if isinstance(command, str) else command)
         if not self.confined:
@@ -114,9 +117,9 @@ class RunConfinement:
             if self.unprivileged:
                 confine.hand_over([results_file])
             writes.append(results_file)
-        mounts = self.mounts(cwd=suite_dir, binary=binary,
-                             reads=[suite_dir, binary.parent, root / "fixtures", *self.trees, *timing.reads],
-                             writes=writes, network=loopback)
+        seen = view or View(readable=(suite_dir, binary.parent, root / "fixtures"))
+        mounts = self.mounts(cwd=suite_dir, binary=binary, reads=[*seen.readable, *self.trees, *timing.reads],
+                             writes=writes, network=loopback, withheld=seen.withheld)
         return confine.argv(mounts, argv)
 
 
@@ -158,7 +161,7 @@ def confine_runs(wanted: bool, *, reads: Iterable[Path] = (), hide: Iterable[Pat
 
 def for_campaign(wanted: bool, suite_dir: Path, *binaries: Path) -> RunConfinement:
     """The confinement of a standalone campaign: bubblewrap when the suite allows it and it works here."""
-    return confine_runs(wanted, reads=[suite_dir, *binaries, *(binary.parent for binary in binaries)])
+    return confine_runs(wanted, reads=[suite_dir, *binaries, *(top_level(binary.parent) for binary in binaries)])
 
 
 def fresh_workdir(workdir: Path, confinement: RunConfinement) -> None:
