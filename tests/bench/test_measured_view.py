@@ -20,9 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from orchard.bench.campaign import run_verdict
 from orchard.bench.confinement import confine_runs
 from orchard.bench.measure import Observation, RunSpec, observe, workbench
 from orchard.bench.suite_reader import load_suite
+from orchard.bench.verdict import VerdictWord
 from orchard.errors import UsageError
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
@@ -203,3 +205,43 @@ def test_orchard_verdict_on_a_file_it_could_not_see_names_confinement(tmp_path: 
     assert "ERROR" in done.stdout, done.stdout + done.stderr
     said = done.stdout + done.stderr
     assert "confined" in said and "`inputs" in said and "--no-confine" in said, said
+
+
+VERDICT_SUITE = """[suite]
+name = "answer-key"
+runs = 8
+min_runs = 8
+calibration_runs = 6
+
+[[scenario]]
+name = "render"
+command = ["{bin}", "{suite_dir}/input.txt"]
+expect = ["THE INPUT"]
+
+[[metric]]
+name = "wall_ms"
+
+[[gate]]
+kind = "information_recall"
+"""
+HONEST = "#!/bin/sh\nWORK\ntr a-z A-Z < \"$1\"\n"
+# the answer key beside its input: printed at once where it can be read, else the honest work
+ANSWER_KEY = "#!/bin/sh\nkey=\"${1%.txt}.expected\"\nif cat \"$key\" 2>/dev/null; then exit 0; fi\n" + HONEST
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize(("candidate", "passes"), [(ANSWER_KEY.replace("WORK", "sleep 0.25"), False),
+                                                   (HONEST.replace("WORK", "sleep 0.05"), True)])
+def test_the_answer_key_never_passes_and_an_honest_faster_candidate_does(tmp_path: Path, candidate: str,
+                                                                          passes: bool) -> None:
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    (bench / "suite.toml").write_text(VERDICT_SUITE)
+    (bench / "input.txt").write_text("the input\n")
+    (bench / "input.expected").write_text("THE INPUT\n")
+    base = _program(tmp_path / "bin" / "base", HONEST.replace("WORK", "sleep 0.25"))
+    cand = _program(tmp_path / "bin" / "cand", candidate)
+    verdict = run_verdict(load_suite(bench / "suite.toml"), base, cand, results=tmp_path / "results", seed=11)
+    assert (verdict.verdict == VerdictWord.PASS) == passes, verdict.reasons
+    assert verdict.confinement and verdict.confinement.startswith("measured runs confined"), verdict.confinement
