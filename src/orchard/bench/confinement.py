@@ -33,21 +33,44 @@ import os
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from orchard import confine
 from orchard.bench.environment import ENV_ISOLATION_VERSION
-from orchard.bench.measured_view import View, top_level
+from orchard.bench.measured_view import View, names_relative, top_level
 from orchard.bench.own_timing import FROM_OUTSIDE, OwnTiming
 from orchard.within import below, inside
 
-# On the run's own fresh /tmp: the same paths for baseline and candidate, gone when the run ends.
+# On the run's own fresh /tmp (and /home): the same paths for baseline and candidate, gone when the run ends.
 SCRATCH_TMP = Path("/tmp")
-SCRATCH_HOME = SCRATCH_TMP / "home"
-CONFINEMENT_VERSION = "2"  # 2: timed inside the sandbox (1 counted bubblewrap's set-up)
+# 2: timed inside the sandbox (1 counted bubblewrap's set-up); 3: only what the scenario declares, HOME in /home
+CONFINEMENT_VERSION = "3"
 UNCONFINED_TIMING = "timer.1"  # unconfined runs timed by the same timer (unsuffixed: from Python, around the spawn)
 HIDDEN = ("/root", "/run")
 SCRATCH = ("/tmp", "/var/tmp")
+OTHER_HOME = Path("/var/tmp/runner")
+# innocuous, absent from the ordinary shape: more of them than are removed, so the count differs too
+OTHER_VARIABLES = {"EDITOR": "vi", "VISUAL": "vi", "LESS": "-R", "HISTSIZE": "1000", "HISTFILESIZE": "2000",
+                   "MAIL": "/var/mail/runner"}
+UNSET_IN_OTHER = ("USER", "LOGNAME", "SHELL")
+
+
+class Shape(StrEnum):
+    """A confined run's surroundings: an ordinary user's for every timed run (HOME in /home, TMPDIR /tmp, nothing
+    named after orchard), or another one for the check that a program cannot tell it is measured
+    (`shape_check.py`): HOME and TMPDIR elsewhere, another working directory, variables added and removed."""
+
+    ORDINARY = "ordinary"
+    OTHER = "other"
+
+
+def ordinary_home() -> Path:
+    """/home/<you> on the run's own fresh /home where the host has a /home (root's is /home/user), else /tmp/home."""
+    name = os.environ.get("USER") or "user"
+    if not Path("/home").is_dir():
+        return SCRATCH_TMP / "home"
+    return Path("/home", "user" if name == "root" or "/" in name or name.startswith(".") else name)
 
 
 @dataclass(frozen=True)
@@ -59,6 +82,12 @@ class RunConfinement:
     unprivileged: bool = True
     hide: tuple[Path, ...] = ()  # the caller's own places (a lab's workspace)
     trees: tuple[Path, ...] = ()  # what the binaries run from beyond their own directory (a lab's build checkouts)
+    shape: Shape = Shape.ORDINARY
+
+    @property
+    def home(self) -> Path:
+        """HOME inside the run, on its fresh scratch."""
+        return ordinary_home() if self.shape is Shape.ORDINARY else OTHER_HOME
 
     @property
     def isolation(self) -> str:
@@ -69,17 +98,19 @@ class RunConfinement:
         return f"{ENV_ISOLATION_VERSION}+bwrap.{CONFINEMENT_VERSION}{owner}"
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
-        """The measured command's environment: HOME and TMPDIR on the run's fresh scratch."""
+        """The measured command's environment: HOME and TMPDIR on the run's fresh scratch, shaped by `shape`."""
         if not self.confined:
             return dict(env)
-        return {**env, "HOME": str(SCRATCH_HOME), "TMPDIR": str(SCRATCH_TMP), "XDG_CACHE_HOME": str(SCRATCH_HOME)
-                + "/.cache"}
+        if self.shape is Shape.ORDINARY:
+            return {**env, "HOME": str(self.home), "TMPDIR": str(SCRATCH_TMP)}
+        kept = {key: value for key, value in env.items() if key not in UNSET_IN_OTHER}
+        return {**kept, **OTHER_VARIABLES, "HOME": str(self.home), "TMPDIR": "/var/tmp"}
 
     def mounts(self, *, cwd: Path, binary: Path, reads: Iterable[Path], writes: Iterable[Path],
                network: bool, withheld: Sequence[Path] = ()) -> confine.Mounts:
         """One run's sandbox: hidden places (and the `withheld` bench), then the tools (PATH, `binary`'s
         interpreter) and what it reads and writes, then its scratch HOME (and its directory, when withheld)."""
-        scratch = [Path(p) for p in SCRATCH]
+        scratch = [Path(p) for p in SCRATCH] + ([self.home.parent] if self.home.parent == Path("/home") else [])
         hidden = [p for p in _outermost([*scratch, *map(Path, HIDDEN), Path.home(), *self.hide, *withheld,
                                          *(Path(os.environ[k]) for k in ("TMPDIR", "XDG_RUNTIME_DIR")
                                            if os.environ.get(k))]) if p not in scratch]
@@ -89,7 +120,8 @@ class RunConfinement:
                  if not any(inside(tool, h) for h in self.hide)]
         return confine.Mounts(cwd=cwd, network=network, hidden=tuple(hidden), scratch=tuple(scratch),
                               readable=tuple(dict.fromkeys([*tools, *reads])), writable=tuple(writes),
-                              dirs=(SCRATCH_HOME, *([cwd] if any(inside(cwd, w) for w in withheld) else [])),
+                              dirs=(self.home, *([cwd] if any(inside(cwd, w) for w in [*withheld, self.home])
+                                                 else [])),
                               unprivileged=self.unprivileged, pid1=True)
 
     def wrap(self, command: list[str] | str, *, binary: Path, suite_dir: Path, root: Path,
@@ -118,7 +150,11 @@ class RunConfinement:
                 confine.hand_over([results_file])
             writes.append(results_file)
         seen = view or View(readable=(suite_dir, binary.parent, root / "fixtures"))
-        mounts = self.mounts(cwd=suite_dir, binary=binary, reads=[*seen.readable, *self.trees, *timing.reads],
+        # the other shape's working directory is another, where no path the command names is relative to it
+        moved = (self.shape is Shape.OTHER and view is not None and results_file is None
+                 and not names_relative(command, suite_dir))
+        mounts = self.mounts(cwd=self.home / "work" if moved else suite_dir, binary=binary,
+                             reads=[*seen.readable, *self.trees, *timing.reads],
                              writes=writes, network=loopback, withheld=seen.withheld)
         return confine.argv(mounts, argv)
 

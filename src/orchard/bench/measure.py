@@ -113,7 +113,7 @@ def render(template: list[str] | str, values: Mapping[str, Any], where: str) -> 
 @contextlib.contextmanager
 def workbench(suite: Suite, keep: bool = False, confinement: RunConfinement = UNCONFINED) -> Iterator[Workbench]:
     """Create fixtures in a private temporary directory; remove it afterwards."""
-    root = Path(tempfile.mkdtemp(prefix=f"orchard-{suite.name}-"))
+    root = Path(tempfile.mkdtemp(prefix="tmp."))  # its paths are in the command line: nothing says orchard
     try:
         (root / "work").mkdir()
         bench = Workbench(suite, root, {}, confinement)

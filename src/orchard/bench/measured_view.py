@@ -88,6 +88,12 @@ def named(command: list[str] | str, cwd: Path) -> list[Path]:
     return found
 
 
+def names_relative(command: list[str] | str, cwd: Path) -> bool:
+    """Whether a command names an existing path relative to `cwd` (it needs to run there)."""
+    words = command if isinstance(command, list) else _split(command)
+    return any(not word.startswith("/") and (cwd / word).exists() for word in words if word)
+
+
 def declared(suite_dir: Path, globs: Iterable[str]) -> list[Path]:
     """The files and directories `inputs` or `readable` globs name (relative ones to the suite's directory)."""
     return [Path(found) for pattern in globs
