@@ -245,3 +245,20 @@ def test_the_answer_key_never_passes_and_an_honest_faster_candidate_does(tmp_pat
     verdict = run_verdict(load_suite(bench / "suite.toml"), base, cand, results=tmp_path / "results", seed=11)
     assert (verdict.verdict == VerdictWord.PASS) == passes, verdict.reasons
     assert verdict.confinement and verdict.confinement.startswith("measured runs confined"), verdict.confinement
+
+
+def test_a_shell_script_command_gets_the_files_its_words_name(tmp_path: Path) -> None:
+    suite_path = _bench(tmp_path, expect=["the input"], command='["sh", "-c", "{bin} <{suite_dir}/input.txt"]')
+    reader = _program(tmp_path / "prog" / "reader", "#!/bin/sh\ncat\n")
+    seen = _run(suite_path, reader)
+    assert seen.ok and seen.recall == 1.0, seen.failure
+
+
+def test_a_virtualenvs_console_script_under_tmp_runs_confined(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next(venv.glob("lib/python*/site-packages"))
+    (site / "render.py").write_text("import sys\ndef main():\n    print(open(sys.argv[1]).read().upper(), end='')\n")
+    script = _program(venv / "bin" / "render", f"#!{venv / 'bin' / 'python'}\nimport render\nrender.main()\n")
+    seen = _run(_bench(tmp_path, expect=["THE INPUT"]), script)
+    assert seen.ok and seen.recall == 1.0, seen.failure

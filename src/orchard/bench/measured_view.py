@@ -6,8 +6,9 @@ confined run's sandbox covers the bench (the suite's directory, or the
 repository it is in) with an empty directory and gives back only:
 
 - the binary's own project, read-only, wherever it lives: its VCS top level,
-  else its directory (a `build/prog` wrapper runs the source one directory up;
-  a virtualenv's console script runs the virtualenv's own files);
+  else its directory (a `build/prog` wrapper runs the source one directory up),
+  and the virtualenv it or its `#!` interpreter is in (a console script runs
+  the virtualenv's packages);
 - the files and directories the scenario's command names (`{suite_dir}/x`,
   `{fixture.NAME}/...`, a path relative to the suite's directory), and the
   fixtures it names;
@@ -27,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchard.confine import shebang
 from orchard.within import below, inside
 
 VCS_MARKERS = (".git", ".hg", ".jj", ".oak", ".svn")
@@ -58,6 +60,15 @@ def top_level(directory: Path) -> Path:
     return start
 
 
+def virtualenvs(binary: Path) -> list[Path]:
+    """The virtualenv a console script lives in, or its `#!` interpreter's: its packages are the program."""
+    found = []
+    for program in (binary, shebang(binary)):
+        if program is not None and program.parent.name == "bin" and (program.parent.parent / "pyvenv.cfg").exists():
+            found.append(Path(os.path.abspath(program.parent.parent)))
+    return found
+
+
 def bench_root(suite_dir: Path, projects: Iterable[Path]) -> Path:
     """The bench a run must not read: the suite's repository, or only its directory when that repository is also
     a binary's project (a suite kept inside the program's own repository)."""
@@ -74,11 +85,13 @@ def names_whole_bench(template: list[str] | str | None) -> bool:
 
 
 def named(command: list[str] | str, cwd: Path) -> list[Path]:
-    """The existing paths a rendered command names (an option's `--x=PATH` too), relative ones against `cwd`."""
+    """The existing paths a rendered command names (an option's `--x=PATH`, a redirection's `<PATH`, the words of
+    an `sh -c` script too), relative ones against `cwd`."""
     words = command if isinstance(command, list) else _split(command)
+    words = [*words, *(inner for word in words if " " in word for inner in _split(word))]
     found = []
     for word in words:
-        for part in {word, word.partition("=")[2]} - {""}:
+        for part in {word, word.partition("=")[2], word.lstrip("<>")} - {""}:
             path = Path(os.path.abspath(Path(part) if part.startswith("/") else cwd / part))
             try:
                 if path.exists():
@@ -105,7 +118,8 @@ def of_run(binary: Path, suite_dir: Path, command: list[str] | str | None, templ
     """The view of one run of `binary`: its projects, the fixtures `template` names (every one for a callable),
     what `command` names and what the suite declares (`globs`); the suite's directory itself never."""
     binary = Path(os.path.abspath(binary))
-    projects = list(dict.fromkeys([top_level(binary.parent), top_level(binary.resolve().parent)]))
+    projects = list(dict.fromkeys([top_level(binary.parent), top_level(binary.resolve().parent),
+                                   *virtualenvs(binary)]))
     text = " ".join(template) if isinstance(template, list) else template or ""
     used = [path for name, path in fixtures.items() if template is None or "{fixture." + name + "}" in text]
     wanted = [*projects, *(named(command, suite_dir) if command is not None else []), *declared(suite_dir, globs),
