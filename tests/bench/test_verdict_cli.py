@@ -197,4 +197,4 @@ def test_the_verdict_says_how_its_runs_were_confined(lab: Path, how: str) -> Non
     assert said.startswith(expected), said
     rows = read_jsonl(lab / json.loads(result.stdout)["rows"])
     isolation = {row["env_isolation_version"] for row in rows}
-    assert len(isolation) == 1 and isolation.pop().startswith("1+bwrap.2" if how == "default" else "1")
+    assert len(isolation) == 1 and isolation.pop().startswith("2+bwrap.3" if how == "default" else "2")

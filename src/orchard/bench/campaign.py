@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from orchard.bench import calibration as calibration_cache
-from orchard.bench import instructions
+from orchard.bench import instructions, shape_check
 from orchard.bench.binary import binary_sha256, check_binary
 from orchard.bench.confinement import RunConfinement, for_campaign
 from orchard.bench.decide import AdaptivePlan, advise, extension_note, overall
@@ -187,6 +187,10 @@ def run_verdict(
         if refusal is None and all(g.passed for g in gates):
             assert cal is not None  # a failed calibration is a refusal
             measured = measure_pairs(runner, (samples, series), cal, plan, progress, between_pairs)
+            if measured.refusal is None:
+                with runner.lock:
+                    gates += shape_check.check(suite, bench, baseline, candidate, runner.tracker.determinism_fields,
+                                               runner.metric_names)
         refusal = refusal or measured.refusal
         runner.lock.print_total()
         metrics, flagged = series.flag(measured.metrics)

@@ -31,22 +31,46 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from orchard import confine
 from orchard.bench.environment import ENV_ISOLATION_VERSION
+from orchard.bench.measured_view import View, names_relative, top_level
 from orchard.bench.own_timing import FROM_OUTSIDE, OwnTiming
 from orchard.within import below, inside
 
-# On the run's own fresh /tmp: the same paths for baseline and candidate, gone when the run ends.
+# On the run's own fresh /tmp (and /home): the same paths for baseline and candidate, gone when the run ends.
 SCRATCH_TMP = Path("/tmp")
-SCRATCH_HOME = SCRATCH_TMP / "home"
-CONFINEMENT_VERSION = "2"  # 2: timed inside the sandbox (1 counted bubblewrap's set-up)
+# 2: timed inside the sandbox (1 counted bubblewrap's set-up); 3: only what the scenario declares, HOME in /home
+CONFINEMENT_VERSION = "3"
 UNCONFINED_TIMING = "timer.1"  # unconfined runs timed by the same timer (unsuffixed: from Python, around the spawn)
 HIDDEN = ("/root", "/run")
 SCRATCH = ("/tmp", "/var/tmp")
+OTHER_HOME = Path("/var/tmp/runner")
+# innocuous, absent from the ordinary shape: more of them than are removed, so the count differs too
+OTHER_VARIABLES = {"EDITOR": "vi", "VISUAL": "vi", "LESS": "-R", "HISTSIZE": "1000", "HISTFILESIZE": "2000",
+                   "MAIL": "/var/mail/runner"}
+UNSET_IN_OTHER = ("USER", "LOGNAME", "SHELL")
+
+
+class Shape(StrEnum):
+    """A confined run's surroundings: an ordinary user's for every timed run (HOME in /home, TMPDIR /tmp, nothing
+    named after orchard), or another one for the check that a program cannot tell it is measured
+    (`shape_check.py`): HOME and TMPDIR elsewhere, another working directory, variables added and removed."""
+
+    ORDINARY = "ordinary"
+    OTHER = "other"
+
+
+def ordinary_home() -> Path:
+    """/home/<you> on the run's own fresh /home where the host has a /home (root's is /home/user), else /tmp/home."""
+    name = os.environ.get("USER") or "user"
+    if not Path("/home").is_dir():
+        return SCRATCH_TMP / "home"
+    return Path("/home", "user" if name == "root" or "/" in name or name.startswith(".") else name)
 
 
 @dataclass(frozen=True)
@@ -58,6 +82,12 @@ class RunConfinement:
     unprivileged: bool = True
     hide: tuple[Path, ...] = ()  # the caller's own places (a lab's workspace)
     trees: tuple[Path, ...] = ()  # what the binaries run from beyond their own directory (a lab's build checkouts)
+    shape: Shape = Shape.ORDINARY
+
+    @property
+    def home(self) -> Path:
+        """HOME inside the run, on its fresh scratch."""
+        return ordinary_home() if self.shape is Shape.ORDINARY else OTHER_HOME
 
     @property
     def isolation(self) -> str:
@@ -68,37 +98,42 @@ class RunConfinement:
         return f"{ENV_ISOLATION_VERSION}+bwrap.{CONFINEMENT_VERSION}{owner}"
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
-        """The measured command's environment: HOME and TMPDIR on the run's fresh scratch."""
+        """The measured command's environment: HOME and TMPDIR on the run's fresh scratch, shaped by `shape`."""
         if not self.confined:
             return dict(env)
-        return {**env, "HOME": str(SCRATCH_HOME), "TMPDIR": str(SCRATCH_TMP), "XDG_CACHE_HOME": str(SCRATCH_HOME)
-                + "/.cache"}
+        if self.shape is Shape.ORDINARY:
+            return {**env, "HOME": str(self.home), "TMPDIR": str(SCRATCH_TMP)}
+        kept = {key: value for key, value in env.items() if key not in UNSET_IN_OTHER}
+        return {**kept, **OTHER_VARIABLES, "HOME": str(self.home), "TMPDIR": "/var/tmp"}
 
     def mounts(self, *, cwd: Path, binary: Path, reads: Iterable[Path], writes: Iterable[Path],
-               network: bool) -> confine.Mounts:
-        """One run's sandbox: hidden places, then the tools (PATH, `binary`'s interpreter) and what it reads
-        and writes, then its scratch HOME."""
-        scratch = [Path(p) for p in SCRATCH]
-        hidden = [p for p in _outermost([*scratch, *map(Path, HIDDEN), Path.home(), *self.hide,
+               network: bool, withheld: Sequence[Path] = ()) -> confine.Mounts:
+        """One run's sandbox: hidden places (and the `withheld` bench), then the tools (PATH, `binary`'s
+        interpreter) and what it reads and writes, then its scratch HOME (and its directory, when withheld)."""
+        scratch = [Path(p) for p in SCRATCH] + ([self.home.parent] if self.home.parent == Path("/home") else [])
+        hidden = [p for p in _outermost([*scratch, *map(Path, HIDDEN), Path.home(), *self.hide, *withheld,
                                          *(Path(os.environ[k]) for k in ("TMPDIR", "XDG_RUNTIME_DIR")
                                            if os.environ.get(k))]) if p not in scratch]
         candidates = [*confine.tools(os.environ.get("PATH", "")), *confine.interpreter(binary)]
-        tools = [tool for tool in confine.visible(candidates, [*hidden, *scratch], [*hidden, *self.hide])
+        bench = [*withheld, cwd] if withheld else []  # no tool brings back the bench (orchard's own demo suite)
+        tools = [tool for tool in confine.visible(candidates, [*hidden, *scratch], [*hidden, *self.hide, *bench])
                  if not any(inside(tool, h) for h in self.hide)]
         return confine.Mounts(cwd=cwd, network=network, hidden=tuple(hidden), scratch=tuple(scratch),
                               readable=tuple(dict.fromkeys([*tools, *reads])), writable=tuple(writes),
-                              dirs=(SCRATCH_HOME,), unprivileged=self.unprivileged, pid1=True)
-
+                              dirs=(self.home, *([cwd] if any(inside(cwd, w) for w in [*withheld, self.home])
+                                                 else [])),
+                              unprivileged=self.unprivileged, pid1=True)
 
     def wrap(self, command: list[str] | str, *, binary: Path, suite_dir: Path, root: Path,
              results_file: Path | None, loopback: bool, timing: OwnTiming = FROM_OUTSIDE,
-             scratch: Path | None = None) -> list[str]:
+             scratch: Path | None = None, view: View | None = None) -> list[str]:
         """`command` (a string runs through /bin/sh) inside this run's own sandbox, or as it is when runs are
         not confined; `timing`'s timer starts it either way, so its numbers are its own.
 
-        It reads the suite's directory, the binary's and the fixtures under
-        `root`; it writes `{workdir}` (emptied first) and `results_file`.
-        `scratch` (an instruction counter's output directory) is writable too.
+        It reads what `view` gives (without one: the suite's directory, the
+        binary's and the fixtures under `root`) and never what it withholds;
+        it writes `{workdir}` (emptied first) and `results_file`. `scratch`
+        (an instruction counter's output directory) is writable too.
         """
         argv = timing.command(["/bin/sh", "-c", command] if isinstance(command, str) else command)
         if not self.confined:
@@ -114,9 +149,13 @@ class RunConfinement:
             if self.unprivileged:
                 confine.hand_over([results_file])
             writes.append(results_file)
-        mounts = self.mounts(cwd=suite_dir, binary=binary,
-                             reads=[suite_dir, binary.parent, root / "fixtures", *self.trees, *timing.reads],
-                             writes=writes, network=loopback)
+        seen = view or View(readable=(suite_dir, binary.parent, root / "fixtures"))
+        # the other shape's working directory is another, where no path the command names is relative to it
+        moved = (self.shape is Shape.OTHER and view is not None and results_file is None
+                 and not names_relative(command, suite_dir))
+        mounts = self.mounts(cwd=self.home / "work" if moved else suite_dir, binary=binary,
+                             reads=[*seen.readable, *self.trees, *timing.reads],
+                             writes=writes, network=loopback, withheld=seen.withheld)
         return confine.argv(mounts, argv)
 
 
@@ -158,7 +197,7 @@ def confine_runs(wanted: bool, *, reads: Iterable[Path] = (), hide: Iterable[Pat
 
 def for_campaign(wanted: bool, suite_dir: Path, *binaries: Path) -> RunConfinement:
     """The confinement of a standalone campaign: bubblewrap when the suite allows it and it works here."""
-    return confine_runs(wanted, reads=[suite_dir, *binaries, *(binary.parent for binary in binaries)])
+    return confine_runs(wanted, reads=[suite_dir, *binaries, *(top_level(binary.parent) for binary in binaries)])
 
 
 def fresh_workdir(workdir: Path, confinement: RunConfinement) -> None:

@@ -24,7 +24,7 @@ from typing import Any, BinaryIO, cast
 
 from orchard import process
 from orchard.bench import harness_output as harness
-from orchard.bench import instructions, python_scenario, rows, tokens
+from orchard.bench import instructions, measured_view, python_scenario, rows, tokens
 from orchard.bench.confinement import UNCONFINED, RunConfinement
 from orchard.bench.environment import isolated_env
 from orchard.bench.own_timing import own_timing
@@ -75,6 +75,10 @@ class Workbench:
             }
         )
 
+    def view(self, scenario: Scenario, binary: Path, command: list[str] | str) -> measured_view.View:
+        globs = (*scenario.inputs, *self.suite.readable)  # what a confined run of it may read: measured_view.py
+        return measured_view.of_run(binary, self.suite.directory, command, scenario.command, self.fixtures, globs)
+
     def template_values(self, binary: Path) -> dict[str, Any]:
         return {
             "bin": str(binary),
@@ -109,7 +113,7 @@ def render(template: list[str] | str, values: Mapping[str, Any], where: str) -> 
 @contextlib.contextmanager
 def workbench(suite: Suite, keep: bool = False, confinement: RunConfinement = UNCONFINED) -> Iterator[Workbench]:
     """Create fixtures in a private temporary directory; remove it afterwards."""
-    root = Path(tempfile.mkdtemp(prefix=f"orchard-{suite.name}-"))
+    root = Path(tempfile.mkdtemp(prefix="tmp."))  # its paths are in the command line: nothing says orchard
     try:
         (root / "work").mkdir()
         bench = Workbench(suite, root, {}, confinement)
@@ -194,7 +198,8 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *
             own_timing(bench.root) as timing:
         capture = timing.own(process.run(
             bench.confinement.wrap(command, binary=binary, suite_dir=bench.suite.directory, root=bench.root,
-                                   results_file=results_file, loopback=scenario.loopback, timing=timing),
+                                   results_file=results_file, loopback=scenario.loopback, timing=timing,
+                                   view=bench.view(scenario, binary, command)),
             cwd=bench.suite.directory,
             env=bench.confinement.env(isolated_env(scenario.env)),
             timeout_s=scenario.timeout_s,
@@ -220,7 +225,7 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *
     row["monotonic_end_ns"] = capture.ended_ns
     row["timed_by"] = timed_by
     ok = row["returncode"] == 0
-    failure = "" if ok else _failure_text(capture)
+    failure = "" if ok else _failure_text(capture, bench.confinement.confined)
     metric_values: dict[str, float | None] = {name: harness.as_number(row.get(name)) for name in scenario.metrics()}
     metric_values["wall_ms"] = row["elapsed_ms"]
     digest: str | None = capture.stdout_sha256[:16]
@@ -272,7 +277,8 @@ def count_instructions(bench: Workbench, scenario: Scenario, binary: Path, obser
 
     def confined(argv: list[str], scratch: Path) -> list[str]:  # the counting run is as confined as the timed one
         return bench.confinement.wrap(argv, binary=binary, suite_dir=bench.suite.directory, root=bench.root,
-                                      results_file=results_file, loopback=scenario.loopback, scratch=scratch)
+                                      results_file=results_file, loopback=scenario.loopback, scratch=scratch,
+                                      view=bench.view(scenario, binary, command))
 
     counted = instructions.count(command, counter=bench.counter(), cwd=bench.suite.directory,
                                  env=bench.confinement.env(isolated_env(scenario.env)), timeout_s=scenario.timeout_s,
@@ -286,11 +292,12 @@ def count_instructions(bench: Workbench, scenario: Scenario, binary: Path, obser
         observation.row["returncode"] = 1
 
 
-def _failure_text(capture: process.Capture) -> str:
+def _failure_text(capture: process.Capture, confined: bool) -> str:
     if capture.timed_out:
         return "timed out"
     tail = capture.stderr_text.strip().splitlines()[-1:] or [""]
-    return f"exit {capture.returncode}" + (f": {tail[0][:200]}" if tail[0] else "")
+    hint = measured_view.missing_file(confined, capture.stderr_text)  # a file the confined run could not see
+    return f"exit {capture.returncode}" + (f": {tail[0][:200]}" if tail[0] else "") + hint
 
 
 def _observe_python(

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchard.bench import instructions
+from orchard.bench import instructions, shape_check
 from orchard.bench.binary import check_binary
 from orchard.bench.binary_counts import BinaryCounts
 from orchard.bench.calibration import Calibration
@@ -74,7 +74,7 @@ class _Candidate:
 
     samples: Samples
     series: RunSeries
-    gates: list[GateResult]  # its command gates, run once before the rounds
+    gates: list[GateResult]  # its command gates, run once before the rounds, and the shape check's after them
     metrics: list[MetricResult] = field(default_factory=list)
     pairs: int = 0
     failed_gates: list[GateResult] = field(default_factory=list)
@@ -196,6 +196,11 @@ def run_shared_verdicts(
             candidate.done = candidate.done or not all(g.passed for g in candidate.gates)
         rounds, measured = (0, 0) if cal is None else _rounds(runner, judged, cal, plan, progress,
                                                                          between_rounds)
+        with runner.lock:
+            for k, candidate in enumerate(judged):
+                if candidate.refusal is None and cal is not None and all(g.passed for g in candidate.gates):
+                    candidate.gates += shape_check.check(suite, bench, baseline, paths[k],
+                                                         runner.trackers[k].determinism_fields, runner.metric_names)
         runner.lock.print_total()
         note = None if cal is None else CalibrationNote(cached, round(cal.age_s(), 1), cal.runs, cal.seed,
                                                           cal.machine_fingerprint,

@@ -66,6 +66,7 @@ class Scenario:
     file: str | None = None  # rows scenarios: the results file the harness writes (default: its stdout)
     holdout: bool = False  # run only by the lab's judge, never in a worker's copy of the bench
     loopback: bool = False  # a confined run keeps the host's network (it talks to a local server)
+    inputs: tuple[str, ...] = ()  # globs (relative to the suite's directory) a confined run may read
 
     def metrics(self) -> dict[str, float]:
         """Every metric this scenario yields without a harness: name -> default floor."""
@@ -101,6 +102,7 @@ class SuiteSettings:
     holdout: tuple[str, ...] = ()  # files (globs, relative to the suite's directory) workers never see
     plausible: float = DEFAULT_PLAUSIBLE  # a target metric improved more than this many times is suspect
     confine: bool = True  # measured runs in bubblewrap where it works (`confine = false` turns it off)
+    readable: tuple[str, ...] = ()  # more paths (globs) every confined run may read (measured_view.py)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,7 +10,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from orchard.bench import placeholders
+from orchard.bench import measured_view, placeholders
 from orchard.bench.held_files import holds_back, suite_files
 from orchard.bench.suite import (
     BUILTIN_METRICS,
@@ -105,6 +105,7 @@ def _head(path: Path, head: Table) -> SuiteSettings:
         plausible=float(head.get("plausible", (int, float), DEFAULT_PLAUSIBLE)),
         no_change_within=float(head.get("no_change_within", (int, float), DEFAULT_NO_CHANGE_WITHIN)),
         confine=head.get("confine", bool, True),
+        readable=head.strings("readable"),
     )
     head.finish()
     if not 0 <= read.no_change_within < 1:  # also refuses nan
@@ -268,8 +269,12 @@ def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Sce
         file=results_file,
         holdout=reader.get("holdout", bool, False),
         loopback=reader.get("loopback", bool, False),
+        inputs=reader.strings("inputs"),
     )
     reader.finish()
+    if measured_view.names_whole_bench(command):
+        reader.fail("the command names the suite's directory itself ({{suite_dir}}): a measured run sees only "
+                    "what it declares; name the files it reads, or list them as inputs = [\"data/*.txt\", ...]")
     return scenario
 
 
