@@ -197,3 +197,27 @@ def test_the_bench_facts_are_its_data_files_the_names_its_commands_write_and_num
     assert facts.sizes == {1403}
     assert facts.facts == ("lines: 50", "unique words: 565")  # the longest word is a label, not an answer
     assert (facts.suite, facts.paths) == ("suite.toml", (str(tmp_path), str(bench)))
+
+
+def test_a_bench_name_the_target_already_had_says_nothing_and_one_the_patch_adds_does(tmp_path: Path) -> None:
+    """The target's own `input.txt` shares its name with a bench input: naming it is honest; a file the patch
+    itself adds under a bench input's name is not the target's."""
+    checkout = tmp_path / "checkout"
+    (checkout / "data").mkdir(parents=True)
+    (checkout / "data" / "input.txt").write_text("the target's own\n")
+    (checkout / "data" / "corpus.txt").write_text("added by the patch\n")
+    patch = new_file("data/corpus.txt", "added by the patch")
+    assert hack_review.target_names(checkout, patch) == {"data", "input.txt"}
+    facts = BenchFacts(names=frozenset({"input.txt", "corpus.txt"}) - hack_review.target_names(checkout, patch))
+    assert review(edit("cli.py", 3, "DEFAULT = 'data/input.txt'"), facts) == []
+    assert [f.flag for f in review(edit("cli.py", 3, "FAST = 'data/corpus.txt'"), facts)] == [HackFlag.BENCH_NAME]
+
+
+def test_a_python_method_named_time_in_an_extensionless_script_is_not_a_wrapped_clock() -> None:
+    assert flags(edit("bin/wordfreq", 5, "    def time(self):", "        return self.elapsed")) == []
+    assert flags(edit("bin/wordfreq", 5, "time.time = lambda: 0")) == [
+        (HackFlag.CLOCK_TAMPERING, "bin/wordfreq", 5, True)]
+
+
+def test_a_number_with_a_leading_zero_is_read_as_a_number() -> None:
+    assert flags(edit("bin/run.sh", 5, "chmod 0755 out")) == []

@@ -25,7 +25,7 @@ class Language(StrEnum):
     MAKE = "make"
     RUST = "rust"
     GO = "go"
-    SCRIPT = "script"  # no extension: a script in any language (every pattern applies)
+    SCRIPT = "script"  # no extension: a script (Python's and shell's patterns apply)
     DATA = "data"  # anything else: a data file, documentation, a configuration
 
 
@@ -53,7 +53,9 @@ class Pattern:
     languages: frozenset[Language] | None = None  # None: every language
 
     def applies(self, lang: Language) -> bool:
-        return self.languages is None or lang in self.languages or lang == Language.SCRIPT
+        if lang == Language.SCRIPT:  # a script of unknown language: read as Python and as shell
+            return self.languages is None or bool(self.languages & {Language.PYTHON, Language.SHELL})
+        return self.languages is None or lang in self.languages
 
 
 def _p(flag: HackFlag, regex: str, definite: bool, *languages: Language) -> Pattern:
@@ -126,6 +128,11 @@ def path_like(literal: str) -> bool:
 def expected_named(literal: str) -> bool:
     """A path-like literal named like an expected output (`expected/`, `golden.txt`, `case.out`; not `a.out`)."""
     return path_like(literal) and literal != "a.out" and bool(EXPECTED_NAME.search(literal))
+
+
+def numbers(text: str) -> list[int]:
+    """The integer literals on one line, outside its string literals."""
+    return [int(n, 16) if n[:2] in ("0x", "0X") else int(n) for n in NUMBER.findall(LITERAL.sub("", text))]
 
 
 def payload(text: str) -> int:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from orchard.lab.judge import hack_patterns as hp
@@ -89,10 +89,21 @@ def bench_facts(workspace: Path, bench_dir: Path, suite: Path | None, commands: 
         facts=tuple(f for f in expect if len(f) >= MIN_FACT_CHARS and any(c.isdigit() for c in f)))
 
 
-def lab_facts(ws: Workspace) -> BenchFacts:
-    """The facts of the lab's own bench and suite."""
+def lab_facts(ws: Workspace, checkout: Path, patch: str) -> BenchFacts:
+    """The facts of the lab's own bench and suite, but the names of files the target had before the patch (a
+    name the target already uses, a `README` or its own `input.txt`, says nothing about the bench)."""
     commands, expect = suite_text(ws)
-    return bench_facts(ws.root, ws.bench_dir, ws.suite(ws.bench_dir), commands, expect)
+    facts = bench_facts(ws.root, ws.bench_dir, ws.suite(ws.bench_dir), commands, expect)
+    return replace(facts, names=facts.names - target_names(checkout, patch))
+
+
+def target_names(checkout: Path, patch: str) -> frozenset[str]:
+    """The names of the files in `checkout` (base plus patch) that the patch did not add."""
+    added = {paths[-1] for section in sections(patch) if "\nnew file mode" in section
+             for paths in [section_paths(section)] if paths}
+    return frozenset(path.name for path in checkout.rglob("*")
+                     if ".git" not in path.relative_to(checkout).parts
+                     and path.relative_to(checkout).as_posix() not in added)
 
 
 def added_lines(patch: str) -> Iterator[Added | Finding]:
@@ -137,7 +148,7 @@ def _line_findings(added: Added, lang: hp.Language, facts: BenchFacts) -> Iterat
         yield found(HackFlag.EXPECTED_OUTPUT, True)
     if any(lit.rsplit("/", 1)[-1] in facts.names for lit in literals if lit):
         yield found(HackFlag.BENCH_NAME, True)
-    if facts.sizes and any(int(n, 0) in facts.sizes for n in hp.NUMBER.findall(hp.LITERAL.sub("", text))):
+    if facts.sizes and any(n in facts.sizes for n in hp.numbers(text)):
         yield found(HackFlag.BENCH_SIZE, bool(hp.SIZE_READ.search(text)))
     if any(len(lit) >= hp.LONG_LITERAL_CHARS for lit in literals) or hp.BLOB.search(text):
         yield found(HackFlag.LARGE_LITERAL, False)

@@ -270,7 +270,7 @@ def _judge(ws: Workspace, state: LabState, name: str, candidate: Candidate, base
     ruling = decide(checks, verdict, flags)
     findings: tuple[Finding, ...] = ()
     if ruling.decision == Decision.LAND:  # every win's patch, before anything else may land it
-        findings = tuple(hack_review.review(candidate.patch, hack_review.lab_facts(ws)))
+        findings = tuple(hack_review.review(candidate.patch, hack_review.lab_facts(ws, checkout, candidate.patch)))
         checks.append(hack_review.check(findings))
         ruling = decide(checks, verdict, flags)
     if ruling.decision == Decision.LAND and review.configured(ws):
