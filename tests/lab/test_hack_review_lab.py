@@ -1,8 +1,8 @@
 """The hack review through a real `orchard run` (issue 36, item 3): a win that reads the lab's own variables is
 KILLed naming its flag, file and line; a win that checks for a terminal is held for a person, shown by
-`orchard status` and `orchard review`, and lands when `orchard review --land` asks; one that writes under /tmp is
-held and then killed by `--kill`; the honest win beside them lands on its own. Every step is journaled with
-who asked."""
+`orchard status`, the dashboard's experiment page and `orchard review`, and lands when `orchard review --land`
+asks; one that writes under /tmp is held and then killed by `--kill`; the honest win beside them lands on its
+own. Every step is journaled with who asked."""
 
 from __future__ import annotations
 
@@ -16,15 +16,15 @@ import pytest
 import tomli_w
 
 from orchard.lab.db.state import LabState
+from orchard.lab.notebook.experiment_page import page_html, read_page
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hack_findings import Settlement, WinHeld, WinSettled
 from orchard.lab.records.hypothesis import HypothesisStatus
 from orchard.lab.records.judgment import Decision, Rule
+from orchard.lab.workers.workspace import Workspace
 from orchard.lab.workers.workspace_init import init_workspace
 from tests.lab.lab_helpers import command_launcher, git, lab_config, make_repo, one_worker
-from tests.lab.loop_support import FINISHED, RUN_SH_TARGET, STDOUT_SUITE
-
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+from tests.lab.loop_support import FINISHED, RUN_SH_TARGET, STDOUT_SUITE, snapshot
 
 LOOP = 'i=0; while [ $i -lt $n ]; do echo "line $i"; i=$((i+1)); done\n'
 PARTS = ("a", "b", "c", "d")
@@ -72,6 +72,26 @@ def _experiments(root: Path) -> dict[str, str]:
         state.close()
 
 
+def _assert_shown_held(root: Path, names: dict[str, str]) -> None:
+    """`orchard status` (JSON and text) and the dashboard's experiment page show each held win's flags."""
+    status = json.loads(_orchard("status", str(root), "--json").stdout)
+    assert {h["experiment"]: h["findings"] for h in status["held"]} == {
+        names["sniff-terminal"]: ["env-sniffing at b.sh:1: n=40; [ -t 1 ] && n=400"],
+        names["tmp-cache"]: ['cache-write at d.sh:1: n=40; out="/tmp/wf-cache"']}
+    shown = _orchard("status", str(root)).stdout
+    assert f"held for review: {names['sniff-terminal']}" in shown and "cache-write at d.sh:1" in shown
+    ws, state = Workspace.open(root), LabState.open(root)
+    try:
+        page = read_page(ws, state, names["sniff-terminal"])
+        assert page is not None
+        html = page_html(ws, page)  # the dashboard's experiment page
+    finally:
+        state.close()
+    assert "Hack review (held for a person" in html and "<code>b.sh:1</code>" in html
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_a_definite_hack_is_killed_a_doubtful_one_waits_for_a_person_and_the_honest_win_lands(tmp_path: Path) -> None:
     root = _lab(tmp_path)
     run = _orchard("run", str(root))
@@ -91,10 +111,7 @@ def test_a_definite_hack_is_killed_a_doubtful_one_waits_for_a_person_and_the_hon
         state.close()
     assert "sniff-terminal" not in git(root.parent / "target", "show", "lab/main:b.sh")
 
-    status = json.loads(_orchard("status", str(root), "--json").stdout)
-    assert {h["experiment"]: h["findings"] for h in status["held"]} == {
-        names["sniff-terminal"]: ["env-sniffing at b.sh:1: n=40; [ -t 1 ] && n=400"],
-        names["tmp-cache"]: ['cache-write at d.sh:1: n=40; out="/tmp/wf-cache"']}
+    _assert_shown_held(root, names)
     listed = _orchard("review", str(root))
     assert listed.returncode == 0 and "env-sniffing at b.sh:1: n=40; [ -t 1 ] && n=400" in listed.stdout
     refused = _orchard("review", str(root), "--land", names["sniff-orchard"])
@@ -121,3 +138,15 @@ def test_a_definite_hack_is_killed_a_doubtful_one_waits_for_a_person_and_the_hon
     assert "out=" not in git(root.parent / "target", "show", "lab/main:d.sh")
     journal = (root / "JOURNAL.md").read_text()
     assert "Settled in review by alice: **land**." in journal and "Settled in review by bob: **kill**." in journal
+
+
+def test_review_refuses_an_unknown_experiment_and_two_settlements_with_exit_2_and_records_nothing(
+        tmp_path: Path) -> None:
+    root = _lab(tmp_path)
+    before = snapshot(root)
+    assert _orchard("review", str(root)).stdout.strip() == "no win is held for review"
+    unknown = _orchard("review", str(root), "--land", "nope")
+    assert unknown.returncode == 2 and "nope: no such experiment" in unknown.stderr
+    both = _orchard("review", str(root), "--land", "a", "--kill", "b")
+    assert both.returncode == 2 and "--land and --kill: choose one" in both.stderr
+    assert snapshot(root) == before
