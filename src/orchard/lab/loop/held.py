@@ -12,6 +12,7 @@ lands (`landing/land_checks.py`).
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -73,16 +74,13 @@ def settle(ws: Workspace, state: LabState, experiment: str, settlement: Settleme
     with state.transaction():
         state.log(WinSettled(settlement, by), experiment)
         state.update_experiment(experiment, status=ExperimentStatus.LANDING)
-    try:
-        lock = workspace_lock.hold(ws.root)
-        lock.__enter__()
-    except UsageError:  # a lab runs on the workspace: its loop lands every LANDING experiment
-        return f"{experiment}: landing, by the lab running on {ws.root} (asked by {by})"
-    try:
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(workspace_lock.hold(ws.root))
+        except UsageError:  # a lab runs on the workspace: its loop lands every LANDING experiment
+            return f"{experiment}: landing, by the lab running on {ws.root} (asked by {by})"
         hypothesis = state.hypothesis(record.hypothesis).hypothesis
         outcome = landing.land(ws, state, state.experiment(experiment), record.judgment, hypothesis, progress=say)
         _, said = landed.record(state, state.experiment(experiment), outcome)
-    finally:
-        lock.__exit__(None, None, None)
     notebook.write_notebook(ws, state)
     return said
