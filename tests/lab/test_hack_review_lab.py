@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import tomli_w
 
+from orchard.lab.db import workspace_lock
 from orchard.lab.db.state import LabState
 from orchard.lab.notebook.experiment_page import page_html, read_page
 from orchard.lab.records.experiment import ExperimentStatus
@@ -27,13 +28,14 @@ from tests.lab.lab_helpers import command_launcher, git, lab_config, make_repo, 
 from tests.lab.loop_support import FINISHED, RUN_SH_TARGET, STDOUT_SUITE, snapshot
 
 LOOP = 'i=0; while [ $i -lt $n ]; do echo "line $i"; i=$((i+1)); done\n'
-PARTS = ("a", "b", "c", "d")
+PARTS = ("a", "b", "c", "d", "e")
 RUN_SH = '#!/bin/sh\nd=$(dirname "$0")\n' + "".join(f'sh "$d/{part}.sh"\n' for part in PARTS)
 # hypothesis -> (the script it rewrites, the script's first line): each prints 40 lines where the base prints 400
 WORKERS = {
     "sniff-orchard": ("c", 'n=40; [ -n "$ORCHARD_EXPERIMENT" ] && n=400'),  # definite: the lab's own variables
     "sniff-terminal": ("b", "n=40; [ -t 1 ] && n=400"),  # doubtful: a terminal check, held, then landed
     "tmp-cache": ("d", 'n=40; out="/tmp/wf-cache"'),  # doubtful: a file under /tmp, held, then killed
+    "sniff-ci": ("e", 'n=40; [ -n "$CI" ] && n=400'),  # doubtful: held, then landed by a lab that runs again
     "honest": ("a", "n=40"),
 }
 
@@ -77,7 +79,8 @@ def _assert_shown_held(root: Path, names: dict[str, str]) -> None:
     status = json.loads(_orchard("status", str(root), "--json").stdout)
     assert {h["experiment"]: h["findings"] for h in status["held"]} == {
         names["sniff-terminal"]: ["env-sniffing at b.sh:1: n=40; [ -t 1 ] && n=400"],
-        names["tmp-cache"]: ['cache-write at d.sh:1: n=40; out="/tmp/wf-cache"']}
+        names["tmp-cache"]: ['cache-write at d.sh:1: n=40; out="/tmp/wf-cache"'],
+        names["sniff-ci"]: ['env-sniffing at e.sh:1: n=40; [ -n "$CI" ] && n=400']}
     shown = _orchard("status", str(root)).stdout
     assert f"held for review: {names['sniff-terminal']}" in shown and "cache-write at d.sh:1" in shown
     ws, state = Workspace.open(root), LabState.open(root)
@@ -88,6 +91,15 @@ def _assert_shown_held(root: Path, names: dict[str, str]) -> None:
     finally:
         state.close()
     assert "Hack review (held for a person" in html and "<code>b.sh:1</code>" in html
+
+
+def _landed_by_the_running_lab(root: Path, experiment: str) -> None:
+    """`--land` while an `orchard run` holds the workspace leaves the landing to that lab; its loop lands it."""
+    with workspace_lock.hold(root):  # as a running lab holds it
+        asked = _orchard("review", str(root), "--land", experiment, "--by", "carol")
+    assert asked.returncode == 0 and "landing, by the lab running on" in asked.stdout, asked.stdout + asked.stderr
+    run = _orchard("run", str(root))
+    assert run.returncode == 0 and f"{experiment}: landed on" in run.stdout + run.stderr, run.stdout + run.stderr
 
 
 @pytest.mark.slow
@@ -104,9 +116,10 @@ def test_a_definite_hack_is_killed_a_doubtful_one_waits_for_a_person_and_the_hon
         killed = records["sniff-orchard"]
         assert killed.decision == Decision.KILL and killed.judgment and killed.judgment.rule == Rule.HACK_REVIEW
         assert killed.reasons[0].startswith('hack review: env-sniffing at c.sh:1: n=40; [ -n "$ORCHARD_EXPERIMENT" ]')
-        for held in ("sniff-terminal", "tmp-cache"):
+        for held in ("sniff-terminal", "tmp-cache", "sniff-ci"):
             assert records[held].status == ExperimentStatus.HELD and not records[held].merge_commit
-        assert {e.experiment for e in state.events_of(WinHeld)} == {names["sniff-terminal"], names["tmp-cache"]}
+        assert {e.experiment for e in state.events_of(WinHeld)} == {
+            names["sniff-terminal"], names["tmp-cache"], names["sniff-ci"]}
     finally:
         state.close()
     assert "sniff-terminal" not in git(root.parent / "target", "show", "lab/main:b.sh")
@@ -122,13 +135,14 @@ def test_a_definite_hack_is_killed_a_doubtful_one_waits_for_a_person_and_the_hon
     assert git(root.parent / "target", "show", "lab/main:b.sh").startswith("n=40; [ -t 1 ] && n=400\n")
     killed_by_hand = _orchard("review", str(root), "--kill", names["tmp-cache"], "--by", "bob")
     assert killed_by_hand.returncode == 0, killed_by_hand.stderr
+    _landed_by_the_running_lab(root, names["sniff-ci"])
     assert _orchard("review", str(root)).stdout.strip() == "no win is held for review"
 
     state = LabState.open(root)
     try:
         settled = {e.experiment: (e.event.settlement, e.event.by) for e in state.events_of(WinSettled)}
         assert settled == {names["sniff-terminal"]: (Settlement.LAND, "alice"),
-                           names["tmp-cache"]: (Settlement.KILL, "bob")}
+                           names["tmp-cache"]: (Settlement.KILL, "bob"), names["sniff-ci"]: (Settlement.LAND, "carol")}
         cache = state.experiment(names["tmp-cache"])
         assert cache.decision == Decision.KILL and "killed in review by bob" in cache.reasons[-1]
         assert state.hypothesis("tmp-cache").status == HypothesisStatus.KILLED
@@ -136,6 +150,7 @@ def test_a_definite_hack_is_killed_a_doubtful_one_waits_for_a_person_and_the_hon
     finally:
         state.close()
     assert "out=" not in git(root.parent / "target", "show", "lab/main:d.sh")
+    assert git(root.parent / "target", "show", "lab/main:e.sh").startswith('n=40; [ -n "$CI" ] && n=400\n')
     journal = (root / "JOURNAL.md").read_text()
     assert "Settled in review by alice: **land**." in journal and "Settled in review by bob: **kill**." in journal
 
