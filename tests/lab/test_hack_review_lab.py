@@ -17,11 +17,13 @@ import tomli_w
 
 from orchard.lab.db import workspace_lock
 from orchard.lab.db.state import LabState
+from orchard.lab.judge.measuring import LabIntegrityError
+from orchard.lab.landing.land_checks import recorded_judgment
 from orchard.lab.notebook.experiment_page import page_html, read_page
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hack_findings import Settlement, WinHeld, WinSettled
 from orchard.lab.records.hypothesis import HypothesisStatus
-from orchard.lab.records.judgment import Decision, Rule
+from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry, Rule, patch_digest
 from orchard.lab.workers.workspace import Workspace
 from orchard.lab.workers.workspace_init import init_workspace
 from tests.lab.lab_helpers import command_launcher, git, lab_config, make_repo, one_worker
@@ -165,3 +167,21 @@ def test_review_refuses_an_unknown_experiment_and_two_settlements_with_exit_2_an
     both = _orchard("review", str(root), "--land", "a", "--kill", "b")
     assert both.returncode == 2 and "--land and --kill: choose one" in both.stderr
     assert snapshot(root) == before
+
+
+def test_landing_refuses_a_held_win_until_a_person_landed_it(tmp_path: Path) -> None:
+    """lab.db's row set to `landing` by someone else is not enough: the journal must hold the `--land`."""
+    state = LabState(tmp_path / "lab.db")
+    try:
+        judgment = Judgment(Decision.LAND, ("PASS",), patch="p", patch_sha256=patch_digest("p"))
+        state.log(JudgmentEntry("h", "t", Decision.LAND, ("PASS",), patch_sha256=judgment.patch_sha256,
+                                held=("cache-write at d.sh:1: x",)), "e1")
+        with pytest.raises(LabIntegrityError, match="held this win for a person and nobody landed it"):
+            recorded_judgment(state, "e1", judgment)
+        state.log(WinSettled(Settlement.KILL, "bob"), "e1")
+        with pytest.raises(LabIntegrityError):
+            recorded_judgment(state, "e1", judgment)
+        state.log(WinSettled(Settlement.LAND, "alice"), "e1")
+        recorded_judgment(state, "e1", judgment)
+    finally:
+        state.close()
