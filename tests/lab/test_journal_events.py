@@ -19,6 +19,7 @@ from orchard.lab.db.state import LabState
 from orchard.lab.notebook.journal import render_journal
 from orchard.lab.records.db import EVENT_TYPES, Unrecognized
 from orchard.lab.records.events import AgentHung, AgentRetried, EventKind, ExperimentHost, LabStopped, SandboxNoted
+from orchard.lab.records.hack_findings import Settlement, WinHeld, WinSettled
 from orchard.lab.records.judge_host import JudgeHost, JudgeLost, JudgeStarted, JudgeStep
 from orchard.lab.records.judgment import JudgmentEntry
 from orchard.lab.records.land_steps import MainChecked, Rebased
@@ -67,7 +68,9 @@ NEWER = {EventKind.AGENT_RETRY: AgentRetried("h1", "claude", "agent rate-limited
          EventKind.AGENT_HUNG: AgentHung("h1", "claude", "agent hung: no result", 0.0, 2, None),
          EventKind.SANDBOX_NOTE: SandboxNoted("the judge's build step has the network ([target] build_network)"),
          EventKind.JUDGE_HOST: JudgeStarted(JudgeHost("judge-a", "tcp://10.0.0.2:4001"), JudgeStep.CONFIRM),
-         EventKind.JUDGE_LOST: JudgeLost(JudgeHost("judge-a", "tcp://10.0.0.2:4001"), JudgeStep.CONFIRM, "gone")}
+         EventKind.JUDGE_LOST: JudgeLost(JudgeHost("judge-a", "tcp://10.0.0.2:4001"), JudgeStep.CONFIRM, "gone"),
+         EventKind.HELD: WinHeld(("cache-write at a.py:5: db = shelve.open(CACHE)",)),
+         EventKind.SETTLED: WinSettled(Settlement.LAND, "alice")}
 
 
 def test_the_newer_kinds_read_back_what_they_write() -> None:

@@ -1,4 +1,4 @@
-"""The lab's commands: `init`, `run`, `status`, `plan`, `report`, `finalize`, `serve` and `demo`, and the
+"""The lab's commands: `init`, `run`, `status`, `plan`, `report`, `finalize`, `serve`, `demo` and `review`, and the
 opening of a lab's workspace and lab.db they share with the backlog's commands."""
 
 from __future__ import annotations
@@ -211,3 +211,36 @@ def demo(workspace: Path | None, workers: int, executor: str) -> None:
     console.print(f"final report: {ws.root / 'FINAL_REPORT.md'}", markup=False)
     console.print((ws.root / "FINAL_REPORT.md").read_text(), markup=False)
 
+
+
+@click.command()
+@workspace_argument
+@click.option("--land", "to_land", metavar="EXPERIMENT", help="Land this held win: the normal landing goes on.")
+@click.option("--kill", "to_kill", metavar="EXPERIMENT", help="Kill this held win.")
+@click.option("--by", default=None, help="Who decides, as the journal records it (default: the user running this).")
+def review(workspace: Path, to_land: str | None, to_kill: str | None, by: str | None) -> None:
+    """The wins the hack review held for a person, each flag at its file and line; --land or --kill settles one."""
+    import getpass
+
+    from orchard.lab.loop.held import held_wins, settle
+    from orchard.lab.notebook.terminal import visible
+    from orchard.lab.records.hack_findings import Settlement
+
+    if to_land and to_kill:
+        raise UsageError("--land and --kill: choose one (each settles one held win)")
+    with open_lab(workspace) as (ws, state):
+        if to_land or to_kill:
+            settlement = Settlement.LAND if to_land else Settlement.KILL
+            said = settle(ws, state, to_land or to_kill or "", settlement, by or getpass.getuser(),
+                          say=lambda text: click.echo(text, err=True))
+            click.echo(said)
+            return
+        wins = held_wins(state)
+    if not wins:
+        click.echo("no win is held for review")
+    for win in wins:
+        click.echo(f"{win.experiment}  {visible(win.hypothesis)}: {visible(win.title)}")
+        for finding in win.findings:
+            click.echo(f"  {visible(finding.describe())}")
+    if wins:
+        click.echo(f"settle each: orchard review {workspace} --land EXPERIMENT | --kill EXPERIMENT")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from orchard.confine import exit_hint
-from orchard.lab.judge import plausibility, review, weakened
+from orchard.lab.judge import hack_review, plausibility, review, weakened
 from orchard.lab.judge.measuring import (
     BinaryChanged,
     MeasureProgress,
@@ -36,6 +36,7 @@ from orchard.lab.judge.measuring import (
 )
 from orchard.lab.records.build import BuiltBinary, Check, CheckName
 from orchard.lab.records.candidate import Candidate, Flag
+from orchard.lab.records.hack_findings import Finding
 from orchard.lab.records.judgment import Decision, Judgment, Rule, Ruling, patch_digest
 from orchard.lab.text import a_few
 from orchard.lab.workers.vcs import VcsError
@@ -86,6 +87,7 @@ BUILT: Stated = (
 )
 MEASURED: Stated = (
     (CheckName.PLAUSIBLE, "implausible: {}", Rule.PLAUSIBLE),
+    (CheckName.HACK_REVIEW, "hack review: {}", Rule.HACK_REVIEW),
     (CheckName.REVIEW, "review rejected: {}", Rule.REVIEW),
 )
 
@@ -266,13 +268,18 @@ def _judge(ws: Workspace, state: LabState, name: str, candidate: Candidate, base
     if (plausible := plausibility.check(verdict, plausible_bound(ws))) is not None:
         checks.append(plausible)
     ruling = decide(checks, verdict, flags)
+    findings: tuple[Finding, ...] = ()
+    if ruling.decision == Decision.LAND:  # every win's patch, before anything else may land it
+        findings = tuple(hack_review.review(candidate.patch, hack_review.lab_facts(ws, checkout, candidate.patch)))
+        checks.append(hack_review.check(findings))
+        ruling = decide(checks, verdict, flags)
     if ruling.decision == Decision.LAND and review.configured(ws):
         progress(f"{name}: review")
         hypothesis = state.hypothesis(state.experiment(candidate.experiment).hypothesis).hypothesis
         experiment = review.experiment_for(name, hypothesis, candidate, ws)
         checks.append(review.review(ws, experiment, candidate, verdict, checks, checkout))
         ruling = decide(checks, verdict, flags)
-    return _finish(ruling, checks, str(checkout), verdict, base, candidate, built)
+    return replace(_finish(ruling, checks, str(checkout), verdict, base, candidate, built), findings=findings)
 
 
 def _built_and_tested(ws: Workspace, state: LabState, name: str, checkout: Path, values: dict[str, str], base: str,

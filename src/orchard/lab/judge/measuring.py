@@ -194,6 +194,18 @@ def plausible_bound(ws: Workspace) -> float:
     return bench.load_suite(path).plausible if path is not None else bench.Suite.plausible
 
 
+def suite_text(ws: Workspace) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The suite's fixture and scenario commands as text, and every fact its scenarios expect (held-out ones too):
+    what the hack review holds a patch against. Empty without a suite."""
+    path = ws.suite(ws.bench_dir)
+    if path is None:
+        return (), ()
+    suite = bench.load_suite(path)
+    commands = [f.command for f in suite.fixtures] + [s.command for s in suite.scenarios if s.command is not None]
+    return (tuple(c if isinstance(c, str) else shlex.join(c) for c in commands),
+            tuple(fact for scenario in suite.scenarios for fact in scenario.expect))
+
+
 def suite_path(ws: Workspace) -> Path:
     suite_path = ws.suite(ws.bench_dir)
     if suite_path is None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchard.lab.judge.measuring import LabIntegrityError
+from orchard.lab.records.hack_findings import Settlement, WinSettled
 from orchard.lab.records.hypothesis import Hypothesis, outside_scope
 from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry, patch_digest
 from orchard.lab.text import a_few
@@ -51,11 +52,17 @@ def recorded_judgment(state: LabState, name: str, judgment: Judgment) -> None:
     """A LAND only the judge decided: the journal holds this experiment's LAND judgment of this very patch.
 
     lab.db's experiment row alone is not enough (a worker without a sandbox can write it): without the
-    journal's entry nothing is committed, pushed or merged.
+    journal's entry nothing is committed, pushed or merged; a win the hack review held needs a person's
+    `orchard review --land` in the journal too.
     """
     entries = [e.event for e in state.events_of(JudgmentEntry) if e.experiment == name]
-    if not judgment.patch_sha256 or not any(e.decision == Decision.LAND and e.patch_sha256 == judgment.patch_sha256
-                                            for e in entries):
+    landing = [e for e in entries if e.decision == Decision.LAND and e.patch_sha256 == judgment.patch_sha256]
+    if not judgment.patch_sha256 or not landing:
         raise LabIntegrityError(f"{name}: lab.db says LAND, but the journal has no judgment that landed this patch "
                                 f"({judgment.patch_sha256[:12] or 'no hash'}): lab.db was edited; nothing was "
                                 "committed, merged or pushed")
+    settled = [e.event.settlement for e in state.events_of(WinSettled) if e.experiment == name]
+    if any(e.held for e in landing) and Settlement.LAND not in settled:
+        raise LabIntegrityError(f"{name}: the hack review held this win for a person and nobody landed it "
+                                "(`orchard review --land`): lab.db was edited; nothing was committed, merged or "
+                                "pushed")

@@ -44,6 +44,7 @@ from orchard.lab.loop.agent_retry import Agents
 from orchard.lab.loop.disk_limits import DiskLimits
 from orchard.lab.loop.isolation import Stage, end_experiment, lab_wide, pausing
 from orchard.lab.loop.judging import Judging
+from orchard.lab.loop.landed import record as record_landing
 from orchard.lab.loop.refill import Refill
 from orchard.lab.loop.slots import slots
 from orchard.lab.loop.start import start_beside
@@ -51,6 +52,7 @@ from orchard.lab.notebook import files as records
 from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.records.events import BacklogChanged, EventKind, SandboxNoted
 from orchard.lab.records.experiment import Experiment, ExperimentStatus
+from orchard.lab.records.hack_findings import WinHeld
 from orchard.lab.records.hypothesis import HypothesisStatus
 from orchard.lab.records.judge_host import JudgeLost
 from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry
@@ -211,12 +213,15 @@ class Lab:
         entry = self.state.hypothesis(record.hypothesis)
         hypothesis = entry.hypothesis
         status = Status.LANDING if judgment.decision == Decision.LAND else Status.DONE
+        status = Status.HELD if judgment.held else status
         event = JudgmentEntry.of(judgment, hypothesis, None if record.candidate is None else record.candidate.usage,
                                  self.ws.config.workers.sandbox)
         with self.state.transaction():
             self.state.update_experiment(record.name, status=status, judgment=judgment,
                                          decision=judgment.decision, reasons=judgment.reasons)
             self.state.log(event, record.name)
+            if event.held:
+                self.state.log(WinHeld(event.held), record.name)
             if judgment.decision == Decision.KILL:
                 self.state.update_hypothesis(hypothesis.id, status=HypothesisStatus.KILLED)
                 lowered = backlog.learn_from_kill(self.state, entry)
@@ -229,11 +234,12 @@ class Lab:
                 self.state.add_hypothesis(child, source="iterate", parent=hypothesis.id)
             else:
                 self.state.update_hypothesis(hypothesis.id, status=HypothesisStatus.LANDED)
-            stop.count_judged(self.state, self.ws.config.workers.count, judgment.decision == Decision.LAND)
+            stop.count_judged(self.state, self.ws.config.workers.count, status == Status.LANDING)
             self.state.set_counter(stop.LAUNCHER_FAILURES, 0)  # a worker that worked ends a run of launcher failures
-        if judgment.decision == Decision.LAND:
+        if status == Status.LANDING:
             self.decided[record.name] = judgment
-        self.say(f"{record.name}: {judgment.decision}: {'; '.join(judgment.reasons)[:300]}")
+        held = f" (held for a person: `orchard review {self.ws.root}`)" if judgment.held else ""
+        self.say(f"{record.name}: {judgment.decision}{held}: {'; '.join(judgment.reasons)[:300]}")
         if judgment.checkout and judgment.decision != Decision.LAND:
             shutil.rmtree(judgment.checkout, ignore_errors=True)
         self.render()
@@ -242,18 +248,8 @@ class Lab:
         if outcome.judge_lost is not None:
             self._judge_again(record, outcome.judge_lost)
             return
-        reasons = list(record.reasons) + outcome.notes
-        won = outcome.merged and not outcome.reverted
-        with self.state.transaction():
-            self.state.update_experiment(record.name, status=Status.DONE, branch=outcome.branch,
-                                         land_commit=outcome.commit, merge_commit=outcome.merge_commit,
-                                         reasons=reasons)
-            if won:
-                self.state.set_counter(stop.MERGED, self.state.counter(stop.MERGED) + 1)
-        merged = "branch kept, not merged"
-        if won:
-            merged = "merged into main" + ("" if outcome.published else ", NOT published to the target")
-        self.say(f"{record.name}: landed on {outcome.branch} ({merged})")
+        won, said = record_landing(self.state, record, outcome)
+        self.say(said)
         self.render()
         if won and sweep.after_win(self.ws, self.state, say=self.say, measure_progress=self.measure_progress):
             self.render()

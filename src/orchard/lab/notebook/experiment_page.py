@@ -95,6 +95,13 @@ def _verdict(page: ExperimentPage) -> str:
     reasons = "".join(f"<li>{escape(r)}</li>" for r in page.record.reasons)
     parts = [f"<h3>Reasons</h3><ul class=reasons>{reasons}</ul>" if reasons else "<p class=muted>no reasons yet</p>"]
     parts.append(verdict_html(page.verdict) if page.verdict else "<p class=muted>no verdict: it was not measured</p>")
+    findings = page.record.judgment.findings if page.record.judgment else ()
+    if findings:
+        held = " (held for a person: <code>orchard review --land</code> or <code>--kill</code>)" if (
+            page.record.judgment and page.record.judgment.held) else ""
+        items = "".join(f"<li><code>{escape(f.flag)}</code> at <code>{escape(f.file)}:{f.line}</code>: "
+                        f"<code>{escape(f.snippet)}</code>{'' if f.definite else ' (doubtful)'}</li>" for f in findings)
+        parts.append(f"<h3>Hack review{held}</h3><ul class=findings>{items}</ul>")
     return "".join(parts)
 
 

@@ -17,6 +17,7 @@ from orchard.lab.db.state import LabState
 from orchard.lab.judge.verdict_view import VerdictView, floor_pct, markdown_head, markdown_table, num, short_commit
 from orchard.lab.records.db import JournalEvent, Unrecognized
 from orchard.lab.records.events import Event, ExperimentHost, ExperimentStarted
+from orchard.lab.records.hack_findings import WinHeld, WinSettled
 from orchard.lab.records.judge_host import JudgeLost, JudgeStarted
 from orchard.lab.records.judgment import JudgmentEntry
 from orchard.lab.records.lab_start import LabStart
@@ -59,6 +60,11 @@ def journal_entry(event: JournalEvent[Event | Unrecognized]) -> list[str]:
                 f"before its {record.step}: judged again from scratch on another judge host."]
     elif isinstance(record, JudgmentEntry):
         body = _judgment(record)
+    elif isinstance(record, WinHeld):
+        body = ["Held for a person, not landed: the hack review doubted it (`orchard review --land` or `--kill` "
+                "settles it).", "", *(f"- {inline(finding)}" for finding in record.findings)]
+    elif isinstance(record, WinSettled):
+        body = [f"Settled in review by {inline(record.by)}: **{record.settlement}**."]
     else:
         body = _fields(record.to_dict())
     return [head, "", *body, ""]

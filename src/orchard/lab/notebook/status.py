@@ -49,6 +49,7 @@ def status(lab: LabView) -> dict[str, Any]:
                      "launcher": w.launcher, "host": w.host}
                     for w in lab.workers],
         "decisions": dict(lab.decisions),
+        "held": [{"experiment": e.name, "findings": list(e.held)} for e in lab.experiments if e.held],
         "backlog": [
             {"id": b.id, "score": round(b.score, 3), "lane": b.lane, "title": b.title} for b in lab.backlog[:8]
         ],
@@ -81,6 +82,10 @@ def render(lab: LabView) -> Group:
         parts.append(Text("no worker is running" + (f"; stopped: {visible(lab.stopped)}" if lab.stopped else "")))
     d = lab.decisions
     parts.append(Text(f"decisions: {d.get('LAND', 0)} LAND, {d.get('KILL', 0)} KILL, {d.get('ITERATE', 0)} ITERATE"))
+    for win in (e for e in lab.experiments if e.held):
+        parts.append(Text(f"held for review: {win.name} (orchard review {lab.workspace} --land|--kill {win.name})",
+                          style="bold yellow"))
+        parts += [Text(f"  {visible(finding)}") for finding in win.held]
     if lab.backlog:
         parts.append(Text("backlog (top): " + ", ".join(f"{visible(b.id)} ({round(b.score, 3)})"
                                                           for b in lab.backlog[:8])))

@@ -71,6 +71,7 @@ class ExperimentView:
     published: Published | None = None  # the push of main after its merge
     reverted: str | None = None  # the revert commit, when main regressed after its merge
     spent: Spent | None = None  # its agent's cost, its worker's, build's and verdict's time, its lock waits
+    held: tuple[str, ...] = ()  # a win held for a person: the hack review's findings, each `flag at file:line: ...`
 
 
 @dataclass(frozen=True)
@@ -264,7 +265,8 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
             verdict=VerdictView.from_verdict(judged.event.verdict if judged else None),
             branch=row.branch, merge_commit=row.merge_commit, launcher=launchers.get(row.name, ""),
             base=row.target_base, published=published.get(row.name), reverted=reverts.get(row.name),
-            spent=_spent(ws, row, launchers.get(row.name, ""), waits)))
+            spent=_spent(ws, row, launchers.get(row.name, ""), waits),
+            held=tuple(f.describe() for f in row.judgment.findings) if row.judgment and row.judgment.held else ()))
     starts = of_type(events, LabStart)
     start = starts[0].event if starts else None
     baseline = {} if start is None else dict(start.baseline)

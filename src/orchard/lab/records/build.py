@@ -47,6 +47,7 @@ class CheckName(StrEnum):
     PLAUSIBLE = "plausible"  # a win beyond the plausible factor, confirmed on held-out inputs
     REVIEW = "review"  # the reviewer approved
     SWEEP = "sweep"  # the bench's sweep after a landed win (a step only)
+    HACK_REVIEW = "hack-review"  # nothing definite in the patch's added lines (doubtful findings hold the win)
 
 
 @dataclass(frozen=True)

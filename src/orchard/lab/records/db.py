@@ -31,6 +31,7 @@ from orchard.lab.records.events import (
     WorkerStopped,
 )
 from orchard.lab.records.experiment import ExperimentStatus
+from orchard.lab.records.hack_findings import WinHeld, WinSettled
 from orchard.lab.records.hypothesis import Hypothesis, HypothesisStatus, Lane
 from orchard.lab.records.judge_host import JudgeLost, JudgeStarted
 from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry
@@ -139,7 +140,7 @@ EVENT_TYPES: dict[str, type[Event]] = {cls.kind: cls for cls in (
     SandboxNoted, ExperimentFailed,
     WorkerStopped, BaselineRebuilt, RefillStopped, OpportunitiesRead, Swept, FinalVerdictTaken, LabStopped,
     Committed, Rebased, Confirmed, BranchPushed, Merged, MainPublished, MainChecked, Reverted, RevertPublished,
-    JudgeStarted, JudgeLost)}
+    JudgeStarted, JudgeLost, WinHeld, WinSettled)}
 E = TypeVar("E", covariant=True)
 R = TypeVar("R", bound=Event)
 

@@ -30,6 +30,8 @@ class EventKind(StrEnum):
     JUDGE_HOST = "judge-host"  # a step of an experiment started on a judge host
     JUDGE_LOST = "judge-lost"  # a win's judge host left before its merge: judged again from scratch
     JUDGMENT = "judgment"
+    HELD = "held"  # a win the hack review doubted, waiting for a person
+    SETTLED = "settled"  # a person landed or killed a held win (`orchard review`)
     BACKLOG = "backlog"
     LAUNCHER_FAILURE = "launcher-failure"
     AGENT_RETRY = "agent-retry"  # rate limited or overloaded: back to the backlog, tried again after a wait

@@ -24,6 +24,7 @@ class ExperimentStatus(StrEnum):
     RUNNING = "running"  # the worker is at work
     COLLECTED = "collected"  # the worker ended; its candidate is in lab.db
     JUDGING = "judging"
+    HELD = "held"  # judged LAND, but the hack review doubted it: waiting for a person (`orchard review`)
     LANDING = "landing"  # judged LAND; the landing steps are under way
     DONE = "done"
 

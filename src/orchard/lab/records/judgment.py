@@ -17,6 +17,7 @@ from typing import Any, Self
 from orchard.lab.records.agent_usage import AgentUsage
 from orchard.lab.records.build import BuiltBinary, Check
 from orchard.lab.records.events import Event, EventKind, texts
+from orchard.lab.records.hack_findings import Finding
 from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.records.judge_host import JudgeHost
 from orchard.lab.records.measured_events import verdict_of
@@ -41,6 +42,7 @@ class Rule(StrEnum):
     TESTS_KEPT = "tests-not-weakened"
     PLAUSIBLE = "implausible-needs-held-out"
     REVIEW = "review-approved"
+    HACK_REVIEW = "no-benchmark-gaming"
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,12 @@ class Judgment:
     build_s: float = 0.0  # seconds the judge spent building and testing it
     measure_s: float = 0.0  # seconds its verdict took (lock waits included)
     judge: JudgeHost | None = None  # the judge host that judged it (None: the lab's own machine)
+    findings: tuple[Finding, ...] = ()  # the hack review's; a LAND with findings is held for a person
+
+    @property
+    def held(self) -> bool:
+        """A win the hack review doubted: it waits for a person (`orchard review`) instead of landing."""
+        return self.decision == Decision.LAND and bool(self.findings)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -87,6 +95,7 @@ class Judgment:
             # timed since this wave: a judgment an older orchard journaled reads back as it was written
             **({"build_s": self.build_s, "measure_s": self.measure_s} if self.build_s or self.measure_s else {}),
             **({} if self.judge is None else {"judge": self.judge.to_dict()}),
+            **({"findings": [f.to_dict() for f in self.findings]} if self.findings else {}),
         }
 
     @classmethod
@@ -108,6 +117,7 @@ class Judgment:
             build_s=float(data.get("build_s") or 0.0),
             measure_s=float(data.get("measure_s") or 0.0),
             judge=JudgeHost.read(data.get("judge")),
+            findings=tuple(Finding.from_dict(f) for f in data.get("findings") or ()),
         )
 
     def check_lines(self) -> list[str]:
@@ -128,6 +138,7 @@ class JudgmentEntry(Event):
     """
 
     kind = EventKind.JUDGMENT
+    OMITTED = frozenset({"held"})
     hypothesis: str
     title: str
     decision: Decision
@@ -141,6 +152,7 @@ class JudgmentEntry(Event):
     usage: AgentUsage | None = None
     sandbox: str = "bwrap"  # how the worker was confined ([workers] sandbox)
     patch_sha256: str = ""
+    held: tuple[str, ...] | None = None  # a held win's findings: it lands only after `orchard review --land`
 
     @property
     def measured(self) -> Verdict | None:
@@ -153,7 +165,8 @@ class JudgmentEntry(Event):
                    reasons=judgment.reasons, metric=hypothesis.metric, predicted=hypothesis.predicted_text,
                    cause=hypothesis.suspected_cause, rule=judgment.rule, verdict=judgment.verdict,
                    checks=tuple(judgment.check_lines()), usage=usage, sandbox=sandbox,
-                   patch_sha256=judgment.patch_sha256)
+                   patch_sha256=judgment.patch_sha256,
+                   held=tuple(f.describe() for f in judgment.findings) if judgment.held else None)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
@@ -165,4 +178,5 @@ class JudgmentEntry(Event):
             rule=None if data.get("rule") is None else Rule(data["rule"]), verdict=verdict_of(data),
             checks=texts(data.get("checks")), usage=AgentUsage.from_dict(usage) if isinstance(usage, Mapping) else None,
             sandbox=str(data.get("sandbox") or "bwrap"), patch_sha256=str(data.get("patch_sha256") or ""),
+            held=texts(data["held"]) if data.get("held") else None,
         )

@@ -1,0 +1,28 @@
+"""A landing's outcome recorded: the experiment done, its branch and commits, a kept win counted.
+
+The loop's landing thread and `orchard review --land` (a held win landed by a person while no lab runs)
+both end a landing here, so lab.db and the loop's counters read the same whichever started it.
+"""
+
+from __future__ import annotations
+
+from orchard.lab.db.state import LabState
+from orchard.lab.landing.land import LandOutcome
+from orchard.lab.loop import stop
+from orchard.lab.records.db import ExperimentRecord
+from orchard.lab.records.experiment import ExperimentStatus
+
+
+def record(state: LabState, experiment: ExperimentRecord, outcome: LandOutcome) -> tuple[bool, str]:
+    """Record how the landing ended; (whether main kept the win, the line that says where it went)."""
+    reasons = list(experiment.reasons) + outcome.notes
+    won = outcome.merged and not outcome.reverted
+    with state.transaction():
+        state.update_experiment(experiment.name, status=ExperimentStatus.DONE, branch=outcome.branch,
+                                land_commit=outcome.commit, merge_commit=outcome.merge_commit, reasons=reasons)
+        if won:
+            state.set_counter(stop.MERGED, state.counter(stop.MERGED) + 1)
+    merged = "branch kept, not merged"
+    if won:
+        merged = "merged into main" + ("" if outcome.published else ", NOT published to the target")
+    return won, f"{experiment.name}: landed on {outcome.branch} ({merged})"
