@@ -24,8 +24,8 @@ from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hack_findings import Settlement, WinHeld, WinSettled
 from orchard.lab.records.hypothesis import HypothesisStatus
 from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry, Rule, patch_digest
-from orchard.lab.workers.workspace import Workspace
-from orchard.lab.workers.workspace_init import init_workspace
+from orchard.lab.workers.workspace.workspace import Workspace
+from orchard.lab.workers.workspace.workspace_init import init_workspace
 from tests.lab.lab_helpers import command_launcher, git, lab_config, make_repo, one_worker
 from tests.lab.loop_support import FINISHED, RUN_SH_TARGET, STDOUT_SUITE, snapshot
 

@@ -32,8 +32,8 @@ from orchard.lab.records.build import Check, CheckName
 from orchard.lab.records.hack_findings import Finding, HackFlag
 from orchard.lab.records.hypothesis import is_test_file
 from orchard.lab.text import a_few
-from orchard.lab.workers.patches import section_paths, sections
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.patches import section_paths, sections
+from orchard.lab.workers.workspace.workspace import Workspace
 
 HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 SNIPPET_CHARS = 100

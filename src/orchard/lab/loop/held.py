@@ -27,7 +27,7 @@ from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hack_findings import Finding, Settlement, WinSettled
 from orchard.lab.records.hypothesis import HypothesisStatus
 from orchard.lab.records.judgment import Decision
-from orchard.lab.workers.workspace import Workspace
+from orchard.lab.workers.workspace.workspace import Workspace
 
 
 @dataclass(frozen=True)
