@@ -66,6 +66,9 @@ class Scenario:
     file: str | None = None  # rows scenarios: the results file the harness writes (default: its stdout)
     holdout: bool = False  # run only by the lab's judge, never in a worker's copy of the bench
     loopback: bool = False  # a confined run keeps the host's network (it talks to a local server)
+    variants: tuple[str, ...] | None = None  # perturbations of its inputs the judge also runs (None: the defaults)
+    variant_command: list[str] | str | None = None  # writes one more variant: {input} to {output}, with {seed}
+    variant_of: str = ""  # a variant made at verdict time: the scenario whose input it perturbs
 
     def metrics(self) -> dict[str, float]:
         """Every metric this scenario yields without a harness: name -> default floor."""

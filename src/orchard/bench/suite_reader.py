@@ -10,7 +10,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from orchard.bench import placeholders
+from orchard.bench import perturbations, placeholders
 from orchard.bench.held_files import holds_back, suite_files
 from orchard.bench.suite import (
     BUILTIN_METRICS,
@@ -268,9 +268,22 @@ def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Sce
         file=results_file,
         holdout=reader.get("holdout", bool, False),
         loopback=reader.get("loopback", bool, False),
+        variants=_variants(reader),
+        variant_command=reader.command("variant_command", required=False),
     )
+    if problem := placeholders.unknown(scenario.variant_command, perturbations.PLACEHOLDERS):
+        reader.fail(f"'variant_command': {problem}")
     reader.finish()
     return scenario
+
+
+def _variants(reader: _SuiteReader) -> tuple[str, ...] | None:
+    """The scenario's `variants`: perturbation names (absent: the defaults for its inputs; []: none)."""
+    names = reader.get("variants", list, None)
+    problem = None if names is None else perturbations.unknown(names)
+    if problem:
+        reader.fail(f"'variants': {problem}")
+    return None if names is None else tuple(names)
 
 
 def _expect_file(path: Path, reader: _SuiteReader) -> tuple[str, ...]:
