@@ -126,3 +126,20 @@ def test_an_honest_win_of_any_size_holds_on_the_variants(bench: Path, tmp_path: 
     assert {c["perturbation"] for c in checks} == {"rename", "shuffle-paragraphs+duplicate-paragraph"}
     assert all(c["held"] is True for c in checks), checks
     assert isinstance(result["variants"]["seed"], int)
+
+
+@pytest.mark.slow  # a calibration and a verdict of its own: 30 s here at load 8
+def test_a_key_a_variant_still_hits_answers_it_wrongly_and_fails_the_variant_gate(tmp_path: Path) -> None:
+    """Lines shuffled keep the size: the size-keyed lookup hits and prints the bench's rendering, which is not the
+    baseline's answer for the shuffled input (the candidate's bench output is the baseline's, so it must be)."""
+    root = tmp_path / "bench"
+    (root / "inputs").mkdir(parents=True)
+    (root / "inputs" / "corpus.txt").write_text(_corpus())
+    (root / "suite.toml").write_text(SUITE.format(variants='variants = ["shuffle-lines"]'))
+    baseline = _script(tmp_path / "baseline", PROGRAM.format(sleep=WORK_S))
+    result = verdict(root / "suite.toml", baseline, _hostile(root, "size", tmp_path), tmp_path / "results")
+    assert result["verdict"] == "REGRESSED", result["reasons"]
+    failed = [g for g in result["gates"] if not g["passed"]]
+    assert [g["name"] for g in failed] == ["held-out variant"], failed
+    assert failed[0]["detail"].startswith("count~shuffle-lines (shuffle-lines of inputs/corpus.txt): the "
+                                          "candidate's output differs from the baseline's")
