@@ -129,9 +129,7 @@ class VariantWatch:
         for variant in self.variants:
             mine = [(w, results.get(f"{variant.name}/{w.metric}")) for w in wins if w.scenario == variant.origin]
             held = None if not mine else all(r is not None and holds(w, r) for w, r in mine)
-            detail = "; ".join(f"{w.metric} {w.effect:+.1%} on the bench, "
-                               + ("unmeasured" if r is None else f"{r.effect:+.1%} [{_span(r)}]") + " here"
-                               for w, r in mine)
+            detail = "; ".join(f"{w.metric} {w.effect:+.1%} on the bench, {_shown(r)} here" for w, r in mine)
             checks.append(VariantCheck(variant.name, variant.origin, variant.perturbation, variant.source, held,
                                        detail))
         report = VariantReport(self.seed, tuple(checks), self.notes)
@@ -148,9 +146,12 @@ def _floats(baseline: list[float | None], candidate: list[float | None]) -> tupl
     return [float(v) for v in baseline if v is not None], [float(v) for v in candidate if v is not None]
 
 
-def _span(result: MetricResult) -> str:
+def _shown(result: MetricResult | None) -> str:
+    """A variant's effect and interval, as the reason states them."""
+    if result is None or result.effect is None:
+        return "unmeasured"
     low, high = result.interval or (math.nan, math.nan)
-    return f"{low:+.1%}, {high:+.1%}"
+    return f"{result.effect:+.1%} [{low:+.1%}, {high:+.1%}]"
 
 
 def watch_variants(suite: Suite, bench: Workbench, baseline: Path) -> VariantWatch:
