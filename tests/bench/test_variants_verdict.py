@@ -130,16 +130,20 @@ def test_an_honest_win_of_any_size_holds_on_the_variants(bench: Path, tmp_path: 
 
 @pytest.mark.slow  # a calibration and a verdict of its own: 30 s here at load 8
 def test_a_key_a_variant_still_hits_answers_it_wrongly_and_fails_the_variant_gate(tmp_path: Path) -> None:
-    """Lines shuffled keep the size: the size-keyed lookup hits and prints the bench's rendering, which is not the
-    baseline's answer for the shuffled input (the candidate's bench output is the baseline's, so it must be)."""
+    """A variant of the same size (a suite's own `variant_command` swaps one 3-letter word for another): the
+    size-keyed lookup hits and prints the bench's rendering, which is not the baseline's answer for that input
+    (the candidate's bench output is the baseline's, so on the variant it must be too). Shuffled lines would
+    not do: counting words does not see their order, so the bench's rendering is the right answer there."""
     root = tmp_path / "bench"
     (root / "inputs").mkdir(parents=True)
     (root / "inputs" / "corpus.txt").write_text(_corpus())
-    (root / "suite.toml").write_text(SUITE.format(variants='variants = ["shuffle-lines"]'))
+    (root / "suite.toml").write_text(SUITE.format(
+        variants='variants = []\nvariant_command = ["sh", "-c", "sed \'s/ the / and /\' \\"$0\\" > \\"$1\\"", '
+                 '"{input}", "{output}"]'))
     baseline = _script(tmp_path / "baseline", PROGRAM.format(sleep=WORK_S))
     result = verdict(root / "suite.toml", baseline, _hostile(root, "size", tmp_path), tmp_path / "results")
     assert result["verdict"] == "REGRESSED", result["reasons"]
     failed = [g for g in result["gates"] if not g["passed"]]
     assert [g["name"] for g in failed] == ["held-out variant"], failed
-    assert failed[0]["detail"].startswith("count~shuffle-lines (shuffle-lines of inputs/corpus.txt): the "
-                                          "candidate's output differs from the baseline's")
+    assert failed[0]["detail"].startswith("count~command (command of inputs/corpus.txt): the candidate's output "
+                                          "differs from the baseline's")
