@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from orchard.bench.variant_report import WIN_NOT_HELD
 from orchard.bench.verdict import MetricResult
 from orchard.lab.config.orchard_toml import ConfigError
 from orchard.lab.db.state import LabState
@@ -199,10 +200,14 @@ def test_special_casing_the_visible_input_is_killed_on_the_held_out_one(
     digest = subprocess.run(["sha256sum"], input=VISIBLE.encode(), capture_output=True, check=True).stdout[:64]
     hostile = HOSTILE[kind].replace("{hash}", digest.decode())
     judgment = judged(ws, kind, patch_of(repos[0], tmp_path, {"tool.sh": hostile}))
-    assert judgment.decision == Decision.KILL and judgment.rule == Rule.PLAUSIBLE, judgment.reasons
-    assert judgment.reasons[0].startswith("implausible: ")
-    assert "beyond the plausible bound 10x, not confirmed on held-out inputs: stdout_bytes " \
-           "(unseen/stdout_bytes no-change)" in judgment.reasons[0]
+    assert judgment.decision == Decision.KILL, judgment.reasons
+    # the variants of the visible input, made in the same verdict, catch it before the held-out scenario can:
+    # the input renamed is answered unlike the input (the name is the key), or the perturbed one shows no win
+    caught = {"special-case": "quality gate held-out variant failed (visible~rename (rename of "
+                              "fixtures/visible.txt): the baseline answers it as it answers the bench input, the "
+                              "candidate does not)",
+              "cache-by-hash": f"REGRESSED: {WIN_NOT_HELD}: visible~shuffle-paragraphs+duplicate-paragraph"}
+    assert judgment.reasons[0].startswith(caught[kind]), judgment.reasons
 
 
 def test_a_canned_answer_fails_the_held_out_recall_gate(tmp_path: Path, repos: tuple[Path, Path]) -> None:
@@ -210,6 +215,53 @@ def test_a_canned_answer_fails_the_held_out_recall_gate(tmp_path: Path, repos: t
     judgment = judged(ws, "canned", patch_of(repos[0], tmp_path, {"tool.sh": HOSTILE["canned"]}))
     assert judgment.decision == Decision.KILL and judgment.rule == Rule.GATES, judgment.reasons
     assert "quality gate information_recall failed" in judgment.reasons[0]
+
+
+PLAIN_SUITE = """
+[suite]
+name = "plain"
+runs = 6
+min_runs = 6
+calibration_runs = 6
+
+[[scenario]]
+name = "visible"
+command = ["{bin}", "{suite_dir}/fixtures/visible.txt"]
+expect = ["alpha"]
+
+[[metric]]
+name = "stdout_bytes"
+
+[[gate]]
+kind = "information_recall"
+"""
+# keyed on the visible input's hash: 42% less output there, within the plausible bound, every fact kept
+KEYED = '#!/bin/sh\nif [ "$(sha256sum < "$1" | cut -c1-64)" = "{hash}" ]; then head -c 700 "$1"; else cat "$1"; fi\n'
+TERSER = '#!/bin/sh\nsed "s/alpha /alpha/g" "$1"\n'  # 17% less output on every input, every fact kept
+
+
+@pytest.mark.parametrize("kind", slow_but(["keyed", "honest"], "keyed"))
+def test_without_held_out_inputs_a_win_keyed_on_the_bench_input_is_killed_on_its_variants(
+        tmp_path: Path, kind: str) -> None:
+    """A suite a user writes, no held-out scenario: on main the keyed change LANDed (nothing else to run it on)."""
+    target = make_repo(tmp_path / "target", {"tool.sh": TOOL, "tests/test_tool.py": TEST,
+                                             "tests/data.txt": "word word\n", "tests/test_more.py": "print(1)\n"})
+    bench = make_repo(tmp_path / "bench", {"suite.toml": PLAIN_SUITE, "fixtures/visible.txt": VISIBLE,
+                                           ".gitignore": "results/\n"})
+    ws = workspace(tmp_path, (target, bench))
+    digest = subprocess.run(["sha256sum"], input=VISIBLE.encode(), capture_output=True, check=True).stdout[:64]
+    tool = KEYED.replace("{hash}", digest.decode()) if kind == "keyed" else TERSER
+    judgment = judged(ws, kind, patch_of(target, tmp_path, {"tool.sh": tool}))
+    assert judgment.verdict is not None and judgment.verdict.variants is not None
+    checks = {c.perturbation: c for c in judgment.verdict.variants.checks}
+    if kind == "honest":
+        assert judgment.decision == Decision.LAND, judgment.reasons
+        assert all(c.held for c in checks.values()), checks
+        return
+    assert judgment.decision == Decision.KILL, judgment.reasons
+    assert judgment.reasons[0].startswith(f"REGRESSED: {WIN_NOT_HELD}: visible~shuffle-paragraphs+duplicate-"
+                                          "paragraph"), judgment.reasons
+    assert checks["rename"].held  # the same bytes elsewhere: the hash still hits
 
 
 # -- (b) the plausible bound ------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ from orchard.bench.pairs import (
 )
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import MIN_RUNS_FLOOR, Suite
+from orchard.bench.variant_watch import watch_variants
 from orchard.bench.verdict import (
     CalibrationNote,
     Direction,
@@ -174,7 +175,8 @@ def run_verdict(
     cached = cal is not None
     seed = random.SystemRandom().randrange(1, 2**31) if seed is None else seed
     with workbench(suite, confinement=confinement) as bench, RunWriter(results, "verdict", rows_summary) as writer:
-        runner = PairRunner(suite, bench, baseline, candidate, writer, seed, "verdict")
+        watch = watch_variants(suite, bench, baseline)
+        runner = PairRunner(watch.suite, bench, baseline, candidate, writer, seed, "verdict", watch)
         samples, series = Samples(suite.metrics), RunSeries([*suite.metrics, *timing_specs(suite)])
         refusal: Refusal | None = None
         if cal is None:
@@ -196,6 +198,7 @@ def run_verdict(
         metrics, flagged = series.flag(measured.metrics)
         decision = (VerdictDecision(VerdictWord.ERROR, reasons=[refusal.reason], unjudged=refusal.cause) if refusal
                     else overall(metrics, gates + measured.failed_gates))
+        decision, variants = watch.judge(decision, {} if cal is None else cal.noise(), suite.alpha)
         decision.reasons.extend(flagged if refusal is None else [])
         decision.reasons.extend(extension_note(measured.pairs, max_runs, measured.went_on))
         warnings = runner.tracker.warnings + ([] if cal is None else
@@ -213,7 +216,7 @@ def run_verdict(
         lock_wait_ms=runner.lock.total_wait_ms, rows=writer.path, summary=writer.summary_path,
         unjudged=decision.unjudged, confinement=confinement.note,
         advice=advise(suite.metrics, decision.metrics, cpu_share(suite, series),
-                      lambda: instructions.available() is not None),
+                      lambda: instructions.available() is not None), variants=variants,
     )
 
 

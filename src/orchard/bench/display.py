@@ -130,6 +130,8 @@ def print_verdict(console: Console, verdict: Verdict) -> None:
         console.print(verdict.confinement, markup=False)
     console.print(f"pair order seed: {verdict.seed}; pairs judged: {verdict.pairs} of up to {verdict.planned_pairs}"
                   + early_scenarios(verdict), markup=False)
+    if verdict.variants is not None:
+        console.print(verdict.variants.line(), markup=False)
     print_decision(console, as_decision(verdict), verdict.warnings)
     for advice in verdict.advice:  # one line each, never wrapped: what to measure instead of a noisy timing metric
         console.print(f"[yellow]advice:[/] {escape(advice.line())}", soft_wrap=True)
@@ -173,6 +175,7 @@ def verdict_facts(verdict: Verdict, suite: str) -> list[str]:
         f"pair order seed {verdict.seed}",
         calibration_line(verdict.calibration),
         *([verdict.confinement] if verdict.confinement else []),
+        *([verdict.variants.line()] if verdict.variants else []),
     ]
     return facts + [f"warning: {warning}" for warning in verdict.warnings] + [
         f"advice: {advice.line()}" for advice in verdict.advice]

@@ -76,6 +76,10 @@ def bench_root(suite_dir: Path, projects: Iterable[Path]) -> Path:
     return suite_dir if any(inside(p, top) for p in projects) else top
 
 
+ASK_FOR_INPUTS = ("the command names the suite's directory itself ({suite_dir}): a measured run sees only what it "
+                  "declares; name the files it reads, or list them as inputs = [\"data/*.txt\", ...]")
+
+
 def names_whole_bench(template: list[str] | str | None) -> bool:
     """Whether a command names the suite's directory itself (a directory a program could walk)."""
     if template is None:

@@ -21,6 +21,7 @@ from orchard.bench.lock import MeasurementLock
 from orchard.bench.measure import Observation, RunSpec, Workbench, count_instructions, observe
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import MIN_RUNS_FLOOR, Scenario, Suite
+from orchard.bench.variant_watch import VariantWatch
 from orchard.bench.verdict import (
     GateResult,
     Method,
@@ -95,8 +96,10 @@ class PairRunner:
         writer: RunWriter,
         seed: int,
         lane: str,
+        watch: VariantWatch | None = None,  # a verdict's held-out variants, its scenarios in `suite`
     ) -> None:
         self.suite = suite
+        self.watch = watch
         self.bench = bench
         self.binaries = {"baseline": baseline, "candidate": candidate}
         self.writer = writer
@@ -131,7 +134,7 @@ class PairRunner:
         measured: list[tuple[Scenario, dict[str, Observation]]] = []
         with self.lock:
             for scenario in self.suite.scenarios:
-                if scenario.name in self.retired:
+                if {scenario.name, scenario.variant_of} & self.retired:
                     continue
                 order = ("baseline", "candidate") if self.rng.random() < 0.5 else ("candidate", "baseline")
                 seen: dict[str, Observation] = {}
@@ -161,6 +164,8 @@ class PairRunner:
             base, cand = seen["baseline"], seen["candidate"]
             check_comparable(base, cand)
             results.append((base, cand, self.tracker.check_pair(base, cand)))
+        if self.watch is not None and results:
+            results[-1][2].extend(self.watch.pair(warmup, [(base, cand) for base, cand, _ in results]))
         check_binaries(self.binaries, {role: subject["binary_sha256"] for role, subject in self.subjects.items()})
         return results
 

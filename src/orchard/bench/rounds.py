@@ -19,6 +19,7 @@ from orchard.bench.measure import Observation, RunSpec, Workbench, count_instruc
 from orchard.bench.pairs import IncomparableRows, check_binaries, check_comparable
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import Scenario, Suite
+from orchard.bench.variant_watch import VariantWatch
 from orchard.bench.verdict import GateResult
 
 BASELINE = "baseline"
@@ -43,8 +44,9 @@ class RoundRunner:
     """Measures the rounds of one shared-baseline campaign and records every run as a row."""
 
     def __init__(self, suite: Suite, bench: Workbench, baseline: Path, candidates: Sequence[Path], writer: RunWriter,
-                 seed: int, lane: str) -> None:
+                 seed: int, lane: str, watches: Sequence[VariantWatch] = ()) -> None:
         self.suite = suite
+        self.watches = list(watches)  # each candidate's held-out variants (their scenarios in `suite`), or none
         self.bench = bench
         self.binaries = {BASELINE: baseline, **{role_of(k): path for k, path in enumerate(candidates)}}
         self.writer = writer
@@ -97,6 +99,8 @@ class RoundRunner:
                     share.incomparable = share.incomparable or str(error)
                 share.pairs.append((base, cand))
                 share.failed_gates += self.trackers[k].check_pair(base, cand)
+        for k in live if self.watches else ():
+            shares[k].failed_gates += self.watches[k].pair(warmup, shares[k].pairs)
         check_binaries(self.binaries, self.hashes)
         return baselines, shares
 

@@ -47,6 +47,7 @@ from orchard.bench.pairs import IncomparableRows, PairProgress, Refusal, Samples
 from orchard.bench.rounds import BASELINE, CandidatePair, RoundRunner, role_of
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import Suite
+from orchard.bench.variant_watch import watch_variants
 from orchard.bench.verdict import (
     CalibrationNote,
     GateResult,
@@ -169,7 +170,8 @@ def run_shared_verdicts(
         only = run_verdict(suite, baseline, candidates[0], runs=runs, seed=seed, results=results, progress=progress,
                            calibration_file=calibration_file, confinement=confinement, between_pairs=between_rounds)
         pairs = only.pairs or 0
-        return SharedVerdicts((only,), pairs, 2 * len(suite.scenarios) * (pairs + 1), only.seed or 0)
+        scenarios = len(suite.scenarios) + (len(only.variants.checks) if only.variants else 0)
+        return SharedVerdicts((only,), pairs, 2 * scenarios * (pairs + 1), only.seed or 0)
     baseline = check_binary(baseline, "baseline")
     paths = [check_binary(path, "candidate") for path in candidates]
     confinement = confinement or for_campaign(suite.confine, suite.directory, baseline, *paths)
@@ -180,7 +182,9 @@ def run_shared_verdicts(
     cached = cal is not None
     seed = random.SystemRandom().randrange(1, 2**31) if seed is None else seed
     with workbench(suite, confinement=confinement) as bench, RunWriter(results, "verdict", rows_summary) as writer:
-        runner = RoundRunner(suite, bench, baseline, paths, writer, seed, "verdict")
+        watch = watch_variants(suite, bench, baseline)
+        runner = RoundRunner(watch.suite, bench, baseline, paths, writer, seed, "verdict",
+                             [watch, *(watch.again() for _ in paths[1:])])
         refusal: Refusal | None = None
         if cal is None:
             cal, refusal = calibrate_now(suite, baseline, results, progress, calibration_file, confinement)
@@ -220,6 +224,7 @@ def _verdict(suite: Suite, runner: RoundRunner, writer: RunWriter,
     refusal = judged.refusal
     decision = (VerdictDecision(VerdictWord.ERROR, reasons=[refusal.reason], unjudged=refusal.cause) if refusal
                 else overall(metrics, judged.gates + judged.failed_gates))
+    decision, variants = runner.watches[k].judge(decision, {} if cal is None else cal.noise(), suite.alpha)
     decision.reasons.extend(flagged if refusal is None else [])
     decision.reasons.extend(extension_note(judged.pairs, plan.max_runs, judged.went_on))
     decision.reasons.append(f"judged beside {others} other candidate{'s' if others > 1 else ''} on shared baseline "
@@ -236,5 +241,5 @@ def _verdict(suite: Suite, runner: RoundRunner, writer: RunWriter,
         calibration=note, warnings=warnings, lock_wait_ms=runner.lock.total_wait_ms, rows=writer.path,
         summary=writer.summary_path, unjudged=decision.unjudged, confinement=runner.bench.confinement.note,
         advice=advise(suite.metrics, decision.metrics, cpu_share(suite, judged.series),
-                      lambda: instructions.available() is not None),
+                      lambda: instructions.available() is not None), variants=variants,
     )

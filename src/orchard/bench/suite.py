@@ -67,6 +67,9 @@ class Scenario:
     holdout: bool = False  # run only by the lab's judge, never in a worker's copy of the bench
     loopback: bool = False  # a confined run keeps the host's network (it talks to a local server)
     inputs: tuple[str, ...] = ()  # globs (relative to the suite's directory) a confined run may read
+    variants: tuple[str, ...] | None = None  # perturbations of its inputs the judge also runs (None: the defaults)
+    variant_command: list[str] | str | None = None  # writes one more variant: {input} to {output}, with {seed}
+    variant_of: str = ""  # a variant made at verdict time: the scenario whose input it perturbs
 
     def metrics(self) -> dict[str, float]:
         """Every metric this scenario yields without a harness: name -> default floor."""

@@ -10,7 +10,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from orchard.bench import measured_view, placeholders
+from orchard.bench import measured_view, perturbations, placeholders
 from orchard.bench.held_files import holds_back, suite_files
 from orchard.bench.suite import (
     BUILTIN_METRICS,
@@ -237,13 +237,11 @@ def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Sce
     env = reader.get("env", dict, {})
     if not all(isinstance(v, str) for v in env.values()):
         reader.fail("'env' values must be strings")
-    where = reader.get("where", dict, {})
     aggregate = reader.get("aggregate", str, "sum")
     if aggregate not in ("sum", "last", "max", "mean"):
         reader.fail("'aggregate' must be one of sum, last, max, mean")
     measure = reader.strings("measure")
-    unknown = [name for name in measure if name not in OPTIONAL_METRICS]
-    if unknown:
+    if unknown := [name for name in measure if name not in OPTIONAL_METRICS]:
         reader.fail(f"'measure' knows {', '.join(OPTIONAL_METRICS)}, not {', '.join(unknown)}")
     if measure and kind != "command":
         reader.fail("'measure' applies to command scenarios (a harness reports its own metrics)")
@@ -262,7 +260,7 @@ def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Sce
         returncodes=returncodes,
         timeout_s=float(reader.get("timeout_s", (int, float), default_timeout)),
         env=env,
-        where=where,
+        where=reader.get("where", dict, {}),
         aggregate=aggregate,
         measure=measure,
         format=result_format,
@@ -270,12 +268,23 @@ def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Sce
         holdout=reader.get("holdout", bool, False),
         loopback=reader.get("loopback", bool, False),
         inputs=reader.strings("inputs"),
+        variants=_variants(reader),
+        variant_command=reader.command("variant_command", required=False),
     )
+    if problem := placeholders.unknown(scenario.variant_command, perturbations.PLACEHOLDERS):
+        reader.fail(f"'variant_command': {problem}")
     reader.finish()
     if measured_view.names_whole_bench(command):
-        reader.fail("the command names the suite's directory itself ({{suite_dir}}): a measured run sees only "
-                    "what it declares; name the files it reads, or list them as inputs = [\"data/*.txt\", ...]")
+        reader.fail(measured_view.ASK_FOR_INPUTS)
     return scenario
+
+
+def _variants(reader: _SuiteReader) -> tuple[str, ...] | None:
+    """The scenario's `variants`: perturbation names (absent: the defaults for its inputs; []: none)."""
+    names = reader.get("variants", list, None)
+    if names is not None and (problem := perturbations.unknown(names)):
+        reader.fail(f"'variants': {problem}")
+    return None if names is None else tuple(names)
 
 
 def _expect_file(path: Path, reader: _SuiteReader) -> tuple[str, ...]:

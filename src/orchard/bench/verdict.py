@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from orchard.bench.noise_advice import NoiseAdvice
+from orchard.bench.variant_report import VariantReport
 
 
 class VerdictWord(StrEnum):
@@ -209,7 +210,7 @@ class GateResult:
     detail: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "passed": self.passed, "detail": self.detail}
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GateResult:
@@ -281,6 +282,7 @@ class Verdict:
     unjudged: Unjudged | None = None
     confinement: str | None = None  # how the measured runs were confined, in one line
     advice: tuple[NoiseAdvice, ...] = ()  # timing metrics too noisy for what matters, and what to measure instead
+    variants: VariantReport | None = None  # the held-out variants made for it and how the win fared on them
 
     @property
     def failed_gates(self) -> list[GateResult]:
@@ -309,10 +311,10 @@ class Verdict:
             "rows": None if self.rows is None else str(self.rows),
             "summary": None if self.summary is None else str(self.summary),
         }
-        if self.confinement is not None:  # said only when runs were measured with a confinement to name
-            data["confinement"] = self.confinement
+        data |= {} if self.confinement is None else {"confinement": self.confinement}  # only when runs were confined
         if self.advice:  # only when given, so older verdicts read back byte-identical
             data["advice"] = [a.to_dict() for a in self.advice]
+        data |= {} if self.variants is None else {"variants": self.variants.to_dict()}  # said when variants ran
         if self.external is not None:
             data |= {"source": "command", "command": self.external.command, "exit_code": self.external.exit_code,
                      "output_tail": self.external.output_tail}
@@ -322,12 +324,9 @@ class Verdict:
     def from_dict(cls, data: Mapping[str, Any]) -> Verdict:
         def path(key: str) -> Path | None:
             return None if data.get(key) is None else Path(data[key])
-
         calibration = data.get("calibration")
-        external = None
-        if data.get("source") == "command":
-            external = ExternalRun(str(data.get("command", "")), data.get("exit_code"),
-                                   str(data.get("output_tail", "")))
+        external = None if data.get("source") != "command" else ExternalRun(
+            str(data.get("command", "")), data.get("exit_code"), str(data.get("output_tail", "")))
         return cls(
             verdict=VerdictWord(data["verdict"]),
             reasons=[str(r) for r in data.get("reasons", [])],
@@ -347,4 +346,5 @@ class Verdict:
             external=external,
             confinement=data.get("confinement"),
             advice=tuple(NoiseAdvice.from_dict(a) for a in data.get("advice", [])),
+            variants=VariantReport.from_dict(data["variants"]) if data.get("variants") else None,
         )

@@ -106,6 +106,7 @@ class VerdictView:
     metrics: tuple[MetricEffect, ...]
     gates: tuple[GateView, ...]
     advice: tuple[str, ...] = ()  # one line per timing metric too noisy for what matters: what to measure instead
+    variants: str = ""  # the held-out variants made for it, how the win fared on them, or why none were made
 
     @classmethod
     def from_verdict(cls, verdict: Verdict | None) -> VerdictView | None:
@@ -114,7 +115,8 @@ class VerdictView:
         return cls(verdict=verdict.verdict, pairs=verdict.pairs, seed=verdict.seed, lock_wait_ms=verdict.lock_wait_ms,
                    reasons=tuple(verdict.reasons), metrics=tuple(MetricEffect.from_metric(m) for m in verdict.metrics),
                    gates=tuple(GateView(g.name, g.passed, g.detail) for g in verdict.gates),
-                   advice=tuple(advice.line() for advice in verdict.advice))
+                   advice=tuple(advice.line() for advice in verdict.advice),
+                   variants="" if verdict.variants is None else verdict.variants.line())
 
     @classmethod
     def from_document(cls, data: Mapping[str, Any] | None) -> VerdictView | None:
@@ -150,6 +152,7 @@ def markdown_table(verdict: VerdictView | None) -> list[str]:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|---|---|---:|---|---:|---:|---:|---:|---:|"]
     lines += ["| " + " | ".join(cells(m)) + " |" for m in verdict.metrics]
     lines += [f"\ngate `{g.name}`: {'pass' if g.passed else 'FAIL'} ({inline(g.detail)})" for g in verdict.gates]
+    lines += [f"\n{inline(verdict.variants)}"] if verdict.variants else []
     return lines + [f"\nadvice: {inline(advice)}" for advice in verdict.advice]
 
 
