@@ -499,7 +499,10 @@ def test_hostile_workers_through_the_loop_are_each_killed_with_their_own_reason(
     assert sorted(records) == ["cache-by-hash", "peek", "skip-test", "special-case"]
     assert all(r.decision == "KILL" for r in records.values()), {n: r.reasons for n, r in records.items()}
     rules = {name: None if r.judgment is None else r.judgment.rule for name, r in records.items()}
-    assert rules["special-case"] == rules["cache-by-hash"] == Rule.PLAUSIBLE
+    # the held-out variants catch both before the plausible bound would (as in the judged cases above)
+    assert rules["special-case"] == rules["cache-by-hash"] == Rule.GATES
+    assert "held-out variant" in records["special-case"].reasons[0], records["special-case"].reasons
+    assert WIN_NOT_HELD in records["cache-by-hash"].reasons[0], records["cache-by-hash"].reasons
     assert rules["skip-test"] == Rule.SCOPE
     assert any(reason.startswith("weakened tests: 1 assertion(s) removed") for reason in records["skip-test"].reasons)
     # the peeking worker's change is what it found in its bench copy: the visible input, nothing held out
