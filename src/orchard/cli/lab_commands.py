@@ -14,6 +14,7 @@ from orchard.cli.options import workspace_argument
 from orchard.cli.output import ProgressBar, terminal_console
 from orchard.errors import UsageError
 from orchard.lab.config.sections import ExecutorKind
+from orchard.lab.text import visible
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -69,8 +70,6 @@ def open_lab(workspace: Path) -> Iterator[tuple[Workspace, LabState]]:
 
 
 def print_added(hypotheses: Sequence[Hypothesis]) -> None:
-    from orchard.lab.notebook.terminal import visible
-
     for hypothesis in hypotheses:
         click.echo(f"added {visible(hypothesis.id)} (score {hypothesis.score:.2f}): {visible(hypothesis.title)}")
 
@@ -93,7 +92,7 @@ def run(workspace: Path) -> None:
     """Run the research loop until a stop condition holds; on an existing lab, resume it."""
     with open_lab(workspace) as (ws, state):
         reason = _run_lab(ws, state)
-    click.echo(f"stopped: {reason}")
+    click.echo(f"stopped: {visible(reason)}")
     click.echo(f"report:  {ws.root / 'FINAL_REPORT.md'}")
 
 

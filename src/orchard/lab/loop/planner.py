@@ -123,7 +123,8 @@ def start_plan(ws: Workspace, state: LabState, executor: ProcessExecutor, *,
     output = checkout.worker.home_dir / f"{name}.toml"  # the sandbox lets it write there; kept in prompts/ after
     hypothesis = Hypothesis(metric="(planning)", change="propose hypotheses", id="planning", title="planning")
     job = launcher.job(ws, Experiment(name, hypothesis, checkout))
-    ws.prompt_path(name).write_text(planning_prompt(ws, state, checkout.worker.target_dir, output), encoding="utf-8")
+    ws.prompt_path(name).write_text(planning_prompt(ws, state, checkout.worker.target_dir, output), encoding="utf-8",
+                                    errors="surrogateescape")  # the backlog's titles as given
     say(f"planner {name}: running {launcher.name}; it writes {output}")
     executor.start(job)
     return PlanRun(name, job, output, launcher)
