@@ -1,4 +1,4 @@
-"""The lab's commands: `init`, `run`, `status`, `plan`, `report`, `finalize`, `serve` and `demo`, and the
+"""The lab's commands: `init`, `run`, `status`, `plan`, `report`, `recover`, `finalize`, `serve` and `demo`, and the
 opening of a lab's workspace and lab.db they share with the backlog's commands."""
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ def open_lab(workspace: Path) -> Iterator[tuple[Workspace, LabState]]:
     ws = Workspace.open(workspace)
     state = LabState.open(ws.root)
     try:
+        state.check_intact()
         yield ws, state
     finally:
         state.close()
@@ -114,6 +115,7 @@ def status(workspace: Path, as_json: bool, watch: bool) -> None:
     ws = Workspace.open(workspace)
     state = LabState.open_readonly(ws.root)  # status only reads, and never waits on the lab's writes
     try:
+        state.check_intact()
         if watch:
             lab_status.watch(ws, state, terminal_console())
             return
@@ -146,6 +148,17 @@ def report(workspace: Path) -> None:
     with open_lab(workspace) as (ws, state):
         records.write_notebook(ws, state, final=True)
     click.echo((ws.root / "FINAL_REPORT.md").read_text())
+
+
+@click.command()
+@click.argument("workspace", type=click.Path(path_type=Path))
+def recover(workspace: Path) -> None:
+    """Restore a damaged lab.db from its last good backup and replay JOURNAL.md's later entries."""
+    from orchard.lab.notebook.recovery import recover as run_recover
+    from orchard.lab.workers.workspace import Workspace
+
+    done = run_recover(Workspace.open(workspace).root)
+    click.echo("\n".join(done.lines()))
 
 
 @click.command()

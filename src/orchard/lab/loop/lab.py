@@ -293,6 +293,7 @@ class Lab:
 
     def _run(self) -> str:
         self.preflight()
+        self.state.backup()  # the last good copy `orchard recover` restores; again after each landing
         if (events := self.state.events()) and events[-1].kind == EventKind.STOP:
             self.state.set_counter(stop.IDLE_LOOPS, 0)  # a new session after a clean stop starts fresh
         workers = self.ws.config.workers

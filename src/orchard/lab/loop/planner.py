@@ -61,7 +61,7 @@ def planning_prompt(ws: Workspace, state: LabState, checkout: Path, output: Path
         "output": str(output),
         "opportunities": "\n".join(lines) or "(no opportunities ranking yet)",
         "leaderboard": records.render_leaderboard(records.board(state)),
-        "journal": render_journal(state)[-12000:],
+        "journal": render_journal(state, records=False)[-12000:],
         "backlog": backlog_file.render(state),
         "layout": _layout(ws, checkout),
         "format": resources.files("orchard.lab").joinpath("templates/hypothesis-format.toml").read_text(),
