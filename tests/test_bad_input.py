@@ -121,3 +121,60 @@ def test_a_calibration_file_nested_200000_deep_is_refused(lab: Path) -> None:
     (lab / "calibration.json").write_text("[" * 200_000)
     result = run_verdict(lab, "--calibration", "calibration.json")
     assert_usage_error(result, "calibration file calibration.json", "nested too deeply")
+
+
+@pytest.mark.parametrize(("table", "entry", "shown"), [
+    ("[[metric]]", "floor = 1e308", "[[metric]] 'wall_ms': 'floor' must be at most 10 (1000% of the baseline; got "
+                                    "1e+308)"),
+    ("[suite]", f"runs = {2**63 - 1}", f"[suite]: 'runs' must be at most 10,000 pairs (got {2**63 - 1})"),
+    ("[suite]", f"extra_runs = {2**63 - 1}", f"'extra_runs' must be at most 10,000 pairs (got {2**63 - 1})"),
+    ("[suite]", "calibration_runs = 100001", "'calibration_runs' must be at most 10,000 pairs (got 100001)"),
+])
+def test_a_suite_number_past_its_bound_is_refused(lab: Path, table: str, entry: str, shown: str) -> None:
+    """Accepted on main: a floor of 1e308 made every change NO-CHANGE; 2**63-1 runs planned a campaign forever."""
+    text = SUITE.format(runs=10, calibration_runs=10)
+    key = entry.split(" = ")[0]
+    if table == "[[metric]]":
+        text = text.replace("floor = 0.02", entry, 1)
+    else:
+        text = "\n".join(line for line in text.splitlines() if not line.startswith(f"{key} ="))
+        text = text.replace("[suite]\n", f"[suite]\n{entry}\n", 1)
+    make_suite(lab, text=text)
+    assert_usage_error(run_verdict(lab), shown)
+    assert not (lab / "results").exists(), "nothing measured, nothing written"
+
+
+@pytest.mark.parametrize(("command", "args", "shown"), [
+    ("verdict", ("--runs", str(10**20)), f"--runs must be at most 10,000 (got {10**20})"),
+    ("verdict", ("--seed", "-1"), "--seed must be from 0 to 9223372036854775807 (got -1)"),
+    ("calibrate", ("--runs", str(10**20)), f"--runs must be at most 10,000 for a calibration (got {10**20})"),
+])
+def test_a_command_line_number_past_its_bound_is_refused(lab: Path, command: str, args: tuple[str, ...],
+                                                         shown: str) -> None:
+    """Accepted on main: `--runs 10**20` died in statistics (a traceback); `--seed -1` ran the order of seed 1."""
+    subjects = ("--baseline", "fast", "--candidate", "fast") if command == "verdict" else ("--baseline", "fast")
+    result = orchard(command, "--suite", "suite.toml", *subjects, *args, cwd=lab)
+    assert_usage_error(result, shown)
+    assert not (lab / "results").exists(), "nothing measured, nothing written"
+
+
+@pytest.fixture
+def target_repo(tmp_path: Path) -> Path:
+    from tests.lab.lab_helpers import TARGET_FILES, make_repo
+
+    return make_repo(tmp_path / "target-repo", TARGET_FILES)
+
+
+def test_init_refuses_an_empty_orchard_toml_and_makes_nothing(tmp_path: Path, target_repo: Path) -> None:
+    """Accepted on main: an empty --config file (a truncated copy, a wrong path's placeholder) made a lab."""
+    (tmp_path / "empty.toml").write_text("# nothing but a comment\n")
+    result = orchard("init", tmp_path / "ws", "--target", target_repo, "--config", tmp_path / "empty.toml")
+    assert_usage_error(result, "empty.toml: holds no settings (an empty orchard.toml); nothing was created")
+    assert not (tmp_path / "ws").exists()
+
+
+def test_a_failed_init_leaves_no_directory_it_made_behind(tmp_path: Path) -> None:
+    """On main the workspace was removed but the parents `init` made for it (`a/b` of `a/b/ws`) stayed."""
+    result = orchard("init", tmp_path / "a" / "b" / "ws", "--target", tmp_path / "no-such-repo")
+    assert_usage_error(result, "target.repo", "cannot clone it")
+    assert not (tmp_path / "a").exists()

@@ -34,7 +34,7 @@ def make_workspace(tmp_path: Path, target_repo: Path, bench_repo: Path) -> Calla
     def build(config_text: str = "", *, name: str = "ws") -> Workspace:
         config = tmp_path / f"{name}.toml"
         config.write_text(config_text)
-        return init_workspace(tmp_path / name, str(target_repo), str(bench_repo), config)
+        return init_workspace(tmp_path / name, str(target_repo), str(bench_repo), config if config_text else None)
 
     return build
 

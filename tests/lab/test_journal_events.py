@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from orchard.lab.db.state import LabState
-from orchard.lab.notebook.journal import render_journal
+from orchard.lab.notebook.journal import recorded_rows, render_journal
 from orchard.lab.records.db import EVENT_TYPES, Unrecognized
 from orchard.lab.records.events import AgentHung, AgentRetried, EventKind, ExperimentHost, LabStopped, SandboxNoted
 from orchard.lab.records.hack_findings import Settlement, WinHeld, WinSettled
@@ -40,7 +40,22 @@ def old_lab(tmp_path: Path) -> LabState:
 
 
 def test_an_old_journal_renders_as_the_orchard_that_wrote_it_rendered_it(old_lab: LabState) -> None:
-    assert render_journal(old_lab) == (OLD / "JOURNAL.md").read_text()
+    """As a person reads it; the file adds each entry's record line, which `orchard recover` replays."""
+    assert render_journal(old_lab, records=False) == (OLD / "JOURNAL.md").read_text()
+    old_lab.close()
+
+
+def test_the_record_lines_of_a_journal_rebuild_its_events(old_lab: LabState, tmp_path: Path) -> None:
+    """Every event of every kind, from the file's record lines alone, renders the same journal again."""
+    written = render_journal(old_lab)
+    rebuilt = LabState(tmp_path / "rebuilt.db")
+    with rebuilt.transaction():
+        for row in recorded_rows(written):
+            rebuilt.db.execute("INSERT INTO events (id, at, kind, experiment, data) VALUES (?, ?, ?, ?, ?)",
+                               (row["id"], row["at"], row["kind"], row["experiment"], row["data"]))
+    assert len(recorded_rows(written)) == len(ROWS)
+    assert render_journal(rebuilt) == written
+    rebuilt.close()
     old_lab.close()
 
 

@@ -9,7 +9,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from orchard.lab.judge.verdict_view import GateView, VerdictView, markdown_table
-from orchard.lab.text import inline
+from orchard.lab.text import code, html_text, inline, visible
 
 
 def _rendered_text(markdown: str) -> str:
@@ -44,3 +44,40 @@ def test_a_gate_detail_in_a_report_is_escaped_as_markdown() -> None:
     line = markdown_table(view)[-1]
     assert "&lt;" not in line and "\\<b>exit 1\\</b>" in line
 
+
+
+HOSTILE = "t \x1b]52;c;cm0K\x07 \x9b2J \u202eexe \u2066x\u2069 \udc9b"
+HOSTILE_SHOWN = "t \\x1b]52;c;cm0K\\x07 \\x9b2J \\u202eexe \\u2066x\\u2069 \\x9b"
+
+
+def test_each_output_kind_writes_controls_bidi_and_bytes_that_are_not_utf8_as_escapes() -> None:
+    """ESC, BEL, C1 CSI, the bidi overrides and isolates, a byte that was not UTF-8: shown, never obeyed."""
+    assert visible(HOSTILE) == HOSTILE_SHOWN
+    assert visible("a\tb\nc") == "a\\tb\\nc"
+    assert inline(HOSTILE) == HOSTILE_SHOWN
+    assert html_text(HOSTILE + " <b>") == HOSTILE_SHOWN + " &lt;b&gt;"
+    assert html_text("two\nlines") == "two\nlines"
+    assert code(HOSTILE) == f"`{HOSTILE_SHOWN}`"
+    for shown in (visible(HOSTILE), inline(HOSTILE), html_text(HOSTILE), code(HOSTILE)):
+        shown.encode("utf-8")  # writable anywhere: nothing of it is a lone surrogate any more
+
+
+@pytest.mark.parametrize("text", [
+    "see [docs](javascript:alert(1))", "![pixel](https://evil.example/p.png)", "[ref]: https://x", "`a` and `` b",
+    "**bold** _it_ and parse_file_name", "[![x](https://a/b.png)](https://c)",
+])
+def test_inline_markup_renders_as_its_own_characters_never_a_link_image_or_code(text: str) -> None:
+    page = MarkdownIt("commonmark").render(inline(text))
+    assert "<a " not in page and "<img" not in page and "<code>" not in page and "<em>" not in page, page
+    assert _rendered_text(inline(text)) == text
+
+
+def test_a_snake_case_name_keeps_its_underscores_unescaped_in_the_raw_file() -> None:
+    assert inline("cache parse_file results") == "cache parse_file results"
+
+
+@pytest.mark.parametrize("text", ["plain", "a ` b", "``x``", "`edge"])
+def test_code_keeps_backticks_inside_one_code_span(text: str) -> None:
+    page = MarkdownIt("commonmark").render(code(text))
+    assert page.count("<code>") == 1 and html.unescape(page.split("<code>")[1].split("</code>")[0]).strip() == \
+        text.strip(), page

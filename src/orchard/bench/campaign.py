@@ -41,7 +41,7 @@ from orchard.bench.pairs import (
     quiet,
 )
 from orchard.bench.store import RunWriter
-from orchard.bench.suite import MIN_RUNS_FLOOR, Suite
+from orchard.bench.suite import MAX_RUNS, MIN_RUNS_FLOOR, Suite
 from orchard.bench.variant_watch import watch_variants
 from orchard.bench.verdict import (
     CalibrationNote,
@@ -111,6 +111,8 @@ def calibrate(
     count = suite.calibration_runs if runs is None else runs
     if count < MIN_RUNS_FLOOR:
         raise UsageError(f"--runs must be at least {MIN_RUNS_FLOOR} for a calibration (got {count})")
+    if count > MAX_RUNS:
+        raise UsageError(f"--runs must be at most {MAX_RUNS:,} for a calibration (got {count})")
     rng = random.SystemRandom()
     seed = rng.randrange(1, 2**31) if seed is None else seed
     for attempt in range(1, CALIBRATION_ATTEMPTS + 1):

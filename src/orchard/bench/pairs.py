@@ -20,7 +20,7 @@ from orchard.bench.gates import GateTracker
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.measure import Observation, RunSpec, Workbench, count_instructions, observe
 from orchard.bench.store import RunWriter
-from orchard.bench.suite import MIN_RUNS_FLOOR, Scenario, Suite
+from orchard.bench.suite import MAX_RUNS, MIN_RUNS_FLOOR, Scenario, Suite
 from orchard.bench.variant_watch import VariantWatch
 from orchard.bench.verdict import (
     GateResult,
@@ -54,6 +54,8 @@ def check_runs(runs: int | None, suite: Suite) -> tuple[int, int]:
         raise UsageError(
             f"--runs must be at least {MIN_RUNS_FLOOR} (got {max_runs}): fewer pairs cannot give an exact interval"
         )
+    if max_runs > MAX_RUNS:
+        raise UsageError(f"--runs must be at most {MAX_RUNS:,} (got {max_runs})")
     return min(suite.min_runs, max_runs), max_runs
 
 

@@ -39,6 +39,8 @@ GATE_VALUES = ("information_recall",)
 READER_FORMATS = tuple(str(f) for f in Format)
 
 MIN_RUNS_FLOOR = 6  # below this an exact 90% interval does not exist
+MAX_RUNS = 10_000  # pairs a campaign may plan: each look sorts n(n+1)/2 Walsh averages (50 M at this n)
+MAX_FLOOR = 10.0  # a noise floor of 1,000% of the baseline already hides every change a lab could make
 DEFAULT_PLAUSIBLE = 10.0  # improvement factor (baseline/candidate, or its inverse) a win is believed up to
 
 

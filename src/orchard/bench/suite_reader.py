@@ -17,6 +17,8 @@ from orchard.bench.suite import (
     DEFAULT_PLAUSIBLE,
     GATE_KINDS,
     GATE_VALUES,
+    MAX_FLOOR,
+    MAX_RUNS,
     MIN_RUNS_FLOOR,
     OPTIONAL_METRICS,
     READER_FORMATS,
@@ -119,6 +121,14 @@ def _head(path: Path, head: Table) -> SuiteSettings:
         if not any(holds_back(relative, (glob,)) for relative in files):
             head.fail(f"'holdout' entry {glob!r} names no file under {path.parent} (it would hold nothing back; "
                       "a scenario or fixture is held out with `holdout = true` in its own table)")
+    _check_runs(head, read)
+    if not 0 < read.alpha < 0.5:
+        head.fail("'alpha' must be between 0 and 0.5")
+    return read
+
+
+def _check_runs(head: Table, read: SuiteSettings) -> None:
+    """The pair counts: enough for an exact interval, and few enough to be planned at all."""
     if read.min_runs < MIN_RUNS_FLOOR:
         head.fail(f"'min_runs' must be at least {MIN_RUNS_FLOOR}")
     if read.runs < read.min_runs:
@@ -127,9 +137,9 @@ def _head(path: Path, head: Table) -> SuiteSettings:
         head.fail(f"'extra_runs' must be 0 (never past 'runs') or more (got {read.extra_runs})")
     if read.calibration_runs < MIN_RUNS_FLOOR:
         head.fail(f"'calibration_runs' must be at least {MIN_RUNS_FLOOR}")
-    if not 0 < read.alpha < 0.5:
-        head.fail("'alpha' must be between 0 and 0.5")
-    return read
+    for key in ("runs", "extra_runs", "calibration_runs"):
+        if getattr(read, key) > MAX_RUNS:
+            head.fail(f"'{key}' must be at most {MAX_RUNS:,} pairs (got {getattr(read, key)})")
 
 
 def _metrics(path: Path, tables: list[Any], scenarios: tuple[Scenario, ...],
@@ -152,6 +162,8 @@ def _metrics(path: Path, tables: list[Any], scenarios: tuple[Scenario, ...],
         floor = float(reader.get("floor", (int, float), {**BUILTIN_METRICS, **OPTIONAL_METRICS}.get(metric, 0.0)))
         if not 0 <= floor < math.inf:  # also refuses nan, which compares false with everything
             reader.fail(f"'floor' must be a finite number, not negative (got {floor})")
+        if floor > MAX_FLOOR:
+            reader.fail(f"'floor' must be at most {MAX_FLOOR:g} ({MAX_FLOOR:.0%} of the baseline; got {floor:g})")
         target = reader.get("target", bool, True)
         compare = reader.get("compare", bool, True)
         applies = reader.strings("scenarios") or tuple(s.name for s in scenarios)

@@ -53,7 +53,7 @@ for _command in (
     verdict_commands.calibration_key,
     bench_commands.bench, bench_commands.opportunities, bench_commands.history,
     lab_commands.init, lab_commands.run, lab_commands.status, lab_commands.plan, lab_commands.report,
-    lab_commands.finalize, lab_commands.review,
+    lab_commands.recover, lab_commands.finalize, lab_commands.review,
     lab_commands.serve, lab_commands.demo,
     backlog_commands.backlog_group,
 ):

@@ -22,7 +22,7 @@ def backlog_group() -> None:
 
 def _print_ranked(records: list[HypothesisRecord]) -> None:
     """Hypotheses, best first: rank, id, score, status, lane, title (control characters shown escaped)."""
-    from orchard.lab.notebook.terminal import visible
+    from orchard.lab.text import visible
 
     for rank, r in enumerate(records, 1):
         h = r.hypothesis

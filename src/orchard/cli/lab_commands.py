@@ -1,5 +1,5 @@
-"""The lab's commands: `init`, `run`, `status`, `plan`, `report`, `finalize`, `serve`, `demo` and `review`, and the
-opening of a lab's workspace and lab.db they share with the backlog's commands."""
+"""The lab's commands: `init`, `run`, `status`, `plan`, `report`, `recover`, `finalize`, `serve`, `demo` and `review`,
+and the opening of a lab's workspace and lab.db they share with the backlog's commands."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from orchard.cli.options import workspace_argument
 from orchard.cli.output import ProgressBar, terminal_console
 from orchard.errors import UsageError
 from orchard.lab.config.sections import ExecutorKind
+from orchard.lab.text import visible
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -63,14 +64,13 @@ def open_lab(workspace: Path) -> Iterator[tuple[Workspace, LabState]]:
     ws = Workspace.open(workspace)
     state = LabState.open(ws.root)
     try:
+        state.check_intact()
         yield ws, state
     finally:
         state.close()
 
 
 def print_added(hypotheses: Sequence[Hypothesis]) -> None:
-    from orchard.lab.notebook.terminal import visible
-
     for hypothesis in hypotheses:
         click.echo(f"added {visible(hypothesis.id)} (score {hypothesis.score:.2f}): {visible(hypothesis.title)}")
 
@@ -93,7 +93,7 @@ def run(workspace: Path) -> None:
     """Run the research loop until a stop condition holds; on an existing lab, resume it."""
     with open_lab(workspace) as (ws, state):
         reason = _run_lab(ws, state)
-    click.echo(f"stopped: {reason}")
+    click.echo(f"stopped: {visible(reason)}")
     click.echo(f"report:  {ws.root / 'FINAL_REPORT.md'}")
 
 
@@ -115,6 +115,7 @@ def status(workspace: Path, as_json: bool, watch: bool) -> None:
     ws = Workspace.open(workspace)
     state = LabState.open_readonly(ws.root)  # status only reads, and never waits on the lab's writes
     try:
+        state.check_intact()
         if watch:
             lab_status.watch(ws, state, terminal_console())
             return
@@ -147,6 +148,17 @@ def report(workspace: Path) -> None:
     with open_lab(workspace) as (ws, state):
         records.write_notebook(ws, state, final=True)
     click.echo((ws.root / "FINAL_REPORT.md").read_text())
+
+
+@click.command()
+@click.argument("workspace", type=click.Path(path_type=Path))
+def recover(workspace: Path) -> None:
+    """Restore a damaged lab.db from its last good backup and replay JOURNAL.md's later entries."""
+    from orchard.lab.notebook.recovery import recover as run_recover
+    from orchard.lab.workers.workspace.workspace import Workspace
+
+    done = run_recover(Workspace.open(workspace).root)
+    click.echo("\n".join(done.lines()))
 
 
 @click.command()
@@ -223,8 +235,8 @@ def review(workspace: Path, to_land: str | None, to_kill: str | None, by: str | 
     import getpass
 
     from orchard.lab.loop.held import held_wins, settle
-    from orchard.lab.notebook.terminal import visible
     from orchard.lab.records.hack_findings import Settlement
+    from orchard.lab.text import visible
 
     if to_land and to_kill:
         raise UsageError("--land and --kill: choose one (each settles one held win)")

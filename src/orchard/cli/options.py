@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from orchard.errors import UsageError
+
 suite_option = click.option(
     "--suite", "suite_path", required=True, type=click.Path(path_type=Path), help="Suite TOML file."
 )
@@ -31,8 +33,18 @@ calibration_option = click.option(
     help="Calibration file to use, or to write when absent (committed, or restored from a CI cache); "
          "checked against this machine. Default: the suite's `calibration`, else the per-machine cache.",
 )
+MAX_SEED = 2**63 - 1
+
+
+def _seed(context: click.Context, parameter: click.Parameter, value: int | None) -> int | None:
+    """A seed from 0 up: Python's random takes -1 as 1, so a negative seed would repeat another's order."""
+    if value is not None and not 0 <= value <= MAX_SEED:
+        raise UsageError(f"--seed must be from 0 to {MAX_SEED} (got {value})")
+    return value
+
+
 seed_option = click.option(
-    "--seed", type=int, default=None, help="Seed for the run order (printed; random if omitted)."
+    "--seed", type=int, default=None, callback=_seed, help="Seed for the run order (printed; random if omitted)."
 )
 
 

@@ -2,7 +2,7 @@
 progress bar a measuring campaign or a lab reports to.
 
 What they print is text, never rich markup: log lines quote config keys (`[workers] sandbox`) and workers'
-own words, which rich would drop or fail on.
+own words, which rich would drop or fail on; and never a control character of those words (`visible`).
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import threading
 from typing import TYPE_CHECKING
 
 import click
+
+from orchard.lab.text import visible
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -65,14 +67,14 @@ class ProgressBar:
 
         if self.quiet:
             return
-        self._progress.console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {escape(text)}", highlight=False)
+        self._progress.console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {escape(visible(text))}", highlight=False)
 
     def update(self, done: int, total: int, note: str = "") -> None:
         from rich.markup import escape
 
         with self._lock:
             if note and not self.quiet:
-                self._progress.console.print(f"[dim]{escape(note)}[/]")
+                self._progress.console.print(f"[dim]{escape(visible(note))}[/]")
             if self._task is None or (done == 0 and note):
                 if self._task is not None:
                     self._progress.remove_task(self._task)

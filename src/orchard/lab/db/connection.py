@@ -5,7 +5,9 @@ Two bounds keep it usable whatever a worker writes and whoever else writes:
 no stored value is larger than `MAX_VALUE_BYTES` (`RecordTooLarge`, which
 ends that one experiment), and a writer waits at most `BUSY_TIMEOUT_S` for
 another process's write lock before it gives up with one message (`LabBusy`,
-exit 2) and nothing changed.
+exit 2) and nothing changed. A damaged file (a page zeroed, the file cut
+mid-write) is refused with the way back (`LabDamaged`: `orchard recover`
+restores `backup()`'s last good copy).
 """
 
 from __future__ import annotations
@@ -31,10 +33,32 @@ MAX_VALUE_BYTES = (16 + 4) * 1024 * 1024
 BUSY_TIMEOUT_S = 10.0  # how long a writer waits for another process's write lock on lab.db
 
 DB_NAME = "lab.db"
+BACKUP_NAME = "lab.db.backup"  # the last good copy, beside it: made at the lab's start and after each landing
 
 
 class LabBusy(UsageError):
     """Another process held lab.db's write lock for longer than a writer waits."""
+
+
+class LabDamaged(UsageError):
+    """lab.db is damaged (a page zeroed, the file cut mid-write): refused with the way back, nothing changed."""
+
+
+def damaged(path: Path, detail: str) -> LabDamaged:
+    """The message for a damaged lab.db at `path`: what SQLite found, and how to get the lab back."""
+    backup = path.with_name(BACKUP_NAME)
+    way = (f"`orchard recover {path.parent}` restores its last good backup ({backup}) and replays JOURNAL.md "
+           "after it, keeping the damaged file" if backup.is_file() else f"it has no backup ({backup}) to restore")
+    return LabDamaged(f"{path}: damaged ({detail}); {way}; nothing was changed")
+
+
+def problems(db: sqlite3.Connection, pragma: str = "quick_check") -> list[str]:
+    """What SQLite's own check of a database finds wrong (a page zeroed, a file cut short); empty when intact."""
+    try:
+        found = [str(row[0]) for row in db.execute(f"PRAGMA {pragma}").fetchall()]
+    except sqlite3.DatabaseError as error:
+        return [str(error)]
+    return [] if found == ["ok"] else found
 
 
 class RecordTooLarge(OrchardError):
@@ -112,6 +136,8 @@ class LabDatabase:
             found = self.meta("schema_version")
             creator = self.meta("created_by") or "unknown"
         except sqlite3.DatabaseError as error:
+            if getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_CORRUPT:
+                raise damaged(self.path, str(error)) from None
             if getattr(error, "sqlite_errorcode", None) != sqlite3.SQLITE_NOTADB and _free_mb(self.path) < 1:
                 raise OrchardError(f"{self.path}: cannot be opened ({error}): the disk is full "
                                    f"({_free_mb(self.path):,.1f} MB free); make room, then run again") from None
@@ -124,6 +150,31 @@ class LabDatabase:
                 + ("Upgrade orchard to open it." if newer else "Use the orchard that made it.")
                 + " Nothing was changed."
             )
+
+    def check_intact(self) -> None:
+        """Refuse a damaged lab.db with the way back (`LabDamaged`) before anything reads it."""
+        found = problems(self.db)
+        if found:
+            more = f" and {len(found) - 1} more problems" if len(found) > 1 else ""
+            raise damaged(self.path, found[0] + more)
+
+    def backup(self) -> Path:
+        """lab.db copied whole by SQLite's online backup; the last copy is replaced only by one found intact."""
+        target = self.path.with_name(BACKUP_NAME)
+        partial = target.with_name(f"{BACKUP_NAME}.partial")
+        partial.unlink(missing_ok=True)
+        copy = sqlite3.connect(partial)
+        try:
+            self.db.backup(copy)
+            copy.execute("PRAGMA journal_mode=DELETE")  # one file: read or copied back, it makes no WAL beside it
+            found = problems(copy)
+        finally:
+            copy.close()
+        if found:
+            partial.unlink()
+            raise damaged(self.path, found[0])
+        os.replace(partial, target)
+        return target
 
     @contextlib.contextmanager
     def _waiting(self) -> Iterator[None]:

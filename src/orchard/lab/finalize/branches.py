@@ -19,6 +19,7 @@ from orchard.lab.judge.verdict_view import after_pairs
 from orchard.lab.landing.land import lab_note
 from orchard.lab.landing.land_checks import checked_patch
 from orchard.lab.records.build import CheckName
+from orchard.lab.text import visible
 from orchard.lab.workers.vcs import VcsError
 from orchard.lab.workers.workspace.builds import checkout_with_patch
 from orchard.lab.workers.workspace.workspace import Workspace
@@ -32,7 +33,7 @@ def description(win: Win) -> str:
     confirmed = ("none recorded" if verdict is None else
                  f"{verdict.verdict} {after_pairs(verdict.pairs)} (seed {verdict.seed}), on fresh samples")
     lines = [f"Confirmation: {confirmed}."]
-    flags = [f"{c.name}: {c.detail}" for c in win.judgment.checks if c.name in FLAGGED]
+    flags = [f"{c.name}: {visible(c.detail)}" for c in win.judgment.checks if c.name in FLAGGED]
     if win.rebased:
         flags.append("rebased in the lab onto a main that had moved, and judged again there")
     lines += [f"Flag: {flag}" for flag in flags]

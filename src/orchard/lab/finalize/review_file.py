@@ -14,7 +14,7 @@ from orchard.lab.finalize.wins import Win
 from orchard.lab.judge.verdict_view import VerdictView, markdown_head, markdown_table, pct, short_commit
 from orchard.lab.records.build import CheckName
 from orchard.lab.records.review_branches import Review, ReviewBranch, ReviewOutcome
-from orchard.lab.text import inline
+from orchard.lab.text import code, inline
 
 UNCLEAR = ("inconclusive", "regressed")
 
@@ -24,7 +24,7 @@ def _changed(branch: ReviewBranch, wins: Mapping[str, Win]) -> list[str]:
     for name in branch.wins:
         win = wins[name]
         h = win.hypothesis
-        lines.append(f"- `{name}`: {inline(h.title)}. {inline(h.change)} (aimed at `{inline(h.metric)}`, predicted "
+        lines.append(f"- `{name}`: {inline(h.title)}. {inline(h.change)} (aimed at {code(h.metric)}, predicted "
                      f"{inline(h.predicted_text)}; merged in the lab as `{short_commit(win.merge_commit)}`)")
     if len(branch.wins) > 1:
         lines.append(f"- these {len(branch.wins)} wins touch the same files, so they go together, in the order the "
@@ -50,10 +50,10 @@ def _gates(branch: ReviewBranch, gates: Sequence[str]) -> list[str]:
 
 def _look_at(branch: ReviewBranch, wins: Mapping[str, Win]) -> list[str]:
     """What deserves a human eye: the files, flags, rebases, and metrics the verdict did not call improved."""
-    lines = [f"- the files: {', '.join(f'`{inline(f)}`' for f in branch.files)}"]
+    lines = [f"- the files: {', '.join(code(f) for f in branch.files)}"]
     tests = [f for f in branch.files if "test" in f.lower()]
     if tests:
-        lines.append(f"- it changes test files ({', '.join(f'`{inline(f)}`' for f in tests)}): check nothing was "
+        lines.append(f"- it changes test files ({', '.join(code(f) for f in tests)}): check nothing was "
                      "weakened")
     for name in branch.wins:
         win = wins[name]

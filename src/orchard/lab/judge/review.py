@@ -129,7 +129,7 @@ def review(ws: Workspace, experiment: Experiment, candidate: Candidate, verdict:
         stale.unlink(missing_ok=True)
     diff_file.write_text(candidate.patch, encoding="utf-8", errors="surrogateescape")
     prompt.write_text(prompt_text(experiment.hypothesis, candidate, verdict, checks, checkout, directory),
-                      encoding="utf-8")
+                      encoding="utf-8", errors="surrogateescape")
     settings = ws.config.review
     launcher = (launcher_for(ws.config, settings.launcher) if settings.launcher
                 else make_launcher(LauncherConfig(name="command", template=settings.template,

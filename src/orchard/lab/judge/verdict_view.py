@@ -153,7 +153,8 @@ def markdown_table(verdict: VerdictView | None) -> list[str]:
     lines += ["| " + " | ".join(cells(m)) + " |" for m in verdict.metrics]
     lines += [f"\ngate `{g.name}`: {'pass' if g.passed else 'FAIL'} ({inline(g.detail)})" for g in verdict.gates]
     lines += [f"\n{inline(verdict.variants)}"] if verdict.variants else []
-    return lines + [f"\nadvice: {inline(advice)}" for advice in verdict.advice]
+    # advice is the bench's own Markdown (the lab's suite's metric names and alternatives in code spans)
+    return lines + [f"\nadvice: {advice}" for advice in verdict.advice]
 
 
 def markdown_head(verdict: VerdictView) -> str:

@@ -66,6 +66,7 @@ from orchard.lab.records.land_steps import (
     Reverted,
     RevertPublished,
 )
+from orchard.lab.text import visible
 from orchard.lab.workers.workspace.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -97,13 +98,13 @@ def lab_note(hypothesis: Hypothesis, judgment: Judgment, experiment: str) -> str
     verdict = judgment.verdict
     result = "?" if verdict is None else f"{verdict.verdict} {after_pairs(verdict.pairs)} (seed {verdict.seed})"
     lines = [
-        f"lab: {hypothesis.title}",
+        f"lab: {visible(hypothesis.title)}",
         "",
         f"Experiment {experiment}, hypothesis {hypothesis.id} ({hypothesis.lane} lane).",
         "",
-        f"Hypothesis: {hypothesis.change}",
-        f"Suspected cause: {hypothesis.suspected_cause or '(not given)'}",
-        f"Metric: {hypothesis.metric}; predicted effect: {hypothesis.predicted_text}",
+        f"Hypothesis: {visible(hypothesis.change)}",
+        f"Suspected cause: {visible(hypothesis.suspected_cause or '(not given)')}",
+        f"Metric: {visible(hypothesis.metric)}; predicted effect: {hypothesis.predicted_text}",
         "",
         f"Result: {result}.",
     ]
@@ -228,7 +229,8 @@ class Landing:
             return Merged(branch, main, vcs.resolve(reference, main), main_head, "found merged after a restart")
         self.progress(f"{self.name}: merge {branch} into {main}")
         pins.expect(self.ws, self.state, main, (main_head, commit), commit)
-        merged = vcs.merge(reference, commit, into=main, message=f"lab: merge {branch}: {self.hypothesis.title}\n")
+        message = f"lab: merge {branch}: {visible(self.hypothesis.title)}\n"
+        merged = vcs.merge(reference, commit, into=main, message=message)
         pins.pin(self.ws, self.state, main)
         return Merged(branch, main, merged, main_head)
 

@@ -108,8 +108,10 @@ class Judging:
         with self._one_landing:
             state = LabState.open(self.ws.root)
             try:
-                return landing.land(self.ws, state, record, judgment, hypothesis, progress=self.say,
-                                    measure_progress=self.measure_progress, measurements=measurements)
+                landed = landing.land(self.ws, state, record, judgment, hypothesis, progress=self.say,
+                                      measure_progress=self.measure_progress, measurements=measurements)
+                state.backup()  # every landing's steps are in the last good copy `orchard recover` restores
+                return landed
             except JudgeHostGone as gone:  # before its merge (main after a merge is checked on another host)
                 now = state.experiment(record.name)
                 return landing.LandOutcome(now.branch or f"lab/{record.name}", now.land_commit or "", False, None,

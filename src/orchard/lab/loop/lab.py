@@ -287,8 +287,31 @@ class Lab:
         with pausing(self.ws.root), workspace_lock.hold(self.ws.root):
             return self._run()
 
+    def _research(self) -> str:
+        """The loop's passes, until a stop condition holds and no experiment is still active: returns why."""
+        while True:
+            self.disk.check(self)
+            collection.collect(self)
+            self.refill.collect(self.ws, self.state, self.say)
+            if self.harvest():
+                continue  # a decision changes the backlog and the stop conditions
+            if self._settled.unchanged(self._inputs()):
+                time.sleep(POLL_S)  # nothing to decide from anew
+                continue
+            self.refill.start(self.ws, self.state, self.say)
+            reason = stop.stop_reason(self.ws, self.state, self.started, self.blocked(),
+                                      planning=self.refill.plan is not None)
+            if reason is None:
+                self.assign()
+            self.dispatch()
+            if reason is not None and not self.state.experiments(*Status.active()):
+                return reason
+            self._settled.decided(self._inputs())
+            time.sleep(POLL_S)
+
     def _run(self) -> str:
         self.preflight()
+        self.state.backup()  # the last good copy `orchard recover` restores; again after each landing
         if (events := self.state.events()) and events[-1].kind == EventKind.STOP:
             self.state.set_counter(stop.IDLE_LOOPS, 0)  # a new session after a clean stop starts fresh
         workers = self.ws.config.workers
@@ -312,25 +335,7 @@ class Lab:
                                                          measure_progress=self.measure_progress))
                     resume.resume_workers(self)
                     self.refill = Refill(planner_executor if workers.refill else None)
-                    while True:
-                        self.disk.check(self)
-                        collection.collect(self)
-                        self.refill.collect(self.ws, self.state, self.say)
-                        if self.harvest():
-                            continue  # a decision changes the backlog and the stop conditions
-                        if self._settled.unchanged(self._inputs()):
-                            time.sleep(POLL_S)  # nothing to decide from anew
-                            continue
-                        self.refill.start(self.ws, self.state, self.say)
-                        reason = stop.stop_reason(self.ws, self.state, self.started, self.blocked(),
-                                                  planning=self.refill.plan is not None)
-                        if reason is None:
-                            self.assign()
-                        self.dispatch()
-                        if reason is not None and not self.state.experiments(*Status.active()):
-                            break
-                        self._settled.decided(self._inputs())
-                        time.sleep(POLL_S)
+                    reason = self._research()
         finally:
             self.executor = None
             self.judge_work.hosts = None

@@ -62,7 +62,7 @@ def planning_prompt(ws: Workspace, state: LabState, checkout: Path, output: Path
         "output": str(output),
         "opportunities": "\n".join(lines) or "(no opportunities ranking yet)",
         "leaderboard": records.render_leaderboard(records.board(state)),
-        "journal": render_journal(state)[-12000:],
+        "journal": render_journal(state, records=False)[-12000:],
         "backlog": backlog_file.render(state),
         "layout": _layout(ws, checkout),
         "format": resources.files("orchard.lab").joinpath("templates/hypothesis-format.toml").read_text(),
@@ -124,7 +124,8 @@ def start_plan(ws: Workspace, state: LabState, executor: ProcessExecutor, *,
     output = checkout.worker.home_dir / f"{name}.toml"  # the sandbox lets it write there; kept in prompts/ after
     hypothesis = Hypothesis(metric="(planning)", change="propose hypotheses", id="planning", title="planning")
     job = launcher.job(ws, Experiment(name, hypothesis, checkout))
-    ws.prompt_path(name).write_text(planning_prompt(ws, state, checkout.worker.target_dir, output), encoding="utf-8")
+    ws.prompt_path(name).write_text(planning_prompt(ws, state, checkout.worker.target_dir, output), encoding="utf-8",
+                                    errors="surrogateescape")  # the backlog's titles as given
     say(f"planner {name}: running {launcher.name}; it writes {output}")
     executor.start(job)
     return PlanRun(name, job, output, launcher)

@@ -16,9 +16,9 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from html import escape
 from typing import Any
 
+from orchard.lab.text import html_text as escape
 from orchard.units import count, duration_ms
 
 BODY_LIMIT = 4000  # characters of one tool result or text block shown; the rest is said to be cut

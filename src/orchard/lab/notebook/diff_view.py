@@ -12,13 +12,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
-from html import escape
 
 from pygments.formatters import HtmlFormatter
 from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_for_filename
 from pygments.token import STANDARD_TYPES, _TokenType
 from pygments.util import ClassNotFound
+
+from orchard.lab.text import html_text as escape
 
 STYLE_SCOPE = ".diff"
 _FILE = re.compile(r"^diff --git a/(.*?) b/(.*)$")

@@ -11,7 +11,6 @@ is rendered by `agent_log` as the agent's messages and tool calls.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from html import escape
 from pathlib import Path
 
 from orchard.lab.db.state import LabState
@@ -22,6 +21,7 @@ from orchard.lab.notebook.html_parts import PAGE_SCRIPT, STYLE, decision, tabs, 
 from orchard.lab.notebook.journal import when
 from orchard.lab.records.db import ExperimentRecord, HypothesisRecord
 from orchard.lab.records.judgment import JudgmentEntry
+from orchard.lab.text import html_text as escape
 from orchard.lab.workers.workspace.workspace import Workspace
 from orchard.units import count, duration_ms
 

@@ -92,7 +92,7 @@ def _landing_state(e: ExperimentView) -> str:
     merged = f"`{short_commit(e.merge_commit)}`"
     if e.published is None or not e.published.reachable:
         why = "not published yet" if e.published is None else e.published.error
-        return f"merged in the lab's clone as {merged}, NOT reachable in the target: {why}"
+        return f"merged in the lab's clone as {merged}, NOT reachable in the target: {inline(why)}"
     reverted = f", then reverted as `{short_commit(e.reverted)}`" if e.reverted else ""
     return f"merged as {merged}{reverted}, on `{e.published.branch}` in the target"
 
@@ -120,7 +120,7 @@ def render_final_report(lab: LabView) -> str:
              f"{len(lab.experiments)} experiments: {len(landed)} landed, {len(killed)} killed, "
              f"{len(iterated)} iterated.", "", *_unsandboxed(lab), *final_lines(lab), "", *_against_best(lab), "",
              "## Landed changes", ""]
-    lines += [f"- `{e.name}` on `{e.branch}`{_via(e)} ({inline(_landing_state(e))}): " + inline("; ".join(e.reasons))
+    lines += [f"- `{e.name}` on `{e.branch}`{_via(e)} ({_landing_state(e)}): " + inline("; ".join(e.reasons))
               for e in landed] or ["- none"]
     where = lab.publication
     if where is not None:

@@ -10,9 +10,9 @@ and the sort holds when the live page replaces the table.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from html import escape
 
 from orchard.lab.judge.verdict_view import COLUMNS, VerdictView, cells, run_of
+from orchard.lab.text import html_text as escape
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:78em;padding:0 1em;color:#222}

@@ -8,6 +8,7 @@ to the digit. The dashboard's feed shows these entries as they are.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -117,17 +118,41 @@ def _fields(data: dict[str, Any]) -> list[str]:
 
 
 HEAD = ["# Lab journal", "", "Every judgment, landing and stop, oldest first. Rendered from lab.db.", ""]
+RECORD = "<!-- orchard event "  # each entry's stored row, hidden where the Markdown is rendered
 
 
-def render_journal(state: LabState) -> str:
-    return render_events(state.events())
+def record_line(event: JournalEvent[Event | Unrecognized]) -> str:
+    """The event's row as lab.db stores it, in an HTML comment: what `orchard recover` replays.
+
+    ASCII JSON: controls, bidi overrides and bytes that were not UTF-8 are `\\u` escapes, and
+    `<`, `>` and `&` are too, so no text of the event can close the comment or start markup.
+    """
+    row = {"id": event.id, "at": event.at, "kind": event.kind, "experiment": event.experiment,
+           "data": json.dumps(event.event.to_dict(), sort_keys=True, default=str)}
+    text = json.dumps(row, sort_keys=True)
+    return RECORD + text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + " -->"
 
 
-def render_events(events: Sequence[JournalEvent[Event | Unrecognized]]) -> str:
-    """The whole JOURNAL.md of these events."""
-    return "\n".join(HEAD) + appended(events)
+def recorded_rows(text: str) -> list[dict[str, Any]]:
+    """The rows a JOURNAL.md holds in its record lines, oldest first (entries without one are not among them)."""
+    rows = []
+    for line in text.splitlines():
+        if line.startswith(RECORD) and line.endswith(" -->"):
+            with contextlib.suppress(ValueError):
+                rows.append(json.loads(line[len(RECORD):-len(" -->")]))
+    return [r for r in rows if isinstance(r, dict) and {"id", "at", "kind", "experiment", "data"} <= r.keys()]
 
 
-def appended(events: Sequence[JournalEvent[Event | Unrecognized]]) -> str:
+def render_journal(state: LabState, *, records: bool = True) -> str:
+    return render_events(state.events(), records=records)
+
+
+def render_events(events: Sequence[JournalEvent[Event | Unrecognized]], *, records: bool = True) -> str:
+    """The whole JOURNAL.md of these events (without `records`, as a person reads it rendered)."""
+    return "\n".join(HEAD) + appended(events, records=records)
+
+
+def appended(events: Sequence[JournalEvent[Event | Unrecognized]], *, records: bool = True) -> str:
     """What these events add at the end of a JOURNAL.md (a whole journal is its head and this)."""
-    return "".join("\n" + "\n".join(journal_entry(event)) for event in events)
+    return "".join("\n" + "\n".join([*journal_entry(event), *([record_line(event), ""] if records else [])])
+                   for event in events)

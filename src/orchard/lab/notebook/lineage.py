@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from html import escape
 
 from orchard.lab.judge.verdict_view import short_commit
 from orchard.lab.records.db import ExperimentRecord, HypothesisRecord, JournalEvent, Unrecognized, of_type
 from orchard.lab.records.events import Event
 from orchard.lab.records.land_steps import Merged
+from orchard.lab.text import html_text as escape
 
 Href = Callable[[str], str]
 

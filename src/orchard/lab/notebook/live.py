@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from orchard.lab.notebook.terminal import CONTROL
+from orchard.lab.text import CONTROL
 
 LOG_TAIL_BYTES = 65536  # an agent's JSON event can be one long line: enough for a few whole ones
 LOG_TAIL_LINES = 12

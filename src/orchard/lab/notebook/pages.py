@@ -14,7 +14,6 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from html import escape
 from importlib import resources
 from importlib.util import find_spec
 from pathlib import Path
@@ -29,6 +28,7 @@ from orchard.lab.notebook.journal import when
 from orchard.lab.notebook.lineage import lineage_html
 from orchard.lab.notebook.view import ExperimentView, LabView
 from orchard.lab.records.experiment import ExperimentStatus
+from orchard.lab.text import html_text as escape
 from orchard.units import quantity
 
 AT_WORK = (ExperimentStatus.STARTING, ExperimentStatus.RUNNING)  # a worker holds a slot; after, the judge has it

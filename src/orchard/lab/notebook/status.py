@@ -22,8 +22,8 @@ from orchard.lab.judge.measuring import LockState
 from orchard.lab.judge.verdict_view import effect_cells
 from orchard.lab.notebook import view
 from orchard.lab.notebook.spending import money
-from orchard.lab.notebook.terminal import visible
 from orchard.lab.notebook.view import LabView
+from orchard.lab.text import visible
 from orchard.lab.workers.executors import attach_command
 from orchard.lab.workers.sandbox.sandbox import UNSANDBOXED_NOTE, SandboxMode
 from orchard.lab.workers.workspace.workspace import Workspace

@@ -77,5 +77,5 @@ def render_prompt(workspace: Workspace, experiment: Experiment) -> Path:
     """Write `prompts/<experiment>.md` and return its path."""
     path = workspace.prompt_path(experiment.name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(prompt_text(workspace, experiment), encoding="utf-8")
+    path.write_text(prompt_text(workspace, experiment), encoding="utf-8", errors="surrogateescape")  # as given
     return path

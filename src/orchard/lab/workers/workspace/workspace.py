@@ -163,6 +163,7 @@ class Workspace:
         if root.exists() and (not root.is_dir() or any(p.name not in keep for p in root.iterdir())):
             raise UsageError(f"{root}: exists and is not an empty directory; nothing was changed")
         created = not root.exists()
+        made = next(p for p in [*reversed(root.parents), root] if not p.exists()) if created else root  # the top one
         root.mkdir(parents=True, exist_ok=True)
         if suite_source is not None:
             config = config.replace("bench", suite=suite_source.name)
@@ -171,7 +172,7 @@ class Workspace:
             workspace._lay_out(suite_source)
         except BaseException:
             if created:
-                shutil.rmtree(root, ignore_errors=True)
+                shutil.rmtree(made, ignore_errors=True)  # with the parents it made: a failed init leaves nothing
             else:
                 for child in root.iterdir():
                     if child.name in keep:

@@ -33,6 +33,9 @@ def init_workspace(
     base_dir = Path.cwd()
     if config_file is not None:
         data = config_module.parse(Path(config_file))
+        if not data:
+            raise UsageError(f"{config_file}: holds no settings (an empty orchard.toml); nothing was created: give "
+                             "the lab's orchard.toml, or leave out --config for the defaults")
         base_dir = Path(config_file).resolve().parent
     data.setdefault("target", {})["repo"] = _local_or_url(target)
     if bench is not None:
