@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from orchard.confine import exit_hint
-from orchard.lab.judge import plausibility, review, weakened
+from orchard.lab.judge import differential, plausibility, review, weakened
 from orchard.lab.judge.measuring import (
     BinaryChanged,
     MeasureProgress,
@@ -86,8 +86,10 @@ BUILT: Stated = (
 )
 MEASURED: Stated = (
     (CheckName.PLAUSIBLE, "implausible: {}", Rule.PLAUSIBLE),
+    (CheckName.DIFFERENTIAL, "{}", Rule.DIFFERENTIAL),
     (CheckName.REVIEW, "review rejected: {}", Rule.REVIEW),
 )
+BESIDE_A_WIN = {CheckName.PLAUSIBLE: "flagged implausible: ", CheckName.DIFFERENTIAL: "beyond the bench: "}
 
 
 @dataclass(frozen=True)
@@ -145,7 +147,7 @@ def decide(checks: Sequence[Check], verdict: Verdict | None, flags: Sequence[str
         return Ruling(Decision.KILL, ("no verdict could be taken",))
     said = "; ".join(verdict.reasons)
     if outcome == VerdictWord.PASS:
-        flagged = [f"flagged implausible: {c.detail}" for c in checks if c.name == CheckName.PLAUSIBLE]
+        flagged = [BESIDE_A_WIN[c.name] + c.detail for c in checks if c.name in BESIDE_A_WIN]
         return Ruling(Decision.LAND, (*verdict.reasons, *flagged))
     if outcome == VerdictWord.NO_CHANGE:
         return Ruling(Decision.KILL, (f"no effect beyond the noise floor: {said}",), Rule.FLOOR)
@@ -266,6 +268,11 @@ def _judge(ws: Workspace, state: LabState, name: str, candidate: Candidate, base
     if (plausible := plausibility.check(verdict, plausible_bound(ws))) is not None:
         checks.append(plausible)
     ruling = decide(checks, verdict, flags)
+    if ruling.decision == Decision.LAND and differential.applies(ws):
+        progress(f"{name}: baseline and candidate on inputs beyond the bench")
+        metric = state.hypothesis(state.experiment(candidate.experiment).hypothesis).hypothesis.metric
+        checks.append(differential.check(ws, baseline, built, base, metric))
+        ruling = decide(checks, verdict, flags)
     if ruling.decision == Decision.LAND and review.configured(ws):
         progress(f"{name}: review")
         hypothesis = state.hypothesis(state.experiment(candidate.experiment).hypothesis).hypothesis

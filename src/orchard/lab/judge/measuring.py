@@ -194,6 +194,11 @@ def plausible_bound(ws: Workspace) -> float:
     return bench.load_suite(path).plausible if path is not None else bench.Suite.plausible
 
 
+def load_suite(path: Path) -> bench.Suite:
+    """The suite file at `path`, read whole (the judge's other checks read its scenarios)."""
+    return bench.load_suite(path)
+
+
 def suite_path(ws: Workspace) -> Path:
     suite_path = ws.suite(ws.bench_dir)
     if suite_path is None:

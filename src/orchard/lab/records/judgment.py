@@ -41,6 +41,7 @@ class Rule(StrEnum):
     TESTS_KEPT = "tests-not-weakened"
     PLAUSIBLE = "implausible-needs-held-out"
     REVIEW = "review-approved"
+    DIFFERENTIAL = "same-output-beyond-the-bench"
 
 
 @dataclass(frozen=True)
