@@ -46,8 +46,8 @@ class CheckName(StrEnum):
     BINARY = "binary"  # the build made the binary, unchanged while it was measured
     PLAUSIBLE = "plausible"  # a win beyond the plausible factor, confirmed on held-out inputs
     REVIEW = "review"  # the reviewer approved
-    DIFFERENTIAL = "differential"  # the same output as the baseline on inputs beyond the bench
     SWEEP = "sweep"  # the bench's sweep after a landed win (a step only)
+    DIFFERENTIAL = "differential"  # the same output as the baseline on inputs beyond the bench
 
 
 @dataclass(frozen=True)
