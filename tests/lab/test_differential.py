@@ -89,6 +89,7 @@ def test_a_hypothesis_on_the_outputs_size_compares_the_exit_status_only(
     assert differential.output_may_change("visible/stdout_bytes")
     assert differential.output_may_change("report/estimated_total_tokens")
     assert not differential.output_may_change("report/wall_ms")
+    assert differential.output_may_change("")  # judged outside an experiment: its aim unknown
     ws = workspace(tmp_path, repos)
     found = _compare(ws, tmp_path, HONEST, stdout=False)
     assert found.differs is None and "exit status (the hypothesis changes output)" in found.detail

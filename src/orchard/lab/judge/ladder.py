@@ -270,8 +270,7 @@ def _judge(ws: Workspace, state: LabState, name: str, candidate: Candidate, base
     ruling = decide(checks, verdict, flags)
     if ruling.decision == Decision.LAND and differential.applies(ws):
         progress(f"{name}: baseline and candidate on inputs beyond the bench")
-        metric = state.hypothesis(state.experiment(candidate.experiment).hypothesis).hypothesis.metric
-        checks.append(differential.check(ws, baseline, built, base, metric))
+        checks.append(differential.check(ws, baseline, built, base, _metric(state, candidate)))
         ruling = decide(checks, verdict, flags)
     if ruling.decision == Decision.LAND and review.configured(ws):
         progress(f"{name}: review")
@@ -280,6 +279,15 @@ def _judge(ws: Workspace, state: LabState, name: str, candidate: Candidate, base
         checks.append(review.review(ws, experiment, candidate, verdict, checks, checkout))
         ruling = decide(checks, verdict, flags)
     return _finish(ruling, checks, str(checkout), verdict, base, candidate, built)
+
+
+def _metric(state: LabState, candidate: Candidate) -> str:
+    """The metric the candidate's hypothesis aims at; "" when it was judged outside an experiment (finalize's
+    judging of a group of wins alone)."""
+    try:
+        return state.hypothesis(state.experiment(candidate.experiment).hypothesis).hypothesis.metric
+    except KeyError:
+        return ""
 
 
 def _built_and_tested(ws: Workspace, state: LabState, name: str, checkout: Path, values: dict[str, str], base: str,
