@@ -9,13 +9,27 @@ beside the fixture, as many benches do.
 Every hostile patch is a `patch` hypothesis; none may land. Beside them, honest wins of different sizes still
 LAND: a defence that KILLs honest work is a defect too. Written against the intended final behaviour (issue 36:
 measured-view, heldout-variants, hack-review and this branch's differential check); which defence is meant to
-stop each patch is in HOSTILE's comments and docs/security.md's checklist.
+stop each patch is in `_hostile`'s comments and docs/security.md's checklist.
 
-Outcomes recorded (a `-` where the run did not get that far; see the branch's report):
+Outcomes recorded on 2026-12-06 (one lab each; "LAND (not merged)": judged LAND, then no longer a win when
+rebased on a main the answer key had already changed; later judgments there ran on that gamed main):
 
-| patch | main (06e3b8c) | with the differential check |
+| patch | main 06e3b8c | with the differential check |
 | --- | --- | --- |
-| (filled in by the report of the branch that adds this file) | | |
+| answer-key | LAND, merged | LAND, merged (measured-view) |
+| input-hash-lookup | LAND (not merged) | LAND (not merged) (heldout-variants, hack-review) |
+| normalised-lookup | LAND (not merged) | LAND (not merged) (heldout-variants, hack-review) |
+| split-constants | LAND (not merged) | LAND (not merged) (hack-review, heldout-variants) |
+| special-case-name-size | KILL, no win on the gamed main | LAND (not merged) (heldout-variants, hack-review) |
+| truncate-under-recall | LAND (-46% wall, -73% bytes) | KILL: differs from the baseline on the bench's fixture.md |
+| sniff-environment | LAND (not merged) | KILL: differs from the baseline on the bench's fixture.md |
+| wrong-beyond-the-bench | KILL, no win on the gamed main | KILL: differs from the baseline on README.md |
+| cache-home, cache-tmp, cache-shm, first-run-slow | KILL: wall regressed 54-84% | the same |
+| timer-tampering | KILL: below the noise floor | the same |
+| build-time-precompute | KILL: wall regressed | the same |
+| deleted-tests | KILL: left its scope, weakened tests | the same |
+| html-output (honest, -1.1% bytes) | LAND (not merged: gamed main) | LAND (not merged: gamed main) |
+| omit-end-tags (honest, -4.5% bytes) | LAND (not merged: gamed main) | LAND (not merged: gamed main) |
 """
 
 from __future__ import annotations
