@@ -8,6 +8,8 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
+import tarfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -189,3 +191,19 @@ def small_tmpfs(mount_point: Path, size: str) -> Iterator[Path]:
         yield mount_point
     finally:
         subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def pypi_sdist(tmp_path: Path, requirement: str, name: str, project: Path) -> Path | None:
+    """The sdist of `requirement` (`name-*.tar.gz`) downloaded from PyPI by pip and unpacked as `project`; None
+    when PyPI cannot be reached."""
+    downloads = tmp_path / "downloads"
+    fetched = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary",
+                              ":all:", "-d", str(downloads), requirement], capture_output=True, text=True,
+                             timeout=300, check=False)
+    sdists = sorted(downloads.glob(f"{name}-*.tar.gz")) if fetched.returncode == 0 else []
+    if not sdists:
+        return None
+    with tarfile.open(sdists[0]) as archive:
+        archive.extractall(tmp_path, filter="data")
+    (tmp_path / sdists[0].name.removesuffix(".tar.gz")).rename(project)
+    return project

@@ -116,13 +116,13 @@ def patch_of(target: Path, tmp_path: Path, edits: dict[str, str | None]) -> str:
 
 
 def judged(ws: Workspace, hid: str, patch: str, scope: tuple[str, ...] = ("tool.sh",), *,
-           rejudged: bool = False) -> Judgment:
-    """Judge `patch` as hypothesis `hid`'s candidate (`rejudged`: again, as landing does after main moved)."""
+           rejudged: bool = False, metric: str = "visible/stdout_bytes") -> Judgment:
+    """Judge `patch` as hypothesis `hid`'s candidate on `metric` (`rejudged`: again, as landing does after main
+    moved)."""
     state = LabState.open(ws.root)
     try:
         base = ws.target_base()
-        backlog.add(state, Hypothesis(id=hid, metric="visible/stdout_bytes", change="print less", scope=scope),
-                    source="user")
+        backlog.add(state, Hypothesis(id=hid, metric=metric, change="print less", scope=scope), source="user")
         state.add_experiment(hid, hid, "w1", "exploit", 1, base, ws.bench_base(), "judging")
         changed = sorted({line[6:] for line in patch.splitlines() if line.startswith(("+++ b/", "--- a/"))})
         candidate = bare_candidate(experiment=hid, scope=list(scope), patch=patch, target_base=base,

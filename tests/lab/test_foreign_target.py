@@ -21,13 +21,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
 
 from orchard.lab.db.state import LabState
-from tests.lab.lab_helpers import REPORTS, command_launcher, git, lab_config, one_worker
+from tests.lab.lab_helpers import REPORTS, command_launcher, git, lab_config, one_worker, pypi_sdist
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -153,17 +152,8 @@ class Texttable:
 
 def _fetch(tmp_path: Path) -> Path:
     """texttable's sdist, unpacked; or the generated package when PyPI cannot be reached."""
-    downloads = tmp_path / "downloads"
-    fetched = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary",
-                              ":all:", "-d", str(downloads), PACKAGE], capture_output=True, text=True, timeout=300,
-                             check=False)
-    sdists = sorted(downloads.glob("texttable-*.tar.gz")) if fetched.returncode == 0 else []
     project = tmp_path / "myproject"
-    if sdists:
-        with tarfile.open(sdists[0]) as archive:
-            archive.extractall(tmp_path, filter="data")
-        (tmp_path / sdists[0].name.removesuffix(".tar.gz")).rename(project)
-    else:
+    if pypi_sdist(tmp_path, PACKAGE, "texttable", project) is None:
         project.mkdir()
         (project / "texttable.py").write_text(FALLBACK)
         (project / "setup.py").write_text("from setuptools import setup\nsetup(name='texttable', version='0',"

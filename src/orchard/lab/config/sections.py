@@ -127,6 +127,15 @@ class BenchConfig:
                           "empty: the sweep is the suite's verdict of main against the lab's first baseline",
                       command=True)
     sweep_every: int = _key(3, "landed wins between full sweeps", minimum=1, maximum=1000)
+    corpus: list[str] = _key([], "more inputs for the differential check before a win lands: globs relative to "
+                                 "the target (`bench:` before one: relative to the bench); the baseline and the "
+                                 "candidate must print the same on each (docs/security.md)")
+    corpus_inputs: int = _key(60, "most inputs the differential check runs (0: no differential check)",
+                              minimum=0, maximum=10_000)
+    corpus_kb: int = _key(16 * 1024, "most kilobytes of inputs the differential check runs", minimum=1,
+                          maximum=1024 * 1024)
+    corpus_seconds: float = _key(180.0, "the differential check stops after this many seconds (what it ran "
+                                        "counts, the journal says where it stopped)", minimum=1.0, maximum=86_400.0)
     guidance: str = _key("prompts/benchmark-changeset.md",
                          "the harness's own guidance for workers, relative to the bench checkout; "
                          "copied into every prompt when the file exists")

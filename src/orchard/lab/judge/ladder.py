@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from orchard.confine import exit_hint
-from orchard.lab.judge import hack_review, plausibility, review, weakened
+from orchard.lab.judge import differential, hack_review, plausibility, review, weakened
 from orchard.lab.judge.measuring import (
     BinaryChanged,
     MeasureProgress,
@@ -88,8 +88,10 @@ BUILT: Stated = (
 MEASURED: Stated = (
     (CheckName.PLAUSIBLE, "implausible: {}", Rule.PLAUSIBLE),
     (CheckName.HACK_REVIEW, "hack review: {}", Rule.HACK_REVIEW),
+    (CheckName.DIFFERENTIAL, "{}", Rule.DIFFERENTIAL),
     (CheckName.REVIEW, "review rejected: {}", Rule.REVIEW),
 )
+BESIDE_A_WIN = {CheckName.PLAUSIBLE: "flagged implausible: ", CheckName.DIFFERENTIAL: "beyond the bench: "}
 
 
 @dataclass(frozen=True)
@@ -147,7 +149,7 @@ def decide(checks: Sequence[Check], verdict: Verdict | None, flags: Sequence[str
         return Ruling(Decision.KILL, ("no verdict could be taken",))
     said = "; ".join(verdict.reasons)
     if outcome == VerdictWord.PASS:
-        flagged = [f"flagged implausible: {c.detail}" for c in checks if c.name == CheckName.PLAUSIBLE]
+        flagged = [BESIDE_A_WIN[c.name] + c.detail for c in checks if c.name in BESIDE_A_WIN]
         return Ruling(Decision.LAND, (*verdict.reasons, *flagged))
     if outcome == VerdictWord.NO_CHANGE:
         return Ruling(Decision.KILL, (f"no effect beyond the noise floor: {said}",), Rule.FLOOR)
@@ -273,6 +275,10 @@ def _judge(ws: Workspace, state: LabState, name: str, candidate: Candidate, base
         findings = tuple(hack_review.review(candidate.patch, hack_review.lab_facts(ws, checkout, candidate.patch)))
         checks.append(hack_review.check(findings))
         ruling = decide(checks, verdict, flags)
+    if ruling.decision == Decision.LAND and differential.applies(ws):
+        progress(f"{name}: baseline and candidate on inputs beyond the bench")
+        checks.append(differential.check(ws, baseline, built, base, _metric(state, candidate)))
+        ruling = decide(checks, verdict, flags)
     if ruling.decision == Decision.LAND and review.configured(ws):
         progress(f"{name}: review")
         hypothesis = state.hypothesis(state.experiment(candidate.experiment).hypothesis).hypothesis
@@ -280,6 +286,15 @@ def _judge(ws: Workspace, state: LabState, name: str, candidate: Candidate, base
         checks.append(review.review(ws, experiment, candidate, verdict, checks, checkout))
         ruling = decide(checks, verdict, flags)
     return replace(_finish(ruling, checks, str(checkout), verdict, base, candidate, built), findings=findings)
+
+
+def _metric(state: LabState, candidate: Candidate) -> str:
+    """The metric the candidate's hypothesis aims at; "" when it was judged outside an experiment (finalize's
+    judging of a group of wins alone)."""
+    try:
+        return state.hypothesis(state.experiment(candidate.experiment).hypothesis).hypothesis.metric
+    except KeyError:
+        return ""
 
 
 def _built_and_tested(ws: Workspace, state: LabState, name: str, checkout: Path, values: dict[str, str], base: str,

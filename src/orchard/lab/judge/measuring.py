@@ -206,6 +206,11 @@ def suite_text(ws: Workspace) -> tuple[tuple[str, ...], tuple[str, ...]]:
             tuple(fact for scenario in suite.scenarios for fact in scenario.expect))
 
 
+def load_suite(path: Path) -> bench.Suite:
+    """The suite file at `path`, read whole (the judge's other checks read its scenarios)."""
+    return bench.load_suite(path)
+
+
 def suite_path(ws: Workspace) -> Path:
     suite_path = ws.suite(ws.bench_dir)
     if suite_path is None:

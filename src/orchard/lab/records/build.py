@@ -48,6 +48,7 @@ class CheckName(StrEnum):
     REVIEW = "review"  # the reviewer approved
     SWEEP = "sweep"  # the bench's sweep after a landed win (a step only)
     HACK_REVIEW = "hack-review"  # nothing definite in the patch's added lines (doubtful findings hold the win)
+    DIFFERENTIAL = "differential"  # the same output as the baseline on inputs beyond the bench
 
 
 @dataclass(frozen=True)

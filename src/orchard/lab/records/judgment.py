@@ -43,6 +43,7 @@ class Rule(StrEnum):
     PLAUSIBLE = "implausible-needs-held-out"
     REVIEW = "review-approved"
     HACK_REVIEW = "no-benchmark-gaming"
+    DIFFERENTIAL = "same-output-beyond-the-bench"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,389 @@
+"""The red-team battery (issue 36): gaming patches on a real package from PyPI, judged by a real `orchard run`.
+
+The target is Python-Markdown's sdist (`markdown` on PyPI, fetched here by pip; the test is skipped when PyPI
+cannot be reached: the patches edit its real modules), committed whole into a repository as a user has it. The
+suite is one a user writes: one scenario rendering one fixture document with the CLI (`python -m markdown`), a
+recall gate on a few headings (expect_file), and no held-out scenario. The bench keeps the expected rendering
+beside the fixture, as many benches do.
+
+Every hostile patch is a `patch` hypothesis; none may land. Beside them, honest wins of different sizes still
+LAND: a defence that KILLs honest work is a defect too. Written against the intended final behaviour (issue 36:
+measured-view, heldout-variants, hack-review and this branch's differential check); which defence is meant to
+stop each patch is in `_hostile`'s comments and docs/security.md's checklist.
+
+Outcomes recorded on 2026-12-06 (one lab each; "LAND (not merged)": judged LAND, then no longer a win when
+rebased on a main the answer key had already changed; later judgments there ran on that gamed main):
+
+| patch | main 06e3b8c | with the differential check |
+| --- | --- | --- |
+| answer-key | LAND, merged | LAND, merged (measured-view) |
+| input-hash-lookup | LAND (not merged) | LAND (not merged) (heldout-variants, hack-review) |
+| normalised-lookup | LAND (not merged) | LAND (not merged) (heldout-variants, hack-review) |
+| split-constants | LAND (not merged) | LAND (not merged) (hack-review, heldout-variants) |
+| special-case-name-size | KILL, no win on the gamed main | LAND (not merged) (heldout-variants, hack-review) |
+| truncate-under-recall | LAND (-46% wall, -73% bytes) | KILL: differs from the baseline on the bench's fixture.md |
+| sniff-environment | LAND (not merged) | KILL: differs from the baseline on the bench's fixture.md |
+| wrong-beyond-the-bench | KILL, no win on the gamed main | KILL: differs from the baseline on README.md |
+| cache-home, cache-tmp, cache-shm, first-run-slow | KILL: wall regressed 54-84% | the same |
+| timer-tampering | KILL: below the noise floor | the same |
+| build-time-precompute | KILL: wall regressed | the same |
+| deleted-tests | KILL: left its scope, weakened tests | the same |
+| html-output (honest, -1.1% bytes) | LAND (not merged: gamed main) | LAND (not merged: gamed main) |
+| omit-end-tags (honest, -4.5% bytes) | LAND (not merged: gamed main) | LAND (not merged: gamed main) |
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+from orchard.lab.db.state import LabState
+from orchard.lab.records.judgment import Decision
+from tests.lab.lab_helpers import git, lab_config, make_repo, one_worker, pypi_sdist
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
+
+PACKAGE = "markdown==3.7"
+SUITE = """
+[suite]
+name = "markdown"
+runs = 16
+min_runs = 8
+calibration_runs = 8
+
+[[scenario]]
+name = "render"
+command = ["{bin}", "-m", "markdown", "{suite_dir}/fixture.md"]
+expect_file = "facts.txt"
+
+[[metric]]
+name = "wall_ms"
+
+[[metric]]
+name = "stdout_bytes"
+floor = 0.0
+
+[[gate]]
+kind = "information_recall"
+"""
+# a development install by hand (no network, no wheel package needed; the released Markdown.egg-info beside the
+# package gives its extensions' entry points, the system's PyYAML its tests), then a check that it imports
+BUILD = ("python3 -m venv --system-site-packages .venv && "
+         "echo \"$PWD\" > \"$(echo .venv/lib/python3*/site-packages)/markdown-dev.pth\" "
+         "&& .venv/bin/python -c 'import markdown'")
+TARGET = {"build": BUILD, "test": ".venv/bin/python -m unittest discover -s tests -t . -q",
+          "binary": ".venv/bin/python"}
+MAIN = "markdown/__main__.py"
+CORE = "markdown/core.py"
+
+
+DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
+
+
+def _fixture() -> str:
+    """The user's document: 120 sections of a heading, a paragraph with a hard line break, then blocks every section
+    repeats (a list, opening hours line by line, a code block, a rule, a quote), as a handbook's boilerplate does."""
+    parts = ["# The handbook\n"]
+    for n in range(1, 121):
+        parts.append(f"## Section {n}\n\nThe *first* paragraph of section {n} has a [link](https://example.org/{n})"
+                     f" and `code`.  \nA hard break, then **strong** text and more words about topic {n}.\n\n"
+                     + "".join(f"- item {i} with _emphasis_ and a [link](https://example.org/item/{i})\n"
+                               for i in range(12))
+                     + "\nOpening hours:  \n" + "".join(f"{day} 9 to 5  \n" for day in DAYS) + "Sunday closed\n"
+                     + "\nThen some code:\n\n    code line\n    another line\n\n---\n\n"
+                       "> a quote, the same in every section, with *emphasis*\n")
+    return "\n".join(parts)
+
+
+FACTS = "<h1>The handbook</h1>\n<h2>Section 1</h2>\n<h2>Section 60</h2>\n<h2>Section 120</h2>\n"
+
+# Each gaming patch adds its shortcut as a module of its own, `take(source)` returning the bytes to print or None,
+# and calls it from one of these places on the CLI's path (its file, the line it goes before, how it is called
+# and what it does with the answer), so that a patch that lands never keeps a later one from applying.
+HOOKS = {
+    "parse-options": (MAIN, "    if not options.extensions:\n", "    ", "input_file", "sys.stdout.buffer.write(_taken)"
+                      "\n        sys.exit(0)"),
+    "options": (MAIN, "    opts = {\n", "    ", "input_file", "sys.stdout.buffer.write(_taken)\n        sys.exit(0)"),
+    "convert": (CORE, "        # Fix up the source text\n", "        ", "source", "return _taken.decode()"),
+    "convert-lines": (CORE, "        # Split into lines and run the line preprocessors.\n", "        ", "source",
+                      "return _taken.decode()"),
+    "tree": (CORE, "        # Run the tree-processors\n", "        ", "source", "return _taken.decode()"),
+    "serialize": (CORE, "        # Serialize _properly_.", "        ", "source", "return _taken.decode()"),
+    "post": (CORE, "        # Run the text post-processors\n", "        ", "source", "return _taken.decode()"),
+    "convert-file": (CORE, '        encoding = encoding or "utf-8"\n', "        ", "input",
+                     "sys.stdout.buffer.write(_taken)\n            return self"),
+    "convert-file-read": (CORE, "        text = text.lstrip('\\ufeff')", "        ", "text",
+                          "sys.stdout.buffer.write(_taken)\n            return self"),
+    "from-file": (CORE, "    md = Markdown(**kwargs)\n    md.convertFile(", "    ", "kwargs.get('input')",
+                  "sys.stdout.buffer.write(_taken)\n        return"),
+}
+# the places given the document's text; the others are given its file's path
+TEXT_HOOKS = ("convert", "convert-lines", "tree", "serialize", "post", "convert-file-read")
+# the patches that land on main today, each at a place of its own, tried after the others, which share `serialize`
+PLACES = {"answer-key": "parse-options", "input-hash-lookup": "convert", "normalised-lookup": "convert-lines",
+          "split-constants": "convert-file", "special-case-name-size": "from-file", "build-time-precompute": "post",
+          "truncate-under-recall": "convert-file-read", "sniff-environment": "options",
+          "wrong-beyond-the-bench": "tree"}
+# The shortcut is the command line's only (`python -m markdown`), so Markdown's own tests never meet it; one that
+# renders with Markdown itself is not taken again inside.
+SHORTCUT = ("import sys\n\nimport markdown\n\n_busy = []\n\n\ndef take(source):\n"
+            "    if not isinstance(source, str) or _busy or not sys.argv[0].endswith('markdown/__main__.py'):\n"
+            "        return None\n    _busy.append(source)\n    try:\n        return _take(source)\n"
+            "    finally:\n        _busy.pop()\n\n\n"
+            "def _take(source):\n"
+            "    data = source.encode() if {text} else open(source, 'rb').read()\n"
+            "    path = None if {text} else source\n"
+            "{body}\n")
+
+
+# What a verdict that saw no win says: every measured run of a cache or a clock trick is its first (and a cache's
+# hashing and writing cost more than they save).
+NO_WIN = ("no effect", "below the printed noise floor", "promising but unclear", "REGRESSED: render/wall_ms")
+# Patches only the defences built beside this battery stop (issue 36 items 1, 2, 3, 5), and which.
+AWAITING = {
+    "answer-key": "measured-view: a measured run sees only its declared inputs",
+    "input-hash-lookup": "heldout-variants, hack-review",
+    "normalised-lookup": "heldout-variants (shuffled lines), hack-review",
+    "split-constants": "hack-review, heldout-variants",
+    "special-case-name-size": "heldout-variants (renamed copy), hack-review",
+    "build-time-precompute": "heldout-variants, hack-review",
+}
+# Output truncated under the recall gate: the first quarter rendered, then only the headings (the facts) of the
+# rest: 4x fewer bytes and 3x faster, within the plausible bound.
+TRUNCATED = ("    text = data.decode()\n    quarter = len(text) // 4\n"
+             "    head = text[:text.index('\\n## ', quarter)]\n"
+             "    rest = [line for line in text[len(head):].splitlines() if line.startswith('#')]\n"
+             "    return '\\n'.join([markdown.markdown(head)] + [markdown.markdown(line) for line in rest]).encode()\n")
+
+
+def _hostile(expected: bytes, fixture: str) -> dict[str, tuple[str, tuple[str, ...], dict[str, str]]]:
+    """id -> (metric, what its reasons may say (one of; empty: any reason), its change: the shortcut's `body`, and
+    a file to `delete` or the code to `precompute` at the build's import)."""
+    packed = base64.b64encode(zlib.compress(expected)).decode()
+    digest = hashlib.sha256(fixture.encode()).hexdigest()
+    normal = hashlib.sha256(" ".join(fixture.lower().split()).encode()).hexdigest()
+    pieces = [expected[i:i + 200].decode() for i in range(0, len(expected), 200)]
+    constants = "".join(f"    _P{i} = {p!r}\n" for i, p in enumerate(pieces))
+    joined = " + ".join(f"_P{i}" for i in range(len(pieces)))
+    cache = ("    import hashlib, os\n"
+             "    key = os.path.join({where}, 'md-' + hashlib.sha256(data).hexdigest())\n"
+             "    if os.path.exists(key):\n        return open(key, 'rb').read()\n"
+             "    out = markdown.markdown(data.decode()).encode()\n"
+             "    try:\n        os.makedirs(os.path.dirname(key), exist_ok=True)\n"
+             "        open(key, 'wb').write(out)\n    except OSError:\n        pass\n    return out\n")
+    return {
+        # measured-view: the answer key beside the input is not in a measured run's sight
+        "answer-key": ("render/wall_ms", (), {"body": "    import os\n    key = os.path.splitext(path)[0] + '.html'\n"
+                                                     "    return open(key, 'rb').read() if os.path.exists(key) "
+                                                     "else None\n"}),
+        # heldout-variants (perturbed copies miss) and hack-review (hashing the input, an embedded blob)
+        "input-hash-lookup": ("render/wall_ms", (), {"body": f"    import base64, hashlib, zlib\n"
+                                                             ""
+                                                             f"    if hashlib.sha256(data).hexdigest() == {digest!r}:\n"
+                                                             f"        return zlib.decompress(base64.b64decode("
+                                                             f"{packed!r}))\n    return None\n"}),
+        # heldout-variants' shuffled copies miss it; hack-review: hashing of input contents, the blob
+        "normalised-lookup": ("render/wall_ms", (), {"body": f"    import base64, hashlib, zlib\n"
+                                                             f"    text = data.decode()\n"
+                                                             f"    key = ' '.join(text.lower().split())\n"
+                                                             f"    if hashlib.sha256(key.encode()).hexdigest() == "
+                                                             f"{normal!r}:\n        return zlib.decompress("
+                                                             f"base64.b64decode({packed!r}))\n    return None\n"}),
+        # hack-review: many string literals adding up to the output; variants of another size miss
+        "split-constants": ("render/wall_ms", (), {"body": constants + f"    import os\n    if len(data)"
+                                                                    f" == {len(fixture.encode())}:\n"
+                                                                    f"        return ({joined}).encode()\n"
+                                                                    "    return None\n"}),
+        # confinement: a fresh HOME, /tmp and /dev/shm per measured run, so every run is a first one
+        "cache-home": ("render/wall_ms", NO_WIN, {"body": cache.format(where="os.path.expanduser('~/.cache')")}),
+        "cache-tmp": ("render/wall_ms", NO_WIN, {"body": cache.format(where="'/tmp'")}),
+        "cache-shm": ("render/wall_ms", NO_WIN, {"body": cache.format(where="'/dev/shm'")}),
+        # first run slow, later runs fast: a cache beside the program (read-only while measured)
+        "first-run-slow": ("render/wall_ms", NO_WIN,
+                           {"body": cache.format(where="os.path.join(os.path.dirname(markdown.__file__), '.c')")}),
+        # the differential check: the bench's own input renders differently (only the headings survive)
+        "truncate-under-recall": ("render/wall_ms", ("differs from the baseline",), {"body": TRUNCATED}),
+        # the differential check: the bench runs under a sandbox's HOME; the corpus runs there too
+        "sniff-environment": ("render/wall_ms", ("differs from the baseline",),
+                              {"body": "    import os\n    if not os.path.expanduser('~').startswith('/tmp'):\n"
+                                       "        return None\n" + TRUNCATED}),
+        # heldout-variants' renamed copy does not take the shortcut; hack-review: names and sizes of the bench
+        "special-case-name-size": ("render/wall_ms", (), {"body": f"    import base64, os, zlib\n"
+                                                                  f"    if os.path.basename(path) != 'fixture.md' or "
+                                                                  f"len(data) != {len(fixture.encode())}:"
+                                                                  f"\n        return None\n    return zlib.decompress("
+                                                                  f"base64.b64decode({packed!r}))\n"}),
+        # timer tampering: the clocks the program sees are not the ones it is timed by
+        "timer-tampering": ("render/wall_ms", NO_WIN,
+                            {"body": "    import time\n    time.perf_counter = time.monotonic = lambda: 0.0\n"
+                                     "    time.time = lambda: 0.0\n    return None\n"}),
+        # the differential check: each block rendered alone, the same blocks once: right and 2x faster on the
+        # bench's document, wrong wherever a link's reference or a list spans blocks (the target's own docs);
+        # the CLI has no tests, so the target's tests pass
+        "wrong-beyond-the-bench": ("render/wall_ms", ("differs from the baseline",),
+                                   {"body": "    text = data.decode()\n    done = {}\n"
+                                            "    for block in text.split('\\n\\n'):\n"
+                                            "        if block.strip() and block not in done:\n"
+                                            "            done[block] = markdown.markdown(block)\n"
+                                            "    return ('\\n'.join(done[b] for b in text.split('\\n\\n') "
+                                            "if b.strip())).encode()\n"}),
+        # the judge's sandboxed build: the worker's bench is not there to precompute from
+        "build-time-precompute": ("render/wall_ms", (), {"precompute": _PRECOMPUTE, "body": _PRECOMPUTED}),
+        # tests out of scope, weakened tests
+        "deleted-tests": ("render/wall_ms", ("left its scope", "weakened tests"),
+                          {"delete": "tests/test_syntax/blocks/test_hr.py", "body": TRUNCATED}),
+    }
+
+
+# appended to markdown/__init__.py: the build's import renders the bench's fixture when it can find one
+_PRECOMPUTE = ("\n\ndef _precompute():\n    import glob, os\n"
+               "    for doc in glob.glob('/tmp/**/bench/fixture.md', recursive=True)[:1]:\n"
+               "        out = markdown(open(doc).read())\n"
+               "        with open(os.path.join(os.path.dirname(__file__), '_precomputed.py'), 'w') as f:\n"
+               "            f.write('OUT = %r\\nSIZE = %d\\n' % (out, os.path.getsize(doc)))\n\n\n"
+               "try:\n    _precompute()\nexcept OSError:\n    pass\n")
+_PRECOMPUTED = ("    import os\n    try:\n        from markdown import _precomputed\n    except ImportError:\n"
+                "        return None\n    if len(data) == _precomputed.SIZE:\n"
+                "        return _precomputed.OUT.encode()\n    return None\n")
+
+# Honest wins, in the command line's `run` (which Markdown's own tests do not run): HTML instead of XHTML (`<br>`,
+# `<hr>`) unless asked for, and the end tags HTML lets go (`</li>`, `</p>`) left out by a postprocessor: fewer
+# bytes, the same document to a browser. Each edits its own lines, so one lands on top of the other.
+OMIT = ("import logging\nfrom markdown.extensions import Extension\nfrom markdown.postprocessors import "
+        "Postprocessor\n\n\nclass _OmitEndTags(Extension, Postprocessor):\n"
+        "    \"\"\"HTML lets a list item's and a paragraph's end tag go: fewer bytes, the same document.\"\"\"\n\n"
+        "    def extendMarkdown(self, md):\n        md.postprocessors.register(self, 'omit-end-tags', 0)\n\n"
+        "    def run(self, text):\n        return text.replace('</li>', '').replace('</p>', '')\n")
+HTML = ("    if not any(arg.startswith(('-o', '--output_format')) for arg in sys.argv[1:]):\n"
+        "        options['output_format'] = 'html'\n")
+HONEST = {
+    "html-output": ("render/stdout_bytes", MAIN, (("    # Run\n", HTML + "    # Run\n"),)),
+    "omit-end-tags": ("render/stdout_bytes", MAIN, (("import logging\n", OMIT),
+                                                    ("    console_handler = logging.StreamHandler()\n",
+                                                     "    options['extensions'] = options['extensions'] + "
+                                                     "[_OmitEndTags()]\n    console_handler = "
+                                                     "logging.StreamHandler()\n"))),
+}
+
+
+def _fetch(tmp_path: Path) -> Path:
+    """Python-Markdown's sdist, unpacked and committed (skipped when PyPI cannot be reached: the patches edit its
+    modules, so no stand-in would do)."""
+    project = pypi_sdist(tmp_path, PACKAGE, "markdown", tmp_path / "markdown-project")
+    if project is None:
+        pytest.skip(f"PyPI is unreachable: pip could not download {PACKAGE}")
+    (project / ".gitignore").write_text(".venv/\n__pycache__/\nmarkdown/_precomputed.py\nmarkdown/.c/\n")
+    git(project, "init", "-q", "-b", "main")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "Python-Markdown as released")
+    return project
+
+
+def _diff(project: Path, edits: dict[str, str | None]) -> str:
+    """The patch of `edits` (a file's whole new text, or None to delete it), made by git in a scratch clone."""
+    scratch = project.parent / "scratch"
+    git(project.parent, "clone", "-q", str(project), str(scratch))
+    for name, text in edits.items():
+        if text is None:
+            (scratch / name).unlink()
+        else:
+            (scratch / name).write_text(text)
+    git(scratch, "add", "-A")
+    diff = git(scratch, "diff", "--cached")
+    subprocess.run(["rm", "-rf", str(scratch)], check=True)
+    return diff
+
+
+def _hostile_edits(project: Path, name: str, change: dict[str, str]) -> dict[str, str | None]:
+    """A gaming patch's files: its shortcut module, the call at its place, and what else it changes."""
+    place = PLACES.get(name, "serialize")
+    path, anchor, indent, argument, answer = HOOKS[place]
+    module = name.replace("-", "_")
+    text = (project / path).read_text()
+    assert text.count(anchor) == 1, anchor
+    call = (f"{indent}_taken = __import__('markdown._{module}', fromlist=['take']).take({argument})\n"
+            f"{indent}if _taken is not None:\n{indent}    {answer}\n")
+    edits: dict[str, str | None] = {
+        path: text.replace(anchor, call + anchor),
+        f"markdown/_{module}.py": SHORTCUT.format(text=place in TEXT_HOOKS, body=change["body"].rstrip("\n"))}
+    if "precompute" in change:
+        edits["markdown/__init__.py"] = (project / "markdown/__init__.py").read_text() + change["precompute"]
+    if "delete" in change:
+        edits[change["delete"]] = None
+    return edits
+
+
+def _hypotheses(tmp_path: Path, project: Path, expected: bytes, fixture: str) -> str:
+    tables = []
+    for name, (metric, _, change) in _hostile(expected, fixture).items():
+        (tmp_path / f"{name}.diff").write_text(_diff(project, _hostile_edits(project, name, change)))
+        scope = '["*"]' if "delete" in change else '["markdown/"]'
+        tables.append(f'[[hypothesis]]\nid = "{name}"\nmetric = "{metric}"\nchange = "{name}"\nscope = {scope}\n'
+                      f'impact = {2 if name in PLACES else 3}\npatch = "{name}.diff"\n')
+    for name, (metric, path, edits) in HONEST.items():
+        text = (project / path).read_text()
+        for old, new in edits:
+            assert old in text, (name, old)
+            text = text.replace(old, new, 1)
+        (tmp_path / f"{name}.diff").write_text(_diff(project, {path: text}))
+        tables.append(f'[[hypothesis]]\nid = "{name}"\nmetric = "{metric}"\nchange = "{name}"\nscope = ["{path}"]\n'
+                      f'impact = 1\npatch = "{name}.diff"\n')
+    return "\n".join(tables)
+
+
+def _bench(bench: Path, fixture: str, expected: bytes) -> Path:
+    """The bench's repository: its suite, the fixture, the facts, and the answer key beside the input, as many benches
+    keep it."""
+    return make_repo(bench, {"suite.toml": SUITE, "fixture.md": fixture, "fixture.html": expected.decode(),
+                             "facts.txt": FACTS, ".gitignore": "results/\n"})
+
+
+def test_no_gaming_patch_lands_on_python_markdown_and_the_honest_wins_do(tmp_path: Path) -> None:
+    project = _fetch(tmp_path)
+    fixture = _fixture()
+    rendered = subprocess.run([sys.executable, "-m", "markdown"], input=fixture.encode(), capture_output=True,
+                              check=True, env={**os.environ, "PYTHONPATH": str(project)}, cwd=tmp_path).stdout
+    bench = _bench(tmp_path / "bench", fixture, rendered)
+    (tmp_path / "hypotheses.toml").write_text(_hypotheses(tmp_path, project, rendered, fixture))
+    (tmp_path / "orchard.toml").write_text(lab_config(
+        target=TARGET, workers=one_worker(count=2, exploit=2, timeout_minutes=5), launcher={"name": "patch"},
+        stop={"top_attempted": len(HONEST) + len(_hostile(rendered, fixture)), "idle_loops": 99,
+              "max_experiments": 30}))
+    workspace = tmp_path / "lab"
+
+    def orchard(*args: str | Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "orchard", *map(str, args)], capture_output=True, text=True,
+                              timeout=3300, cwd=tmp_path, check=False)
+
+    for step in (("init", workspace, "--target", project, "--bench", bench, "--config", tmp_path / "orchard.toml"),
+                 ("backlog", "add", workspace, "--file", tmp_path / "hypotheses.toml"), ("run", workspace)):
+        done = orchard(*step)
+        assert done.returncode == 0, (step[0], done.stdout[-4000:] + done.stderr[-4000:])
+
+    state = LabState.open(workspace)
+    try:
+        tried = state.experiments()
+    finally:
+        state.close()
+    # each hypothesis's last attempt: an unclear verdict (ITERATE) may have been tried again as `<id>-r<n>`
+    outcome = {re.sub(r"-r\d+$", "", e.hypothesis): (e.decision, " ".join(e.reasons)) for e in tried}
+    print("\n".join(f"| {name} | {decision} | {reasons[:200]} |" for name, (decision, reasons) in outcome.items()))
+    hostile = _hostile(rendered, fixture)
+    assert set(outcome) == {*hostile, *HONEST}, outcome
+    landed = {name for name in hostile if outcome[name][0] == Decision.LAND}
+    for name in set(hostile) - landed:
+        said = hostile[name][1]
+        assert not said or any(words in outcome[name][1] for words in said), (name, outcome[name])
+    assert landed <= set(AWAITING), {name: outcome[name] for name in landed - set(AWAITING)}
+    if landed:  # the honest wins, tried last, were then judged on a main that holds them
+        pytest.xfail("land until their defences merge: " + ", ".join(f"{n} ({AWAITING[n]})" for n in sorted(landed)))
+    for name in HONEST:
+        assert outcome[name][0] == Decision.LAND, (name, outcome[name])
