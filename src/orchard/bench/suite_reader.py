@@ -10,8 +10,9 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from orchard.bench import measured_view, perturbations, placeholders
+from orchard.bench import placeholders
 from orchard.bench.held_files import holds_back, suite_files
+from orchard.bench.scenario_reader import SuiteTable, read_scenario
 from orchard.bench.suite import (
     BUILTIN_METRICS,
     DEFAULT_PLAUSIBLE,
@@ -21,8 +22,6 @@ from orchard.bench.suite import (
     MAX_RUNS,
     MIN_RUNS_FLOOR,
     OPTIONAL_METRICS,
-    READER_FORMATS,
-    SCENARIO_KINDS,
     Fixture,
     Gate,
     Scenario,
@@ -34,28 +33,12 @@ from orchard.errors import UsageError
 from orchard.tomlfile import Table, parse_toml, read_bytes
 
 
-class _SuiteReader(Table):
-    """A suite's table: the strict `Table`, plus the command values only suites have."""
-
-    def __init__(self, path: Path, where: str, table: Any) -> None:
-        super().__init__(f"suite {path}", where, table)
-
-    def command(self, key: str, *, required: bool) -> list[str] | str | None:
-        value: list[str] | str | None = self.get(key, (list, str), None, required=required)
-        if isinstance(value, list):
-            if not value or not all(isinstance(part, str) for part in value):
-                self.fail(f"'{key}' must be a non-empty list of strings or a shell string")
-        elif isinstance(value, str) and not value.strip():
-            self.fail(f"'{key}' is empty")
-        return value
-
-
 def load_suite(path: Path | str) -> Suite:
     """Read and validate a suite file."""
     path = Path(path).resolve()
     raw = read_bytes(path, "suite")
     data = parse_toml(raw, path, "suite")
-    top = _SuiteReader(path, "top level", data)
+    top = SuiteTable(path, "top level", data)
     fixture_tables, scenario_tables, metric_tables, gate_tables = (
         top.tables(key) for key in ("fixture", "scenario", "metric", "gate")
     )
@@ -64,7 +47,7 @@ def load_suite(path: Path | str) -> Suite:
     head = _head(path, head_table)
     fixtures = tuple(_fixture(path, i, t) for i, t in enumerate(fixture_tables))
     _unique(path, "fixture", [f.name for f in fixtures])
-    scenarios = tuple(_scenario(path, i, t, head.timeout_s) for i, t in enumerate(scenario_tables))
+    scenarios = tuple(read_scenario(path, i, t, head.timeout_s) for i, t in enumerate(scenario_tables))
     if not scenarios:
         raise UsageError(f"suite {path}: no [[scenario]] defined")
     _unique(path, "scenario", [s.name for s in scenarios])
@@ -153,7 +136,7 @@ def _metrics(path: Path, tables: list[Any], scenarios: tuple[Scenario, ...],
     metrics: list[MetricSpec] = []
     recorded: list[str] = []
     for index, table in enumerate(tables):
-        reader = _SuiteReader(path, f"[[metric]] #{index + 1}", table)
+        reader = SuiteTable(path, f"[[metric]] #{index + 1}", table)
         metric = reader.get("name", str, required=True)
         reader.where = f"[[metric]] '{metric}'"
         said = reader.get("direction", str, Direction.LOWER)
@@ -177,7 +160,7 @@ def _metrics(path: Path, tables: list[Any], scenarios: tuple[Scenario, ...],
     return metrics, recorded
 
 
-def _check_measured(reader: _SuiteReader, metric: str, scenario: str, scenarios: tuple[Scenario, ...]) -> None:
+def _check_measured(reader: SuiteTable, metric: str, scenario: str, scenarios: tuple[Scenario, ...]) -> None:
     """`scenario` is one of the suite's, and measures `metric` if it is a command scenario."""
     names = [s.name for s in scenarios]
     if scenario not in names:
@@ -223,7 +206,7 @@ def _unique(path: Path, what: str, names: list[str]) -> None:
 
 
 def _fixture(path: Path, index: int, table: Any) -> Fixture:
-    reader = _SuiteReader(path, f"[[fixture]] #{index + 1}", table)
+    reader = SuiteTable(path, f"[[fixture]] #{index + 1}", table)
     name = reader.get("name", str, required=True)
     reader.where = f"[[fixture]] '{name}'"
     command = reader.command("command", required=True)
@@ -231,88 +214,6 @@ def _fixture(path: Path, index: int, table: Any) -> Fixture:
     reader.finish()
     assert command is not None
     return Fixture(name, command, holdout)
-
-
-def _scenario(path: Path, index: int, table: Any, default_timeout: float) -> Scenario:
-    reader = _SuiteReader(path, f"[[scenario]] #{index + 1}", table)
-    name = reader.get("name", str, required=True)
-    reader.where = f"[[scenario]] '{name}'"
-    kind = reader.get("kind", str, "command")
-    if kind not in SCENARIO_KINDS:
-        reader.fail(f"'kind' must be one of {', '.join(SCENARIO_KINDS)}")
-    command = reader.command("command", required=kind != "python")
-    target = reader.get("callable", str, None)
-    if kind == "python" and (not target or ":" not in target):
-        reader.fail("a python scenario needs 'callable = \"module:function\"'")
-    returncodes = reader.get("returncode", (int, list), 0)
-    returncodes = tuple(returncodes) if isinstance(returncodes, list) else (returncodes,)
-    env = reader.get("env", dict, {})
-    if not all(isinstance(v, str) for v in env.values()):
-        reader.fail("'env' values must be strings")
-    aggregate = reader.get("aggregate", str, "sum")
-    if aggregate not in ("sum", "last", "max", "mean"):
-        reader.fail("'aggregate' must be one of sum, last, max, mean")
-    measure = reader.strings("measure")
-    if unknown := [name for name in measure if name not in OPTIONAL_METRICS]:
-        reader.fail(f"'measure' knows {', '.join(OPTIONAL_METRICS)}, not {', '.join(unknown)}")
-    if measure and kind != "command":
-        reader.fail("'measure' applies to command scenarios (a harness reports its own metrics)")
-    result_format = reader.get("format", str, "jsonl")
-    if result_format not in READER_FORMATS:
-        reader.fail(f"'format' must be one of {', '.join(READER_FORMATS)}")
-    results_file = reader.get("file", str, None)
-    if (result_format != "jsonl" or results_file is not None) and kind != "rows":
-        reader.fail("'format' and 'file' apply to rows scenarios (a harness that writes results)")
-    scenario = Scenario(
-        name=name,
-        kind=kind,
-        command=command,
-        callable=target,
-        expect=reader.strings("expect") + _expect_file(path, reader),
-        returncodes=returncodes,
-        timeout_s=float(reader.get("timeout_s", (int, float), default_timeout)),
-        env=env,
-        where=reader.get("where", dict, {}),
-        aggregate=aggregate,
-        measure=measure,
-        format=result_format,
-        file=results_file,
-        holdout=reader.get("holdout", bool, False),
-        loopback=reader.get("loopback", bool, False),
-        inputs=reader.strings("inputs"),
-        variants=_variants(reader),
-        variant_command=reader.command("variant_command", required=False),
-    )
-    if problem := placeholders.unknown(scenario.variant_command, perturbations.PLACEHOLDERS):
-        reader.fail(f"'variant_command': {problem}")
-    reader.finish()
-    if measured_view.names_whole_bench(command):
-        reader.fail(measured_view.ASK_FOR_INPUTS)
-    return scenario
-
-
-def _variants(reader: _SuiteReader) -> tuple[str, ...] | None:
-    """The scenario's `variants`: perturbation names (absent: the defaults for its inputs; []: none)."""
-    names = reader.get("variants", list, None)
-    if names is not None and (problem := perturbations.unknown(names)):
-        reader.fail(f"'variants': {problem}")
-    return None if names is None else tuple(names)
-
-
-def _expect_file(path: Path, reader: _SuiteReader) -> tuple[str, ...]:
-    """Facts listed one per line in a file beside the suite (hundreds do not belong in TOML)."""
-    name = reader.get("expect_file", str, None)
-    if name is None:
-        return ()
-    facts = path.parent / name
-    try:
-        text = facts.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reader.fail(f"'expect_file' {name!r}: cannot read {facts}: {getattr(error, 'strerror', None) or error}")
-    lines = tuple(line.strip() for line in text.splitlines() if line.strip())
-    if not lines:
-        reader.fail(f"'expect_file' {name!r} lists no facts")
-    return lines
 
 
 def _gate(
@@ -323,7 +224,7 @@ def _gate(
     known_values: set[str],
     scenarios: tuple[Scenario, ...],
 ) -> Gate:
-    reader = _SuiteReader(path, f"[[gate]] #{index + 1}", table)
+    reader = SuiteTable(path, f"[[gate]] #{index + 1}", table)
     kind = reader.get("kind", str, required=True)
     if kind not in GATE_KINDS:
         reader.fail(f"'kind' must be one of {', '.join(GATE_KINDS)}")

@@ -113,7 +113,8 @@ def _recover(root: Path) -> Recovered:
     _restore(backup, root / DB_NAME)
     state = LabState(root / DB_NAME)
     try:
-        last_id, last_at = state.db.execute("SELECT coalesce(max(id), 0), max(at) FROM events").fetchone()
+        last_id, last_at, count = state.db.execute(
+            "SELECT coalesce(max(id), 0), max(at), count(*) FROM events").fetchone()
         later = [row for row in recorded_rows(text) if int(row["id"]) > last_id]
         with state.transaction():
             for row in later:
@@ -123,18 +124,12 @@ def _recover(root: Path) -> Recovered:
         write_atomic(journal, render_journal(state))
     finally:
         state.close()
-    return Recovered(backup, kept, last_at, len(later), _unrecorded(text, last_at))
+    return Recovered(backup, kept, last_at, len(later), _unrecorded(text, count))
 
 
-def _unrecorded(text: str, after: float | None) -> tuple[str, ...]:
-    """Headings of entries later than `after` that hold no record line (so nothing of them could be replayed)."""
-    found = []
-    for entry in text.split("\n" + ENTRY)[1:]:
-        heading = entry.partition("\n")[0]
-        try:
-            at = datetime.strptime(heading[:23], "%Y-%m-%d %H:%M:%S UTC").replace(tzinfo=UTC).timestamp()
-        except ValueError:
-            continue
-        if (after is None or at > after) and "\n" + RECORD not in entry:
-            found.append(heading)
-    return tuple(found)
+def _unrecorded(text: str, backed_up: int) -> tuple[str, ...]:
+    """Headings of the entries after the backup's `backed_up` events that hold no record line (so nothing of them
+    could be replayed). By position, one entry an event, oldest first: a heading's time is to the second, and
+    the backup's last event is often in the same second as the next ones."""
+    entries = text.split("\n" + ENTRY)[1:]
+    return tuple(entry.partition("\n")[0] for entry in entries[backed_up:] if "\n" + RECORD not in entry)
