@@ -114,17 +114,17 @@ def test_twig_enters_the_core_lane_by_its_flow_and_opportunities_rank_core_besid
         str(lane_env.results),
     )
     assert loop.exit_code == 0, loop.output
-    document = opportunities.rank(lane_env.results)
-    lanes = {item["lane"] for item in document["items"]}
+    ranking = opportunities.rank(lane_env.results)
+    lanes = {item.lane for item in ranking.items}
     assert {"core", "task-loop"} <= lanes
     # git's commands are longer to type than twig's: a token gap in the core lane, located by step
     core_tokens = [
         i
-        for i in document["items"]
-        if i["lane"] == "core" and i["metric"] == "estimated_total_tokens" and i["level"] == "total"
+        for i in ranking.items
+        if i.lane == "core" and i.metric == "estimated_total_tokens" and i.level == "total"
     ]
-    assert core_tokens and core_tokens[0]["operation"] == "core.total[files-1000]"
-    assert {part["part"].split(".")[0] for part in core_tokens[0]["where"]} == {"files-1000"}
+    assert core_tokens and core_tokens[0].operation == "core.total[files-1000]"
+    assert {part.part.split(".")[0] for part in core_tokens[0].where} == {"files-1000"}
     listed = invoke("opportunities", "--results", str(lane_env.results), "--json")
     assert any(item["lane"] == "core" for item in json.loads(listed.output)["items"])
 

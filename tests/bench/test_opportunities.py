@@ -171,9 +171,9 @@ def test_latency_is_never_compared_across_transports(tmp_path: Path) -> None:
         for run in range(3):
             writer.write(_row("oak", "oak_server", run, 900.0 + run, 15))
             writer.write(_row("git", "local_file", run, 100.0 + run, 14))
-    items = opportunities.rank(tmp_path)["items"]
-    assert [(i["subject"], i["metric"]) for i in items] == [("oak", "tool_call_count")]
-    assert items[0]["comparator_transport"] == "local_file" and items[0]["remote_transport"] == "oak_server"
+    items = opportunities.rank(tmp_path).items
+    assert [(i.subject, i.metric) for i in items] == [("oak", "tool_call_count")]
+    assert items[0].comparator_transport == "local_file" and items[0].remote_transport == "oak_server"
 
 
 def test_overlapping_latency_is_noise_not_an_opportunity(tmp_path: Path) -> None:
@@ -181,11 +181,11 @@ def test_overlapping_latency_is_noise_not_an_opportunity(tmp_path: Path) -> None
         for run, (a, b) in enumerate([(100.0, 104.0), (106.0, 99.0), (103.0, 101.0)]):
             writer.write(_row("a", "local_file", run, a, 14))
             writer.write(_row("b", "local_file", run, b, 14))
-    assert opportunities.rank(tmp_path)["items"] == []
+    assert opportunities.rank(tmp_path).items == ()
 
 
 def test_a_single_subject_has_nothing_to_compare(tmp_path: Path) -> None:
     with RunWriter(tmp_path, "task-loop") as writer:
         writer.write(_row("git", "local_file", 0, 100.0, 14))
-    document = opportunities.rank(tmp_path)
-    assert document["items"] == [] and "only git measured" in document["not_compared"][0]
+    ranking = opportunities.rank(tmp_path)
+    assert ranking.items == () and "only git measured" in ranking.not_compared[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -106,22 +107,22 @@ def write_lane_rows(results: Path) -> None:
 
 def test_from_opportunities_fills_metric_and_value_and_leaves_the_cause_to_a_planner(tmp_path: Path) -> None:
     write_lane_rows(tmp_path / "results")
-    items = opportunities.rank(tmp_path / "results")["items"]
+    items = opportunities.rank(tmp_path / "results").items
     assert len(items) >= 2
     made = backlog.from_opportunities(items, top=2)
     assert len(made) == 2
     first, item = made[0], items[0]
-    assert first.metric == f"{item['scenario']}/{item['metric']}"
-    assert first.current_value == str(item["value"])
-    assert item["subject"] in first.title and item["comparator"] in first.change
-    assert str(item["comparator_value"]) in first.change
+    assert first.metric == f"{item.scenario}/{item.metric}"
+    assert first.current_value == str(item.value)
+    assert item.subject in first.title and item.comparator in first.change
+    assert str(item.comparator_value) in first.change
     assert first.suspected_cause == "" and first.lane == "explore" and first.scope == ()
-    ratio = item["gap_ratio"]
+    ratio = item.gap_ratio
     assert first.predicted_effect == pytest.approx(-ratio / (1 + ratio))
-    assert first.impact == pytest.approx(min(5.0, 1.0 + item["score"]))
+    assert first.impact == pytest.approx(min(5.0, 1.0 + item.score))
     assert len({h.id for h in made}) == 2
     # hand-shaped items: a zero gap ratio predicts nothing, a huge one is capped
-    shaped = [dict(item, gap_ratio=0.0, score=0.0), dict(item, operation="other", gap_ratio=50.0, score=40.0)]
+    shaped = [replace(item, gap_ratio=0.0, score=0.0), replace(item, operation="other", gap_ratio=50.0, score=40.0)]
     flat, huge = backlog.from_opportunities(shaped, top=5)
     assert flat.predicted_effect is None and flat.impact == 1.0
     assert huge.predicted_effect == pytest.approx(-0.9) and huge.impact == 5.0

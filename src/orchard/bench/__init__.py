@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from orchard.bench.lock import MeasurementLock as MeasurementLock
     from orchard.bench.lock import lock_status as lock_status
     from orchard.bench.opportunities import rank as rank_opportunities
+    from orchard.bench.opportunity import Opportunity as Opportunity
     from orchard.bench.shared_campaign import SharedVerdicts as SharedVerdicts
     from orchard.bench.shared_campaign import run_shared_verdicts as run_shared_verdicts
     from orchard.bench.store import latest_rows as latest_rows
@@ -63,6 +64,7 @@ _HOMES = {
     "MeasurementLock": ("orchard.bench.lock", "MeasurementLock"),
     "lock_status": ("orchard.bench.lock", "lock_status"),
     "rank_opportunities": ("orchard.bench.opportunities", "rank"),
+    "Opportunity": ("orchard.bench.opportunity", "Opportunity"),
     "SharedVerdicts": ("orchard.bench.shared_campaign", "SharedVerdicts"),
     "run_shared_verdicts": ("orchard.bench.shared_campaign", "run_shared_verdicts"),
     "latest_rows": ("orchard.bench.store", "latest_rows"),
@@ -96,6 +98,7 @@ __all__ = [  # the names above, listed for mypy and ruff (tests/bench/test_surfa
     "MeasurementLock",
     "lock_status",
     "rank_opportunities",
+    "Opportunity",
     "SharedVerdicts",
     "run_shared_verdicts",
     "latest_rows",

@@ -37,6 +37,7 @@ JSON (`orchard opportunities --json`):
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -44,10 +45,10 @@ from pathlib import Path
 from typing import Any
 
 from orchard.bench import store
+from orchard.bench.opportunity import Opportunity, Part, Ranking, Source
 from orchard.bench.verdict import Direction
 from orchard.jsonlines import read_jsonl
 
-SCHEMA = "orchard.opportunities/1"
 METRICS: dict[str, tuple[Direction, float, float, bool]] = {
     # metric: (better direction, weight, floor, is latency)
     "tool_call_count": (Direction.LOWER, 1.0, 1.0, False),
@@ -189,7 +190,7 @@ def _flow_note(notes: Mapping[str, str], step: str) -> str | None:
 
 
 def _note(
-    samples: _Samples, cell: Cell, subject: str, comparator: str, where: Sequence[Mapping[str, Any]]
+    samples: _Samples, cell: Cell, subject: str, comparator: str, where: Sequence[Part]
 ) -> str | None:
     """What the gap is, in the flows' own words: their `[notes]` for the steps the gap lies in.
 
@@ -203,7 +204,7 @@ def _note(
     else:
         mine = samples.empty_steps.get((scenario, subject), frozenset())
         theirs = samples.empty_steps.get((scenario, comparator), frozenset())
-        steps = [_step_of(str(part["part"])) for part in where] + sorted(mine ^ theirs)
+        steps = [_step_of(part.part) for part in where] + sorted(mine ^ theirs)
     said: list[str] = []
     for step in dict.fromkeys(steps):
         for name in (subject, comparator):
@@ -213,36 +214,28 @@ def _note(
     return " / ".join(said) or None
 
 
-def _where(
-    samples: _Samples, cell: Cell, subject: str, comparator: str, metric: str, runs: int
-) -> list[dict[str, Any]]:
+def _where(samples: _Samples, cell: Cell, subject: str, comparator: str, metric: str, runs: int) -> tuple[Part, ...]:
     mine = samples.parts.get((cell, subject, metric), {})
     theirs = samples.parts.get((cell, comparator, metric), {})
     total = sum(sum(values) for values in mine.values()) or 1.0
     their_runs = max(1, len(samples.values.get((cell, comparator, metric), {})))
-    parts: list[dict[str, Any]] = [
-        {
-            "part": part,
-            "value": round(sum(values) / max(1, runs), 3),
-            "comparator_value": round(sum(theirs[part]) / their_runs, 3) if part in theirs else 0.0,
-            "share": round(sum(values) / total, 3),
-        }
-        for part, values in mine.items()
-    ]
+    parts = [Part(part, round(sum(values) / max(1, runs), 3),
+                  round(sum(theirs[part]) / their_runs, 3) if part in theirs else 0.0, round(sum(values) / total, 3))
+             for part, values in mine.items()]
     # Largest share of the gap first, then largest share of the subject's cost.
-    parts.sort(key=lambda part: (-(part["value"] - part["comparator_value"]), -part["value"]))
-    return parts[:WHERE_PARTS]
+    parts.sort(key=lambda part: (-(part.value - part.comparator_value), -part.value))
+    return tuple(parts[:WHERE_PARTS])
 
 
-def rank(results: Path) -> dict[str, Any]:
-    """The opportunities document for the newest run of every lane under `results`."""
-    items: list[dict[str, Any]] = []
-    sources: list[dict[str, Any]] = []
+def rank(results: Path) -> Ranking:
+    """The opportunities of the newest run of every lane under `results`, largest score first."""
+    items: list[Opportunity] = []
+    sources: list[Source] = []
     not_compared: list[str] = []
     newest = {path.parent.name: path for path in store.run_files(results)}
     for lane, path in sorted(newest.items()):
         lane_rows = read_jsonl(path)
-        sources.append({"lane": lane, "file": str(path), "bench_id": path.stem, "rows": len(lane_rows)})
+        sources.append(Source(lane, str(path), path.stem, len(lane_rows)))
         samples = _collect(lane, lane_rows)
         subjects = sorted({subject for (_, subject, _) in samples.values})
         if len(subjects) < 2:
@@ -278,53 +271,27 @@ def rank(results: Path) -> dict[str, Any]:
                     continue
                 ratio = gap / max(abs(best), floor)
                 where = _where(samples, cell, subject, comparator, metric, len(per_subject[subject]))
-                items.append(
-                    {
-                        "lane": lane,
-                        "scenario": cell[1],
-                        "operation": cell[2],
-                        "level": cell[3],
-                        "metric": metric,
-                        "direction": direction,
-                        "subject": subject,
-                        "value": round(value, 3),
-                        "runs": len(per_subject[subject]),
-                        "remote_transport": mine_transport,
-                        "comparator": comparator,
-                        "comparator_value": round(best, 3),
-                        "comparator_transport": samples.transport.get((cell[1], comparator)),
-                        "gap": round(gap, 3),
-                        "gap_ratio": round(ratio, 4),
-                        "weight": weight,
-                        "score": round(weight * ratio, 4),
-                        "where": where,
-                        "note": _note(samples, cell, subject, comparator, where),
-                    }
-                )
-    items.sort(key=lambda item: (-item["score"], item["lane"], item["scenario"], item["operation"], item["metric"]))
-    for index, item in enumerate(items, start=1):
-        item["rank"] = index
+                items.append(Opportunity(
+                    lane=lane, scenario=cell[1], operation=cell[2], level=cell[3], metric=metric,
+                    direction=direction, subject=subject, value=round(value, 3), runs=len(per_subject[subject]),
+                    remote_transport=mine_transport, comparator=comparator, comparator_value=round(best, 3),
+                    comparator_transport=samples.transport.get((cell[1], comparator)), gap=round(gap, 3),
+                    gap_ratio=round(ratio, 4), weight=weight, score=round(weight * ratio, 4), where=where,
+                    note=_note(samples, cell, subject, comparator, where)))
+    items.sort(key=lambda item: (-item.score, item.lane, item.scenario, item.operation, item.metric))
     if not sources:
         not_compared.append(f"no lane results under {results}")
-    return {
-        "schema": SCHEMA,
-        "results": str(results),
-        "sources": sources,
-        "weights": {metric: spec[1] for metric, spec in METRICS.items()},
-        "floors": {metric: spec[2] for metric, spec in METRICS.items()},
-        "items": items,
-        "not_compared": not_compared,
-    }
+    return Ranking(str(results), tuple(sources), {metric: spec[1] for metric, spec in METRICS.items()},
+                   {metric: spec[2] for metric, spec in METRICS.items()},
+                   tuple(dataclasses.replace(item, rank=index) for index, item in enumerate(items, start=1)),
+                   tuple(not_compared))
 
 
-def render(document: Mapping[str, Any], top: int | None = None) -> str:
+def render(ranking: Ranking, top: int | None = None) -> str:
     """Plain-text attack list for a terminal."""
-    lines = []
-    for source in document["sources"]:
-        lines.append(f"source: {source['lane']} {source['file']} ({source['rows']} rows)")
-    for reason in document["not_compared"]:
-        lines.append(f"not compared: {reason}")
-    items = document["items"][:top] if top else document["items"]
+    lines = [f"source: {source.lane} {source.file} ({source.rows} rows)" for source in ranking.sources]
+    lines += [f"not compared: {reason}" for reason in ranking.not_compared]
+    items = ranking.items[:top] if top else ranking.items
     if not items:
         lines.append("no opportunities: no subject trails a comparator on a comparable metric")
         return "\n".join(lines) + "\n"
@@ -334,16 +301,14 @@ def render(document: Mapping[str, Any], top: int | None = None) -> str:
         f"{'value':>10} {'best (who)':>20}"
     )
     for item in items:
-        best = f"{item['comparator_value']:g} ({item['comparator']})"
+        best = f"{item.comparator_value:g} ({item.comparator})"
         lines.append(
-            f"{item['rank']:>3}  {item['score']:>7.3f}  {item['subject']:<10} {item['scenario']:<26} "
-            f"{item['operation']:<30} {item['metric']:<22} {item['value']:>10g} {best:>20}"
+            f"{item.rank:>3}  {item.score:>7.3f}  {item.subject:<10} {item.scenario:<26} "
+            f"{item.operation:<30} {item.metric:<22} {item.value:>10g} {best:>20}"
         )
-        where = ", ".join(
-            f"{part['part']} {part['value']:g} vs {part['comparator_value']:g}" for part in item["where"][:3]
-        )
+        where = ", ".join(f"{part.part} {part.value:g} vs {part.comparator_value:g}" for part in item.where[:3])
         if where:
             lines.append(f"{'':>14}where: {where}")
-        if item.get("note"):
-            lines.append(f"{'':>14}note: {item['note']}")
+        if item.note:
+            lines.append(f"{'':>14}note: {item.note}")
     return "\n".join(lines) + "\n"

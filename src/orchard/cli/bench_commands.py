@@ -212,13 +212,11 @@ def opportunities(results: Path, as_json: bool, top: int | None) -> None:
 
     if not results.is_dir():
         raise UsageError(f"--results {results}: no such directory")
-    document = ranked.rank(results)
+    ranking = ranked.rank(results)
     if as_json:
-        if top:
-            document["items"] = document["items"][:top]
-        click.echo(json.dumps(document, indent=2, sort_keys=True))
+        click.echo(json.dumps(ranking.to_json(top), indent=2, sort_keys=True))
     else:
-        click.echo(ranked.render(document, top), nl=False)
+        click.echo(ranked.render(ranking, top), nl=False)
 
 
 

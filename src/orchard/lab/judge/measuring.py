@@ -21,7 +21,6 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from orchard import bench
 from orchard.bench import (
@@ -30,6 +29,7 @@ from orchard.bench import (
     LockStatus,
     MeasurementLock,
     Method,
+    Opportunity,
     Unjudged,
     lock_status,
     rank_opportunities,
@@ -46,8 +46,8 @@ from orchard.lab.workers.workspace.builds import STEP_TIMEOUT_S, files_changed, 
 from orchard.lab.workers.workspace.workspace import Workspace
 from orchard.process import run
 
-__all__ = ["Direction", "GateResult", "LockState", "LockStatus", "Method", "MetricResult", "MetricVerdict", "Unjudged",
-           "Verdict", "VerdictWord", "is_held_out", "lock_status"]
+__all__ = ["Direction", "GateResult", "LockState", "LockStatus", "Method", "MetricResult", "MetricVerdict",
+           "Opportunity", "Unjudged", "Verdict", "VerdictWord", "is_held_out", "lock_status"]
 is_held_out = bench.is_held_out
 
 MeasureProgress = Callable[[int, int, str], None]
@@ -246,6 +246,6 @@ def calibrate(ws: Workspace, binary: BuiltBinary, progress: MeasureProgress | No
     )
 
 
-def opportunities(ws: Workspace) -> list[dict[str, Any]]:
+def opportunities(ws: Workspace) -> tuple[Opportunity, ...]:
     """The largest gaps in the lab's results, ranked by the bench."""
-    return list(rank_opportunities(ws.results_dir).get("items", []))
+    return rank_opportunities(ws.results_dir).items

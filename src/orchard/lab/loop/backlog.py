@@ -20,6 +20,7 @@ from typing import Any
 from orchard.errors import UsageError
 from orchard.lab.db.ranking import ranked
 from orchard.lab.db.state import LabState
+from orchard.lab.judge.measuring import Opportunity
 from orchard.lab.records.db import HypothesisRecord
 from orchard.lab.records.hypothesis import MIN_CONFIDENCE, TEXT_LIMITS, Hypothesis, HypothesisStatus, Lane, slug
 from orchard.tomlfile import read_toml
@@ -175,23 +176,22 @@ def parse_tables(data: Mapping[str, Any], *, source: str, base: Path | None = No
     return hypotheses
 
 
-def from_opportunities(items: Sequence[Mapping[str, Any]], top: int) -> list[Hypothesis]:
+def from_opportunities(items: Sequence[Opportunity], top: int) -> list[Hypothesis]:
     """Hypotheses for the largest gaps: metric and current value filled in, the cause left to a planner."""
     found = []
     for item in items[:top]:
-        where = ", ".join(str(w.get("part")) for w in item.get("where", [])[:3])
-        ratio = float(item.get("gap_ratio") or 0.0)
+        ratio = item.gap_ratio
         found.append(
             Hypothesis(
-                id=slug(f"gap {item['scenario']} {item['operation']} {item['metric']} {item['subject']}"),
-                title=f"Close the {item['metric']} gap of {item['subject']} on {item['scenario']} "
-                      f"{item['operation']}"[:TEXT_LIMITS["title"]],
-                metric=f"{item['scenario']}/{item['metric']}",
-                current_value=str(item.get("value")),
-                change=f"find out why {item['subject']} pays {item.get('value')} where {item.get('comparator')} "
-                f"pays {item.get('comparator_value')} (where it goes: {where or 'unknown'}) and remove the difference",
+                id=slug(f"gap {item.scenario} {item.operation} {item.metric} {item.subject}"),
+                title=f"Close the {item.metric} gap of {item.subject} on {item.scenario} "
+                      f"{item.operation}"[:TEXT_LIMITS["title"]],
+                metric=f"{item.scenario}/{item.metric}",
+                current_value=str(item.value),
+                change=f"find out why {item.subject} pays {item.value} where {item.comparator} "
+                f"pays {item.comparator_value} (where it goes: {item.places() or 'unknown'}) and remove the difference",
                 predicted_effect=-min(0.9, ratio / (1 + ratio)) if ratio > 0 else None,
-                impact=min(5.0, 1.0 + float(item.get("score") or 0.0)),
+                impact=min(5.0, 1.0 + item.score),
                 confidence=0.3,
                 effort=3.0,
                 lane=Lane.EXPLORE,

@@ -53,10 +53,8 @@ def _layout(ws: Workspace, checkout: Path) -> str:
 def planning_prompt(ws: Workspace, state: LabState, checkout: Path, output: Path) -> str:
     template = resources.files("orchard.lab").joinpath("templates/planner.md").read_text(encoding="utf-8")
     ranked = opportunities(ws)
-    lines = [f"- {o['scenario']}/{o['operation']} {o['metric']}: {o['subject']} {o['value']} vs "
-             f"{o['comparator']} {o['comparator_value']} (gap {o['gap']}; where: "
-             + ", ".join(str(w.get("part")) for w in o.get("where", [])[:3]) + ")"
-             for o in ranked[:15]]
+    lines = [f"- {o.scenario}/{o.operation} {o.metric}: {o.subject} {o.value} vs {o.comparator} "
+             f"{o.comparator_value} (gap {o.gap}; where: {o.places()})" for o in ranked[:15]]
     fields = {
         "target_dir": str(checkout),
         "output": str(output),

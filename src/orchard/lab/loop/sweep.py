@@ -23,8 +23,7 @@ def after_win(ws: Workspace, state: LabState, *, say: Callable[[str], None],
               measure_progress: MeasureProgress | None = None) -> bool:
     """Re-read the opportunities; every few wins, run the full sweep (True: it ran, the notebook is behind)."""
     items = opportunities(ws)
-    top = tuple(f"{i['scenario']}/{i['operation']} {i['metric']}: {i['subject']} vs {i['comparator']} gap {i['gap']}"
-                for i in items[:3])
+    top = tuple(f"{i.scenario}/{i.operation} {i.metric}: {i.subject} vs {i.comparator} gap {i.gap}" for i in items[:3])
     state.log(OpportunitiesRead(len(items), top))
     if state.counter(stop.MERGED) % ws.config.bench.sweep_every:
         return False
