@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchard import host_sockets
+from orchard.read_binds import read_binds
 from orchard.within import below, inside
 
 PROBE_TIMEOUT_S = 30.0
@@ -131,8 +132,8 @@ class Mounts:
             args += ["--perms", "1777", "--tmpfs", str(path)]
         for path in self._parents(bound, closed):  # made passable for the sandbox uid: empty but for what is bound
             args += ["--perms", "0755", "--dir", str(path)]
-        for path in self.readable:
-            args += ["--ro-bind-try", str(path), str(path)]
+        for source, path in read_binds(self.readable, [*closed, *self.hidden, *self.scratch]):
+            args += ["--ro-bind-try", str(source), str(path)]
         for path in self.writable:
             args += ["--bind", str(path), str(path)]
         for path in self.sealed:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -261,4 +262,23 @@ def test_a_virtualenvs_console_script_under_tmp_runs_confined(tmp_path: Path) ->
     (site / "render.py").write_text("import sys\ndef main():\n    print(open(sys.argv[1]).read().upper(), end='')\n")
     script = _program(venv / "bin" / "render", f"#!{venv / 'bin' / 'python'}\nimport render\nrender.main()\n")
     seen = _run(_bench(tmp_path, expect=["THE INPUT"]), script)
+    assert seen.ok and seen.recall == 1.0, seen.failure
+
+
+def test_a_virtualenvs_own_python_as_the_binary_runs_confined(tmp_path: Path) -> None:
+    """A Python target's binary is often its virtualenv's `bin/python`: a link to the absolute path of the Python
+    the virtualenv was made from. bwrap could not bind onto that link ("Can't create file at .../bin/python"), so
+    every measured run of such a target failed (the red-team battery's baseline on Python-Markdown)."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    links, link = [], python
+    while link.is_symlink():
+        links.append(Path(os.readlink(link)))
+        link = link.parent / links[-1]
+    assert any(target.is_absolute() for target in links), links
+    site = next(venv.glob("lib/python*/site-packages"))
+    (site / "upper.py").write_text("import sys\nprint(open(sys.argv[1]).read().upper(), end='')\n")
+    seen = _run(_bench(tmp_path, expect=["THE INPUT"], command='["{bin}", "-m", "upper", "{suite_dir}/input.txt"]'),
+                python)
     assert seen.ok and seen.recall == 1.0, seen.failure
