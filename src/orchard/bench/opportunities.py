@@ -248,36 +248,7 @@ def rank(results: Path) -> Ranking:
         for (cell, subject, metric), per_run in samples.values.items():
             by_cell[(cell, metric)][subject] = per_run
         for (cell, metric), per_subject in sorted(by_cell.items()):
-            direction, weight, floor, latency = METRICS[metric]
-            medians = {subject: statistics.median(runs.values()) for subject, runs in per_subject.items()}
-            for subject, value in medians.items():
-                mine_transport = samples.transport.get((cell[1], subject))
-                rivals = {
-                    other: other_value
-                    for other, other_value in medians.items()
-                    if other != subject and (not latency or samples.transport.get((cell[1], other)) == mine_transport)
-                }
-                if not rivals:
-                    continue
-                pick = min if direction == Direction.LOWER else max
-                comparator = pick(rivals, key=lambda name: rivals[name])
-                best = rivals[comparator]
-                gap = value - best if direction == Direction.LOWER else best - value
-                if gap <= 0:
-                    continue
-                if latency and not _separated(
-                    per_subject[subject].values(), per_subject[comparator].values(), direction
-                ):
-                    continue
-                ratio = gap / max(abs(best), floor)
-                where = _where(samples, cell, subject, comparator, metric, len(per_subject[subject]))
-                items.append(Opportunity(
-                    lane=lane, scenario=cell[1], operation=cell[2], level=cell[3], metric=metric,
-                    direction=direction, subject=subject, value=round(value, 3), runs=len(per_subject[subject]),
-                    remote_transport=mine_transport, comparator=comparator, comparator_value=round(best, 3),
-                    comparator_transport=samples.transport.get((cell[1], comparator)), gap=round(gap, 3),
-                    gap_ratio=round(ratio, 4), weight=weight, score=round(weight * ratio, 4), where=where,
-                    note=_note(samples, cell, subject, comparator, where)))
+            items += _gaps(samples, cell, metric, per_subject)
     items.sort(key=lambda item: (-item.score, item.lane, item.scenario, item.operation, item.metric))
     if not sources:
         not_compared.append(f"no lane results under {results}")
@@ -285,6 +256,37 @@ def rank(results: Path) -> Ranking:
                    {metric: spec[2] for metric, spec in METRICS.items()},
                    tuple(dataclasses.replace(item, rank=index) for index, item in enumerate(items, start=1)),
                    tuple(not_compared))
+
+
+def _gaps(samples: _Samples, cell: Cell, metric: str,
+          per_subject: Mapping[str, Mapping[int, float]]) -> list[Opportunity]:
+    """Each subject of one cell and metric that trails its best comparable rival (unranked)."""
+    direction, weight, floor, latency = METRICS[metric]
+    medians = {subject: statistics.median(runs.values()) for subject, runs in per_subject.items()}
+    found = []
+    for subject, value in medians.items():
+        mine_transport = samples.transport.get((cell[1], subject))
+        rivals = {other: other_value for other, other_value in medians.items()
+                  if other != subject and (not latency or samples.transport.get((cell[1], other)) == mine_transport)}
+        if not rivals:
+            continue
+        pick = min if direction == Direction.LOWER else max
+        comparator = pick(rivals, key=lambda name: rivals[name])
+        best = rivals[comparator]
+        gap = value - best if direction == Direction.LOWER else best - value
+        if gap <= 0 or (latency and not _separated(per_subject[subject].values(), per_subject[comparator].values(),
+                                                   direction)):
+            continue
+        ratio = gap / max(abs(best), floor)
+        where = _where(samples, cell, subject, comparator, metric, len(per_subject[subject]))
+        found.append(Opportunity(
+            lane=cell[0], scenario=cell[1], operation=cell[2], level=cell[3], metric=metric,
+            direction=direction, subject=subject, value=round(value, 3), runs=len(per_subject[subject]),
+            remote_transport=mine_transport, comparator=comparator, comparator_value=round(best, 3),
+            comparator_transport=samples.transport.get((cell[1], comparator)), gap=round(gap, 3),
+            gap_ratio=round(ratio, 4), weight=weight, score=round(weight * ratio, 4), where=where,
+            note=_note(samples, cell, subject, comparator, where)))
+    return found
 
 
 def render(ranking: Ranking, top: int | None = None) -> str:
