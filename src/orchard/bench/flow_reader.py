@@ -225,6 +225,45 @@ def load_flow(path: Path) -> Flow:
     path = Path(path)
     reader = _FlowReader(path)
     data = read_toml(path, "flow")
+    kind, remote, payload_file = _identity(reader, data)
+    reader.flow_env = reader.env("env", data.get("env", {}), LOOP_PLACEHOLDERS)
+    notes = _notes(reader, data.get("notes", {}))
+    steps = _steps(reader, data, notes, remote)
+    branch_template, branch_probe = _branch(reader, data.get("branch"))
+    raw_probes = data.get("probes", {})
+    if not isinstance(raw_probes, dict):
+        raise reader.fail("probes", "must be a table of probes")
+    probes = {name: reader.probe(f"probes.{name}", value) for name, value in raw_probes.items()}
+    raw_interrupted = data.get("interrupted", {})
+    if not isinstance(raw_interrupted, dict):
+        raise reader.fail("interrupted", "must be a table")
+    raw_contention = data.get("contention", {})
+    lost_race = _lost_race(reader, raw_contention.get("lost_race") if isinstance(raw_contention, dict) else None)
+    return Flow(
+        kind=kind, path=path, remote=remote, payload_file=payload_file, steps=steps,
+        notes={str(k): str(v) for k, v in notes.items()}, branch_template=branch_template, branch_probe=branch_probe,
+        prepare=reader.commands("prepare", data.get("prepare", [])),
+        cleanup=reader.commands("cleanup", data.get("cleanup", [])),
+        probes=probes,
+        agent_task=_agent_task(reader, data.get("agent_task")),
+        env=reader.flow_env,
+        publish_protocol=_protocol(reader, data.get("publish_protocol")),
+        interrupted=reader.section("interrupted", raw_interrupted, ("acquire", "publish"), LOOP_PLACEHOLDERS,
+                                   ("landed",)),
+        landed=None if "landed" not in raw_interrupted
+        else reader.probe("interrupted.landed", raw_interrupted["landed"], LANDED_PLACEHOLDERS),
+        contention=reader.section("contention", raw_contention, CONTENTION_KEYS, CONTENTION_PLACEHOLDERS,
+                                  ("lost_race",)),
+        lost_race=lost_race,
+        core=reader.section("core", data.get("core", {}), CORE_KEYS, CORE_PLACEHOLDERS),
+        served=_served(reader, data.get("served"), remote),
+        materialization=reader.section("materialization", data.get("materialization", {}), MATERIALIZATION_KEYS,
+                                       SERVED_PLACEHOLDERS),
+    )
+
+
+def _identity(reader: _FlowReader, data: dict[str, Any]) -> tuple[str, str, str]:
+    """The flow's kind, its remote and its payload file; no key a flow does not have."""
     unknown = sorted(set(data) - TOP_KEYS)
     if unknown:
         raise reader.fail(unknown[0], f"unknown key; a flow has {', '.join(sorted(TOP_KEYS))}")
@@ -234,56 +273,16 @@ def load_flow(path: Path) -> Flow:
     remote = data.get("remote")
     if remote not in REMOTES:
         raise reader.fail("remote", f"`remote` must be one of {', '.join(REMOTES)}")
-    reader.flow_env = reader.env("env", data.get("env", {}), LOOP_PLACEHOLDERS)
-    notes = _notes(reader, data.get("notes", {}))
     payload_file = data.get("payload_file", "task-notes.md")
     if not isinstance(payload_file, str) or not payload_file:
         raise reader.fail("payload_file", "must be a file name")
-    steps = _steps(reader, data, notes, str(remote))
-    branch_template, branch_probe = _branch(reader, data.get("branch"))
-    raw_probes = data.get("probes", {})
-    if not isinstance(raw_probes, dict):
-        raise reader.fail("probes", "must be a table of probes")
-    probes = {name: reader.probe(f"probes.{name}", value) for name, value in raw_probes.items()}
-    protocol = data.get("publish_protocol")
+    return kind, str(remote), payload_file
+
+
+def _protocol(reader: _FlowReader, protocol: object) -> PublishProtocol | None:
     if protocol is not None and protocol not in set(PublishProtocol):
         raise reader.fail("publish_protocol", f"must be one of {', '.join(PublishProtocol)}, not {protocol!r}")
-    raw_interrupted = data.get("interrupted", {})
-    if not isinstance(raw_interrupted, dict):
-        raise reader.fail("interrupted", "must be a table")
-    raw_contention = data.get("contention", {})
-    lost_race = _lost_race(reader, raw_contention.get("lost_race") if isinstance(raw_contention, dict) else None)
-    return Flow(
-        kind=kind,
-        path=path,
-        remote=str(remote),
-        payload_file=payload_file,
-        steps=steps,
-        notes={str(k): str(v) for k, v in notes.items()},
-        branch_template=branch_template,
-        branch_probe=branch_probe,
-        prepare=reader.commands("prepare", data.get("prepare", [])),
-        cleanup=reader.commands("cleanup", data.get("cleanup", [])),
-        probes=probes,
-        agent_task=_agent_task(reader, data.get("agent_task")),
-        env=reader.flow_env,
-        publish_protocol=None if protocol is None else PublishProtocol(protocol),
-        interrupted=reader.section(
-            "interrupted", raw_interrupted, ("acquire", "publish"), LOOP_PLACEHOLDERS, ("landed",)
-        ),
-        landed=None
-        if "landed" not in raw_interrupted
-        else reader.probe("interrupted.landed", raw_interrupted["landed"], LANDED_PLACEHOLDERS),
-        contention=reader.section(
-            "contention", raw_contention, CONTENTION_KEYS, CONTENTION_PLACEHOLDERS, ("lost_race",)
-        ),
-        lost_race=lost_race,
-        core=reader.section("core", data.get("core", {}), CORE_KEYS, CORE_PLACEHOLDERS),
-        served=_served(reader, data.get("served"), str(remote)),
-        materialization=reader.section(
-            "materialization", data.get("materialization", {}), MATERIALIZATION_KEYS, SERVED_PLACEHOLDERS
-        ),
-    )
+    return None if protocol is None else PublishProtocol(str(protocol))
 
 
 def _phases(
