@@ -142,13 +142,10 @@ def run_served(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int) -
     port = free_port()
     scheme = flow.served_scheme
     remote = f"{scheme}://{LOOPBACK}:{port}"
-    rec = Recorder(
-        ctx, subject, OAK_LOCAL_SCENARIO, run_index,
-        fields={
-            "remote_transport": f"loopback_{scheme}", "remote_server": LOOPBACK, "benchmark_track": "owned-loopback",
-        },
-        fixture_id="agent-task-owned-loopback-v1", stand_ins={remote: "REMOTE"},
-    )
+    rec = Recorder(ctx, subject, OAK_LOCAL_SCENARIO, run_index,
+                   fields={"remote_transport": f"loopback_{scheme}", "remote_server": LOOPBACK,
+                           "benchmark_track": "owned-loopback"},
+                   fixture_id="agent-task-owned-loopback-v1", stand_ins={remote: "REMOTE"})
     values: dict[str, Any] = {
         "bin": str(subject.bin), "root": str(root), "base": str(root), "server_dir": str(server_dir),
         "host": LOOPBACK, "port": port, "remote": remote, "repo": f"qa/task-loop-{subject.name}-r{run_index}",
@@ -159,10 +156,32 @@ def run_served(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int) -
     serve = flow.served.serve[0]
     server = ctx.servers.start(serve.render(values), root, serve.environment(values))
     failure: str | None = None if wait_for_port(port, server.alive) else "the flow's serve command did not listen"
-    payload_text = "# task notes\n"
-    expected_head: str | None = None
+    payload_text, expected_head = "# task notes\n", None
     if failure is None:
-        failure = _seed(rec, flow, values, root / "seed", payload_text)
+        failure, payload_text, expected_head = _served_phases(ctx, rec, flow, values, run_index, payload_text)
+    payload_ok = head_ok = False
+    if failure is None:
+        payload_ok, head_ok = _served_oracle(ctx, rec, flow, values, root / "verifier", payload_text, expected_head)
+    stopped = server.stop()
+    total = rec.total(
+        OAK_LOCAL_TOTAL, oracle_payload_on_remote_branch=payload_ok and head_ok, oracle_payload_matches=payload_ok,
+        oracle_branch_head_matches=head_ok, server_process_stopped=stopped, flow_notes=flow.notes,
+        acquisition_models={phase: "as the flow says" for phase in flow.served.phases}, network_bytes=None,
+        network_bytes_reason="the owned loopback server is not observed by a byte proxy")
+    reason = failure or (None if payload_ok and head_ok else "oracle: payload or head differs on the server")
+    if reason or not stopped:
+        fail(total, reason or "the flow's serve command did not stop")
+    shutil.rmtree(root, ignore_errors=True)
+    return rec.emit_total(total)
+
+
+def _served_phases(ctx: LaneContext, rec: Recorder, flow: Flow, values: dict[str, Any], run_index: int,
+                   payload_text: str) -> tuple[str | None, str, str | None]:
+    """The seed, then each phase in turn until one fails: (the failure, the payload the phases wrote, the head
+    the last phase left)."""
+    root = Path(values["root"])
+    failure = _seed(rec, flow, values, root / "seed", payload_text)
+    expected_head: str | None = None
     for phase, commands in flow.served.phases.items():
         if failure is not None:
             break
@@ -173,26 +192,7 @@ def run_served(ctx: LaneContext, subject: Subject, flow: Flow, run_index: int) -
         if failure is None:
             payload_text += phased["payload"] + "\n"
             expected_head = rec.probe(f"{phase}.head", flow.probes["head"], phased)
-    payload_ok = head_ok = False
-    if failure is None:
-        payload_ok, head_ok = _served_oracle(ctx, rec, flow, values, root / "verifier", payload_text, expected_head)
-    stopped = server.stop()
-    total = rec.total(
-        OAK_LOCAL_TOTAL,
-        oracle_payload_on_remote_branch=payload_ok and head_ok,
-        oracle_payload_matches=payload_ok,
-        oracle_branch_head_matches=head_ok,
-        server_process_stopped=stopped,
-        flow_notes=flow.notes,
-        acquisition_models={phase: "as the flow says" for phase in flow.served.phases},
-        network_bytes=None,
-        network_bytes_reason="the owned loopback server is not observed by a byte proxy",
-    )
-    reason = failure or (None if payload_ok and head_ok else "oracle: payload or head differs on the server")
-    if reason or not stopped:
-        fail(total, reason or "the flow's serve command did not stop")
-    shutil.rmtree(root, ignore_errors=True)
-    return rec.emit_total(total)
+    return failure, payload_text, expected_head
 
 
 def _fetched(ctx: LaneContext, rec: Recorder, flow: Flow, values: dict[str, Any]) -> bool:
