@@ -25,6 +25,20 @@ def _median(values: Sequence[Any]) -> float | None:
     return round(statistics.median(numbers), 3) if numbers else None
 
 
+RESULT_COLUMNS = ("Fixture", "Subject", "Runs", "status ms", "diff ms", "log ms", "show ms", "Total ms", "Tool calls",
+                  "Output bytes", "Est. tokens", "Recall", "Pipe", "Deterministic", "Result")
+
+
+def _result_row(label: str, subject: str, group: Sequence[Mapping[str, Any]]) -> tuple[object, ...]:
+    """One fixture and subject in the results table: medians, and the gates over every run."""
+    medians = [_median([r.get(key) for r in group]) for key in ("status_ms", "diff_ms", "log_ms", "show_ms",
+                                                                 "elapsed_ms", "tool_call_count", "output_bytes",
+                                                                 "estimated_total_tokens")]
+    return (label, f"`{subject}`", len(group), *medians, min(float(r["information_recall"]) for r in group),
+            all(r.get("pipe_compatible_unified") for r in group), all(r.get("determinism") is not False for r in group),
+            "pass" if not any(rows.is_failure(r) for r in group) else "FAIL")
+
+
 def summary(recorded: Sequence[Mapping[str, Any]]) -> str:
     """Per fixture and subject: medians over the measured runs, and the gates over all of them."""
     all_rows = summarized(recorded)
@@ -48,45 +62,8 @@ def summary(recorded: Sequence[Mapping[str, Any]]) -> str:
         groups.setdefault((str(row.get("fixture_label")), str(row["subject"])), []).append(row)
     if groups:
         lines += ["", "## Results", ""]
-        lines += table(
-            (
-                "Fixture",
-                "Subject",
-                "Runs",
-                "status ms",
-                "diff ms",
-                "log ms",
-                "show ms",
-                "Total ms",
-                "Tool calls",
-                "Output bytes",
-                "Est. tokens",
-                "Recall",
-                "Pipe",
-                "Deterministic",
-                "Result",
-            ),
-            (
-                (
-                    label,
-                    f"`{subject}`",
-                    len(group),
-                    _median([r.get("status_ms") for r in group]),
-                    _median([r.get("diff_ms") for r in group]),
-                    _median([r.get("log_ms") for r in group]),
-                    _median([r.get("show_ms") for r in group]),
-                    _median([r.get("elapsed_ms") for r in group]),
-                    _median([r.get("tool_call_count") for r in group]),
-                    _median([r.get("output_bytes") for r in group]),
-                    _median([r.get("estimated_total_tokens") for r in group]),
-                    min(float(r["information_recall"]) for r in group),
-                    all(r.get("pipe_compatible_unified") for r in group),
-                    all(r.get("determinism") is not False for r in group),
-                    "pass" if not any(rows.is_failure(r) for r in group) else "FAIL",
-                )
-                for (label, subject), group in sorted(groups.items(), key=lambda item: (_files(item[1]), item[0]))
-            ),
-        )
+        lines += table(RESULT_COLUMNS, (_result_row(label, subject, group) for (label, subject), group
+                                        in sorted(groups.items(), key=lambda item: (_files(item[1]), item[0]))))
     lines += notes_section(all_rows)
     lines += skips_and_failures(recorded)
     return "\n".join(lines) + "\n"
