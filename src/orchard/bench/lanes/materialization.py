@@ -103,7 +103,7 @@ def _campaign(ctx: LaneContext, members: Sequence[Subject], flow: Flow, runs: in
     failure = failure or _imported(setup, flow, values, lambda: wait_for_port(port, server.alive))
     expected_head = None if failure else _head(ctx, setup, flow, values)
     expected_tree = None if failure else worktree_snapshot(seed)
-    if failure or expected_head is None:
+    if failure or expected_head is None or expected_tree is None:
         setup.emit_total(fail(setup.total(TOTAL), f"fixture: {failure or 'fixture head unreadable'}"))
         server.stop()
         return
@@ -114,33 +114,39 @@ def _campaign(ctx: LaneContext, members: Sequence[Subject], flow: Flow, runs: in
         for subject in members:
             rec = Recorder(ctx, subject, SCENARIO, run_index, fields=fields, fixture_id=FIXTURE_ID, proxy=proxy,
                            stand_ins={measured: "REMOTE"})
-            dest = root / f"clone-{subject.name}-r{run_index}"
-            mine = {**values, "bin": str(subject.bin), "remote": measured, "workspace": str(dest),
-                    "subject": subject.name, "run": run_index, "phase": "legacy_selected",
-                    "message": f"first no-op commit r{run_index}"}
-            timed = {}
-            for key in ("acquire", "status", "commit"):
-                for command in flow.materialization[key]:
-                    timed[key] = rec.command(f"legacy_selected.{key}", command, mine)
-            head = _head(ctx, rec, flow, mine)
-            tree_ok = dest.is_dir() and worktree_snapshot(dest) == expected_tree
-            total = rec.total(
-                TOTAL,
-                clone_elapsed_ms=timed["acquire"]["elapsed_ms"],
-                first_status_elapsed_ms=timed["status"]["elapsed_ms"],
-                first_noop_commit_elapsed_ms=timed["commit"]["elapsed_ms"],
-                network_client_to_server_bytes=timed["acquire"].get("network_client_to_server_bytes"),
-                network_server_to_client_bytes=timed["acquire"].get("network_server_to_client_bytes"),
-                oracle_head_matches=head == expected_head,
-                oracle_worktree_bytes_and_modes_match=tree_ok,
-                oracle_passed=head == expected_head and tree_ok,
-                os_cache_state="warm_or_unknown",
-                materialization_timing_claimable=False,
-            )
-            if not rows.is_failure(total) and not total["oracle_passed"]:
-                fail(total, "oracle: clone head or files differ from the fixture")
-            rec.emit_total(total)
+            mine = {**values, "bin": str(subject.bin), "remote": measured,
+                    "workspace": str(root / f"clone-{subject.name}-r{run_index}"), "subject": subject.name,
+                    "run": run_index, "phase": "legacy_selected", "message": f"first no-op commit r{run_index}"}
+            _clone(ctx, rec, flow, mine, expected_head, expected_tree)
     server.stop()
+
+
+def _clone(ctx: LaneContext, rec: Recorder, flow: Flow, mine: dict[str, Any], expected_head: str,
+           expected_tree: list[tuple[str, int, str]]) -> None:
+    """One subject's timed clone, first status and first no-op commit, and the oracle on what it materialized."""
+    dest = Path(mine["workspace"])
+    timed = {}
+    for key in ("acquire", "status", "commit"):
+        for command in flow.materialization[key]:
+            timed[key] = rec.command(f"legacy_selected.{key}", command, mine)
+    head = _head(ctx, rec, flow, mine)
+    tree_ok = dest.is_dir() and worktree_snapshot(dest) == expected_tree
+    total = rec.total(
+        TOTAL,
+        clone_elapsed_ms=timed["acquire"]["elapsed_ms"],
+        first_status_elapsed_ms=timed["status"]["elapsed_ms"],
+        first_noop_commit_elapsed_ms=timed["commit"]["elapsed_ms"],
+        network_client_to_server_bytes=timed["acquire"].get("network_client_to_server_bytes"),
+        network_server_to_client_bytes=timed["acquire"].get("network_server_to_client_bytes"),
+        oracle_head_matches=head == expected_head,
+        oracle_worktree_bytes_and_modes_match=tree_ok,
+        oracle_passed=head == expected_head and tree_ok,
+        os_cache_state="warm_or_unknown",
+        materialization_timing_claimable=False,
+    )
+    if not rows.is_failure(total) and not total["oracle_passed"]:
+        fail(total, "oracle: clone head or files differ from the fixture")
+    rec.emit_total(total)
 
 
 def _git_fixture(ctx: LaneContext, setup: Recorder, git_seed: Path) -> str | None:
