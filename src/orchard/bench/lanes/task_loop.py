@@ -99,30 +99,7 @@ def run(ctx: LaneContext, subject: Subject, flow: Flow, remote: Remote, run_inde
         if not capture.ok:
             total = fail(rec.total(TOTAL), f"flow prepare failed: {capture.stderr_text.strip()[-300:]}")
             return rec.emit_total(total)
-    branches: dict[str, str | None] = {}
-    completed: dict[str, dict[str, Any]] = {}
-    open_workspaces: list[dict[str, Any]] = []
-    try:
-        for phase in PHASES:
-            phased = phase_values(values, flow, phase, root / phase)
-            if not rec.flow_step(phase, "acquire", flow.step("acquire"), phased):
-                break
-            open_workspaces.append(phased)
-            if flow.branch_probe is not None:
-                phased["branch"] = rec.probe(f"{phase}.branch_probe", flow.branch_probe, phased) or ""
-            branches[phase] = phased["branch"] or None
-            steps = ["inspect", "edit", "snapshot", "publish"]
-            if phase == DESCRIBED_PHASE:
-                steps.append("describe")
-            steps.append("end")
-            if not all(rec.flow_step(phase, step, flow.step(step), phased) for step in steps):
-                break
-            open_workspaces.remove(phased)
-            completed[phase] = phased
-    finally:
-        for phased in open_workspaces:
-            for command in flow.cleanup:
-                rec.flow_harness(f"{phased['phase']}.cleanup", command, phased)
+    branches, completed = _phases(rec, flow, values, root)
     oracle: dict[str, bool | None] = {}
     for phase, phased in completed.items():
         verifier = root / f"verify-{phase}"
@@ -147,6 +124,35 @@ def run(ctx: LaneContext, subject: Subject, flow: Flow, remote: Remote, run_inde
     if oracle_ok is False and total["returncode"] == 0:
         fail(total, "oracle: a phase's payload is missing from its pushed branch")
     return rec.emit_total(total)
+
+
+def _phases(rec: Recorder, flow: Flow, values: dict[str, Any],
+            root: Path) -> tuple[dict[str, str | None], dict[str, dict[str, Any]]]:
+    """Each phase's steps in turn until one fails: the branch each phase worked on, and the phases that completed
+    (a workspace left open by a failure is cleaned up by the flow's `cleanup`)."""
+    branches: dict[str, str | None] = {}
+    completed: dict[str, dict[str, Any]] = {}
+    open_workspaces: list[dict[str, Any]] = []
+    try:
+        for phase in PHASES:
+            phased = phase_values(values, flow, phase, root / phase)
+            if not rec.flow_step(phase, "acquire", flow.step("acquire"), phased):
+                break
+            open_workspaces.append(phased)
+            if flow.branch_probe is not None:
+                phased["branch"] = rec.probe(f"{phase}.branch_probe", flow.branch_probe, phased) or ""
+            branches[phase] = phased["branch"] or None
+            steps = ["inspect", "edit", "snapshot", "publish", *(["describe"] if phase == DESCRIBED_PHASE else []),
+                     "end"]
+            if not all(rec.flow_step(phase, step, flow.step(step), phased) for step in steps):
+                break
+            open_workspaces.remove(phased)
+            completed[phase] = phased
+    finally:
+        for phased in open_workspaces:
+            for command in flow.cleanup:
+                rec.flow_harness(f"{phased['phase']}.cleanup", command, phased)
+    return branches, completed
 
 
 def oracle_method(flow: Flow) -> str:
