@@ -73,9 +73,8 @@ def _worker_row(worker: Worker, rec: Recorder) -> dict[str, Any]:
     }
 
 
-def measure(race: Race) -> dict[str, Any]:
-    """Run one race; writes a row per worker and returns the total row (written)."""
-    workers = race.prepare()
+def _run_workers(race: Race, workers: Sequence[Worker]) -> None:
+    """Every worker's race at once, each in its thread; on any error or Ctrl-C, every one is stopped."""
     # this thread is the barrier's last party: no worker runs a command before every future is known here, so a
     # Ctrl-C while they are being started (under load, a long moment) finds every one of them to stop
     barrier = threading.Barrier(race.n + 1)
@@ -92,6 +91,12 @@ def measure(race: Race) -> dict[str, Any]:
             barrier.abort()
             stop_commands(futures)
             raise
+
+
+def measure(race: Race) -> dict[str, Any]:
+    """Run one race; writes a row per worker and returns the total row (written)."""
+    workers = race.prepare()
+    _run_workers(race, workers)
     worker_rows = [_worker_row(worker, race.rec) for worker in workers]
     for row in worker_rows:
         race.rec.emit_total(row)
