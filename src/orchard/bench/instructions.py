@@ -129,6 +129,14 @@ def estimated_cycles(events: dict[str, int]) -> int | None:
     return (accesses - l1_misses) + 5 * (l1_misses - ll_misses) + 35 * ll_misses
 
 
+def _counted(counter: Counter, argv: list[str], scratch: Path, *, cycles: bool) -> list[str]:
+    """`argv` under the counter: perf's user-space instructions, or cachegrind writing one file a process."""
+    if counter is Counter.PERF:
+        return ["perf", "stat", "-x", ",", "-e", "instructions:u", "--", *argv]
+    return ["valgrind", "--tool=cachegrind", f"--cache-sim={'yes' if cycles else 'no'}", "--trace-children=yes", "-q",
+            f"--cachegrind-out-file={scratch}/cg.%p", "--", *argv]
+
+
 def count(
     command: Sequence[str] | str,
     *,
@@ -154,19 +162,7 @@ def count(
         return Count(None, None, "no instruction counter here: install valgrind (or run where perf counters work)")
     argv = ["/bin/sh", "-c", command] if isinstance(command, str) else [str(part) for part in command]
     with tempfile.TemporaryDirectory(prefix="orchard-count-") as scratch:
-        if counter is Counter.PERF:
-            wrapped = ["perf", "stat", "-x", ",", "-e", "instructions:u", "--", *argv]
-        else:
-            wrapped = [
-                "valgrind",
-                "--tool=cachegrind",
-                f"--cache-sim={'yes' if cycles else 'no'}",
-                "--trace-children=yes",
-                "-q",
-                f"--cachegrind-out-file={scratch}/cg.%p",
-                "--",
-                *argv,
-            ]
+        wrapped = _counted(counter, argv, Path(scratch), cycles=cycles)
         # the timeout scales with the counter's slowdown: cachegrind runs a program 20-100x slower
         limit = None if timeout_s is None else timeout_s * (2 if counter is Counter.PERF else 100)
         started = time.monotonic()
