@@ -59,6 +59,30 @@ def _measurements(measure: dict[str, Any] | None) -> list[Any]:
     return []
 
 
+def _apply(args: argparse.Namespace, report: dict[str, Any], target: Path, bench: Path) -> str | None:
+    """The patch applied to the checkout (and a bench patch to the bench), the files it changed in `report`;
+    or why it could not be."""
+    vcs = get_vcs(args.vcs)
+    patch_path = Path(args.patch)
+    try:
+        print(f"== apply: {patch_path}  (in {target})", flush=True)
+        vcs.apply(target, patch_path.read_text(encoding="utf-8"))
+    except (OSError, VcsError) as error:
+        print(f"== apply failed: {error}", flush=True)
+        return f"the patch {patch_path} did not apply: {error}"
+    report["changed_files"] = vcs.status(target)
+    if args.bench_patch:
+        # only ever used to show what the lab does with a worker that tampers with its harness:
+        # in the sandbox the bench clone is read-only, and the attempt fails the worker
+        print(f"== apply to the bench: {args.bench_patch}  (in {bench})", flush=True)
+        try:
+            vcs.apply(bench, Path(args.bench_patch).read_text(encoding="utf-8"))
+        except (OSError, VcsError) as error:
+            print(f"== bench patch did not apply: {error}", flush=True)
+            return f"applied {patch_path.name}; the bench patch did not apply: {str(error)[:300]}"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     target, bench = Path(args.target), Path(args.bench)
     report: dict[str, Any] = {
@@ -73,28 +97,12 @@ def run(args: argparse.Namespace) -> int:
         "measurements": [],
         "notes": "patch worker: no model involved",
     }
-    vcs = get_vcs(args.vcs)
     patch_path = Path(args.patch)
-    try:
-        print(f"== apply: {patch_path}  (in {target})", flush=True)
-        vcs.apply(target, patch_path.read_text(encoding="utf-8"))
-    except (OSError, VcsError) as error:
-        report["summary"] = f"the patch {patch_path} did not apply: {error}"
+    failed = _apply(args, report, target, bench)
+    if failed is not None:
+        report["summary"] = failed
         report_module.write_report(Path(args.report), report)
-        print(f"== apply failed: {error}", flush=True)
         return 1
-    report["changed_files"] = vcs.status(target)
-    if args.bench_patch:
-        # only ever used to show what the lab does with a worker that tampers with its harness:
-        # in the sandbox the bench clone is read-only, and the attempt fails the worker
-        print(f"== apply to the bench: {args.bench_patch}  (in {bench})", flush=True)
-        try:
-            vcs.apply(bench, Path(args.bench_patch).read_text(encoding="utf-8"))
-        except (OSError, VcsError) as error:
-            report["summary"] = f"applied {patch_path.name}; the bench patch did not apply: {str(error)[:300]}"
-            report_module.write_report(Path(args.report), report)
-            print(f"== bench patch did not apply: {error}", flush=True)
-            return 1
     ok = True
     for key, name, command, cwd, capture in (
         ("build", "build", args.build, target, False),
