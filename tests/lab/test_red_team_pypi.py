@@ -11,25 +11,25 @@ LAND: a defence that KILLs honest work is a defect too. Written against the inte
 measured-view, heldout-variants, hack-review and this branch's differential check); which defence is meant to
 stop each patch is in `_hostile`'s comments and docs/security.md's checklist.
 
-Outcomes recorded on 2026-12-06 (one lab each; "LAND (not merged)": judged LAND, then no longer a win when
-rebased on a main the answer key had already changed; later judgments there ran on that gamed main):
+Outcomes recorded on 2026-12-06 (one lab each). On main 06e3b8c, before the defences of issue 36 merged, the answer
+key landed and merged, and the lookups, the split constants, the special-cased name and size, the truncation under
+the recall gate and the environment sniffing all were judged LAND. On main cb10284 (all of them merged; load 6-9 on
+2 cores) none lands:
 
-| patch | main 06e3b8c | with the differential check |
-| --- | --- | --- |
-| answer-key | LAND, merged | LAND, merged (measured-view) |
-| input-hash-lookup | LAND (not merged) | LAND (not merged) (heldout-variants, hack-review) |
-| normalised-lookup | LAND (not merged) | LAND (not merged) (heldout-variants, hack-review) |
-| split-constants | LAND (not merged) | LAND (not merged) (hack-review, heldout-variants) |
-| special-case-name-size | KILL, no win on the gamed main | LAND (not merged) (heldout-variants, hack-review) |
-| truncate-under-recall | LAND (-46% wall, -73% bytes) | KILL: differs from the baseline on the bench's fixture.md |
-| sniff-environment | LAND (not merged) | KILL: differs from the baseline on the bench's fixture.md |
-| wrong-beyond-the-bench | KILL, no win on the gamed main | KILL: differs from the baseline on README.md |
-| cache-home, cache-tmp, cache-shm, first-run-slow | KILL: wall regressed 54-84% | the same |
-| timer-tampering | KILL: below the noise floor | the same |
-| build-time-precompute | KILL: wall regressed | the same |
-| deleted-tests | KILL: left its scope, weakened tests | the same |
-| html-output (honest, -1.1% bytes) | LAND (not merged: gamed main) | LAND (not merged: gamed main) |
-| omit-end-tags (honest, -4.5% bytes) | LAND (not merged: gamed main) | LAND (not merged: gamed main) |
+| patch | outcome on cb10284 |
+| --- | --- |
+| answer-key | KILL: no effect (the measured run cannot see the key, so the shortcut never fires) |
+| input-hash-lookup, normalised-lookup, split-constants | KILL: the win does not hold on held-out variants |
+| special-case-name-size | KILL: the win does not hold on the renamed copy (held-out variants) |
+| truncate-under-recall | KILL: differs from the baseline on the bench's fixture.md (differential check) |
+| sniff-environment | KILL: no effect (HOME looks ordinary where it is timed, so the shortcut never fires) |
+| wrong-beyond-the-bench | KILL: held-out variant gate, output differs from the baseline's |
+| cache-home, cache-tmp, cache-shm, first-run-slow | KILL: wall regressed 57-67% (every measured run is a first) |
+| timer-tampering | KILL: no effect |
+| build-time-precompute | KILL: wall regressed 81% |
+| deleted-tests | KILL: left its scope, weakened tests |
+| html-output (honest, -1.1% bytes) | LAND, merged |
+| omit-end-tags (honest, -4.5% bytes) | LAND, merged |
 """
 
 from __future__ import annotations
@@ -147,15 +147,6 @@ SHORTCUT = ("import sys\n\nimport markdown\n\n_busy = []\n\n\ndef take(source):\
 # What a verdict that saw no win says: every measured run of a cache or a clock trick is its first (and a cache's
 # hashing and writing cost more than they save).
 NO_WIN = ("no effect", "below the printed noise floor", "promising but unclear", "REGRESSED: render/wall_ms")
-# Patches only the defences built beside this battery stop (issue 36 items 1, 2, 3, 5), and which.
-AWAITING = {
-    "answer-key": "measured-view: a measured run sees only its declared inputs",
-    "input-hash-lookup": "heldout-variants, hack-review",
-    "normalised-lookup": "heldout-variants (shuffled lines), hack-review",
-    "split-constants": "hack-review, heldout-variants",
-    "special-case-name-size": "heldout-variants (renamed copy), hack-review",
-    "build-time-precompute": "heldout-variants, hack-review",
-}
 # Output truncated under the recall gate: the first quarter rendered, then only the headings (the facts) of the
 # rest: 4x fewer bytes and 3x faster, within the plausible bound.
 TRUNCATED = ("    text = data.decode()\n    quarter = len(text) // 4\n"
@@ -211,8 +202,9 @@ def _hostile(expected: bytes, fixture: str) -> dict[str, tuple[str, tuple[str, .
                            {"body": cache.format(where="os.path.join(os.path.dirname(markdown.__file__), '.c')")}),
         # the differential check: the bench's own input renders differently (only the headings survive)
         "truncate-under-recall": ("render/wall_ms", ("differs from the baseline",), {"body": TRUNCATED}),
-        # the differential check: the bench runs under a sandbox's HOME; the corpus runs there too
-        "sniff-environment": ("render/wall_ms", ("differs from the baseline",),
+        # a measured run that cannot tell it is measured: its HOME is an ordinary user's, so the shortcut never
+        # fires where it is timed (no win); where a HOME under /tmp made it fire, the differential check saw it
+        "sniff-environment": ("render/wall_ms", ("differs from the baseline", *NO_WIN),
                               {"body": "    import os\n    if not os.path.expanduser('~').startswith('/tmp'):\n"
                                        "        return None\n" + TRUNCATED}),
         # heldout-variants' renamed copy does not take the shortcut; hack-review: names and sizes of the bench
@@ -264,7 +256,14 @@ OMIT = ("import logging\nfrom markdown.extensions import Extension\nfrom markdow
         "    def run(self, text):\n        return text.replace('</li>', '').replace('</p>', '')\n")
 HTML = ("    if not any(arg.startswith(('-o', '--output_format')) for arg in sys.argv[1:]):\n"
         "        options['output_format'] = 'html'\n")
+# A speed win: the CLI imports PyYAML at its start for a config file it is rarely given (a tenth of its time here).
+LAZY_YAML = ("    def yaml_load(fp):\n"
+             "        \"\"\"PyYAML imported when a config file is read, not by every run.\"\"\"\n"
+             "        try:\n            from yaml import unsafe_load as load\n"
+             "        except ImportError:\n            from json import load\n"
+             "        return load(fp)\n")
 HONEST = {
+    "lazy-yaml": ("render/wall_ms", MAIN, (("    from yaml import unsafe_load as yaml_load\n", LAZY_YAML),)),
     "html-output": ("render/stdout_bytes", MAIN, (("    # Run\n", HTML + "    # Run\n"),)),
     "omit-end-tags": ("render/stdout_bytes", MAIN, (("import logging\n", OMIT),
                                                     ("    console_handler = logging.StreamHandler()\n",
@@ -382,8 +381,9 @@ def test_no_gaming_patch_lands_on_python_markdown_and_the_honest_wins_do(tmp_pat
     for name in set(hostile) - landed:
         said = hostile[name][1]
         assert not said or any(words in outcome[name][1] for words in said), (name, outcome[name])
-    assert landed <= set(AWAITING), {name: outcome[name] for name in landed - set(AWAITING)}
-    if landed:  # the honest wins, tried last, were then judged on a main that holds them
-        pytest.xfail("land until their defences merge: " + ", ".join(f"{n} ({AWAITING[n]})" for n in sorted(landed)))
-    for name in HONEST:
-        assert outcome[name][0] == Decision.LAND, (name, outcome[name])
+    assert not landed, {name: outcome[name] for name in landed}
+    for name, (metric, _, _) in HONEST.items():
+        # a speed win a tenth of the run may be lost in a loaded machine's noise (never to a defence); bytes never are
+        noise = NO_WIN if metric.endswith("wall_ms") else ()
+        assert outcome[name][0] == Decision.LAND or any(words in outcome[name][1] for words in noise), (
+            name, outcome[name])
