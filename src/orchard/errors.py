@@ -30,4 +30,5 @@ def disk_full(error: BaseException) -> bool:
         return True
     if isinstance(error, sqlite3.Error) and getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
         return True
-    return "No space left on device" in str(error) or "database or disk is full" in str(error)
+    text = str(error)  # git says "Out of diskspace" when it cannot write its index
+    return any(words in text for words in ("No space left on device", "database or disk is full", "Out of diskspace"))

@@ -168,8 +168,11 @@ class LabDatabase:
             self.db.backup(copy)
             copy.execute("PRAGMA journal_mode=DELETE")  # one file: read or copied back, it makes no WAL beside it
             found = problems(copy)
-        finally:
+        except BaseException:
             copy.close()
+            partial.unlink(missing_ok=True)  # a copy cut short (a full disk) takes no room
+            raise
+        copy.close()
         if found:
             partial.unlink()
             raise damaged(self.path, found[0])

@@ -129,7 +129,9 @@ def _verdict_failures(verdict: Verdict) -> list[Failure]:
     if verdict.verdict == VerdictWord.REGRESSED:
         gates = [Failure(f"quality gate {g.name} failed ({g.detail}): REGRESSED whatever the metrics say", Rule.GATES)
                  for g in verdict.failed_gates]
-        return gates or [Failure("REGRESSED: " + reasons)]
+        # a win that does not hold on the held-out variants fails the same held-out gate as one answered unlike them
+        not_held = verdict.variants is not None and any(c.held is False for c in verdict.variants.checks)
+        return gates or [Failure("REGRESSED: " + reasons, Rule.GATES if not_held else None)]
     return []
 
 

@@ -87,6 +87,18 @@ def pausing(root: Path) -> Iterator[None]:
                         "stopped") from None
 
 
+def backup(state: LabState) -> str | None:
+    """lab.db copied at the lab's start; on a full disk no copy is made (the last one stays) and the lab goes on,
+    since a crashed run's checkout may be what fills it, and the resume frees that before it records anything."""
+    try:
+        state.backup()
+    except (OSError, sqlite3.Error) as error:
+        if not disk_full(error):
+            raise
+        return f"lab.db was not backed up at this start, the disk is full ({describe(error)}); the last copy stays"
+    return None
+
+
 def end_experiment(state: LabState, record: ExperimentRecord, stage: Stage, error: BaseException,
                    workers: int) -> str:
     """Record the failure: re-queue (launch) or KILL (anything later); returns the reason."""

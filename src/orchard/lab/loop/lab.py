@@ -39,7 +39,7 @@ from orchard.lab.judge.gathering import Gathering
 from orchard.lab.judge.measuring import MeasureProgress, metric_keys
 from orchard.lab.landing import land as landing
 from orchard.lab.landing import pins, publication
-from orchard.lab.loop import backlog, collection, resume, stop, sweep, worker_start
+from orchard.lab.loop import backlog, collection, isolation, resume, stop, sweep, worker_start
 from orchard.lab.loop.agent_retry import Agents
 from orchard.lab.loop.disk_limits import DiskLimits
 from orchard.lab.loop.isolation import Stage, end_experiment, lab_wide, pausing
@@ -311,7 +311,8 @@ class Lab:
 
     def _run(self) -> str:
         self.preflight()
-        self.state.backup()  # the last good copy `orchard recover` restores; again after each landing
+        if note := isolation.backup(self.state):  # the last good copy `orchard recover` restores; again on landing
+            self.say(note)
         if (events := self.state.events()) and events[-1].kind == EventKind.STOP:
             self.state.set_counter(stop.IDLE_LOOPS, 0)  # a new session after a clean stop starts fresh
         workers = self.ws.config.workers
