@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from orchard import confine
+from orchard.bench.confinement import ClosedTree, confine_runs, open_to_sandbox
 from orchard.within import below, inside
 from tests.helpers import unhidden_dir
 
@@ -51,6 +52,34 @@ def test_a_program_in_a_directory_closed_to_the_sandbox_uid_is_named_with_that_d
     assert mounts.cannot_read(tool) is None
     tool.chmod(0o700)
     assert mounts.cannot_read(tool) == tool
+
+
+def test_a_lab_never_measures_as_orchards_uid_a_users_own_verdict_says_it_does(closed_dir: Path) -> None:
+    """On main a tree closed to other users made every measured run keep orchard's uid (root), in a lab too."""
+    tree = closed_dir / "tree"
+    tree.mkdir(mode=0o711)
+    tree.chmod(0o711)
+    with pytest.raises(ClosedTree, match="closed its tree to the sandbox"):
+        confine_runs(True, trees=[tree], owner=False)
+    own = confine_runs(True, trees=[tree])
+    assert not own.unprivileged and "as orchard's own uid" in own.note and str(tree) in own.note
+
+
+def test_a_closed_tree_is_opened_to_the_sandbox_uid_and_measured_as_it(closed_dir: Path, tmp_path: Path) -> None:
+    tree = closed_dir / "tree"
+    (tree / "bin").mkdir(parents=True)
+    program = tree / "bin" / "tool"
+    program.write_text("#!/bin/sh\nid -u\n")
+    program.chmod(0o700)
+    (tree / "bin").chmod(0o700)
+    tree.chmod(0o711)
+    open_to_sandbox([tree])
+    confined = confine_runs(True, trees=[tree], owner=False)
+    argv = confined.wrap([str(program)], binary=program, suite_dir=tree, root=tmp_path, results_file=None,
+                         loopback=False)
+    ran = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert ran.stdout.strip() == str(confine.sandbox_id()) != "0", ran.stderr
+    assert program.stat().st_mode & 0o777 == 0o705  # its owner's bits as they were, others may read and run it
 
 
 @pytest.mark.parametrize(("path", "root"), [("/a/b", "/a"), ("/a", "/a"), ("/ab", "/a"), ("/a", "/"), ("/", "/"),
