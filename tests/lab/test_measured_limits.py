@@ -9,20 +9,26 @@ process limit.
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import tomli_w
 
 from orchard import confine
+from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import confinement
 from orchard.lab.records.judgment import Decision
 from orchard.lab.workers.workspace.builds import hash_build
 from orchard.lab.workers.workspace.workspace import Workspace
-from tests.lab.lab_helpers import make_repo
+from orchard.lab.workers.workspace.workspace_init import init_workspace
+from tests.lab.lab_helpers import assert_nothing_left, command_launcher, lab_config, make_repo, one_worker
 from tests.lab.test_anti_gaming import HONEST, SECRET, SUITE, TEST, TOOL, VISIBLE, judged, patch_of, workspace
+from tests.lab.test_gaming_battery import REPORT
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900),
               pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed"),
@@ -95,3 +101,52 @@ def test_a_measured_run_over_a_limit_is_stopped_and_killed_with_that_limit_named
     assert judgment.decision == Decision.KILL, judgment.reasons
     said = {"memory": "memory_mb = 128", "process": "processes = 64", "file-size": "file_mb = 1"}[limit]
     assert f"over its {limit} limit while measured, {said}" in judgment.reasons[0], judgment.reasons
+
+
+def _writes(name: str, text: str) -> str:
+    """The worker line that makes `text` its checkout's `name`."""
+    return f"echo {base64.b64encode(text.encode()).decode()} | base64 -d > {name}"
+
+
+LAB_WORKERS = {  # id -> the worker's shell line, run in its target checkout
+    "close-tree": f"{_writes('build.sh', CLOSE_TREE)}; {_writes('tool.sh', ROOT_ONLY)}",
+    "memory": _writes("tool.sh", HOSTILE["memory"]),
+    "file-size": _writes("tool.sh", HOSTILE["file-size"]),
+    "honest": _writes("tool.sh", HONEST),
+}
+
+
+def test_a_lab_kills_each_hostile_measured_program_and_lands_the_honest_win(
+        tmp_path: Path, lab: tuple[Workspace, Path], mark: str) -> None:
+    """The same candidates as `command` workers through a real `orchard run` (its process limit is left out: the
+    lab's sandboxes share one uid, so a fork bomb there would starve the others, issue 31 item 3)."""
+    _, target = lab
+    launchers = {name: command_launcher(f"{line}; {REPORT}") for name, line in LAB_WORKERS.items()}
+    (tmp_path / "lab.toml").write_text(lab_config(
+        target=TARGET, workers=one_worker(count=2, exploit=2, timeout_minutes=3, **LIMITS),
+        launcher=command_launcher("true"), stop={"top_attempted": 99, "idle_loops": 99}, launchers=launchers))
+    (tmp_path / "hypotheses.toml").write_text(tomli_w.dumps({"hypothesis": [
+        {"id": name, "metric": "visible/stdout_bytes", "change": name, "launcher": name,
+         "scope": ["tool.sh", "build.sh"] if name == "close-tree" else ["tool.sh"],
+         "impact": 1 if name == "honest" else 5} for name in LAB_WORKERS]}))
+    ws = init_workspace(tmp_path / "lab-ws", str(target), str(tmp_path / "bench"), tmp_path / "lab.toml")
+    env = {**os.environ, "ORCHARD_TEST_MARK": mark}
+    orchard = [sys.executable, "-m", "orchard"]
+    added = subprocess.run([*orchard, "backlog", "add", str(ws.root), "--file", str(tmp_path / "hypotheses.toml")],
+                           capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert added.returncode == 0, added.stderr
+    run = subprocess.run([*orchard, "run", str(ws.root)], capture_output=True, text=True, env=env, timeout=800,
+                         check=False)
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stdout + run.stderr
+    state = LabState.open(ws.root)
+    try:
+        outcome = {e.hypothesis: (e.decision, " ".join(e.reasons)) for e in state.experiments()}
+    finally:
+        state.close()
+    assert set(outcome) == set(LAB_WORKERS), outcome
+    assert outcome["honest"][0] == Decision.LAND, outcome["honest"]
+    assert outcome["close-tree"][0] == Decision.KILL and "no effect" in outcome["close-tree"][1], outcome
+    for limit, said in (("memory", "memory_mb = 128"), ("file-size", "file_mb = 1")):
+        assert outcome[limit][0] == Decision.KILL, outcome[limit]
+        assert f"over its {limit} limit while measured, {said}" in outcome[limit][1], outcome[limit]
+    assert_nothing_left(mark, None)
