@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from orchard import confine
+from orchard import confine, sandbox_pids
 from orchard.bench.confinement import ClosedTree, confine_runs, open_to_sandbox
+from orchard.limits import Limits
 from orchard.within import below, inside
 from tests.helpers import unhidden_dir
+from tests.lab.lab_helpers import stop_process_groups
 
 
 @pytest.fixture
@@ -89,3 +91,22 @@ def test_inside_and_below_mean_what_parents_say(path: str, root: str) -> None:
     p, r = Path(path), Path(root)
     assert inside(p, r) == (p == r or r in p.parents)
     assert below(p, r) == (r in p.parents)
+
+
+def test_a_sandbox_holding_nearly_all_its_processes_starves_no_other(closed_dir: Path) -> None:
+    """On main the budget was the sandbox uid's rlimit, shared by every sandbox: one holding 17 of 20 processes
+    made the next fail to fork ("Resource temporarily unavailable"), in another lab as much as in its own."""
+    if sandbox_pids.own_directory() is None:
+        pytest.skip("no writable pids cgroup hierarchy here")
+    limits = Limits(processes=20)
+    hold = "i=0; while [ $i -lt 16 ]; do sleep 300 & i=$((i+1)); done; echo held; wait"
+    holder = subprocess.Popen(confine.argv(confine.Mounts(cwd=closed_dir), ["sh", "-c", hold], limits),
+                              stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        work = "i=0; while [ $i -lt 10 ]; do sleep 2 & i=$((i+1)); done; wait; echo done"
+        other = subprocess.run(confine.argv(confine.Mounts(cwd=closed_dir), ["sh", "-c", work], limits),
+                               capture_output=True, text=True, timeout=60, check=False)
+        assert other.returncode == 0 and other.stdout == "done\n" and "fork" not in other.stderr, other.stderr
+    finally:
+        stop_process_groups([holder])

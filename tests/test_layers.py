@@ -32,7 +32,7 @@ import orchard
 
 SRC = Path(orchard.__file__).parent.parent
 SHARED = ("orchard.confine", "orchard.errors", "orchard.jsonlines", "orchard.limits", "orchard.process",
-          "orchard.tomlfile")  # both use
+          "orchard.sandbox_pids", "orchard.tomlfile")  # both use
 FLOORS = ("records", "text", "config", "db", "workers", "judge", "landing", "notebook", "loop",
           "finalize")  # bottom first
 WORKERS = "orchard.lab.workers"

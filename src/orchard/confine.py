@@ -21,6 +21,7 @@ the reviewer, judge steps): one place builds bwrap's arguments.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import shutil
@@ -30,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchard import host_sockets
+from orchard import host_sockets, sandbox_pids
 from orchard.limits import NO_LIMITS, Limits
 from orchard.within import below, inside
 
@@ -157,18 +158,24 @@ def bwrap() -> str | None:
 
 
 def argv(mounts: Mounts, command: Iterable[str], limits: Limits = NO_LIMITS) -> list[str]:
-    """The whole argv: [prlimit] bwrap ARGS -- [setpriv as the sandbox uid] COMMAND.
+    """The whole argv: [its pids cgroup] [prlimit] bwrap ARGS -- [setpriv as the sandbox uid] COMMAND.
 
     bwrap runs as orchard's user, so it can reach every path it binds; the
     command inside drops to the sandbox uid with no capabilities (and no way
-    back: no_new_privs) after the mounts are made.
+    back: no_new_privs) after the mounts are made. Dropping, its process
+    budget is a pids cgroup of its own where one can be made (`sandbox_pids`):
+    the uid's rlimit would count every sandbox's processes together.
     """
     found = bwrap()
     if found is None:
         raise FileNotFoundError("bwrap")
     drop = [_tool("setpriv"), f"--reuid={sandbox_id()}", f"--regid={sandbox_id()}", "--clear-groups",
             "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"] if mounts.drops else []
-    return [*limits.prlimit_args(), found, *mounts.bwrap_args(), "--", *drop, *command]
+    start: list[str] = []
+    if limits.processes and mounts.drops:
+        start = sandbox_pids.enter(limits.processes, Limits(processes=limits.processes).prlimit_args())
+        limits = dataclasses.replace(limits, processes=None)
+    return [*start, *limits.prlimit_args(), found, *mounts.bwrap_args(), "--", *drop, *command]
 
 
 def unavailable() -> str | None:
