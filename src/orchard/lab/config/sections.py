@@ -194,9 +194,9 @@ class WorkersConfig:
                                        "your home that is not on PATH")
     memory_mb: int = _key(16384, "memory (address space) each process of a worker, a judge step or a measured run "
                                  "may map, as an rlimit; 0: no limit", minimum=0, maximum=1 << 24)
-    processes: int = _key(4096, "processes the sandboxes may run at once (an rlimit of the sandbox uid, shared "
-                                "by every sandbox when orchard runs as root); 0: no limit", minimum=0,
-                          maximum=1 << 22)
+    processes: int = _key(4096, "processes each sandbox may run at once (as root, a pids cgroup of its own where "
+                                "one can be made; else an rlimit of the sandbox uid, shared by every sandbox); "
+                                "0: no limit", minimum=0, maximum=1 << 22)
     cpu_seconds: int = _key(14400, "CPU seconds each process of a worker, a judge step or a measured run may use "
                                    "(then it is killed); 0: no limit", minimum=0, maximum=1 << 30)
     file_mb: int = _key(4096, "the largest file a process of a worker, a judge step or a measured run may write "
