@@ -46,7 +46,8 @@ def own_directory() -> Path | None:
     """This process's directory in a writable pids hierarchy (made on first use, removed at exit), or None."""
     if os.geteuid() != 0:
         return None
-    for hierarchy in HIERARCHIES:
+    for top in HIERARCHIES:
+        hierarchy = top / _own_cgroup()  # under orchard's own: a sandbox never escapes a limit orchard runs under
         if not (hierarchy / "cgroup.procs").exists() or not os.access(hierarchy, os.W_OK):
             continue
         _remove_stale(hierarchy)
@@ -58,6 +59,17 @@ def own_directory() -> Path | None:
         atexit.register(_remove_all, mine)
         return mine
     return None
+
+
+def _own_cgroup() -> str:
+    """Orchard's own place in the v1 pids hierarchy ("" at its top), from /proc/self/cgroup."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return ""
+    fields = [line.split(":", 2) for line in lines if line.count(":") >= 2]
+    found = [path for _, controllers, path in fields if "pids" in controllers.split(",")]
+    return found[0].lstrip("/") if found else ""
 
 
 def enter(processes: int, rlimit: list[str]) -> list[str]:
