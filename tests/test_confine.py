@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from orchard import confine
+from orchard import confine, sandbox_pids
+from orchard.bench.confinement import ClosedTree, confine_runs, open_to_sandbox
+from orchard.limits import Limits
 from orchard.within import below, inside
 from tests.helpers import unhidden_dir
+from tests.lab.lab_helpers import stop_process_groups
 
 
 @pytest.fixture
@@ -53,6 +56,34 @@ def test_a_program_in_a_directory_closed_to_the_sandbox_uid_is_named_with_that_d
     assert mounts.cannot_read(tool) == tool
 
 
+def test_a_lab_never_measures_as_orchards_uid_a_users_own_verdict_says_it_does(closed_dir: Path) -> None:
+    """On main a tree closed to other users made every measured run keep orchard's uid (root), in a lab too."""
+    tree = closed_dir / "tree"
+    tree.mkdir(mode=0o711)
+    tree.chmod(0o711)
+    with pytest.raises(ClosedTree, match="closed its tree to the sandbox"):
+        confine_runs(True, trees=[tree], owner=False)
+    own = confine_runs(True, trees=[tree])
+    assert not own.unprivileged and "as orchard's own uid" in own.note and str(tree) in own.note
+
+
+def test_a_closed_tree_is_opened_to_the_sandbox_uid_and_measured_as_it(closed_dir: Path, tmp_path: Path) -> None:
+    tree = closed_dir / "tree"
+    (tree / "bin").mkdir(parents=True)
+    program = tree / "bin" / "tool"
+    program.write_text("#!/bin/sh\nid -u\n")
+    program.chmod(0o700)
+    (tree / "bin").chmod(0o700)
+    tree.chmod(0o711)
+    open_to_sandbox([tree])
+    confined = confine_runs(True, trees=[tree], owner=False)
+    argv = confined.wrap([str(program)], binary=program, suite_dir=tree, root=tmp_path, results_file=None,
+                         loopback=False)
+    ran = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert ran.stdout.strip() == str(confine.sandbox_id()) != "0", ran.stderr
+    assert program.stat().st_mode & 0o777 == 0o705  # its owner's bits as they were, others may read and run it
+
+
 @pytest.mark.parametrize(("path", "root"), [("/a/b", "/a"), ("/a", "/a"), ("/ab", "/a"), ("/a", "/"), ("/", "/"),
                                             ("a/b", "."), ("/a", "."), ("a", "a/b"), ("/a/b/c", "/a/b")])
 def test_inside_and_below_mean_what_parents_say(path: str, root: str) -> None:
@@ -60,3 +91,22 @@ def test_inside_and_below_mean_what_parents_say(path: str, root: str) -> None:
     p, r = Path(path), Path(root)
     assert inside(p, r) == (p == r or r in p.parents)
     assert below(p, r) == (r in p.parents)
+
+
+def test_a_sandbox_holding_nearly_all_its_processes_starves_no_other(closed_dir: Path) -> None:
+    """On main the budget was the sandbox uid's rlimit, shared by every sandbox: one holding 17 of 20 processes
+    made the next fail to fork ("Resource temporarily unavailable"), in another lab as much as in its own."""
+    if sandbox_pids.own_directory() is None:
+        pytest.skip("no writable pids cgroup hierarchy here")
+    limits = Limits(processes=20)
+    hold = "i=0; while [ $i -lt 16 ]; do sleep 300 & i=$((i+1)); done; echo held; wait"
+    holder = subprocess.Popen(confine.argv(confine.Mounts(cwd=closed_dir), ["sh", "-c", hold], limits),
+                              stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        work = "i=0; while [ $i -lt 10 ]; do sleep 2 & i=$((i+1)); done; wait; echo done"
+        other = subprocess.run(confine.argv(confine.Mounts(cwd=closed_dir), ["sh", "-c", work], limits),
+                               capture_output=True, text=True, timeout=60, check=False)
+        assert other.returncode == 0 and other.stdout == "done\n" and "fork" not in other.stderr, other.stderr
+    finally:
+        stop_process_groups([holder])

@@ -31,7 +31,8 @@ from pathlib import Path
 import orchard
 
 SRC = Path(orchard.__file__).parent.parent
-SHARED = ("orchard.confine", "orchard.errors", "orchard.jsonlines", "orchard.process", "orchard.tomlfile")  # both use
+SHARED = ("orchard.confine", "orchard.errors", "orchard.jsonlines", "orchard.limits", "orchard.process",
+          "orchard.sandbox_pids", "orchard.tomlfile")  # both use
 FLOORS = ("records", "text", "config", "db", "workers", "judge", "landing", "notebook", "loop",
           "finalize")  # bottom first
 WORKERS = "orchard.lab.workers"

@@ -15,14 +15,13 @@ the reviewer, judge steps): one place builds bwrap's arguments.
   outside: the kernel checks files against the real uid, and /etc/shadow
   would look owned by the sandbox.) What the sandbox must write is handed to
   that uid (`hand_over`).
-- **Limits**: memory (address space), processes and CPU time as rlimits set
-  by `prlimit` just before bwrap, so bwrap and everything under it inherit
-  them. rlimits count per process (memory, CPU) and per uid (processes),
-  not per sandbox; `Limits.describe` says so where they are shown.
+- **Limits**: the rlimits of `orchard.limits`, set by `prlimit` just before
+  bwrap, so bwrap and everything under it inherit them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import shutil
@@ -32,7 +31,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchard import host_sockets
+from orchard import host_sockets, sandbox_pids
+from orchard.limits import NO_LIMITS, Limits
 from orchard.read_binds import read_binds
 from orchard.within import below, inside
 
@@ -41,8 +41,6 @@ PROBE_TIMEOUT_S = 30.0
 SYSTEM_VISIBLE = ("/run/systemd/resolve",)
 UID_ENV = "ORCHARD_SANDBOX_UID"
 NOBODY = 65534
-CPU_GRACE_S = 5  # SIGXCPU at the CPU limit, SIGKILL this much later (for a process that ignores SIGXCPU)
-SIGXCPU_EXIT = 128 + 24  # how a shell reports a process its CPU limit ended
 
 
 def sandbox_id() -> int:
@@ -54,43 +52,6 @@ def sandbox_id() -> int:
 def dropping() -> bool:
     """Whether sandboxes drop to `sandbox_id()`: only when orchard runs as root."""
     return os.geteuid() == 0
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Per-process rlimits for one sandbox; None: not limited."""
-
-    memory_mb: int | None = None  # RLIMIT_AS of each process
-    processes: int | None = None  # RLIMIT_NPROC: processes of the sandbox's uid
-    cpu_s: int | None = None  # RLIMIT_CPU of each process (SIGXCPU, then SIGKILL)
-
-    def prlimit_args(self) -> list[str]:
-        """`prlimit --as=... --` for the limits set; nothing when none is."""
-        flags = [f"--as={self.memory_mb * 1024 * 1024}" if self.memory_mb else "",
-                 f"--nproc={self.processes}" if self.processes else "",
-                 f"--cpu={self.cpu_s}:{self.cpu_s + CPU_GRACE_S}" if self.cpu_s else ""]
-        flags = [flag for flag in flags if flag]
-        return [_tool("prlimit"), *flags, "--"] if flags else []
-
-    def describe(self) -> str:
-        """One line for `orchard status`: the limits and how they are enforced."""
-        parts = [f"memory {self.memory_mb} MB per process" if self.memory_mb else "",
-                 f"{self.processes} processes" if self.processes else "",
-                 f"CPU {self.cpu_s} s per process" if self.cpu_s else ""]
-        said = ", ".join(part for part in parts if part)
-        return f"{said} (rlimits)" if said else "no limits"
-
-
-NO_LIMITS = Limits()
-
-
-def exit_hint(exit_code: int | None) -> str:
-    """What a sandbox's exit code says about a limit it hit ("" when nothing)."""
-    if exit_code in (SIGXCPU_EXIT, -24):
-        return " (over its CPU time limit)"
-    if exit_code in (128 + 9, -9):
-        return " (SIGKILL: its CPU time limit, or memory)"
-    return ""
 
 
 @dataclass(frozen=True)
@@ -198,18 +159,24 @@ def bwrap() -> str | None:
 
 
 def argv(mounts: Mounts, command: Iterable[str], limits: Limits = NO_LIMITS) -> list[str]:
-    """The whole argv: [prlimit] bwrap ARGS -- [setpriv as the sandbox uid] COMMAND.
+    """The whole argv: [its pids cgroup] [prlimit] bwrap ARGS -- [setpriv as the sandbox uid] COMMAND.
 
     bwrap runs as orchard's user, so it can reach every path it binds; the
     command inside drops to the sandbox uid with no capabilities (and no way
-    back: no_new_privs) after the mounts are made.
+    back: no_new_privs) after the mounts are made. Dropping, its process
+    budget is a pids cgroup of its own where one can be made (`sandbox_pids`):
+    the uid's rlimit would count every sandbox's processes together.
     """
     found = bwrap()
     if found is None:
         raise FileNotFoundError("bwrap")
     drop = [_tool("setpriv"), f"--reuid={sandbox_id()}", f"--regid={sandbox_id()}", "--clear-groups",
             "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"] if mounts.drops else []
-    return [*limits.prlimit_args(), found, *mounts.bwrap_args(), "--", *drop, *command]
+    start: list[str] = []
+    if limits.processes and mounts.drops:
+        start = sandbox_pids.enter(limits.processes, Limits(processes=limits.processes).prlimit_args())
+        limits = dataclasses.replace(limits, processes=None)
+    return [*start, *limits.prlimit_args(), found, *mounts.bwrap_args(), "--", *drop, *command]
 
 
 def unavailable() -> str | None:

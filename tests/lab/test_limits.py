@@ -116,7 +116,7 @@ def test_status_states_the_limits(make_workspace: Callable[..., Workspace]) -> N
         lab = view.build(ws, state, live=False)
     finally:
         state.close()
-    said = "memory 512 MB per process, 64 processes, CPU 30 s per process (rlimits)"
+    said = "memory 512 MB per process, 64 processes, CPU 30 s per process, files up to 4096 MB (rlimits)"
     assert status.status(lab)["limits"] == said
     console = Console(record=True, width=200)
     console.print(status.render(lab))

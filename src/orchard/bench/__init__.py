@@ -20,8 +20,10 @@ if TYPE_CHECKING:
     from orchard.bench.calibration import CalibrationFailed as CalibrationFailed
     from orchard.bench.campaign import calibrate as calibrate
     from orchard.bench.campaign import run_verdict as run_verdict
+    from orchard.bench.confinement import ClosedTree as ClosedTree
     from orchard.bench.confinement import RunConfinement as RunConfinement
     from orchard.bench.confinement import confine_runs as confine_runs
+    from orchard.bench.confinement import open_to_sandbox as open_to_sandbox
     from orchard.bench.holdout import is_held_out as is_held_out
     from orchard.bench.holdout import suite_holds_back as suite_holds_back
     from orchard.bench.holdout import withhold as withhold
@@ -54,8 +56,10 @@ _HOMES = {
     "CalibrationFailed": ("orchard.bench.calibration", "CalibrationFailed"),
     "calibrate": ("orchard.bench.campaign", "calibrate"),
     "run_verdict": ("orchard.bench.campaign", "run_verdict"),
+    "ClosedTree": ("orchard.bench.confinement", "ClosedTree"),
     "RunConfinement": ("orchard.bench.confinement", "RunConfinement"),
     "confine_runs": ("orchard.bench.confinement", "confine_runs"),
+    "open_to_sandbox": ("orchard.bench.confinement", "open_to_sandbox"),
     "suite_holds_back": ("orchard.bench.holdout", "suite_holds_back"),
     "is_held_out": ("orchard.bench.holdout", "is_held_out"),
     "withhold": ("orchard.bench.holdout", "withhold"),
@@ -88,8 +92,10 @@ __all__ = [  # the names above, listed for mypy and ruff (tests/bench/test_surfa
     "CalibrationFailed",
     "calibrate",
     "run_verdict",
+    "ClosedTree",
     "RunConfinement",
     "confine_runs",
+    "open_to_sandbox",
     "suite_holds_back",
     "is_held_out",
     "withhold",

@@ -17,7 +17,12 @@ stays fair), runs in bubblewrap (`orchard.confine`):
 - no network (its own network namespace: loopback only) unless the scenario
   says `loopback = true`, which keeps the host's network;
 - its own PID namespace: nothing it starts outlives the run;
-- as the unprivileged sandbox uid when orchard is root (`confine.sandbox_id`).
+- as the unprivileged sandbox uid when orchard is root (`confine.sandbox_id`);
+  in a lab never as orchard's own: the judge opens its build trees to that
+  uid first (`open_to_sandbox`), whatever modes a candidate's build left, and
+  a path still closed refuses the runs (`ClosedTree`);
+- in a lab, under `[workers]`' limits (`orchard.limits`), as workers and
+  judge steps are: a run that hits one fails, its failure naming the limit.
 
 How runs were confined is a comparability key (`env_isolation_version`)
 and part of a calibration's key: confined and unconfined numbers are never
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -38,8 +44,10 @@ from pathlib import Path
 
 from orchard import confine
 from orchard.bench.environment import ENV_ISOLATION_VERSION
-from orchard.bench.measured_view import View, names_relative, top_level
+from orchard.bench.measured_view import View, missing_file, names_relative, top_level
 from orchard.bench.own_timing import FROM_OUTSIDE, OwnTiming
+from orchard.errors import OrchardError
+from orchard.limits import NO_LIMITS, Limits
 from orchard.within import below, inside
 
 # On the run's own fresh /tmp (and /home): the same paths for baseline and candidate, gone when the run ends.
@@ -83,6 +91,7 @@ class RunConfinement:
     hide: tuple[Path, ...] = ()  # the caller's own places (a lab's workspace)
     trees: tuple[Path, ...] = ()  # what the binaries run from beyond their own directory (a lab's build checkouts)
     shape: Shape = Shape.ORDINARY
+    limits: Limits = NO_LIMITS  # every run's rlimits (a lab's `[workers]` limits)
 
     @property
     def home(self) -> Path:
@@ -156,7 +165,22 @@ class RunConfinement:
         mounts = self.mounts(cwd=self.home / "work" if moved else suite_dir, binary=binary,
                              reads=[*seen.readable, *self.trees, *timing.reads],
                              writes=writes, network=loopback, withheld=seen.withheld)
-        return confine.argv(mounts, argv)
+        return confine.argv(mounts, argv, self.limits)
+
+    def failure_hint(self, exit_code: int | None, stderr: str) -> str:
+        """What a failed run's exit and stderr say: a limit it hit, or a file a confined run could not see."""
+        limit = self.limits.measured_hint(exit_code, stderr) if self.confined else ""
+        return limit or missing_file(self.confined, stderr)
+
+
+class ClosedTree(OrchardError):
+    """A tree a lab's measured runs must read stays closed to the sandbox uid: the runs would have to keep
+    orchard's own uid, which a lab never does."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"closed its tree to the sandbox: {path} is not readable by the sandbox uid "
+                         f"{confine.sandbox_id()}, and measured runs never run as orchard's own uid")
+        self.path = path
 
 
 UNCONFINED = RunConfinement(False, "measured runs are not confined")
@@ -169,14 +193,15 @@ def _outermost(paths: Iterable[Path]) -> list[Path]:
 
 
 def confine_runs(wanted: bool, *, reads: Iterable[Path] = (), hide: Iterable[Path] = (),
-                 trees: Iterable[Path] = ()) -> RunConfinement:
+                 trees: Iterable[Path] = (), limits: Limits = NO_LIMITS, owner: bool = True) -> RunConfinement:
     """Confined when `wanted` and bubblewrap works here; `reads`: what the sandbox uid must be able to read;
     `trees`: more it reads, read-only, whatever `hide` hides (a binary's build checkout, with its virtualenv
-    and the sources a development install points into).
+    and the sources a development install points into); `limits`: every run's rlimits.
 
     When orchard is root and one of `reads` is not readable by other users,
     the runs are still confined but keep orchard's uid (the note says which
-    path): a verdict of your own files never fails for it.
+    path): a verdict of your own files never fails for it. Not with
+    `owner=False` (a lab, whose trees a candidate built): `ClosedTree` then.
     """
     if not wanted:
         return RunConfinement(False, "measured runs are not confined (turned off)")
@@ -186,13 +211,15 @@ def confine_runs(wanted: bool, *, reads: Iterable[Path] = (), hide: Iterable[Pat
     trees = tuple(trees)
     closed = [p for p in (*reads, *trees) if confine.dropping() and not confine.world_readable(p)]
     network = "no network unless a scenario says loopback = true"
+    if closed and not owner:
+        raise ClosedTree(closed[0])
     if closed:
         return RunConfinement(True, f"measured runs confined (bubblewrap, fresh HOME and TMPDIR per run, {network}) "
                                     f"but as orchard's own uid: {closed[0]} is not readable by other users",
-                              unprivileged=False, hide=tuple(hide), trees=trees)
+                              unprivileged=False, hide=tuple(hide), trees=trees, limits=limits)
     who = f"as uid {confine.sandbox_id()}" if confine.dropping() else "as your user"
     return RunConfinement(True, f"measured runs confined (bubblewrap {who}, fresh HOME and TMPDIR per run, "
-                                f"{network})", hide=tuple(hide), trees=trees)
+                                f"{network})", hide=tuple(hide), trees=trees, limits=limits)
 
 
 def for_campaign(wanted: bool, suite_dir: Path, *binaries: Path) -> RunConfinement:
@@ -208,3 +235,27 @@ def fresh_workdir(workdir: Path, confinement: RunConfinement) -> None:
     workdir.mkdir(parents=True)
     if confinement.unprivileged:
         confine.hand_over([workdir])
+
+
+def open_to_sandbox(trees: Iterable[Path]) -> None:
+    """Make every directory and file of `trees` readable by the sandbox uid (others' read, and search or run
+    where the owner has it), links left alone: a lab's build trees, whatever modes their build set, so a
+    candidate cannot close its tree and be measured as orchard's own uid. Only when orchard is root."""
+    if not confine.dropping():
+        return
+    for tree in trees:
+        if tree.is_symlink() or not tree.exists():
+            continue
+        _open(tree)
+        for root, dirnames, filenames in os.walk(tree):
+            for name in (*dirnames, *filenames):
+                _open(Path(root, name))
+
+
+def _open(path: Path) -> None:
+    info = path.lstat()
+    if stat.S_ISLNK(info.st_mode):
+        return
+    wanted = info.st_mode | 0o004 | (0o001 if stat.S_ISDIR(info.st_mode) or info.st_mode & 0o100 else 0)
+    if wanted != info.st_mode:
+        os.chmod(path, stat.S_IMODE(wanted))

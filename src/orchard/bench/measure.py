@@ -225,7 +225,7 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *
     row["monotonic_end_ns"] = capture.ended_ns
     row["timed_by"] = timed_by
     ok = row["returncode"] == 0
-    failure = "" if ok else _failure_text(capture, bench.confinement.confined)
+    failure = "" if ok else _failure_text(capture, bench.confinement)
     metric_values: dict[str, float | None] = {name: harness.as_number(row.get(name)) for name in scenario.metrics()}
     metric_values["wall_ms"] = row["elapsed_ms"]
     digest: str | None = capture.stdout_sha256[:16]
@@ -292,11 +292,11 @@ def count_instructions(bench: Workbench, scenario: Scenario, binary: Path, obser
         observation.row["returncode"] = 1
 
 
-def _failure_text(capture: process.Capture, confined: bool) -> str:
+def _failure_text(capture: process.Capture, confinement: RunConfinement) -> str:
     if capture.timed_out:
         return "timed out"
     tail = capture.stderr_text.strip().splitlines()[-1:] or [""]
-    hint = measured_view.missing_file(confined, capture.stderr_text)  # a file the confined run could not see
+    hint = confinement.failure_hint(capture.returncode, capture.stderr_text)
     return f"exit {capture.returncode}" + (f": {tail[0][:200]}" if tail[0] else "") + hint
 
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from orchard.confine import Limits
 from orchard.lab.records.network import Network
+from orchard.limits import Limits
 
 CONFIG_NAME = "orchard.toml"
 
@@ -192,17 +192,20 @@ class WorkersConfig:
     sandbox_read: list[str] = _key([], "more paths workers may read inside the bwrap sandbox (besides PATH, "
                                        "their CLI's installation and orchard's Python), e.g. a toolchain under "
                                        "your home that is not on PATH")
-    memory_mb: int = _key(16384, "memory (address space) each process of a worker or a judge step may map, "
-                                 "as an rlimit; 0: no limit", minimum=0, maximum=1 << 24)
-    processes: int = _key(4096, "processes the sandboxes may run at once (an rlimit of the sandbox uid, shared "
-                                "by every sandbox when orchard runs as root); 0: no limit", minimum=0,
-                          maximum=1 << 22)
-    cpu_seconds: int = _key(14400, "CPU seconds each process of a worker or a judge step may use (then it is "
-                                   "killed); 0: no limit", minimum=0, maximum=1 << 30)
+    memory_mb: int = _key(16384, "memory (address space) each process of a worker, a judge step or a measured run "
+                                 "may map, as an rlimit; 0: no limit", minimum=0, maximum=1 << 24)
+    processes: int = _key(4096, "processes each sandbox may run at once (as root, a pids cgroup of its own where "
+                                "one can be made; else an rlimit of the sandbox uid, shared by every sandbox); "
+                                "0: no limit", minimum=0, maximum=1 << 22)
+    cpu_seconds: int = _key(14400, "CPU seconds each process of a worker, a judge step or a measured run may use "
+                                   "(then it is killed); 0: no limit", minimum=0, maximum=1 << 30)
+    file_mb: int = _key(4096, "the largest file a process of a worker, a judge step or a measured run may write "
+                              "(past it the write fails and the process gets SIGXFSZ), as an rlimit; 0: no limit",
+                        minimum=0, maximum=MAX_CHECKOUT_MB)
 
     def limits(self) -> Limits:
-        """The rlimits of every worker and judge step."""
-        return Limits(self.memory_mb or None, self.processes or None, self.cpu_seconds or None)
+        """The rlimits of every worker, judge step and measured run."""
+        return Limits(self.memory_mb or None, self.processes or None, self.cpu_seconds or None, self.file_mb or None)
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from orchard.confine import exit_hint
 from orchard.lab.judge import differential, hack_review, plausibility, review, weakened
 from orchard.lab.judge.measuring import (
     BinaryChanged,
+    ClosedTree,
     MeasureProgress,
     Unjudged,
     Verdict,
@@ -49,6 +49,7 @@ from orchard.lab.workers.workspace.builds import (
     placeholders,
 )
 from orchard.lab.workers.workspace.workspace import Workspace
+from orchard.limits import exit_hint
 
 if TYPE_CHECKING:
     from orchard.lab.db.state import LabState
@@ -263,9 +264,9 @@ def _judge(ws: Workspace, state: LabState, name: str, candidate: Candidate, base
     started = time.monotonic()
     try:
         verdict = _measured(ws, state, name, base, (baseline, built), progress, measure_progress, clock.measurer)
-    except BinaryChanged as changed:
-        checks.append(Check(CheckName.BINARY, False, str(changed)))
-        return _finish(Ruling(Decision.KILL, (str(changed),)), checks, str(checkout), None, base, candidate)
+    except (BinaryChanged, ClosedTree) as refused:
+        checks.append(Check(CheckName.BINARY, False, str(refused)))
+        return _finish(Ruling(Decision.KILL, (str(refused),)), checks, str(checkout), None, base, candidate)
     finally:
         clock.measure_s = time.monotonic() - started
     assert_bench_untouched(ws, bench_base)

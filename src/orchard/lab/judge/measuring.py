@@ -46,9 +46,10 @@ from orchard.lab.workers.workspace.builds import STEP_TIMEOUT_S, files_changed, 
 from orchard.lab.workers.workspace.workspace import Workspace
 from orchard.process import run
 
-__all__ = ["Direction", "GateResult", "LockState", "LockStatus", "Method", "MetricResult", "MetricVerdict",
-           "Opportunity", "Unjudged", "Verdict", "VerdictWord", "is_held_out", "lock_status"]
+__all__ = ["ClosedTree", "Direction", "GateResult", "LockState", "LockStatus", "Method", "MetricResult",
+           "MetricVerdict", "Opportunity", "Unjudged", "Verdict", "VerdictWord", "is_held_out", "lock_status"]
 is_held_out = bench.is_held_out
+ClosedTree = bench.ClosedTree
 
 MeasureProgress = Callable[[int, int, str], None]
 VERDICT_WORDS = re.compile(r"\b(PASS|REGRESSED|NO-CHANGE|INCONCLUSIVE)\b")
@@ -170,10 +171,15 @@ def measure_together(ws: Workspace, baseline: BuiltBinary, candidates: list[Buil
 
 def confinement(ws: Workspace, *built: BuiltBinary) -> bench.RunConfinement:
     """How the lab's measured runs are confined: in bubblewrap with the workers' sandbox (its workspace hidden but
-    for the judge's checkouts the binaries were built in: a virtualenv's python needs its tree)."""
+    for the judge's checkouts the binaries were built in: a virtualenv's python needs its tree), under the
+    workers' limits, and never as orchard's own uid: the trees are opened to the sandbox uid first, whatever
+    modes the candidate's build and tests left (`ClosedTree` when one stays closed)."""
     depth = len(Path(ws.config.target.binary).parts)
     trees = [b.path.parents[depth - 1] for b in built if depth and len(b.path.parents) >= depth]
-    return bench.confine_runs(ws.config.workers.sandbox == SandboxMode.BWRAP, hide=(ws.root,), trees=trees)
+    confined = ws.config.workers.sandbox == SandboxMode.BWRAP
+    if confined:
+        bench.open_to_sandbox(trees)
+    return bench.confine_runs(confined, hide=(ws.root,), trees=trees, limits=ws.config.workers.limits(), owner=False)
 
 
 def metric_keys(ws: Workspace) -> list[str]:

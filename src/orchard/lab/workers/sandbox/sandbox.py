@@ -33,6 +33,7 @@ from pathlib import Path
 from orchard import confine
 from orchard.errors import UsageError
 from orchard.lab.workers.sandbox.egress import Egress
+from orchard.limits import NO_LIMITS, Limits
 
 # Always hidden when they exist; the workspace, $HOME, $TMPDIR and friends are added per sandbox.
 # /run holds the host's service sockets (docker, dbus, databases): a read-only mount would not stop a connect().
@@ -93,7 +94,7 @@ class Confinement:
     writable: tuple[Path, ...] = ()  # bound read-write
     sealed: tuple[Path, ...] = ()  # read-only again inside what is writable (files shared with the judge)
     egress: Egress | None = None  # network = "api": the proxy run beside the sandbox, the bridge inside it
-    limits: confine.Limits = confine.NO_LIMITS
+    limits: Limits = NO_LIMITS
 
     def hand_over(self) -> None:
         """What it writes, made the unprivileged sandbox uid's (when orchard is root), for a confinement built
@@ -161,7 +162,7 @@ def worker_confinement(mode: str, *, workspace: Path, cwd: Path, network: bool, 
                        home: Path, tmp: Path, reads: Iterable[Path], writes: Iterable[Path], executable: str = "",
                        own: Iterable[Path] = (), extra_reads: Iterable[str] = (),
                        path: str | None = None, hide: Iterable[Path] = (), setenv: Mapping[str, str] | None = None,
-                       egress: Egress | None = None, limits: confine.Limits = confine.NO_LIMITS,
+                       egress: Egress | None = None, limits: Limits = NO_LIMITS,
                        hand_over: bool = True) -> Confinement:
     """The confinement of one worker.
 
@@ -222,7 +223,7 @@ def worker_mounts(workspace: Path, path: str, executable: str = "", extra_reads:
 
 
 def step_confinement(mode: str, *, workspace: Path, checkout: Path, inherit: Iterable[str], network: bool = False,
-                     limits: confine.Limits = confine.NO_LIMITS) -> Confinement:
+                     limits: Limits = NO_LIMITS) -> Confinement:
     """A judge step that runs candidate code (its build, its tests): like a worker, it sees nothing of the
     workspace and writes only the checkout it builds and a scratch HOME and TMPDIR beside it; no network
     unless `network` (`[target] build_network`: a build that fetches its dependencies)."""
