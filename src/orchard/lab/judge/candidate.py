@@ -134,4 +134,5 @@ def candidate_from(workspace: Workspace, experiment: Experiment, result: JobResu
         duration_s=result.duration_s, started_at=result.started_at, usage=launcher.usage(log_text),
         launcher=launcher.label, launcher_failure=None if error is None else error.message,
         agent_error=None if error is None else error.kind, flags=flags, host=output.host,
+        model_answered=launcher.model_answered(log_text),
     )
