@@ -74,6 +74,9 @@ def test_a_silent_endpoint_never_costs_the_hypothesis(
     stopped = paused(root)
     assert stopped.startswith(f"paused after 2 agent failures in a row (last: agent got no answer: {server.url} "
                               "sent nothing from its model (the worker timed out after 0.2 minutes"), stopped
+    report = (root / "FINAL_REPORT.md").read_text()
+    row = next(line for line in report.splitlines() if line.startswith("| `claude` |"))
+    assert [c.strip() for c in row.strip("|").split("|")][1:4] == ["2", "0", "$0"]  # nothing spent, not "not reported"
 
 
 def test_claude_retrying_500s_longer_than_the_worker_timeout_is_not_hung_and_the_lab_recovers(
