@@ -9,7 +9,8 @@
 #                   tier); its 30 slowest cases are printed, so a CI log says where the time went
 #   make test-all   both tiers
 #   make agents     the pinned agent CLIs the tests run for real, into .agents/ (.ci/agents; the test
-#                   targets call it; a CLI that cannot install is skipped by its tests, with the reason)
+#                   targets call it; a CLI that cannot install fails it, and its tests skip with the
+#                   reason, printed by -rs, or fail under CI=true)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -24,7 +25,7 @@ OTAVA := apache-otava==0.8.0
 # HYPOTHESIS_NO_PLUGINS: hypothesis, imported by every worker's collection, would otherwise scan every installed
 # package's entry points and import trio for its plugin (~0.25 s of CPU a worker; no test uses trio).
 PYTEST := PYTHONDONTWRITEBYTECODE= PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 HYPOTHESIS_NO_PLUGINS=1 $(BIN)/python -m pytest \
-	-p xdist.plugin -p pytest_timeout -p _hypothesis_pytestplugin
+	-p xdist.plugin -p pytest_timeout -p _hypothesis_pytestplugin -rs
 
 .PHONY: lint agents test test-slow test-all demo clean
 

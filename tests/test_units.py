@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchard.units import big_count, count, duration_ms, exact_quantity, quantity, size_bytes
+from orchard.units import big_count, count, duration_ms, exact_quantity, quantity, size_bytes, usd
 
 
 @pytest.mark.parametrize(("ms", "shown"), [
@@ -45,3 +45,9 @@ def test_almost_nothing_below_zero_prints_without_a_sign() -> None:
     assert duration_ms(-1e-12) == "0.00 ns"
     assert size_bytes(-1e-9) in ("0 B", "0.00 B")
     assert duration_ms(-0.5) == "-500 µs"
+
+
+def test_nothing_spent_is_zero_dollars_however_it_was_reported() -> None:
+    """A run that failed on 500s printed "0" as its cost, one that never reached its model none: both "$0"."""
+    assert usd(0) == usd(0.0) == "$0"
+    assert usd(0.0625) == "$0.0625"

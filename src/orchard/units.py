@@ -63,6 +63,11 @@ def count(value: float | None) -> str:
     return f"{value:.4g}"
 
 
+def usd(value: float) -> str:
+    """An amount of US dollars: "$0" for nothing spent (however it was reported), else to a hundredth of a cent."""
+    return "$0" if value == 0 else f"${value:.4f}"
+
+
 def big_count(value: float | None) -> str:
     """An instruction or cycle count: `245.2 M`, `1.3 G`; below 10,000 in full."""
     if value is not None and abs(value) < _BIG_FROM:

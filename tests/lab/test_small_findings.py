@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 
@@ -43,7 +44,11 @@ def test_the_wall_time_budget_counts_from_the_labs_start_not_this_process(
     try:
         add_hypotheses(state, {"id": "h", "scope": ["f.py"]})
         state.set_meta("started_at", str(time.time() - 3600))  # the lab started an hour ago, then was resumed
-        assert stop.stop_reason(ws, state, time.time()) == "the wall-time budget of 30 minutes is spent"
+        assert stop.stop_reason(ws, state, time.time()) == (
+            "paused: the wall-time budget of 30 minutes is spent (counted from the lab's first start); "
+            "raise [stop] max_wall_minutes in orchard.toml and `orchard run` resumes")
+        ws.config = dataclasses.replace(ws.config, stop=dataclasses.replace(ws.config.stop, max_wall_minutes=120))
+        assert stop.stop_reason(ws, state, time.time()) is None  # a higher budget resumes it, the hour kept
     finally:
         state.close()
 

@@ -37,6 +37,8 @@ a remote worker's conclusions: it sends facts, and this decides.
 
 from __future__ import annotations
 
+import dataclasses
+
 from orchard.lab.records.candidate import REPORT_FLAGS, Candidate, Flag
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import outside_scope
@@ -116,6 +118,10 @@ def candidate_from(workspace: Workspace, experiment: Experiment, result: JobResu
     report = output.report
     log_text = log_tail(output.log_path)
     error = launcher.agent_error(log_text, result.exit_code)
+    answered = launcher.model_answered(log_text)
+    usage = launcher.usage(log_text)
+    if answered is False and usage.cost_usd is None:  # nothing reached its model: nothing was spent, "$0"
+        usage = dataclasses.replace(usage, cost_usd=0.0)
     binaries = binary_files(patch)
     patch_bytes = len(patch.encode("utf-8", errors="surrogateescape"))
     committed = reading.target_head not in ("", checkout.target_base)
@@ -131,7 +137,8 @@ def candidate_from(workspace: Workspace, experiment: Experiment, result: JobResu
         patch_bytes=patch_bytes, binary_files=binaries, special_files=special, changed_files=changed, scope=scope,
         scope_violations=violations, bench_changes=list(reading.bench_files), bench_head=reading.bench_head,
         report=report, log_path=str(output.log_path), exit_code=result.exit_code, signal=result.signal,
-        duration_s=result.duration_s, started_at=result.started_at, usage=launcher.usage(log_text),
+        duration_s=result.duration_s, started_at=result.started_at, usage=usage,
         launcher=launcher.label, launcher_failure=None if error is None else error.message,
         agent_error=None if error is None else error.kind, flags=flags, host=output.host,
+        model_answered=answered,
     )

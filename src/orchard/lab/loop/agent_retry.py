@@ -1,15 +1,18 @@
 """An agent that failed for a reason outside its hypothesis: the hypothesis goes back, the agent waits.
 
-A rate limit or an overloaded service (`AgentErrorKind.transient`) says
-nothing about the idea being tried: the experiment is not judged, its
-hypothesis goes back to the backlog, and its launcher gets no new work for
-`[workers] retry_minutes`, doubled for each such failure in a row. A worker
-that timed out without its agent ever printing a result is an agent that
-hung (a stream that stopped sending, an endpoint that never answers): its
-hypothesis goes back once, and is judged as timed out the next time. Each
-counts as a launcher failure in a row, so `[stop] launcher_failures` of
-them pause the lab (the run ends, saying so, in `orchard status` too)
-instead of burning the backlog; `orchard run` resumes.
+The endpoint's fault is never the hypothesis's. A rate limit, an overloaded
+service or an endpoint that cannot be reached (`AgentErrorKind.endpoint_fault`,
+in the CLI's own words, also while it was still retrying), or a worker whose
+model never answered at all (no assistant output, no usage: timed out, hung or
+exited), says nothing about the idea being tried: the experiment is not judged,
+its hypothesis goes back to the backlog with no attempt counted, and its
+launcher gets no new work for `[workers] retry_minutes`, doubled for each such
+failure in a row. Its reason names the endpoint and what it answered. Only a
+worker whose model did work can be judged timed out: one that printed no
+result is taken for a hung agent once (its hypothesis goes back once), and is
+judged the next time. Each counts as a launcher failure in a row, so `[stop]
+launcher_failures` of them pause the lab (the run ends, saying so, in
+`orchard status` too) instead of burning the backlog; `orchard run` resumes.
 """
 
 from __future__ import annotations
@@ -60,8 +63,24 @@ class Agents:
         return frozenset(self.down), self.waiting()
 
 
+def endpoint_fault(lab: Driver, record: ExperimentRecord, candidate: Candidate) -> str | None:
+    """Why the endpoint, not the hypothesis, ended this worker (naming the endpoint and what it answered); None
+    when its model worked, or its CLI cannot tell."""
+    url = lab.launcher(record).base_url() or "its endpoint"
+    error = candidate.agent_error
+    if error is not None and error.endpoint_fault:
+        return f"agent {error}: {candidate.launcher_failure} (endpoint {url})"
+    if error is not None or candidate.model_answered is not False:
+        return None
+    minutes = lab.ws.config.workers.timeout_minutes
+    ended = (f"timed out after {minutes:g} minutes and its CLI's own retries" if Flag.TIMED_OUT in candidate.flags
+             else f"exited {candidate.exit_code}")
+    return f"agent got no answer: {url} sent nothing from its model (the worker {ended})"
+
+
 def hung(lab: Driver, record: ExperimentRecord, candidate: Candidate) -> bool:
-    """An agent worker that timed out without printing a result, the first time for its hypothesis."""
+    """An agent worker whose model worked but that timed out without printing a result, the first time for its
+    hypothesis."""
     launcher = lab.launcher(record)
     return (Flag.TIMED_OUT in candidate.flags and launcher.name not in OFFLINE_LAUNCHERS
             and candidate.usage.source is None
@@ -69,10 +88,11 @@ def hung(lab: Driver, record: ExperimentRecord, candidate: Candidate) -> bool:
 
 
 def handled(lab: Driver, record: ExperimentRecord, candidate: Candidate) -> bool:
-    """Send the hypothesis back when its agent was rate limited, overloaded or hung; False for anything else."""
+    """Send the hypothesis back when its endpoint failed or its agent hung; False for anything else."""
     minutes = lab.ws.config.workers.timeout_minutes
-    if candidate.agent_error is not None and candidate.agent_error.transient:
-        event, reason = AgentRetried, f"agent {candidate.agent_error}: {candidate.launcher_failure}"
+    fault = endpoint_fault(lab, record, candidate)
+    if fault is not None:
+        event, reason = AgentRetried, fault
     elif hung(lab, record, candidate):
         event, reason = AgentHung, (f"agent hung: no result within the worker timeout ({minutes:g} minutes); "
                                "its hypothesis goes back to the backlog once")

@@ -23,6 +23,8 @@ from orchard.lab.workers.workspace.workspace import Workspace
 
 JUDGED, LANDED_IN_LOOP, LOOP, IDLE_LOOPS, MERGED = "judged", "landed_in_loop", "loop", "idle_loops", "merged"
 LAUNCHER_FAILURES = "launcher_failures"
+# A budget pauses the lab: no new worker starts, running ones finish; a higher budget resumes it.
+RESUME = "raise [stop] {key} in orchard.toml and `orchard run` resumes"
 
 
 def stop_reason(ws: Workspace, state: LabState, process_started: float, blocked: Collection[str] = (), *,
@@ -52,9 +54,11 @@ def stop_reason(ws: Workspace, state: LabState, process_started: float, blocked:
         (bool(stop.max_experiments) and len(experiments) >= stop.max_experiments,
          f"the budget of {stop.max_experiments} experiments is spent"),
         (bool(stop.max_wall_minutes) and elapsed_s / 60 >= stop.max_wall_minutes,
-         f"the wall-time budget of {stop.max_wall_minutes:g} minutes is spent"),
+         f"paused: the wall-time budget of {stop.max_wall_minutes:g} minutes is spent (counted from the lab's "
+         f"first start); {RESUME.format(key='max_wall_minutes')}"),
         (bool(stop.max_cost_usd) and cost >= stop.max_cost_usd,
-         f"the agent cost budget of ${stop.max_cost_usd:g} is spent (${cost:.2f})"),
+         f"paused: the agent cost budget of ${stop.max_cost_usd:g} is spent (${cost:.2f}); "
+         f"{RESUME.format(key='max_cost_usd')}, the spend so far kept"),
         (waited_minutes >= stop.lock_wait_minutes, "sustained lock contention makes verdicts unreliable"),
         (not planning and idle_backlog, "the backlog is empty"),
         (bool(open_ids) and not active and open_ids <= set(blocked),

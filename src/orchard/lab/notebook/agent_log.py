@@ -19,7 +19,7 @@ from enum import StrEnum
 from typing import Any
 
 from orchard.lab.text import html_text as escape
-from orchard.units import count, duration_ms
+from orchard.units import count, duration_ms, usd
 
 BODY_LIMIT = 4000  # characters of one tool result or text block shown; the rest is said to be cut
 
@@ -80,7 +80,7 @@ def _claude(item: Mapping[str, Any]) -> list[LogItem]:
         return [LogItem(LogItemKind.SESSION, f"session: model {item.get('model', '?')}",
                         f"tools: {', '.join(map(str, tools))}" if tools else "")]
     if kind == "result":
-        said = f"cost ${item['total_cost_usd']:.4f} · " if isinstance(item.get("total_cost_usd"), float | int) else ""
+        said = f"cost {usd(item['total_cost_usd'])} · " if isinstance(item.get("total_cost_usd"), float | int) else ""
         took = duration_ms(item["duration_ms"]) if isinstance(item.get("duration_ms"), int | float) else "-"
         title = f"result: {item.get('subtype', '?')} · {said}{count(item.get('num_turns'))} turns · {took}"
         return [LogItem(LogItemKind.RESULT, title, _text(item.get("result")), bool(item.get("is_error")))]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from orchard.lab.records.agent_usage import AgentUsage
-from orchard.units import duration_ms
+from orchard.units import duration_ms, usd
 
 TOTAL = "all launchers"
 TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
@@ -93,7 +93,7 @@ def spending(spent: Sequence[Spent]) -> tuple[Spending, ...]:
 def money(cost: float | None, agents: int) -> str:
     if not agents:
         return "$0 (no agent: no model involved)"
-    return "not reported" if cost is None else f"${cost:.4f}"
+    return "not reported" if cost is None else usd(cost)
 
 
 def _seconds(s: float | None) -> str:
@@ -152,7 +152,7 @@ class Budget:
 
     def describe(self) -> str:
         if self.unit == "USD":
-            return f"{self.name}: ${self.left:.2f} of ${self.limit:g} left (${self.used:.4f} spent)"
+            return f"{self.name}: ${self.left:.2f} of ${self.limit:g} left ({usd(self.used)} spent)"
         return f"{self.name}: {self.left:.1f} of {self.limit:g} minutes left ({self.used:.1f} used)"
 
 

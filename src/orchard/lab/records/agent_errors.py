@@ -6,6 +6,8 @@ reached is a launcher failure (the lab cannot use that agent; pre-flight
 refuses to start); a rate limit or an overloaded service is transient (the
 hypothesis waits and is tried again, with backoff); a turn limit or a
 refusal is the agent's own end of the experiment (KILLed with its reason).
+An endpoint that is overloaded, rate limited or unreachable once the lab runs
+is the endpoint's fault, never the hypothesis's (`endpoint_fault`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,12 @@ class AgentErrorKind(StrEnum):
         return self in (AgentErrorKind.RATE_LIMITED, AgentErrorKind.OVERLOADED)
 
     @property
+    def endpoint_fault(self) -> bool:
+        """Mid-run, the endpoint's fault: the hypothesis goes back and waits (pre-flight still refuses an endpoint
+        it cannot reach: there it is a setting to fix, not a passing fault)."""
+        return self.transient or self == AgentErrorKind.UNREACHABLE
+
+    @property
     def ends_experiment(self) -> bool:
         """The agent worked and stopped on its own: the experiment is judged KILLed with its reason."""
         return self in (AgentErrorKind.MAX_TURNS, AgentErrorKind.REFUSAL)
@@ -43,6 +51,8 @@ HTTP_KINDS = {401: AgentErrorKind.AUTH, 403: AgentErrorKind.AUTH, 404: AgentErro
 # Words a CLI's message uses when no HTTP answer came back.
 UNREACHABLE_WORDS = ("ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "ENETUNREACH", "EHOSTUNREACH",
                      "Connection refused", "Connection error", "Unable to connect")
+# Words a CLI's message uses for an overloaded service when it names no status: Codex 0.171.0 says this of a 500.
+OVERLOADED_WORDS = ("experiencing high demand", "Overloaded", "Service Unavailable")
 
 
 # What orchard's egress proxy (workers/sandbox/egress_proxy.py) answers (502) when the endpoint cannot be reached.
@@ -58,6 +68,8 @@ def http_kind(status: int | None, message: str) -> AgentErrorKind:
         return HTTP_KINDS.get(status, AgentErrorKind.OTHER)
     if any(word.lower() in message.lower() for word in UNREACHABLE_WORDS):
         return AgentErrorKind.UNREACHABLE
+    if any(word.lower() in message.lower() for word in OVERLOADED_WORDS):
+        return AgentErrorKind.OVERLOADED
     return AgentErrorKind.OTHER
 
 

@@ -69,6 +69,7 @@ class Candidate:
     launcher: str = ""  # the launcher that ran, as orchard.toml names it
     launcher_failure: str | None = None  # the agent's own account of why it could not work at all
     agent_error: AgentErrorKind | None = None  # what kind of error that was (records/agent_errors.py)
+    model_answered: bool | None = None  # whether its model answered at all (None: its CLI cannot tell)
     special_files: list[str] = field(default_factory=list)  # each with what it is
 
     def to_dict(self) -> dict[str, Any]:

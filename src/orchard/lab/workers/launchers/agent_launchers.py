@@ -26,7 +26,15 @@ from orchard.lab.records.agent_usage import AgentUsage
 from orchard.lab.records.experiment import Commands
 from orchard.lab.records.network import Network
 from orchard.lab.workers.launchers.agent_login import CliAnswer, LoginState
+from orchard.lab.workers.launchers.cli_retries import (
+    claude_answered,
+    claude_backoff,
+    claude_retrying,
+    codex_answered,
+    codex_span_s,
+)
 from orchard.lab.workers.launchers.launcher_base import LaunchContext, Launcher, join_words, prompt_arg
+from orchard.lab.workers.sandbox.allowlist import worker_names
 from orchard.lab.workers.sandbox.sandbox import SandboxMode
 
 CLAUDE_VERSION = "2.1.332"
@@ -43,7 +51,7 @@ PROBE_ASK = "Answer with the one word: ready"
 # Codex settings under `network = "api"`: none of its own traffic besides the model endpoint (each would be one
 # `refused` line in the worker's log): with 0.171.0 its curated plugin repository (github.com, api.github.com)
 # and its apps and remote plugins (chatgpt.com) were asked for at every start, however it was logged in.
-_CODEX_STATUS = re.compile(r"\bstatus (\d{3})\b")
+_CODEX_STATUS = re.compile(r"\bstatus:? (\d{3})\b")  # "unexpected status 401", "last status: 429"
 CODEX_QUIET = ("check_for_update_on_startup=false", "analytics.enabled=false", "features.plugins=false",
                "features.remote_plugin=false", "features.plugin_sharing=false", "features.apps=false")
 
@@ -159,7 +167,14 @@ class ClaudeLauncher(Launcher):
             if item.get("stop_reason") == "refusal":
                 return AgentError(AgentErrorKind.REFUSAL, message)
             return AgentError(http_kind(status, message), message, status)
-        return super().agent_error(log_text, exit_code)
+        return claude_retrying(json_objects(log_text)) or super().agent_error(log_text, exit_code)
+
+    def model_answered(self, log_text: str) -> bool | None:
+        return claude_answered(json_objects(log_text))
+
+    def retry_span_s(self) -> float:
+        inherited = worker_names(self.credentials, self.config.pass_env)
+        return claude_backoff(self.environment(), inherited).span_s()
 
     # One retry would make a refused key take minutes (Claude Code backs off between tries).
     probe_env = {"CLAUDE_CODE_MAX_RETRIES": "0"}
@@ -256,6 +271,12 @@ class CodexLauncher(Launcher):
                 message = f"codex: {' '.join(said.split())[:300]}"
                 return AgentError(http_kind(code, message), message, code)
         return super().agent_error(log_text, exit_code)
+
+    def model_answered(self, log_text: str) -> bool | None:
+        return codex_answered(json_objects(log_text))
+
+    def retry_span_s(self) -> float:
+        return codex_span_s()
 
 
 class CursorLauncher(Launcher):

@@ -89,6 +89,10 @@ class AiderLauncher(Launcher):
         status = LITELLM_STATUS.get(name)
         return AgentError(http_kind(status, message), message, status)
 
+    def model_answered(self, log_text: str) -> bool | None:
+        """aider prints a `Tokens:` line for every answer of its model."""
+        return _AIDER_TOKENS.search(log_text) is not None
+
     def writes(self, context: LaunchContext) -> tuple[Path, ...]:
         logs, name = context.log_dir, context.experiment.name
         return logs / f"{name}.aider.input.history", logs / f"{name}.aider.chat.history.md"

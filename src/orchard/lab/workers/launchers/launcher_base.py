@@ -131,6 +131,15 @@ class Launcher(ABC):
         error = self.agent_error(log_text, exit_code)
         return None if error is None else error.message
 
+    def model_answered(self, log_text: str) -> bool | None:
+        """Whether its model answered at all in this log (None: its CLI prints nothing orchard can tell it by)."""
+        return None
+
+    def retry_span_s(self) -> float:
+        """How long its CLI may retry a failing endpoint on its own (`cli_retries.py`), added to the worker's
+        timeout so a CLI still retrying is not taken for a hung one."""
+        return 0.0
+
     def probe_words(self) -> list[str] | None:
         """Pre-flight's test request: the CLI asked for one short answer, or None when it has none."""
         return None
@@ -226,7 +235,7 @@ class Launcher(ABC):
             command=self.command(context),
             cwd=paths.target_dir,
             log_path=paths.log_file,
-            timeout_s=workspace.config.workers.timeout_minutes * 60.0,
+            timeout_s=workspace.config.workers.timeout_minutes * 60.0 + self.retry_span_s(),
             env=dict(env or {}),
             sandbox=confinement,
         )
