@@ -125,11 +125,12 @@ def calibration_line(cal: CalibrationNote | None) -> str:
 
 
 def print_verdict(console: Console, verdict: Verdict) -> None:
-    console.print(calibration_line(verdict.calibration), markup=False)
-    if verdict.confinement:
-        console.print(verdict.confinement, markup=False)
-    console.print(f"pair order seed: {verdict.seed}; pairs judged: {verdict.pairs} of up to {verdict.planned_pairs}"
-                  + early_scenarios(verdict), markup=False)
+    if verdict.seed is not None:  # a campaign ran (identical programs are judged without one)
+        console.print(calibration_line(verdict.calibration), markup=False)
+        if verdict.confinement:
+            console.print(verdict.confinement, markup=False)
+        console.print(f"pair order seed: {verdict.seed}; pairs judged: {verdict.pairs} of up to "
+                      f"{verdict.planned_pairs}" + early_scenarios(verdict), markup=False)
     if verdict.variants is not None:
         console.print(verdict.variants.line(), markup=False)
     print_decision(console, as_decision(verdict), verdict.warnings)
@@ -169,8 +170,10 @@ def print_decision(console: Console, decision: VerdictDecision, warnings: Sequen
 
 def verdict_facts(verdict: Verdict, suite: str) -> list[str]:
     """What a summary states above the metric table: inputs, calibration, warnings."""
-    facts = [
-        f"suite `{suite}`: baseline `{verdict.baseline}`, candidate `{verdict.candidate}`",
+    facts = [f"suite `{suite}`: baseline `{verdict.baseline}`, candidate `{verdict.candidate}`"]
+    if verdict.seed is None:  # no campaign: identical programs
+        return [*facts, "nothing measured"]
+    facts += [
         f"{verdict.pairs} pairs judged of up to {verdict.planned_pairs}{early_scenarios(verdict)}, "
         f"pair order seed {verdict.seed}",
         calibration_line(verdict.calibration),
