@@ -23,17 +23,13 @@ from typing import Any
 from orchard.bench import readers
 from orchard.bench import rows as rowlib
 from orchard.bench.decide import decide_metrics, decide_unpaired, overall
+from orchard.bench.row_metrics import FIELDS, Quantity, readings
 from orchard.bench.suite import BUILTIN_METRICS, OPTIONAL_METRICS
 from orchard.bench.verdict import DEFAULT_ALPHA, Direction, MetricNoise, MetricResult, MetricSpec, VerdictDecision
 from orchard.errors import UsageError
 from orchard.jsonlines import read_jsonl
 
 COMPARE_SCHEMA = "orchard.compare/1"
-# metric name -> the row field it is read from
-FIELDS = {
-    "wall_ms": "elapsed_ms",
-    **{name: name for name in (*BUILTIN_METRICS, *OPTIONAL_METRICS) if name != "wall_ms"},
-}
 JUDGED_STEPS = ("measured", "total")
 
 
@@ -128,6 +124,20 @@ def _groups(path: Path, rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Map
     return groups
 
 
+QUANTITY_TEXT = {Quantity.HARNESS: "the harness's own samples",
+                 Quantity.PROCESS: "the measured process's own numbers"}
+
+
+def one_kind(old: Path, new: Path, metric: str, left: set[Quantity], right: set[Quantity]) -> None:
+    """Refuse to judge a metric whose rows hold two quantities (a harness's samples beside its process's time)."""
+    if len(left | right) > 1:
+        said = [" and ".join(QUANTITY_TEXT[q] for q in sorted(side)) for side in (left, right)]
+        raise UsageError(
+            f"{old} and {new}: {metric} holds {said[0]} in one and {said[1]} in the other, two quantities under "
+            "one name (rows from before orchard stored a harness's samples hold its process's time): compare "
+            "results measured the same way")
+
+
 def _run_key(row: Mapping[str, Any]) -> Any:
     return row.get("pair", row.get("run"))
 
@@ -162,13 +172,15 @@ def compare(old: Path, new: Path, alpha: float = DEFAULT_ALPHA) -> Comparison:
             why = apart or f"runs do not line up ({len(a_rows)} old, {len(b_rows)} new)"
             warnings.append(f"{key}: {why}: compared unpaired")
         specs, samples = [], {}
-        for metric, field in FIELDS.items():
-            a = [r.get(field) for r in a_rows]
-            b = [r.get(field) for r in b_rows]
-            if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in a + b):
-                spec = MetricSpec(key, metric, Direction.LOWER, {**BUILTIN_METRICS, **OPTIONAL_METRICS}[metric])
-                specs.append(spec)
-                samples[spec.key] = ([float(v or 0) for v in a], [float(v or 0) for v in b])  # all numbers here
+        a_read, b_read = [readings(r) for r in a_rows], [readings(r) for r in b_rows]
+        for metric in FIELDS:
+            a, b = [found.get(metric) for found in a_read], [found.get(metric) for found in b_read]
+            if None in a or None in b:
+                continue
+            one_kind(old, new, f"{key}/{metric}", {r.quantity for r in a if r}, {r.quantity for r in b if r})
+            spec = MetricSpec(key, metric, Direction.LOWER, {**BUILTIN_METRICS, **OPTIONAL_METRICS}[metric])
+            specs.append(spec)
+            samples[spec.key] = ([r.value for r in a if r], [r.value for r in b if r])
         if paired:
             noise = {
                 spec.key: MetricNoise(
