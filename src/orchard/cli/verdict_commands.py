@@ -88,7 +88,8 @@ def verdict(suite_path: Path, baseline: Path, candidate: Path, runs: int | None,
 @click.option("--fail-on", "fail_on", type=click.Choice(["regressed", "inconclusive", "any"]), default="regressed",
               show_default=True, help="Which verdicts exit 1 (as for `verdict`).")
 def compare(old: Path, new: Path, as_json: bool, fail_on: str) -> None:
-    """Judge two stored result sets (rows JSONL of one subject each) without measuring again.
+    """Judge two stored result sets without measuring again: orchard rows (JSONL of one subject each), or two
+    hyperfine, pyperf, pytest-benchmark or google-benchmark JSON files (detected by content).
 
     Paired where their runs line up, unpaired with a warning otherwise.
     """
