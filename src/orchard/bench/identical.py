@@ -69,14 +69,16 @@ def _project_files(project: Path, left_out: Path | None) -> list[Path]:
     return sorted(found)
 
 
-def program_tree(binary: Path, left_out: Path | None) -> ProgramTree:
-    """The content of `binary`'s program: the binary by its place in its project, then each project's files.
-    `left_out` is the bench's directory, relative to a project (None: the bench is outside)."""
+def _place(binary: Path) -> str:
+    """The binary by its place in its project, and its content."""
+    project = projects_of(binary)[0]
+    return f"{binary.relative_to(project) if inside(binary, project) else binary.name}\0{binary_sha256(binary)}"
+
+
+def projects_tree(projects: list[Path], left_out: Path | None) -> ProgramTree:
+    """The content of a program's projects: each one's files by their path inside it. `left_out` is the bench's
+    directory, relative to a project (None: the bench is outside)."""
     digest, count, size = hashlib.sha256(), 0, 0
-    binary = Path(os.path.abspath(binary))
-    projects = projects_of(binary)
-    digest.update(f"binary {binary.relative_to(projects[0]) if inside(binary, projects[0]) else binary.name}\0"
-                  f"{binary_sha256(binary)}\0".encode())
     for index, project in enumerate(projects):
         digest.update(f"project {index}\0".encode())
         for relative in _project_files(project, left_out):
@@ -108,9 +110,14 @@ def bench_inside(suite_dir: Path, *binaries: Path) -> Path | None:
 def same_program(suite_dir: Path, baseline: Path, candidate: Path) -> str:
     """Why the two sides are one program, in one sentence for the verdict's reasons; "" when they are not shown
     to be (different content, or a tree too big to hash)."""
+    baseline, candidate = Path(os.path.abspath(baseline)), Path(os.path.abspath(candidate))
     left_out = bench_inside(Path(os.path.abspath(suite_dir)), baseline, candidate)
     try:
-        old, new = program_tree(baseline, left_out), program_tree(candidate, left_out)
+        if _place(baseline) != _place(candidate):  # the usual case, told without reading a tree
+            return ""
+        old = projects_tree(projects_of(baseline), left_out)
+        new = old if projects_of(candidate) == projects_of(baseline) else projects_tree(projects_of(candidate),
+                                                                                      left_out)
     except (TooBig, OSError):
         return ""
     if old != new:
