@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 import subprocess
@@ -42,7 +43,8 @@ def test_a_docs_only_change_is_no_change_without_measuring_in_every_output(tmp_p
     command = [sys.executable, "-m", "orchard", "verdict", "--suite", str(base / "bench/suite.toml"),
                "--baseline", str(base / "build/prog"), "--candidate", str(head / "build/prog"),
                "--results", str(tmp_path / "results"), "--fail-on", "inconclusive"]
-    exports = ["--export-markdown", str(tmp_path / "v.md"), "--export-json", str(tmp_path / "v.json")]
+    exports = ["--export-markdown", str(tmp_path / "v.md"), "--export-json", str(tmp_path / "v.json"),
+               "--export-csv", str(tmp_path / "v.csv")]
     done = subprocess.run([*command, "--json", *exports], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
@@ -52,6 +54,8 @@ def test_a_docs_only_change_is_no_change_without_measuring_in_every_output(tmp_p
     assert reason.startswith("identical programs, not measured: the baseline's and the candidate's binaries")
     assert "identical programs, not measured" in (tmp_path / "v.md").read_text()
     assert json.loads((tmp_path / "v.json").read_text())["reasons"] == [reason]
+    [_, line] = list(csv.reader((tmp_path / "v.csv").read_text().splitlines()))
+    assert line[:3] == ["", "NO-CHANGE", reason]
     shown = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert shown.returncode == 0 and "verdict: NO-CHANGE" in shown.stdout
     assert "identical programs, not measured" in " ".join(shown.stdout.split())
