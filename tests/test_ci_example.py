@@ -343,14 +343,17 @@ def test_a_suite_change_sequence_judges_every_pull_request_and_never_trips_on_th
     github = Runner(tmp_path / "github")
     main = _git(origin, "rev-parse", "HEAD")
     # 1: a regression that also edits the suite (the verdict still reads the base's suite)
+    more = '#!/bin/sh\necho "total words: 42"\necho "and a lot more output than before"\n'
     pr1 = _change(origin, "more output, a bigger suite", {
-        "src/prog.sh": '#!/bin/sh\necho "total words: 42"\necho "and a lot more output than before"\n',
+        "src/prog.sh": more,
         "bench/suite.toml": RECALL_SUITE.replace("calibration_runs = 6", "calibration_runs = 8")}, branch="pr1")
     first = github.run(origin, main, pr1, 1, **_inputs())
     again = github.run(origin, main, pr1, 1, **_inputs())  # a second push to the same pull request
     main = _merge(origin, "pr1")
     # 2: new facts in the expect_file, nothing else of the suite
-    pr2 = _change(origin, "say the total", {"bench/facts.txt": "42\ntotal\n"}, branch="pr2")
+    pr2 = _change(origin, "say the total", {"bench/facts.txt": "42\ntotal\n",  # and a program change not seen
+                                            "src/prog.sh": more + "# says the total\n"},
+                  branch="pr2")
     second = github.run(origin, main, pr2, 2, **_inputs())
     main = _merge(origin, "pr2")
     pr3 = _change(origin, "shorter", {"src/prog.sh": '#!/bin/sh\necho "total: 42"\n'}, branch="pr3")
@@ -363,6 +366,8 @@ def test_a_suite_change_sequence_judges_every_pull_request_and_never_trips_on_th
         "\n".join(first.logs + third.logs)
     assert judged == {"pr1": "failure", "pr1 again": "failure", "pr2": "success", "pr3": "success"}
     assert all("gave no verdict" not in run.summary and "exit 2" not in "".join(run.logs) for run in runs.values())
+    assert "::error title=orchard: report/stdout_bytes regressed::report/stdout_bytes regressed by +" in \
+        "".join(first.logs)  # an annotation on the run's page
     # the key is what the calibration is made of: the base's suite, then its facts, changed it
     keys = [run.output("key", "key") for run in runs.values()]
     assert keys[0] == keys[1] and len(set(keys)) == 3 and set(github.cache) == set(keys)
@@ -436,3 +441,64 @@ def test_the_workflow_uses_the_action_which_runs_this_script_and_installs_orchar
     assert any("apt-get install -y -qq valgrind" in r for r in runs)
     save = next(s for s in action["runs"]["steps"] if s.get("uses", "").startswith("actions/cache/save"))
     assert save["if"].startswith("always() && ")
+
+
+WORKFLOW_SUITE = SUITE.replace('"stdout_bytes"', '"wall_ms"').replace('"tool_call_count"', '"cpu_ms"')  # noisy
+
+
+@pytest.mark.slow
+def test_a_docs_only_pull_request_passes_with_the_workflows_own_settings(tmp_path: Path) -> None:
+    """The workflow as shipped (its `with:` values: make, build/prog, bench/suite.toml, its fail-on) on a pull
+    request that edits only the README and docs/: NO-CHANGE without measuring, the job green, however loud the
+    machine (wall and CPU time would be noise here)."""
+    origin = tmp_path / "origin"
+    _git(tmp_path, "init", "-q", "-b", "main", str(origin))
+    main = _change(origin, "base", {
+        "src/prog.sh": '#!/bin/sh\necho "total words: 42"\n', ".gitignore": "build/\n", "README.md": "# prog\n",
+        "Makefile": "build/prog: src/prog.sh\n\tmkdir -p build && cp src/prog.sh build/prog && chmod +x build/prog\n",
+        "bench/suite.toml": WORKFLOW_SUITE})
+    head = _change(origin, "docs", {"README.md": "# prog\n\nUsage: prog\n", "docs/usage.md": "prog prints\n"},
+                   branch="docs")
+    settings = yaml.safe_load(WORKFLOW.read_text())["jobs"]["verdict"]["steps"][1]["with"]
+    assert settings["fail-on"] == "regressed"
+    github = Runner(tmp_path / "github")
+    run = github.run(origin, main, head, 1, **settings, valgrind="false")
+    assert run.outcomes["Build base and head, judge head against base"] == "success", "\n".join(run.logs)
+    assert run.output("judge", "verdict") == "NO-CHANGE"
+    assert "identical programs, not measured" in run.summary and "nothing measured" in run.summary
+    assert run.outcomes["Save the calibration"] == "skipped"  # no calibration was needed
+    assert github.comments(1)[0]["body"].splitlines()[1] == "## orchard verdict: ⚪ **NO-CHANGE**"
+
+
+FAKE_ORCHARD = r"""#!/bin/sh
+# orchard as verdict.sh calls it, giving the verdict in $FAKE_VERDICT
+case "$1" in
+  calibration-key) echo key ;;
+  verdict) while [ "$#" -gt 0 ]; do [ "$1" = --export-json ] && cp "$FAKE_VERDICT" "$2"; shift; done; exit 1 ;;
+esac
+"""
+
+
+def test_regressed_and_inconclusive_metrics_are_annotated_and_advice_is_a_notice(project: Path,
+                                                                                  tmp_path: Path) -> None:
+    fake = tmp_path / "orchard"
+    fake.write_text(FAKE_ORCHARD)
+    fake.chmod(0o755)
+    metric = {"floor_percent": 2.0, "n": 12, "interval_percent": [11.15, 35.25]}
+    (tmp_path / "verdict.json").write_text(json.dumps({"verdict": "REGRESSED", "metrics": [
+        {**metric, "key": "report/cpu_ms", "verdict": "regressed", "effect_percent": 26.3},
+        {**metric, "key": "report/wall_ms", "verdict": "inconclusive", "effect_percent": 19.93,
+         "interval_percent": [0.46, 43.6]},
+        {**metric, "key": "report/stdout_bytes", "verdict": "no-change", "effect_percent": 0.0}],
+        "advice": [{"line": "report/wall_ms cannot decide changes of 1.00%: measure instructions"}]}))
+    base = _git(project, "rev-parse", "HEAD")
+    result, _ = _run_steps(project, tmp_path, base, ORCHARD=str(fake), FAKE_VERDICT=str(tmp_path / "verdict.json"))
+    assert result.returncode == 1
+    annotations = [line for line in result.stdout.splitlines() if line.startswith(("::error", "::warning",
+                                                                                    "::notice"))]
+    assert annotations == [
+        "::error title=orchard: report/cpu_ms regressed::report/cpu_ms regressed by +26.30% "
+        "(interval [+11.15%, +35.25%]), noise floor 2.00%, 12 pairs",
+        "::warning title=orchard: report/wall_ms inconclusive::report/wall_ms inconclusive by +19.93% "
+        "(interval [+0.46%, +43.60%]), noise floor 2.00%, 12 pairs",
+        "::notice title=orchard: advice::report/wall_ms cannot decide changes of 1.00%: measure instructions"]

@@ -58,7 +58,8 @@ def test_calibrate_and_bench_run_speak_json_and_short_intervals_say_so(lab: Path
 @pytest.mark.slow
 def test_quiet_leaves_only_the_result(lab: Path) -> None:
     """Also while another measurement holds the lock: the wait is in the rows, not on the terminal."""
-    loud = orchard("verdict", "--suite", "suite.toml", "--baseline", "fast", "--candidate", "fast", "--json", cwd=lab)
+    same = ("--baseline", "fast", "--candidate", "fast", "--measure-identical")  # one program, measured all the same
+    loud = orchard("verdict", "--suite", "suite.toml", *same, "--json", cwd=lab)
     assert "pair order seed" in loud.stderr
     held = threading.Event()
 
@@ -70,8 +71,7 @@ def test_quiet_leaves_only_the_result(lab: Path) -> None:
     holder = threading.Thread(target=another_verdict)
     holder.start()
     held.wait(timeout=10)
-    quiet = orchard("-q", "verdict", "--suite", "suite.toml", "--baseline", "fast", "--candidate", "fast", "--json",
-                    cwd=lab)
+    quiet = orchard("-q", "verdict", "--suite", "suite.toml", *same, "--json", cwd=lab)
     holder.join()
     assert quiet.returncode == 0 and quiet.stderr.strip() == "", quiet.stderr
     assert json.loads(quiet.stdout)["verdict"]

@@ -75,8 +75,30 @@ judge() {
   word=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["verdict"])' "$WORK/verdict.json" \
          2>/dev/null) || word=
   output "verdict=$word"
+  [ -s "$WORK/verdict.json" ] && annotate "$WORK/verdict.json"
   echo "verdict: ${word:-none} (exit $status, --fail-on $fail_on)"
   return "$status"
+}
+
+# GitHub's annotations, shown on the run's page and the pull request's checks: an error for each regressed
+# metric, a warning for each inconclusive one, a notice for orchard's advice (what to measure instead of a timing
+# metric too noisy to decide, such as instruction counts where valgrind is installed).
+annotate() {
+  python3 - "$1" <<'PY' || true
+import json, sys
+verdict = json.load(open(sys.argv[1]))
+for metric in verdict.get("metrics", []):
+    level = {"regressed": "error", "inconclusive": "warning"}.get(metric["verdict"])
+    if level:
+        effect = metric.get("effect_percent")
+        interval = metric.get("interval_percent") or [None, None]
+        said = "" if effect is None else f" by {effect:+.2f}%"
+        said += "" if None in interval else f" (interval [{interval[0]:+.2f}%, {interval[1]:+.2f}%])"
+        print(f"::{level} title=orchard: {metric['key']} {metric['verdict']}::{metric['key']} {metric['verdict']}"
+              f"{said}, noise floor {metric['floor_percent']:.2f}%, {metric['n']} pairs")
+for advice in verdict.get("advice", []):
+    print(f"::notice title=orchard: advice::{advice['line']}")
+PY
 }
 
 # One comment per pull request, found by its first line and edited in place.

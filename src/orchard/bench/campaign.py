@@ -24,6 +24,7 @@ from orchard.bench.display import rows_summary
 from orchard.bench.first_runs import RunSeries
 from orchard.bench.gates import run_command_gates
 from orchard.bench.holdout import label
+from orchard.bench.identical import same_program
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts, machine_fingerprint
 from orchard.bench.measure import workbench
@@ -161,11 +162,14 @@ def run_verdict(
     calibration_file: Path | None = None,
     confinement: RunConfinement | None = None,
     between_pairs: Callable[[], None] = lambda: None,
+    skip_identical: bool = False,
 ) -> Verdict:
     """Judge `candidate` against `baseline` on `suite`.
 
     The calibration comes from `calibration_file` (or the suite's), else the
-    cache; a missing one is made now (and written to that file).
+    cache; a missing one is made now (and written to that file). With
+    `skip_identical`, two sides that are one program (`identical.py`) are
+    NO-CHANGE without measuring.
     """
     baseline = check_binary(baseline, "baseline")
     candidate = check_binary(candidate, "candidate")
@@ -175,6 +179,9 @@ def run_verdict(
     calibration_file = calibration_file or suite.calibration
     cal = None if recalibrate else cached_calibration(suite, calibration_file, confinement.isolation)
     cached = cal is not None
+    same = same_program(suite.directory, baseline, candidate) if skip_identical else ""  # after the usage checks
+    if same:
+        return _unmeasured(suite, baseline, candidate, same, results)
     seed = random.SystemRandom().randrange(1, 2**31) if seed is None else seed
     with workbench(suite, confinement=confinement) as bench, RunWriter(results, "verdict", rows_summary) as writer:
         watch = watch_variants(suite, bench, baseline)
@@ -220,6 +227,15 @@ def run_verdict(
         advice=advise(suite.metrics, decision.metrics, cpu_share(suite, series),
                       lambda: instructions.available() is not None), variants=variants,
     )
+
+
+def _unmeasured(suite: Suite, baseline: Path, candidate: Path, reason: str, results: Path) -> Verdict:
+    """The verdict of two identical programs: NO-CHANGE, nothing measured, its one row on record."""
+    with RunWriter(results, "verdict", rows_summary) as writer:
+        writer.write({"lane": "verdict", "step_kind": "verdict", "suite": suite.name, "verdict": VerdictWord.NO_CHANGE,
+                      "reasons": [reason], "pairs": 0, "baseline": str(baseline), "candidate": str(candidate)})
+    return Verdict(verdict=VerdictWord.NO_CHANGE, reasons=[reason], baseline=baseline, candidate=candidate,
+                   suite=str(suite.path), pairs=0, rows=writer.path, summary=writer.summary_path)
 
 
 def _scenario_pairs(samples: Samples) -> dict[str, int]:

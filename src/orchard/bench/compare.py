@@ -1,7 +1,9 @@
 """Judging two stored result sets without measuring again: `orchard compare OLD NEW`.
 
 Each file is orchard rows (JSONL) of one subject: a `bench run`, a lane run,
-or rows a reader produced. Rows are grouped by scenario and operation; every
+or rows a reader produced; or another tool's result file, detected by its
+content (hyperfine, pyperf, pytest-benchmark, Google Benchmark: `readers.py`),
+each benchmark a scenario, its samples the tool's own numbers. Rows are grouped by scenario and operation; every
 metric measured in all rows of both sides is judged. Where the two sets'
 runs line up (the same run or pair numbers on both sides, measured in one
 interleaved campaign) the comparison is paired, as a verdict is; otherwise
@@ -23,17 +25,13 @@ from typing import Any
 from orchard.bench import readers
 from orchard.bench import rows as rowlib
 from orchard.bench.decide import decide_metrics, decide_unpaired, overall
+from orchard.bench.row_metrics import FIELDS, Quantity, readings
 from orchard.bench.suite import BUILTIN_METRICS, OPTIONAL_METRICS
 from orchard.bench.verdict import DEFAULT_ALPHA, Direction, MetricNoise, MetricResult, MetricSpec, VerdictDecision
 from orchard.errors import UsageError
 from orchard.jsonlines import read_jsonl
 
 COMPARE_SCHEMA = "orchard.compare/1"
-# metric name -> the row field it is read from
-FIELDS = {
-    "wall_ms": "elapsed_ms",
-    **{name: name for name in (*BUILTIN_METRICS, *OPTIONAL_METRICS) if name != "wall_ms"},
-}
 JUDGED_STEPS = ("measured", "total")
 
 
@@ -58,15 +56,30 @@ class Comparison:
         }
 
 
-def _rows(path: Path) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Loaded:
+    """One side of a comparison: its judged rows and the tool that wrote the file (JSONL: orchard)."""
+
+    rows: list[dict[str, Any]]
+    fmt: readers.Format
+
+
+def _load(path: Path) -> Loaded:
+    """A file's judged rows: orchard's JSONL rows, or another tool's results (detected by content) as rows."""
     try:
-        loaded = read_jsonl(path)
+        text = path.read_text(errors="replace")
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None
     except OSError as error:
         raise UsageError(f"{path}: cannot read it: {error}") from None
+    fmt = readers.sniff(text)
+    if fmt is not None:
+        return Loaded(tool_rows(path, text, fmt), fmt)
+    try:
+        loaded = read_jsonl(path)
     except ValueError as error:
-        raise UsageError(f"{path}: {_not_rows(path, f'not orchard rows (JSONL): {error}')}") from None
+        raise UsageError(f"{path}: not orchard rows (JSONL) nor a hyperfine, pyperf, pytest-benchmark or "
+                         f"google-benchmark JSON file: {error}") from None
     judged = [
         row
         for row in loaded
@@ -76,17 +89,37 @@ def _rows(path: Path) -> list[dict[str, Any]]:
         and row.get("returncode") == 0
     ]
     if not judged:
-        raise UsageError(f"{path}: {_not_rows(path, 'no successful measured rows to compare')}")
-    return judged
+        raise UsageError(f"{path}: no successful measured rows to compare")
+    return Loaded(judged, readers.Format.JSONL)
 
 
-def _not_rows(path: Path, otherwise: str) -> str:
-    """Why a file gave nothing to compare, naming the tool that wrote it when it is another tool's file."""
-    fmt = readers.sniff(path.read_text(errors="replace"))
-    if fmt is None:
-        return otherwise
-    return (f"this is a {fmt} file, not orchard rows: `orchard compare` reads the JSONL rows orchard writes; "
-            f"measure it through a suite's rows scenario with format = \"{fmt}\" (docs/suites.md)")
+def tool_rows(path: Path, text: str, fmt: readers.Format) -> list[dict[str, Any]]:
+    """Another tool's samples as judged rows: one scenario per benchmark, its samples' times as the tool's own
+    (harness) metrics, numbered in the file's order."""
+    rows = []
+    for sample in readers.read(text, fmt, str(path)):
+        if sample.get("returncode", 0) != 0:
+            continue  # a failed hyperfine run is no sample
+        times = {metric: float(sample[metric]) for metric in ("wall_ms", "cpu_ms")
+                 if isinstance(sample.get(metric), int | float)}
+        rows.append({"scenario": str(sample.get("benchmark")), "subject": str(path), "step_kind": "measured",
+                     "run": sample.get("run"), "returncode": 0, "harness_metrics": times})
+    if not rows:
+        raise UsageError(f"{path}: no successful {fmt} runs to compare")
+    return rows
+
+
+def _one_each(old: Loaded, new: Loaded, old_groups: dict[str, list[Mapping[str, Any]]],
+              new_groups: dict[str, list[Mapping[str, Any]]]) -> list[str]:
+    """Two tools' files of one benchmark each are that benchmark, whatever each calls it (hyperfine names it by
+    its command line: `./old/prog` and `./new/prog`). New's group is renamed old's; the note says so."""
+    if old.fmt == readers.Format.JSONL or len(old_groups) != 1 or len(new_groups) != 1 or \
+            set(old_groups) == set(new_groups):
+        return []
+    [(name, rows)], [(theirs, _)] = new_groups.items(), old_groups.items()
+    new_groups.clear()
+    new_groups[theirs] = rows
+    return [f"one benchmark in each file: {theirs} (old) compared with {name} (new)"]
 
 
 def _span(rows: Sequence[Mapping[str, Any]]) -> tuple[datetime, datetime] | None:
@@ -128,13 +161,32 @@ def _groups(path: Path, rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Map
     return groups
 
 
+QUANTITY_TEXT = {Quantity.HARNESS: "the harness's own samples",
+                 Quantity.PROCESS: "the measured process's own numbers"}
+
+
+def one_kind(old: Path, new: Path, metric: str, left: set[Quantity], right: set[Quantity]) -> None:
+    """Refuse to judge a metric whose rows hold two quantities (a harness's samples beside its process's time)."""
+    if len(left | right) > 1:
+        said = [" and ".join(QUANTITY_TEXT[q] for q in sorted(side)) for side in (left, right)]
+        raise UsageError(
+            f"{old} and {new}: {metric} holds {said[0]} in one and {said[1]} in the other, two quantities under "
+            "one name (rows from before orchard stored a harness's samples hold its process's time): compare "
+            "results measured the same way")
+
+
 def _run_key(row: Mapping[str, Any]) -> Any:
     return row.get("pair", row.get("run"))
 
 
 def compare(old: Path, new: Path, alpha: float = DEFAULT_ALPHA) -> Comparison:
     """Judge NEW against OLD, paired where their runs line up."""
-    old_rows, new_rows = _rows(old), _rows(new)
+    old_loaded, new_loaded = _load(old), _load(new)
+    if old_loaded.fmt != new_loaded.fmt:
+        said = {readers.Format.JSONL: "orchard rows"}
+        raise UsageError(f"{old} holds {said.get(old_loaded.fmt, f'{old_loaded.fmt} results')} and {new} "
+                         f"{said.get(new_loaded.fmt, f'{new_loaded.fmt} results')}: compare two files of one tool")
+    old_rows, new_rows = old_loaded.rows, new_loaded.rows
     for key in rowlib.COMPARABILITY_KEYS:
         left, right = {r.get(key) for r in old_rows}, {r.get(key) for r in new_rows}
         if left != right:
@@ -143,10 +195,12 @@ def compare(old: Path, new: Path, alpha: float = DEFAULT_ALPHA) -> Comparison:
                 f"in one and {sorted(map(str, right))} in the other"
             )
     old_groups, new_groups = _groups(old, old_rows), _groups(new, new_rows)
+    renamed = _one_each(old_loaded, new_loaded, old_groups, new_groups)
     shared = [key for key in old_groups if key in new_groups]
     if not shared:
         raise UsageError(f"{old} and {new} share no scenario to compare")
-    warnings = [f"only in one file, not compared: {key}" for key in sorted(set(old_groups) ^ set(new_groups))]
+    warnings = renamed + [f"only in one file, not compared: {key}"
+                          for key in sorted(set(old_groups) ^ set(new_groups))]
     metrics: list[MetricResult] = []
     all_paired = True
     for key in shared:
@@ -162,21 +216,27 @@ def compare(old: Path, new: Path, alpha: float = DEFAULT_ALPHA) -> Comparison:
             why = apart or f"runs do not line up ({len(a_rows)} old, {len(b_rows)} new)"
             warnings.append(f"{key}: {why}: compared unpaired")
         specs, samples = [], {}
-        for metric, field in FIELDS.items():
-            a = [r.get(field) for r in a_rows]
-            b = [r.get(field) for r in b_rows]
-            if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in a + b):
-                spec = MetricSpec(key, metric, Direction.LOWER, {**BUILTIN_METRICS, **OPTIONAL_METRICS}[metric])
-                specs.append(spec)
-                samples[spec.key] = ([float(v or 0) for v in a], [float(v or 0) for v in b])  # all numbers here
+        a_read, b_read = [readings(r) for r in a_rows], [readings(r) for r in b_rows]
+        for metric in FIELDS:
+            a, b = [found.get(metric) for found in a_read], [found.get(metric) for found in b_read]
+            if None in a or None in b:
+                continue
+            one_kind(old, new, f"{key}/{metric}", {r.quantity for r in a if r}, {r.quantity for r in b if r})
+            spec = MetricSpec(key, metric, Direction.LOWER, {**BUILTIN_METRICS, **OPTIONAL_METRICS}[metric])
+            specs.append(spec)
+            samples[spec.key] = ([r.value for r in a if r], [r.value for r in b if r])
         if paired:
             noise = {
-                spec.key: MetricNoise(
-                    spec.min_floor, len(set(samples[spec.key][0])) == 1 and len(set(samples[spec.key][1])) == 1, 0.0
+                spec.key: MetricNoise(  # one sample a side shows no determinism (a single Google Benchmark run)
+                    spec.min_floor, len(samples[spec.key][0]) > 1 and len(set(samples[spec.key][0])) == 1
+                    and len(set(samples[spec.key][1])) == 1, 0.0
                 )
                 for spec in specs
             }
             metrics += decide_metrics(specs, samples, noise, alpha)
         else:
             metrics += decide_unpaired(specs, samples, alpha)
+    if all_paired and old_loaded.fmt != readers.Format.JSONL:
+        warnings.append(f"runs paired by their place in each file: {old_loaded.fmt} records no time per run, so "
+                        "whether the two files' runs were interleaved is not known")
     return Comparison(overall(metrics, []), all_paired, warnings, old, new)

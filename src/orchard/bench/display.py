@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from orchard.bench.calibration import Calibration, age_text
+from orchard.bench.row_metrics import readings
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import Suite
 from orchard.bench.verdict import (
@@ -125,11 +126,12 @@ def calibration_line(cal: CalibrationNote | None) -> str:
 
 
 def print_verdict(console: Console, verdict: Verdict) -> None:
-    console.print(calibration_line(verdict.calibration), markup=False)
-    if verdict.confinement:
-        console.print(verdict.confinement, markup=False)
-    console.print(f"pair order seed: {verdict.seed}; pairs judged: {verdict.pairs} of up to {verdict.planned_pairs}"
-                  + early_scenarios(verdict), markup=False)
+    if verdict.seed is not None:  # a campaign ran (identical programs are judged without one)
+        console.print(calibration_line(verdict.calibration), markup=False)
+        if verdict.confinement:
+            console.print(verdict.confinement, markup=False)
+        console.print(f"pair order seed: {verdict.seed}; pairs judged: {verdict.pairs} of up to "
+                      f"{verdict.planned_pairs}" + early_scenarios(verdict), markup=False)
     if verdict.variants is not None:
         console.print(verdict.variants.line(), markup=False)
     print_decision(console, as_decision(verdict), verdict.warnings)
@@ -169,8 +171,10 @@ def print_decision(console: Console, decision: VerdictDecision, warnings: Sequen
 
 def verdict_facts(verdict: Verdict, suite: str) -> list[str]:
     """What a summary states above the metric table: inputs, calibration, warnings."""
-    facts = [
-        f"suite `{suite}`: baseline `{verdict.baseline}`, candidate `{verdict.candidate}`",
+    facts = [f"suite `{suite}`: baseline `{verdict.baseline}`, candidate `{verdict.candidate}`"]
+    if verdict.seed is None:  # no campaign: identical programs
+        return [*facts, "nothing measured"]
+    facts += [
         f"{verdict.pairs} pairs judged of up to {verdict.planned_pairs}{early_scenarios(verdict)}, "
         f"pair order seed {verdict.seed}",
         calibration_line(verdict.calibration),
@@ -221,7 +225,7 @@ def rows_summary(rows: Sequence[Mapping[str, Any]]) -> str:
     for (scenario, subject), group in sorted(groups.items()):
         lines.append(
             f"| {scenario} | {subject} | {len(group)} | {sum(1 for r in group if r.get('returncode') != 0)} | "
-            f"{_median(group, 'elapsed_ms')} | {_median(group, 'cpu_ms')} | {_median(group, 'stdout_bytes')} | "
+            f"{_median(group, 'wall_ms')} | {_median(group, 'cpu_ms')} | {_median(group, 'stdout_bytes')} | "
             f"{_median(group, 'estimated_total_tokens')} |"
         )
     for row in verdicts:
@@ -241,8 +245,7 @@ def run_json(suite: Suite, writer: RunWriter, seed: int) -> dict[str, Any]:
     for (scenario, subject), group in sorted(groups.items()):
         values: dict[str, float | None] = {}
         for metric in fields:
-            field = "elapsed_ms" if metric == "wall_ms" else metric
-            numbers = [float(r[field]) for r in group if isinstance(r.get(field), (int, float))]
+            numbers = _values(group, metric)
             values[metric] = statistics.median(numbers) if numbers else None
         medians.append({"scenario": scenario, "subject": subject, "runs": len(group),
                         "failures": sum(1 for r in group if r.get("returncode") != 0), "medians": values})
@@ -250,6 +253,11 @@ def run_json(suite: Suite, writer: RunWriter, seed: int) -> dict[str, Any]:
             "summary": str(writer.summary_path), "results": medians}
 
 
-def _median(rows: Sequence[Mapping[str, Any]], field: str) -> str:
-    values = [float(r[field]) for r in rows if r.get(field) is not None]
+def _median(rows: Sequence[Mapping[str, Any]], metric: str) -> str:
+    values = _values(rows, metric)
     return f"{statistics.median(values):.2f}" if values else "unmeasured"
+
+
+def _values(rows: Sequence[Mapping[str, Any]], metric: str) -> list[float]:
+    """A metric's values in rows, as the verdict judges them (a harness's own samples where it reported them)."""
+    return [reading.value for row in rows if (reading := readings(row).get(metric)) is not None]

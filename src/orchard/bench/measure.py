@@ -32,8 +32,7 @@ from orchard.bench.suite import BUILTIN_METRICS, Fixture, Scenario, Suite
 from orchard.errors import FixtureError, UsageError
 
 ROWS_ADMITTED_CHARS = 64 * 1024 * 1024  # a rows harness's stdout is data, read whole
-# The gates read all of stdout; past this size it is spilled to a file meanwhile.
-SPILL_BYTES = 1024 * 1024
+SPILL_BYTES = 1024 * 1024  # the gates read all of stdout; past this size it is spilled to a file meanwhile
 _SCAN_BYTES = 1024 * 1024
 
 
@@ -100,11 +99,7 @@ def render(template: list[str] | str, values: Mapping[str, Any], where: str) -> 
     """Fill `{bin}`, `{fixture.NAME}`, `{suite_dir}`, `{workdir}` into a command."""
     try:
         if isinstance(template, str):
-            quoted = {
-                key: shlex.quote(value) if isinstance(value, str) else value
-                for key, value in values.items()
-            }
-            return template.format_map(quoted)
+            return template.format_map({key: shlex.quote(v) if isinstance(v, str) else v for key, v in values.items()})
         return [part.format_map(values) for part in template]
     except (KeyError, AttributeError, IndexError, ValueError) as error:
         raise UsageError(f"{where}: cannot fill the command template: {error!r}") from None
@@ -241,13 +236,14 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *
             row["returncode"] = 1
         row["harness_rows"] = harness_rows
         # the harness's own fields win; the harness process's builtins remain for the rest
-        for name in spec.metric_names:
-            if name in BUILTIN_METRICS and not any(name in r for r in harness_rows):
-                continue
+        reported = {name for name in spec.metric_names
+                    if name not in BUILTIN_METRICS or any(name in r for r in harness_rows)}
+        for name in reported:
             metric_values[name] = harness.aggregate(
                 [v for v in (harness.as_number(r.get(name)) for r in harness_rows) if v is not None],
                 scenario.aggregate,
             )
+        row["harness_metrics"] = {name: metric_values[name] for name in sorted(reported)}  # what is judged
         digest = harness.fields_digest(harness_rows, spec.determinism_fields)
         # a harness's own stdout is data, not what an agent reads
         row["stdout_excerpt"] = text[:2000]
@@ -345,6 +341,7 @@ def _observe_python(
         "monotonic_start_ns": started,
         "monotonic_end_ns": ended,
         "harness_rows": harness_rows,
+        "harness_metrics": {name: metric_values[name] for name in sorted(spec.metric_names) if name != "wall_ms"},
     }
     digest = harness.fields_digest(harness_rows, spec.determinism_fields)
     return Observation(scenario.name, spec.role, metric_values, digest, None, not failure, failure, row)

@@ -69,6 +69,13 @@ def virtualenvs(binary: Path) -> list[Path]:
     return found
 
 
+def projects_of(binary: Path) -> list[Path]:
+    """The projects a run of `binary` reads as its own: its VCS top level (of the path and of the file it links
+    to), and its virtualenvs."""
+    binary = Path(os.path.abspath(binary))
+    return list(dict.fromkeys([top_level(binary.parent), top_level(binary.resolve().parent), *virtualenvs(binary)]))
+
+
 def bench_root(suite_dir: Path, projects: Iterable[Path]) -> Path:
     """The bench a run must not read: the suite's repository, or only its directory when that repository is also
     a binary's project (a suite kept inside the program's own repository)."""
@@ -122,8 +129,7 @@ def of_run(binary: Path, suite_dir: Path, command: list[str] | str | None, templ
     """The view of one run of `binary`: its projects, the fixtures `template` names (every one for a callable),
     what `command` names and what the suite declares (`globs`); the suite's directory itself never."""
     binary = Path(os.path.abspath(binary))
-    projects = list(dict.fromkeys([top_level(binary.parent), top_level(binary.resolve().parent),
-                                   *virtualenvs(binary)]))
+    projects = projects_of(binary)
     text = " ".join(template) if isinstance(template, list) else template or ""
     used = [path for name, path in fixtures.items() if template is None or "{fixture." + name + "}" in text]
     wanted = [*projects, *(named(command, suite_dir) if command is not None else []), *declared(suite_dir, globs),

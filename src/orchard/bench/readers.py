@@ -15,8 +15,8 @@ rows would silently judge nothing.
 | `pytest-benchmark` | `--benchmark-json` | one per sample (`--benchmark-save-data`), else one per benchmark |
 | `google-benchmark` | `--benchmark_out` (JSON) | one per iteration run: `wall_ms`, `cpu_ms`, `iterations` |
 
-`sniff` names the tool that wrote a file handed where orchard rows belong
-(`orchard compare` says "this is a pyperf file" rather than "no rows").
+`sniff` names the tool that wrote a file from its content: `orchard compare`
+reads another tool's file through its reader.
 """
 
 from __future__ import annotations

@@ -30,14 +30,17 @@ from orchard.cli.output import ProgressBar, terminal_console
 @click.option("--fail-on", "fail_on", type=click.Choice(["regressed", "inconclusive", "any"]), default="regressed",
               show_default=True,
               help="Which verdicts exit 1: regressed (and ERROR); inconclusive as well; any verdict but NO-CHANGE.")
+@click.option("--measure-identical", is_flag=True,
+              help="Measure even when both programs are byte-identical (by default: NO-CHANGE at once).")
 @calibration_option
 @seed_option
 @results_option
 @export_options
 @confine_option
 def verdict(suite_path: Path, baseline: Path, candidate: Path, runs: int | None, as_json: bool,
-            recalibrate: bool, fail_on: str, calibration_file: Path | None, seed: int | None, results: Path,
-            export_json: Path | None, export_csv: Path | None, export_markdown: Path | None, confine: bool) -> None:
+            recalibrate: bool, fail_on: str, measure_identical: bool, calibration_file: Path | None,
+            seed: int | None, results: Path, export_json: Path | None, export_csv: Path | None,
+            export_markdown: Path | None, confine: bool) -> None:
     """Judge a candidate binary against a baseline: PASS, NO-CHANGE, INCONCLUSIVE or REGRESSED.
 
     Exit 1 for REGRESSED or ERROR (and, with --fail-on, INCONCLUSIVE or any
@@ -65,6 +68,7 @@ def verdict(suite_path: Path, baseline: Path, candidate: Path, runs: int | None,
             recalibrate=recalibrate,
             progress=bar.update,
             calibration_file=calibration_file,
+            skip_identical=not measure_identical,
         )
     document = result.to_dict()
     if as_json:
@@ -84,7 +88,8 @@ def verdict(suite_path: Path, baseline: Path, candidate: Path, runs: int | None,
 @click.option("--fail-on", "fail_on", type=click.Choice(["regressed", "inconclusive", "any"]), default="regressed",
               show_default=True, help="Which verdicts exit 1 (as for `verdict`).")
 def compare(old: Path, new: Path, as_json: bool, fail_on: str) -> None:
-    """Judge two stored result sets (rows JSONL of one subject each) without measuring again.
+    """Judge two stored result sets without measuring again: orchard rows (JSONL of one subject each), or two
+    hyperfine, pyperf, pytest-benchmark or google-benchmark JSON files (detected by content).
 
     Paired where their runs line up, unpaired with a warning otherwise.
     """

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchard.bench.compare import FIELDS, JUDGED_STEPS
+from orchard.bench.compare import JUDGED_STEPS, one_kind
+from orchard.bench.row_metrics import FIELDS, Quantity, Reading, readings
 from orchard.bench.rows import COMPARABILITY_KEYS
 from orchard.errors import UsageError
 from orchard.jsonlines import read_jsonl
@@ -62,31 +63,35 @@ def _where(row: Mapping[str, Any]) -> str:
     return " ".join(keys) or "unknown machine"
 
 
-def _file_points(path: Path) -> dict[tuple[str, str, str], Point]:
-    """One run file's median per (metric, subject, machine)."""
-    values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+def _file_points(path: Path) -> dict[tuple[str, str, str], tuple[Point, frozenset[Quantity]]]:
+    """One run file's median per (metric, subject, machine), and which quantities its values were."""
+    values: dict[tuple[str, str, str], list[Reading]] = defaultdict(list)
     commits: dict[tuple[str, str, str], str] = {}
     for row in read_jsonl(path):
         if not _counted(row):
             continue
-        for metric, field in FIELDS.items():
-            value = row.get(field)
-            if isinstance(value, int | float) and not isinstance(value, bool):
+        for metric, reading in readings(row).items():
+            if metric in FIELDS:
                 key = (f"{row.get('scenario')}/{metric}", str(row.get("subject")), _where(row))
-                values[key].append(float(value))
+                values[key].append(reading)
                 commits[key] = _commit(row)
-    return {key: Point(commits[key], path.name, statistics.median(found)) for key, found in values.items()}
+    return {key: (Point(commits[key], path.name, statistics.median(r.value for r in found)),
+                  frozenset(r.quantity for r in found)) for key, found in values.items()}
 
 
 def from_rows(results: Path) -> list[Series]:
-    """Every series in a results directory, each run file a point, in the order the files were written."""
+    """Every series in a results directory, each run file a point, in the order the files were written; a series
+    whose files hold two quantities (a harness's samples, its process's time) is refused."""
     if not results.is_dir():
         raise UsageError(f"{results}: no such results directory (where `orchard bench run` and `orchard verdict` "
                          "write rows)")
     files = sorted(results.rglob("*.jsonl"), key=lambda p: p.name)  # stamps sort as they were written
     found: dict[tuple[str, str, str], list[Point]] = defaultdict(list)
+    kinds: dict[tuple[str, str, str], tuple[Path, frozenset[Quantity]]] = {}
     for path in files:
-        for key, point in _file_points(path).items():
+        for key, (point, quantities) in _file_points(path).items():
+            first, seen = kinds.setdefault(key, (path, quantities))
+            one_kind(first, path, key[0], set(seen), set(quantities))
             found[key].append(point)
     return [Series(metric, subject, where, tuple(points)) for (metric, subject, where), points in sorted(found.items())]
 

@@ -48,6 +48,8 @@ def render(decision: VerdictDecision) -> str:
                 metric.target,
             ]
         )
+    if not decision.metrics:  # nothing measured (identical programs, or ERROR): the one line says why
+        writer.writerow(["", decision.verdict, "; ".join(decision.reasons), *[""] * (len(COLUMNS) - 3)])
     return out.getvalue()
 
 
