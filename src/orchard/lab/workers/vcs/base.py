@@ -194,6 +194,10 @@ class Vcs(ABC):
         """The commit `branch` points to in `remote`; None when this VCS cannot tell."""
         return None
 
+    def describe(self, repo: Path, rev: str) -> str | None:
+        """Who made commit `rev` of the local repository `repo`, when, and its subject; None when unknown."""
+        return None
+
     @abstractmethod
     def merge(self, checkout: Path, branch: str, into: str, message: str) -> str:
         """Merge `branch` into `into` in the checkout; return the new head."""
