@@ -306,6 +306,11 @@ class Lab:
 
     def _run(self) -> str:
         self.preflight()
+        for note in self.ws.uncommitted():  # said at each start: the lab takes commits only
+            self.say(f"note: {note}")
+        if (empty := stop.before_start(self.ws, self.state)) is not None:  # before building or calibrating
+            self.finish(empty)
+            return empty
         self.state.backup()  # the last good copy `orchard recover` restores; again after each landing
         if (events := self.state.events()) and events[-1].kind == EventKind.STOP:
             self.state.set_counter(stop.IDLE_LOOPS, 0)  # a new session after a clean stop starts fresh

@@ -15,6 +15,7 @@ no system or global configuration, so nothing in the worker's `.git`
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -231,6 +232,20 @@ class GitVcs(Vcs):
              force: bool = False) -> None:
         self._git(checkout, "push", "--quiet", remote,
                   f"{'+' if force else ''}refs/heads/{branch}:refs/heads/{as_branch or branch}")
+
+    def unusable(self, repo: str) -> str | None:
+        path = Path(repo)
+        if not path.is_dir():
+            return None
+        if not (path / ".git").exists() and not ((path / "HEAD").is_file() and (path / "objects").is_dir()):
+            return ("not a git repository (no .git in it): run `git init` there and commit the code, or give the "
+                    "repository's own directory")
+        head = self._run(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], path, env=self._env(), check=False,
+                         drop=_LOCATING)
+        if not head.ok:
+            return (f"a git repository with no commit yet: commit the code first (`git -C {shlex.quote(repo)} add -A "
+                    f"&& git -C {shlex.quote(repo)} commit -m initial`)")
+        return None
 
     def is_working_copy(self, repo: str) -> bool:
         if not Path(repo).is_dir():
