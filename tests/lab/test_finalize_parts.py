@@ -6,16 +6,21 @@ The whole path on real labs is tests/lab/test_finalize.py (slow tier).
 from __future__ import annotations
 
 import math
+import shlex
+import subprocess
+from pathlib import Path
 
 import pytest
 
-from orchard.lab.finalize.review_file import render_review
+from orchard.lab.finalize.review_file import FetchFrom, render_review
 from orchard.lab.finalize.wins import Win, branch_name, groups
 from orchard.lab.judge.measuring import Direction
 from orchard.lab.notebook.best_single import best_single_lines, composition_share
+from orchard.lab.records.build import Check, CheckName
 from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.records.judgment import Decision, Judgment
 from orchard.lab.records.review_branches import BestSingle, Review, ReviewBranch, ReviewOutcome
+from tests.lab.lab_helpers import git, make_repo
 
 
 def win(name: str, *files: str) -> Win:
@@ -38,7 +43,8 @@ def test_review_md_reports_a_branch_that_does_not_apply_or_no_longer_wins_alone(
                      ("a's change does not apply to the starting main ssssssssssss: error: patch failed",)),
         ReviewBranch("review/b", ("b",), ("y.py",), start, ("h2",), "c" * 40, ReviewOutcome.NO_LONGER_WINS,
                      lost.reasons, lost, " y.py | 2 +-\n 1 file changed")))
-    text = render_review(review, [win("a", "x.py"), win("b", "y.py")], "/repo.git", "main", ["recall"])
+    sources = {b.branch: FetchFrom("/repo.git", True) for b in review.branches}
+    text = render_review(review, [win("a", "x.py"), win("b", "y.py")], sources, "main", ["recall"])
     assert "| `review/a` | `a` | does not apply | - |" in text
     assert "| `review/b` | `b` | no longer wins alone | - |" in text
     section_a = text.split("## `review/a`")[1].split("## `review/b`")[0]
@@ -47,6 +53,37 @@ def test_review_md_reports_a_branch_that_does_not_apply_or_no_longer_wins_alone(
     section_b = text.split("## `review/b`")[1]
     assert section_b.lstrip().startswith("**no longer wins alone**: no effect beyond the noise floor")
     assert "1 file changed" in section_b and "git fetch /repo.git review/b" in section_b
+
+
+def test_review_md_without_push_takes_the_branch_from_the_labs_clone_with_commands_that_work(
+    tmp_path: Path
+) -> None:
+    """On main REVIEW.md said `git fetch <target> review/a`, which fails before `--push`, and showed the
+    predicted `\\-40%` and the build and test commands with their backticks escaped (`\\`make\\``)."""
+    user = make_repo(tmp_path / "my project", {"x.py": "x = 1\n"})
+    clone = tmp_path / "lab ws" / "judge" / "target"
+    git(tmp_path, "clone", "-q", str(user), str(clone))
+    git(clone, "switch", "-q", "-c", "review/a")
+    (clone / "x.py").write_text("x = 2\n")
+    git(clone, "commit", "-qam", "lab: a")
+    start, commit = git(user, "rev-parse", "HEAD").strip(), git(clone, "rev-parse", "HEAD").strip()
+    checks = (Check(CheckName.BUILD, True, "`python3 -m venv .venv && .venv/bin/pip install -e .` passed"),
+              Check(CheckName.TESTS, False, "`sh tests/check.sh` failed (exit 1): assert `a` == 1 and `b"))
+    judged = Judgment(Decision.LAND, (), checks=checks)
+    won = Win("a", Hypothesis(id="a", metric="report/wall_ms", change="c", scope=("x.py",), predicted_effect=-0.4),
+              judged, ("x.py",), "m" * 40, None, False)
+    review = Review(start, (ReviewBranch("review/a", ("a",), ("x.py",), start, ("h1",), commit,
+                                         ReviewOutcome.WINS_ALONE, (), judged, " x.py | 2 +-"),))
+    text = render_review(review, [won], {"review/a": FetchFrom(str(clone), False)}, "main", [])
+    assert "predicted -40%" in text and "\\-" not in text and "\\`" not in text.split("`b")[0]
+    assert "- build: passed (`python3 -m venv .venv && .venv/bin/pip install -e .` passed)" in text
+    assert "- tests: FAILED (`sh tests/check.sh` failed (exit 1): assert `a` == 1 and \\`b)" in text
+    take = next(line for line in text.splitlines() if line.startswith("To take it:"))
+    assert "from the lab's own clone: `orchard finalize --push` publishes it" in take
+    fetch, merge = (part.split("`")[1] for part in take.split(" then "))
+    subprocess.run(fetch, shell=True, cwd=user, check=True, capture_output=True)  # the command as printed works
+    git(user, *shlex.split(merge)[1:])
+    assert (user / "x.py").read_text() == "x = 2\n"
 
 
 def test_the_share_the_composition_added_is_taken_on_log_ratios() -> None:

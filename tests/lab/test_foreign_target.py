@@ -238,15 +238,17 @@ def test_a_lab_on_a_pypi_package_in_a_non_bare_repository(tmp_path: Path) -> Non
         state.close()
 
     report = (workspace / "FINAL_REPORT.md").read_text()
-    log_command, merge_command = f"git -C {project} log --oneline main..lab/main", f"git -C {project} merge lab/main"
+    # the workspace is `lab`: the lab publishes as `lab/lab/...`
+    log_command = f"git -C {project} log --oneline main..lab/lab/main"
+    merge_command = f"git -C {project} merge lab/lab/main"
     assert log_command in report and merge_command in report
     # the user's main is untouched until they take the win with the printed command
     assert git(project, "rev-parse", "main").strip() == user_head
     shown = subprocess.run(log_command.split(), capture_output=True, text=True, check=True).stdout
-    assert "lab: merge lab/no-row-rules" in shown
+    assert "lab: merge lab/lab/no-row-rules" in shown
     subprocess.run(merge_command.split() + ["-q"], check=True, capture_output=True, env={
         **env, "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x", "GIT_COMMITTER_NAME": "u",
         "GIT_COMMITTER_EMAIL": "u@x"})
     assert "self._deco = Texttable.VLINES | Texttable.BORDER" in (project / "texttable.py").read_text()
-    assert ".venv" not in git(project, "log", "--stat", "-1", "lab/main")
+    assert ".venv" not in git(project, "log", "--stat", "-1", "lab/lab/main")
     assert (workspace / "lab.db").stat().st_size < 5 * 1024 * 1024

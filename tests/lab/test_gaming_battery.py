@@ -154,9 +154,9 @@ def test_every_hostile_worker_is_killed_or_refused_and_the_honest_win_lands(tmp_
     assert_nothing_left(mark, None)  # the daemon died with its sandbox
 
     # what landed is the honest change, and only it
-    log = subprocess.run(["git", "-C", str(target), "log", "--format=%s", "lab/main"], capture_output=True,
+    log = subprocess.run(["git", "-C", str(target), "log", "--format=%s", "lab/ws/main"], capture_output=True,
                          text=True, check=True).stdout
     assert log.count("lab: merge") == 1 and "honest" in log
-    landed = subprocess.run(["git", "-C", str(target), "show", "lab/main:tool.sh"], capture_output=True, text=True,
+    landed = subprocess.run(["git", "-C", str(target), "show", "lab/ws/main:tool.sh"], capture_output=True, text=True,
                             check=True).stdout
     assert "tr -s" in landed

@@ -124,7 +124,7 @@ def test_a_definite_hack_is_killed_a_doubtful_one_waits_for_a_person_and_the_hon
             names["sniff-terminal"], names["tmp-cache"], names["sniff-ci"]}
     finally:
         state.close()
-    assert "sniff-terminal" not in git(root.parent / "target", "show", "lab/main:b.sh")
+    assert "sniff-terminal" not in git(root.parent / "target", "show", "lab/ws/main:b.sh")
 
     _assert_shown_held(root, names)
     listed = _orchard("review", str(root))
@@ -134,7 +134,7 @@ def test_a_definite_hack_is_killed_a_doubtful_one_waits_for_a_person_and_the_hon
 
     landed = _orchard("review", str(root), "--land", names["sniff-terminal"], "--by", "alice")
     assert landed.returncode == 0 and "merged into main" in landed.stdout, landed.stdout + landed.stderr
-    assert git(root.parent / "target", "show", "lab/main:b.sh").startswith("n=40; [ -t 1 ] && n=400\n")
+    assert git(root.parent / "target", "show", "lab/ws/main:b.sh").startswith("n=40; [ -t 1 ] && n=400\n")
     killed_by_hand = _orchard("review", str(root), "--kill", names["tmp-cache"], "--by", "bob")
     assert killed_by_hand.returncode == 0, killed_by_hand.stderr
     _landed_by_the_running_lab(root, names["sniff-ci"])
@@ -151,8 +151,8 @@ def test_a_definite_hack_is_killed_a_doubtful_one_waits_for_a_person_and_the_hon
         assert state.experiment(names["sniff-terminal"]).status == ExperimentStatus.DONE
     finally:
         state.close()
-    assert "out=" not in git(root.parent / "target", "show", "lab/main:d.sh")
-    assert git(root.parent / "target", "show", "lab/main:e.sh").startswith('n=40; [ -n "$CI" ] && n=400\n')
+    assert "out=" not in git(root.parent / "target", "show", "lab/ws/main:d.sh")
+    assert git(root.parent / "target", "show", "lab/ws/main:e.sh").startswith('n=40; [ -n "$CI" ] && n=400\n')
     journal = (root / "JOURNAL.md").read_text()
     assert "Settled in review by alice: **land**." in journal and "Settled in review by bob: **kill**." in journal
 

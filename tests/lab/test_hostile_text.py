@@ -78,7 +78,7 @@ def test_every_command_works_with_the_title_and_prints_it_escaped(lab: Lab) -> N
 
 
 def test_the_lab_landed_it_and_its_commits_on_the_users_main_show_the_title_escaped(lab: Lab) -> None:
-    messages = git(lab.target, "log", "--format=%B", "lab/main")  # where the lab publishes its main
+    messages = git(lab.target, "log", "--format=%B", "lab/ws/main")  # where the lab publishes its main
     assert f"lab: {SHOWN_TITLE}" in messages, messages
     assert messages.count(SHOWN_TITLE) == 2, "the lab's commit and its merge"
     for raw in RAW:

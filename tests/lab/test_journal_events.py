@@ -23,6 +23,7 @@ from orchard.lab.records.hack_findings import Settlement, WinHeld, WinSettled
 from orchard.lab.records.judge_host import JudgeHost, JudgeLost, JudgeStarted, JudgeStep
 from orchard.lab.records.judgment import JudgmentEntry
 from orchard.lab.records.land_steps import MainChecked, Rebased
+from orchard.lab.records.steering_events import ExperimentStopped, LimitChanged, Paused, Resumed, StopAsked
 
 OLD = Path(__file__).parent.parent / "data" / "old-journal"
 ROWS: list[dict[str, Any]] = json.loads((OLD / "events.json").read_text())
@@ -85,7 +86,11 @@ NEWER = {EventKind.AGENT_RETRY: AgentRetried("h1", "claude", "agent rate-limited
          EventKind.JUDGE_HOST: JudgeStarted(JudgeHost("judge-a", "tcp://10.0.0.2:4001"), JudgeStep.CONFIRM),
          EventKind.JUDGE_LOST: JudgeLost(JudgeHost("judge-a", "tcp://10.0.0.2:4001"), JudgeStep.CONFIRM, "gone"),
          EventKind.HELD: WinHeld(("cache-write at a.py:5: db = shelve.open(CACHE)",)),
-         EventKind.SETTLED: WinSettled(Settlement.LAND, "alice")}
+         EventKind.SETTLED: WinSettled(Settlement.LAND, "alice"),
+         EventKind.STOP_ASKED: StopAsked(False, "alice"),
+         EventKind.STOPPED: ExperimentStopped("h1", False, "alice"),
+         EventKind.PAUSE: Paused("alice"),
+         EventKind.RESUME: Resumed("alice", (LimitChanged("max_cost_usd", 5.0, 20.0),))}
 
 
 def test_the_newer_kinds_read_back_what_they_write() -> None:

@@ -1,9 +1,10 @@
 """Landing into a user's own (non-bare) repository, as recorded steps that survive SIGKILL anywhere.
 
 The target is a working copy with `main` checked out, as `orchard init
---target ~/src/myproject` makes it. The lab publishes `lab/<experiment>`
-branches and `lab/main` there, never the user's checked-out branch, and a
-lab killed at any landing step resumes at the first step not recorded.
+--target ~/src/myproject` makes it. The lab publishes `lab/<lab>/<experiment>`
+branches and `lab/<lab>/main` there (`lab/ws/...` here), never the user's
+checked-out branch, and a lab killed at any landing step resumes at the
+first step not recorded.
 """
 
 from __future__ import annotations
@@ -132,11 +133,11 @@ def _step_counts(state: LabState) -> dict[str, int]:
 def _assert_reachable(user_repo: Path, outcome: landing.LandOutcome) -> None:
     assert outcome.merged and outcome.published
     assert outcome.merge_commit is not None
-    # the user's checked-out main is untouched; the win is one `git merge lab/main` away
+    # the user's checked-out main is untouched; the win is one `git merge lab/ws/main` away
     assert git(user_repo, "rev-parse", "main") == git(user_repo, "rev-parse", "HEAD")
     assert git(user_repo, "log", "--format=%s", "main").strip() == "initial"
-    assert git(user_repo, "rev-parse", "lab/main").strip() == outcome.merge_commit
-    assert git(user_repo, "rev-parse", "--verify", "lab/shorter").strip() == outcome.commit
+    assert git(user_repo, "rev-parse", "lab/ws/main").strip() == outcome.merge_commit
+    assert git(user_repo, "rev-parse", "--verify", "lab/ws/shorter").strip() == outcome.commit
     assert git(user_repo, "status", "--porcelain") == ""
 
 
@@ -148,10 +149,10 @@ def test_a_win_reaches_a_non_bare_repository_as_lab_main(tmp_path: Path, user_re
     assert _step_counts(state) == dict.fromkeys(NORMAL_STEPS, 1)
     state.log(LabStopped("test"))
     report = records.render_final_report(view.build(ws, state, live=False))
-    assert f"merged as `{outcome.merge_commit[:10]}`, on `lab/main` in the target" in report
-    assert f"git -C {user_repo} merge lab/main" in report
+    assert f"merged as `{outcome.merge_commit[:10]}`, on `lab/ws/main` in the target" in report
+    assert f"git -C {user_repo} merge lab/ws/main" in report
     # the printed command really brings the win in
-    git(user_repo, "merge", "-q", "lab/main")
+    git(user_repo, "merge", "-q", "lab/ws/main")
     assert (user_repo / "run.sh").read_text().count("\n") == 1 + len(WIN.splitlines())
     state.close()
 
@@ -181,8 +182,8 @@ def test_a_kill_while_reverting_resumes_and_publishes_the_revert(
     assert _step_counts(state) == dict.fromkeys(NORMAL_STEPS + REVERT_STEPS, 1)
     reverts = git(ws.reference_target, "log", "--format=%s", "main").splitlines()
     assert sum(line.startswith("lab: revert") for line in reverts) == 1
-    # the user's repository has the revert too: lab/main holds the original code
-    assert git(user_repo, "show", "lab/main:run.sh") == "#!/bin/sh\n" + OLD
+    # the user's repository has the revert too: lab/ws/main holds the original code
+    assert git(user_repo, "show", "lab/ws/main:run.sh") == "#!/bin/sh\n" + OLD
     state.close()
 
 
@@ -191,15 +192,15 @@ def test_a_target_that_refuses_is_named_at_the_start_with_the_fix(tmp_path: Path
     (tmp_path / "orchard.toml").write_text(CONFIG)
     ws = init_workspace(tmp_path / "ws", str(user_repo), None, tmp_path / "orchard.toml")
     state = LabState.open(ws.root)
-    git(user_repo, "checkout", "-q", "-b", "lab/main")  # the branch the lab publishes to is checked out
+    git(user_repo, "checkout", "-q", "-b", "lab/ws/main")  # the branch the lab publishes to is checked out
     with pytest.raises(UsageError) as caught:
         publication.check_publication(ws, state)
-    assert "lab/main is checked out" in str(caught.value) and f"git -C {user_repo} switch main" in str(caught.value)
+    assert "lab/ws/main is checked out" in str(caught.value) and f"git -C {user_repo} switch main" in str(caught.value)
     git(user_repo, "checkout", "-q", "main")
     hook = user_repo / ".git" / "hooks" / "pre-receive"
     hook.write_text("#!/bin/sh\necho 'error: policy forbids pushes here' >&2\necho 'second line' >&2\nexit 1\n")
     hook.chmod(0o755)
-    git(user_repo, "branch", "-q", "-D", "lab/main")
+    git(user_repo, "branch", "-q", "-D", "lab/ws/main")
     with pytest.raises(UsageError) as caught:
         publication.check_publication(ws, state)
     message = str(caught.value)
@@ -226,7 +227,7 @@ def test_a_publication_refused_after_the_start_is_never_reported_merged(tmp_path
     assert "merged as" not in report and "NOT reachable in the target" in report
     publish = state.events_of(MainPublished)[0].event
     assert publish.reachable is False and publish.error and "\n" not in publish.error
-    assert json.loads(state.meta("publication") or "{}")["ref"] == "lab/main"
+    assert json.loads(state.meta("publication") or "{}")["ref"] == "lab/ws/main"
     state.close()
 
 

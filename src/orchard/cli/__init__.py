@@ -11,7 +11,7 @@ from __future__ import annotations
 import click
 
 from orchard import __version__
-from orchard.cli import backlog_commands, bench_commands, lab_commands, verdict_commands
+from orchard.cli import backlog_commands, bench_commands, lab_commands, steering_commands, verdict_commands
 from orchard.errors import OrchardError, UsageError
 
 
@@ -55,6 +55,7 @@ for _command in (
     lab_commands.init, lab_commands.run, lab_commands.status, lab_commands.plan, lab_commands.report,
     lab_commands.recover, lab_commands.finalize, lab_commands.review,
     lab_commands.serve, lab_commands.demo,
+    steering_commands.stop, steering_commands.pause, steering_commands.resume,
     backlog_commands.backlog_group,
 ):
     cli.add_command(_command)

@@ -81,6 +81,26 @@ def inline(text: object) -> str:
     return _BLOCK_START.sub(lambda m: m.group(1) + "\\" + m.group(2), line)
 
 
+def within(text: object) -> str:
+    """`text` inside a line of Markdown, after other text: `inline` without the escapes only a line's start needs
+    (`-40%` stays `-40%`, not `\\-40%`, which a reader in a terminal would see as typed)."""
+    return inline("." + str(text))[1:]
+
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def with_code(text: object) -> str:
+    """`text` (a check's detail: "`make` passed") inside a line of Markdown: each `...` pair kept as a code span
+    (its text as `code` shows it), the rest as `within`; a backtick without its pair is escaped, so no span is
+    left open."""
+    line, parts, at = str(text), [], 0
+    for span in _CODE_SPAN.finditer(line):
+        parts += [within(line[at:span.start()]) if at < span.start() else "", code(span.group(1))]
+        at = span.end()
+    return "".join([*parts, within(line[at:]) if at < len(line) else ""])
+
+
 def code(text: object) -> str:
     """`text` as one Markdown code span, its backticks included: a fence longer than any run of them inside."""
     line = _UNSAFE.sub(_escape, _BREAKS.sub(" ", str(text)))

@@ -144,6 +144,32 @@ def _paths_and_identity(sections: dict[str, Any]) -> list[str]:
     return problems
 
 
+def _lanes(workers: dict[str, Any]) -> list[str]:
+    """`[workers]`'s count and lanes, those it leaves out derived from those it gives (`count` alone: a third of
+    the lanes explore, rounded down, the rest exploit; `count` and one lane: the other lane the rest; lanes
+    without `count`: their sum, a lane left out at its default); a mismatch is a problem that says what to
+    write."""
+    default = WorkersConfig()
+    if "exploit" not in workers and "explore" not in workers:
+        count = workers.get("count", default.count)
+        workers.update(count=count, exploit=count - count // 3, explore=count // 3)
+    elif "count" not in workers:
+        workers.setdefault("exploit", default.exploit)
+        workers.setdefault("explore", default.explore)
+        workers["count"] = workers["exploit"] + workers["explore"]
+    elif "explore" not in workers:
+        workers["explore"] = workers["count"] - workers["exploit"]
+    elif "exploit" not in workers:
+        workers["exploit"] = workers["count"] - workers["explore"]
+    exploit, explore, count = workers["exploit"], workers["explore"], workers["count"]
+    if min(exploit, explore) >= 0 and exploit + explore == count and count >= 1:
+        return []
+    count = max(count, 1)
+    return [f"workers: exploit + explore lanes ({exploit} + {explore}) must equal count ({workers['count']}): "
+            f"set them so, or leave exploit and explore out to derive them from count (count = {count}: "
+            f"exploit = {count - count // 3}, explore = {count // 3})"]
+
+
 def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | None = None) -> Config:
     """Validate parsed TOML and build a Config; every problem is reported at once."""
     problems: list[str] = []
@@ -157,13 +183,9 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
         sections[section_name] = check_section(section_name, cls, raw, problems)
     sections["launcher"] = _launcher_defaults(sections["launcher"], "launcher", problems)
     launchers = _launchers(data.get(LAUNCHERS_SECTION, {}), problems)
+    if not any(p.startswith(("workers.count:", "workers.exploit:", "workers.explore:")) for p in problems):
+        problems += _lanes(sections["workers"])
     workers = WorkersConfig(**sections["workers"])
-    lanes_valid = not any(p.startswith(("workers.count:", "workers.exploit:", "workers.explore:")) for p in problems)
-    if lanes_valid and workers.exploit + workers.explore != workers.count:
-        problems.append(
-            f"workers: exploit + explore lanes ({workers.exploit} + {workers.explore}) "
-            f"must equal count ({workers.count})"
-        )
     problems += _paths_and_identity(sections)
     review = sections["review"]
     problems += _judge_hosts(workers, bool(review.get("launcher") or review.get("template")))

@@ -146,8 +146,10 @@ class WorkersConfig:
     """How many workers run, in which lanes, and for how long."""
 
     count: int = _key(3, "workers running at once", minimum=1, maximum=MAX_WORKERS)
-    exploit: int = _key(2, "lanes taking the top of the backlog", minimum=0, maximum=MAX_WORKERS)
-    explore: int = _key(1, "lanes trying speculative hypotheses", minimum=0, maximum=MAX_WORKERS)
+    exploit: int = _key(2, "lanes taking the top of the backlog; left out: `count` minus `explore`",
+                        minimum=0, maximum=MAX_WORKERS)
+    explore: int = _key(1, "lanes trying speculative hypotheses; left out with `exploit`: a third of `count`, rounded "
+                           "down (`count` alone is enough)", minimum=0, maximum=MAX_WORKERS)
     executor: ExecutorKind = _key(ExecutorKind.AUTO, "where workers run: tmux windows, plain subprocesses, tmux "
                                   "when installed, or tasks on a dask.distributed cluster")
     scheduler: str = _key("local", "dask executor only: `local` (a LocalCluster orchard starts and stops) or "

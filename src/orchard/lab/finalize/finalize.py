@@ -23,7 +23,7 @@ from orchard.lab.db.state import LabState
 from orchard.lab.finalize import best_win
 from orchard.lab.finalize.branches import make_branch
 from orchard.lab.finalize.judged import judged_alone
-from orchard.lab.finalize.review_file import pull_request_body, render_review
+from orchard.lab.finalize.review_file import FetchFrom, pull_request_body, render_review
 from orchard.lab.finalize.wins import Win, branch_name, groups, landed_wins
 from orchard.lab.judge.measuring import MeasureProgress, gate_names
 from orchard.lab.landing.publication import main_branch, push
@@ -139,20 +139,25 @@ def _finalize(ws: Workspace, state: LabState, push_branches: bool, say: Say,
 
 
 def _write(ws: Workspace, state: LabState, review: Review, wins: Sequence[Win], push_branches: bool) -> Finalized:
-    """REVIEW.md, a body per branch in `review/`, FINAL_REPORT.md once the lab stopped; then the pushes."""
-    repo, gates = ws.config.target.repo, gate_names(ws)
-    write_if_changed(ws.root / "REVIEW.md", render_review(review, wins, repo, main_branch(ws, state), gates))
+    """The pushes (with `--push`); then REVIEW.md, a body per branch in `review/`, FINAL_REPORT.md once the lab
+    stopped, each naming where a branch is taken from: the target when it is there, else the lab's clone."""
+    pushed = tuple(push(ws, b.branch, record=BranchPushed) for b in review.branches
+                   if push_branches and b.commit and b.branch.startswith("review/"))
+    there = {p.branch for p in pushed if p.reachable}
+    sources = {b.branch: FetchFrom(ws.config.target.repo, True) if b.branch in there else
+               FetchFrom(str(ws.reference_target), False) for b in review.branches}
+    gates = gate_names(ws)
+    write_if_changed(ws.root / "REVIEW.md", render_review(review, wins, sources, main_branch(ws, state), gates))
     by_name = {w.name: w for w in wins}
     bodies = []
     for branch in review.branches:
         path = ws.root / "review" / f"{branch.branch.removeprefix('review/')}.md"
         path.parent.mkdir(exist_ok=True)
-        write_if_changed(path, pull_request_body(branch, [by_name[w] for w in branch.wins], repo, gates))
+        write_if_changed(path, pull_request_body(branch, [by_name[w] for w in branch.wins], sources[branch.branch],
+                                                 gates))
         bodies.append(path)
     if (ws.root / "FINAL_REPORT.md").exists():
         write_if_changed(ws.root / "FINAL_REPORT.md", render_final_report(build(ws, state, live=False)))
-    pushed = tuple(push(ws, b.branch, record=BranchPushed) for b in review.branches
-                   if push_branches and b.commit and b.branch.startswith("review/"))
     return Finalized(review, ws.root / "REVIEW.md", tuple(bodies), pushed)
 
 

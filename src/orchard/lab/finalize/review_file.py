@@ -8,13 +8,15 @@ branch that does not apply or no longer wins alone is said so first.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from orchard.lab.finalize.wins import Win
 from orchard.lab.judge.verdict_view import VerdictView, markdown_head, markdown_table, pct, short_commit
 from orchard.lab.records.build import CheckName
 from orchard.lab.records.review_branches import Review, ReviewBranch, ReviewOutcome
-from orchard.lab.text import code, inline
+from orchard.lab.text import code, inline, with_code, within
 
 UNCLEAR = ("inconclusive", "regressed")
 
@@ -25,7 +27,7 @@ def _changed(branch: ReviewBranch, wins: Mapping[str, Win]) -> list[str]:
         win = wins[name]
         h = win.hypothesis
         lines.append(f"- `{name}`: {inline(h.title)}. {inline(h.change)} (aimed at {code(h.metric)}, predicted "
-                     f"{inline(h.predicted_text)}; merged in the lab as `{short_commit(win.merge_commit)}`)")
+                     f"{within(h.predicted_text)}; merged in the lab as `{short_commit(win.merge_commit)}`)")
     if len(branch.wins) > 1:
         lines.append(f"- these {len(branch.wins)} wins touch the same files, so they go together, in the order the "
                      "lab merged them (one commit each)")
@@ -37,7 +39,7 @@ def _gates(branch: ReviewBranch, gates: Sequence[str]) -> list[str]:
     judgment = branch.judgment
     if judgment is None:
         return ["- none: it was not judged"]
-    lines = [f"- {c.name}: {'passed' if c.passed else 'FAILED'} ({inline(c.detail)})" for c in judgment.checks
+    lines = [f"- {c.name}: {'passed' if c.passed else 'FAILED'} ({with_code(c.detail)})" for c in judgment.checks
              if c.detail != "not configured"]
     verdict = judgment.verdict
     if verdict is None:
@@ -69,7 +71,21 @@ def _look_at(branch: ReviewBranch, wins: Mapping[str, Win]) -> list[str]:
     return lines
 
 
-def section(branch: ReviewBranch, wins: Mapping[str, Win], repo: str, gates: Sequence[str]) -> list[str]:
+@dataclass(frozen=True)
+class FetchFrom:
+    """Where a review branch is taken from: the target once `--push` published it there, else the lab's clone."""
+
+    repo: str
+    published: bool
+
+    def take(self, branch: str) -> str:
+        """The commands that bring the branch into the user's checkout, run there."""
+        where = "" if self.published else (" (from the lab's own clone: `orchard finalize --push` publishes it to "
+                                           "the target)")
+        return f"`git fetch {shlex.quote(self.repo)} {branch}` then `git merge FETCH_HEAD`{where}"
+
+
+def section(branch: ReviewBranch, wins: Mapping[str, Win], source: FetchFrom, gates: Sequence[str]) -> list[str]:
     """One branch: its state first, then what changed, its diff stat, its verdict, its gates, what to look at."""
     lines = [f"## `{branch.branch}`", "",
              f"**{branch.outcome}**" + (f": {inline('; '.join(branch.reasons))}" if branch.reasons else ""), ""]
@@ -83,7 +99,7 @@ def section(branch: ReviewBranch, wins: Mapping[str, Win], repo: str, gates: Seq
                   f"lab's suite and calibration): {markdown_head(verdict)}.", "", *markdown_table(verdict), ""]
     lines += ["Gates it passed:", "", *_gates(branch, gates), "", "What a reviewer should look at:", "",
               *_look_at(branch, wins), "",
-              f"To take it: `git fetch {repo} {branch.branch}` then `git merge FETCH_HEAD` (commit "
+              f"To take it: {source.take(branch.branch)} (commit "
               f"`{short_commit(branch.commit)}`, on `{short_commit(branch.start)}`).", ""]
     return lines
 
@@ -92,7 +108,8 @@ def _many(count: int, word: str) -> str:
     return f"{count} {word}" + ("" if count == 1 else "es" if word.endswith("ch") else "s")
 
 
-def render_review(review: Review, wins: Sequence[Win], repo: str, main: str, gates: Sequence[str]) -> str:
+def render_review(review: Review, wins: Sequence[Win], sources: Mapping[str, FetchFrom], main: str,
+                  gates: Sequence[str]) -> str:
     """REVIEW.md whole: a summary table, then one section per branch."""
     by_name = {w.name: w for w in wins}
     lines = ["# Review branches", "",
@@ -108,12 +125,12 @@ def render_review(review: Review, wins: Sequence[Win], repo: str, main: str, gat
         lines.append(f"| `{b.branch}` | {', '.join(f'`{w}`' for w in b.wins)} | {b.outcome} | {word} |")
     lines.append("")
     for b in review.branches:
-        lines += section(b, by_name, repo, gates)
+        lines += section(b, by_name, sources[b.branch], gates)
     return "\n".join(lines).rstrip() + "\n"
 
 
-def pull_request_body(branch: ReviewBranch, wins: Sequence[Win], repo: str, gates: Sequence[str]) -> str:
+def pull_request_body(branch: ReviewBranch, wins: Sequence[Win], source: FetchFrom, gates: Sequence[str]) -> str:
     """A branch's pull-request body: its REVIEW.md section, with the lab's words for where it came from."""
-    body = section(branch, {w.name: w for w in wins}, repo, gates)
+    body = section(branch, {w.name: w for w in wins}, source, gates)
     body[0] = f"# {inline(wins[0].hypothesis.title) if len(branch.wins) == 1 else branch.branch}"
     return "\n".join([*body, "Made by `orchard finalize` from the lab's landed wins."]).rstrip() + "\n"

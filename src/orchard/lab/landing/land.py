@@ -180,7 +180,7 @@ class Landing:
         return self.record.name
 
     def commit(self) -> Committed:
-        branch = f"lab/{self.name}"
+        branch = self.where.prefix + self.name
         self.progress(f"{self.name}: commit on {branch}")
         checkout = landing_checkout(self.ws, self.name, self.judgment.base or "", self.judgment, self.hypothesis)
         commit = _commit_branch(self.ws, checkout, branch, lab_note(self.hypothesis, self.judgment, self.name))
@@ -322,5 +322,5 @@ def land(
     its verdicts run where `measurements` takes them (this machine unless given)."""
     assert judgment.base is not None
     main = main_branch(ws, state)
-    return Landing(ws, state, record, judgment, hypothesis, main, publication(ws, main), progress,
+    return Landing(ws, state, record, judgment, hypothesis, main, publication(ws, state, main), progress,
                    measure_progress, measurements or OnThisMachine()).run()

@@ -1,17 +1,23 @@
 """Where the lab's wins reach the user, and its integration branch.
 
-A bare target repository (or a URL) receives `lab/<experiment>` branches and
-its main branch; a target that is a working copy (its main checked out)
-never has a checked-out branch pushed to: it receives `lab/<experiment>`
-branches and `lab/main`, the lab's main, and the final report prints the
-`git log` and `git merge` commands that bring it in. `check_publication`
-pushes the lab's main there at every run's start (after `pins.check`), so a
-target that refuses is named, with the fix, before any experiment.
+Each lab publishes under its own name (its workspace directory's, recorded
+at its start), so several labs share one target and none moves another's
+branches. A bare target repository (or a URL) receives
+`lab/<lab>/<experiment>` branches and its main branch; a target that is a
+working copy (its main checked out) never has a checked-out branch pushed
+to: it receives `lab/<lab>/<experiment>` branches and `lab/<lab>/main`, the
+lab's main, and the final report prints the `git log` and `git merge`
+commands that bring it in. Every push is a fast-forward: a branch someone
+else moved is refused, naming the commit's author and subject.
+`check_publication` pushes the lab's main there at every run's start (after
+`pins.check`), so a target that refuses is named, with the fix, before any
+experiment.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -20,14 +26,15 @@ from orchard.errors import UsageError
 from orchard.lab.judge.measuring import LabIntegrityError
 from orchard.lab.landing import pins
 from orchard.lab.records.land_steps import Pushed
+from orchard.lab.text import visible
 from orchard.lab.workers.vcs import VcsError
 from orchard.lab.workers.workspace.workspace import Workspace
 
 if TYPE_CHECKING:
     from orchard.lab.db.state import LabState
 
-LAB_MAIN = "lab/main"
 P = TypeVar("P", bound=Pushed)
+_NOT_IN_A_BRANCH = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 @dataclass(frozen=True)
@@ -37,6 +44,7 @@ class Publication:
     repo: str
     main: str  # the lab's integration branch (in its own clone)
     ref: str  # the branch the lab's main is pushed to in `repo`
+    prefix: str = "lab/"  # of its experiments' branches: `lab/<lab>/` (`lab/` for a lab recorded before names)
 
     @property
     def into_user_main(self) -> bool:
@@ -62,10 +70,20 @@ def main_branch(ws: Workspace, state: LabState) -> str:
     return name
 
 
-def publication(ws: Workspace, main: str) -> Publication:
-    """Where wins go: a working copy gets `lab/main`, anything else its own main branch."""
-    repo = ws.config.target.repo
-    return Publication(repo, main, LAB_MAIN if ws.target_vcs.is_working_copy(repo) else main)
+def lab_name(ws: Workspace, state: LabState) -> str:
+    """The lab's name in the target's branches: its workspace directory's, made a valid branch name, recorded at
+    its start (a workspace moved later keeps publishing where it did)."""
+    name = state.meta("lab_name")
+    if name is None:
+        name = _NOT_IN_A_BRANCH.sub("-", ws.root.name).replace("..", ".").strip(".-").removesuffix(".lock") or "lab"
+        state.set_meta("lab_name", name)
+    return name
+
+
+def publication(ws: Workspace, state: LabState, main: str) -> Publication:
+    """Where wins go: a working copy gets `lab/<lab>/main`, anything else its own main branch."""
+    repo, prefix = ws.config.target.repo, f"lab/{lab_name(ws, state)}/"
+    return Publication(repo, main, prefix + "main" if ws.target_vcs.is_working_copy(repo) else main, prefix)
 
 
 def check_published(ws: Workspace, state: LabState, where: Publication) -> None:
@@ -76,15 +94,17 @@ def check_published(ws: Workspace, state: LabState, where: Publication) -> None:
     except VcsError:
         return  # unreachable now: the push says so, with its own reason
     if there and not ws.target_vcs.contains(ws.reference_target, there, where.main):
+        made = ws.target_vcs.describe(Path(where.repo), there) if Path(where.repo).is_dir() else None
         raise LabIntegrityError(
-            f"{where.ref} in {where.repo} is at {there[:12]}, a commit the lab's main never held: someone "
-            f"committed onto the branch the lab publishes to; nothing was merged or pushed. Move it back to "
-            f"the lab's main, or remove it, to go on")
+            f"{where.ref} in {where.repo} is at {there[:12]}, a commit the lab's main never held "
+            f"({visible(made) if made else 'its author unknown here'}): someone moved the branch this lab "
+            f"({where.prefix}*) publishes to; nothing was merged or pushed. Move it back to the lab's main, or "
+            f"remove it, to go on")
 
 
 def check_publication(ws: Workspace, state: LabState) -> Publication:
     """Push the lab's main to where wins go, now: a target that refuses is a configuration error."""
-    where = publication(ws, main_branch(ws, state))
+    where = publication(ws, state, main_branch(ws, state))
     check_published(ws, state, where)
     if where.ref != where.main and ws.target_vcs.current_branch(Path(where.repo)) == where.ref:
         raise UsageError(f"target.repo {where.repo}: {where.ref} is checked out there, and the lab publishes its "
@@ -95,7 +115,7 @@ def check_publication(ws: Workspace, state: LabState) -> Publication:
     except VcsError as error:
         raise UsageError(
             f"target.repo {where.repo}: the lab cannot publish its wins there ({error.summary}); "
-            f"it pushes {where.ref} and lab/<experiment> branches: make the repository writable, or point "
+            f"it pushes {where.ref} and {where.prefix}<experiment> branches: make the repository writable, or point "
             f"target.repo at a bare clone (`git clone --bare {where.repo} lab-remote.git`); nothing was run"
         ) from None
     state.set_meta("publication", json.dumps(where.to_dict()))

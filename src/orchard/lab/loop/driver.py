@@ -31,6 +31,9 @@ class Driver(Protocol):
     def say(self) -> Callable[[str], None]: ...
     @property
     def executor(self) -> Executor | None: ...
+    @property
+    def deferred(self) -> set[str]:
+        """Hypotheses back in the backlog that this run does not take again."""
 
     def experiment(self, record: ExperimentRecord) -> Experiment:
         """The experiment a record names, with its worker's checkout at the recorded bases."""

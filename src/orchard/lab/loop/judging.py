@@ -39,6 +39,7 @@ from orchard.lab.judge.ladder import judge
 from orchard.lab.judge.measuring import MeasureProgress
 from orchard.lab.landing import land as landing
 from orchard.lab.landing.judge_hosts import JudgeHostGone, JudgeHosts
+from orchard.lab.landing.publication import lab_name
 from orchard.lab.loop.start import Anchoring
 from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.records.hypothesis import Hypothesis
@@ -114,7 +115,8 @@ class Judging:
                 return landed
             except JudgeHostGone as gone:  # before its merge (main after a merge is checked on another host)
                 now = state.experiment(record.name)
-                return landing.LandOutcome(now.branch or f"lab/{record.name}", now.land_commit or "", False, None,
-                                           False, [], judge_lost=JudgeLost(gone.judge, gone.step, str(gone)))
+                branch = now.branch or f"lab/{lab_name(self.ws, state)}/{record.name}"
+                return landing.LandOutcome(branch, now.land_commit or "", False, None, False, [],
+                                           judge_lost=JudgeLost(gone.judge, gone.step, str(gone)))
             finally:
                 state.close()

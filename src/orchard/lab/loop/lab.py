@@ -44,17 +44,18 @@ from orchard.lab.loop.agent_retry import Agents
 from orchard.lab.loop.disk_limits import DiskLimits
 from orchard.lab.loop.isolation import Stage, end_experiment, lab_wide, pausing
 from orchard.lab.loop.judging import Judging
+from orchard.lab.loop.landed import judge_again
 from orchard.lab.loop.landed import record as record_landing
 from orchard.lab.loop.refill import Refill
 from orchard.lab.loop.slots import slots
 from orchard.lab.loop.start import start_beside
+from orchard.lab.loop.steering import Steering
 from orchard.lab.notebook import files as records
 from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.records.events import BacklogChanged, EventKind, SandboxNoted
 from orchard.lab.records.experiment import Experiment, ExperimentStatus
 from orchard.lab.records.hack_findings import WinHeld
 from orchard.lab.records.hypothesis import HypothesisStatus
-from orchard.lab.records.judge_host import JudgeLost
 from orchard.lab.records.judgment import Decision, Judgment, JudgmentEntry
 from orchard.lab.records.worker import WorkerCheckout
 from orchard.lab.workers.executors import Executor, make_executor
@@ -82,7 +83,8 @@ class Lab:
         self._judging: dict[str, tuple[ExperimentRecord, Future[Judgment]]] = {}
         self._landing: dict[str, tuple[ExperimentRecord, Future[landing.LandOutcome]]] = {}
         self.refill = Refill()  # the planner topping the backlog up, on its own executor (never the workers')
-        self.deferred: set[str] = set()  # hypotheses whose launch failed in this run: back in the backlog, not retried
+        self.deferred: set[str] = set()  # hypotheses whose launch failed, or a person stopped, in this run
+        self.steering = Steering(state)  # what people asked while it runs: a stop, a pause, a resume
         self._settled = Settled()
         self.notebook = records.Notebook(ws)
         self.decided: dict[str, Judgment] = {}  # the wins this run's judges decided, handed to their landing
@@ -246,23 +248,14 @@ class Lab:
 
     def _landed(self, record: ExperimentRecord, outcome: landing.LandOutcome) -> None:
         if outcome.judge_lost is not None:
-            self._judge_again(record, outcome.judge_lost)
+            self.say(judge_again(self.state, record, outcome.judge_lost))
+            self.render()
             return
         won, said = record_landing(self.state, record, outcome)
         self.say(said)
         self.render()
         if won and sweep.after_win(self.ws, self.state, say=self.say, measure_progress=self.measure_progress):
             self.render()
-
-    def _judge_again(self, record: ExperimentRecord, lost: JudgeLost) -> None:
-        """A win whose judge host left before its merge: judged again from scratch, on another judge host."""
-        with self.state.transaction():
-            self.state.update_experiment(record.name, status=Status.COLLECTED, judgment=None, decision=None,
-                                         reasons=[lost.reason])
-            self.state.update_hypothesis(record.hypothesis, status=HypothesisStatus.RUNNING)
-            self.state.log(lost, record.name)
-        self.say(f"{lost.reason}: judged again from scratch on another judge host")
-        self.render()
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -298,11 +291,13 @@ class Lab:
             if self._settled.unchanged(self._inputs()):
                 time.sleep(POLL_S)  # nothing to decide from anew
                 continue
-            self.refill.start(self.ws, self.state, self.say)
-            reason = stop.stop_reason(self.ws, self.state, self.started, self.blocked(),
-                                      planning=self.refill.plan is not None)
-            if reason is None:
-                self.assign()
+            reason = None
+            if not self.steering.steer(self):  # paused: no new workers, no stop condition read (steering.py)
+                self.refill.start(self.ws, self.state, self.say)
+                reason = stop.stop_reason(self.ws, self.state, self.started, self.blocked(),
+                                          planning=self.refill.plan is not None)
+                if reason is None:
+                    self.assign()
             self.dispatch()
             if reason is not None and not self.state.experiments(*Status.active()):
                 return reason
@@ -311,8 +306,13 @@ class Lab:
 
     def _run(self) -> str:
         self.preflight()
-        if note := isolation.backup(self.state):  # the last good copy `orchard recover` restores; again on landing
-            self.say(note)
+        for note in self.ws.uncommitted():  # said at each start: the lab takes commits only
+            self.say(f"note: {note}")
+        if (empty := stop.before_start(self.ws, self.state)) is not None:  # before building or calibrating
+            self.finish(empty)
+            return empty
+        if backed := isolation.backup(self.state):  # the last good copy `orchard recover` restores; again on landing
+            self.say(backed)
         if (events := self.state.events()) and events[-1].kind == EventKind.STOP:
             self.state.set_counter(stop.IDLE_LOOPS, 0)  # a new session after a clean stop starts fresh
         workers = self.ws.config.workers

@@ -1,4 +1,5 @@
-"""A landing's outcome recorded: the experiment done, its branch and commits, a kept win counted.
+"""A landing's outcome recorded: the experiment done, its branch and commits, a kept win counted; or a win
+whose judge host left before its merge, sent back to be judged again.
 
 The loop's landing thread and `orchard review --land` (a held win landed by a person while no lab runs)
 both end a landing here, so lab.db and the loop's counters read the same whichever started it.
@@ -11,6 +12,8 @@ from orchard.lab.landing.land import LandOutcome
 from orchard.lab.loop import stop
 from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.records.experiment import ExperimentStatus
+from orchard.lab.records.hypothesis import HypothesisStatus
+from orchard.lab.records.judge_host import JudgeLost
 
 
 def record(state: LabState, experiment: ExperimentRecord, outcome: LandOutcome) -> tuple[bool, str]:
@@ -26,3 +29,13 @@ def record(state: LabState, experiment: ExperimentRecord, outcome: LandOutcome) 
     if won:
         merged = "merged into main" + ("" if outcome.published else ", NOT published to the target")
     return won, f"{experiment.name}: landed on {outcome.branch} ({merged})"
+
+
+def judge_again(state: LabState, experiment: ExperimentRecord, lost: JudgeLost) -> str:
+    """A win whose judge host left before its merge: judged again from scratch, on another judge host."""
+    with state.transaction():
+        state.update_experiment(experiment.name, status=ExperimentStatus.COLLECTED, judgment=None, decision=None,
+                                reasons=[lost.reason])
+        state.update_hypothesis(experiment.hypothesis, status=HypothesisStatus.RUNNING)
+        state.log(lost, experiment.name)
+    return f"{lost.reason}: judged again from scratch on another judge host"

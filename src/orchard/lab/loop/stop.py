@@ -68,6 +68,15 @@ def stop_reason(ws: Workspace, state: LabState, process_started: float, blocked:
     return next((reason for holds, reason in conditions if holds), None)
 
 
+def before_start(ws: Workspace, state: LabState) -> str | None:
+    """Why a lab stops before it builds or measures anything: nothing to try, and no planner to add any."""
+    if ws.config.workers.refill or state.hypotheses(HypothesisStatus.OPEN) or \
+            state.experiments(*ExperimentStatus.active()):
+        return None
+    return (f"the backlog is empty: nothing was built or calibrated; add hypotheses (`orchard backlog add "
+            f"{ws.root} --file FILE`, or `orchard plan {ws.root}`) and run again")
+
+
 def failures_in_a_row(state: LabState, failures: int) -> str:
     """Why `failures` agent failures in a row stop the lab: a launcher that cannot work, or a pause while the
     agent's service is rate limited, overloaded or hanging (agent_retry.py)."""

@@ -125,7 +125,7 @@ def render_final_report(lab: LabView) -> str:
     where = lab.publication
     if where is not None:
         lines += ["", "## In your repository", "",
-                  f"Wins are published to `{where.repo}` as `lab/<experiment>` branches and `{where.ref}`"
+                  f"Wins are published to `{where.repo}` as `{where.prefix}<experiment>` branches and `{where.ref}`"
                   + ("." if where.into_user_main else
                      f" (your `{where.main}` is checked out there and never pushed to). To see and take them:"),
                   "", "```", *where.commands(), "```"]

@@ -57,6 +57,7 @@ def status(lab: LabView) -> dict[str, Any]:
         "lock": {"state": lock.state, "path": lock.path, "holder": holder, "queue": list(lock.queue)},
         "judges": [{"judge": q.judge, "work": list(q.work)} for q in lab.judges],
         "stopped": lab.stopped,
+        "paused_by": lab.paused,
         "spending": [asdict(row) for row in lab.spending],
         "budgets": [asdict(b) | {"left": round(b.left, 6)} for b in lab.budgets],
     }
@@ -65,6 +66,9 @@ def status(lab: LabView) -> dict[str, Any]:
 def render(lab: LabView) -> Group:
     """The snapshot for a terminal: what `orchard status` prints and `--watch` redraws."""
     parts: list[RenderableType] = [Text(f"lab {lab.workspace}")]
+    if lab.paused is not None:
+        parts.append(Text(f"paused by {visible(lab.paused)}: no new workers until `orchard resume {lab.workspace}`",
+                          style="bold yellow"))
     if lab.sandbox == SandboxMode.NONE:
         parts.append(Text(UNSANDBOXED_NOTE, style="bold red"))
     elif lab.limits:

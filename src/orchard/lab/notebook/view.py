@@ -23,6 +23,7 @@ from typing import Any
 
 from orchard.lab.config.sections import OFFLINE_LAUNCHERS, ExecutorKind
 from orchard.lab.db import ranking, workspace_lock
+from orchard.lab.db.paused import paused
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import Direction, LockState, LockStatus, lock_status
 from orchard.lab.judge.verdict_view import VerdictView
@@ -178,6 +179,7 @@ class LabView:
     budgets: tuple[Budget, ...] = ()  # [stop] max_cost_usd and max_wall_minutes, with what is left
     ran_s: float | None = None  # from the lab's first start to its stop (or now, while it runs)
     review: Review | None = None  # what `orchard finalize` recorded: review branches, the best single attempt
+    paused: str | None = None  # who paused the lab, while a pause is in force (`orchard pause`)
     running: bool = False  # an `orchard run` holds the workspace (before `started_at`: it is calibrating)
     lineage: Lineage | None = None
     judges: tuple[JudgeQueue, ...] = ()  # each judge host's queue, when the lab has judge hosts
@@ -308,6 +310,7 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         spending=totals, budgets=budgets(ws.config.stop.max_cost_usd, ws.config.stop.max_wall_minutes,
                                          totals[-1].cost_usd if totals else None, elapsed),
         ran_s=elapsed,
+        paused=None if (pause := paused(state)) is None else pause.event.by,
         review=review,
         running=workspace_lock.holder(ws.root) is not None,
         lineage=lineage(None if start is None else start.base, hypotheses, rows, events),

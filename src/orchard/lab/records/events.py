@@ -32,6 +32,10 @@ class EventKind(StrEnum):
     JUDGMENT = "judgment"
     HELD = "held"  # a win the hack review doubted, waiting for a person
     SETTLED = "settled"  # a person landed or killed a held win (`orchard review`)
+    STOP_ASKED = "stop-asked"  # a person asked to stop one experiment's worker (`orchard stop`)
+    STOPPED = "experiment-stopped"  # ... and the lab stopped it
+    PAUSE = "pause"  # a person paused the lab: no new workers (`orchard pause`)
+    RESUME = "resume"  # ... and resumed it, with the limits they changed (`orchard resume`)
     BACKLOG = "backlog"
     LAUNCHER_FAILURE = "launcher-failure"
     AGENT_RETRY = "agent-retry"  # rate limited or overloaded: back to the backlog, tried again after a wait

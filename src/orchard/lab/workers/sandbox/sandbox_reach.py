@@ -6,12 +6,16 @@ the sandbox must run (a launcher's CLI, the first word of `[target] build`
 or `test`, a script's `#!` interpreter) in a directory only root can enter
 fails inside the sandbox with a bare "Permission denied". `orchard run`
 refuses such a lab up front (exit 2), naming the path and what to do; a
-judge step that fails adds the same words to its reason.
+judge step that fails adds the same words to its reason. A build or test
+step has no network unless `[target] build_network`: one that fails with a
+network or package-index error in its output (an offline `pip install`)
+names that key in its reason.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 from pathlib import Path
@@ -19,6 +23,13 @@ from pathlib import Path
 from orchard import confine
 from orchard.lab.config.orchard_toml import Config
 from orchard.lab.workers.sandbox.sandbox import Confinement, SandboxMode, worker_mounts
+
+# What a build prints when it needs a network its sandbox does not give it: a host it cannot resolve or reach,
+# a package index it cannot read (pip, npm, cargo, go, git, curl)
+_OFFLINE = re.compile(
+    r"Temporary failure in name resolution|Name or service not known|Network is unreachable|Could not resolve host"
+    r"|Failed to establish a new connection|No matching distribution found|Could not find a version that satisfies"
+    r"|getaddrinfo|EAI_AGAIN|ENOTFOUND|ENETUNREACH|dial tcp|failed to fetch|Couldn't resolve host", re.IGNORECASE)
 
 
 def program(command: str) -> str | None:
@@ -69,10 +80,15 @@ def step_problems(config: Config, workspace: Path) -> list[str]:
     return [f"[target] {key}: {problem}" for key, problem in found]
 
 
-def step_hint(command: str, confinement: Confinement | None) -> str:
-    """For a failed judge step: why its sandbox could not run its program ("" when that is not why)."""
+def step_hint(command: str, confinement: Confinement | None, output: str = "") -> str:
+    """For a failed judge step: why its sandbox could not run its program, or reach the network its output says
+    it needed ("" when neither is why)."""
     name = program(command)
     if confinement is None or confinement.mode != SandboxMode.BWRAP or name is None:
         return ""
     problem = blocked(name, confinement.mounts(), os.environ.get("PATH", ""))
+    if problem is None and not confinement.network and _OFFLINE.search(output):
+        problem = ("its output shows a network or package-index error, and the judge's build and test steps have "
+                   "no network: set `[target] build_network = true` in orchard.toml if the build must download "
+                   "packages")
     return "" if problem is None else f" ({problem})"

@@ -186,12 +186,21 @@ class Vcs(ABC):
              force: bool = False) -> None:
         """Publish `branch` to `remote` (as `as_branch` there when given; `force`: even if it moved elsewhere)."""
 
+    def unusable(self, repo: str) -> str | None:
+        """Why the local directory `repo` cannot be cloned by a lab (not a repository, no commit), in words a user
+        acts on; None when it can be, or for anything else (a URL: the clone says what is wrong)."""
+        return None
+
     def is_working_copy(self, repo: str) -> bool:
         """Whether `repo` is a local repository with checked-out files (its checked-out branch refuses pushes)."""
         return False
 
     def remote_head(self, checkout: Path, branch: str, remote: str = "origin") -> str | None:
         """The commit `branch` points to in `remote`; None when this VCS cannot tell."""
+        return None
+
+    def describe(self, repo: Path, rev: str) -> str | None:
+        """Who made commit `rev` of the local repository `repo`, when, and its subject; None when unknown."""
         return None
 
     @abstractmethod

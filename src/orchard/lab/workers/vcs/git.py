@@ -15,13 +15,14 @@ no system or global configuration, so nothing in the worker's `.git`
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
-import stat
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from orchard.lab.workers.vcs.base import Changes, Vcs, VcsError
+from orchard.lab.workers.vcs.git_files import own_git_dir, read_head, small_text
 
 # Settings that shape diff and status output, pinned for every command
 # through git's GIT_CONFIG_COUNT environment (as if given with `-c`).
@@ -71,47 +72,6 @@ def _excluded(ignore: Sequence[str]) -> list[str]:
     return [":/", *specs] if specs else []
 
 
-def read_head(git_dir: Path) -> str:
-    """A checkout's head commit, read from its files, never by running git there ("" if unreadable)."""
-    try:
-        head = _small_text(git_dir / "HEAD")
-        for _ in range(5):  # a symbolic ref, followed a few levels at most
-            if not head.startswith("ref: "):
-                return head if len(head) in (40, 64) and all(c in "0123456789abcdef" for c in head) else ""
-            ref = head[5:].strip()
-            if ".." in ref or not ref.startswith("refs/"):
-                return ""
-            loose = git_dir / ref
-            if loose.is_file() and not loose.is_symlink():
-                head = _small_text(loose)
-                continue
-            packed = _small_text(git_dir / "packed-refs") if (git_dir / "packed-refs").is_file() else ""
-            found = [line.split(" ", 1)[0] for line in packed.splitlines() if line.endswith(" " + ref)]
-            head = found[0] if found else ""
-    except (OSError, UnicodeDecodeError):
-        return ""
-    return ""
-
-
-def _small_text(path: Path, limit: int = 1 << 20) -> str:
-    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    try:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            return ""
-        return os.read(descriptor, limit).decode("utf-8").strip()
-    finally:
-        os.close(descriptor)
-
-
-def _own_git_dir(checkout: Path) -> Path | None:
-    """A checkout's `.git` when it is a directory of its own (a clone's), read without starting git.
-
-    None for anything else (a linked worktree's `.git` file, a link, a subdirectory): git is asked then.
-    """
-    git_dir = Path(checkout).absolute() / ".git"
-    return git_dir if git_dir.is_dir() and not git_dir.is_symlink() else None
-
-
 def _split_z(output: bytes) -> list[str]:
     return [part.decode("utf-8", errors="surrogateescape") for part in output.split(b"\0") if part]
 
@@ -140,7 +100,7 @@ class GitVcs(Vcs):
     def clone(self, source: str, dest: Path, commit: str | None = None) -> str:
         # A local source is cloned with hard-linked objects (git's default for paths): cheap, and safe if
         # the source is later repacked. At the source's own head, git's own checkout gives it: one process less.
-        dest, source_git = Path(dest), _own_git_dir(Path(source))  # None for a URL or a bare repository
+        dest, source_git = Path(dest), own_git_dir(Path(source))  # None for a URL or a bare repository
         if commit is None or (source_git is not None and read_head(source_git) == commit):
             self._git(None, "clone", "--quiet", str(source), str(dest))
             if commit is not None:  # detached there, as `checkout --detach` leaves it (the index is already it)
@@ -154,7 +114,7 @@ class GitVcs(Vcs):
         """An empty repository of the judge's borrowing `source`'s objects (alternates): `foreign_changes` reads
         the base into a private index through it, and what it stages is written here, never into `source`. One
         process (a clone took two, and left hard links to remove); a missing base fails in `read-tree`."""
-        objects = _own_git_dir(Path(source))
+        objects = own_git_dir(Path(source))
         objects = (objects if objects is not None else Path(source).absolute()) / "objects"
         if not objects.is_dir():
             raise VcsError(f"{source} is not a git repository of the lab's (no objects directory)")
@@ -176,7 +136,7 @@ class GitVcs(Vcs):
     def head(self, checkout: Path) -> str:
         # A clone's head is read from its files, no process started; anything else (a linked
         # worktree, a subdirectory, an unborn branch) is git's to resolve.
-        git_dir = _own_git_dir(checkout)
+        git_dir = own_git_dir(checkout)
         found = read_head(git_dir) if git_dir is not None else ""
         return found or self._git(checkout, "rev-parse", "HEAD").decode().strip()
 
@@ -202,7 +162,7 @@ class GitVcs(Vcs):
 
     def changes(self, checkout: Path, base: str, ignore: Sequence[str] = ()) -> Changes:
         checkout = Path(checkout)
-        git_dir = _own_git_dir(checkout) or Path(
+        git_dir = own_git_dir(checkout) or Path(
             self._git(checkout, "rev-parse", "--absolute-git-dir").decode().strip())
         return self._staged_changes(checkout, git_dir, base, ignore, self.head(checkout), ())
 
@@ -273,6 +233,20 @@ class GitVcs(Vcs):
         self._git(checkout, "push", "--quiet", remote,
                   f"{'+' if force else ''}refs/heads/{branch}:refs/heads/{as_branch or branch}")
 
+    def unusable(self, repo: str) -> str | None:
+        path = Path(repo)
+        if not path.is_dir():
+            return None
+        if not (path / ".git").exists() and not ((path / "HEAD").is_file() and (path / "objects").is_dir()):
+            return ("not a git repository (no .git in it): run `git init` there and commit the code, or give the "
+                    "repository's own directory")
+        head = self._run(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], path, env=self._env(), check=False,
+                         drop=_LOCATING)
+        if not head.ok:
+            return (f"a git repository with no commit yet: commit the code first (`git -C {shlex.quote(repo)} add -A "
+                    f"&& git -C {shlex.quote(repo)} commit -m initial`)")
+        return None
+
     def is_working_copy(self, repo: str) -> bool:
         if not Path(repo).is_dir():
             return False
@@ -283,16 +257,21 @@ class GitVcs(Vcs):
         out = self._git(checkout, "ls-remote", remote, f"refs/heads/{branch}").decode().split()
         return out[0] if out else ""
 
+    def describe(self, repo: Path, rev: str) -> str | None:
+        shown = self._run(["show", "-s", "--format=%an <%ae>, %cr: %s", "--end-of-options", rev], repo,
+                          env=self._env(), check=False, drop=_LOCATING)
+        return shown.stdout_text.strip() or None if shown.ok else None
+
     def merge(self, checkout: Path, branch: str, into: str, message: str) -> str:
         self._git(checkout, "checkout", "--quiet", into)
         self._git(checkout, "merge", "--quiet", "--no-ff", "-m", message, branch)
         return self.head(checkout)
 
     def current_branch(self, checkout: Path) -> str | None:
-        git_dir = _own_git_dir(checkout)
+        git_dir = own_git_dir(checkout)
         if git_dir is not None:  # a clone's HEAD read from its file; anything unclear is git's to answer
             try:
-                head = _small_text(git_dir / "HEAD")
+                head = small_text(git_dir / "HEAD")
             except (OSError, UnicodeDecodeError):
                 head = "ref: "
             if not head.startswith("ref: "):
@@ -324,7 +303,7 @@ class GitVcs(Vcs):
     def ignore_locally(self, checkout: Path, patterns: Sequence[str]) -> None:
         if not patterns:
             return
-        git_dir = _own_git_dir(checkout)
+        git_dir = own_git_dir(checkout)
         exclude = git_dir / "info" / "exclude" if git_dir is not None else Path(checkout) / self._git(
             checkout, "rev-parse", "--git-path", "info/exclude").decode().strip()
         exclude.parent.mkdir(parents=True, exist_ok=True)

@@ -144,7 +144,7 @@ def run_step(name: CheckName, template: str, cwd: Path, values: Mapping[str, str
         return Check(name, True, f"`{command}` passed", str(log))
     what = "timed out" if capture.timed_out else f"exit {capture.returncode}"
     tail = (capture.stderr_text or capture.stdout_text).strip().splitlines()[-1:] or [""]
-    hint = sandbox_reach.step_hint(command, confine)
+    hint = sandbox_reach.step_hint(command, confine, capture.stdout_text + capture.stderr_text)
     return Check(name, False, f"`{command}` failed ({what}): {tail[0][:200]}{hint}", str(log))
 
 

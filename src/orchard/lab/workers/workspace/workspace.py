@@ -33,6 +33,7 @@ from orchard.lab.config import rendered as config_file
 from orchard.lab.config.orchard_toml import Config
 from orchard.lab.config.sections import CONFIG_NAME
 from orchard.lab.records.worker import BASELINE_COPY, REPORT_NAME, WorkerCheckout, WorkerDir, check_name
+from orchard.lab.text import a_few, visible
 from orchard.lab.workers.vcs import Identity, Vcs, VcsError, get_vcs
 from orchard.lab.workers.workspace.bench_view import give_bench
 
@@ -188,6 +189,11 @@ class Workspace:
         for directory in (self.prompts_dir, self.logs_dir, self.results_dir, self.judge_dir):
             directory.mkdir()
         target, bench = self.config.target, self.config.bench
+        for key, repo, vcs in (("target.repo", target.repo, self.target_vcs),
+                               ("bench.repo", bench.repo, self.bench_vcs)):
+            problem = repo and vcs.unusable(repo)
+            if problem:
+                raise UsageError(f"{key} {repo}: {problem}; nothing was created")
         try:
             self.target_vcs.clone(target.repo, self.reference_target)
         except VcsError as error:
@@ -224,12 +230,29 @@ class Workspace:
 
     def target_warnings(self) -> list[str]:
         """What `orchard init` should tell the user about the target before any experiment."""
+        said = self.uncommitted(f"HEAD, {self.target_base()[:12]}")
         if self.config.target.vcs != "git" or (self.reference_target / ".gitignore").exists():
-            return []
+            return said
         ignored = ", ".join(self.config.target.ignore) or "nothing"
-        return [f"the target has no .gitignore: whatever a build writes into a checkout counts as a change "
+        return [*said, f"the target has no .gitignore: whatever a build writes into a checkout counts as a change "
                 f"unless [target] ignore names it (now: {ignored}); add a .gitignore or extend that list "
                 "if the build writes elsewhere"]
+
+    def uncommitted(self, used: str = "its own clone's main") -> list[str]:
+        """The target's uncommitted edits, said at `orchard init` and at each run's start: a lab takes commits only
+        (`used`: which), so they would otherwise be left out silently."""
+        repo = self.config.target.repo
+        if not self.target_vcs.is_working_copy(repo):
+            return []
+        try:
+            changed = self.target_vcs.status(Path(repo))
+        except VcsError:
+            return []
+        if not changed:
+            return []
+        return [f"target.repo {repo} has uncommitted changes ({len(changed)} {'file' if len(changed) == 1 else 'files'}"
+                f": {visible(a_few(sorted(changed)))}): the lab works from commits only ({used}), never from "
+                "uncommitted edits; commit them (and `orchard init` a new lab) for it to try them"]
 
     # -- workers --------------------------------------------------------------
 
