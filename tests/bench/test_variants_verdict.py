@@ -121,9 +121,15 @@ def test_an_honest_win_of_any_size_holds_on_the_variants(bench: Path, tmp_path: 
     baseline = _script(tmp_path / "baseline", PROGRAM.format(sleep=work))
     candidate = _script(tmp_path / "faster", PROGRAM.format(sleep=round(work / speedup, 4)))
     result = verdict(bench / "suite.toml", baseline, candidate, tmp_path / "results", "--runs", runs)
-    assert result["verdict"] == "PASS", result["reasons"]
     checks = result["variants"]["checks"]
     assert {c["perturbation"] for c in checks} == {"rename", "shuffle-paragraphs+duplicate-paragraph"}
+    if speedup < 1.1 and result["verdict"] == "INCONCLUSIVE":
+        # on a loaded machine 5% can stay within what the pairs resolve (MDE 6.3% at load 15): whatever the noise,
+        # the variants never count the honest win against it
+        assert all(c["held"] is not False for c in checks), checks
+        assert not any(WIN_NOT_HELD in reason for reason in result["reasons"]), result["reasons"]
+        return
+    assert result["verdict"] == "PASS", result["reasons"]
     assert all(c["held"] is True for c in checks), checks
     assert isinstance(result["variants"]["seed"], int)
 
