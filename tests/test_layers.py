@@ -10,9 +10,11 @@ the judge's measuring module runs it, the records take its verdict records,
 and the worker's bench view withholds its held-out inputs. Inside the workers'
 floor, its folders are floors too (`WORKER_FOLDERS`, bottom first).
 
-`python tests/test_layers.py [SRC]` prints the lab's counts for any tree, and
-the workers' folders (modules in each, import cycles between them):
-docs/architecture.md quotes them before and after each reshaping.
+`python tests/test_layers.py [SRC]` prints the lab's counts for any tree, the
+workers' folders (modules in each, import cycles between them), the modules
+of each package and the longest function (`tests/test_names.py` holds every
+function to `MAX_FUNCTION_LINES`): docs/architecture.md quotes them before
+and after each reshaping.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ BENCH_DOORS = {
     "orchard.lab.records.verdict": "the bench's verdict records, which the lab's records hold",
     "orchard.lab.workers.workspace.bench_view": "a worker's bench without the suite's held-out inputs",
 }
+FOREIGN = ("demo/target/", "demo/bench/")  # a foreign project's code, which the demo's patches edit
+MAX_FUNCTION_LINES = 50
 Graph = Mapping[str, frozenset[str]]
 
 
@@ -206,6 +210,48 @@ def folders(graph: Graph, package: str = WORKERS) -> Folders:
     return Folders(dict(sorted(per.items())), len(cycles({k: frozenset(v) for k, v in between.items()})))
 
 
+def packages(graph: Graph) -> dict[str, int]:
+    """The modules of each package (its `__init__` aside), by the package's name; a foreign project's left out."""
+    names = {name.rpartition(".")[0] for name in graph}
+    foreign = tuple("orchard." + path.replace("/", ".") for path in FOREIGN)
+    return dict(sorted(Counter(name.rpartition(".")[0] for name in graph
+                               if name not in names and not name.startswith(foreign)).items()))
+
+
+def function_lengths(package: Path) -> dict[str, int]:
+    """Every function's lines, from its `def` line to its last (docstring included, decorators not), by
+    `module.py:Class.function`; a foreign project's code (`FOREIGN`) left out."""
+    found: dict[str, int] = {}
+
+    def visit(node: ast.AST, where: str, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            name = prefix
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}{child.name}."
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found[f"{where}:{name[:-1]}"] = (child.end_lineno or child.lineno) - child.lineno + 1
+            visit(child, where, name)
+
+    for path in sorted(package.rglob("*.py")):
+        where = path.relative_to(package).as_posix()
+        if not where.startswith(FOREIGN):
+            visit(ast.parse(path.read_text()), where, "")
+    return found
+
+
+@dataclass(frozen=True)
+class Longest:
+    function: str
+    lines: int
+    over: int  # functions over MAX_FUNCTION_LINES
+
+
+def longest(package: Path) -> Longest:
+    lengths = function_lengths(package)
+    name = max(lengths, key=lambda function: lengths[function])
+    return Longest(name, lengths[name], sum(1 for lines in lengths.values() if lines > MAX_FUNCTION_LINES))
+
+
 def importers(graph: Graph, modules: Iterable[str], package: str) -> list[str]:
     """`module -> target` for each import of `package` (or anything in it) by `modules`."""
     return [f"{name} -> {target}" for name in sorted(modules) for target in sorted(graph[name])
@@ -305,9 +351,13 @@ def test_the_checks_see_a_cycle_and_an_import_pointing_up() -> None:
               "orchard.lab.workers.a.z": frozenset(), "orchard.lab.workers.c": frozenset()}
     assert upward(inside, ("b", "a", "c"), WORKERS) == ["orchard.lab.workers.b.y -> orchard.lab.workers.a.z"]
     assert folders(inside) == Folders({"a": 2, "b": 1, "c": 1}, cycles=1)
+    assert packages(inside) == {"orchard.lab.workers": 1, "orchard.lab.workers.a": 2, "orchard.lab.workers.b": 1}
 
 
 if __name__ == "__main__":
-    tree = import_graph(Path(sys.argv[1]) if len(sys.argv) > 1 else SRC)
+    root = Path(sys.argv[1]) if len(sys.argv) > 1 else SRC
+    tree = import_graph(root)
     print(counts(tree, FLOORS if any(name.startswith("orchard.lab.records.") for name in tree) else ()))
     print(folders(tree))
+    print(packages(tree))
+    print(longest(root / "orchard"))

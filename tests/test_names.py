@@ -1,6 +1,7 @@
 """One name, one thing: no two classes in `src/` share a name, module names repeat only where they mean one
-thing, docs/architecture.md names every module in the section of its directory, and no module is over
-`MAX_LINES` lines (one concept per module, which a reader can hold)."""
+thing, docs/architecture.md names every module in the section of its directory, no module is over
+`MAX_LINES` lines (one concept per module, which a reader can hold) and no function over `MAX_FUNCTION_LINES`
+(ruff's PLR0915 counts statements: one statement can be a 30-argument constructor)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ from collections import Counter
 from pathlib import Path
 
 import orchard
+from tests.test_layers import FOREIGN, MAX_FUNCTION_LINES, function_lengths
 
 PACKAGE = Path(orchard.__file__).parent
 ARCHITECTURE = PACKAGE.parents[1] / "docs" / "architecture.md"
-FOREIGN = ("demo/target/", "demo/bench/")
-MAX_LINES = 350  # a foreign project's code, which the demo's patches edit
+MAX_LINES = 350
 # module names that repeat, each for one thing seen from two places
 SHARED_NAMES = {
     "base.py": "a package's interface: the VCS adapters', the executors'",
@@ -65,6 +66,23 @@ def test_module_names_repeat_only_for_one_thing() -> None:
 def test_no_module_is_over_350_lines() -> None:
     assert len(longer_than(0)) > 100, "the modules of src/ were read"
     assert longer_than(MAX_LINES) == {}, f"split these by concept, each module at most {MAX_LINES} lines"
+
+
+def test_no_function_is_over_50_lines() -> None:
+    lengths = function_lengths(PACKAGE)
+    assert len(lengths) > 1000, "the functions of src/ were read"
+    assert {name: lines for name, lines in lengths.items() if lines > MAX_FUNCTION_LINES} == {}, (
+        f"split these into parts a reader can hold, each at most {MAX_FUNCTION_LINES} lines")
+
+
+def test_a_function_is_counted_from_its_def_to_its_last_line(tmp_path: Path) -> None:
+    """The count itself: decorators left out, the docstring and nested functions in, methods and nested
+    functions named by what holds them, the foreign project's code left out."""
+    (tmp_path / "m.py").write_text('@cache\n@other\ndef f():\n    """Why."""\n    def g():\n        return 1\n'
+                                   '    return g()\nclass C:\n    async def h(self):\n        pass\n')
+    (tmp_path / "demo" / "target").mkdir(parents=True)
+    (tmp_path / "demo" / "target" / "x.py").write_text("def far():\n    pass\n")
+    assert function_lengths(tmp_path) == {"m.py:f": 5, "m.py:f.g": 2, "m.py:C.h": 2}
 
 
 def test_the_code_map_names_every_module() -> None:

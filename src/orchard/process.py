@@ -178,23 +178,11 @@ def run(
     pass_fds: Sequence[int] = (),
 ) -> Capture:
     """Run `command` (an argv list; a string runs through /bin/sh) and measure it; it inherits `pass_fds`."""
-    shell = isinstance(command, str)
     argv: list[str] | str = command if isinstance(command, str) else [str(part) for part in command]
     launcher_rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started_at = _now_iso()
     started_ns = time.perf_counter_ns()
-    with _HeldInterrupt() as held:
-        proc = subprocess.Popen(
-            argv,
-            shell=shell,
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            pass_fds=tuple(pass_fds),
-        )
+    proc, held = _spawn(argv, cwd, env, stdin is not None, pass_fds)
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     out, err = _Stream(admitted_chars, stdout_sink), _Stream(admitted_chars)
     try:
@@ -212,17 +200,43 @@ def run(
                 stream.close()
     returncode = None if ended.timed_out else os.waitstatus_to_exitcode(ended.status)
     proc.returncode = returncode if returncode is not None else -signal.SIGKILL
-    cpu_ms = peak_rss = None
-    if ended.rusage is not None:
-        cpu_ms = (ended.rusage.ru_utime + ended.rusage.ru_stime) * 1000.0
-        if ended.rusage.ru_maxrss > launcher_rss_kib:
-            peak_rss = ended.rusage.ru_maxrss * 1024  # Linux reports KiB
+    cpu_ms, peak_rss = _usage(ended, launcher_rss_kib)
     return Capture(
         command=argv, returncode=returncode, timed_out=ended.timed_out, elapsed_ms=(ended_ns - started_ns) / 1e6,
         cpu_ms=cpu_ms, peak_rss_bytes=peak_rss, stdout=bytes(out.kept), stderr=bytes(err.kept),
         stdout_bytes=out.total, stdout_sha256=out.hash.hexdigest(), stderr_bytes=err.total,
         started_at=started_at, ended_at=_now_iso(), started_ns=started_ns, ended_ns=ended_ns,
     )
+
+
+def _spawn(argv: list[str] | str, cwd: Path | str | None, env: Mapping[str, str] | None, feed: bool,
+           pass_fds: Sequence[int]) -> tuple[subprocess.Popen[bytes], _HeldInterrupt]:
+    """The child started in a session (and process group) of its own, both pipes read by the runner and stdin fed
+    only when there is something to `feed`; a Ctrl-C meanwhile is held, for the caller to raise once it can kill
+    the group."""
+    with _HeldInterrupt() as held:
+        proc = subprocess.Popen(
+            argv,
+            shell=isinstance(argv, str),
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.PIPE if feed else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            pass_fds=tuple(pass_fds),
+        )
+    return proc, held
+
+
+def _usage(ended: _Ended, launcher_rss_kib: int) -> tuple[float | None, int | None]:
+    """The child's CPU time (ms) and peak RSS (bytes; None when no higher than the runner's own, which a forked
+    child's maximum starts from)."""
+    if ended.rusage is None:
+        return None, None
+    cpu_ms = (ended.rusage.ru_utime + ended.rusage.ru_stime) * 1000.0
+    peak_rss = ended.rusage.ru_maxrss * 1024 if ended.rusage.ru_maxrss > launcher_rss_kib else None  # Linux: KiB
+    return cpu_ms, peak_rss
 
 
 @dataclass

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from orchard.bench import calibration as calibration_cache
@@ -43,10 +43,13 @@ from orchard.bench.pairs import (
 )
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import MAX_RUNS, MIN_RUNS_FLOOR, Suite
-from orchard.bench.variant_watch import watch_variants
+from orchard.bench.variant_report import VariantReport
+from orchard.bench.variant_watch import VariantWatch, watch_variants
 from orchard.bench.verdict import (
     CalibrationNote,
     Direction,
+    GateResult,
+    MetricResult,
     MetricSpec,
     Unjudged,
     Verdict,
@@ -100,13 +103,7 @@ def calibrate(
     file: Path | None = None,
     confinement: RunConfinement | None = None,
 ) -> calibration_cache.Calibration:
-    """A/A: the baseline against itself; saves (in the cache, and in `file` if given) and returns it.
-
-    An interval that excludes zero is measured once more on fresh samples
-    before the calibration is refused: a real order effect or a drifting
-    machine shows again, while a 1-in-100 accident does not (and the first
-    attempt's rows stay on record).
-    """
+    """A/A: the baseline against itself; saves (in the cache, and in `file` if given) and returns it."""
     baseline = check_binary(baseline, "baseline")
     confinement = confinement or for_campaign(suite.confine, suite.directory, baseline)
     count = suite.calibration_runs if runs is None else runs
@@ -114,23 +111,7 @@ def calibrate(
         raise UsageError(f"--runs must be at least {MIN_RUNS_FLOOR} for a calibration (got {count})")
     if count > MAX_RUNS:
         raise UsageError(f"--runs must be at most {MAX_RUNS:,} for a calibration (got {count})")
-    rng = random.SystemRandom()
-    seed = rng.randrange(1, 2**31) if seed is None else seed
-    for attempt in range(1, CALIBRATION_ATTEMPTS + 1):
-        metrics, failed, rows = _aa_campaign(suite, baseline, count, seed, results, progress, confinement)
-        if not failed:
-            break
-        details = ", ".join(
-            f"{key} [{metrics[key].interval[0]:+.2%}, {metrics[key].interval[1]:+.2%}]" for key in failed
-        )
-        if attempt == CALIBRATION_ATTEMPTS:
-            raise calibration_cache.CalibrationFailed(
-                f"A/A calibration failed {attempt} times: the same binary measured against itself moved "
-                f"{details} (interval excludes zero; last seed {seed}). The machine is not quiet enough or "
-                f"the scenario has order effects; nothing was cached. Rows: {rows}"
-            )
-        progress(0, count, f"A/A interval excludes zero for {details}: measuring again on fresh samples")
-        seed = rng.randrange(1, 2**31)
+    metrics, seed = _aa_until_settled(suite, baseline, count, seed, results, progress, confinement)
     result = calibration_cache.Calibration(
         suite=suite.name,
         suite_digest=suite.digest,
@@ -149,21 +130,40 @@ def calibrate(
     return result
 
 
-def run_verdict(
-    suite: Suite,
-    baseline: Path,
-    candidate: Path,
-    *,
-    runs: int | None = None,
-    seed: int | None = None,
-    results: Path = Path("results"),
-    recalibrate: bool = False,
-    progress: PairProgress = quiet,
-    calibration_file: Path | None = None,
-    confinement: RunConfinement | None = None,
-    between_pairs: Callable[[], None] = lambda: None,
-    skip_identical: bool = False,
-) -> Verdict:
+def _aa_until_settled(suite: Suite, baseline: Path, count: int, seed: int | None, results: Path,
+                      progress: PairProgress,
+                      confinement: RunConfinement) -> tuple[dict[str, calibration_cache.MetricCalibration], int]:
+    """A/A campaigns until every interval includes zero: (noise per metric, the seed of the one that did).
+
+    An interval that excludes zero is measured once more on fresh samples
+    before the calibration is refused: a real order effect or a drifting
+    machine shows again, while a 1-in-100 accident does not (and the first
+    attempt's rows stay on record).
+    """
+    rng = random.SystemRandom()
+    seed = rng.randrange(1, 2**31) if seed is None else seed
+    for attempt in range(1, CALIBRATION_ATTEMPTS + 1):
+        metrics, failed, rows = _aa_campaign(suite, baseline, count, seed, results, progress, confinement)
+        if not failed:
+            break
+        details = ", ".join(
+            f"{key} [{metrics[key].interval[0]:+.2%}, {metrics[key].interval[1]:+.2%}]" for key in failed
+        )
+        if attempt == CALIBRATION_ATTEMPTS:
+            raise calibration_cache.CalibrationFailed(
+                f"A/A calibration failed {attempt} times: the same binary measured against itself moved "
+                f"{details} (interval excludes zero; last seed {seed}). The machine is not quiet enough or "
+                f"the scenario has order effects; nothing was cached. Rows: {rows}"
+            )
+        progress(0, count, f"A/A interval excludes zero for {details}: measuring again on fresh samples")
+        seed = rng.randrange(1, 2**31)
+    return metrics, seed
+
+
+def run_verdict(suite: Suite, baseline: Path, candidate: Path, *, runs: int | None = None, seed: int | None = None,
+                results: Path = Path("results"), recalibrate: bool = False, progress: PairProgress = quiet,
+                calibration_file: Path | None = None, confinement: RunConfinement | None = None,
+                between_pairs: Callable[[], None] = lambda: None, skip_identical: bool = False) -> Verdict:
     """Judge `candidate` against `baseline` on `suite`.
 
     The calibration comes from `calibration_file` (or the suite's), else the
@@ -174,59 +174,90 @@ def run_verdict(
     baseline = check_binary(baseline, "baseline")
     candidate = check_binary(candidate, "candidate")
     confinement = confinement or for_campaign(suite.confine, suite.directory, baseline, candidate)
-    min_runs, max_runs = check_runs(runs, suite)
-    plan = AdaptivePlan(min_runs, max_runs, suite.alpha, suite.extra_runs)
+    plan = adaptive_plan(runs, suite)
     calibration_file = calibration_file or suite.calibration
     cal = None if recalibrate else cached_calibration(suite, calibration_file, confinement.isolation)
     cached = cal is not None
-    same = same_program(suite.directory, baseline, candidate) if skip_identical else ""  # after the usage checks
-    if same:
+    if skip_identical and (same := same_program(suite.directory, baseline, candidate)):  # after the usage checks
         return _unmeasured(suite, baseline, candidate, same, results)
     seed = random.SystemRandom().randrange(1, 2**31) if seed is None else seed
     with workbench(suite, confinement=confinement) as bench, RunWriter(results, "verdict", rows_summary) as writer:
         watch = watch_variants(suite, bench, baseline)
         runner = PairRunner(watch.suite, bench, baseline, candidate, writer, seed, "verdict", watch)
         samples, series = Samples(suite.metrics), RunSeries([*suite.metrics, *timing_specs(suite)])
-        refusal: Refusal | None = None
-        if cal is None:
-            cal, refusal = calibrate_now(suite, baseline, results, progress, calibration_file, confinement)
+        cal, refusal = calibrate_now(cal, suite, baseline, results, progress, calibration_file, confinement)
         command_gates = run_command_gates(suite.gates, bench, runner.binaries)
         gates = list(command_gates.get("candidate", []))
-        refusal = refusal or next((Refusal(Unjudged.BASELINE_FAILED, f"baseline fails gate {g.name}: {g.detail}")
-                                   for g in command_gates.get("baseline", []) if not g.passed), None)
-        measured = Measured()
-        if refusal is None and all(g.passed for g in gates):
-            assert cal is not None  # a failed calibration is a refusal
-            measured = measure_pairs(runner, (samples, series), cal, plan, progress, between_pairs)
-            if measured.refusal is None:
-                with runner.lock:
-                    gates += shape_check.check(suite, bench, baseline, candidate, runner.tracker.determinism_fields,
-                                               runner.metric_names)
+        refusal = refusal or baseline_refusal(command_gates)
+        measured, gates = _pairs(suite, runner, (samples, series), cal, refusal, gates, plan, progress,
+                                 between_pairs)
         refusal = refusal or measured.refusal
         runner.lock.print_total()
-        metrics, flagged = series.flag(measured.metrics)
-        decision = (VerdictDecision(VerdictWord.ERROR, reasons=[refusal.reason], unjudged=refusal.cause) if refusal
-                    else overall(metrics, gates + measured.failed_gates))
-        decision, variants = watch.judge(decision, {} if cal is None else cal.noise(), suite.alpha)
-        decision.reasons.extend(flagged if refusal is None else [])
-        decision.reasons.extend(extension_note(measured.pairs, max_runs, measured.went_on))
-        warnings = runner.tracker.warnings + ([] if cal is None else
-                                              verdict_warnings(runner.lock, samples, cal, decision))
+        decision, variants = decided(suite, watch, cal, refusal, series.flag(measured.metrics),
+                                     gates + measured.failed_gates)
+        decision.reasons.extend(extension_note(measured.pairs, plan.max_runs, measured.went_on))
+        warnings = runner.tracker.warnings + verdict_warnings(runner.lock, samples, cal, decision)
         writer.write({"lane": "verdict", "step_kind": "verdict", "verdict": decision.verdict,
                       "reasons": decision.reasons, "pairs": measured.pairs, "scenario_pairs": _scenario_pairs(samples),
                       "seed": seed, **runner.base_meta})
-    note = None if cal is None else CalibrationNote(cached, round(cal.age_s(), 1), cal.runs, cal.seed,
-                                                      cal.machine_fingerprint,
-                                                      None if cal.file is None else str(cal.file))
     return Verdict(
         verdict=decision.verdict, reasons=decision.reasons, baseline=baseline, candidate=candidate,
         metrics=label(suite, decision.metrics), gates=decision.gates, suite=str(suite.path), seed=seed,
-        pairs=measured.pairs, planned_pairs=plan.last, calibration=note, warnings=warnings,
+        pairs=measured.pairs, planned_pairs=plan.last, calibration=calibration_note(cal, cached), warnings=warnings,
         lock_wait_ms=runner.lock.total_wait_ms, rows=writer.path, summary=writer.summary_path,
         unjudged=decision.unjudged, confinement=confinement.note,
         advice=advise(suite.metrics, decision.metrics, cpu_share(suite, series),
                       lambda: instructions.available() is not None), variants=variants,
     )
+
+
+def _pairs(suite: Suite, runner: PairRunner, kept: tuple[Samples, RunSeries], cal: calibration_cache.Calibration | None,
+           refusal: Refusal | None, gates: list[GateResult], plan: AdaptivePlan, progress: PairProgress,
+           between_pairs: Callable[[], None]) -> tuple[Measured, list[GateResult]]:
+    """The pairs, measured unless the candidate is refused or fails a command gate, and the shape check once
+    they all were (under the lock, as they were): what they gave, and the gates with the shape check's."""
+    if refusal is not None or not all(g.passed for g in gates):
+        return Measured(), gates
+    assert cal is not None  # a failed calibration is a refusal
+    measured = measure_pairs(runner, kept, cal, plan, progress, between_pairs)
+    if measured.refusal is not None:
+        return measured, gates
+    with runner.lock:
+        return measured, gates + shape_check.check(suite, runner.bench, runner.binaries["baseline"],
+                                                   runner.binaries["candidate"], runner.tracker.determinism_fields,
+                                                   runner.metric_names)
+
+
+def adaptive_plan(runs: int | None, suite: Suite) -> AdaptivePlan:
+    """The looks of one candidate's campaign: `runs` checked against the suite, its alpha and extra runs."""
+    min_runs, max_runs = check_runs(runs, suite)
+    return AdaptivePlan(min_runs, max_runs, suite.alpha, suite.extra_runs)
+
+
+def baseline_refusal(command_gates: Mapping[str, list[GateResult]]) -> Refusal | None:
+    """The baseline failing a command gate: nothing can be judged against it."""
+    return next((Refusal(Unjudged.BASELINE_FAILED, f"baseline fails gate {g.name}: {g.detail}")
+                 for g in command_gates.get("baseline", []) if not g.passed), None)
+
+
+def decided(suite: Suite, watch: VariantWatch, cal: calibration_cache.Calibration | None, refusal: Refusal | None,
+            flagged: tuple[list[MetricResult], list[str]],
+            gates: list[GateResult]) -> tuple[VerdictDecision, VariantReport]:
+    """A candidate's decision: ERROR on a refusal, else its metrics (first runs flagged) and gates, a win that does
+    not hold on a variant REGRESSED."""
+    metrics, flags = flagged
+    decision = (VerdictDecision(VerdictWord.ERROR, reasons=[refusal.reason], unjudged=refusal.cause) if refusal
+                else overall(metrics, gates))
+    decision, variants = watch.judge(decision, {} if cal is None else cal.noise(), suite.alpha)
+    decision.reasons.extend(flags if refusal is None else [])
+    return decision, variants
+
+
+def calibration_note(cal: calibration_cache.Calibration | None, cached: bool) -> CalibrationNote | None:
+    """What a verdict says of its calibration: cached or made now, its age, runs, seed, machine and file."""
+    return None if cal is None else CalibrationNote(cached, round(cal.age_s(), 1), cal.runs, cal.seed,
+                                                      cal.machine_fingerprint,
+                                                      None if cal.file is None else str(cal.file))
 
 
 def _unmeasured(suite: Suite, baseline: Path, candidate: Path, reason: str, results: Path) -> Verdict:
@@ -263,9 +294,13 @@ def cpu_share(suite: Suite, series: RunSeries) -> dict[str, float]:
     return shares
 
 
-def calibrate_now(suite: Suite, baseline: Path, results: Path, progress: PairProgress, calibration_file: Path | None,
-                   confinement: RunConfinement) -> tuple[calibration_cache.Calibration | None, Refusal | None]:
-    """A/A calibration for a verdict that found none: (it, None), or (None, why the baseline cannot be judged)."""
+def calibrate_now(cal: calibration_cache.Calibration | None, suite: Suite, baseline: Path, results: Path,
+                  progress: PairProgress, calibration_file: Path | None,
+                  confinement: RunConfinement) -> tuple[calibration_cache.Calibration | None, Refusal | None]:
+    """The verdict's calibration: `cal` when it found one, else an A/A calibration made now: (it, None), or (None,
+    why the baseline cannot be judged)."""
+    if cal is not None:
+        return cal, None
     progress(0, suite.calibration_runs, "no A/A calibration cached for this machine and suite: calibrating")
     try:
         return calibrate(suite, baseline, results=results, progress=progress, file=calibration_file,
@@ -284,9 +319,12 @@ def cached_calibration(suite: Suite, calibration_file: Path | None,
 
 
 def verdict_warnings(
-    lock: MeasurementLock, samples: Samples, cal: calibration_cache.Calibration, decision: VerdictDecision
+    lock: MeasurementLock, samples: Samples, cal: calibration_cache.Calibration | None, decision: VerdictDecision
 ) -> list[str]:
-    """hyperfine-style notes on when these numbers should not be trusted."""
+    """hyperfine-style notes on when these numbers should not be trusted (none without a calibration: nothing was
+    measured)."""
+    if cal is None:
+        return []
     notes = []
     if lock.disabled:
         notes.append("the measurement lock was disabled: other measurements may have overlapped these")

@@ -182,19 +182,8 @@ def _run_key(row: Mapping[str, Any]) -> Any:
 def compare(old: Path, new: Path, alpha: float = DEFAULT_ALPHA) -> Comparison:
     """Judge NEW against OLD, paired where their runs line up."""
     old_loaded, new_loaded = _load(old), _load(new)
-    if old_loaded.fmt != new_loaded.fmt:
-        said = {readers.Format.JSONL: "orchard rows"}
-        raise UsageError(f"{old} holds {said.get(old_loaded.fmt, f'{old_loaded.fmt} results')} and {new} "
-                         f"{said.get(new_loaded.fmt, f'{new_loaded.fmt} results')}: compare two files of one tool")
-    old_rows, new_rows = old_loaded.rows, new_loaded.rows
-    for key in rowlib.COMPARABILITY_KEYS:
-        left, right = {r.get(key) for r in old_rows}, {r.get(key) for r in new_rows}
-        if left != right:
-            raise UsageError(
-                f"{old} and {new} are not comparable: {key} is {sorted(map(str, left))} "
-                f"in one and {sorted(map(str, right))} in the other"
-            )
-    old_groups, new_groups = _groups(old, old_rows), _groups(new, new_rows)
+    _comparable(old, new, old_loaded, new_loaded)
+    old_groups, new_groups = _groups(old, old_loaded.rows), _groups(new, new_loaded.rows)
     renamed = _one_each(old_loaded, new_loaded, old_groups, new_groups)
     shared = [key for key in old_groups if key in new_groups]
     if not shared:
@@ -204,39 +193,66 @@ def compare(old: Path, new: Path, alpha: float = DEFAULT_ALPHA) -> Comparison:
     metrics: list[MetricResult] = []
     all_paired = True
     for key in shared:
-        a_rows, b_rows = old_groups[key], new_groups[key]
-        a_keys, b_keys = [_run_key(r) for r in a_rows], [_run_key(r) for r in b_rows]
-        paired = None not in a_keys and sorted(a_keys) == sorted(b_keys) and len(set(a_keys)) == len(a_keys)
-        apart = measured_apart(a_rows, b_rows) if paired else ""
-        if paired and not apart:
-            b_by_key = {_run_key(r): r for r in b_rows}
-            b_rows = [b_by_key[k] for k in a_keys]
-        else:
-            paired = all_paired = False
-            why = apart or f"runs do not line up ({len(a_rows)} old, {len(b_rows)} new)"
-            warnings.append(f"{key}: {why}: compared unpaired")
-        specs, samples = [], {}
-        a_read, b_read = [readings(r) for r in a_rows], [readings(r) for r in b_rows]
-        for metric in FIELDS:
-            a, b = [found.get(metric) for found in a_read], [found.get(metric) for found in b_read]
-            if None in a or None in b:
-                continue
-            one_kind(old, new, f"{key}/{metric}", {r.quantity for r in a if r}, {r.quantity for r in b if r})
-            spec = MetricSpec(key, metric, Direction.LOWER, {**BUILTIN_METRICS, **OPTIONAL_METRICS}[metric])
-            specs.append(spec)
-            samples[spec.key] = ([r.value for r in a if r], [r.value for r in b if r])
-        if paired:
-            noise = {
-                spec.key: MetricNoise(  # one sample a side shows no determinism (a single Google Benchmark run)
-                    spec.min_floor, len(samples[spec.key][0]) > 1 and len(set(samples[spec.key][0])) == 1
-                    and len(set(samples[spec.key][1])) == 1, 0.0
-                )
-                for spec in specs
-            }
-            metrics += decide_metrics(specs, samples, noise, alpha)
-        else:
-            metrics += decide_unpaired(specs, samples, alpha)
+        a_rows = old_groups[key]
+        b_rows, apart = _lined_up(a_rows, new_groups[key])
+        if apart:
+            all_paired = False
+            warnings.append(f"{key}: {apart}: compared unpaired")
+        metrics += _judged(old, new, key, (a_rows, b_rows), not apart, alpha)
     if all_paired and old_loaded.fmt != readers.Format.JSONL:
         warnings.append(f"runs paired by their place in each file: {old_loaded.fmt} records no time per run, so "
                         "whether the two files' runs were interleaved is not known")
     return Comparison(overall(metrics, []), all_paired, warnings, old, new)
+
+
+def _comparable(old: Path, new: Path, old_loaded: Loaded, new_loaded: Loaded) -> None:
+    """Both files of one tool, their rows measured the same way (`rows.COMPARABILITY_KEYS`), else usage error."""
+    if old_loaded.fmt != new_loaded.fmt:
+        said = {readers.Format.JSONL: "orchard rows"}
+        raise UsageError(f"{old} holds {said.get(old_loaded.fmt, f'{old_loaded.fmt} results')} and {new} "
+                         f"{said.get(new_loaded.fmt, f'{new_loaded.fmt} results')}: compare two files of one tool")
+    for key in rowlib.COMPARABILITY_KEYS:
+        left, right = {r.get(key) for r in old_loaded.rows}, {r.get(key) for r in new_loaded.rows}
+        if left != right:
+            raise UsageError(
+                f"{old} and {new} are not comparable: {key} is {sorted(map(str, left))} "
+                f"in one and {sorted(map(str, right))} in the other"
+            )
+
+
+def _lined_up(a_rows: list[Mapping[str, Any]],
+              b_rows: list[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]], str]:
+    """NEW's rows in OLD's run order when their runs line up (each run once on both sides) and were measured
+    together; else NEW's rows as they are, and why they are compared unpaired."""
+    a_keys, b_keys = [_run_key(r) for r in a_rows], [_run_key(r) for r in b_rows]
+    paired = None not in a_keys and sorted(a_keys) == sorted(b_keys) and len(set(a_keys)) == len(a_keys)
+    apart = measured_apart(a_rows, b_rows) if paired else ""
+    if paired and not apart:
+        b_by_key = {_run_key(r): r for r in b_rows}
+        return [b_by_key[k] for k in a_keys], ""
+    return b_rows, apart or f"runs do not line up ({len(a_rows)} old, {len(b_rows)} new)"
+
+
+def _judged(old: Path, new: Path, key: str, sides: tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]],
+            paired: bool, alpha: float) -> list[MetricResult]:
+    """One scenario's metrics, each that both sides measured in every run, judged paired or unpaired."""
+    specs, samples = [], {}
+    a_read, b_read = ([readings(r) for r in rows] for rows in sides)
+    for metric in FIELDS:
+        a, b = [found.get(metric) for found in a_read], [found.get(metric) for found in b_read]
+        if None in a or None in b:
+            continue
+        one_kind(old, new, f"{key}/{metric}", {r.quantity for r in a if r}, {r.quantity for r in b if r})
+        spec = MetricSpec(key, metric, Direction.LOWER, {**BUILTIN_METRICS, **OPTIONAL_METRICS}[metric])
+        specs.append(spec)
+        samples[spec.key] = ([r.value for r in a if r], [r.value for r in b if r])
+    if not paired:
+        return decide_unpaired(specs, samples, alpha)
+    noise = {
+        spec.key: MetricNoise(  # one sample a side shows no determinism (a single Google Benchmark run)
+            spec.min_floor, len(samples[spec.key][0]) > 1 and len(set(samples[spec.key][0])) == 1
+            and len(set(samples[spec.key][1])) == 1, 0.0
+        )
+        for spec in specs
+    }
+    return decide_metrics(specs, samples, noise, alpha)

@@ -161,12 +161,8 @@ def _exact_result(spec: MetricSpec, a: np.ndarray, b: np.ndarray) -> MetricResul
                    candidate_median=float(b[0]))
 
 
-def decide_metrics(
-    specs: Sequence[MetricSpec],
-    samples: Mapping[str, tuple[Sequence[float], Sequence[float]]],
-    noise: Mapping[str, MetricNoise],
-    alpha: float,
-) -> list[MetricResult]:
+def decide_metrics(specs: Sequence[MetricSpec], samples: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+                   noise: Mapping[str, MetricNoise], alpha: float) -> list[MetricResult]:
     """Judge every metric from its paired samples (baseline, candidate).
 
     `alpha` is this look's false-claim rate, both directions together: a claim either way (regressed or
@@ -196,22 +192,28 @@ def decide_metrics(
                 for spec, scale, bad, floor_scaled in statistical]
     levels = stats.holm_levels(p_values, alpha / 2.0)
     for (spec, scale, bad, floor_scaled), p, level in zip(statistical, p_values, levels, strict=True):
-        sign = spec.bad_sign
-        interval = stats.hl_interval(bad, 1.0 - 2.0 * level)
-        estimate = stats.hodges_lehmann(bad) if len(bad) else math.nan
-        # back to the candidate-vs-baseline orientation for display
-        low, high = sorted((sign * interval.low, sign * interval.high))
-        mde = stats.minimum_detectable_effect(stats.robust_sd(bad), len(bad), level, floor_scaled)
-        judged = replace(
-            results[spec.key],
-            verdict=classify(interval.low, interval.high, floor_scaled, _from_relative(scale, spec.matters)),
-            effect=_to_relative(scale, sign * estimate),
-            interval=(_to_relative(scale, low), _to_relative(scale, high)),
-            confidence=interval.confidence if math.isfinite(interval.low) else 1.0 - 2.0 * level, p_value=p,
-            mde=_to_relative(scale, mde) if math.isfinite(mde) else mde,
-        )
-        results[spec.key] = replace(judged, note=_wide_floor_note(judged, spec.matters))
+        results[spec.key] = _tested(results[spec.key], (spec, scale, bad, floor_scaled), p, level)
     return [results[spec.key] for spec in specs]
+
+
+def _tested(unclear: MetricResult, tested: tuple[MetricSpec, Scale, np.ndarray, float], p: float,
+            level: float) -> MetricResult:
+    """A metric judged by statistics: its Hodges-Lehmann interval at its Holm `level`, as a relative effect."""
+    spec, scale, bad, floor_scaled = tested
+    interval = stats.hl_interval(bad, 1.0 - 2.0 * level)
+    estimate = stats.hodges_lehmann(bad) if len(bad) else math.nan
+    # back to the candidate-vs-baseline orientation for display
+    low, high = sorted((spec.bad_sign * interval.low, spec.bad_sign * interval.high))
+    mde = stats.minimum_detectable_effect(stats.robust_sd(bad), len(bad), level, floor_scaled)
+    judged = replace(
+        unclear,
+        verdict=classify(interval.low, interval.high, floor_scaled, _from_relative(scale, spec.matters)),
+        effect=_to_relative(scale, spec.bad_sign * estimate),
+        interval=(_to_relative(scale, low), _to_relative(scale, high)),
+        confidence=interval.confidence if math.isfinite(interval.low) else 1.0 - 2.0 * level, p_value=p,
+        mde=_to_relative(scale, mde) if math.isfinite(mde) else mde,
+    )
+    return replace(judged, note=_wide_floor_note(judged, spec.matters))
 
 
 def decide_unpaired(

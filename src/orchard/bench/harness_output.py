@@ -36,6 +36,11 @@ def aggregate(values: list[float], how: str) -> float | None:
     return values[-1]
 
 
+def metric(harness_rows: list[dict[str, Any]], name: str, how: str) -> float | None:
+    """A metric over the selected rows: the numbers among its values, aggregated as the scenario says."""
+    return aggregate([v for v in (as_number(r.get(name)) for r in harness_rows) if v is not None], how)
+
+
 def select(harness_rows: list[dict[str, Any]], where: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [row for row in harness_rows if all(row.get(k) == v for k, v in where.items())]
 

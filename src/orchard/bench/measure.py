@@ -174,21 +174,54 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *
     With `count=False` the instruction count (if the scenario measures it) is
     left to `count_instructions`, so a caller can take it outside the lock.
     """
-    where = f"scenario '{scenario.name}'"
-    values = bench.template_values(binary)
     meta = {**spec.metadata, "role": spec.role}
     if scenario.kind == "python":
         return _observe_python(bench, scenario, binary, spec, meta)
     assert scenario.command is not None
-    command = render(scenario.command, values, where)
-    results_file = None
-    if scenario.file is not None:
-        rendered = render(scenario.file, values, where)
-        assert isinstance(rendered, str)
-        results_file = Path(bench.suite.directory, rendered)
+    command = render(scenario.command, bench.template_values(binary), f"scenario '{scenario.name}'")
+    results_file = _results_file(bench, scenario, binary)
+    if results_file is not None:
         results_file.unlink(missing_ok=True)  # never read an earlier run's results
+    capture, timed_by, fraction = _run_command(bench, scenario, binary, command, results_file)
+    row = rows.step_row(capture, subject=spec.subject, scenario=scenario.name, operation=scenario.name, run=spec.run,
+                        metadata=meta, step_kind="measured", expected_returncodes=scenario.returncodes,
+                        stand_ins=bench.stand_ins(binary))
+    row["monotonic_start_ns"] = capture.started_ns
+    row["monotonic_end_ns"] = capture.ended_ns
+    row["timed_by"] = timed_by
+    ok = row["returncode"] == 0
+    failure = "" if ok else _failure_text(capture, bench.confinement)
+    metric_values: dict[str, float | None] = {name: harness.as_number(row.get(name)) for name in scenario.metrics()}
+    metric_values["wall_ms"] = row["elapsed_ms"]
+    digest: str | None = capture.stdout_sha256[:16]
+    if scenario.kind == "rows":
+        digest, harness_failure = _read_harness(scenario, spec, capture.stdout_text, results_file, ok, row,
+                                                metric_values)
+        if harness_failure is not None:
+            ok, failure = False, harness_failure
+    row["information_recall"] = fraction
+    row["output_digest"] = digest
+    observation = Observation(scenario.name, spec.role, metric_values, digest, fraction, ok, failure, row)
+    if count:
+        count_instructions(bench, scenario, binary, observation)
+    return observation
+
+
+def _results_file(bench: Workbench, scenario: Scenario, binary: Path) -> Path | None:
+    """Where the scenario's harness writes its results (None: it prints them)."""
+    if scenario.file is None:
+        return None
+    rendered = render(scenario.file, bench.template_values(binary), f"scenario '{scenario.name}'")
+    assert isinstance(rendered, str)
+    return Path(bench.suite.directory, rendered)
+
+
+def _run_command(bench: Workbench, scenario: Scenario, binary: Path, command: list[str] | str,
+                 results_file: Path | None) -> tuple[process.Capture, str, float | None]:
+    """The scenario's command run once, as confined as the bench says and timed by its own timer: its capture
+    (showing the command the suite runs), how it was timed, and the recall of the expected facts, read from the
+    whole output (token estimates only count the admitted part)."""
     admitted = ROWS_ADMITTED_CHARS if scenario.kind == "rows" else bench.suite.admitted_chars
-    # the gates judge the whole output; only token estimates use the admitted part
     with tempfile.SpooledTemporaryFile(max_size=SPILL_BYTES, dir=str(bench.root)) as whole, \
             own_timing(bench.root) as timing:
         capture = timing.own(process.run(
@@ -202,57 +235,33 @@ def observe(bench: Workbench, scenario: Scenario, binary: Path, spec: RunSpec, *
             stdout_sink=cast(BinaryIO, whole) if scenario.expect else None,
             pass_fds=timing.fds,
         ))
-        capture = dataclasses.replace(capture, command=command)  # the row shows what the suite runs
-        timed_by = timing.timer.how
         fraction = recall(scenario.expect, cast(BinaryIO, whole))
-    row = rows.step_row(
-        capture,
-        subject=spec.subject,
-        scenario=scenario.name,
-        operation=scenario.name,
-        run=spec.run,
-        metadata=meta,
-        step_kind="measured",
-        expected_returncodes=scenario.returncodes,
-        stand_ins=bench.stand_ins(binary),
-    )
-    row["monotonic_start_ns"] = capture.started_ns
-    row["monotonic_end_ns"] = capture.ended_ns
-    row["timed_by"] = timed_by
-    ok = row["returncode"] == 0
-    failure = "" if ok else _failure_text(capture, bench.confinement)
-    metric_values: dict[str, float | None] = {name: harness.as_number(row.get(name)) for name in scenario.metrics()}
-    metric_values["wall_ms"] = row["elapsed_ms"]
-    digest: str | None = capture.stdout_sha256[:16]
-    text = capture.stdout_text
-    if scenario.kind == "rows":
-        try:
-            harness_rows = harness.select(harness.read_rows(scenario, text, results_file, ok), scenario.where)
-        except UsageError as error:
-            if spec.role != "candidate":
-                raise  # the baseline's (or a subject's) harness yields nothing: the suite is wrong
-            # a candidate that makes the harness yield nothing failed its run; it never ends the campaign
-            harness_rows, ok, failure = [], False, str(error)
-            row["returncode"] = 1
-        row["harness_rows"] = harness_rows
-        # the harness's own fields win; the harness process's builtins remain for the rest
-        reported = {name for name in spec.metric_names
-                    if name not in BUILTIN_METRICS or any(name in r for r in harness_rows)}
-        for name in reported:
-            metric_values[name] = harness.aggregate(
-                [v for v in (harness.as_number(r.get(name)) for r in harness_rows) if v is not None],
-                scenario.aggregate,
-            )
-        row["harness_metrics"] = {name: metric_values[name] for name in sorted(reported)}  # what is judged
-        digest = harness.fields_digest(harness_rows, spec.determinism_fields)
-        # a harness's own stdout is data, not what an agent reads
-        row["stdout_excerpt"] = text[:2000]
-    row["information_recall"] = fraction
-    row["output_digest"] = digest
-    observation = Observation(scenario.name, spec.role, metric_values, digest, fraction, ok, failure, row)
-    if count:
-        count_instructions(bench, scenario, binary, observation)
-    return observation
+        return dataclasses.replace(capture, command=command), timing.timer.how, fraction
+
+
+def _read_harness(scenario: Scenario, spec: RunSpec, text: str, results_file: Path | None, ok: bool,
+                  row: dict[str, Any], metric_values: dict[str, float | None]) -> tuple[str | None, str | None]:
+    """A rows harness's metrics, read from its selected rows into the row and `metric_values`: the digest of its
+    determinism fields, and the failure of a candidate whose harness yields nothing (None: no such failure)."""
+    failure = None
+    try:
+        harness_rows = harness.select(harness.read_rows(scenario, text, results_file, ok), scenario.where)
+    except UsageError as error:
+        if spec.role != "candidate":
+            raise  # the baseline's (or a subject's) harness yields nothing: the suite is wrong
+        # a candidate that makes the harness yield nothing failed its run; it never ends the campaign
+        harness_rows, failure = [], str(error)
+        row["returncode"] = 1
+    row["harness_rows"] = harness_rows
+    # the harness's own fields win; the harness process's builtins remain for the rest
+    reported = {name for name in spec.metric_names
+                if name not in BUILTIN_METRICS or any(name in r for r in harness_rows)}
+    for name in reported:
+        metric_values[name] = harness.metric(harness_rows, name, scenario.aggregate)
+    row["harness_metrics"] = {name: metric_values[name] for name in sorted(reported)}  # what is judged
+    # a harness's own stdout is data, not what an agent reads
+    row["stdout_excerpt"] = text[:2000]
+    return harness.fields_digest(harness_rows, spec.determinism_fields), failure
 
 
 def count_instructions(bench: Workbench, scenario: Scenario, binary: Path, observation: Observation) -> None:
@@ -266,10 +275,8 @@ def count_instructions(bench: Workbench, scenario: Scenario, binary: Path, obser
     if instructions.METRIC not in scenario.measure and not cycles:
         return
     assert scenario.command is not None
-    values, where = bench.template_values(binary), f"scenario '{scenario.name}'"
-    command = render(scenario.command, values, where)
-    results_file = None if scenario.file is None else Path(bench.suite.directory, str(render(scenario.file, values,
-                                                                                               where)))
+    command = render(scenario.command, bench.template_values(binary), f"scenario '{scenario.name}'")
+    results_file = _results_file(bench, scenario, binary)
 
     def confined(argv: list[str], scratch: Path) -> list[str]:  # the counting run is as confined as the timed one
         return bench.confinement.wrap(argv, binary=binary, suite_dir=bench.suite.directory, root=bench.root,
@@ -317,12 +324,8 @@ def _observe_python(
     failed_rows = [r for r in harness_rows if rows.is_failure(r)]
     if failed_rows and not failure:
         failure = f"{len(failed_rows)} failed row(s), first: {failed_rows[0].get('operation')}"
-    metric_values: dict[str, float | None] = {
-        name: harness.aggregate(
-            [v for v in (harness.as_number(r.get(name)) for r in harness_rows) if v is not None], scenario.aggregate
-        )
-        for name in spec.metric_names
-    }
+    metric_values: dict[str, float | None] = {name: harness.metric(harness_rows, name, scenario.aggregate)
+                                              for name in spec.metric_names}
     wall_ms = (ended - started) / 1e6
     metric_values["wall_ms"] = wall_ms
     row = {

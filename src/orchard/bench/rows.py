@@ -94,12 +94,7 @@ def step_row(
     baseline and a candidate are the same tool at different paths, so their
     calls must cost the same.
     """
-    expected = not capture.timed_out and capture.returncode in expected_returncodes
-    # A command that fails with 77 is a failure, not a skip: skips carry a reason
-    # and come from skip_row. The process's own code stays in process_returncode.
-    failed_code = capture.returncode or 1
-    if failed_code == SKIP_RETURNCODE:
-        failed_code = 1
+    returncode = _recorded_returncode(capture, expected_returncodes)
     row: Row = {
         **base_row(
             subject=subject, scenario=scenario, operation=operation, run=run, metadata=metadata, step_kind=step_kind
@@ -107,7 +102,7 @@ def step_row(
         "elapsed_ms": round(capture.elapsed_ms, 3),
         "cpu_ms": None if capture.cpu_ms is None else round(capture.cpu_ms, 3),
         "peak_rss_bytes": capture.peak_rss_bytes,
-        "returncode": 0 if expected else failed_code,
+        "returncode": returncode,
         "process_returncode": capture.returncode,
         "timed_out": capture.timed_out,
         "command": command_display(capture.command),
@@ -124,9 +119,17 @@ def step_row(
             stderr_truncated=capture.stderr_truncated,
         ),
     }
-    if not expected:
+    if returncode:
         row["stderr_tail"] = capture.stderr_text[-2000:]
     return row
+
+
+def _recorded_returncode(capture: Capture, expected_returncodes: Sequence[int]) -> int:
+    """0 for an expected exit, else the process's code, or 1 for none. A command that fails with 77 is a failure,
+    not a skip: skips carry a reason and come from skip_row. The process's own code stays in process_returncode."""
+    if not capture.timed_out and capture.returncode in expected_returncodes:
+        return 0
+    return 1 if capture.returncode in (None, 0, SKIP_RETURNCODE) else capture.returncode
 
 
 def skip_row(

@@ -26,15 +26,20 @@ class SuiteTable(Table):
             self.fail(f"'{key}' is empty")
         return value
 
+    def choice(self, key: str, choices: tuple[str, ...], default: Any = ..., *, required: bool = False) -> str:
+        """A string that must be one of `choices`."""
+        value: str = self.get(key, str, default, required=required)
+        if value not in choices:
+            self.fail(f"'{key}' must be one of {', '.join(choices)}")
+        return value
+
 
 
 def read_scenario(path: Path, index: int, table: Any, default_timeout: float) -> Scenario:
     reader = SuiteTable(path, f"[[scenario]] #{index + 1}", table)
     name = reader.get("name", str, required=True)
     reader.where = f"[[scenario]] '{name}'"
-    kind = reader.get("kind", str, "command")
-    if kind not in SCENARIO_KINDS:
-        reader.fail(f"'kind' must be one of {', '.join(SCENARIO_KINDS)}")
+    kind = reader.choice("kind", SCENARIO_KINDS, "command")
     command = reader.command("command", required=kind != "python")
     target = reader.get("callable", str, None)
     if kind == "python" and (not target or ":" not in target):
@@ -44,17 +49,9 @@ def read_scenario(path: Path, index: int, table: Any, default_timeout: float) ->
     env = reader.get("env", dict, {})
     if not all(isinstance(v, str) for v in env.values()):
         reader.fail("'env' values must be strings")
-    aggregate = reader.get("aggregate", str, "sum")
-    if aggregate not in ("sum", "last", "max", "mean"):
-        reader.fail("'aggregate' must be one of sum, last, max, mean")
-    measure = reader.strings("measure")
-    if unknown := [name for name in measure if name not in OPTIONAL_METRICS]:
-        reader.fail(f"'measure' knows {', '.join(OPTIONAL_METRICS)}, not {', '.join(unknown)}")
-    if measure and kind != "command":
-        reader.fail("'measure' applies to command scenarios (a harness reports its own metrics)")
-    result_format = reader.get("format", str, "jsonl")
-    if result_format not in READER_FORMATS:
-        reader.fail(f"'format' must be one of {', '.join(READER_FORMATS)}")
+    aggregate = reader.choice("aggregate", ("sum", "last", "max", "mean"), "sum")
+    measure = _measure(reader, kind)
+    result_format = reader.choice("format", READER_FORMATS, "jsonl")
     results_file = reader.get("file", str, None)
     if (result_format != "jsonl" or results_file is not None) and kind != "rows":
         reader.fail("'format' and 'file' apply to rows scenarios (a harness that writes results)")
@@ -84,6 +81,16 @@ def read_scenario(path: Path, index: int, table: Any, default_timeout: float) ->
     if measured_view.names_whole_bench(command):
         reader.fail(measured_view.ASK_FOR_INPUTS)
     return scenario
+
+
+def _measure(reader: SuiteTable, kind: str) -> tuple[str, ...]:
+    """The optional metrics a command scenario measures (a harness reports its own)."""
+    measure = reader.strings("measure")
+    if unknown := [name for name in measure if name not in OPTIONAL_METRICS]:
+        reader.fail(f"'measure' knows {', '.join(OPTIONAL_METRICS)}, not {', '.join(unknown)}")
+    if measure and kind != "command":
+        reader.fail("'measure' applies to command scenarios (a harness reports its own metrics)")
+    return measure
 
 
 def _variants(reader: SuiteTable) -> tuple[str, ...] | None:

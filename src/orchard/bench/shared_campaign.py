@@ -20,7 +20,7 @@ docs/benchmarks.md, section 2). One candidate is exactly `run_verdict`.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,21 +29,25 @@ from orchard.bench.binary import check_binary
 from orchard.bench.binary_counts import BinaryCounts
 from orchard.bench.calibration import Calibration
 from orchard.bench.campaign import (
+    adaptive_plan,
+    baseline_refusal,
     cached_calibration,
     calibrate_now,
+    calibration_note,
     cpu_share,
+    decided,
     run_verdict,
     timing_specs,
     verdict_warnings,
 )
 from orchard.bench.confinement import RunConfinement, for_campaign
-from orchard.bench.decide import AdaptivePlan, advise, extension_note, open_metrics, overall
+from orchard.bench.decide import AdaptivePlan, advise, extension_note, open_metrics
 from orchard.bench.display import rows_summary
 from orchard.bench.first_runs import RunSeries
 from orchard.bench.gates import run_command_gates
 from orchard.bench.holdout import label
 from orchard.bench.measure import Observation, workbench
-from orchard.bench.pairs import IncomparableRows, PairProgress, Refusal, Samples, check_runs, judge_look, quiet
+from orchard.bench.pairs import IncomparableRows, PairProgress, Refusal, Samples, judge_look, quiet
 from orchard.bench.rounds import BASELINE, CandidatePair, RoundRunner, role_of
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import Suite
@@ -54,8 +58,6 @@ from orchard.bench.verdict import (
     MetricResult,
     Unjudged,
     Verdict,
-    VerdictDecision,
-    VerdictWord,
 )
 
 
@@ -152,19 +154,10 @@ def _rounds(runner: RoundRunner, judged: list[_Candidate], cal: Calibration, pla
     return rounds, runs
 
 
-def run_shared_verdicts(
-    suite: Suite,
-    baseline: Path,
-    candidates: Sequence[Path],
-    *,
-    runs: int | None = None,
-    seed: int | None = None,
-    results: Path = Path("results"),
-    progress: PairProgress = quiet,
-    calibration_file: Path | None = None,
-    confinement: RunConfinement | None = None,
-    between_rounds: Callable[[], None] = lambda: None,
-) -> SharedVerdicts:
+def run_shared_verdicts(suite: Suite, baseline: Path, candidates: Sequence[Path], *, runs: int | None = None,
+                        seed: int | None = None, results: Path = Path("results"), progress: PairProgress = quiet,
+                        calibration_file: Path | None = None, confinement: RunConfinement | None = None,
+                        between_rounds: Callable[[], None] = lambda: None) -> SharedVerdicts:
     """Judge every candidate against `baseline` on `suite` in one campaign; one verdict per candidate."""
     if len(candidates) == 1:  # exactly today's campaign
         only = run_verdict(suite, baseline, candidates[0], runs=runs, seed=seed, results=results, progress=progress,
@@ -175,8 +168,7 @@ def run_shared_verdicts(
     baseline = check_binary(baseline, "baseline")
     paths = [check_binary(path, "candidate") for path in candidates]
     confinement = confinement or for_campaign(suite.confine, suite.directory, baseline, *paths)
-    min_runs, max_runs = check_runs(runs, suite)
-    plan = AdaptivePlan(min_runs, max_runs, suite.alpha, suite.extra_runs)  # each candidate's, as alone
+    plan = adaptive_plan(runs, suite)  # each candidate's, as alone
     calibration_file = calibration_file or suite.calibration
     cal = cached_calibration(suite, calibration_file, confinement.isolation)
     cached = cal is not None
@@ -185,19 +177,9 @@ def run_shared_verdicts(
         watch = watch_variants(suite, bench, baseline)
         runner = RoundRunner(watch.suite, bench, baseline, paths, writer, seed, "verdict",
                              [watch, *(watch.again() for _ in paths[1:])])
-        refusal: Refusal | None = None
-        if cal is None:
-            cal, refusal = calibrate_now(suite, baseline, results, progress, calibration_file, confinement)
+        cal, refusal = calibrate_now(cal, suite, baseline, results, progress, calibration_file, confinement)
         command_gates = run_command_gates(suite.gates, bench, runner.binaries)
-        refusal = refusal or next((Refusal(Unjudged.BASELINE_FAILED, f"baseline fails gate {g.name}: {g.detail}")
-                                   for g in command_gates.get("baseline", []) if not g.passed), None)
-        specs = [*suite.metrics, *timing_specs(suite)]
-        judged = [_Candidate(Samples(suite.metrics), RunSeries(specs), list(command_gates.get(role_of(k), [])))
-                  for k in range(len(paths))]
-        for candidate in judged:
-            if refusal is not None:
-                candidate.stop(refusal)
-            candidate.done = candidate.done or not all(g.passed for g in candidate.gates)
+        judged = _candidates(suite, runner, refusal or baseline_refusal(command_gates), command_gates)
         rounds, measured = (0, 0) if cal is None else _rounds(runner, judged, cal, plan, progress,
                                                                          between_rounds)
         with runner.lock:
@@ -206,12 +188,24 @@ def run_shared_verdicts(
                     candidate.gates += shape_check.check(suite, bench, baseline, paths[k],
                                                          runner.trackers[k].determinism_fields, runner.metric_names)
         runner.lock.print_total()
-        note = None if cal is None else CalibrationNote(cached, round(cal.age_s(), 1), cal.runs, cal.seed,
-                                                          cal.machine_fingerprint,
-                                                          None if cal.file is None else str(cal.file))
+        note = calibration_note(cal, cached)
         verdicts = tuple(_verdict(suite, runner, writer, (cal, note, plan), k, candidate)
                          for k, candidate in enumerate(judged))
     return SharedVerdicts(verdicts, rounds, measured, seed)
+
+
+def _candidates(suite: Suite, runner: RoundRunner, refusal: Refusal | None,
+                command_gates: Mapping[str, list[GateResult]]) -> list[_Candidate]:
+    """Each candidate's campaign, with its command gates; stopped before the rounds when the baseline cannot be
+    judged or a gate of its own failed."""
+    specs = [*suite.metrics, *timing_specs(suite)]
+    judged = [_Candidate(Samples(suite.metrics), RunSeries(specs), list(command_gates.get(role_of(k), [])))
+              for k in range(len(runner.trackers))]
+    for candidate in judged:
+        if refusal is not None:
+            candidate.stop(refusal)
+        candidate.done = candidate.done or not all(g.passed for g in candidate.gates)
+    return judged
 
 
 def _verdict(suite: Suite, runner: RoundRunner, writer: RunWriter,
@@ -220,17 +214,12 @@ def _verdict(suite: Suite, runner: RoundRunner, writer: RunWriter,
     """Candidate `k`'s verdict, as `run_verdict` would give it, saying it shared its baseline runs."""
     cal, note, plan = calibrated
     others = len(runner.trackers) - 1
-    metrics, flagged = judged.series.flag(judged.metrics)
-    refusal = judged.refusal
-    decision = (VerdictDecision(VerdictWord.ERROR, reasons=[refusal.reason], unjudged=refusal.cause) if refusal
-                else overall(metrics, judged.gates + judged.failed_gates))
-    decision, variants = runner.watches[k].judge(decision, {} if cal is None else cal.noise(), suite.alpha)
-    decision.reasons.extend(flagged if refusal is None else [])
+    decision, variants = decided(suite, runner.watches[k], cal, judged.refusal, judged.series.flag(judged.metrics),
+                                 judged.gates + judged.failed_gates)
     decision.reasons.extend(extension_note(judged.pairs, plan.max_runs, judged.went_on))
     decision.reasons.append(f"judged beside {others} other candidate{'s' if others > 1 else ''} on shared baseline "
                             "runs, at its own alpha as alone")
-    warnings = runner.trackers[k].warnings + ([] if cal is None else verdict_warnings(runner.lock, judged.samples, cal,
-                                                                                      decision))
+    warnings = runner.trackers[k].warnings + verdict_warnings(runner.lock, judged.samples, cal, decision)
     candidate = runner.binaries[role_of(k)]
     writer.write({"lane": "verdict", "step_kind": "verdict", "verdict": decision.verdict, "reasons": decision.reasons,
                   "pairs": judged.pairs, "candidate": str(candidate), "subject": role_of(k), **runner.base_meta})

@@ -225,9 +225,7 @@ def _gate(
     scenarios: tuple[Scenario, ...],
 ) -> Gate:
     reader = SuiteTable(path, f"[[gate]] #{index + 1}", table)
-    kind = reader.get("kind", str, required=True)
-    if kind not in GATE_KINDS:
-        reader.fail(f"'kind' must be one of {', '.join(GATE_KINDS)}")
+    kind = reader.choice("kind", GATE_KINDS, required=True)
     name = reader.get("name", str, kind)
     reader.where = f"[[gate]] '{name}'"
     applies = reader.strings("scenarios") or tuple(scenario_names)

@@ -199,18 +199,9 @@ def collection_checks(candidate: Candidate) -> list[Check]:
     ]
 
 
-def judge(
-    ws: Workspace,
-    state: LabState,
-    name: str,
-    candidate: Candidate,
-    base: str,
-    bench_base: str,
-    *,
-    progress: Progress = lambda _: None,
-    measure_progress: MeasureProgress | None = None,
-    measurer: Measurer = measure,
-) -> Judgment:
+def judge(ws: Workspace, state: LabState, name: str, candidate: Candidate, base: str, bench_base: str, *,
+          progress: Progress = lambda _: None, measure_progress: MeasureProgress | None = None,
+          measurer: Measurer = measure) -> Judgment:
     """Judge one candidate end to end (idempotent: everything is rebuilt from clean), timing its build and its
     measurement (what FINAL_REPORT's account of the lab's time adds up). `measurer` takes the verdict: the loop
     passes its `Gathering`'s, where candidates waiting on the same base are measured together."""
@@ -272,15 +263,26 @@ def _judge(ws: Workspace, state: LabState, name: str, candidate: Candidate, base
     assert_bench_untouched(ws, bench_base)
     if (plausible := plausibility.check(verdict, plausible_bound(ws))) is not None:
         checks.append(plausible)
+    ruling, findings = _win_checks(ws, state, name, candidate, checkout, (baseline, built), base, verdict, checks,
+                                   progress)
+    return replace(_finish(ruling, checks, str(checkout), verdict, base, candidate, built), findings=findings)
+
+
+def _win_checks(ws: Workspace, state: LabState, name: str, candidate: Candidate, checkout: Path,
+                binaries: tuple[BuiltBinary, BuiltBinary], base: str, verdict: Verdict, checks: list[Check],
+                progress: Progress) -> tuple[Ruling, tuple[Finding, ...]]:
+    """The ruling, after what only a win goes through, each while it still LANDs: its patch read for benchmark
+    gaming (before anything else may land it), the wider inputs, the reviewer; their checks go into `checks`."""
+    flags = list(candidate.flags)
     ruling = decide(checks, verdict, flags)
     findings: tuple[Finding, ...] = ()
-    if ruling.decision == Decision.LAND:  # every win's patch, before anything else may land it
+    if ruling.decision == Decision.LAND:
         findings = tuple(hack_review.review(candidate.patch, hack_review.lab_facts(ws, checkout, candidate.patch)))
         checks.append(hack_review.check(findings))
         ruling = decide(checks, verdict, flags)
     if ruling.decision == Decision.LAND and differential.applies(ws):
         progress(f"{name}: baseline and candidate on inputs beyond the bench")
-        checks.append(differential.check(ws, baseline, built, base, _metric(state, candidate)))
+        checks.append(differential.check(ws, *binaries, base, _metric(state, candidate)))
         ruling = decide(checks, verdict, flags)
     if ruling.decision == Decision.LAND and review.configured(ws):
         progress(f"{name}: review")
@@ -288,7 +290,7 @@ def _judge(ws: Workspace, state: LabState, name: str, candidate: Candidate, base
         experiment = review.experiment_for(name, hypothesis, candidate, ws)
         checks.append(review.review(ws, experiment, candidate, verdict, checks, checkout))
         ruling = decide(checks, verdict, flags)
-    return replace(_finish(ruling, checks, str(checkout), verdict, base, candidate, built), findings=findings)
+    return ruling, findings
 
 
 def _metric(state: LabState, candidate: Candidate) -> str:

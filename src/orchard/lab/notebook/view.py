@@ -232,21 +232,10 @@ def _spent(ws: Workspace, row: ExperimentRecord, launcher: str, waits: Sequence[
                  won=row.decision == Decision.LAND)
 
 
-def build(ws: Workspace, state: LabState, *, now: float | None = None, live: bool = True) -> LabView:
-    """The whole snapshot, read in one transaction so every part agrees with every other."""
-    now = time.time() if now is None else now
-    with state.reading():
-        events = state.events()
-        rows = state.experiments()
-        hypotheses = state.hypotheses()
-        titles = {h.id: h.hypothesis.title for h in hypotheses}
-        ranked = ranking.ranked(state)[:10]
-        final = final_verdict(events)
-        board = leaderboard(state, None if final is None else final.verdict)
-        dirs = directions(state)
-        started = state.meta("started_at")
-        where = json.loads(state.meta("publication") or "{}")
-        review = Review.from_json(state.meta(REVIEW_KEY))
+def _experiment_views(ws: Workspace, rows: Sequence[ExperimentRecord],
+                      events: Sequence[JournalEvent[Event | Unrecognized]], titles: Mapping[str, str],
+                      waits: tuple[LockWait, ...]) -> list[ExperimentView]:
+    """Each experiment as the journal tells it: its judgment, launcher, publication, revert and spending."""
     judgments = {e.experiment: e for e in of_type(events, JudgmentEntry)}
     # the launcher each experiment ran (a hypothesis may name its own), as its start recorded it
     launchers = {e.experiment: e.event.launcher or ws.config.launcher.name
@@ -254,8 +243,6 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
     published = {e.experiment: Published(e.event.branch, e.event.reachable, e.event.error or "not published yet")
                  for e in of_type(events, MainPublished)}
     reverts = {e.experiment: e.event.revert for e in of_type(events, Reverted)}
-    waits = tuple(LockWait(e.at, e.kind, e.experiment, e.event.measured.lock_wait_ms)
-                  for e in of_type(events, Event) if e.event.measured is not None)
     experiments = []
     for row in rows:
         judged = judgments.get(row.name)
@@ -269,21 +256,44 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
             base=row.target_base, published=published.get(row.name), reverted=reverts.get(row.name),
             spent=_spent(ws, row, launchers.get(row.name, ""), waits),
             held=tuple(f.describe() for f in row.judgment.findings) if row.judgment and row.judgment.held else ()))
-    starts = of_type(events, LabStart)
-    start = starts[0].event if starts else None
-    baseline = {} if start is None else dict(start.baseline)
-    floors = {} if start is None else dict(start.floors)
-    # where each experiment runs: this machine, or the dask worker its latest attempt started on
+    return experiments
+
+
+def _worker_views(ws: Workspace, experiments: Sequence[ExperimentView],
+                  events: Sequence[JournalEvent[Event | Unrecognized]], now: float,
+                  live: bool) -> tuple[WorkerView, ...]:
+    """The running experiments, each with where it runs: this machine, or the dask worker its latest attempt
+    started on."""
     here = socket.gethostname() if ws.config.workers.executor != ExecutorKind.DASK else "dask cluster (queued)"
     hosts = {e.experiment: e.event.host for e in of_type(events, ExperimentHost)}
-    workers = tuple(
+    return tuple(
         WorkerView(experiment=e.name, hypothesis=e.hypothesis, worker=e.worker, lane=e.lane,
-                   launcher=e.launcher or ws.config.launcher.name,
-                   status=e.status,
-                   elapsed_s=round(now - e.started_at, 1),
-                   host=hosts.get(e.name, here),
+                   launcher=e.launcher or ws.config.launcher.name, status=e.status,
+                   elapsed_s=round(now - e.started_at, 1), host=hosts.get(e.name, here),
                    log=str(ws.log_path(e.name)), log_tail=log_tail(ws.log_path(e.name)) if live else ())
         for e in experiments if e.status in ExperimentStatus.active())
+
+
+def build(ws: Workspace, state: LabState, *, now: float | None = None, live: bool = True) -> LabView:
+    """The whole snapshot, read in one transaction so every part agrees with every other."""
+    now = time.time() if now is None else now
+    with state.reading():
+        events = state.events()
+        rows = state.experiments()
+        hypotheses = state.hypotheses()
+        ranked = ranking.ranked(state)[:10]
+        final = final_verdict(events)
+        board = leaderboard(state, None if final is None else final.verdict)
+        dirs = directions(state)
+        started = state.meta("started_at")
+        where = json.loads(state.meta("publication") or "{}")
+        review = Review.from_json(state.meta(REVIEW_KEY))
+    waits = tuple(LockWait(e.at, e.kind, e.experiment, e.event.measured.lock_wait_ms)
+                  for e in of_type(events, Event) if e.event.measured is not None)
+    experiments = _experiment_views(ws, rows, events, {h.id: h.hypothesis.title for h in hypotheses}, waits)
+    start = next((e.event for e in of_type(events, LabStart)), None)
+    baseline, floors = ({}, {}) if start is None else (dict(start.baseline), dict(start.floors))
+    workers = _worker_views(ws, experiments, events, now, live)
     stops = of_type(events, LabStopped)
     totals = spending([e.spent for e in experiments if e.spent is not None])
     # as the stop conditions count it: from the lab's first start; a stopped lab's ends at its stop
@@ -292,8 +302,7 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         workspace=str(ws.root), generated_at=now, started_at=float(started) if started else None,
         base=None if start is None else start.base, executor=ws.config.workers.executor,
         sandbox=ws.config.workers.sandbox, limits=ws.config.workers.limits().describe(),
-        tmux_socket=ws.tmux_socket, worker_slots=ws.config.workers.count,
-        baseline=baseline,
+        tmux_socket=ws.tmux_socket, worker_slots=ws.config.workers.count, baseline=baseline,
         floors=floors, directions=dirs, workers=workers,
         lock=lock_status() if live else LockStatus(LockState.NOT_READ, "", None, None, None, ()),
         backlog=tuple(BacklogItem(r.id, r.hypothesis.score, r.hypothesis.lane, r.hypothesis.title) for r in ranked),
@@ -309,9 +318,7 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
                                 for e in of_type(events, LauncherFailed)),
         spending=totals, budgets=budgets(ws.config.stop.max_cost_usd, ws.config.stop.max_wall_minutes,
                                          totals[-1].cost_usd if totals else None, elapsed),
-        ran_s=elapsed,
-        paused=None if (pause := paused(state)) is None else pause.event.by,
-        review=review,
+        ran_s=elapsed, paused=None if (pause := paused(state)) is None else pause.event.by, review=review,
         running=workspace_lock.holder(ws.root) is not None,
         lineage=lineage(None if start is None else start.base, hypotheses, rows, events),
         judges=tuple(judge_queues(of_type(events, JudgeStarted), [(e.name, e.status) for e in experiments])),
