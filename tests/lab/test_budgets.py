@@ -11,6 +11,9 @@ table orchard.toml may override, shown as estimated.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 import tomllib
 from pathlib import Path
@@ -25,13 +28,14 @@ from orchard.lab.loop import stop
 from orchard.lab.loop.steering import Steering
 from orchard.lab.notebook.spending import cost_text
 from orchard.lab.records.agent_usage import AgentUsage
-from orchard.lab.records.events import ExperimentStarted
+from orchard.lab.records.events import ExperimentStarted, LabStopped
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import Hypothesis, HypothesisStatus, Lane
 from orchard.lab.records.steering_events import LimitChanged, Resumed
 from orchard.lab.workers.launchers.launchers import make_launcher
 from orchard.lab.workers.workspace.workspace import Workspace
-from tests.lab.lab_helpers import ALPHA_TARGET, lab_config
+from orchard.lab.workers.workspace.workspace_init import init_workspace
+from tests.lab.lab_helpers import ALPHA_TARGET, REPORTS, STDOUT_SUITE, command_launcher, lab_config, one_worker
 from tests.lab.loop_support import bare_candidate
 from tests.lab.test_steering import _Executor, _Lab, _orchard, _workspace
 
@@ -181,3 +185,38 @@ def test_nothing_spent_is_0_and_an_estimate_says_so_in_the_status_and_final_repo
     report = _orchard("report", ws.root)[1]
     assert "| `codex` | 1 | 0 | $0 |" in report
     assert "spent: $0 of agent cost" in _orchard("status", ws.root)[1]
+
+
+@pytest.mark.slow  # a whole `orchard run`: two workers, one verdict
+def test_in_a_lab_the_hard_cap_stops_the_worker_still_running_and_the_pause_names_it(
+    tmp_path: Path, target_repo: Path, standin_bin: Path
+) -> None:
+    """The stand-in Claude Code reports $0.0123, past 1.5 times a $0.005 budget: the other worker, still running
+    (it would sleep ten minutes), is stopped unjudged (on main it ran to its timeout and was judged)."""
+    (tmp_path / "suite.toml").write_text(STDOUT_SUITE)
+    (tmp_path / "orchard.toml").write_text(lab_config(
+        target=ALPHA_TARGET, workers={**one_worker(timeout_minutes=15), "count": 2, "exploit": 2},
+        launcher={"name": "claude"}, launchers={"sleeper": command_launcher("sleep 600" + REPORTS)},
+        stop={"top_attempted": 9, "max_cost_usd": 0.005}))
+    (tmp_path / "hypotheses.toml").write_text(
+        '[[hypothesis]]\nid = "paid"\nmetric = "out/stdout_bytes"\nchange = "shorter alpha"\nscope = ["src/alpha.txt"]'
+        '\nimpact = 5\n\n[[hypothesis]]\nid = "sleeper"\nmetric = "out/stdout_bytes"\nchange = "sleep"\n'
+        'scope = ["src/beta.txt"]\nimpact = 4\nlauncher = "sleeper"\n')
+    ws = init_workspace(tmp_path / "ws", str(target_repo), None, tmp_path / "orchard.toml")
+    env = {**os.environ, "PATH": f"{standin_bin}:{os.environ['PATH']}"}
+    for args in (("backlog", "add", ws.root, "--file", tmp_path / "hypotheses.toml"), ("run", ws.root)):
+        done = subprocess.run([sys.executable, "-m", "orchard", *map(str, args)], capture_output=True, text=True,
+                              timeout=900, env=env, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+    state = LabState.open_readonly(ws.root)
+    try:
+        sleeper = next(e for e in state.experiments() if e.hypothesis == "sleeper")
+        assert (sleeper.decision, sleeper.judgment) == (None, None), sleeper.reasons
+        assert "stopped by the budget's hard cap (the agent cost, $0.0123, is past 1.5 times its budget of " \
+               "$0.005)" in sleeper.reasons[0]
+        assert state.hypothesis("sleeper").status == HypothesisStatus.OPEN
+        reason = state.events_of(LabStopped)[-1].event.reason
+    finally:
+        state.close()
+    assert reason.startswith("paused: the agent cost budget of $0.005 is spent ($0.0123); past its hard cap "), reason
+    assert "(sleeper)" in reason
