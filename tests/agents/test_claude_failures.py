@@ -136,5 +136,6 @@ def test_the_cost_budget_stops_the_lab_at_the_first_experiment_that_crosses_it(
                    stop={"top_attempted": 2, "max_cost_usd": 0.01})
     assert list(experiments(root)) == ["shorter-alpha"]  # shorter-beta never started
     stopped = lab_events(root, LabStopped)[-1].event.reason
-    assert stopped == ("paused: the agent cost budget of $0.01 is spent ($0.06); raise [stop] max_cost_usd in "
-                       "orchard.toml and `orchard run` resumes, the spend so far kept")
+    assert stopped == (f"paused: the agent cost budget of $0.01 is spent ($0.0580); `orchard run {root} "
+                       "--max-cost-usd N` (or [stop] max_cost_usd in orchard.toml) raises it and resumes, the spend so "
+                       "far kept")

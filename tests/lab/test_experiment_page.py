@@ -15,6 +15,7 @@ from orchard.lab.db.state import LabState
 from orchard.lab.notebook import pages
 from orchard.lab.notebook import view as lab_view
 from orchard.lab.notebook.serve import Snapshots, bind
+from orchard.lab.records.agent_usage import AgentUsage
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import Hypothesis, Lane
 from orchard.lab.workers.workspace.workspace import Workspace
@@ -160,3 +161,21 @@ def test_a_wildcard_bind_prints_addresses_a_browser_reaches(host: str) -> None:
         assert re.match(r"http://(127\.0\.0\.1|\[::1\]):\d+/\?token=", binding.local_url)
     finally:
         sock.close()
+
+
+@pytest.mark.parametrize(("usage", "shown"), [
+    (AgentUsage(cost_usd=0.0023, input_tokens=1200, output_tokens=100, estimated=True), "$0.0023 (estimated)"),
+    (AgentUsage(cost_usd=0.0, input_tokens=0, output_tokens=0), "$0"),  # nothing spent, as everywhere else
+])
+def test_an_experiment_page_shows_its_agent_cost_as_every_page_does(
+    pages_lab: Workspace, usage: AgentUsage, shown: str
+) -> None:
+    state = LabState.open(pages_lab.root)
+    try:
+        record = state.experiment("count-with-dict")
+        assert record.candidate is not None
+        state.update_experiment("count-with-dict", candidate=dataclasses.replace(record.candidate, usage=usage))
+    finally:
+        state.close()
+    html = _page(pages_lab, "count-with-dict")
+    assert html is not None and f"agent cost {shown} agent tokens" in _text(html)

@@ -205,8 +205,9 @@ def test_agent_cli_workers_edit_report_and_give_usage(
     usage = candidate.usage
     expected = {
         "claude": (0.0123, 1200, 340, 3),
-        "codex": (None, 1200, 100, 2),
+        "codex": (pytest.approx(0.002275), 1200, 100, 2),  # estimated: its tokens at its default model's price
         "cursor": (None, None, None, None),
         "aider": (0.03, 3700, 460, 2),
     }[cli]
     assert (usage.cost_usd, usage.input_tokens, usage.output_tokens, usage.turns) == expected
+    assert usage.estimated == (cli == "codex")

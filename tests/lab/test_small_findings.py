@@ -46,7 +46,8 @@ def test_the_wall_time_budget_counts_from_the_labs_start_not_this_process(
         state.set_meta("started_at", str(time.time() - 3600))  # the lab started an hour ago, then was resumed
         assert stop.stop_reason(ws, state, time.time()) == (
             "paused: the wall-time budget of 30 minutes is spent (counted from the lab's first start); "
-            "raise [stop] max_wall_minutes in orchard.toml and `orchard run` resumes")
+            f"`orchard run {ws.root} --max-wall-minutes N` (or [stop] max_wall_minutes in orchard.toml) raises it and "
+            "resumes, the spend so far kept")
         ws.config = dataclasses.replace(ws.config, stop=dataclasses.replace(ws.config.stop, max_wall_minutes=120))
         assert stop.stop_reason(ws, state, time.time()) is None  # a higher budget resumes it, the hour kept
     finally:

@@ -2,7 +2,8 @@
 
 Two agent CLIs (the recording stand-ins, tests/lab/standin.py, first on
 PATH) each work one hypothesis: Claude Code's result carries its cost and
-tokens, Codex's events carry tokens and no cost. FINAL_REPORT, the
+tokens, Codex's events carry tokens and no cost (estimated from them, and
+said so: on main it was "not reported"). FINAL_REPORT, the
 dashboard's state and `orchard status` must add up what each reported, with
 the lab's own worker, build and measurement times, and say how much of
 `max_cost_usd` and `max_wall_minutes` is left.
@@ -49,6 +50,7 @@ launcher = "codex"
 impact = 4
 """
 CLAUDE_COST = 0.0123  # what the stand-in's Claude Code result reports
+CODEX_COST = (1000 * 1.25 + 200 * 0.125 + 100 * 10.0) / 1e6  # its tokens at config/prices.py's `default` price
 
 
 def _orchard(*args: str | Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -74,8 +76,10 @@ def test_a_lab_reports_what_each_launcher_spent_and_the_budgets_left(
     rows = {cells[0]: cells for cells in ([c.strip() for c in line.strip("|").split("|")] for line in table)}
     assert rows["`claude`"][1:5] == ["1", "0", f"${CLAUDE_COST:.4f}", "1,200 input, 340 output, 5,000 cache-read, "
                                                                       "800 cache-write"]
-    assert rows["`codex`"][1:5] == ["1", "0", "not reported", "1,200 input, 100 output, 200 cache-read"]
-    assert rows["all launchers"][1:4] == ["2", "0", f"${CLAUDE_COST:.4f}"]
+    # Codex prints tokens, no cost: estimated at its default model's price (1,000 uncached, 200 cached, 100 out)
+    assert rows["`codex`"][1:5] == ["1", "0", f"${CODEX_COST:.4f} (estimated)", "1,200 input, 100 output, "
+                                                                               "200 cache-read"]
+    assert rows["all launchers"][1:4] == ["2", "0", f"${CLAUDE_COST + CODEX_COST:.4f} (estimated)"]
     for cells in rows.values():  # the workers ran and the judge built and measured: none of it is zero
         assert all(re.fullmatch(r"[\d.,]+ (ms|s|min)", cell) for cell in cells[5:8]), cells
         assert cells[9:] == ["-", "-"]  # no win kept, so no cost or time per win
@@ -88,11 +92,14 @@ def test_a_lab_reports_what_each_launcher_spent_and_the_budgets_left(
     finally:
         state.close()
     assert [s["launcher"] for s in shown["spending"]] == ["claude", "codex", "all launchers"]
-    assert shown["spending"][-1]["cost_usd"] == pytest.approx(CLAUDE_COST)
+    assert shown["spending"][-1]["cost_usd"] == pytest.approx(CLAUDE_COST + CODEX_COST)
+    assert [s["estimated"] for s in shown["spending"]] == [False, True, True]
     status = _orchard("status", ws.root, "--json", env=env)
     budgets = {b["name"]: b for b in json.loads(status.stdout)["budgets"]}
-    assert budgets["max_cost_usd"]["left"] == pytest.approx(1.0 - CLAUDE_COST)
+    assert budgets["max_cost_usd"]["left"] == pytest.approx(1.0 - CLAUDE_COST - CODEX_COST)
     assert 0 < budgets["max_wall_minutes"]["used"] < 60 and budgets["max_wall_minutes"]["left"] > 540
     said = _orchard("status", ws.root, env=env).stdout
-    assert f"budget left: max_cost_usd: $0.99 of $1 left (${CLAUDE_COST:.4f} spent)" in said
+    spent = f"${CLAUDE_COST + CODEX_COST:.4f} (estimated)"
+    assert f"spent: {spent} of agent cost" in said
+    assert f"budget left: max_cost_usd: $0.99 of $1 left ({spent} spent)" in said
     assert "budget left: max_wall_minutes: " in said and " of 600 minutes left (" in said

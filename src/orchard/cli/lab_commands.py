@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from orchard.cli.options import workspace_argument
+from orchard.cli.options import budget_options, workspace_argument
 from orchard.cli.output import ProgressBar, terminal_console
 from orchard.errors import UsageError
 from orchard.lab.config.sections import ExecutorKind
@@ -89,9 +89,19 @@ def _run_lab(ws: Workspace, state: LabState) -> str:
 
 @click.command()
 @workspace_argument
-def run(workspace: Path) -> None:
-    """Run the research loop until a stop condition holds; on an existing lab, resume it."""
-    with open_lab(workspace) as (ws, state):
+@budget_options
+def run(workspace: Path, **budgets: float | None) -> None:
+    """Run the research loop until a stop condition holds; on an existing lab, resume it (a budget given is
+    written into orchard.toml's [stop] first, the spend so far kept)."""
+    given = {key: value for key, value in budgets.items() if value is not None}
+    if given:
+        import getpass
+
+        from orchard.lab.loop.steering import raise_limits
+
+        with open_lab(workspace) as (ws, state):
+            click.echo(raise_limits(ws, state, getpass.getuser(), given))
+    with open_lab(workspace) as (ws, state):  # orchard.toml read again, with the limits raised
         reason = _run_lab(ws, state)
     click.echo(f"stopped: {visible(reason)}")
     click.echo(f"report:  {ws.root / 'FINAL_REPORT.md'}")

@@ -64,3 +64,13 @@ def lane_subject_options(default: str | None, what: str) -> Callable[[Callable[.
 
 
 workspace_argument = click.argument("workspace", required=False, default=".", type=click.Path(path_type=Path))
+
+
+def budget_options(function: Callable[..., None]) -> Callable[..., None]:
+    """--max-cost-usd and --max-wall-minutes: `[stop]` keys of orchard.toml, written there (`resume` and `run`)."""
+    for option in (
+        click.option("--max-wall-minutes", type=float, help="The wall-time budget in minutes (0: no limit)."),
+        click.option("--max-cost-usd", type=float, help="The agents' cost budget in USD (0: no limit)."),
+    ):
+        function = option(function)
+    return function

@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from orchard.cli.lab_commands import open_lab
+from orchard.cli.options import budget_options
 
 _BY = click.option("--by", default=None, help="Who asks, as the journal records it (default: the user running this).")
 
@@ -43,8 +44,7 @@ def pause(workspace: Path, by: str | None) -> None:
 @click.command()
 @click.argument("workspace", type=click.Path(path_type=Path))
 # each limit is a `[stop]` key of orchard.toml (docs/configuration.md), written there
-@click.option("--max-cost-usd", type=float, help="The agents' cost budget in USD (0: no limit).")
-@click.option("--max-wall-minutes", type=float, help="The wall-time budget in minutes (0: no limit).")
+@budget_options
 @click.option("--max-experiments", type=int, help="The experiments budget (0: no limit).")
 @click.option("--top-attempted", type=int, help="Stop once the top N backlog items have all been attempted.")
 @click.option("--idle-loops", type=int, help="Stop after N loops in a row that land nothing.")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from orchard.errors import UsageError
+from orchard.lab.config.prices import PRICES_SECTION, ModelPrice
 from orchard.lab.config.sections import (
     CONFIG_NAME,
     KNOWN_ENDPOINTS,
@@ -48,6 +49,7 @@ class Config:
     lab: LabConfig = field(default_factory=LabConfig)
     review: ReviewConfig = field(default_factory=ReviewConfig)
     launchers: dict[str, LauncherConfig] = field(default_factory=dict)  # [launchers.NAME]: a hypothesis names one
+    prices: dict[str, ModelPrice] = field(default_factory=dict)  # [prices."MODEL"]: over config/prices.py's table
     path: Path | None = None
 
     def replace(self, section: str, **values: Any) -> Config:
@@ -112,21 +114,36 @@ def _launcher_defaults(values: dict[str, Any], where: str, problems: list[str]) 
     return values
 
 
+def _named_tables(section: str, tables: Any, problems: list[str]) -> dict[str, dict[str, Any]]:
+    """A section of named tables ([launchers.NAME], [prices."MODEL"]) by name; each problem of shape is added to
+    `problems`."""
+    if not isinstance(tables, dict):
+        problems.append(f"{section}: expected [{section}.NAME] tables, got {tables!r}")
+        return {}
+    found = {}
+    for name, table in tables.items():
+        if not isinstance(table, dict):
+            problems.append(f"{section}.{name}: expected a [{section}.{name}] table, got {table!r}")
+            continue
+        found[name] = table
+    return found
+
+
 def _launchers(tables: Any, problems: list[str]) -> dict[str, LauncherConfig]:
     """The [launchers.NAME] tables, checked; each problem is added to `problems`."""
-    if not isinstance(tables, dict):
-        problems.append(f"{LAUNCHERS_SECTION}: expected [{LAUNCHERS_SECTION}.NAME] tables, got {tables!r}")
-        return {}
     launchers: dict[str, LauncherConfig] = {}
-    for launcher_name, table in tables.items():
+    for launcher_name, table in _named_tables(LAUNCHERS_SECTION, tables, problems).items():
         where = f"{LAUNCHERS_SECTION}.{launcher_name}"
-        if not isinstance(table, dict):
-            problems.append(f"{where}: expected a [{where}] table, got {table!r}")
-            continue
         values = _launcher_defaults(check_section(where, LauncherConfig, _legacy_network(table), problems), where,
                                     problems)
         launchers[launcher_name] = LauncherConfig(**values)
     return launchers
+
+
+def _prices(tables: Any, problems: list[str]) -> dict[str, ModelPrice]:
+    """The [prices."MODEL"] tables, each checked whole (every key required, none unknown)."""
+    return {model: ModelPrice(**check_section(f"{PRICES_SECTION}.{model}", ModelPrice, table, problems))
+            for model, table in _named_tables(PRICES_SECTION, tables, problems).items()}
 
 
 def _paths_and_identity(sections: dict[str, Any]) -> list[str]:
@@ -175,14 +192,16 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
     problems: list[str] = []
     sections: dict[str, Any] = {}
     for section_name in data:
-        if section_name not in SECTIONS and section_name != LAUNCHERS_SECTION:
-            problems.append(f"[{section_name}]: unknown section; known: {', '.join([*SECTIONS, LAUNCHERS_SECTION])}")
+        if section_name not in (*SECTIONS, LAUNCHERS_SECTION, PRICES_SECTION):
+            problems.append(f"[{section_name}]: unknown section; known: "
+                            f"{', '.join([*SECTIONS, LAUNCHERS_SECTION, PRICES_SECTION])}")
     for section_name, cls in SECTIONS.items():
         raw = data.get(section_name, {})
         raw = _legacy_network(raw) if cls is LauncherConfig else raw
         sections[section_name] = check_section(section_name, cls, raw, problems)
     sections["launcher"] = _launcher_defaults(sections["launcher"], "launcher", problems)
     launchers = _launchers(data.get(LAUNCHERS_SECTION, {}), problems)
+    prices = _prices(data.get(PRICES_SECTION, {}), problems)
     if not any(p.startswith(("workers.count:", "workers.exploit:", "workers.explore:")) for p in problems):
         problems += _lanes(sections["workers"])
     workers = WorkersConfig(**sections["workers"])
@@ -198,7 +217,7 @@ def from_dict(data: dict[str, Any], *, source: str = CONFIG_NAME, path: Path | N
     if problems:
         raise ConfigError(source, problems)
     built = {name: SECTIONS[name](**values) for name, values in sections.items()}
-    return Config(**built, launchers=launchers, path=path)
+    return Config(**built, launchers=launchers, prices=prices, path=path)
 
 
 def _judge_hosts(workers: WorkersConfig, reviewed: bool) -> list[str]:
@@ -236,6 +255,8 @@ def to_dict(config: Config) -> dict[str, dict[str, Any]]:
     data = {name: dataclasses.asdict(getattr(config, name)) for name in SECTIONS}
     if config.launchers:
         data[LAUNCHERS_SECTION] = {name: dataclasses.asdict(launcher) for name, launcher in config.launchers.items()}
+    if config.prices:
+        data[PRICES_SECTION] = {model: dataclasses.asdict(price) for model, price in config.prices.items()}
     return data
 
 

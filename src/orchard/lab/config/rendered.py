@@ -21,6 +21,7 @@ from typing import Any
 import tomli_w
 
 from orchard.lab.config.orchard_toml import LAUNCHERS_SECTION, SECTIONS, Config, from_dict
+from orchard.lab.config.prices import DEFAULT_PRICES, PRICES_SECTION, UNNAMED, ModelPrice
 from orchard.lab.config.values import PLACEHOLDERS, choices, range_note
 from orchard.tomlfile import parse_toml
 
@@ -58,7 +59,11 @@ def render(config: Config) -> str:
         table = {spec.name: getattr(launcher, spec.name) for spec in dataclasses.fields(launcher)
                  if spec.name == "name" or _differs(launcher, spec)}
         lines += ["", tomli_w.dumps({LAUNCHERS_SECTION: {launcher_name: table}}).rstrip("\n")]
-    return "\n".join(lines) + "\n"
+    if config.prices:
+        lines += ["", "# What a model's tokens cost (USD per million), over orchard's own table: a cost worked out",
+                  "# from them is shown as estimated.",
+                  tomli_w.dumps({PRICES_SECTION: {m: dataclasses.asdict(p) for m, p in config.prices.items()}})]
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def reference() -> str:
@@ -81,6 +86,14 @@ def reference() -> str:
     lines += ["", f"## [{LAUNCHERS_SECTION}.NAME]", "",
               "More launchers: a hypothesis may name one (`launcher = \"NAME\"`); each table takes the keys of "
               "`[launcher]`."]
+    lines += ["", f"## [{PRICES_SECTION}.\"MODEL\"]", "", f"{ModelPrice.__doc__} A launcher whose CLI prints tokens "
+              "and no cost (codex) has its cost worked out from them at its `model`'s price (no `model`: the "
+              f"`{UNNAMED}` entry), shown as estimated; a table here replaces orchard's entry or adds one, every key "
+              "required:", "", "| key | meaning |", "|---|---|"]
+    lines += [f"| `{spec.name}` | {_note(spec, typing.get_type_hints(ModelPrice))} |"
+              for spec in dataclasses.fields(ModelPrice)]
+    lines += ["", "orchard's table:", "", "| model | input | cached_input | output |", "|---|---:|---:|---:|"]
+    lines += [f"| `{m}` | {p.input:g} | {p.cached_input:g} | {p.output:g} |" for m, p in DEFAULT_PRICES.items()]
     return "\n".join(lines) + "\n"
 
 

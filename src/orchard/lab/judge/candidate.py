@@ -122,6 +122,7 @@ def candidate_from(workspace: Workspace, experiment: Experiment, result: JobResu
     usage = launcher.usage(log_text)
     if answered is False and usage.cost_usd is None:  # nothing reached its model: nothing was spent, "$0"
         usage = dataclasses.replace(usage, cost_usd=0.0)
+    usage = launcher.priced(usage, workspace.config.prices)
     binaries = binary_files(patch)
     patch_bytes = len(patch.encode("utf-8", errors="surrogateescape"))
     committed = reading.target_head not in ("", checkout.target_base)

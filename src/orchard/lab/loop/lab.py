@@ -84,7 +84,7 @@ class Lab:
         self._landing: dict[str, tuple[ExperimentRecord, Future[landing.LandOutcome]]] = {}
         self.refill = Refill()  # the planner topping the backlog up, on its own executor (never the workers')
         self.deferred: set[str] = set()  # hypotheses whose launch failed, or a person stopped, in this run
-        self.steering = Steering(state)  # what people asked while it runs: a stop, a pause, a resume
+        self.steering = Steering(state, self.started)  # what people asked while it runs: a stop, a pause, a resume
         self._settled = Settled()
         self.notebook = records.Notebook(ws)
         self.decided: dict[str, Judgment] = {}  # the wins this run's judges decided, handed to their landing

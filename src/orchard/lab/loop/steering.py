@@ -12,6 +12,9 @@ still asked:
   paused lab adopts its workers and waits for `orchard resume`.
 - a resume: new workers start again, under orchard.toml's `[stop]` read again, so limits raised while paused
   (`--max-cost-usd N` and the other flags write them into orchard.toml, or edit it by hand) apply at once.
+  `orchard run LAB --max-cost-usd N` (or `--max-wall-minutes N`) is the same resume, then the run.
+- a budget used past `[stop] hard_cap_factor` times its limit: the running workers are stopped as if a person
+  asked (never judged, their hypotheses back in the backlog, no attempt counted); the budget's pause says so.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from orchard.lab.db import workspace_lock
 from orchard.lab.db.paused import paused
 from orchard.lab.db.state import LabState
 from orchard.lab.loop.driver import Driver
+from orchard.lab.loop.stop import HARD_CAP, budget_use, past_hard_cap
+from orchard.lab.notebook.spending import cost_text
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import HypothesisStatus
 from orchard.lab.records.judgment import Decision
@@ -74,25 +79,39 @@ def resume(ws: Workspace, state: LabState, by: str, limits: Mapping[str, float])
     if paused(state) is None and not limits:
         raise UsageError(f"{ws.root} is not paused: nothing to resume (a limit changes with a flag, e.g. "
                          f"`orchard resume {ws.root} --max-cost-usd 20`)")
+    return f"{raise_limits(ws, state, by, limits)}; {_whether_running(ws)}"
+
+
+def raise_limits(ws: Workspace, state: LabState, by: str, limits: Mapping[str, float]) -> str:
+    """The limits written into orchard.toml and a resume journalled (`orchard resume`, and `orchard run` given a
+    budget): what changed, and what is spent so far, which a resumed lab keeps."""
     changed = set_limits(ws.config_path, limits) if limits else ()
     state.log(Resumed(by, changed))
     said = "; ".join(c.describe() for c in changed) or "limits as orchard.toml has them"
-    return f"{ws.root}: resumed by {by} ({said}); {_whether_running(ws)}"
+    used = budget_use(state, time.time())
+    kept = f"; spent so far, kept: {cost_text(used.cost_usd, used.estimated)}" if used.cost_usd else ""
+    return f"{ws.root}: resumed by {by} ({said}){kept}"
 
 
 class Steering:
     """The loop's side: stops carried out, a pause honoured (said once), a resume's `[stop]` read again."""
 
-    def __init__(self, state: LabState) -> None:
+    def __init__(self, state: LabState, started: float) -> None:
         resumes = state.events_of(Resumed)
         self.resumed = resumes[-1].id if resumes else 0  # orchard.toml was read at this run's start
         self.said = 0  # the pause this run said it honours
+        self.started = started  # this process's start: the wall time counts from it when no lab start is recorded
 
     def steer(self, lab: Driver) -> bool:
-        """Act on what was asked since the last pass; True while the lab is paused."""
+        """Act on what was asked since the last pass, and on a budget past its hard cap (even while paused: it is
+        money); True while the lab is paused."""
         for asked in lab.state.events_of(StopAsked):
             if asked.experiment and lab.state.experiment(asked.experiment).status in AT_WORK:
                 _stop(lab, asked.experiment, asked.event)
+        at_work = lab.state.experiments(*AT_WORK)
+        capped = past_hard_cap(lab.ws, lab.state, self.started) if at_work else None
+        for record in at_work if capped else ():
+            _stop(lab, record.name, StopAsked(requeue=True, by=f"{HARD_CAP} ({capped})"))
         resumes = lab.state.events_of(Resumed)
         if resumes and resumes[-1].id > self.resumed:
             self.resumed = resumes[-1].id

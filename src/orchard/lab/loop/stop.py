@@ -8,23 +8,70 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import MeasureProgress, VerdictWord, measure
 from orchard.lab.loop import backlog
 from orchard.lab.loop.start import recorded_start
+from orchard.lab.notebook.spending import cost_text
 from orchard.lab.records.db import JournalEvent
 from orchard.lab.records.events import AgentHung, AgentRetried, EventKind, LabStopped, LauncherFailed
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import HypothesisStatus
 from orchard.lab.records.measured_events import FinalVerdictTaken, Swept
+from orchard.lab.records.steering_events import ExperimentStopped
 from orchard.lab.workers.workspace.builds import baseline_binary
 from orchard.lab.workers.workspace.workspace import Workspace
 
 JUDGED, LANDED_IN_LOOP, LOOP, IDLE_LOOPS, MERGED = "judged", "landed_in_loop", "loop", "idle_loops", "merged"
 LAUNCHER_FAILURES = "launcher_failures"
 # A budget pauses the lab: no new worker starts, running ones finish; a higher budget resumes it.
-RESUME = "raise [stop] {key} in orchard.toml and `orchard run` resumes"
+RESUME = "`orchard run {root} --{flag} N` (or [stop] {key} in orchard.toml) raises it and resumes, the spend so far " \
+         "kept"
+# Who stops the running workers once a budget is overspent by [stop] hard_cap_factor (steering.py).
+HARD_CAP = "the budget's hard cap"
+
+
+@dataclass(frozen=True)
+class BudgetUse:
+    """What the lab has used of its budgets: every collected experiment's agent cost, and its wall time."""
+
+    cost_usd: float
+    estimated: bool  # some of the cost was worked out from tokens (config/prices.py)
+    elapsed_s: float  # counted from the lab's first start (recorded), else this process's
+
+
+def budget_use(state: LabState, process_started: float) -> BudgetUse:
+    experiments = state.experiments()
+    return BudgetUse(sum(e.cost_usd for e in experiments),
+                     any(e.candidate.usage.estimated and e.cost_usd for e in experiments if e.candidate),
+                     time.time() - float(state.meta("started_at") or process_started))
+
+
+def past_hard_cap(ws: Workspace, state: LabState, process_started: float) -> str | None:
+    """Which budget is used past `hard_cap_factor` times its limit, in words; None: neither."""
+    stop, used = ws.config.stop, budget_use(state, process_started)
+    factor = stop.hard_cap_factor
+    if stop.max_cost_usd and used.cost_usd >= stop.max_cost_usd * factor:
+        return (f"the agent cost, {cost_text(used.cost_usd, used.estimated)}, is past {factor:g} times its budget "
+                f"of ${stop.max_cost_usd:g}")
+    if stop.max_wall_minutes and used.elapsed_s / 60 >= stop.max_wall_minutes * factor:
+        return (f"the wall time, {used.elapsed_s / 60:.1f} minutes, is past {factor:g} times its budget of "
+                f"{stop.max_wall_minutes:g} minutes")
+    return None
+
+
+def _capped(state: LabState) -> str:
+    """What the hard cap did since the lab last stopped, for the pause's reason."""
+    stops = state.events_of(LabStopped)
+    since = stops[-1].id if stops else 0
+    stopped = [e for e in state.events_of(ExperimentStopped) if e.id > since and e.event.by.startswith(HARD_CAP)]
+    if not stopped:
+        return ""
+    return (f"; past its hard cap ([stop] hard_cap_factor) the {len(stopped)} running worker(s) were stopped, "
+            f"their hypotheses back in the backlog with no attempt counted "
+            f"({', '.join(e.event.hypothesis for e in stopped)})")
 
 
 def stop_reason(ws: Workspace, state: LabState, process_started: float, blocked: Collection[str] = (), *,
@@ -37,11 +84,10 @@ def stop_reason(ws: Workspace, state: LabState, process_started: float, blocked:
     """
     stop = ws.config.stop
     experiments = state.experiments()
-    elapsed_s = time.time() - float(state.meta("started_at") or process_started)
+    used = budget_use(state, process_started)
     failures = state.counter(LAUNCHER_FAILURES)
     open_ids = {r.id for r in state.hypotheses(HypothesisStatus.OPEN)}
     active = bool(state.experiments(*ExperimentStatus.active()))
-    cost = sum(e.cost_usd for e in experiments)
     recent = [e.judgment.verdict for e in experiments[-ws.config.workers.count:] if e.judgment]
     waited_minutes = sum(v.lock_wait_ms for v in recent if v is not None) / 60000
     idle_backlog = not open_ids and not active
@@ -53,12 +99,14 @@ def stop_reason(ws: Workspace, state: LabState, process_started: float, blocked:
         (state.counter(IDLE_LOOPS) >= stop.idle_loops, f"{stop.idle_loops} consecutive loops landed nothing"),
         (bool(stop.max_experiments) and len(experiments) >= stop.max_experiments,
          f"the budget of {stop.max_experiments} experiments is spent"),
-        (bool(stop.max_wall_minutes) and elapsed_s / 60 >= stop.max_wall_minutes,
+        (bool(stop.max_wall_minutes) and used.elapsed_s / 60 >= stop.max_wall_minutes,
          f"paused: the wall-time budget of {stop.max_wall_minutes:g} minutes is spent (counted from the lab's "
-         f"first start); {RESUME.format(key='max_wall_minutes')}"),
-        (bool(stop.max_cost_usd) and cost >= stop.max_cost_usd,
-         f"paused: the agent cost budget of ${stop.max_cost_usd:g} is spent (${cost:.2f}); "
-         f"{RESUME.format(key='max_cost_usd')}, the spend so far kept"),
+         f"first start){_capped(state)}; "
+         f"{RESUME.format(root=ws.root, flag='max-wall-minutes', key='max_wall_minutes')}"),
+        (bool(stop.max_cost_usd) and used.cost_usd >= stop.max_cost_usd,
+         f"paused: the agent cost budget of ${stop.max_cost_usd:g} is spent "
+         f"({cost_text(used.cost_usd, used.estimated)}){_capped(state)}; "
+         f"{RESUME.format(root=ws.root, flag='max-cost-usd', key='max_cost_usd')}"),
         (waited_minutes >= stop.lock_wait_minutes, "sustained lock contention makes verdicts unreliable"),
         (not planning and idle_backlog, "the backlog is empty"),
         (bool(open_ids) and not active and open_ids <= set(blocked),

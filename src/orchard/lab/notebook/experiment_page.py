@@ -19,11 +19,12 @@ from orchard.lab.notebook.agent_log import log_html, read_log
 from orchard.lab.notebook.diff_view import diff_style, patch_html
 from orchard.lab.notebook.html_parts import PAGE_SCRIPT, STYLE, decision, tabs, verdict_html
 from orchard.lab.notebook.journal import when
+from orchard.lab.notebook.spending import cost_text
 from orchard.lab.records.db import ExperimentRecord, HypothesisRecord
 from orchard.lab.records.judgment import JudgmentEntry
 from orchard.lab.text import html_text as escape
 from orchard.lab.workers.workspace.workspace import Workspace
-from orchard.units import count, duration_ms, usd
+from orchard.units import count, duration_ms
 
 LOG_LIMIT = 4_000_000  # bytes of a log read for its page; a longer log shows its end, and says so
 
@@ -74,7 +75,7 @@ def _facts(page: ExperimentPage) -> str:
     h = page.hypothesis
     took = "-" if r.finished_at is None else duration_ms((r.finished_at - r.started_at) * 1000)
     usage = r.candidate.usage if r.candidate else None
-    spent = "-" if usage is None or usage.cost_usd is None else usd(usage.cost_usd)
+    spent = "-" if usage is None else cost_text(usage.cost_usd, usage.estimated)
     tokens = "-" if usage is None else f"{count(usage.input_tokens)} in, {count(usage.output_tokens)} out"
     parent = (f"ITERATE child of <code>{escape(h.parent)}</code>" if h and h.parent else "an original hypothesis")
     children = ", ".join(f"<code>{escape(c)}</code>" for c in page.children) or "none"

@@ -100,8 +100,10 @@ def _judgment(entry: JudgmentEntry) -> list[str]:
         lines += ["", f"Verdict {markdown_head(verdict)}:", ""]
         lines += markdown_table(verdict)
     usage = {} if entry.usage is None else dict(sorted(entry.usage.to_dict().items()))
+    mark = " (estimated)" if usage.pop("estimated", False) else ""  # as journals read before estimates, marked
     if any(v is not None for v in usage.values()):
-        lines += ["", "Agent cost: " + ", ".join(f"{k} {num(v)}" for k, v in usage.items() if v is not None)]
+        lines += ["", "Agent cost: " + ", ".join(f"{k} {num(v)}{mark if k == 'cost_usd' else ''}"
+                                                 for k, v in usage.items() if v is not None)]
     return lines
 
 

@@ -1,8 +1,10 @@
 """What the lab spent: agent cost and tokens, worker, build and measurement time, lock waits, per kept win.
 
-The money is what each agent CLI reported (never an estimate: a launcher
-whose CLI printed no cost shows "not reported"); `patch` and `command`
-workers run no model, so their agent cost is zero and said to be so. The
+The money is what each agent CLI reported, or for a CLI that prints tokens
+and no cost (Codex) what orchard worked out from them and a price table
+(config/prices.py), said "estimated" wherever it is shown; a launcher whose
+CLI printed neither shows "not reported"; `patch` and `command` workers run
+no model, so their agent cost is zero and said to be so. The
 times are the lab's own records: each worker's run, the judge's build and
 tests and its verdict, and the measurement lock's waits of every verdict
 an experiment took (judgment, re-judging, confirmation). FINAL_REPORT, the
@@ -44,6 +46,7 @@ class Spending:
     wins: int
     agents: int  # experiments whose launcher runs a model
     cost_usd: float | None  # None: no agent reported a cost (zero when no agent ran at all)
+    estimated: bool  # some of that cost was worked out from tokens, not reported by the CLI
     input_tokens: int | None
     output_tokens: int | None
     cache_read_tokens: int | None
@@ -77,7 +80,7 @@ def _total(launcher: str, spent: Sequence[Spent]) -> Spending:
     tokens = {key: _sum([getattr(u, key) for u in usages]) for key in TOKENS}
     return Spending(
         launcher=launcher, experiments=len(spent), wins=sum(1 for s in spent if s.won), agents=agents,
-        cost_usd=0.0 if not agents else cost,
+        cost_usd=0.0 if not agents else cost, estimated=any(u.estimated and u.cost_usd for u in usages),
         **{key: None if value is None else int(value) for key, value in tokens.items()},
         worker_s=sum(s.worker_s for s in spent), build_s=sum(s.build_s for s in spent),
         measure_s=sum(s.measure_s for s in spent), lock_wait_s=sum(s.lock_wait_s for s in spent))
@@ -90,10 +93,18 @@ def spending(spent: Sequence[Spent]) -> tuple[Spending, ...]:
     return (*rows, _total(TOTAL, spent)) if len(rows) != 1 else (*rows,)
 
 
-def money(cost: float | None, agents: int) -> str:
+def cost_text(cost_usd: float | None, estimated: bool) -> str:
+    """A cost, or a sum of costs, as every page shows it: "$0" for nothing, "$0.0123 (estimated)" when any part of
+    it was worked out from tokens, "not reported" when no CLI printed one."""
+    if cost_usd is None:
+        return "not reported"
+    return usd(cost_usd) + (" (estimated)" if estimated and cost_usd else "")
+
+
+def money(cost: float | None, agents: int, estimated: bool = False) -> str:
     if not agents:
         return "$0 (no agent: no model involved)"
-    return "not reported" if cost is None else usd(cost)
+    return cost_text(cost, estimated)
 
 
 def _seconds(s: float | None) -> str:
@@ -116,7 +127,8 @@ def spending_lines(rows: Sequence[Spending], wall_s: float | None) -> list[str]:
     if not rows:
         return []
     lines = ["## What it cost", "",
-             "Agent cost and tokens as each agent CLI reported them; the times are the lab's own records: the "
+             "Agent cost and tokens as each agent CLI reported them (a cost marked estimated was worked out from "
+             "the tokens and a price table: the CLI printed none); the times are the lab's own records: the "
              "workers' runs, the judge's builds and tests, its verdicts (lock waits included, and also shown "
              "alone). Landing's confirmation verdicts count in the lock waits only.", "",
              "| launcher | experiments | wins | agent cost | tokens | worker time | build time | measurement time "
@@ -125,10 +137,9 @@ def spending_lines(rows: Sequence[Spending], wall_s: float | None) -> list[str]:
         per_win = row.cost_per_win()
         lines.append("| " + " | ".join([
             f"`{row.launcher}`" if row.launcher != TOTAL else TOTAL, str(row.experiments), str(row.wins),
-            money(row.cost_usd, row.agents), _tokens(row), _seconds(row.worker_s), _seconds(row.build_s),
-            _seconds(row.measure_s), _seconds(row.lock_wait_s),
-            "-" if not row.wins else money(per_win, row.agents) if row.cost_usd is not None or not row.agents
-            else "not reported",
+            money(row.cost_usd, row.agents, row.estimated), _tokens(row), _seconds(row.worker_s),
+            _seconds(row.build_s), _seconds(row.measure_s), _seconds(row.lock_wait_s),
+            "-" if not row.wins else money(per_win, row.agents, row.estimated),
             _seconds(row.time_per_win_s())]) + " |")
     total = rows[-1]
     if wall_s is not None:
@@ -145,6 +156,7 @@ class Budget:
     limit: float
     used: float
     unit: str  # "USD" or "minutes"
+    estimated: bool = False  # some of the cost used was worked out from tokens
 
     @property
     def left(self) -> float:
@@ -152,16 +164,18 @@ class Budget:
 
     def describe(self) -> str:
         if self.unit == "USD":
-            return f"{self.name}: ${self.left:.2f} of ${self.limit:g} left ({usd(self.used)} spent)"
+            return (f"{self.name}: ${self.left:.2f} of ${self.limit:g} left "
+                    f"({cost_text(self.used, self.estimated)} spent)")
         return f"{self.name}: {self.left:.1f} of {self.limit:g} minutes left ({self.used:.1f} used)"
 
 
-def budgets(max_cost_usd: float, max_wall_minutes: float, cost_usd: float | None,
+def budgets(max_cost_usd: float, max_wall_minutes: float, total: Spending | None,
             elapsed_s: float | None) -> tuple[Budget, ...]:
     """The budgets orchard.toml sets (0: no limit, not shown), as the stop conditions count them."""
     found = []
     if max_cost_usd:
-        found.append(Budget("max_cost_usd", max_cost_usd, cost_usd or 0.0, "USD"))
+        cost = (total.cost_usd if total else None) or 0.0
+        found.append(Budget("max_cost_usd", max_cost_usd, cost, "USD", bool(total and total.estimated)))
     if max_wall_minutes:
         found.append(Budget("max_wall_minutes", max_wall_minutes, (elapsed_s or 0.0) / 60, "minutes"))
     return tuple(found)

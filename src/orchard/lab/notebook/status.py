@@ -107,8 +107,8 @@ def render(lab: LabView) -> Group:
     parts += [Text(f"judge {visible(q.line())}") for q in lab.judges]
     if lab.spending:
         total = lab.spending[-1]
-        parts.append(Text(f"spent: {money(total.cost_usd, total.agents)} of agent cost over {total.experiments} "
-                          f"experiments, {total.wins} kept"))
+        spent = money(total.cost_usd, total.agents, total.estimated)
+        parts.append(Text(f"spent: {spent} of agent cost over {total.experiments} experiments, {total.wins} kept"))
     parts += [Text("budget left: " + b.describe()) for b in lab.budgets]
     return Group(*parts)
 

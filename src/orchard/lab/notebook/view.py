@@ -317,7 +317,7 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         launcher_failures=tuple(LauncherFailure(e.experiment or "", e.event.hypothesis, e.event.reason)
                                 for e in of_type(events, LauncherFailed)),
         spending=totals, budgets=budgets(ws.config.stop.max_cost_usd, ws.config.stop.max_wall_minutes,
-                                         totals[-1].cost_usd if totals else None, elapsed),
+                                         totals[-1] if totals else None, elapsed),
         ran_s=elapsed, paused=None if (pause := paused(state)) is None else pause.event.by, review=review,
         running=workspace_lock.holder(ws.root) is not None,
         lineage=lineage(None if start is None else start.base, hypotheses, rows, events),

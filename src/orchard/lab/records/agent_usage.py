@@ -2,7 +2,10 @@
 
 Launchers read it from a worker's log, the candidate carries it, the journal
 and the lab's budget read it; whatever the agent printed that is not a
-number stays "not reported" rather than becoming a wrong figure.
+number stays "not reported" rather than becoming a wrong figure. A cost
+orchard worked out from the tokens (a CLI that prints none) is marked
+`estimated`, and every page that shows it says so (notebook/spending.py's
+`cost_text`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ class AgentUsage:
     cache_write_tokens: int | None = None
     turns: int | None = None
     source: str | None = None  # what the numbers were read from
+    estimated: bool = False  # the cost was worked out from the tokens and a price table (config/prices.py)
 
     def __post_init__(self) -> None:
         """The agent's figures as numbers: whatever else it printed there (text, nan, a list) is "not reported"."""
@@ -36,9 +40,13 @@ class AgentUsage:
             object.__setattr__(self, "source", str(self.source)[:200])
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if not self.estimated:
+            del data["estimated"]  # as records written before estimates were
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AgentUsage:
-        return cls(**{key: data.get(key) for key in cls.__dataclass_fields__})
+        return cls(**{key: data[key] for key in cls.__dataclass_fields__ if key in data})
+
 

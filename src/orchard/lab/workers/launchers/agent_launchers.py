@@ -18,9 +18,11 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 
 from orchard.jsonlines import json_objects
+from orchard.lab.config.prices import ModelPrice, estimate, price_of
 from orchard.lab.records.agent_errors import AgentError, AgentErrorKind, http_kind
 from orchard.lab.records.agent_usage import AgentUsage
 from orchard.lab.records.experiment import Commands
@@ -258,6 +260,10 @@ class CodexLauncher(Launcher):
             turns=len(turns),
             source="codex exec --json turn.completed events",
         )
+
+    def priced(self, usage: AgentUsage, prices: Mapping[str, ModelPrice]) -> AgentUsage:
+        """Codex prints tokens and no cost: its model's price (config/prices.py) makes an estimate of it."""
+        return estimate(usage, price_of(self.config.model, prices))
 
     def agent_error(self, log_text: str, exit_code: int | None) -> AgentError | None:
         for item in reversed(json_objects(log_text)):

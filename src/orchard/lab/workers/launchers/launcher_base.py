@@ -17,11 +17,13 @@ import os
 import shlex
 import shutil
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 from orchard.errors import UsageError
+from orchard.lab.config.prices import ModelPrice
 from orchard.lab.config.sections import LauncherConfig, WorkersConfig
 from orchard.lab.records.agent_errors import AgentError, AgentErrorKind
 from orchard.lab.records.agent_usage import AgentUsage
@@ -155,6 +157,10 @@ class Launcher(ABC):
     def usage(self, log_text: str) -> AgentUsage:
         """Cost and tokens from the worker's log (default: the CLI reports none)."""
         return AgentUsage()
+
+    def priced(self, usage: AgentUsage, prices: Mapping[str, ModelPrice]) -> AgentUsage:
+        """`usage` with the cost its CLI did not print worked out from its tokens (default: as the CLI said)."""
+        return usage
 
     def _tail(self) -> str:
         """`--model` and the configured extra arguments, for CLIs that take `--model`."""
