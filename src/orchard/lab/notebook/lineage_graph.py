@@ -78,7 +78,8 @@ def _commit(commit: str, what: str, y: float) -> str:
             f"<text x='{MAIN_X - 10}' y='{y + 4}' text-anchor='end'>{escape(short_commit(commit)[:8])}</text></g>")
 
 
-def _legend() -> str:
+def _legend() -> tuple[str, float]:
+    """The legend's SVG and how wide it is (the graph is at least as wide: nothing cut off)."""
     items = [(COLOURS["LAND"], "LAND"), (COLOURS["KILL"], "KILL"), (COLOURS["ITERATE"], "ITERATE"),
              (OTHER, "other or at work")]
     x, parts = 8.0, []
@@ -87,11 +88,11 @@ def _legend() -> str:
         x += 30 + CHAR * len(word)
     parts.append(f"<path d='M{x} 14 h28' stroke='{COLOURS['ITERATE']}' stroke-dasharray='4 3' fill='none'/>"
                  f"<text x='{x + 34}' y='18'>ITERATE child</text>")
-    x += 48 + CHAR * 13
+    x += 48 + CHAR * len("ITERATE child")
     parts.append(f"<path d='M{x} 14 h28' stroke='{COLOURS['LAND']}' stroke-width='2'/>"
                  f"<rect x='{x + 28}' y='9' width='10' height='10' fill='{MAIN}'/>"
                  f"<text x='{x + 44}' y='18'>merged into main</text>")
-    return f"<g class='legend'>{''.join(parts)}</g>"
+    return f"<g class='legend'>{''.join(parts)}</g>", x + 52 + CHAR * len("merged into main")
 
 
 def lineage_svg(lin: Lineage, href: Href) -> str:
@@ -118,11 +119,12 @@ def lineage_svg(lin: Lineage, href: Href) -> str:
                          f"H{MAIN_X + 5}' stroke='{COLOURS['LAND']}' stroke-width='2'/>")
             commits.append(_commit(commit, f"merge of {e.name}", ys[row]))
     nodes = [_node(e, xs[row], ys[row], href) for row, e in enumerate(lin.experiments)]
-    width = max(xs) + 12 + CHAR * max(len(_label(e)) for e in lin.experiments) + 16
+    legend, legend_width = _legend()
+    width = max(max(xs) + 12 + CHAR * max(len(_label(e)) for e in lin.experiments) + 16, legend_width)
     height = ys[-1] + ROW
     main_line = f"<path d='M{MAIN_X} {TOP} V{last}' stroke='{MAIN}' stroke-width='3'/>" if commits else ""
     return (f"<div class='lineage-graph' style='overflow-x:auto'><svg xmlns='http://www.w3.org/2000/svg' "
             f"role='img' aria-label='lineage of {len(nodes)} experiments' width='{width:.0f}' height='{height}' "
             f"viewBox='0 0 {width:.0f} {height}' font-family='ui-monospace,monospace' font-size='12'>"
-            f"{_legend()}{main_line}{''.join(edges)}{''.join(commits)}{''.join(nodes)}</svg></div>")
+            f"{legend}{main_line}{''.join(edges)}{''.join(commits)}{''.join(nodes)}</svg></div>")
 
