@@ -23,6 +23,8 @@ from tests.lab.browser import chromium, click_tab, console_errors, needs_chromiu
 from tests.lab.lab_helpers import wait_for
 from tests.lab.lineage_support import fill_lineage
 from tests.lab.serve_support import Server, serving, wait_until_served
+from tests.lab.test_charts_report import lab  # noqa: F401  (what pages_lab adds to)
+from tests.lab.test_experiment_page import pages_lab  # noqa: F401  (the hand-filled lab: a LAND with its patch)
 
 pytestmark = [needs_chromium, pytest.mark.slow]
 
@@ -35,7 +37,7 @@ def _idle_machine(_private_state: None, tmp_path: Path, monkeypatch: pytest.Monk
 
 
 @pytest.fixture
-def lab(make_workspace: Any) -> Workspace:
+def fifty(make_workspace: Any) -> Workspace:
     """Fifty experiments, the last one's worker at work."""
     ws = make_workspace()
     state = LabState.open(ws.root)
@@ -47,8 +49,8 @@ def lab(make_workspace: Any) -> Workspace:
 
 
 @pytest.fixture
-def server(lab: Workspace) -> Iterator[Server]:
-    with serving(lab.root) as served:
+def server(fifty: Workspace) -> Iterator[Server]:
+    with serving(fifty.root) as served:
         wait_until_served(served)
         yield served
 
@@ -79,7 +81,7 @@ def _click(driver: Any, steer: str, answer: str) -> str:
     return text(driver, "steered")
 
 
-def test_pause_resume_and_stop_from_the_dashboard_are_journaled_with_who_asked(lab: Workspace, server: Server,
+def test_pause_resume_and_stop_from_the_dashboard_are_journaled_with_who_asked(fifty: Workspace, server: Server,
                                                                                tmp_path: Path) -> None:
     by = f"{getpass.getuser()} via the dashboard from 127.0.0.1"
     running = f"e{COUNT - 1:02d}"
@@ -95,10 +97,10 @@ def test_pause_resume_and_stop_from_the_dashboard_are_journaled_with_who_asked(l
         said = _click(driver, f"api/stop/{name}?kill=1", "stop asked")
         assert f"{name}: stop asked by {by}" in said and "KILLed" in said
         assert console_errors(driver) == []
-    assert _journal(lab) == [("Paused", None, by), ("Resumed", None, by), ("StopAsked", name, by)]
+    assert _journal(fifty) == [("Paused", None, by), ("Resumed", None, by), ("StopAsked", name, by)]
 
 
-def test_without_the_token_the_dashboard_shows_but_changes_nothing(lab: Workspace, server: Server,
+def test_without_the_token_the_dashboard_shows_but_changes_nothing(fifty: Workspace, server: Server,
                                                                    tmp_path: Path) -> None:
     with chromium(tmp_path / "profile", height=1000) as driver:
         _opened(driver, server.base)  # loopback: reading needs no token, steering does
@@ -109,10 +111,10 @@ def test_without_the_token_the_dashboard_shows_but_changes_nothing(lab: Workspac
         name = next(n for n in workers.split() if n.startswith(f"e{COUNT - 1:02d}"))
         assert "401" in _click(driver, f"api/stop/{name}", "401")
         assert "paused by" not in text(driver, "summary")
-    assert _journal(lab) == []
+    assert _journal(fifty) == []
 
 
-def test_the_lineage_graph_of_fifty_experiments_is_drawn_readable(lab: Workspace, server: Server,
+def test_the_lineage_graph_of_fifty_experiments_is_drawn_readable(fifty: Workspace, server: Server,
                                                                   tmp_path: Path) -> None:
     with chromium(tmp_path / "profile", height=2400) as driver:  # the whole graph on screen, for its screenshot
         _opened(driver, server.url)
@@ -149,4 +151,17 @@ def test_the_lineage_graph_of_fifty_experiments_is_drawn_readable(lab: Workspace
         driver.find_element("css selector", f"#lineage svg g.node[data-experiment='{drawn['nodes'][2]}'] a").click()
         wait_for(lambda: f"Experiment {drawn['nodes'][2]}" in driver.find_element("tag name", "h1").text,
                  "the experiment page from the graph", 30)
+        assert console_errors(driver) == []
+
+
+def test_the_diff_is_read_at_the_size_of_the_rest_of_the_page(pages_lab: Workspace, tmp_path: Path) -> None:  # noqa: F811
+    # issue 34 item 6: the diff's code was drawn at 9.4 px (its table's .85em, then <pre>'s .85em of monospace)
+    with serving(pages_lab.root) as served, chromium(tmp_path / "profile", height=1000) as driver:
+        wait_until_served(served)
+        driver.get(served.url.replace("/?", "/experiment/count-with-dict?"))
+        click_tab(driver, "diff")
+        sizes = driver.execute_script("""
+            const px = s => parseFloat(getComputedStyle(document.querySelector(s)).fontSize);
+            return {code: px('#tab-diff tr.add pre'), text: px('#facts')};""")
+        assert sizes["code"] >= 12 and sizes["code"] >= 0.8 * sizes["text"], sizes
         assert console_errors(driver) == []
