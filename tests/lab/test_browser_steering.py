@@ -9,7 +9,9 @@ not overlap; its screenshot is docs/dashboard-lineage.png (with ORCHARD_SCREENSH
 from __future__ import annotations
 
 import getpass
+import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,14 +19,20 @@ from typing import Any
 import pytest
 
 from orchard.lab.db.state import LabState
+from orchard.lab.notebook import files as records
+from orchard.lab.records.lab_start import LabStart
+from orchard.lab.records.land_steps import MainChecked, Merged
 from orchard.lab.records.steering_events import Paused, Resumed, StopAsked
 from orchard.lab.workers.workspace.workspace import Workspace
-from tests.lab.browser import chromium, click_tab, console_errors, needs_chromium, text
+from tests.lab.browser import chromium, click_tab, clipped_titles, console_errors, needs_chromium, text
 from tests.lab.lab_helpers import wait_for
 from tests.lab.lineage_support import fill_lineage
+from tests.lab.loop_support import verdict_of
 from tests.lab.serve_support import Server, serving, wait_until_served
+from tests.lab.test_charts_report import _exact as exact
 from tests.lab.test_charts_report import lab  # noqa: F401  (what pages_lab adds to)
 from tests.lab.test_experiment_page import pages_lab  # noqa: F401  (the hand-filled lab: a LAND with its patch)
+from tests.lab.test_state_records import BASE, BENCH
 
 pytestmark = [needs_chromium, pytest.mark.slow]
 
@@ -165,3 +173,57 @@ def test_the_diff_is_read_at_the_size_of_the_rest_of_the_page(pages_lab: Workspa
             return {code: px('#tab-diff tr.add pre'), text: px('#facts')};""")
         assert sizes["code"] >= 12 and sizes["code"] >= 0.8 * sizes["text"], sizes
         assert console_errors(driver) == []
+
+
+def test_no_point_label_is_cut_off_at_the_edge_of_its_plot(lab: Workspace, tmp_path: Path) -> None:  # noqa: F811
+    # issue 34 item 6: the label over a chart's highest point was clipped at the top of the plot
+    with chromium(tmp_path / "profile", offline=True) as driver:
+        driver.get((lab.root / "report.html").as_uri())
+        click_tab(driver, "charts")
+        wait_for(lambda: driver.execute_script("return document.querySelectorAll('.chart .main-svg').length") > 0,
+                 "report.html to draw its charts", 60)
+        cut = driver.execute_script("""
+            const box = e => e.getBoundingClientRect(), found = [];
+            for (const c of document.querySelectorAll('.chart')) {
+              const svg = c.querySelector('.main-svg'), area = c.querySelector('.nsewdrag');
+              if (!svg || !area) continue;
+              const frame = box(svg), plot = box(area);
+              for (const t of c.querySelectorAll('.textpoint text')) {
+                const r = box(t);
+                const inside = (f) => r.left >= f.left - 1 && r.right <= f.right + 1 && r.top >= f.top - 1
+                                      && r.bottom <= f.bottom + 1;
+                const clipped = t.closest('[clip-path]') !== null;
+                if (!inside(frame) || (clipped && !inside(plot))) found.push(c.id + ': ' + t.textContent);
+              }
+            }
+            return found;""")
+        labels = driver.execute_script("return document.querySelectorAll('.chart .textpoint text').length")
+        assert labels > 0 and cut == [], cut
+        assert clipped_titles(driver) == []
+        driver.save_screenshot(str(tmp_path / "report-charts.png"))
+
+
+def test_a_byte_axis_is_ticked_in_whole_bytes(make_workspace: Any, tmp_path: Path) -> None:
+    # issue 34 item 6: main's output of 1,121 then 1,122 bytes was ticked 1,121.2, 1,121.4 ...: no byte is split
+    ws = make_workspace()
+    state = LabState.open(ws.root)
+    try:
+        state.set_meta("metric_directions", json.dumps({"report/stdout_bytes": "lower"}))
+        state.log(LabStart(BASE, BENCH, "", "20 A/A pairs, seed 11", {"report/stdout_bytes": 1121.0},
+                           {"report/stdout_bytes": 0.0}))
+        for i, (before, after) in enumerate(((1121.0, 1122.0), (1122.0, 1121.0), (1121.0, 1123.0))):
+            commit = f"{i + 1:02x}" * 20
+            state.log(Merged(f"lab/win-{i}", "main", commit, BASE), f"win-{i}")
+            state.log(MainChecked(verdict_of([exact("report/stdout_bytes", before, after)]), False), f"win-{i}")
+        records.write_notebook(ws, state, final=True)
+    finally:
+        state.close()
+    with chromium(tmp_path / "profile", offline=True) as driver:
+        driver.get((ws.root / "report.html").as_uri())
+        click_tab(driver, "charts")
+        wait_for(lambda: driver.execute_script("return document.querySelectorAll('.chart .main-svg').length") > 0,
+                 "report.html to draw its charts", 60)
+        ticks = driver.execute_script("return [...document.querySelectorAll('#main-report-stdout-bytes .ytick text')]"
+                                      ".map(t => t.textContent)")
+        assert ticks and all(re.fullmatch(r"\d{1,3}(,\d{3})*", t) for t in ticks), ticks
+        assert len(set(ticks)) == len(ticks), ticks
