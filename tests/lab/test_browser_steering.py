@@ -95,6 +95,9 @@ def test_pause_resume_and_stop_from_the_dashboard_are_journaled_with_who_asked(f
     running = f"e{COUNT - 1:02d}"
     with chromium(tmp_path / "profile", height=1000) as driver:
         _opened(driver, server.url)  # the printed address: its token becomes the page's cookie
+        # issue 34 item 6: in UTC, as every other time on the page (it was the browser's local 12-hour time)
+        live = text(driver, "live")
+        assert re.search(r"(updated|unchanged) at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", live), live
         said = _click(driver, "api/pause", "paused by")
         assert f"paused by {by}: no new workers (1 at work finish and are judged)" in said
         wait_for(lambda: f"paused by {by}" in text(driver, "summary"), "the pause in the summary", 60)
