@@ -85,10 +85,11 @@ def _steer(path: str, label: str) -> str:
 
 
 def _pause(view: LabView, live: bool) -> str:
-    """Who paused the lab, while it is; on the dashboard, the button that pauses or resumes it."""
+    """Who paused the lab, while it is; on the dashboard, the button that pauses or resumes it, whether a lab
+    runs or not (as `orchard pause`: the next `orchard run` honours it)."""
     said = "" if view.paused is None else \
         f"<b>paused by {escape(view.paused)}</b>: no new workers; the running ones finish and are judged "
-    if not live or view.stopped:
+    if not live:
         return f"<p>{said}</p>" if said else ""
     button = _steer("api/resume", "resume the lab") if view.paused is not None else \
         _steer("api/pause", "pause the lab (no new workers)")
