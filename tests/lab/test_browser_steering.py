@@ -82,9 +82,18 @@ def _opened(driver: Any, url: str) -> None:
 
 def _click(driver: Any, steer: str, answer: str) -> str:
     """Click the control that POSTs to `steer`; the answer the page shows once it contains `answer`."""
-    wait_for(lambda: bool(driver.find_elements("css selector", f"button[data-steer='{steer}']")),
-             f"the {steer} button", 60)
-    driver.find_element("css selector", f"button[data-steer='{steer}']").click()
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+
+    def press() -> bool:
+        """False while the button is not there yet, or the page's poll just drew its section again."""
+        try:
+            driver.find_element("css selector", f"button[data-steer='{steer}']").click()
+        except (NoSuchElementException, StaleElementReferenceException):
+            return False
+        return True
+
+    driver.execute_script("document.getElementById('steered').textContent = ''")  # no earlier answer counts
+    wait_for(press, f"the {steer} button", 60)
     wait_for(lambda: answer in text(driver, "steered"), f"the answer to {steer}", 60)
     return text(driver, "steered")
 
