@@ -164,7 +164,7 @@ def test_the_experiment_page_shows_the_diff_the_verdict_and_the_agents_log(agent
                                                                            tmp_path: Path) -> None:
     with serving(agent_lab.root) as server, chromium(tmp_path / "profile", height=1000) as driver:
         wait_until_served(server)
-        driver.get(server.url + "experiment/longest-word-one-pass")
+        driver.get(server.base + "experiment/longest-word-one-pass")
         assert "Experiment longest-word-one-pass" in driver.find_element("tag name", "h1").text
         facts = text(driver, "facts")
         assert "KILL" in facts and "claude" in facts and "started from" in facts
@@ -184,7 +184,7 @@ def test_the_experiment_page_shows_the_diff_the_verdict_and_the_agents_log(agent
         assert "Read " in log and "Edit " in log and "result: success" in log, log
         assert '{"type"' not in log
         _keep(driver, "dashboard-experiment-log.png", tmp_path)
-        driver.get(server.url + "experiment/count-with-dict")
+        driver.get(server.base + "experiment/count-with-dict")
         verdict = text(driver, "tab-verdict")
         assert "Verdict" in verdict and "metric" in verdict and "improved" in verdict
         assert driver.execute_script("return document.querySelectorAll('#tab-verdict table.sortable tr').length") > 1

@@ -179,3 +179,18 @@ def test_an_experiment_page_shows_its_agent_cost_as_every_page_does(
         state.close()
     html = _page(pages_lab, "count-with-dict")
     assert html is not None and f"agent cost {shown} agent tokens" in _text(html)
+
+
+def test_a_gate_failed_verdict_shows_its_gate_not_an_empty_table() -> None:
+    # issue 34 item 6: a verdict stopped by a gate before any statistics had a metric table with a head only
+    from orchard.lab.judge.verdict_view import VerdictView
+    from orchard.lab.notebook.html_parts import verdict_html
+    from tests.lab.loop_support import verdict_of
+
+    view = VerdictView.from_verdict(verdict_of([], gates=[("report/returncode", False, "exit 1 in 3 of 3 runs")]))
+    assert view is not None
+    html = verdict_html(view)
+    assert "<table" not in html
+    text = _text(html)
+    assert "Verdict REGRESSED" in text and "no metric compared: a gate failed before any statistics" in text
+    assert "gate report/returncode : FAIL (exit 1 in 3 of 3 runs)" in text

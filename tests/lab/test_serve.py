@@ -1,4 +1,4 @@
-"""`orchard serve` over HTTP: read-only, live, loopback by default, a token anywhere else, clean Ctrl-C."""
+"""`orchard serve` over HTTP: live, loopback by default, a token anywhere else (and for its controls), clean Ctrl-C."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def _digest(path: Path) -> str:
 def test_loopback_serves_the_page_and_answers_204_while_nothing_changed(demo: Workspace) -> None:
     before = _digest(demo.root / "lab.db")
     with serving(demo.root) as server:
-        assert server.url.startswith("http://127.0.0.1:") and server.token is None
+        assert server.url.startswith("http://127.0.0.1:") and server.token and f"?token={server.token}" in server.url
         wait_until_served(server)
         status, body, _ = fetch(server.base)
         assert status == 200 and b"orchard lab" in body and b"static/plotly.min.js" in body

@@ -192,10 +192,12 @@ def finalize(workspace: Path, push_branches: bool) -> None:
     help="Address to bind; any other than 127.0.0.1 requires the token printed at start.",
 )
 def serve(workspace: Path, port: int, host: str) -> None:
-    """A live, read-only web dashboard of the lab (workers, lock, backlog, experiments, journal, charts)."""
+    """A live web dashboard of the lab (workers, lock, backlog, experiments, lineage, journal, charts), with stop,
+    pause and resume behind the token it prints."""
+    from orchard.lab.loop.dashboard_controls import routes
     from orchard.lab.notebook.serve import serve as serve_dashboard
 
-    serve_dashboard(workspace, host, port, say=lambda text: click.echo(text, err=True))
+    serve_dashboard(workspace, host, port, say=lambda text: click.echo(text, err=True), controls=routes)
 
 
 @click.command()

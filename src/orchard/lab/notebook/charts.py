@@ -109,6 +109,18 @@ def _layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, A
             "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"}, **WHITE, **extra}
 
 
+def _exact_layout(title: str, x_title: str, key: str, better: str, values: Sequence[float | None]) -> dict[str, Any]:
+    """A layout for a deterministic metric's exact values. A count (bytes, tokens) is ticked in whole units with
+    the labels' thousands separator: plotly split a 1,121-1,123 byte range into `1121`, `1,121.5`, `1122`."""
+    layout = _layout(title, x_title, f"{key} ({unit(key) or 'value'}), exact · {better}")
+    if unit(key) in ("bytes", "tokens"):
+        shown = [v for v in values if v is not None]
+        layout["yaxis"]["tickformat"] = ",d"
+        if shown and max(shown) - min(shown) < 10:
+            layout["yaxis"]["dtick"] = 1  # plotly's own step for a short range is a fraction
+    return layout
+
+
 def _percent_layout(title: str, x_title: str, y_title: str, floor: float) -> dict[str, Any]:
     """A layout for effects in percent, the noise floor drawn as a band around zero."""
     layout = _layout(title, x_title, y_title, shapes=[{
@@ -137,9 +149,15 @@ def _finite(value: Any) -> Any:
 
 def _chart(chart_id: str, title: str, data: list[dict[str, Any]], layout: dict[str, Any],
            at: Sequence[float] = ()) -> Chart:
-    """The figure as JSON; a time axis with a single moment gets a minute either side (not milliseconds)."""
+    """The figure as JSON; a time axis with a single moment gets a minute either side (not milliseconds); a point's
+    label is drawn whole where it crosses the plot's edge (over the highest point, beside the last), not cut."""
     if at and max(at) - min(at) < 1.0:
         layout["xaxis"]["range"] = [_utc(min(at) - 60), _utc(max(at) + 60)]
+    for trace in data:
+        if "text" in trace:
+            trace["cliponaxis"] = False
+    layout["margin"]["r"] = max(layout["margin"]["r"], 80 if any("right" in t.get("textposition", "") for t in data)
+                                else 0)
     return Chart(chart_id, title, json.dumps(_finite({"data": data, "layout": layout}), ensure_ascii=False))
 
 
@@ -171,7 +189,7 @@ def main_over_time(view: LabView) -> list[Chart]:
                 "customdata": labels,
                 "hovertemplate": "%{customdata}<br>%{y} " + unit(key) + "<extra></extra>",
             }]
-            layout = _layout(title, "time (UTC)", f"{key} ({unit(key) or 'value'}), exact · {_better(view, key)}")
+            layout = _exact_layout(title, "time (UTC)", key, _better(view, key), [m.candidate for _, m in points])
         else:
             floor = view.floors.get(key, 0.0)
             data = [{
@@ -249,7 +267,7 @@ def experiments(view: LabView) -> list[Chart]:
             data.append(trace)
         x_title = "experiment (each against its own base)"
         if exact:
-            layout = _layout(title, x_title, f"{key} ({unit(key) or 'value'}), exact · {_better(view, key)}")
+            layout = _exact_layout(title, x_title, key, _better(view, key), [m.candidate for _, m in rows])
         else:
             floor = view.floors.get(key, max(m.floor for _, m in rows))
             data.append(_floor_legend(floor))

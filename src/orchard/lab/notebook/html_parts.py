@@ -114,9 +114,13 @@ def decision(label: str) -> str:
 
 
 def verdict_html(v: VerdictView) -> str:
-    """A verdict's head, its table (the journal's cells), its gates and its advice."""
-    return (f"<p>Verdict <b>{escape(v.verdict)}</b> {escape(run_of(v))}</p>"
-            + table(COLUMNS, ([escape(c) for c in cells(m)] for m in v.metrics), (2, 4, 5, 6, 7, 8))
+    """A verdict's head, its table (the journal's cells), its gates and its advice; a gate that failed before
+    any statistics leaves no metric to show: a line says so, not a table with a head only."""
+    failed = any(not g.passed for g in v.gates)
+    metrics = table(COLUMNS, ([escape(c) for c in cells(m)] for m in v.metrics), (2, 4, 5, 6, 7, 8)) if v.metrics \
+        else "<p class=muted>no metric compared: " + ("a gate failed before any statistics (below)</p>" if failed
+                                                     else "nothing was measured</p>")
+    return (f"<p>Verdict <b>{escape(v.verdict)}</b> {escape(run_of(v))}</p>" + metrics
             + "".join(f"<p>gate <code>{escape(g.name)}</code>: {'pass' if g.passed else 'FAIL'} "
                       f"({escape(g.detail)})</p>" for g in v.gates)
             + "".join(f"<p class=advice>advice: {escape(advice)}</p>" for advice in v.advice))

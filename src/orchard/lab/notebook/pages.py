@@ -17,6 +17,7 @@ from functools import cache
 from importlib import resources
 from importlib.util import find_spec
 from pathlib import Path
+from urllib.parse import quote
 
 from orchard.lab.judge.measuring import LockState
 from orchard.lab.judge.verdict_view import effect_cells, pct, score_text, short_commit
@@ -26,6 +27,7 @@ from orchard.lab.notebook.charts import Chart, unjudged
 from orchard.lab.notebook.html_parts import CHART_SCRIPT, PAGE_SCRIPT, STYLE, decision, table, tabs, verdict_html
 from orchard.lab.notebook.journal import when
 from orchard.lab.notebook.lineage import lineage_html
+from orchard.lab.notebook.lineage_graph import lineage_svg
 from orchard.lab.notebook.view import ExperimentView, LabView
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.text import html_text as escape
@@ -77,13 +79,30 @@ def _state(view: LabView) -> str:
     return f"{working} of {view.worker_slots} workers busy" + (f" · {judged} at the judge" if judged else "")
 
 
-def summary(view: LabView) -> str:
+def _steer(path: str, label: str) -> str:
+    """A control of the live dashboard: its page's script POSTs to `path` (lab/loop/dashboard_controls.py)."""
+    return f"<button type=button class=steer data-steer='{escape(path)}'>{escape(label)}</button>"
+
+
+def _pause(view: LabView, live: bool) -> str:
+    """Who paused the lab, while it is; on the dashboard, the button that pauses or resumes it, whether a lab
+    runs or not (as `orchard pause`: the next `orchard run` honours it)."""
+    said = "" if view.paused is None else \
+        f"<b>paused by {escape(view.paused)}</b>: no new workers; the running ones finish and are judged "
+    if not live:
+        return f"<p>{said}</p>" if said else ""
+    button = _steer("api/resume", "resume the lab") if view.paused is not None else \
+        _steer("api/pause", "pause the lab (no new workers)")
+    return f"<p class=controls>{said}{button}</p>"
+
+
+def summary(view: LabView, live: bool = False) -> str:
     d = view.decisions
     started = when(view.started_at) if view.started_at else "-"
     return (f"<p>workspace <code>{escape(view.workspace)}</code> · started {started} · base "
             f"<code>{escape(short_commit(view.base))}</code> · executor {escape(view.executor)}</p>"
             f"<p><b>{_state(view)}</b> · {len(view.experiments)} experiments: {d.get('LAND', 0)} LAND, "
-            f"{d.get('KILL', 0)} KILL, {d.get('ITERATE', 0)} ITERATE</p>"
+            f"{d.get('KILL', 0)} KILL, {d.get('ITERATE', 0)} ITERATE</p>" + _pause(view, live)
             + "".join(f"<p class=muted>{escape(a.text())}</p>" for a in view.judge_hosts))
 
 
@@ -100,9 +119,15 @@ def workers(view: LabView) -> str:
     if not view.workers:
         return "<p class=muted>no worker is running</p>"
     rows = [[escape(w.experiment), escape(w.worker), escape(w.launcher), escape(w.status), _minutes(w.elapsed_s),
-             escape(w.host), _tail(w.log_tail)]
+             escape(w.host), _tail(w.log_tail), _stop(w.experiment) if w.status in AT_WORK else ""]
             for w in view.workers]
-    return table(("experiment", "worker", "launcher", "state", "elapsed", "host", "log tail"), rows, (4,))
+    return table(("experiment", "worker", "launcher", "state", "elapsed", "host", "log tail", "steer"), rows, (4,))
+
+
+def _stop(experiment: str) -> str:
+    """Stop its worker: the hypothesis back to the backlog, or KILLed (as `orchard stop [--kill]`)."""
+    path = "api/stop/" + quote(experiment, safe="")
+    return _steer(path, "stop (back to the backlog)") + " " + _steer(path + "?kill=1", "stop and KILL")
 
 
 def lock(view: LabView) -> str:
@@ -222,7 +247,7 @@ def journal(view: LabView, newest_first: bool) -> str:
 def build_page(view: LabView, *, live: bool, cache: ChartCache | None = None) -> Page:
     """Every section of the page for this snapshot; `live` adds the workers, the lock and the newest-first feed."""
     charts = (cache or ChartCache()).charts(view)
-    sections = {"summary": summary(view)}
+    sections = {"summary": summary(view, live)}
     if live:
         sections |= {"workers": workers(view), "lock": lock(view)}
     sections |= {
@@ -232,7 +257,8 @@ def build_page(view: LabView, *, live: bool, cache: ChartCache | None = None) ->
         "chart-experiments": _chart_divs(charts.experiments) + unjudged_list(view),
         "chart-activity": _chart_divs(charts.activity),
         "experiments": experiment_list(view, live=live),
-        "lineage": "" if view.lineage is None else lineage_html(view.lineage, lambda n: experiment_href(n, live)),
+        "lineage": "" if view.lineage is None else (lineage_svg(view.lineage, lambda n: experiment_href(n, live))
+                                                    + lineage_html(view.lineage, lambda n: experiment_href(n, live))),
         "backlog": backlog(view),
         "journal": journal(view, newest_first=live),
     }

@@ -1,4 +1,4 @@
-"""`orchard serve`: a live, read-only web dashboard of one lab.
+"""`orchard serve`: a live web dashboard of one lab, and its steering controls.
 
 A small Starlette app run by uvicorn. It opens lab.db read-only (SQLite
 `mode=ro`; under WAL a reader never blocks the lab's writes) and builds one
@@ -13,7 +13,12 @@ machine the lab's builds and verdicts come first.
 It binds to 127.0.0.1 unless told otherwise. On any other address every
 request needs the token printed at start (`?token=` once, then a cookie, or
 `Authorization: Bearer`): a lab's logs and hypotheses are not for anonymous
-readers on the network.
+readers on the network. A control (stop, pause, resume: routes the command
+line hands in, as the dashboard's floor cannot steer a lab) changes the lab,
+so it needs the token on loopback too (any local program or web page reaches
+loopback), is a POST, and takes the token only from the cookie (SameSite
+strict: another site's form never carries it) or the header (another site's
+script cannot set it), from this dashboard's own origin.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +39,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp
 
 from orchard.errors import UsageError
@@ -49,7 +54,9 @@ DEFAULT_HOST = "127.0.0.1"
 REFRESH_S = 1.0
 NICENESS = 10
 COOKIE = "orchard_token"
+READS = ("GET", "HEAD")
 Say = Callable[[str], None]
+Controls = Callable[[Workspace], Sequence[BaseRoute]]  # the steering routes of one lab
 
 
 class Snapshots:
@@ -103,33 +110,50 @@ class Snapshots:
 
 
 class TokenGate(BaseHTTPMiddleware):
-    """401 for every request without the token; `?token=` on a page sets a cookie so scripts need nothing more."""
+    """401 for a control without the token, and for every request when reads are guarded too; `?token=` on a
+    page sets a cookie so scripts need nothing more; 403 for a control from another origin."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str, guard_reads: bool) -> None:
         super().__init__(app)
-        self.token = token
+        self.token, self.guard_reads = token, guard_reads
 
-    def _given(self, request: Request) -> tuple[str, bool]:
-        query = request.query_params.get("token")
-        if query is not None:
-            return query, True
+    def _given(self, request: Request, *, query: bool) -> tuple[str, bool]:
+        found = request.query_params.get("token") if query else None
+        if found is not None:
+            return found, True
         bearer = request.headers.get("authorization", "")
         if bearer.lower().startswith("bearer "):
             return bearer[7:].strip(), False
         return request.cookies.get(COOKIE, ""), False
 
+    def _holds(self, given: str) -> bool:
+        return secrets.compare_digest(given.encode(), self.token.encode())
+
     async def dispatch(self, request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        given, from_query = self._given(request)
-        if not secrets.compare_digest(given.encode(), self.token.encode()):
-            return PlainTextResponse("401: this dashboard needs the token `orchard serve` printed at start\n",
-                                     status_code=401)
+        control = request.method not in READS
+        given, from_query = self._given(request, query=not control)
+        if (control or self.guard_reads) and not self._holds(given):
+            what = "steering the lab needs" if control else "this dashboard needs"
+            return PlainTextResponse(f"401: {what} the token `orchard serve` printed at start (open the address "
+                                     "it printed)\n", status_code=401)
+        if control and not _same_origin(request):
+            return PlainTextResponse("403: a control is taken only from the dashboard's own page\n", status_code=403)
         response = await call_next(request)
-        if from_query:
+        if from_query and self._holds(given):
             response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict")
         return response
 
 
-def make_app(snapshots: Snapshots, token: str | None) -> Starlette:
+def _same_origin(request: Request) -> bool:
+    """Whether the browser says the request comes from this dashboard's page (a client that is no browser
+    sends neither header, and had to hold the token to get here)."""
+    origin = request.headers.get("origin")
+    if origin is not None and origin != f"{request.url.scheme}://{request.headers.get('host', '')}":
+        return False
+    return request.headers.get("sec-fetch-site", "same-origin") in ("same-origin", "none")
+
+
+def make_app(snapshots: Snapshots, token: str, *, guard_reads: bool, controls: Sequence[BaseRoute] = ()) -> Starlette:
     def index(request: Request) -> Response:
         return HTMLResponse(pages.dashboard_html(), headers={"Cache-Control": "no-store"})
 
@@ -153,16 +177,20 @@ def make_app(snapshots: Snapshots, token: str | None) -> Starlette:
         return Response(snapshots.view_json(), media_type="application/json", headers={"Cache-Control": "no-store"})
 
     routes = [Route("/", index), Route("/static/plotly.min.js", plotly), Route("/api/page", page),
-              Route("/api/view", snapshot), Route("/experiment/{name}", experiment)]
-    middleware = [Middleware(TokenGate, token=token)] if token else []
-    return Starlette(routes=routes, middleware=middleware)
+              Route("/api/view", snapshot), Route("/experiment/{name}", experiment), *controls]
+    return Starlette(routes=routes, middleware=[Middleware(TokenGate, token=token, guard_reads=guard_reads)])
 
 
 @dataclass(frozen=True)
 class Binding:
     host: str
     port: int
-    token: str | None
+    token: str
+
+    @property
+    def guard_reads(self) -> bool:
+        """Off loopback, reading needs the token too (steering always does)."""
+        return self.host != DEFAULT_HOST
 
     @property
     def url(self) -> str:
@@ -185,13 +213,13 @@ def _wildcard(host: str) -> bool:
         return False
 
 
-def _url(host: str, port: int, token: str | None) -> str:
+def _url(host: str, port: int, token: str) -> str:
     host = f"[{host}]" if ":" in host else host
-    return f"http://{host}:{port}/" + (f"?token={token}" if token else "")
+    return f"http://{host}:{port}/?token={token}"
 
 
 def bind(host: str, port: int) -> tuple[socket.socket, Binding]:
-    """The listening socket (port 0: any free one) and how to reach it; off the default host, with a token."""
+    """The listening socket (port 0: any free one) and how to reach it, with the token."""
     if not 0 <= port <= 65535:
         raise UsageError(f"--port {port}: expected 0-65535")
     try:
@@ -207,25 +235,29 @@ def bind(host: str, port: int) -> tuple[socket.socket, Binding]:
         sock.close()
         raise UsageError(f"--host {host} --port {port}: cannot listen there ({error.strerror})") from None
     sock.listen(128)
-    token = None if host == DEFAULT_HOST else secrets.token_urlsafe(24)
-    return sock, Binding(host, sock.getsockname()[1], token)
+    return sock, Binding(host, sock.getsockname()[1], secrets.token_urlsafe(24))
 
 
-def serve(workspace: Path, host: str = DEFAULT_HOST, port: int = 8765, *, say: Say = print) -> None:
-    """Serve the dashboard until Ctrl-C (or SIGTERM); lab.db is only ever read."""
+def serve(workspace: Path, host: str = DEFAULT_HOST, port: int = 8765, *, say: Say = print,
+          controls: Controls | None = None) -> None:
+    """Serve the dashboard until Ctrl-C (or SIGTERM); lab.db is only ever read, but by the controls."""
     ws = Workspace.open(workspace)
     state = LabState.open_readonly(ws.root)
     try:
         sock, binding = bind(host, port)
         os.nice(NICENESS)  # once the address is ours: bad input changes nothing
         try:
-            server = uvicorn.Server(uvicorn.Config(make_app(Snapshots(ws, state), binding.token), log_level="warning",
-                                                   lifespan="off", timeout_graceful_shutdown=3))
+            app = make_app(Snapshots(ws, state), binding.token, guard_reads=binding.guard_reads,
+                           controls=controls(ws) if controls else ())
+            server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off",
+                                                   timeout_graceful_shutdown=3))
             say(f"dashboard of {ws.root}: {binding.url}")
             if binding.local_url:
                 say(f"on this machine: {binding.local_url}")
-            if binding.token:
+            if binding.guard_reads:
                 say(f"not on loopback: every request needs the token {binding.token}")
+            else:
+                say(f"stop, pause and resume on the dashboard: needs the token {binding.token} (in the address)")
             say("Ctrl-C stops the dashboard (never the lab)")
             try:
                 server.run(sockets=[sock])
