@@ -137,6 +137,12 @@ class BacklogItem:
     score: float
     lane: str
     title: str
+    revisited: bool = False  # a KILLed hypothesis a win offered again (loop/revisit.py)
+
+    @property
+    def note(self) -> str:
+        """What every list of the backlog adds after its lane: that it is a revisited kill."""
+        return ", revisited" if self.revisited else ""
 
 
 @dataclass(frozen=True)
@@ -241,6 +247,7 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         hypotheses = state.hypotheses()
         titles = {h.id: h.hypothesis.title for h in hypotheses}
         ranked = ranking.ranked(state)[:10]
+        again = ranking.revisited(state)
         final = final_verdict(events)
         board = leaderboard(state, None if final is None else final.verdict)
         dirs = directions(state)
@@ -296,7 +303,8 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         baseline=baseline,
         floors=floors, directions=dirs, workers=workers,
         lock=lock_status() if live else LockStatus(LockState.NOT_READ, "", None, None, None, ()),
-        backlog=tuple(BacklogItem(r.id, r.hypothesis.score, r.hypothesis.lane, r.hypothesis.title) for r in ranked),
+        backlog=tuple(BacklogItem(r.id, r.hypothesis.score, r.hypothesis.lane, r.hypothesis.title, r.id in again)
+                      for r in ranked),
         leaderboard=board,
         experiments=tuple(experiments), main_steps=tuple(main_steps(events, baseline, floors)), lock_waits=waits,
         busy=tuple(_busy(experiments)),

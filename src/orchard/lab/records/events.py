@@ -37,6 +37,7 @@ class EventKind(StrEnum):
     PAUSE = "pause"  # a person paused the lab: no new workers (`orchard pause`)
     RESUME = "resume"  # ... and resumed it, with the limits they changed (`orchard resume`)
     BACKLOG = "backlog"
+    REVISIT = "revisit"  # a KILLed hypothesis offered again once, after a win changed what it was about
     LAUNCHER_FAILURE = "launcher-failure"
     AGENT_RETRY = "agent-retry"  # rate limited or overloaded: back to the backlog, tried again after a wait
     AGENT_HUNG = "agent-hung"  # no result within the worker timeout: back to the backlog once
