@@ -9,6 +9,7 @@ nothing measurable on the first main is KILLed, a win rewrites its file, and the
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,7 @@ def _kill(state: LabState, name: str, hypothesis: str, rule: Rule | None, effect
 def _win(state: LabState, name: str, files: tuple[str, ...], main_value: float | None = None) -> str:
     """A win merged into main that changed `files` (main measured at `main_value` after it): what the loop says."""
     state.add_hypothesis(Hypothesis(id=name, metric=METRIC, change=f"win {name}", scope=files), source="user")
+    state.update_hypothesis(name, status=HypothesisStatus.LANDED)
     state.add_experiment(name, name, "w1", Lane.EXPLOIT, 1, "base", "bench", ExperimentStatus.LANDING)
     state.update_experiment(name, candidate=bare_candidate(experiment=name, changed_files=list(files)))
     if main_value is not None:
@@ -122,6 +124,26 @@ def test_a_kill_is_revisited_when_main_moved_more_than_its_measured_effect(tmp_p
         assert state.hypothesis("large").status == HypothesisStatus.KILLED
     finally:
         state.close()
+
+
+def test_status_the_report_and_the_dashboard_mark_a_revisited_hypothesis(tmp_path: Path) -> None:
+    target = make_repo(tmp_path / "myproject", {"src/alpha.txt": "alpha 1\n"})
+    (tmp_path / "suite.toml").write_text(STDOUT_SUITE)
+    (tmp_path / "orchard.toml").write_text(lab_config(target=ALPHA_TARGET, workers=one_worker(sandbox="none")))
+    ws = init_workspace(tmp_path / "ws", str(target), None, tmp_path / "orchard.toml")
+    state = _state(ws.root, ("idea", ("src/alpha.txt",)))
+    try:
+        _kill(state, "idea", "idea", Rule.FLOOR)
+        _win(state, "win", ("src/alpha.txt",))
+    finally:
+        state.close()
+    status = CliRunner().invoke(cli, ["status", str(ws.root), "--json"])
+    assert status.exit_code == 0, status.output
+    assert [(b["id"], b["revisited"]) for b in json.loads(status.output)["backlog"]] == [("idea", True)]
+    assert "idea (0.5, revisited)" in CliRunner().invoke(cli, ["status", str(ws.root)]).output
+    assert CliRunner().invoke(cli, ["report", str(ws.root)]).exit_code == 0
+    assert "- `idea` (score 0.50, exploit, revisited)" in (ws.root / "FINAL_REPORT.md").read_text()
+    assert "exploit, revisited" in (ws.root / "report.html").read_text()  # the dashboard's backlog section
 
 
 def _orchard(*args: str | Path) -> str:
