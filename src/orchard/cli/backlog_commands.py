@@ -110,20 +110,23 @@ def backlog_add(
     """Add hypotheses: from a TOML file, from the opportunities ranking, or from flags."""
     from orchard.lab.loop import backlog_add
     from orchard.lab.records.hypothesis import Hypothesis
+    from orchard.lab.text import visible
 
     with open_lab(workspace) as (ws, state):
         if file_path is not None:
-            hypotheses = backlog_add.add_file(ws, state, file_path)
+            result = backlog_add.add_file(ws, state, file_path)
         elif from_opportunities:
-            hypotheses = backlog_add.add_opportunities(ws, state, from_opportunities)
+            result = backlog_add.add_opportunities(ws, state, from_opportunities)
         else:
             hypothesis = Hypothesis.from_fields(
                 source="flags", id=hypothesis_id, title=title, metric=metric, current_value=current_value,
                 suspected_cause=suspected_cause, change=change, scope=list(scope), impact=impact,
                 confidence=confidence, effort=effort, lane=lane, predicted_effect=predicted_effect,
                 patch=None if patch is None else str(patch.resolve()))
-            hypotheses = backlog_add.add_one(ws, state, hypothesis)
-    print_added(hypotheses)
+            result = backlog_add.add_one(ws, state, hypothesis)
+    print_added(result.added)
+    for refused in result.refused:  # one line each, after those added
+        click.echo(visible(refused.reason()))
 
 
 @backlog_group.command("rank")
