@@ -42,9 +42,9 @@ METRIC = "out/stdout_bytes"
 
 
 def _kill(state: LabState, name: str, hypothesis: str, rule: Rule | None, effect: float = 0.0,
-          files: tuple[str, ...] = ()) -> None:
-    """An experiment of `hypothesis` the judge KILLed under `rule`, its verdict measuring `effect`."""
-    verdict = verdict_of([metric(METRIC, "no-change", effect, floor=0.01)])
+          files: tuple[str, ...] = (), floor: float = 0.01) -> None:
+    """An experiment of `hypothesis` the judge KILLed under `rule`, its verdict measuring `effect` (`floor`)."""
+    verdict = verdict_of([metric(METRIC, "no-change", effect, floor=floor)])
     judgment = Judgment(Decision.KILL, ("killed",), rule, verdict=verdict)
     state.add_experiment(name, hypothesis, "w1", Lane.EXPLOIT, 1, "base", "bench", ExperimentStatus.DONE)
     state.update_experiment(name, decision=Decision.KILL, judgment=judgment, reasons=["killed"],
@@ -111,17 +111,20 @@ def test_an_honest_kill_is_revisited_and_a_kill_about_the_candidates_honesty_is_
         state.close()
 
 
-def test_a_kill_is_revisited_when_main_moved_more_than_its_measured_effect(tmp_path: Path) -> None:
-    state = _state(tmp_path, ("small", ("src/a.c",)), ("large", ("src/b.c",)), ("touched", ("src/c.c",)))
+def test_a_kill_is_revisited_when_main_moved_more_than_its_measured_effect_and_floor(tmp_path: Path) -> None:
+    state = _state(tmp_path, ("small", ("src/a.c",)), ("large", ("src/b.c",)), ("touched", ("src/c.c",)),
+                   ("noisy", ("src/e.c",)))
     try:
         _kill(state, "small", "small", Rule.FLOOR, effect=-0.02)
         _kill(state, "large", "large", Rule.FLOOR, effect=-0.5)
         _kill(state, "touched", "touched", Rule.FLOOR, effect=-0.5, files=("src/d.c",))  # its candidate's file
+        _kill(state, "noisy", "noisy", Rule.FLOOR, effect=-0.02, floor=0.15)
         said = _win(state, "win", ("src/d.c",), main_value=90.0)  # main -10%: beyond small's -2%, not large's -50%
-        assert "revisited small: main moved -10.0% on out/stdout_bytes since it was killed, more than the -2.0%" \
-            in said
+        assert "revisited small: main moved -10.0% on out/stdout_bytes since it was killed, more than the -2.0% " \
+            "it was measured at and its 1.0% floor" in said
         assert "revisited touched: the win win changed src/d.c" in said
         assert state.hypothesis("large").status == HypothesisStatus.KILLED
+        assert state.hypothesis("noisy").status == HypothesisStatus.KILLED  # -10% is within its 15% floor
     finally:
         state.close()
 

@@ -2,10 +2,10 @@
 
 A kill measured one idea against one main. A later win can change that: it edits a file the idea was about
 (the hypothesis's scope, or a file its killed candidate changed), or it moves main's value of the idea's metric
-by more than the effect the idea was measured at. Then the hypothesis goes back to the backlog, open and ranked
-as usual, journaled as `Revisited`. Never twice for one hypothesis, and never one killed under a rule about the
-candidate's honesty (`HONESTY`): a worker that tampered with the harness or gamed the bench did not fail
-because of main. docs/loop.md, "Revisiting a kill", states the rule.
+by more than the effect the idea was measured at (and more than that metric's noise floor). Then the hypothesis
+goes back to the backlog, open and ranked as usual, journaled as `Revisited`. Never twice for one hypothesis,
+and never one killed under a rule about the candidate's honesty (`HONESTY`): a worker that tampered with the
+harness or gamed the bench did not fail because of main. docs/loop.md, "Revisiting a kill", states the rule.
 """
 
 from __future__ import annotations
@@ -61,20 +61,21 @@ def _files_reason(record: HypothesisRecord, kill: ExperimentRecord, changed: lis
 
 
 def _moved_reason(state: LabState, record: HypothesisRecord, kill: ExperimentRecord) -> str | None:
-    """Why main's move matters: its metric moved since the kill by more than the effect the kill measured."""
+    """Why main's move matters: its metric moved since the kill by more than the effect the kill measured, and
+    by more than that metric's noise floor (main's medians wander by noise alone: a move within it is none)."""
     metric = record.hypothesis.metric
     verdict = kill.judgment.verdict if kill.judgment is not None else None
-    effects = [m.effect for m in (verdict.metrics if verdict else []) if metric in (m.key, m.metric)]
+    measured = next((m for m in (verdict.metrics if verdict else []) if metric in (m.key, m.metric)), None)
     killed_at = next((e.at for e in state.events_of(JudgmentEntry) if e.experiment == kill.name), None)
-    if not effects or effects[0] is None or killed_at is None:
+    if measured is None or measured.effect is None or killed_at is None:
         return None
     values = [(m.at, value) for m in state.measurements("main") for key, value in m.metrics.items()
               if metric in (key, key.split("/", 1)[-1]) and value is not None]
     then = [value for at, value in values if at <= killed_at]
-    if not then or not values or then[-1] == 0:
+    if not then or then[-1] == 0:
         return None
     moved = values[-1][1] / then[-1] - 1
-    if abs(moved) <= abs(effects[0]):
+    if abs(moved) <= max(abs(measured.effect), measured.floor):
         return None
-    return (f"main moved {moved:+.1%} on {metric} since it was killed, more than the {effects[0]:+.1%} "
-            "it was measured at")
+    return (f"main moved {moved:+.1%} on {metric} since it was killed, more than the {measured.effect:+.1%} "
+            f"it was measured at and its {measured.floor:.1%} floor")
