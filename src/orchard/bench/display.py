@@ -21,6 +21,7 @@ from rich.text import Text
 
 from orchard.bench.calibration import Calibration, age_text
 from orchard.bench.row_metrics import readings
+from orchard.bench.spread import Spread
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import Suite
 from orchard.bench.verdict import (
@@ -28,11 +29,12 @@ from orchard.bench.verdict import (
     Method,
     MetricResult,
     MetricVerdict,
+    Scale,
     Verdict,
     VerdictDecision,
     VerdictWord,
 )
-from orchard.units import quantity
+from orchard.units import quantity, times
 
 RUN_SCHEMA = "orchard.bench-run/1"
 _UNBOUNDED = 10_000  # columns: a table's natural width is measured without the console's limit
@@ -49,6 +51,19 @@ def pct(value: float | None, signed: bool = True) -> str:
 
 
 NO_INTERVAL = "no interval at this n"
+
+
+def ratio(metric: MetricResult) -> float | None:
+    """Candidate over baseline, from the effect; None where the effect is no ratio (the baseline's median is 0)."""
+    if metric.effect is None or not math.isfinite(metric.effect) or metric.scale == Scale.ABSOLUTE:
+        return None
+    return 1.0 + metric.effect
+
+
+def effect_text(metric: MetricResult, between: str = " ") -> str:
+    """`-46.52% (1.87x faster)`: the percentage and, as hyperfine says it, the ratio."""
+    shown = times(ratio(metric), metric.metric)
+    return pct(metric.effect) if shown == "-" else f"{pct(metric.effect)}{between}({shown})"
 
 
 def interval_text(metric: MetricResult) -> str:
@@ -83,7 +98,7 @@ def metric_table(metrics: Sequence[MetricResult], title: str | None = None) -> T
         table.add_row(
             m.key,
             f"[{_STYLE.get(m.verdict, '')}]{m.verdict}[/]",
-            pct(m.effect),
+            effect_text(m, between="\n"),
             interval_text(m) + confidence_text(m),
             pct(m.floor, signed=False),
             str(m.n),
@@ -98,19 +113,46 @@ def metric_block(m: MetricResult) -> Text:
     """One metric as a few short lines: the stacked form of its table row, for a console too narrow for the table."""
     style = _STYLE.get(m.verdict, "")
     block = Text.assemble((m.key, "bold"), "  ", (str(m.verdict), style))
-    block.append(f"\n  effect {pct(m.effect)}, interval {interval_text(m)}{confidence_text(m)}")
+    block.append(f"\n  effect {effect_text(m)}, interval {interval_text(m)}{confidence_text(m)}")
     block.append(f"\n  floor {pct(m.floor, signed=False)}, n {m.n}, MDE {pct(m.mde, signed=False)}")
-    block.append(f"\n  baseline {quantity(m.baseline_median, m.metric)}, "
-                 f"candidate {quantity(m.candidate_median, m.metric)}")
+    if m.baseline_spread is None or m.candidate_spread is None:
+        block.append(f"\n  baseline {quantity(m.baseline_median, m.metric)}, "
+                     f"candidate {quantity(m.candidate_median, m.metric)}")
+        return block
+    for side, median, spread in _sides(m):
+        if spread is not None:
+            block.append(f"\n  {side} median {quantity(median, m.metric)}, mean ± σ {spread.mean_text(m.metric)},"
+                         f"\n    min … max {spread.range_text(m.metric)}")
     return block
 
 
+def _sides(m: MetricResult) -> tuple[tuple[str, float | None, Spread | None], ...]:
+    return (("baseline", m.baseline_median, m.baseline_spread), ("candidate", m.candidate_median, m.candidate_spread))
+
+
+def spread_table(metrics: Sequence[MetricResult]) -> Table:
+    """Each side's runs as hyperfine and pyperf users read them first, beside the median the verdict judges."""
+    table = Table(show_edge=False, header_style="bold")
+    for column in ("metric", "side", "median", "mean ± σ", "min … max"):
+        table.add_column(column, justify="left" if column in ("metric", "side") else "right", no_wrap=True)
+    for m in metrics:
+        for side, median, spread in _sides(m):
+            if spread is not None:
+                table.add_row(m.key, side, quantity(median, m.metric), spread.mean_text(m.metric),
+                              spread.range_text(m.metric))
+    return table
+
+
 def print_metrics(console: Console, metrics: Sequence[MetricResult]) -> None:
-    """The metric table when it fits the console's width, else one block per metric (nothing cut to `inconc…`)."""
-    table = metric_table(metrics)
-    natural = Measurement.get(console, console.options.update(max_width=_UNBOUNDED), table).maximum
-    if natural <= console.width:
-        console.print(table)
+    """The metric table and the spreads' when they fit the console's width, else one block per metric (nothing
+    cut to `inconc…`)."""
+    tables = [metric_table(metrics)]
+    if any(m.baseline_spread or m.candidate_spread for m in metrics):
+        tables.append(spread_table(metrics))
+    wide = console.options.update(max_width=_UNBOUNDED)
+    if all(Measurement.get(console, wide, table).maximum <= console.width for table in tables):
+        for table in tables:
+            console.print(table)
         return
     for m in metrics:
         console.print(metric_block(m))
