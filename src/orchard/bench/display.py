@@ -15,7 +15,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -34,10 +33,10 @@ from orchard.bench.verdict import (
     VerdictDecision,
     VerdictWord,
 )
+from orchard.fitted import Fitted
 from orchard.units import quantity, times
 
 RUN_SCHEMA = "orchard.bench-run/1"
-_UNBOUNDED = 10_000  # columns: a table's natural width is measured without the console's limit
 _STYLE = {MetricVerdict.IMPROVED: "green", MetricVerdict.REGRESSED: "red", MetricVerdict.UNCHANGED: "dim",
           MetricVerdict.UNCLEAR: "yellow"}
 _OVERALL_STYLE = {VerdictWord.PASS: "bold green", VerdictWord.REGRESSED: "bold red", VerdictWord.NO_CHANGE: "bold",
@@ -144,18 +143,11 @@ def spread_table(metrics: Sequence[MetricResult]) -> Table:
 
 
 def print_metrics(console: Console, metrics: Sequence[MetricResult]) -> None:
-    """The metric table and the spreads' when they fit the console's width, else one block per metric (nothing
-    cut to `inconc…`)."""
+    """The metric table and the spreads' when they fit the console's width, else one block per metric."""
     tables = [metric_table(metrics)]
     if any(m.baseline_spread or m.candidate_spread for m in metrics):
         tables.append(spread_table(metrics))
-    wide = console.options.update(max_width=_UNBOUNDED)
-    if all(Measurement.get(console, wide, table).maximum <= console.width for table in tables):
-        for table in tables:
-            console.print(table)
-        return
-    for m in metrics:
-        console.print(metric_block(m))
+    console.print(Fitted(tables, [metric_block(m) for m in metrics]))
 
 
 def calibration_line(cal: CalibrationNote | None) -> str:
