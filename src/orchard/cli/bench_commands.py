@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from orchard.cli.options import lane_subject_options, results_option, seed_option, suite_option
-from orchard.cli.output import ProgressBar, is_quiet
+from orchard.cli.output import ProgressBar, is_quiet, terminal_console
 from orchard.errors import UsageError
 
 if TYPE_CHECKING:
@@ -233,4 +233,7 @@ def history(results: Path | None, labs: tuple[Path, ...], max_pvalue: float | No
     from orchard.history import changes
 
     found = changes.history(results, labs, max_pvalue=max_pvalue, min_magnitude=min_magnitude, chart_file=chart_file)
-    click.echo(changes.to_json(found) if as_json else changes.table(found))
+    if as_json:
+        click.echo(changes.to_json(found))
+    else:
+        terminal_console().print(changes.table(found))
