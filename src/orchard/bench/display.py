@@ -11,6 +11,7 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from rich.console import Console
@@ -253,7 +254,7 @@ def rows_summary(rows: Sequence[Mapping[str, Any]]) -> str:
         )
         lines.append("")
     lines += [
-        "| Scenario | Subject | Runs | Failures | Median wall ms | Median CPU ms | Median stdout bytes | Est. tokens |",
+        "| Scenario | Subject | Runs | Failures | Median wall | Median CPU | Median stdout | Est. tokens |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for (scenario, subject), group in sorted(groups.items()):
@@ -268,28 +269,55 @@ def rows_summary(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_json(suite: Suite, writer: RunWriter, seed: int) -> dict[str, Any]:
-    """`bench run --json`: medians per scenario and subject of every metric the suite names."""
+@dataclass(frozen=True)
+class SubjectMedians:
+    """One scenario and subject of a `bench run`: its runs, failures and the median of each suite metric."""
+
+    scenario: str
+    subject: str
+    runs: int
+    failures: int
+    medians: dict[str, float | None]
+
+
+def run_medians(suite: Suite, rows: Sequence[Mapping[str, Any]]) -> list[SubjectMedians]:
+    """Medians per scenario and subject of every metric the suite names, what `bench run` prints."""
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
-    for row in writer.rows:
+    for row in rows:
         if row.get("step_kind") == "measured":
             groups[(str(row.get("scenario")), str(row.get("role") or row.get("subject")))].append(row)
     fields = dict.fromkeys(spec.metric for spec in suite.metrics)
-    medians = []
+    found = []
     for (scenario, subject), group in sorted(groups.items()):
-        values: dict[str, float | None] = {}
-        for metric in fields:
-            numbers = _values(group, metric)
-            values[metric] = statistics.median(numbers) if numbers else None
-        medians.append({"scenario": scenario, "subject": subject, "runs": len(group),
-                        "failures": sum(1 for r in group if r.get("returncode") != 0), "medians": values})
+        medians = {metric: statistics.median(numbers) if (numbers := _values(group, metric)) else None
+                   for metric in fields}
+        found.append(SubjectMedians(scenario, subject, len(group), sum(1 for r in group if r.get("returncode") != 0),
+                                    medians))
+    return found
+
+
+def run_json(suite: Suite, writer: RunWriter, seed: int) -> dict[str, Any]:
+    """`bench run --json`."""
     return {"schema": RUN_SCHEMA, "suite": suite.name, "seed": seed, "rows": str(writer.path),
-            "summary": str(writer.summary_path), "results": medians}
+            "summary": str(writer.summary_path), "results": [asdict(m) for m in run_medians(suite, writer.rows)]}
+
+
+def run_table(suite: Suite, writer: RunWriter) -> Table:
+    """`bench run` on a terminal: one row per scenario and subject, each median in its metric's unit."""
+    found = run_medians(suite, writer.rows)
+    table = Table(show_edge=False, header_style="bold")
+    for column in ("scenario", "subject", "runs", "failures", *dict.fromkeys(spec.metric for spec in suite.metrics)):
+        table.add_column(column, justify="left" if column in ("scenario", "subject") else "right")
+    for m in found:
+        table.add_row(m.scenario, m.subject, str(m.runs), str(m.failures),
+                      *(quantity(value, metric) if value is not None else "unmeasured"
+                        for metric, value in m.medians.items()))
+    return table
 
 
 def _median(rows: Sequence[Mapping[str, Any]], metric: str) -> str:
     values = _values(rows, metric)
-    return f"{statistics.median(values):.2f}" if values else "unmeasured"
+    return quantity(statistics.median(values), metric) if values else "unmeasured"
 
 
 def _values(rows: Sequence[Mapping[str, Any]], metric: str) -> list[float]:

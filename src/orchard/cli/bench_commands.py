@@ -42,7 +42,7 @@ def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, as_js
     """Measure a suite for named subjects, interleaved; rows and a summary, no verdict."""
     import random
 
-    from orchard.bench.display import run_json
+    from orchard.bench.display import run_json, run_table
     from orchard.bench.subjects import parse_binaries
     from orchard.bench.suite_reader import load_suite
     from orchard.bench.suite_run import run_suite
@@ -66,8 +66,9 @@ def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, as_js
 
         click.echo(json.dumps(run_json(suite, writer, seed), indent=2))
         return
-    click.echo(writer.summary_path.read_text())
-    click.echo(f"rows: {writer.path}")
+    console = terminal_console()
+    console.print(run_table(suite, writer))
+    console.print(f"rows: {writer.path}", markup=False, soft_wrap=True)
 
 
 @bench.command("task-loop")
