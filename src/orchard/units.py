@@ -105,6 +105,11 @@ def exact_quantity(value: float | None, metric: str) -> str:
     """A deterministic metric's value with every digit and its unit: `11,502 B`, `245,242,011`."""
     if value is None or not _finite(value):
         return "-"
+    stored = unit(metric)
+    return f"{value:,.12g}" + ("" if stored == "count" else f" {stored}")
+
+
+def unit(metric: str) -> str:
+    """The unit a metric's values are stored in, by its name: `ms`, `B`, else `count`."""
     name = metric.rsplit("/", 1)[-1]
-    unit = " ms" if name.endswith("_ms") else " B" if name.endswith("_bytes") else ""
-    return f"{value:,.12g}{unit}"
+    return "ms" if name.endswith("_ms") else "B" if name.endswith("_bytes") else "count"

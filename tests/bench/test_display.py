@@ -97,3 +97,10 @@ def test_the_verdict_shows_mean_sd_and_range_beside_the_median_and_the_ratio(wid
     assert "mean ± σ" in text and "min … max" in text, text
     for value in ("50.0 ms ± 2.00 ms", "47.0 ms … 53.0 ms", "26.7 ms ± 1.07 ms", "25.1 ms … 28.3 ms"):
         assert value in text, (value, text)
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_the_interval_says_what_its_level_is(width: int) -> None:
+    """`@95%` read as a price or an address; the label says it is the interval's confidence."""
+    text = _shown(width)
+    assert text.count("95% confidence") == 3 and "@" not in text, text

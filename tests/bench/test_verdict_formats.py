@@ -101,5 +101,6 @@ def test_every_export_carries_each_sides_spread_and_the_ratio(tmp_path: Path) ->
     cells = dict(zip(rows["metric"], rows["s/wall_ms"], strict=True))
     assert (cells["ratio"], cells["baseline_mean"], cells["baseline_min"], cells["candidate_max"]) == (
         "0.7", "10.0875", "9.8", "7.28")
+    assert [rows[key][rows["metric"].index("unit")] for key in ("s/wall_ms", "s/stdout_bytes")] == ["ms", "B"]
     assert "-30.00% (1.43x faster)" in forms["paired.md"]
     assert "10.1 ms (10.1 ms ± 203 µs; 9.80 ms … 10.4 ms)" in forms["paired.md"]

@@ -60,10 +60,10 @@ def ratio(metric: MetricResult) -> float | None:
     return 1.0 + metric.effect
 
 
-def effect_text(metric: MetricResult, between: str = " ") -> str:
+def effect_text(metric: MetricResult) -> str:
     """`-46.52% (1.87x faster)`: the percentage and, as hyperfine says it, the ratio."""
     shown = times(ratio(metric), metric.metric)
-    return pct(metric.effect) if shown == "-" else f"{pct(metric.effect)}{between}({shown})"
+    return pct(metric.effect) if shown == "-" else f"{pct(metric.effect)} ({shown})"
 
 
 def interval_text(metric: MetricResult) -> str:
@@ -81,12 +81,13 @@ def bounds_text(low: float, high: float) -> str:
 
 
 def confidence_text(metric: MetricResult) -> str:
+    """What the interval is, in words: `99% confidence`, `exact`, `counted 3x per binary` (empty: no interval)."""
     if metric.method == Method.EXACT:
-        return " exact"
+        return "exact"
     if metric.method == Method.COUNTED:
-        return f" counted {metric.n}x per binary"
+        return f"counted {metric.n}x per binary"
     if metric.confidence and interval_text(metric) != NO_INTERVAL:
-        return f" @{metric.confidence:.0%}"
+        return f"{metric.confidence:.0%} confidence"
     return ""
 
 
@@ -98,8 +99,8 @@ def metric_table(metrics: Sequence[MetricResult], title: str | None = None) -> T
         table.add_row(
             m.key,
             f"[{_STYLE.get(m.verdict, '')}]{m.verdict}[/]",
-            effect_text(m, between="\n"),
-            interval_text(m) + confidence_text(m),
+            f"{pct(m.effect)}\n{times(ratio(m), m.metric)}",
+            "\n".join(filter(None, (interval_text(m), confidence_text(m)))),
             pct(m.floor, signed=False),
             str(m.n),
             pct(m.mde, signed=False),
@@ -113,7 +114,8 @@ def metric_block(m: MetricResult) -> Text:
     """One metric as a few short lines: the stacked form of its table row, for a console too narrow for the table."""
     style = _STYLE.get(m.verdict, "")
     block = Text.assemble((m.key, "bold"), "  ", (str(m.verdict), style))
-    block.append(f"\n  effect {effect_text(m)}, interval {interval_text(m)}{confidence_text(m)}")
+    label = f" ({confidence_text(m)})" if confidence_text(m) else ""
+    block.append(f"\n  effect {effect_text(m)}, interval {interval_text(m)}{label}")
     block.append(f"\n  floor {pct(m.floor, signed=False)}, n {m.n}, MDE {pct(m.mde, signed=False)}")
     if m.baseline_spread is None or m.candidate_spread is None:
         block.append(f"\n  baseline {quantity(m.baseline_median, m.metric)}, "

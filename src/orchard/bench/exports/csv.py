@@ -8,6 +8,7 @@ import io
 from orchard.bench.display import ratio
 from orchard.bench.spread import Spread
 from orchard.bench.verdict import VerdictDecision
+from orchard.units import unit
 
 COLUMNS = (
     "metric",
@@ -23,6 +24,7 @@ COLUMNS = (
     "candidate_median",
     "direction",
     "target",
+    "unit",  # of the medians, means, deviations and ranges: ms, B or count
     "ratio",  # candidate over baseline: 0.535 is `1.87x faster`
     *(f"{side}_{stat}" for side in ("baseline", "candidate") for stat in ("mean", "sd", "min", "max")),
 )
@@ -50,6 +52,7 @@ def render(decision: VerdictDecision) -> str:
                 _cell(metric.candidate_median),
                 metric.direction,
                 metric.target,
+                unit(metric.metric),
                 _cell(ratio(metric)),
                 *_spread(metric.baseline_spread),
                 *_spread(metric.candidate_spread),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orchard.bench.display import bounds_text, effect_text, pct
+from orchard.bench.display import bounds_text, confidence_text, effect_text, pct
 from orchard.bench.spread import Spread
 from orchard.bench.verdict import Method, VerdictDecision
 from orchard.units import quantity
@@ -31,7 +31,8 @@ def render(decision: VerdictDecision, facts: list[str]) -> str:
             "|---|---|---:|---:|---:|---:|---:|---:|",
         ]
         for m in decision.metrics:
-            interval = "exact" if m.method == Method.EXACT else (bounds_text(*m.interval) if m.interval else "-")
+            label, bounds = confidence_text(m), bounds_text(*m.interval) if m.interval else "-"
+            interval = label if m.method == Method.EXACT else f"{bounds} ({label})" if label else bounds
             lines.append(
                 f"| `{_cell(m.key)}` | {m.verdict} | {effect_text(m)} | {interval} | "
                 f"{pct(m.floor, signed=False)} | {m.n} | {_side(m.baseline_median, m.baseline_spread, m.metric)} | "
