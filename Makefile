@@ -33,7 +33,7 @@ $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip uninstall --quiet -y orchard 2>/dev/null || true  # its name before orchard-lab
-	$(BIN)/python -m pip install --quiet -e '.[dev,history]'
+	$(BIN)/python -m pip install --quiet -e '.[lab,dev,history]'
 	$(BIN)/python -m pip install --quiet --no-deps $(OTAVA)
 	touch $(STAMP)
 

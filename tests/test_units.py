@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchard.units import big_count, count, duration_ms, exact_quantity, quantity, size_bytes, usd
+from orchard.units import big_count, count, duration_ms, exact_quantity, quantity, size_bytes, times, unit, usd
 
 
 @pytest.mark.parametrize(("ms", "shown"), [
@@ -51,3 +51,14 @@ def test_nothing_spent_is_zero_dollars_however_it_was_reported() -> None:
     """A run that failed on 500s printed "0" as its cost, one that never reached its model none: both "$0"."""
     assert usd(0) == usd(0.0) == "$0"
     assert usd(0.0625) == "$0.0625"
+
+
+def test_a_ratio_reads_as_hyperfine_prints_it() -> None:
+    """Candidate over baseline: `1.87x faster` for a duration, smaller or larger for anything else."""
+    assert times(1 / 1.87, "report/wall_ms") == "1.87x faster"
+    assert times(1.12, "cpu_ms") == "1.12x slower"
+    assert times(1 / 13.4, "report/stdout_bytes") == "13.4x smaller"
+    assert times(1.2, "instructions") == "1.20x larger"
+    assert times(1.001, "wall_ms") == "1.00x"
+    assert times(None, "wall_ms") == times(0.0, "wall_ms") == "-"
+    assert unit("report/wall_ms") == "ms" and unit("stdout_bytes") == "B" and unit("instructions") == "count"

@@ -87,10 +87,29 @@ def quantity(value: float | None, metric: str) -> str:
     return count(value)
 
 
+def times(ratio: float | None, metric: str) -> str:
+    """A ratio (candidate over baseline) as hyperfine prints it: `1.87x faster`, `1.12x slower` for a duration,
+    `13.4x smaller` or `1.20x larger` for anything else; `1.00x` when it rounds to no change."""
+    if ratio is None or not _finite(ratio) or ratio <= 0.0:
+        return "-"
+    factor = max(ratio, 1.0 / ratio)
+    shown = f"{factor:.2f}" if factor < 10 else f"{factor:,.1f}"
+    if shown == "1.00":
+        return "1.00x"
+    duration = metric.rsplit("/", 1)[-1].endswith("_ms")
+    words = ("faster", "slower") if duration else ("smaller", "larger")
+    return f"{shown}x {words[0] if ratio < 1.0 else words[1]}"
+
+
 def exact_quantity(value: float | None, metric: str) -> str:
     """A deterministic metric's value with every digit and its unit: `11,502 B`, `245,242,011`."""
     if value is None or not _finite(value):
         return "-"
+    stored = unit(metric)
+    return f"{value:,.12g}" + ("" if stored == "count" else f" {stored}")
+
+
+def unit(metric: str) -> str:
+    """The unit a metric's values are stored in, by its name: `ms`, `B`, else `count`."""
     name = metric.rsplit("/", 1)[-1]
-    unit = " ms" if name.endswith("_ms") else " B" if name.endswith("_bytes") else ""
-    return f"{value:,.12g}{unit}"
+    return "ms" if name.endswith("_ms") else "B" if name.endswith("_bytes") else "count"

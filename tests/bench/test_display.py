@@ -7,8 +7,18 @@ import io
 import pytest
 from rich.console import Console
 
+from orchard.bench.decide import decide_metrics, overall
 from orchard.bench.display import print_decision
-from orchard.bench.verdict import GateResult, MetricResult, MetricVerdict, VerdictDecision, VerdictWord
+from orchard.bench.verdict import (
+    Direction,
+    GateResult,
+    MetricNoise,
+    MetricResult,
+    MetricSpec,
+    MetricVerdict,
+    VerdictDecision,
+    VerdictWord,
+)
 
 
 def _metric(scenario: str, metric: str, verdict: MetricVerdict, baseline: float, candidate: float) -> MetricResult:
@@ -66,3 +76,31 @@ def test_bracketed_text_in_reasons_gates_and_warnings_is_printed_as_written() ->
     text = console.export_text()
     for written in ("report [/x] differs", "set [workers] sandbox = \"none\" [/]", "[bold]top5[/bold]"):
         assert written in text, text
+
+
+def _decided() -> VerdictDecision:
+    """A candidate 1.87x faster in wall time, with runs spread around both medians, as the verdict decides it."""
+    spec = MetricSpec("report", "wall_ms", Direction.LOWER)
+    base = [50.0, 52.0, 48.0, 51.0, 49.0, 53.0, 47.0, 50.0]
+    samples = {spec.key: (base, [v / 1.87 for v in base])}
+    return overall(decide_metrics([spec], samples, {spec.key: MetricNoise(0.03, False, 0.01)}, 0.05), [])
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_the_verdict_shows_mean_sd_and_range_beside_the_median_and_the_ratio(width: int) -> None:
+    """What hyperfine and pyperf users read first: mean ± σ, min … max and `1.87x faster`."""
+    console = Console(width=width, file=io.StringIO(), record=True, color_system=None)
+    print_decision(console, _decided(), [])
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= width, text
+    assert "1.87x faster" in text and "-46.52%" in text, text
+    assert "mean ± σ" in text and "min … max" in text, text
+    for value in ("50.0 ms ± 2.00 ms", "47.0 ms … 53.0 ms", "26.7 ms ± 1.07 ms", "25.1 ms … 28.3 ms"):
+        assert value in text, (value, text)
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_the_interval_says_what_its_level_is(width: int) -> None:
+    """`@95%` read as a price or an address; the label says it is the interval's confidence."""
+    text = _shown(width)
+    assert text.count("95% confidence") == 3 and "@" not in text, text

@@ -53,7 +53,7 @@ def test_bench_run_compare_and_history_read_the_harness_samples_the_verdict_judg
         assert done.returncode == 0, done.stderr
         document = json.loads(done.stdout)
         assert [r["medians"]["wall_ms"] for r in document["results"]] == [10.0]  # not the harness's 300 ms
-        assert "| report | prog | 3 | 0 | 10.00 |" in Path(document["summary"]).read_text()
+        assert "| report | prog | 3 | 0 | 10.0 ms |" in Path(document["summary"]).read_text()
         files.append(document["rows"])
     rows = [json.loads(line) for line in Path(files[0]).read_text().splitlines()]
     measured = [row for row in rows if row.get("step_kind") == "measured"]

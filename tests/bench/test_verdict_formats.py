@@ -1,6 +1,8 @@
 """The verdict's serialized forms (the `--json` document lab.db stores, the CSV and Markdown exports) stay
 byte for byte what they were when its vocabularies were strings: the files in tests/data/verdict-formats were
-written by the code before they became enums, from the same suite and samples as here."""
+written by the code before they became enums, from the same suite and samples as here, and written again when
+each side's spread (mean ± σ, min … max) and the ratio joined them; a document stored before that
+(`paired-before-spreads.json`) still reads back unchanged."""
 
 from __future__ import annotations
 
@@ -66,7 +68,7 @@ def test_verdict_forms_are_byte_identical(tmp_path: Path, name: str) -> None:
     assert rendered(tmp_path)[name] == (GOLDEN / name).read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("name", ["paired.json", "unpaired.json"])
+@pytest.mark.parametrize("name", ["paired.json", "unpaired.json", "paired-before-spreads.json"])
 def test_a_stored_verdict_reads_back_to_the_same_document(name: str) -> None:
     text = (GOLDEN / name).read_text(encoding="utf-8")
     assert json_export.render(Verdict.from_dict(json.loads(text)).to_dict()) == text
@@ -86,3 +88,19 @@ def test_unpaired_alpha_counts_both_directions_together(tmp_path: Path) -> None:
     wall = [spec for spec in load_suite(tmp_path / "suite.toml").metrics if spec.metric == "wall_ms"]
     [result] = decide_unpaired(wall, {"s/wall_ms": SAMPLES["s/wall_ms"]}, 0.05)
     assert result.confidence is not None and result.confidence >= 0.95
+
+
+def test_every_export_carries_each_sides_spread_and_the_ratio(tmp_path: Path) -> None:
+    """One result type for every form: what the terminal shows beside the median, each file holds too."""
+    forms = rendered(tmp_path)
+    [wall] = [m for m in json.loads(forms["paired.json"])["metrics"] if m["key"] == "s/wall_ms"]
+    assert wall["baseline_spread"] == {"mean": pytest.approx(10.0875), "sd": pytest.approx(0.2031, abs=1e-4),
+                                       "min": 9.8, "max": 10.4}
+    assert wall["candidate_spread"]["min"] == pytest.approx(6.86)
+    rows = {row.split(",")[0]: row.split(",") for row in forms["paired.csv"].splitlines()}
+    cells = dict(zip(rows["metric"], rows["s/wall_ms"], strict=True))
+    assert (cells["ratio"], cells["baseline_mean"], cells["baseline_min"], cells["candidate_max"]) == (
+        "0.7", "10.0875", "9.8", "7.28")
+    assert [rows[key][rows["metric"].index("unit")] for key in ("s/wall_ms", "s/stdout_bytes")] == ["ms", "B"]
+    assert "-30.00% (1.43x faster)" in forms["paired.md"]
+    assert "10.1 ms (10.1 ms ± 203 µs; 9.80 ms … 10.4 ms)" in forms["paired.md"]

@@ -63,8 +63,15 @@ def test_every_planted_step_is_found_at_its_commit_with_its_size(tmp_path: Path)
     page = (tmp_path / "history.html").read_text()
     assert "Plotly" in page and f"+12.00% at {commit(110)[:10]}" not in page  # the size as measured, not planted
     assert "change point(s)" in page and page.count('"dash": "dash"') == len(STEPS)  # one line per change point
-    table = invoke("--results", tmp_path / "results")
-    assert f"report/wall_ms | cli | machine_fingerprint=m1 | {RUNS} | 30 | {commit(30)[:10]} |" in table.output
+    table = invoke("--results", tmp_path / "results").output.splitlines()
+    header = next(line for line in table if "metric" in line)
+    assert header.replace("┃", " ").split() == ["metric", "subject", "where", "runs", "change", "at", "run", "commit",
+                                                "before", "after", "change", "p-value"]
+    rows = [line for line in table if "│" in line]
+    assert len(rows) == len(STEPS) and len({line.index("│") for line in rows + [header.replace("┃", "│")]}) == 1
+    cells = [cell.strip() for cell in rows[0].split("│")]  # aligned, and every value in its unit
+    assert cells[:6] == ["report/wall_ms", "cli", "machine_fingerprint=m1", str(RUNS), "30", commit(30)[:10]]
+    assert cells[6].endswith(" ms") and cells[7].endswith(" ms") and cells[8].startswith("+"), cells
 
 
 def test_an_aa_history_has_no_change_point_and_machines_are_never_mixed(tmp_path: Path) -> None:

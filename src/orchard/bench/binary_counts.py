@@ -51,6 +51,7 @@ from orchard.bench.binary import binary_sha256
 from orchard.bench.calibration import Calibration
 from orchard.bench.decide import classify
 from orchard.bench.measure import Observation, Workbench, count_instructions
+from orchard.bench.spread import Spread
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import Scenario, Suite
 from orchard.bench.verdict import Method, MetricResult, MetricSpec, Scale
@@ -169,6 +170,7 @@ class BinaryCounts:
             verdict=verdict, method=Method.COUNTED, scale=Scale.LOG_RATIO, effect=math.expm1(effect),
             interval=(math.expm1(effect - band), math.expm1(effect + band)), confidence=None, floor=floor,
             n=len(cand), mde=math.expm1(math.log1p(floor) + band), baseline_median=a, candidate_median=b,
+            baseline_spread=Spread.of(base), candidate_spread=Spread.of(cand),
             note=(f"counted {len(cand)}x per binary, not per pair" + (
                   f" (the baseline not at all: its count is the A/A calibration's, {2 * calibrated.n} identical "
                   "counts of this very binary)" if from_calibration else "")

@@ -14,6 +14,7 @@ import numpy as np
 
 from orchard.bench import stats
 from orchard.bench.noise_advice import CPU, CPU_BOUND, INSTRUCTIONS, WALL, Alternative, NoiseAdvice
+from orchard.bench.spread import Spread
 from orchard.bench.verdict import (
     DEFAULT_ALPHA,
     GateResult,
@@ -143,10 +144,12 @@ def _claim_p(bad: np.ndarray, floor: float, matters: float) -> float:
     return min(p_regressed, p_improved, p_unchanged)
 
 
-def _result(spec: MetricSpec, **fields: Any) -> MetricResult:
-    """A metric's result, with the spec's own fields filled in."""
-    return MetricResult(scenario=spec.scenario, metric=spec.metric, direction=spec.direction,
-                        target=spec.target, **fields)
+def _result(spec: MetricSpec, a: np.ndarray, b: np.ndarray, **fields: Any) -> MetricResult:
+    """A metric's result, with the spec's own fields and both sides' medians and spreads filled in."""
+    return MetricResult(scenario=spec.scenario, metric=spec.metric, direction=spec.direction, target=spec.target,
+                        baseline_median=float(np.median(a)) if len(a) else None, baseline_spread=Spread.of(a),
+                        candidate_median=float(np.median(b)) if len(b) else None, candidate_spread=Spread.of(b),
+                        **fields)
 
 
 def _exact_result(spec: MetricSpec, a: np.ndarray, b: np.ndarray) -> MetricResult:
@@ -156,9 +159,8 @@ def _exact_result(spec: MetricSpec, a: np.ndarray, b: np.ndarray) -> MetricResul
         verdict = MetricVerdict.UNCHANGED
     else:
         verdict = MetricVerdict.REGRESSED if spec.bad_sign * effect > 0 else MetricVerdict.IMPROVED
-    return _result(spec, verdict=verdict, method=Method.EXACT, scale=scale, effect=effect, interval=(effect, effect),
-                   confidence=1.0, floor=spec.min_floor, n=len(a), mde=0.0, baseline_median=float(a[0]),
-                   candidate_median=float(b[0]))
+    return _result(spec, a, b, verdict=verdict, method=Method.EXACT, scale=scale, effect=effect,
+                   interval=(effect, effect), confidence=1.0, floor=spec.min_floor, n=len(a), mde=0.0)
 
 
 def decide_metrics(specs: Sequence[MetricSpec], samples: Mapping[str, tuple[Sequence[float], Sequence[float]]],
@@ -182,10 +184,8 @@ def decide_metrics(specs: Sequence[MetricSpec], samples: Mapping[str, tuple[Sequ
         bad = spec.bad_sign * d
         statistical.append((spec, scale, bad, _from_relative(scale, spec.floor(cal))))
         results[spec.key] = _result(
-            spec, verdict=MetricVerdict.UNCLEAR, method=Method.HODGES_LEHMANN, scale=scale, effect=None, interval=None,
-            confidence=None, floor=spec.floor(cal), n=len(d), mde=None,
-            baseline_median=float(np.median(a)) if len(a) else None,
-            candidate_median=float(np.median(b)) if len(b) else None,
+            spec, a, b, verdict=MetricVerdict.UNCLEAR, method=Method.HODGES_LEHMANN, scale=scale, effect=None,
+            interval=None, confidence=None, floor=spec.floor(cal), n=len(d), mde=None,
             note="deterministic in A/A but varies here" if cal.deterministic else "",
         )
     p_values = [_claim_p(bad, floor_scaled, _from_relative(scale, spec.matters))
@@ -247,11 +247,10 @@ def decide_unpaired(
         low, high = sorted((sign * interval.low, sign * interval.high))
         verdict = classify(low, high, floor, _from_relative(scale, spec.matters))
         results.append(_result(
-            spec, verdict=verdict, method=Method.UNPAIRED, scale=scale,
+            spec, a, b, verdict=verdict, method=Method.UNPAIRED, scale=scale,
             effect=_to_relative(scale, estimate), interval=(_to_relative(scale, interval.low),
                                                             _to_relative(scale, interval.high)),
             confidence=interval.confidence, floor=spec.min_floor, n=min(len(a), len(b)), mde=None,
-            baseline_median=float(np.median(a)), candidate_median=float(np.median(b)),
             note="unpaired: the two sets' runs do not line up",
         ))
     return results

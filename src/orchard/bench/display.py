@@ -11,16 +11,17 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
 from orchard.bench.calibration import Calibration, age_text
 from orchard.bench.row_metrics import readings
+from orchard.bench.spread import Spread
 from orchard.bench.store import RunWriter
 from orchard.bench.suite import Suite
 from orchard.bench.verdict import (
@@ -28,14 +29,15 @@ from orchard.bench.verdict import (
     Method,
     MetricResult,
     MetricVerdict,
+    Scale,
     Verdict,
     VerdictDecision,
     VerdictWord,
 )
-from orchard.units import quantity
+from orchard.fitted import Fitted
+from orchard.units import quantity, times
 
 RUN_SCHEMA = "orchard.bench-run/1"
-_UNBOUNDED = 10_000  # columns: a table's natural width is measured without the console's limit
 _STYLE = {MetricVerdict.IMPROVED: "green", MetricVerdict.REGRESSED: "red", MetricVerdict.UNCHANGED: "dim",
           MetricVerdict.UNCLEAR: "yellow"}
 _OVERALL_STYLE = {VerdictWord.PASS: "bold green", VerdictWord.REGRESSED: "bold red", VerdictWord.NO_CHANGE: "bold",
@@ -49,6 +51,19 @@ def pct(value: float | None, signed: bool = True) -> str:
 
 
 NO_INTERVAL = "no interval at this n"
+
+
+def ratio(metric: MetricResult) -> float | None:
+    """Candidate over baseline, from the effect; None where the effect is no ratio (the baseline's median is 0)."""
+    if metric.effect is None or not math.isfinite(metric.effect) or metric.scale == Scale.ABSOLUTE:
+        return None
+    return 1.0 + metric.effect
+
+
+def effect_text(metric: MetricResult) -> str:
+    """`-46.52% (1.87x faster)`: the percentage and, as hyperfine says it, the ratio."""
+    shown = times(ratio(metric), metric.metric)
+    return pct(metric.effect) if shown == "-" else f"{pct(metric.effect)} ({shown})"
 
 
 def interval_text(metric: MetricResult) -> str:
@@ -66,12 +81,13 @@ def bounds_text(low: float, high: float) -> str:
 
 
 def confidence_text(metric: MetricResult) -> str:
+    """What the interval is, in words: `99% confidence`, `exact`, `counted 3x per binary` (empty: no interval)."""
     if metric.method == Method.EXACT:
-        return " exact"
+        return "exact"
     if metric.method == Method.COUNTED:
-        return f" counted {metric.n}x per binary"
+        return f"counted {metric.n}x per binary"
     if metric.confidence and interval_text(metric) != NO_INTERVAL:
-        return f" @{metric.confidence:.0%}"
+        return f"{metric.confidence:.0%} confidence"
     return ""
 
 
@@ -83,8 +99,8 @@ def metric_table(metrics: Sequence[MetricResult], title: str | None = None) -> T
         table.add_row(
             m.key,
             f"[{_STYLE.get(m.verdict, '')}]{m.verdict}[/]",
-            pct(m.effect),
-            interval_text(m) + confidence_text(m),
+            f"{pct(m.effect)}\n{times(ratio(m), m.metric)}",
+            "\n".join(filter(None, (interval_text(m), confidence_text(m)))),
             pct(m.floor, signed=False),
             str(m.n),
             pct(m.mde, signed=False),
@@ -98,22 +114,43 @@ def metric_block(m: MetricResult) -> Text:
     """One metric as a few short lines: the stacked form of its table row, for a console too narrow for the table."""
     style = _STYLE.get(m.verdict, "")
     block = Text.assemble((m.key, "bold"), "  ", (str(m.verdict), style))
-    block.append(f"\n  effect {pct(m.effect)}, interval {interval_text(m)}{confidence_text(m)}")
+    label = f" ({confidence_text(m)})" if confidence_text(m) else ""
+    block.append(f"\n  effect {effect_text(m)}, interval {interval_text(m)}{label}")
     block.append(f"\n  floor {pct(m.floor, signed=False)}, n {m.n}, MDE {pct(m.mde, signed=False)}")
-    block.append(f"\n  baseline {quantity(m.baseline_median, m.metric)}, "
-                 f"candidate {quantity(m.candidate_median, m.metric)}")
+    if m.baseline_spread is None or m.candidate_spread is None:
+        block.append(f"\n  baseline {quantity(m.baseline_median, m.metric)}, "
+                     f"candidate {quantity(m.candidate_median, m.metric)}")
+        return block
+    for side, median, spread in _sides(m):
+        if spread is not None:
+            block.append(f"\n  {side} median {quantity(median, m.metric)}, mean ± σ {spread.mean_text(m.metric)},"
+                         f"\n    min … max {spread.range_text(m.metric)}")
     return block
 
 
-def print_metrics(console: Console, metrics: Sequence[MetricResult]) -> None:
-    """The metric table when it fits the console's width, else one block per metric (nothing cut to `inconc…`)."""
-    table = metric_table(metrics)
-    natural = Measurement.get(console, console.options.update(max_width=_UNBOUNDED), table).maximum
-    if natural <= console.width:
-        console.print(table)
-        return
+def _sides(m: MetricResult) -> tuple[tuple[str, float | None, Spread | None], ...]:
+    return (("baseline", m.baseline_median, m.baseline_spread), ("candidate", m.candidate_median, m.candidate_spread))
+
+
+def spread_table(metrics: Sequence[MetricResult]) -> Table:
+    """Each side's runs as hyperfine and pyperf users read them first, beside the median the verdict judges."""
+    table = Table(show_edge=False, header_style="bold")
+    for column in ("metric", "side", "median", "mean ± σ", "min … max"):
+        table.add_column(column, justify="left" if column in ("metric", "side") else "right", no_wrap=True)
     for m in metrics:
-        console.print(metric_block(m))
+        for side, median, spread in _sides(m):
+            if spread is not None:
+                table.add_row(m.key, side, quantity(median, m.metric), spread.mean_text(m.metric),
+                              spread.range_text(m.metric))
+    return table
+
+
+def print_metrics(console: Console, metrics: Sequence[MetricResult]) -> None:
+    """The metric table and the spreads' when they fit the console's width, else one block per metric."""
+    tables = [metric_table(metrics)]
+    if any(m.baseline_spread or m.candidate_spread for m in metrics):
+        tables.append(spread_table(metrics))
+    console.print(Fitted(tables, [metric_block(m) for m in metrics]))
 
 
 def calibration_line(cal: CalibrationNote | None) -> str:
@@ -219,7 +256,7 @@ def rows_summary(rows: Sequence[Mapping[str, Any]]) -> str:
         )
         lines.append("")
     lines += [
-        "| Scenario | Subject | Runs | Failures | Median wall ms | Median CPU ms | Median stdout bytes | Est. tokens |",
+        "| Scenario | Subject | Runs | Failures | Median wall | Median CPU | Median stdout | Est. tokens |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for (scenario, subject), group in sorted(groups.items()):
@@ -234,28 +271,55 @@ def rows_summary(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_json(suite: Suite, writer: RunWriter, seed: int) -> dict[str, Any]:
-    """`bench run --json`: medians per scenario and subject of every metric the suite names."""
+@dataclass(frozen=True)
+class SubjectMedians:
+    """One scenario and subject of a `bench run`: its runs, failures and the median of each suite metric."""
+
+    scenario: str
+    subject: str
+    runs: int
+    failures: int
+    medians: dict[str, float | None]
+
+
+def run_medians(suite: Suite, rows: Sequence[Mapping[str, Any]]) -> list[SubjectMedians]:
+    """Medians per scenario and subject of every metric the suite names, what `bench run` prints."""
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
-    for row in writer.rows:
+    for row in rows:
         if row.get("step_kind") == "measured":
             groups[(str(row.get("scenario")), str(row.get("role") or row.get("subject")))].append(row)
     fields = dict.fromkeys(spec.metric for spec in suite.metrics)
-    medians = []
+    found = []
     for (scenario, subject), group in sorted(groups.items()):
-        values: dict[str, float | None] = {}
-        for metric in fields:
-            numbers = _values(group, metric)
-            values[metric] = statistics.median(numbers) if numbers else None
-        medians.append({"scenario": scenario, "subject": subject, "runs": len(group),
-                        "failures": sum(1 for r in group if r.get("returncode") != 0), "medians": values})
+        medians = {metric: statistics.median(numbers) if (numbers := _values(group, metric)) else None
+                   for metric in fields}
+        found.append(SubjectMedians(scenario, subject, len(group), sum(1 for r in group if r.get("returncode") != 0),
+                                    medians))
+    return found
+
+
+def run_json(suite: Suite, writer: RunWriter, seed: int) -> dict[str, Any]:
+    """`bench run --json`."""
     return {"schema": RUN_SCHEMA, "suite": suite.name, "seed": seed, "rows": str(writer.path),
-            "summary": str(writer.summary_path), "results": medians}
+            "summary": str(writer.summary_path), "results": [asdict(m) for m in run_medians(suite, writer.rows)]}
+
+
+def run_table(suite: Suite, writer: RunWriter) -> Table:
+    """`bench run` on a terminal: one row per scenario and subject, each median in its metric's unit."""
+    found = run_medians(suite, writer.rows)
+    table = Table(show_edge=False, header_style="bold")
+    for column in ("scenario", "subject", "runs", "failures", *dict.fromkeys(spec.metric for spec in suite.metrics)):
+        table.add_column(column, justify="left" if column in ("scenario", "subject") else "right")
+    for m in found:
+        table.add_row(m.scenario, m.subject, str(m.runs), str(m.failures),
+                      *(quantity(value, metric) if value is not None else "unmeasured"
+                        for metric, value in m.medians.items()))
+    return table
 
 
 def _median(rows: Sequence[Mapping[str, Any]], metric: str) -> str:
     values = _values(rows, metric)
-    return f"{statistics.median(values):.2f}" if values else "unmeasured"
+    return quantity(statistics.median(values), metric) if values else "unmeasured"
 
 
 def _values(rows: Sequence[Mapping[str, Any]], metric: str) -> list[float]:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from orchard.bench.noise_advice import NoiseAdvice
+from orchard.bench.spread import Spread
 from orchard.bench.variant_report import VariantReport
 
 
@@ -152,14 +153,17 @@ class MetricResult:
     candidate_median: float | None
     p_value: float | None = None
     note: str = ""
+    baseline_spread: Spread | None = None  # None: not known (a bench's own verdict script, an older verdict)
+    candidate_spread: Spread | None = None
 
     @property
     def key(self) -> str:
         return f"{self.scenario}/{self.metric}"
 
     def to_json(self) -> dict[str, Any]:
-        """Effects as fractions (0.05), as percentages (5.0) and, on the log scale, as log-ratios."""
-        data = asdict(self)
+        """Effects as fractions (0.05), as percentages (5.0) and, on the log scale, as log-ratios; the spreads
+        only when known, so an older verdict reads back byte-identical."""
+        data = {name: value for name, value in asdict(self).items() if value is not None or "spread" not in name}
         data["key"] = self.key
         for name in ("effect", "mde"):
             if data[name] is not None and not math.isfinite(data[name]):
@@ -191,7 +195,8 @@ class MetricResult:
             confidence=data.get("confidence"), floor=float(data.get("floor", 0.0)), n=int(data.get("n", 0)),
             mde=data.get("mde"), baseline_median=data.get("baseline_median"),
             candidate_median=data.get("candidate_median"), p_value=data.get("p_value"),
-            note=str(data.get("note", "")),
+            note=str(data.get("note", "")), baseline_spread=Spread.from_dict(data.get("baseline_spread")),
+            candidate_spread=Spread.from_dict(data.get("candidate_spread")),
         )
 
 
@@ -328,22 +333,16 @@ class Verdict:
         external = None if data.get("source") != "command" else ExternalRun(
             str(data.get("command", "")), data.get("exit_code"), str(data.get("output_tail", "")))
         return cls(
-            verdict=VerdictWord(data["verdict"]),
-            reasons=[str(r) for r in data.get("reasons", [])],
-            baseline=Path(data.get("baseline", "")),
-            candidate=Path(data.get("candidate", "")),
+            verdict=VerdictWord(data["verdict"]), reasons=[str(r) for r in data.get("reasons", [])],
+            baseline=Path(data.get("baseline", "")), candidate=Path(data.get("candidate", "")),
             metrics=[MetricResult.from_dict(m) for m in data.get("metrics", [])],
             gates=[GateResult.from_dict(g) for g in data.get("gates", [])],
-            suite=data.get("suite"),
-            seed=data.get("seed"),
-            pairs=data.get("pairs"),
+            suite=data.get("suite"), seed=data.get("seed"), pairs=data.get("pairs"),
             planned_pairs=data.get("planned_pairs"),
             calibration=None if calibration is None else CalibrationNote.from_dict(calibration),
             warnings=[str(w) for w in data.get("warnings", [])],
             lock_wait_ms=float(data.get("lock_wait_ms") or 0.0),
-            rows=path("rows"),
-            summary=path("summary"),
-            external=external,
+            rows=path("rows"), summary=path("summary"), external=external,
             confinement=data.get("confinement"),
             advice=tuple(NoiseAdvice.from_dict(a) for a in data.get("advice", [])),
             variants=VariantReport.from_dict(data["variants"]) if data.get("variants") else None,

@@ -12,6 +12,7 @@ import click
 
 from orchard import __version__
 from orchard.cli import backlog_commands, bench_commands, lab_commands, steering_commands, verdict_commands
+from orchard.cli.extras import needing_lab
 from orchard.errors import OrchardError, UsageError
 
 
@@ -52,13 +53,16 @@ for _command in (
     verdict_commands.verdict, verdict_commands.compare, verdict_commands.calibrate,
     verdict_commands.calibration_key,
     bench_commands.bench, bench_commands.opportunities, bench_commands.history,
+):
+    cli.add_command(_command)
+for _command in (  # a light install (the bench and the verdict) has not the lab's packages: these say so first
     lab_commands.init, lab_commands.run, lab_commands.status, lab_commands.plan, lab_commands.report,
     lab_commands.recover, lab_commands.finalize, lab_commands.review,
     lab_commands.serve, lab_commands.demo,
     steering_commands.stop, steering_commands.pause, steering_commands.resume,
     backlog_commands.backlog_group,
 ):
-    cli.add_command(_command)
+    cli.add_command(needing_lab(_command))
 
 
 def _terminate(signum: int, frame: object) -> None:

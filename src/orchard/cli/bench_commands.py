@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from orchard.cli.options import lane_subject_options, results_option, seed_option, suite_option
-from orchard.cli.output import ProgressBar, is_quiet
+from orchard.cli.output import ProgressBar, is_quiet, terminal_console
 from orchard.errors import UsageError
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, as_js
     """Measure a suite for named subjects, interleaved; rows and a summary, no verdict."""
     import random
 
-    from orchard.bench.display import run_json
+    from orchard.bench.display import run_json, run_table
     from orchard.bench.subjects import parse_binaries
     from orchard.bench.suite_reader import load_suite
     from orchard.bench.suite_run import run_suite
@@ -66,8 +66,9 @@ def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, as_js
 
         click.echo(json.dumps(run_json(suite, writer, seed), indent=2))
         return
-    click.echo(writer.summary_path.read_text())
-    click.echo(f"rows: {writer.path}")
+    console = terminal_console()
+    console.print(run_table(suite, writer))
+    console.print(f"rows: {writer.path}", markup=False, soft_wrap=True)
 
 
 @bench.command("task-loop")
@@ -233,4 +234,7 @@ def history(results: Path | None, labs: tuple[Path, ...], max_pvalue: float | No
     from orchard.history import changes
 
     found = changes.history(results, labs, max_pvalue=max_pvalue, min_magnitude=min_magnitude, chart_file=chart_file)
-    click.echo(changes.to_json(found) if as_json else changes.table(found))
+    if as_json:
+        click.echo(changes.to_json(found))
+    else:
+        terminal_console().print(changes.table(found))

@@ -6,11 +6,16 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
 from orchard.errors import UsageError
 from orchard.history import chart
 from orchard.history.detection import MAX_PVALUE, MIN_MAGNITUDE, Detected, detect_all
 from orchard.history.series import from_labs, from_rows
-from orchard.lab.judge.verdict_view import num, pct, short_commit
+from orchard.lab.judge.verdict_view import pct, short_commit
+from orchard.units import quantity
 
 HISTORY_SCHEMA = "orchard.history/1"
 
@@ -35,20 +40,24 @@ def history(results: Path | None, labs: Sequence[Path], *, max_pvalue: float | N
     return found
 
 
-def table(found: Sequence[Detected]) -> str:
-    """One line per change point, then one line per series without any."""
-    lines = ["metric | subject | where | runs | change at run | commit | before | after | change | p-value"]
+def table(found: Sequence[Detected]) -> Group:
+    """An aligned table, one row per change point with its values in the metric's unit, then one line naming
+    the series without any."""
+    shown = Table(show_edge=False, header_style="bold")
+    for column in ("metric", "subject", "where", "runs", "change at run", "commit", "before", "after", "change",
+                   "p-value"):
+        shown.add_column(column, justify="left" if column in ("metric", "subject", "where", "commit") else "right")
     for d in found:
         s = d.series
         for c in d.change_points:
-            lines.append(" | ".join([s.metric, s.subject, s.where, str(len(s.points)), str(c.index),
-                                     short_commit(c.commit), num(c.before), num(c.after), pct(c.change),
-                                     f"{c.pvalue:.2g}"]))
+            shown.add_row(s.metric, s.subject, s.where, str(len(s.points)), str(c.index), short_commit(c.commit),
+                          quantity(c.before, s.metric), quantity(c.after, s.metric), pct(c.change), f"{c.pvalue:.2g}")
+    parts: list[RenderableType] = [shown] if shown.row_count else []
     quiet = [d.series for d in found if not d.change_points]
     if quiet:
-        lines += ["", "no change point: " + ", ".join(f"{s.metric} ({s.subject}, {len(s.points)} runs)"
-                                                       for s in quiet)]
-    return "\n".join(lines)
+        parts.append(Text("no change point: " + ", ".join(f"{s.metric} ({s.subject}, {len(s.points)} runs)"
+                                                          for s in quiet)))
+    return Group(*parts)
 
 
 def to_json(found: Sequence[Detected]) -> str:

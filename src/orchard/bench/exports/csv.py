@@ -5,7 +5,10 @@ from __future__ import annotations
 import csv
 import io
 
+from orchard.bench.display import ratio
+from orchard.bench.spread import Spread
 from orchard.bench.verdict import VerdictDecision
+from orchard.units import unit
 
 COLUMNS = (
     "metric",
@@ -21,6 +24,9 @@ COLUMNS = (
     "candidate_median",
     "direction",
     "target",
+    "unit",  # of the medians, means, deviations and ranges: ms, B or count
+    "ratio",  # candidate over baseline: 0.535 is `1.87x faster`
+    *(f"{side}_{stat}" for side in ("baseline", "candidate") for stat in ("mean", "sd", "min", "max")),
 )
 
 
@@ -46,11 +52,21 @@ def render(decision: VerdictDecision) -> str:
                 _cell(metric.candidate_median),
                 metric.direction,
                 metric.target,
+                unit(metric.metric),
+                _cell(ratio(metric)),
+                *_spread(metric.baseline_spread),
+                *_spread(metric.candidate_spread),
             ]
         )
     if not decision.metrics:  # nothing measured (identical programs, or ERROR): the one line says why
         writer.writerow(["", decision.verdict, "; ".join(decision.reasons), *[""] * (len(COLUMNS) - 3)])
     return out.getvalue()
+
+
+def _spread(spread: Spread | None) -> list[str]:
+    if spread is None:
+        return [""] * 4
+    return [_cell(spread.mean), _cell(spread.sd), _cell(spread.min), _cell(spread.max)]
 
 
 def _cell(value: float | None) -> str:

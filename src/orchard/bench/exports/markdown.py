@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from orchard.bench.display import bounds_text, pct
+from orchard.bench.display import bounds_text, confidence_text, effect_text, pct
+from orchard.bench.spread import Spread
 from orchard.bench.verdict import Method, VerdictDecision
 from orchard.units import quantity
 
@@ -14,6 +15,11 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _side(median: float | None, spread: Spread | None, metric: str) -> str:
+    shown = quantity(median, metric)
+    return shown if spread is None else f"{shown} ({spread.mean_text(metric)}; {spread.range_text(metric)})"
+
+
 def render(decision: VerdictDecision, facts: list[str]) -> str:
     lines = [f"## orchard verdict: {_ICON.get(decision.verdict, '')} **{decision.verdict}**", ""]
     lines += [f"- {_cell(fact)}" for fact in facts]
@@ -21,14 +27,16 @@ def render(decision: VerdictDecision, facts: list[str]) -> str:
         lines.append("")
     if decision.metrics:
         lines += [
-            "| Metric | Verdict | Effect | Interval | Floor | n | Baseline | Candidate |",
+            "| Metric | Verdict | Effect | Interval | Floor | n | Baseline median (mean ± σ; min … max) | Candidate |",
             "|---|---|---:|---:|---:|---:|---:|---:|",
         ]
         for m in decision.metrics:
-            interval = "exact" if m.method == Method.EXACT else (bounds_text(*m.interval) if m.interval else "-")
+            label, bounds = confidence_text(m), bounds_text(*m.interval) if m.interval else "-"
+            interval = label if m.method == Method.EXACT else f"{bounds} ({label})" if label else bounds
             lines.append(
-                f"| `{_cell(m.key)}` | {m.verdict} | {pct(m.effect)} | {interval} | {pct(m.floor, signed=False)} | "
-                f"{m.n} | {quantity(m.baseline_median, m.metric)} | {quantity(m.candidate_median, m.metric)} |"
+                f"| `{_cell(m.key)}` | {m.verdict} | {effect_text(m)} | {interval} | "
+                f"{pct(m.floor, signed=False)} | {m.n} | {_side(m.baseline_median, m.baseline_spread, m.metric)} | "
+                f"{_side(m.candidate_median, m.candidate_spread, m.metric)} |"
             )
         lines.append("")
     for gate in decision.gates:

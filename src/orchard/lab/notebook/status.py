@@ -16,13 +16,15 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from orchard.fitted import Fitted
 from orchard.lab.config.sections import ExecutorKind
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import LockState
 from orchard.lab.judge.verdict_view import effect_cells
 from orchard.lab.notebook import view
+from orchard.lab.notebook.leaderboard import LeaderRow
 from orchard.lab.notebook.spending import money
-from orchard.lab.notebook.view import LabView
+from orchard.lab.notebook.view import LabView, WorkerView
 from orchard.lab.text import visible
 from orchard.lab.workers.executors import attach_command
 from orchard.lab.workers.sandbox.sandbox import UNSANDBOXED_NOTE, SandboxMode
@@ -80,7 +82,7 @@ def render(lab: LabView) -> Group:
         for w in lab.workers:
             table.add_row(w.experiment, w.worker, w.lane, visible(w.launcher), w.status,
                           str(round(w.elapsed_s / 60, 1)), visible(w.host), visible(w.log))
-        parts.append(table)
+        parts.append(Fitted([table], [_worker_block(w) for w in lab.workers]))
         if lab.executor in (ExecutorKind.AUTO, ExecutorKind.TMUX):
             parts.append(Text(f"watch the workers live: {attach_command(lab.tmux_socket)}"))
     else:
@@ -97,9 +99,8 @@ def render(lab: LabView) -> Group:
     board = Table("metric", "baseline (start)", "best change", "its effect", "main vs start", "floor", show_edge=False,
                   header_style="bold")
     for row in lab.leaderboard:
-        board.add_row(visible(row.metric), quantity(row.baseline, row.metric),
-                      "-" if row.effect is None else visible(row.by), *effect_cells(row.effect, row.final))
-    parts.append(board)
+        board.add_row(*_leader_cells(row))
+    parts.append(Fitted([board], [_leader_block(row) for row in lab.leaderboard]))
     lock = lab.lock
     held = lock.state == LockState.HELD and lock.holder_pid
     holder = f" by pid {lock.holder_pid} ({lock.holder_label})" if held else ""
@@ -112,6 +113,26 @@ def render(lab: LabView) -> Group:
         parts.append(Text(f"spent: {spent} of agent cost over {total.experiments} experiments, {total.wins} kept"))
     parts += [Text("budget left: " + b.describe()) for b in lab.budgets]
     return Group(*parts)
+
+
+def _worker_block(w: WorkerView) -> Text:
+    """One worker as a few short lines: its table row stacked, for a console too narrow for the table."""
+    return Text.assemble((w.experiment, "bold"), f"  {w.status}, {round(w.elapsed_s / 60, 1)} min",
+                         f"\n  worker {w.worker}, lane {w.lane}, launcher {visible(w.launcher)}, "
+                         f"host {visible(w.host)}",
+                         f"\n  log {visible(w.log)}")
+
+
+def _leader_cells(row: LeaderRow) -> list[str]:
+    return [visible(row.metric), quantity(row.baseline, row.metric), "-" if row.effect is None else visible(row.by),
+            *effect_cells(row.effect, row.final)]
+
+
+def _leader_block(row: LeaderRow) -> Text:
+    """One leaderboard row stacked, as `_worker_block`."""
+    metric, baseline, by, effect, final, floor = _leader_cells(row)
+    return Text.assemble((metric, "bold"), f"\n  baseline (start) {baseline}, floor {floor}",
+                         f"\n  best change {by}", f"\n  its effect {effect}", f"\n  main vs start {final}")
 
 
 def watch(ws: Workspace, state: LabState, console: Console, interval_s: float = WATCH_INTERVAL_S) -> None:
