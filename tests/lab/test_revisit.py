@@ -113,9 +113,10 @@ def test_an_honest_kill_is_revisited_and_a_kill_about_the_candidates_honesty_is_
 
 def test_a_kill_is_revisited_when_main_moved_more_than_its_measured_effect_and_floor(tmp_path: Path) -> None:
     state = _state(tmp_path, ("small", ("src/a.c",)), ("large", ("src/b.c",)), ("touched", ("src/c.c",)),
-                   ("noisy", ("src/e.c",)))
+                   ("noisy", ("src/e.c",)), ("broke-tests", ("src/f.c",)))
     try:
         _kill(state, "small", "small", Rule.FLOOR, effect=-0.02)
+        _kill(state, "broke-tests", "broke-tests", Rule.TESTS, effect=-0.02)
         _kill(state, "large", "large", Rule.FLOOR, effect=-0.5)
         _kill(state, "touched", "touched", Rule.FLOOR, effect=-0.5, files=("src/d.c",))  # its candidate's file
         _kill(state, "noisy", "noisy", Rule.FLOOR, effect=-0.02, floor=0.15)
@@ -125,6 +126,8 @@ def test_a_kill_is_revisited_when_main_moved_more_than_its_measured_effect_and_f
         assert "revisited touched: the win win changed src/d.c" in said
         assert state.hypothesis("large").status == HypothesisStatus.KILLED
         assert state.hypothesis("noisy").status == HypothesisStatus.KILLED  # -10% is within its 15% floor
+        # a faster main does not mend a change that broke the tests: only a win on its files revisits it
+        assert state.hypothesis("broke-tests").status == HypothesisStatus.KILLED
     finally:
         state.close()
 

@@ -33,7 +33,9 @@ def after_win(state: LabState, win: ExperimentRecord) -> list[Revisited]:
         kill = kills.get(record.id)  # the latest: experiments come oldest first
         if record.id in done or kill is None or not _revisitable(kill):
             continue
-        because = _files_reason(record, kill, changed, win.name) or _moved_reason(state, record, kill)
+        red_tests = kill.judgment is not None and kill.judgment.rule == Rule.TESTS
+        because = _files_reason(record, kill, changed, win.name) or (
+            None if red_tests else _moved_reason(state, record, kill))
         if because is None:
             continue
         event = Revisited(record.id, kill.name, win.name, because)
@@ -62,7 +64,8 @@ def _files_reason(record: HypothesisRecord, kill: ExperimentRecord, changed: lis
 
 def _moved_reason(state: LabState, record: HypothesisRecord, kill: ExperimentRecord) -> str | None:
     """Why main's move matters: its metric moved since the kill by more than the effect the kill measured, and
-    by more than that metric's noise floor (main's medians wander by noise alone: a move within it is none)."""
+    by more than that metric's noise floor (main's medians wander by noise alone: a move within it is none).
+    Never asked of a kill for red tests: a faster main does not mend a change that broke them."""
     metric = record.hypothesis.metric
     verdict = kill.judgment.verdict if kill.judgment is not None else None
     measured = next((m for m in (verdict.metrics if verdict else []) if metric in (m.key, m.metric)), None)
