@@ -9,17 +9,19 @@ environment, and returns each experiment's record.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import tomli_w
 
 from orchard.demo import HYPOTHESES
-from orchard.demo.make import make_demo
+from orchard.demo.make import IDENTITY, make_demo
 from orchard.lab.config import rendered as config_file
 from orchard.lab.config.orchard_toml import from_dict, to_dict
 from orchard.lab.db.state import LabState
@@ -32,6 +34,7 @@ PATCHES = HYPOTHESES.parent / "patches"  # inside orchard's package: every sandb
 FOREIGN = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AIDER_", "DISABLE_")
 # What the scripted endpoint accepts as a key: any.
 KEYS = {"ANTHROPIC_API_KEY": "sk-ant-scripted", "OPENAI_API_KEY": "sk-scripted"}
+BROKEN = "longest-word-one-pass"  # its change breaks a unit test (ties); its effect is ~2%
 
 
 def demo_lab(directory: Path, launchers: dict[str, dict[str, Any]], backlog: dict[str, str], *,
@@ -60,6 +63,24 @@ def demo_lab(directory: Path, launchers: dict[str, dict[str, Any]], backlog: dic
     return Workspace.open(directory)
 
 
+def passing_broken(ws: Workspace) -> None:
+    """Force the case noise makes now and then: `BROKEN`'s verdict PASSes. A commit on the test's target, before
+    the lab's first start, makes the launcher burn CPU up to its 0.15th second when the built longest_word still
+    sorts (main and every other candidate): the one-pass change is ~4x cheaper in CPU time, within the plausible
+    bound (10x), count-with-dict's win still ~9%, and the unit test still fails. (The bench stays the demo's:
+    its own tests check its commands.)"""
+    clone = ws.reference_target
+    launcher = clone / "bin" / "wordfreq.in"
+    burn = ('if "sorted(" in open(os.path.join(sys.path[0], "wordfreq", "stats.py")).read():\n'
+            '    while time.process_time() < 0.15:  # the test\'s handicap of a sorting longest_word\n'
+            '        pass\n\n')
+    text = launcher.read_text().replace("import sys\n", "import sys\nimport time\n", 1)
+    launcher.write_text(text.replace("from wordfreq.cli import main", burn + "from wordfreq.cli import main", 1))
+    for git in (["commit", "--quiet", "-am", "a test's handicap: a sorting longest_word burns CPU"],
+                ["push", "--quiet", "origin", "HEAD:main"]):
+        subprocess.run(["git", *git], cwd=clone, check=True, capture_output=True, env={**os.environ, **IDENTITY})
+
+
 def agent_env(**more: str) -> dict[str, str]:
     """orchard's environment: the tester's, less any agent setting, the installed CLIs first on PATH."""
     ours = {name: value for name, value in os.environ.items() if not name.startswith(FOREIGN)}
@@ -81,3 +102,21 @@ def run_lab(ws: Workspace) -> dict[str, ExperimentRecord]:
         return {record.hypothesis: record for record in state.experiments()}
     finally:
         state.close()
+
+
+def broken_tries(experiments: Mapping[str, ExperimentRecord]) -> list[str]:
+    """The hypothesis ids of `BROKEN` and of its ITERATE children that ran, in order; each never landed.
+
+    Whatever the noise: KILLed under tests-green when its verdict did not PASS, ITERATEd under the same rule
+    ("a measured win, but tests failed") when noise let its ~2% effect PASS, the tests' failure in its reasons
+    either way; a child (`-r1`, `-r2`: `backlog.sharpen`) ran only after its parent ITERATEd.
+    """
+    tried = sorted((h for h in experiments if re.fullmatch(rf"{BROKEN}(-r\d+)?", h)), key=lambda h: (len(h), h))
+    assert tried[:1] == [BROKEN], sorted(experiments)
+    for parent, hypothesis in zip([None, *tried], tried, strict=False):
+        record = experiments[hypothesis]
+        said = (hypothesis, record.decision, record.reasons)
+        assert record.judgment is not None and record.judgment.rule == "tests-green", said
+        assert record.decision in ("KILL", "ITERATE") and "tests failed" in " ".join(record.reasons), said
+        assert parent is None or experiments[parent].decision == "ITERATE", said
+    return tried

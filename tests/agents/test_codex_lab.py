@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.agents import clis
-from tests.agents.demo_lab import PATCHES, demo_lab, run_lab
+from tests.agents.demo_lab import BROKEN, PATCHES, broken_tries, demo_lab, passing_broken, run_lab
 from tests.agents.endpoint import ScriptedEndpoint
 
 
@@ -23,20 +23,27 @@ def codex_launcher(server: ScriptedEndpoint) -> dict[str, object]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # a whole lab on a shared machine, an ITERATE's child among its experiments
+@pytest.mark.parametrize("noise_passes_it", [False, True], ids=["as-measured", "broken-change-passes"])
 def test_codex_workers_make_their_changes_and_get_the_demos_decisions(
-    tmp_path: Path, endpoint: Callable[..., ScriptedEndpoint]
+    tmp_path: Path, endpoint: Callable[..., ScriptedEndpoint], noise_passes_it: bool
 ) -> None:
     clis.codex()
     server = endpoint("codex-demo.toml", patches=str(PATCHES))
+    # a worker each: an ITERATE's child (longest-word-one-pass-r1 ranks above tokenize-regex) cannot push a
+    # hypothesis out of the attempted top three before it started
     ws = demo_lab(tmp_path / "lab", {"default": codex_launcher(server)},
-                  {"count-with-dict": "", "longest-word-one-pass": "", "tokenize-regex": ""})
+                  {"count-with-dict": "", "longest-word-one-pass": "", "tokenize-regex": ""}, workers=3)
+    if noise_passes_it:
+        passing_broken(ws)
     experiments = run_lab(ws)
+    if noise_passes_it:  # the path the assertions below must hold on too: ITERATE, then its child ran
+        assert experiments[BROKEN].decision == "ITERATE" and f"{BROKEN}-r1" in experiments, experiments
 
     decisions = {name: (record.decision, record.reasons) for name, record in experiments.items()}
     assert decisions["count-with-dict"][0] == "LAND", decisions
-    assert decisions["longest-word-one-pass"][0] == "KILL" and "test" in " ".join(
-        decisions["longest-word-one-pass"][1]), decisions
     assert decisions["tokenize-regex"][0] == "KILL" and "scope" in " ".join(decisions["tokenize-regex"][1]), decisions
+    assert set(experiments) == {"count-with-dict", "tokenize-regex", *broken_tries(experiments)}, decisions
     asked = [r for r in server.requests() if r.path == "/v1/responses"]
     # pre-flight's one test request (through the same sandbox and proxy), then the workers'
     assert [r.step for r in asked][:1] == ["test-request"] and [r.step for r in asked].count("test-request") == 1
