@@ -21,11 +21,13 @@ import pytest
 from orchard.demo.make import make_demo
 from orchard.jsonlines import read_jsonl
 from orchard.lab.db.state import LabState
+from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.records.events import ExperimentStarted
 from orchard.lab.records.judgment import JudgmentEntry
 from orchard.lab.records.lab_start import LabStart
 from orchard.lab.records.land_steps import Merged, Rebased
 from orchard.lab.workers.workspace.workspace import Workspace
+from tests.agents.demo_lab import broken_tries
 from tests.lab.lab_helpers import assert_nothing_left, git, wait_for
 from tests.lab.lab_helpers import lab_events as events
 
@@ -36,6 +38,14 @@ def orchard(*args: str, mark: str, **kwargs) -> subprocess.Popen:
     env = {**os.environ, "ORCHARD_TEST_MARK": mark}
     return subprocess.Popen([sys.executable, "-m", "orchard", *args], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, **kwargs)
+
+
+def records(root: Path) -> dict[str, ExperimentRecord]:
+    state = LabState.open(root)
+    try:
+        return {e.hypothesis: e for e in state.experiments()}
+    finally:
+        state.close()
 
 
 def decisions(root: Path) -> dict[str, tuple[str, str, list[str]]]:
@@ -56,7 +66,9 @@ def test_demo_walks_every_decision_path(tmp_path: Path, mark: str) -> None:
     assert found["count-with-dict"][0] == "LAND" and "wall_ms improved" in " ".join(found["count-with-dict"][2])
     assert found["terse-report"][0] == "LAND" and "stdout_bytes improved" in " ".join(found["terse-report"][2])
     # five kills, each for its own reason
-    assert found["longest-word-one-pass"][:2] == ("KILL", "tests-green")
+    # the broken change never lands: KILLed for its red tests, or ITERATEd ("fix correctness") when noise let its
+    # ~2% PASS, and then its children likewise (tests/agents/demo_lab.py)
+    tried = broken_tries(records(root))
     assert found["top-ten-default"][:2] == ("KILL", "gates-absolute")
     assert found["tokenize-regex"][:2] == ("KILL", "scope-kept")
     # its bench patch is refused by the sandbox (the bench clone is read-only): the worker fails, nothing is
@@ -65,12 +77,18 @@ def test_demo_walks_every_decision_path(tmp_path: Path, mark: str) -> None:
     assert "bench patch did not apply" in (root / "logs" / "read-whole-file.log").read_text()
     # a null effect is never a LAND, whatever the noise of the moment, and its reason says why: no effect shown
     # beyond the noise floor (KILL), or an estimate noise carried beyond it (ITERATE, not landed)
-    decision, rule, reasons = found["single-write"]
-    assert (decision, rule) in {("KILL", "no-claim-below-floor"), ("ITERATE", None)}, found["single-write"]
-    assert ("noise floor" if decision == "KILL" else "promising but unclear, not landed") in reasons[0], reasons
+    # (the last of the seven by rank: a child of the broken change may take its place in the demo's top 7)
+    if "single-write" in found:
+        decision, rule, reasons = found["single-write"]
+        assert (decision, rule) in {("KILL", "no-claim-below-floor"), ("ITERATE", None)}, found["single-write"]
+        assert ("noise floor" if decision == "KILL" else "promising but unclear, not landed") in reasons[0], reasons
+    else:
+        assert len(tried) > 1, sorted(found)
     # a worker whose patch builds and passes its tests reports done: none is told to run a step its sandbox
     # cannot (the workspace is hidden from it)
     for name in ("count-with-dict", "terse-report", "top-ten-default", "tokenize-regex", "single-write"):
+        if name not in found:
+            continue  # single-write, when a child of the broken change took its place
         assert "(status done)" in (root / "logs" / f"{name}.log").read_text(), name
     # the second win was rebased onto the first's merge and judged again before its own merge
     rebased = [e for e in events(root, Rebased) if e.event.needed]
