@@ -78,8 +78,9 @@ def pausing(root: Path) -> Iterator[None]:
         yield
     except Exception as error:
         free = shutil.disk_usage(root).free / 1024 / 1024
-        # SQLite says "disk I/O error" when it cannot even grow its shared-memory file: on a full disk, that too
-        if not disk_full(error) and not (isinstance(error, (OSError, sqlite3.Error)) and free < 1):
+        # on a full disk, what failed may not say so: SQLite's "disk I/O error" when it cannot grow its shared
+        # memory, git's "unable to write file" when the judge's clone of the target cannot be written
+        if not disk_full(error) and not (isinstance(error, (OSError, sqlite3.Error, OrchardError)) and free < 1):
             raise
         detail = describe(error).removesuffix(" (the disk is full)")
         raise LabPaused(f"the lab paused: its own records cannot be written, the disk is full ({free:,.1f} MB free "
