@@ -48,7 +48,6 @@ from orchard.lab.records.land_steps import (
     RevertPublished,
 )
 from orchard.lab.records.measured_events import FinalVerdictTaken, Swept
-from orchard.lab.records.revisit_events import Revisited
 from orchard.lab.records.steering_events import ExperimentStopped, Paused, Resumed, StopAsked
 
 
@@ -142,7 +141,7 @@ EVENT_TYPES: dict[str, type[Event]] = {cls.kind: cls for cls in (
     SandboxNoted, ExperimentFailed,
     WorkerStopped, BaselineRebuilt, RefillStopped, OpportunitiesRead, Swept, FinalVerdictTaken, LabStopped,
     Committed, Rebased, Confirmed, BranchPushed, Merged, MainPublished, MainChecked, Reverted, RevertPublished,
-    JudgeStarted, JudgeLost, WinHeld, WinSettled, StopAsked, ExperimentStopped, Paused, Resumed, Revisited)}
+    JudgeStarted, JudgeLost, WinHeld, WinSettled, StopAsked, ExperimentStopped, Paused, Resumed)}
 E = TypeVar("E", covariant=True)
 R = TypeVar("R", bound=Event)
 
