@@ -117,6 +117,17 @@ def lab_config(
     return tomli_w.dumps({name: table for name, table in tables.items() if table is not None})
 
 
+def add_and_run(root: Path, hypotheses: Path, env: Mapping[str, str], timeout_s: float) -> None:
+    """`orchard backlog add` then `orchard run` to its end, as a user would: both exit 0, no traceback."""
+    orchard = [sys.executable, "-m", "orchard"]
+    added = subprocess.run([*orchard, "backlog", "add", str(root), "--file", str(hypotheses)], capture_output=True,
+                           text=True, env=dict(env), timeout=120, check=False)
+    assert added.returncode == 0, added.stderr
+    run = subprocess.run([*orchard, "run", str(root)], capture_output=True, text=True, env=dict(env),
+                         timeout=timeout_s, check=False)
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stdout + run.stderr
+
+
 def processes_marked(mark: str, job: str | None = None) -> list[psutil.Process]:
     """Processes carrying the mark (and, if given, JOB=job) in their environment."""
     found = []

@@ -13,7 +13,6 @@ import base64
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ import pytest
 from orchard.lab.db.state import LabState
 from orchard.lab.records.judgment import Decision, Rule
 from orchard.lab.workers.workspace.workspace_init import init_workspace
-from tests.lab.lab_helpers import assert_nothing_left, command_launcher, lab_config, make_repo, one_worker
+from tests.lab.lab_helpers import add_and_run, assert_nothing_left, command_launcher, lab_config, make_repo, one_worker
 from tests.lab.test_anti_gaming import SECRET, SUITE, TEST, TOOL, TOOL_TARGET, VISIBLE
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500),
@@ -114,14 +113,7 @@ def test_every_hostile_worker_is_killed_or_refused_and_the_honest_win_lands(tmp_
     (tmp_path / "orchard.toml").write_text(_config(marker))
     (tmp_path / "hypotheses.toml").write_text(_hypotheses())
     ws = init_workspace(tmp_path / "ws", str(target), str(bench), tmp_path / "orchard.toml")
-    env = {**os.environ, "ORCHARD_TEST_MARK": mark}
-    orchard = [sys.executable, "-m", "orchard"]
-    added = subprocess.run([*orchard, "backlog", "add", str(ws.root), "--file", str(tmp_path / "hypotheses.toml")],
-                           capture_output=True, text=True, env=env, timeout=120, check=False)
-    assert added.returncode == 0, added.stderr
-    run = subprocess.run([*orchard, "run", str(ws.root)], capture_output=True, text=True, env=env, timeout=1200,
-                         check=False)
-    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stdout + run.stderr
+    add_and_run(ws.root, tmp_path / "hypotheses.toml", {**os.environ, "ORCHARD_TEST_MARK": mark}, 1200)
 
     state = LabState.open(ws.root)  # lab.db was never the worker's to overwrite
     try:

@@ -13,7 +13,6 @@ import base64
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -26,7 +25,7 @@ from orchard.lab.records.judgment import Decision
 from orchard.lab.workers.workspace.builds import hash_build
 from orchard.lab.workers.workspace.workspace import Workspace
 from orchard.lab.workers.workspace.workspace_init import init_workspace
-from tests.lab.lab_helpers import assert_nothing_left, command_launcher, lab_config, make_repo, one_worker
+from tests.lab.lab_helpers import add_and_run, assert_nothing_left, command_launcher, lab_config, make_repo, one_worker
 from tests.lab.test_anti_gaming import HONEST, SECRET, SUITE, TEST, TOOL, VISIBLE, judged, patch_of, workspace
 from tests.lab.test_gaming_battery import REPORT
 
@@ -130,14 +129,7 @@ def test_a_lab_kills_each_hostile_measured_program_and_lands_the_honest_win(
          "scope": ["tool.sh", "build.sh"] if name == "close-tree" else ["tool.sh"],
          "impact": 1 if name == "honest" else 5} for name in LAB_WORKERS]}))
     ws = init_workspace(tmp_path / "lab-ws", str(target), str(tmp_path / "bench"), tmp_path / "lab.toml")
-    env = {**os.environ, "ORCHARD_TEST_MARK": mark}
-    orchard = [sys.executable, "-m", "orchard"]
-    added = subprocess.run([*orchard, "backlog", "add", str(ws.root), "--file", str(tmp_path / "hypotheses.toml")],
-                           capture_output=True, text=True, env=env, timeout=120, check=False)
-    assert added.returncode == 0, added.stderr
-    run = subprocess.run([*orchard, "run", str(ws.root)], capture_output=True, text=True, env=env, timeout=800,
-                         check=False)
-    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stdout + run.stderr
+    add_and_run(ws.root, tmp_path / "hypotheses.toml", {**os.environ, "ORCHARD_TEST_MARK": mark}, 800)
     state = LabState.open(ws.root)
     try:
         outcome = {e.hypothesis: (e.decision, " ".join(e.reasons)) for e in state.experiments()}
