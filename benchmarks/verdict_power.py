@@ -28,7 +28,7 @@ judges such a file again without measuring.
     .venv/bin/python benchmarks/verdict_power.py [--campaigns 100] [--work-ms 20]
     .venv/bin/python benchmarks/verdict_power.py --reanalyse results/verdict-power/<stamp>.jsonl
     .venv/bin/python benchmarks/verdict_power.py --counted [--campaigns 10] [--per-pair 2] [--counted-wall]
-    .venv/bin/python benchmarks/verdict_power.py --equal [--campaigns 200] [--seeds 3]
+    .venv/bin/python benchmarks/verdict_power.py --equal [--campaigns 200] [--seeds 3] [--reanalyse JSONL]
 
 `--counted` runs only its own section: real verdicts (`campaign.run_verdict`,
 confined) on a suite judging instructions, A/A and +0.25% instructions,
@@ -780,7 +780,10 @@ def loud(args: argparse.Namespace, seed: int, directory: Path, writer: RunWriter
 # ---- power at equal numbers of pairs (issue 33 item 8): every rule on the pairs orchard used, and at 8, 12, 20 ----
 
 EQUAL_NOISE = (0.03, 0.10)  # wall-time pair noise of a quiet machine (section 2's quiet run) and of a loud one
-EQUAL_SHIFTS = (0.0, 0.5, 1.0)  # the null, a small and a large shift, in units of the pair noise
+# the null, a small and a large shift in units of the pair noise, and AT_FLOOR: a shift of the campaign's own floor,
+# where orchard's guarantee holds (a claim there is an error of its rule, a detection of the peers')
+AT_FLOOR = -1.0
+EQUAL_SHIFTS = (0.0, 0.5, 1.0, AT_FLOOR)
 EQUAL_FIXED = (8, 12, 20)
 AT_STOP = "at orchard's stop"
 Z95 = 1.959963984540054  # the normal quantile of a two-sided 5% test
@@ -840,21 +843,23 @@ def equal_rules(n: int) -> dict[str, AdaptivePlan]:
 
 def equal_campaigns(spec: MetricSpec, pool: LoudPool, noise_sd: float, campaigns: int,
                     seed: int) -> dict[float, Tally]:
-    """Per shift (in units of `noise_sd`): orchard's verdict as a suite's defaults run it, every peer on the pairs
-    orchard had when it decided, and every rule at each fixed n, all on the same replayed samples."""
+    """Per shift (in units of `noise_sd`, or the campaign's own floor): orchard's verdict as a suite's defaults
+    run it, every peer on the pairs orchard had when it decided, and every rule at each fixed n, all on the same
+    replayed samples."""
     rng = np.random.default_rng(seed)
     plan = AdaptivePlan(8, LOUD_RUNS, 0.05, LOUD_EXTRA)
     tallies = {shift: Tally() for shift in EQUAL_SHIFTS}
     for shift, tally in tallies.items():
         for _ in range(campaigns):
             noise, _ = calibrated(rng, pool, spec, noise_sd)
-            a, b = pool.campaign(rng, plan.last, noise_sd, shift * noise_sd)
+            floor = spec.floor(noise[spec.key])
+            a, b = pool.campaign(rng, plan.last, noise_sd, floor if shift == AT_FLOOR else shift * noise_sd)
             tally.campaigns += 1
             verdict, used = loud_orchard(plan, noise, spec, a, b)
             tally.pairs_used.append(used)
             tally.verdicts[verdict] += 1
             tally.add(f"{AT_STOP}: orchard verdict", VERDICT_CLAIMS.get(VerdictWord(verdict)))
-            peers = EQUAL_PEERS | beyond_floor(spec.floor(noise[spec.key]))
+            peers = EQUAL_PEERS | beyond_floor(floor)
             blocks = {AT_STOP: (used, {}), **{f"n = {n}": (n, equal_rules(n)) for n in EQUAL_FIXED}}
             for prefix, (n, plans) in blocks.items():
                 for rule, fixed in plans.items():
@@ -868,8 +873,9 @@ def equal_campaigns(spec: MetricSpec, pool: LoudPool, noise_sd: float, campaigns
 def equal_report(noise_sd: float, runs: Sequence[dict[float, Tally]]) -> str:
     """One table per noise level: each rule's rate per shift, the median over seeds with their range, and the
     pooled count; rows grouped by the pairs every rule was given."""
-    names = ["null" if s == 0 else f"+{s * noise_sd:.1%}" for s in EQUAL_SHIFTS]
-    shifts = [f"{name}: {'false claims' if name == 'null' else 'detected'}" for name in names]
+    names = ["null" if s == 0 else "its floor" if s == AT_FLOOR else f"+{s * noise_sd:.1%}" for s in EQUAL_SHIFTS]
+    shifts = [f"{name}: {'false claims' if name == 'null' else 'claimed' if s == AT_FLOOR else 'detected'}"
+              for name, s in zip(names, EQUAL_SHIFTS, strict=True)]
     used = " / ".join(f"{np.mean([n for run in runs for n in run[s].pairs_used]):.1f}" for s in EQUAL_SHIFTS)
     lines = [f"#### {noise_sd:.0%} pair noise", "",
              f"orchard's mean pairs used at its stop: {used} ({', '.join(names)})",
@@ -890,19 +896,31 @@ def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
 
 
-def equal(args: argparse.Namespace, seed: int, directory: Path, writer: RunWriter) -> str:
-    """For each of `--seeds` seeds, measure a pool of A/A pairs here and replay every noise level from it."""
+def stored_pools(rows: Sequence[dict[str, Any]], path: Path) -> list[tuple[LoudPool, str]]:
+    """The pools an earlier `--equal` measured, read back from its raw rows, one per seed."""
+    pools = []
+    for index in sorted({row["seed"] for row in rows if row.get("phase") == "equal-aa"}):
+        a, b = (np.log(np.asarray(v)) for v in paired([r for r in rows if r.get("seed") == index], "wall_ms"))
+        pool = LoudPool((a + b) / 2, (b - a) / 2)
+        pools.append((pool, f"{len(a)} A/A wall_ms pairs read back from {path}; pair noise {pool.sd:.2%}"))
+    return pools
+
+
+def equal(args: argparse.Namespace, seed: int, directory: Path,
+          pools: Callable[[int], tuple[LoudPool, str]], count: int) -> str:
+    """For each of `count` seeds, a pool of A/A pairs (measured here, or read back), every noise level replayed
+    from it."""
     (spec,) = suites(directory, ["wall_ms"])["wall_ms"].metrics
     parts = [f"machine: {json.dumps(machine_facts().to_dict())}", f"uptime before: {uptime()}"]
     runs: dict[float, list[dict[float, Tally]]] = {noise_sd: [] for noise_sd in EQUAL_NOISE}
-    for index in range(args.seeds):
-        pool, measured = measured_pool(args, seed + index, directory, writer, {"phase": "equal-aa", "seed": index})
-        parts.append(f"seed {seed + index}: {measured}")
+    for index in range(count):
+        pool, line = pools(index)
+        parts.append(f"seed {seed + index}: {line}")
         print(parts[-1], flush=True)
         for noise_sd in EQUAL_NOISE:
             runs[noise_sd].append(equal_campaigns(spec, pool, noise_sd, args.campaigns, seed + index))
-    parts += [f"uptime after: {uptime()}", f"raw rows {writer.path}; {args.campaigns} campaigns per shift and seed, "
-              f"{args.seeds} seeds; each campaign calibrates on its own 40 replayed A/A pairs", ""]
+    parts += [f"uptime after: {uptime()}", f"{args.campaigns} campaigns per shift and seed, {count} seeds; each "
+              "campaign calibrates on its own 40 replayed A/A pairs", ""]
     for noise_sd in EQUAL_NOISE:
         parts += [equal_report(noise_sd, runs[noise_sd]), ""]
     parts.append("Each cell: the median rate over the seeds [lowest, highest] (claims/campaigns, all seeds "
@@ -1080,14 +1098,26 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory(prefix="orchard-verdict-power-") as tmp:
         directory = Path(tmp)
+        if args.reanalyse is not None and args.equal:  # the pools an earlier --equal measured, replayed again
+            stored = stored_pools(read_jsonl(args.reanalyse), args.reanalyse)
+            print(equal(args, seed, directory, stored.__getitem__, len(stored)))
+            return
         if args.reanalyse is not None:
             rows = read_jsonl(args.reanalyse)
             header = [f"re-analysis of {args.reanalyse} ({len(rows)} rows), bootstrap seed {seed}"]
             print(full_report(rows, header, seed, directory, args.metrics.split(",")))
             return
-        if args.loud or args.equal:
-            with RunWriter(args.results, "verdict-power-equal" if args.equal else "verdict-power-loud") as writer:
-                text = (equal if args.equal else loud)(args, seed, directory, writer)
+        if args.equal:
+            with RunWriter(args.results, "verdict-power-equal") as writer:
+                text = equal(args, seed, directory, lambda index: measured_pool(
+                    args, seed + index, directory, writer, {"phase": "equal-aa", "seed": index}), args.seeds)
+                text += f"raw rows {writer.path}\n"
+                writer.summary = lambda rows: text
+            print(text)
+            return
+        if args.loud:
+            with RunWriter(args.results, "verdict-power-loud") as writer:
+                text = loud(args, seed, directory, writer)
                 writer.summary = lambda rows: text
             print(text)
             return
