@@ -893,6 +893,7 @@ def equal_report(noise_sd: float, runs: Sequence[dict[float, Tally]]) -> str:
 
 
 def uptime() -> str:
+    """`uptime`'s line, as the report states the machine's load: the load average alone hides how long it lasted."""
     return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
 
 
@@ -1058,7 +1059,8 @@ def counted_section(args: argparse.Namespace, seed: int, directory: Path) -> str
     ])
 
 
-def main() -> None:
+def arguments() -> argparse.Namespace:
+    """The command line, checked: a bad value stops here with one line and exit code 2."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--campaigns", type=int, default=100, help="campaigns per shift (A/A included)")
     parser.add_argument("--work-ms", type=float, default=20.0, help="baseline CPU time per run")
@@ -1091,6 +1093,13 @@ def main() -> None:
     args = parser.parse_args()
     if args.campaigns < 1:
         parser.error("--campaigns must be at least 1")
+    if args.seeds < 1:
+        parser.error("--seeds must be at least 1")
+    return args
+
+
+def main() -> None:
+    args = arguments()
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
     if args.counted:
         with tempfile.TemporaryDirectory(prefix="orchard-verdict-power-") as tmp:
