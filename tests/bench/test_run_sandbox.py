@@ -209,3 +209,22 @@ def test_a_run_in_its_sides_sandbox_sees_what_a_sandbox_of_its_own_showed_it(tmp
         own = _said(_runs(bench, look, 1)[0])
     assert shared == own
     assert shared["limits"][0][0] == 1024 * 2**20 and shared["limits"][3][0] == 8 * 2**20
+
+
+def test_a_run_past_its_timeout_ends_with_all_it_started_and_the_next_run_starts_fresh(tmp_path: Path) -> None:
+    marker = f"7{secrets.randbelow(10**6)}"
+    sleeper = _program(tmp_path, f"#!/bin/sh\nsetsid sleep 4{marker} &\nsleep 5{marker}\n", "sleeper")
+    (tmp_path / "suite.toml").write_text(SUITE.replace('kind = "rows"\n', "timeout_s = 2\n"))
+    with workbench(load_suite(tmp_path / "suite.toml"), confinement=_confined(tmp_path)) as bench:
+        runs = _runs(bench, sleeper, 2)
+        assert bench.sandboxes is not None and bench.sandboxes.started == 1
+    assert [run.failure for run in runs] == ["timed out", "timed out"]
+    left = [pid for pid in os.listdir("/proc") if pid.isdigit() and marker in _cmdline(pid)]
+    assert not left, "a process a timed-out run started outlived it"
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""

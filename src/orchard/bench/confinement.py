@@ -1,4 +1,4 @@
-"""Measured runs, confined: each run of a binary under test in its own sandbox.
+"""Measured runs, confined: each run of a binary under test in a sandbox of its own, or fresh in its side's.
 
 A measured binary is untrusted (in a lab it is a worker's candidate), and it
 runs while the verdict is taken: unconfined it could rewrite the baseline
@@ -23,6 +23,10 @@ stays fair), runs in bubblewrap (`orchard.confine`):
   a path still closed refuses the runs (`ClosedTree`);
 - in a lab, under `[workers]`' limits (`orchard.limits`), as workers and
   judge steps are: a run that hits one fails, its failure naming the limit.
+
+Where orchard is root, the runs of one campaign side start fresh inside one
+sandbox made for the side (`run_sandbox.py`): what each sees is the same, at
+a fraction of a sandbox's cost.
 
 How runs were confined is a comparability key (`env_isolation_version`)
 and part of a calibration's key: confined and unconfined numbers are never
@@ -160,17 +164,20 @@ class RunConfinement:
             results_file.touch()
             if self.unprivileged:
                 confine.hand_over([results_file])
-            writes.append(results_file)
+            if not inside(results_file, work):  # in `{workdir}` it is writable already
+                writes.append(results_file)
         seen = view or View(readable=(suite_dir, binary.parent, root / "fixtures"))
         # the other shape's working directory is another, where no path the command names is relative to it
         moved = (self.shape is Shape.OTHER and view is not None and results_file is None
                  and not names_relative(command, suite_dir))
-        mounts = self.mounts(cwd=self.home / "work" if moved else suite_dir, binary=binary,
-                             reads=[*seen.readable, *self.trees, *timing.reads],
-                             writes=writes, network=loopback, withheld=seen.withheld)
-        shared = None if sandboxes is None or writes != [work] else sandboxes.argv(mounts, argv, self.limits,
-                                                                                    timing.fds)
-        return shared or confine.argv(mounts, argv, self.limits)
+        cwd, reads = self.home / "work" if moved else suite_dir, (*seen.readable, *self.trees, *timing.reads)
+        if sandboxes is None or writes != [work]:
+            mounts = self.mounts(cwd=cwd, binary=binary, reads=reads, writes=writes, network=loopback,
+                                 withheld=seen.withheld)
+            return confine.argv(mounts, argv, self.limits)
+        mounts = sandboxes.mounts((self, cwd, binary, reads, work, loopback, seen.withheld), lambda: self.mounts(
+            cwd=cwd, binary=binary, reads=reads, writes=writes, network=loopback, withheld=seen.withheld))
+        return sandboxes.argv(mounts, argv, self.limits, timing.fds) or confine.argv(mounts, argv, self.limits)
 
     def failure_hint(self, exit_code: int | None, stderr: str) -> str:
         """What a failed run's exit and stderr say: a limit it hit, or a file a confined run could not see."""

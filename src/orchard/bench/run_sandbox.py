@@ -38,7 +38,7 @@ import socket
 import subprocess
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,8 +63,16 @@ class Sandboxes:
 
     def __init__(self) -> None:
         self._sides: dict[tuple[confine.Mounts, Limits], _Side | None] = {}
+        self._seen: dict[Hashable, confine.Mounts] = {}
         self._lock = threading.Lock()
         self._directory: Path | None = None
+
+    def mounts(self, key: Hashable, make: Callable[[], confine.Mounts]) -> confine.Mounts:
+        """What a run described by `key` sees, made once per campaign: the same for every run of a side."""
+        with self._lock:
+            if key not in self._seen:
+                self._seen[key] = make()
+            return self._seen[key]
 
     @property
     def started(self) -> int:
