@@ -313,13 +313,13 @@ static int receive(int conn, struct request *run, char **body) {
     struct iovec part = {.iov_base = &length, .iov_len = sizeof length};
     struct msghdr message = {.msg_iov = &part, .msg_iovlen = 1, .msg_control = control,
                              .msg_controllen = sizeof control};
-    if (recvmsg(conn, &message, MSG_CMSG_CLOEXEC) != (ssize_t)sizeof length || length > MAX_BODY) return -1;
-    struct cmsghdr *header = CMSG_FIRSTHDR(&message);
-    run->nfds = 0;
-    if (header && header->cmsg_type == SCM_RIGHTS) {
+    ssize_t got = recvmsg(conn, &message, MSG_CMSG_CLOEXEC);
+    struct cmsghdr *header = got > 0 ? CMSG_FIRSTHDR(&message) : NULL;
+    if (header && header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS) {
         run->nfds = (int)((header->cmsg_len - CMSG_LEN(0)) / sizeof(int));
         memcpy(run->fds, CMSG_DATA(header), sizeof(int) * (size_t)run->nfds);
     }
+    if (got != (ssize_t)sizeof length || length > MAX_BODY) return -1;
     *body = malloc(length + 1);
     if (read_all(conn, *body, length) != 0) return -1;
     (*body)[length] = 0;
@@ -348,7 +348,10 @@ static int receive(int conn, struct request *run, char **body) {
 static void serve_one(const struct setup *setup, int conn) {
     struct request run;
     char *body = NULL;
-    if (receive(conn, &run, &body) == 0) {
+    run.nfds = 0;
+    if (receive(conn, &run, &body) != 0) {
+        for (int i = 0; i < run.nfds; i++) close(run.fds[i]);
+    } else {
         pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | SIGCHLD, 0, 0, 0, 0);
         if (pid == 0) start_run(setup, &run);
         for (int i = 0; pid < 0 && i < run.nfds; i++) {
@@ -383,6 +386,10 @@ static int serve(int argc, char **argv) {
     if (setup.cgroup_fd >= 0) fcntl(setup.cgroup_fd, F_SETFD, FD_CLOEXEC);
     signal(SIGPIPE, SIG_IGN);
     read_mounts(&setup);
+    /* what every run needs of the kernel (5.11 or later); without it orchard gives each run a sandbox of its own */
+    int self = (int)syscall(SYS_pidfd_open, getpid(), 0);
+    if (self < 0 || syscall(SYS_close_range, ~0U - 1, ~0U, CLOSE_RANGE_CLOEXEC) != 0) return 2;
+    close(self);
     if (write_all(ready, "R", 1) != 0) return 2;
     close(ready);
     for (;;) {
