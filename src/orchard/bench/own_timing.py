@@ -118,9 +118,10 @@ def inside_timer() -> Timer:
     return Timer((str(built),), C_TIMER) if isinstance(built, Path) else _python(built)
 
 
-def compiled(source: Path, name: str) -> Path | str:
+def compiled(source: Path, name: str, static: bool = False) -> Path | str:
     """`source` (a C program run by measured runs' sandboxes) compiled by this process on its first use, into a
-    directory of its own removed at exit; or why it could not be."""
+    directory of its own removed at exit; or why it could not be. `static`: linked statically where the C library
+    allows it (it starts about 0.2 ms sooner), else as usual."""
     compiler = next(filter(None, map(shutil.which, COMPILERS)), None)
     if compiler is None:
         return f"no C compiler ({', '.join(COMPILERS)}) on PATH"
@@ -135,7 +136,9 @@ def compiled(source: Path, name: str) -> Path | str:
             own.chmod(0o755)  # the sandbox's uid runs it too; only this user writes here
             atexit.register(shutil.rmtree, own, True)
             target = own / f"{name}-{_key(compiler, source)}"
-            failure = _compile(compiler, target, source)
+            failure = _compile(compiler, target, source, *(["-static"] if static else []))
+            if failure is not None and static:
+                failure = _compile(compiler, target, source)
             if failure is not None:
                 return failure
             _COMPILED[compiler, source] = target
@@ -155,11 +158,11 @@ def _key(compiler: str, source: Path = SOURCE) -> str:
     return hashlib.sha256(made_of + source.read_bytes()).hexdigest()[:16]
 
 
-def _compile(compiler: str, target: Path, source: Path) -> str | None:
+def _compile(compiler: str, target: Path, source: Path, *flags: str) -> str | None:
     """Build `source` at `target`. None when done, else why not."""
     try:
-        built = subprocess.run([compiler, "-O2", "-o", str(target), str(source)], capture_output=True, text=True,
-                               check=False, timeout=COMPILE_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        built = subprocess.run([compiler, "-O2", *flags, "-o", str(target), str(source)], capture_output=True,
+                               text=True, check=False, timeout=COMPILE_TIMEOUT_S, stdin=subprocess.DEVNULL)
         if built.returncode != 0:
             tail = built.stderr.strip().splitlines()[-1:] or [f"exit {built.returncode}"]
             return f"{Path(compiler).name} could not build it: {tail[0][:200]}"

@@ -84,7 +84,7 @@ class Sandboxes:
         """`command` as one run in its side's sandbox, inheriting `fds`; None where it needs a sandbox of its own."""
         if not mounts.drops:
             return None
-        runner = compiled(SOURCE, "run-sandbox")
+        runner = compiled(SOURCE, "run-sandbox", static=True)  # its client starts once a run
         if not isinstance(runner, Path):
             return None
         key = (dataclasses.replace(mounts, cwd=Path("/")), limits)
