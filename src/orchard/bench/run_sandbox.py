@@ -21,8 +21,8 @@ namespaces:
 So no run finds what an earlier one left (tests/bench/test_run_sandbox.py
 attacks it). Only where runs drop to the sandbox uid (orchard is root: the
 hidden places' tmpfs are root's, not writable by the run) and write neither
-a results file nor a counter's scratch; other runs, and any side whose
-sandbox could not start, keep a sandbox per run. Runs are timed inside, by
+a results file outside `{workdir}` nor a counter's scratch; other runs, and
+any side whose sandbox could not start, keep a sandbox per run. Runs are timed inside, by
 the same timer, as before: the runner's work is outside their interval.
 """
 
@@ -51,10 +51,11 @@ SOURCE = Path(__file__).with_name("run_sandbox.c")
 
 @dataclass(frozen=True)
 class _Side:
-    """One side's running sandbox: its bubblewrap process and the runner's socket."""
+    """One side's running sandbox: its bubblewrap process, the runner's socket and program (its own client)."""
 
     process: subprocess.Popen[bytes]
     socket: Path
+    runner: Path
 
 
 class Sandboxes:
@@ -84,18 +85,16 @@ class Sandboxes:
         """`command` as one run in its side's sandbox, inheriting `fds`; None where it needs a sandbox of its own."""
         if not mounts.drops:
             return None
-        runner = compiled(SOURCE, "run-sandbox", static=True)  # its client starts once a run
-        if not isinstance(runner, Path):
-            return None
         key = (dataclasses.replace(mounts, cwd=Path("/")), limits)
         with self._lock:
             if key not in self._sides:
-                self._sides[key] = self._start(key[0], limits, runner)
+                runner = compiled(SOURCE, "run-sandbox", static=True)  # its client starts once a run
+                self._sides[key] = self._start(key[0], limits, runner) if isinstance(runner, Path) else None
             side = self._sides[key]
         if side is None:
             return None
         group = sandbox_pids.name_group() if limits.processes else None
-        return [str(runner), "ask", str(side.socket), str(mounts.cwd), group.name if group else "-",
+        return [str(side.runner), "ask", str(side.socket), str(mounts.cwd), group.name if group else "-",
                 ",".join(map(str, fds)) or "-", "--", *command]
 
     def _start(self, mounts: confine.Mounts, limits: Limits, runner: Path) -> _Side | None:
@@ -124,7 +123,7 @@ class Sandboxes:
                         os.close(fd)
             with os.fdopen(ready, "rb") as answer:
                 if select.select([answer], [], [], confine.PROBE_TIMEOUT_S)[0] and answer.read(1) == b"R":
-                    return _Side(process, path)
+                    return _Side(process, path, runner)
             _end(process)
         return None
 
