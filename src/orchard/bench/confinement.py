@@ -1,4 +1,4 @@
-"""Measured runs, confined: each run of a binary under test in its own sandbox.
+"""Measured runs, confined: each run of a binary under test in a sandbox of its own, or fresh in its side's.
 
 A measured binary is untrusted (in a lab it is a worker's candidate), and it
 runs while the verdict is taken: unconfined it could rewrite the baseline
@@ -24,6 +24,10 @@ stays fair), runs in bubblewrap (`orchard.confine`):
 - in a lab, under `[workers]`' limits (`orchard.limits`), as workers and
   judge steps are: a run that hits one fails, its failure naming the limit.
 
+Where orchard is root, the runs of one campaign side start fresh inside one
+sandbox made for the side (`run_sandbox.py`): what each sees is the same, at
+a fraction of a sandbox's cost.
+
 How runs were confined is a comparability key (`env_isolation_version`)
 and part of a calibration's key: confined and unconfined numbers are never
 compared, and a calibration taken unconfined is not used for confined runs.
@@ -46,6 +50,7 @@ from orchard import confine
 from orchard.bench.environment import ENV_ISOLATION_VERSION
 from orchard.bench.measured_view import View, missing_file, names_relative, top_level
 from orchard.bench.own_timing import FROM_OUTSIDE, OwnTiming
+from orchard.bench.run_sandbox import Sandboxes
 from orchard.errors import OrchardError
 from orchard.limits import NO_LIMITS, Limits
 from orchard.within import below, inside
@@ -135,14 +140,16 @@ class RunConfinement:
 
     def wrap(self, command: list[str] | str, *, binary: Path, suite_dir: Path, root: Path,
              results_file: Path | None, loopback: bool, timing: OwnTiming = FROM_OUTSIDE,
-             scratch: Path | None = None, view: View | None = None) -> list[str]:
+             scratch: Path | None = None, view: View | None = None, sandboxes: Sandboxes | None = None) -> list[str]:
         """`command` (a string runs through /bin/sh) inside this run's own sandbox, or as it is when runs are
         not confined; `timing`'s timer starts it either way, so its numbers are its own.
 
         It reads what `view` gives (without one: the suite's directory, the
         binary's and the fixtures under `root`) and never what it withholds;
         it writes `{workdir}` (emptied first) and `results_file`. `scratch`
-        (an instruction counter's output directory) is writable too.
+        (an instruction counter's output directory) is writable too. With
+        `sandboxes`, a run that writes neither starts fresh in its side's
+        sandbox (`run_sandbox.py`) instead of one of its own.
         """
         argv = timing.command(["/bin/sh", "-c", command] if isinstance(command, str) else command)
         if not self.confined:
@@ -157,15 +164,20 @@ class RunConfinement:
             results_file.touch()
             if self.unprivileged:
                 confine.hand_over([results_file])
-            writes.append(results_file)
+            if not inside(results_file, work):  # in `{workdir}` it is writable already
+                writes.append(results_file)
         seen = view or View(readable=(suite_dir, binary.parent, root / "fixtures"))
         # the other shape's working directory is another, where no path the command names is relative to it
         moved = (self.shape is Shape.OTHER and view is not None and results_file is None
                  and not names_relative(command, suite_dir))
-        mounts = self.mounts(cwd=self.home / "work" if moved else suite_dir, binary=binary,
-                             reads=[*seen.readable, *self.trees, *timing.reads],
-                             writes=writes, network=loopback, withheld=seen.withheld)
-        return confine.argv(mounts, argv, self.limits)
+        cwd, reads = self.home / "work" if moved else suite_dir, (*seen.readable, *self.trees, *timing.reads)
+        if sandboxes is None or writes != [work]:
+            mounts = self.mounts(cwd=cwd, binary=binary, reads=reads, writes=writes, network=loopback,
+                                 withheld=seen.withheld)
+            return confine.argv(mounts, argv, self.limits)
+        mounts = sandboxes.mounts((self, cwd, binary, reads, work, loopback, seen.withheld), lambda: self.mounts(
+            cwd=cwd, binary=binary, reads=reads, writes=writes, network=loopback, withheld=seen.withheld))
+        return sandboxes.argv(mounts, argv, self.limits, timing.fds) or confine.argv(mounts, argv, self.limits)
 
     def failure_hint(self, exit_code: int | None, stderr: str) -> str:
         """What a failed run's exit and stderr say: a limit it hit, or a file a confined run could not see."""
@@ -228,11 +240,19 @@ def for_campaign(wanted: bool, suite_dir: Path, *binaries: Path) -> RunConfineme
 
 
 def fresh_workdir(workdir: Path, confinement: RunConfinement) -> None:
-    """Empty `{workdir}` before a confined run, so no run finds what an earlier one left there."""
+    """Empty `{workdir}` before a confined run, so no run finds what an earlier one left there: in place (a side's
+    sandbox binds this directory once for all its runs), its mode made ordinary again."""
     if not confinement.confined:
         return
-    shutil.rmtree(workdir, ignore_errors=True)
-    workdir.mkdir(parents=True)
+    workdir.mkdir(parents=True, exist_ok=True)
+    for entry in os.scandir(workdir):
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            os.unlink(entry.path)
+    if any(os.scandir(workdir)):
+        raise OrchardError(f"cannot empty the measured runs' working directory {workdir}")
+    os.chmod(workdir, 0o755)
     if confinement.unprivileged:
         confine.hand_over([workdir])
 

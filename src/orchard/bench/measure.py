@@ -28,6 +28,7 @@ from orchard.bench import instructions, measured_view, python_scenario, rows, to
 from orchard.bench.confinement import UNCONFINED, RunConfinement
 from orchard.bench.environment import isolated_env
 from orchard.bench.own_timing import own_timing
+from orchard.bench.run_sandbox import Sandboxes
 from orchard.bench.suite import BUILTIN_METRICS, Fixture, Scenario, Suite
 from orchard.errors import FixtureError, UsageError
 
@@ -56,6 +57,7 @@ class Workbench:
     root: Path
     fixtures: dict[str, Path]
     confinement: RunConfinement = UNCONFINED
+    sandboxes: Sandboxes | None = None  # confined runs' sandboxes, one per side (None: one per run)
 
     @staticmethod
     def counter() -> instructions.Counter | None:
@@ -64,15 +66,10 @@ class Workbench:
 
     def stand_ins(self, binary: Path) -> tokens.StandIns:
         """What the counted command line shows instead of this run's paths."""
-        return tokens.StandIns.of(
-            {
-                str(binary): "BIN",
-                str(self.suite.directory): "SUITE_DIR",
-                str(self.root / "work"): "WORKDIR",
-                **{str(path): f"FIXTURE_{name}" for name, path in self.fixtures.items()},
-                str(self.root): "RUN_DIR",
-            }
-        )
+        return tokens.StandIns.of({str(binary): "BIN", str(self.suite.directory): "SUITE_DIR",
+                                   str(self.root / "work"): "WORKDIR",
+                                   **{str(path): f"FIXTURE_{name}" for name, path in self.fixtures.items()},
+                                   str(self.root): "RUN_DIR"})
 
     def view(self, scenario: Scenario, binary: Path, command: list[str] | str) -> measured_view.View:
         globs = (*scenario.inputs, *self.suite.readable)  # what a confined run of it may read: measured_view.py
@@ -109,13 +106,15 @@ def render(template: list[str] | str, values: Mapping[str, Any], where: str) -> 
 def workbench(suite: Suite, keep: bool = False, confinement: RunConfinement = UNCONFINED) -> Iterator[Workbench]:
     """Create fixtures in a private temporary directory; remove it afterwards."""
     root = Path(tempfile.mkdtemp(prefix="tmp."))  # its paths are in the command line: nothing says orchard
+    sandboxes = Sandboxes()
     try:
         (root / "work").mkdir()
-        bench = Workbench(suite, root, {}, confinement)
+        bench = Workbench(suite, root, {}, confinement, sandboxes)
         for fixture in suite.fixtures:
             bench.fixtures[fixture.name] = _build_fixture(bench, fixture)
         yield bench
     finally:
+        sandboxes.close()
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
 
@@ -227,7 +226,7 @@ def _run_command(bench: Workbench, scenario: Scenario, binary: Path, command: li
         capture = timing.own(process.run(
             bench.confinement.wrap(command, binary=binary, suite_dir=bench.suite.directory, root=bench.root,
                                    results_file=results_file, loopback=scenario.loopback, timing=timing,
-                                   view=bench.view(scenario, binary, command)),
+                                   view=bench.view(scenario, binary, command), sandboxes=bench.sandboxes),
             cwd=bench.suite.directory,
             env=bench.confinement.env(isolated_env(scenario.env)),
             timeout_s=scenario.timeout_s,
