@@ -1,10 +1,9 @@
 """Running one scenario once against one binary, and what it observed.
 
-Three kinds of scenario: `command` (orchard runs the command and measures the
-process), `rows` (the command is a harness that prints JSON rows; metric
-values are read from the selected rows), and `python` (a callable returns
-rows, for lanes that need code). All three yield an `Observation`: metric
-values, the output the gates look at, and the row that is recorded.
+Three kinds of scenario: `command` (orchard runs the command and measures the process), `rows` (the command is
+a harness that prints JSON rows; metric values are read from the selected rows), and `python` (a callable
+returns rows, for lanes that need code). All three yield an `Observation`: metric values, the output the gates
+look at, and the row that is recorded.
 """
 
 from __future__ import annotations
