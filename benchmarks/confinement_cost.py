@@ -28,12 +28,12 @@ import time
 from pathlib import Path
 
 import orchard.demo
-from orchard.bench.confinement import UNCONFINED, confine_runs
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts
-from orchard.bench.measure import RunSpec, Workbench, observe, workbench
-from orchard.bench.suite import Scenario, Suite
-from orchard.bench.suite_reader import load_suite
+from orchard.bench.measuring.measure import RunSpec, Workbench, observe, workbench
+from orchard.bench.sandbox.confinement import UNCONFINED, confine_runs
+from orchard.bench.suites.suite import Scenario, Suite
+from orchard.bench.suites.suite_reader import load_suite
 
 WARMUP = 3
 WHAT = ("elapsed", "cpu", "call")

@@ -321,7 +321,7 @@ def test_the_bench_surface_imports_each_name_when_first_used() -> None:
     for name, (module, attribute) in bench._HOMES.items():
         assert getattr(bench, name) is getattr(importlib.import_module(module), attribute), name
     probe = ("import sys, orchard.lab.records.verdict; "
-             "print(sorted({'numpy', 'orchard.bench.stats'} & set(sys.modules)))")
+             "print(sorted({'numpy', 'orchard.bench.deciding.stats'} & set(sys.modules)))")
     fresh = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert fresh.stdout == "[]\n"
 
