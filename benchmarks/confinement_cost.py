@@ -1,5 +1,5 @@
 """What confining a measured run costs: the same run unconfined, in a bubblewrap sandbox of its own (as before
-issue 33) and started fresh in its side's sandbox (`bench/run_sandbox.py`, what verdicts do now where orchard is
+issue 33) and started fresh in its side's sandbox (`bench/sandbox/run_sandbox.py`, what verdicts do now where orchard is
 root).
 
 Two scenarios: `/bin/true` (the sandbox's whole fixed cost) and the demo's
@@ -30,12 +30,12 @@ import time
 from pathlib import Path
 
 import orchard.demo
-from orchard.bench.confinement import UNCONFINED, confine_runs
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts
-from orchard.bench.measure import RunSpec, Workbench, observe, workbench
-from orchard.bench.suite import Scenario, Suite
-from orchard.bench.suite_reader import load_suite
+from orchard.bench.measuring.measure import RunSpec, Workbench, observe, workbench
+from orchard.bench.sandbox.confinement import UNCONFINED, confine_runs
+from orchard.bench.suites.suite import Scenario, Suite
+from orchard.bench.suites.suite_reader import load_suite
 
 WARMUP = 3
 WHAT = ("elapsed", "cpu", "call")

@@ -5,7 +5,7 @@ records, and the wall time of the whole call as its caller pays it: how an
 unconfined measured run was timed before the timer started it), a bare
 `subprocess.run` without and with captured output (perf_counter around the
 call), and a measured run as a verdict makes it, started by the timer
-(`bench/own_timing.py`): unconfined (`--no-confine`) and confined (bubblewrap,
+(`bench/sandbox/own_timing.py`): unconfined (`--no-confine`) and confined (bubblewrap,
 the timer inside; as a verdict runs them, fresh in their side's sandbox where
 orchard is root), each the elapsed_ms it records and the whole call, all
 interleaved run by run; and hyperfine without a shell (`-N`, its own per-run
@@ -34,12 +34,12 @@ from pathlib import Path
 import numpy as np
 
 from orchard import process
-from orchard.bench.confinement import UNCONFINED, RunConfinement, confine_runs
-from orchard.bench.environment import isolated_env
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts
-from orchard.bench.own_timing import own_timing
-from orchard.bench.run_sandbox import Sandboxes
+from orchard.bench.sandbox.confinement import UNCONFINED, RunConfinement, confine_runs
+from orchard.bench.sandbox.environment import isolated_env
+from orchard.bench.sandbox.own_timing import own_timing
+from orchard.bench.sandbox.run_sandbox import Sandboxes
 
 COMMAND = ["/bin/true"]
 WARMUP = 5

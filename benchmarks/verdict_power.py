@@ -65,18 +65,20 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from orchard import confine, process
-from orchard.bench import binary_counts, calibration, instructions, stats
-from orchard.bench import campaign as bench_campaign
-from orchard.bench.confinement import UNCONFINED, RunConfinement, confine_runs
-from orchard.bench.decide import AdaptivePlan, decide_metrics, overall, settled
-from orchard.bench.environment import isolated_env
+from orchard.bench.campaigns import binary_counts
+from orchard.bench.campaigns import campaign as bench_campaign
+from orchard.bench.deciding import calibration, stats
+from orchard.bench.deciding.decide import AdaptivePlan, decide_metrics, overall, settled
+from orchard.bench.deciding.verdict import MetricNoise, MetricSpec, VerdictWord
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts
-from orchard.bench.own_timing import own_timing
-from orchard.bench.store import RunWriter
-from orchard.bench.suite import Suite
-from orchard.bench.suite_reader import load_suite
-from orchard.bench.verdict import MetricNoise, MetricSpec, VerdictWord
+from orchard.bench.measuring import instructions
+from orchard.bench.results.store import RunWriter
+from orchard.bench.sandbox.confinement import UNCONFINED, RunConfinement, confine_runs
+from orchard.bench.sandbox.environment import isolated_env
+from orchard.bench.sandbox.own_timing import own_timing
+from orchard.bench.suites.suite import Suite
+from orchard.bench.suites.suite_reader import load_suite
 from orchard.jsonlines import read_jsonl
 
 WORK_C = r"""
@@ -540,7 +542,8 @@ def measure(args: argparse.Namespace, seed: int, directory: Path, writer: RunWri
 
 def shared_rounds(lab: Lab, shifts: Sequence[float], count: int, meta: dict[str, Any]) -> None:
     """A warm-up round, then `count` rounds: the baseline once and every shift's candidate once, in a random order
-    under the lock, as `bench.rounds.RoundRunner` measures them (the rule below sees only the rounds it used)."""
+    under the lock, as `bench.campaigns.rounds.RoundRunner` measures them (the rule below sees only the rounds it
+    used)."""
     for index in range(count + 1):
         order: list[float | None] = [None, *shifts]
         lab.rng.shuffle(order)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from orchard import confine, sandbox_pids
-from orchard.bench.confinement import ClosedTree, confine_runs, open_to_sandbox
+from orchard.bench.sandbox.confinement import ClosedTree, confine_runs, open_to_sandbox
 from orchard.limits import Limits
 from orchard.within import below, inside
 from tests.helpers import unhidden_dir

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from orchard.bench.confinement import RunConfinement, confine_runs
-from orchard.bench.measure import Observation, RunSpec, Workbench, observe, workbench
-from orchard.bench.suite_reader import load_suite
+from orchard.bench.measuring.measure import Observation, RunSpec, Workbench, observe, workbench
+from orchard.bench.sandbox.confinement import RunConfinement, confine_runs
+from orchard.bench.suites.suite_reader import load_suite
 from orchard.limits import NO_LIMITS, Limits
 
 pytestmark = [pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed"),
