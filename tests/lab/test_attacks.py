@@ -288,6 +288,21 @@ def test_a_worker_that_did_not_finish_is_never_judged(tmp_path: Path, ending: st
     assert not _events(ws, Merged)
 
 
+def _resumed_starts_it_again_and_lands(ws: Workspace, command: list[str], second: Path) -> None:
+    """The resumed lab says it starts the stopped worker again, and its second try (no half-written file) lands."""
+    second.touch()
+    resumed = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "the lab stopped its worker last time" in resumed.stdout + resumed.stderr
+    state = LabState.open(ws.root)
+    try:
+        (experiment,) = state.experiments()
+    finally:
+        state.close()
+    assert experiment.candidate is not None and "half-written" not in experiment.candidate.patch
+    assert experiment.decision == "LAND", experiment.reasons
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", slow_but([signal.SIGINT, signal.SIGTERM], signal.SIGINT))
 def test_a_worker_the_lab_stopped_is_started_again(tmp_path: Path, sig: signal.Signals) -> None:
@@ -312,18 +327,8 @@ sleep 600
             os.killpg(lab.pid, signal.SIGKILL)
             lab.wait()
         output.close()
-    second.touch()
-    resumed = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
-    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    assert "the lab stopped its worker last time" in resumed.stdout + resumed.stderr
+    _resumed_starts_it_again_and_lands(ws, command, second)
     assert len([e for e in _events(ws, ExperimentStarted)]) == 2
-    state = LabState.open(ws.root)
-    try:
-        (experiment,) = state.experiments()
-    finally:
-        state.close()
-    assert experiment.candidate is not None and "half-written" not in experiment.candidate.patch
-    assert experiment.decision == "LAND", experiment.reasons
     assert _events(ws, WorkerStopped), "the lab's own stop was not recorded"
 
 
@@ -342,17 +347,7 @@ sleep 600
                              env={**os.environ, KILL_AT: "term-after-launch"})
     assert stopped.returncode != 0, stopped.stdout + stopped.stderr
     assert _events(ws, WorkerStopped), stopped.stdout + stopped.stderr
-    second.touch()
-    resumed = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
-    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    assert "the lab stopped its worker last time" in resumed.stdout + resumed.stderr
-    state = LabState.open(ws.root)
-    try:
-        (experiment,) = state.experiments()
-    finally:
-        state.close()
-    assert experiment.candidate is not None and "half-written" not in experiment.candidate.patch
-    assert experiment.decision == "LAND", experiment.reasons
+    _resumed_starts_it_again_and_lands(ws, command, second)
 
 
 def test_planting_into_the_checkout_the_next_experiment_gets(tmp_path: Path) -> None:
