@@ -4,7 +4,11 @@ Each run of a lane writes `results/<lane>/<stamp>.jsonl` (one row per line,
 flushed as it is measured, so a crash keeps everything up to it) and
 `<stamp>.md` beside it. A stamp is never reused: files are opened with
 exclusive creation. `results/index.db` indexes every row for queries; it can
-always be rebuilt from the JSONL files, which remain the record.
+always be rebuilt from the JSONL files, which remain the record. Writers of
+one results directory take turns on `index.db.lock`: SQLite answers "database
+is locked" at once, without waiting, when two connections both upgrade their
+locks (first opens switching a new file to WAL), which concurrent writers on
+a loaded machine met.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from filelock import FileLock
 
 from orchard.errors import UsageError
 from orchard.jsonlines import read_jsonl
@@ -119,7 +125,13 @@ class RunWriter:
 
 
 def _index(results: Path, lane: str, stamp: str, rows: Sequence[Mapping[str, Any]]) -> None:
-    connection = connect_index(results)
+    results.mkdir(parents=True, exist_ok=True)
+    with FileLock(results / "index.db.lock"):
+        connection = connect_index(results)
+        _insert(connection, lane, stamp, rows)
+
+
+def _insert(connection: sqlite3.Connection, lane: str, stamp: str, rows: Sequence[Mapping[str, Any]]) -> None:
     try:
         with connection:
             connection.executemany(
