@@ -21,7 +21,7 @@ from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import LabIntegrityError
 from orchard.lab.landing import pins, publication
 from orchard.lab.records.judgment import Decision
-from orchard.lab.records.land_steps import Merged
+from orchard.lab.records.land_steps import BranchPushed, Merged
 from orchard.lab.workers.workspace.workspace import Workspace
 from orchard.lab.workers.workspace.workspace_init import init_workspace
 from tests.lab.lab_helpers import (
@@ -102,6 +102,22 @@ def test_a_branch_a_person_moved_is_refused_naming_who_and_what(tmp_path: Path) 
     message = str(caught.value)
     assert "lab/lab-one/main" in message and "Jane Person <jane@example.org>" in message
     assert "tweak the readme" in message
+
+
+def test_an_older_orchards_branch_in_the_way_of_a_review_branch_is_named_with_the_rename(tmp_path: Path) -> None:
+    """An orchard before several labs pushed `review/<win>`; a lab named like that win then pushes
+    `review/<lab>/<win>`, which git cannot keep beside a branch `review/<lab>`: git's "cannot lock ref" alone
+    did not say which branch was in the way nor what to do."""
+    target = make_repo(tmp_path / "myproject", TARGET_FILES)
+    ws = _workspace(tmp_path, target, "shorter")
+    git(target, "branch", "review/shorter")  # left by the older orchard's `finalize --push`
+    git(ws.reference_target, "branch", "review/shorter/shorter")
+    pushed = publication.push(ws, "review/shorter/shorter", record=BranchPushed)
+    assert not pushed.reachable and pushed.error is not None
+    assert "the target's branch review/shorter is in the way of review/shorter/shorter" in pushed.error
+    assert f"git -C {target} branch -m review/shorter review-old/shorter" in pushed.error
+    git(target, "branch", "-m", "review/shorter", "review-old/shorter")  # as the message says
+    assert publication.push(ws, "review/shorter/shorter", record=BranchPushed).reachable
 
 
 def _orchard(*args: str | Path) -> subprocess.Popen[str]:

@@ -131,7 +131,21 @@ def push(ws: Workspace, branch: str, as_branch: str | None = None, *, record: ty
         vcs.push(reference, branch, as_branch=as_branch)
         there = vcs.remote_head(reference, remote)
     except VcsError as error:
-        return record(remote, commit, False, error.summary)
+        return record(remote, commit, False, _in_the_way(ws, remote) or error.summary)
     reachable = there is None or there == commit
     return record(remote, commit, reachable, None if reachable else f"{remote} there is {there or 'missing'}, "
                   f"not {commit[:10]}")
+
+
+def _in_the_way(ws: Workspace, branch: str) -> str | None:
+    """A branch of the target named as a folder of `branch` (`review/x` for `review/x/win`, left there by an
+    orchard before several labs), which git cannot keep beside it: what is in the way, and a rename out of it."""
+    parts = branch.split("/")
+    for prefix in ("/".join(parts[:n]) for n in range(1, len(parts))):
+        if ws.target_vcs.remote_head(ws.reference_target, prefix):
+            top, _, rest = prefix.partition("/")
+            aside = f"{top}-old/{rest}" if rest else f"{top}-old"
+            return (f"the target's branch {prefix} is in the way of {branch} (git keeps no branch beside a "
+                    f"folder of branches of the same name): rename it, `git -C {ws.config.target.repo} branch -m "
+                    f"{prefix} {aside}`, and push again")
+    return None
