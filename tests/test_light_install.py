@@ -45,7 +45,9 @@ def test_the_bench_and_the_verdict_run_without_the_labs_packages(tmp_path: Path,
     make_suite(tmp_path, runs=8, calibration_runs=8)
     verdict = orchard("verdict", "--suite", "suite.toml", "--baseline", "fast", "--candidate", "fast",
                       "--measure-identical", "--runs", "8", "--export-markdown", "summary.md", cwd=tmp_path, env=light)
-    assert verdict.returncode == 0, verdict.stderr
+    # what it decides is the verdict's business (an A/A of 8 runs on a loaded machine was once REGRESSED, exit 1):
+    # here only that it decides without the lab's packages
+    assert verdict.returncode in (0, 1) and "Traceback" not in verdict.stderr, verdict.stderr
     assert "verdict: " in verdict.stdout and (tmp_path / "summary.md").is_file()
     for _ in range(2):
         run = orchard("bench", "run", "--suite", "suite.toml", "--subject", "fast=fast", "--runs", "3", cwd=tmp_path,
