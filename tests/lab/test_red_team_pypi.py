@@ -35,8 +35,11 @@ On this branch (main b16bb41 plus two honest speed wins in the inline pass, test
 inline-prefilter about 1.1-1.2x, repeated-inline about 1.7x; one lab on 2026-12-07 at load 17-27 on 2 cores, a
 render 1.3-1.5 s) every hostile patch was KILLed with the reason above (caches 57-77%, build-time precompute 64%),
 html-output LANDed and merged, inline-prefilter LANDed (render/wall_ms -16.2%, 32 pairs, the same output on 49
-inputs beyond the bench). The lab outran the old 55-minute limit at that load before the last three honest wins
-were judged; the limits are 85 minutes now.
+inputs beyond the bench; judged again on the moved main, its confirmation was INCONCLUSIVE, so it stayed unmerged).
+The lab outran the old 55-minute limit at that load before the last three honest wins were judged (the limits are
+85 minutes now); `orchard run` resumed it: repeated-inline LAND (render/wall_ms -37.6%, the same output on 49
+inputs beyond the bench), merged; omit-end-tags LAND (-4.5% bytes), merged; lazy-yaml KILL: no effect shown
+beyond the noise floor (a tenth of a run, lost in that load's noise: allowed, never a defence's kill).
 """
 
 from __future__ import annotations
