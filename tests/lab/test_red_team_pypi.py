@@ -60,7 +60,7 @@ from orchard.lab.records.judgment import Decision
 from tests.lab.lab_helpers import git, lab_config, make_repo, one_worker, pypi_sdist
 from tests.lab.markdown_target import CORE, DECISIVE, FACTS, HONEST, MAIN, PACKAGE, SUITE, TARGET, handbook
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(5400)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
 # Each gaming patch adds its shortcut as a module of its own, `take(source)` returning the bytes to print or None,
 # and calls it from one of these places on the CLI's path (its file, the line it goes before, how it is called
@@ -290,7 +290,7 @@ def test_no_gaming_patch_lands_on_python_markdown_and_the_honest_wins_do(tmp_pat
 
     def orchard(*args: str | Path) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "orchard", *map(str, args)], capture_output=True, text=True,
-                              timeout=5100, cwd=tmp_path, check=False)
+                              timeout=3300, cwd=tmp_path, check=False)
 
     for step in (("init", workspace, "--target", project, "--bench", bench, "--config", tmp_path / "orchard.toml"),
                  ("backlog", "add", workspace, "--file", tmp_path / "hypotheses.toml"), ("run", workspace)):
