@@ -6,7 +6,8 @@ candidate (a win on report/wall_ms, so the variants are judged, not just run). `
 rendering the handbook, a recall gate), the release the baseline and its honest repeated-inline win the candidate.
 "Without" is a copy of the bench whose scenarios declare `variants = []`; each suite gets its own fresh A/A
 calibration first, then verdicts with and without alternate (so load drifts hit both alike). Prints each
-verdict's wall time, pairs and verdict, and the medians, with the machine's load.
+verdict's wall time, pairs, variants (and how many of them were timed in every pair) and verdict, and the
+medians, with the machine's load.
 
     python benchmarks/variants_cost.py [--target demo|markdown] [--repeats N]
 """
@@ -109,9 +110,9 @@ def main() -> None:
                 verdict = run_verdict(suite, baseline, candidate, results=root / "results")
                 took = time.perf_counter() - start
                 times[kind].append(took)
-                made = len(verdict.variants.checks) if verdict.variants else 0
-                print(f"{repeat + 1} {kind:8} {took:6.1f} s  {verdict.pairs} pairs  {made} variants  "
-                      f"{verdict.verdict}", flush=True)
+                checks = verdict.variants.checks if verdict.variants else ()
+                print(f"{repeat + 1} {kind:8} {took:6.1f} s  {verdict.pairs} pairs  {len(checks)} variants "
+                      f"({sum(c.timed for c in checks)} timed)  {verdict.verdict}", flush=True)
         load_after = os.getloadavg()[0]
         medians = {kind: statistics.median(values) for kind, values in times.items()}
         print(f"\n{os.cpu_count()} cores, load average {load_before:.1f} before, {load_after:.1f} after")
