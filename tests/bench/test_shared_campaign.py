@@ -127,3 +127,28 @@ def test_one_candidate_is_exactly_a_campaign_of_its_own(bench: Path, tmp_path: P
     # a warm-up pair, then as many pairs as the verdict says (8 on a quiet machine; more when the load keeps it open)
     assert result.pairs is not None and result.pairs >= 8
     assert Counter(row["pair"] for row in rows) == dict.fromkeys(range(result.pairs + 1), 2)
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_the_renamed_copy_runs_in_the_warm_up_round_only_and_the_count_of_runs_says_so(tmp_path: Path,
+                                                                                      count: int) -> None:
+    """The renamed copy of an input (its own bytes) beside a content variant is checked once, untimed: its runs
+    are the warm-up round's, the content variant's go on with its scenario, and `runs` counts what ran."""
+    directory = tmp_path / "bench"
+    directory.mkdir()
+    (directory / "input.txt").write_text("one\ntwo\n\nthree\nfour\n\nfive\n")
+    (directory / "suite.toml").write_text(SUITE.replace('["{bin}"]', '["{bin}", "{suite_dir}/input.txt"]'))
+    base = make_binary(directory, "base", iterations=3000)
+    candidates = [make_binary(directory, f"same-{k}", iterations=3000) for k in range(count)]
+    result = run_shared_verdicts(load_suite(directory / "suite.toml"), base, candidates, seed=5,
+                                 results=tmp_path / "results", calibration_file=tmp_path / "calibration.json")
+    rows = _measured(result)
+    pairs: dict[str, set[int]] = {}
+    for row in rows:
+        pairs.setdefault(row["scenario"], set()).add(row["pair"])
+    assert pairs["loop~rename"] == {0}
+    assert pairs["loop~shuffle-paragraphs+duplicate-paragraph"] == pairs["loop"] and len(pairs["loop"]) > 1
+    assert result.runs == len(rows)
+    report = result.verdicts[0].variants
+    assert report is not None and {c.perturbation: c.timed for c in report.checks} == {
+        "rename": False, "shuffle-paragraphs+duplicate-paragraph": True}

@@ -10,7 +10,7 @@ import pytest
 
 from orchard.bench.deciding.variant_report import VariantCheck, VariantReport
 from orchard.bench.deciding.verdict import Verdict, VerdictWord
-from orchard.bench.held_out.variants import make_variants, with_variants
+from orchard.bench.held_out.variants import checked_once, make_variants, with_variants
 from orchard.bench.measuring.measure import workbench
 from orchard.bench.suites import perturbations
 from orchard.bench.suites.suite_reader import load_suite
@@ -108,6 +108,19 @@ def test_a_scenario_chooses_its_perturbations_and_a_command_writes_one_more(tmp_
     assert [v.perturbation for v in variants] == ["append-newline", "drop-paragraph+shuffle-lines", "command"]
 
 
+@pytest.mark.parametrize(("extra", "once"), [
+    ("", {"doc~rename", "made~rename"}),  # beside each input's shuffled copy
+    ('variants = ["rename"]', {"made~rename"}),  # doc's only variant: timed, or a name-keyed shortcut would pass
+    ('variants = ["shuffle-lines"]\nvariant_command = ["cp", "{input}", "{output}"]', {"doc~command", "made~rename"}),
+])
+def test_a_variant_of_the_inputs_own_bytes_is_untimed_only_beside_a_variant_of_other_bytes(
+        tmp_path: Path, extra: str, once: set[str]) -> None:
+    """Timing the input's own bytes again measures the bench's work twice; a shortcut keyed on the input's name
+    or path misses the other variant too (it lies under another name in another directory)."""
+    with workbench(load_suite(_bench(tmp_path, extra))) as bench:
+        assert checked_once(make_variants(bench, 3)[0]) == once
+
+
 @pytest.mark.parametrize(("extra", "message"), [
     ('variants = ["rename", "shufle-lines"]', "'variants': unknown perturbation 'shufle-lines'; known: rename"),
     ('variants = ["rename+nope"]', "unknown perturbation 'nope'"),
@@ -120,8 +133,9 @@ def test_a_bad_variants_key_is_refused_naming_it(tmp_path: Path, extra: str, mes
 
 
 def test_the_verdict_document_and_the_journal_say_which_variants_ran_or_why_none_could() -> None:
-    report = VariantReport(42, (VariantCheck("doc~rename", "doc", "rename", "inputs/doc.md", False,
-                                             "wall_ms -40.0% on the bench, +0.5% [-1.0%, +2.0%] here"),))
+    report = VariantReport(42, (VariantCheck("doc~rename", "doc", "rename", "inputs/doc.md", timed=False),
+                                VariantCheck("doc~shuffle-lines", "doc", "shuffle-lines", "inputs/doc.md", False,
+                                             "wall_ms -40.0% on the bench, +0.5% [-1.0%, +2.0%] here")))
     verdict = Verdict(VerdictWord.REGRESSED, ["x"], Path("a"), Path("b"), variants=report)
     assert Verdict.from_dict(verdict.to_dict()).variants == report
     none = Verdict(VerdictWord.PASS, [], Path("a"), Path("b"),
@@ -129,4 +143,6 @@ def test_the_verdict_document_and_the_journal_say_which_variants_ran_or_why_none
                                                     "be made",)))
     journal = "\n".join(markdown_table(VerdictView.from_verdict(none)))
     assert "held-out variants (seed 9): none could be made: bare: its command names no input file" in journal
-    assert "the win does not hold on inputs the worker never saw: doc~rename" in report.line()
+    assert report.line() == ("held-out variants (seed 42): doc~rename (output checked once, untimed), "
+                             "doc~shuffle-lines; the win does not hold on inputs the worker never saw: "
+                             "doc~shuffle-lines")

@@ -254,14 +254,15 @@ def test_without_held_out_inputs_a_win_keyed_on_the_bench_input_is_killed_on_its
     judgment = judged(ws, kind, patch_of(target, tmp_path, {"tool.sh": tool}))
     assert judgment.verdict is not None and judgment.verdict.variants is not None
     checks = {c.perturbation: c for c in judgment.verdict.variants.checks}
+    # the renamed copy, the input's own bytes, is checked once, untimed: the shuffled copy is timed
+    assert not checks["rename"].timed and checks["rename"].held is None, checks
     if kind == "honest":
         assert judgment.decision == Decision.LAND, judgment.reasons
-        assert all(c.held for c in checks.values()), checks
+        assert checks["shuffle-paragraphs+duplicate-paragraph"].held, checks
         return
     assert judgment.decision == Decision.KILL, judgment.reasons
     assert judgment.reasons[0].startswith(f"REGRESSED: {WIN_NOT_HELD}: visible~shuffle-paragraphs+duplicate-"
                                           "paragraph"), judgment.reasons
-    assert checks["rename"].held  # the same bytes elsewhere: the hash still hits
 
 
 # -- (b) the plausible bound ------------------------------------------------------------------------------

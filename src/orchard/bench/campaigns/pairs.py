@@ -136,7 +136,8 @@ class PairRunner:
         measured: list[tuple[Scenario, dict[str, Observation]]] = []
         with self.lock:
             for scenario in self.suite.scenarios:
-                if {scenario.name, scenario.variant_of} & self.retired:
+                if {scenario.name, scenario.variant_of} & self.retired or (
+                        self.watch is not None and self.watch.skips(scenario.name, warmup)):
                     continue
                 order = ("baseline", "candidate") if self.rng.random() < 0.5 else ("candidate", "baseline")
                 seen: dict[str, Observation] = {}

@@ -76,6 +76,8 @@ class RoundRunner:
         measured: list[tuple[Scenario, dict[str, Observation]]] = []
         with self.lock:
             for scenario in self.suite.scenarios:
+                if self.watches and self.watches[0].skips(scenario.name, warmup):
+                    continue
                 order = self.order(live)
                 seen = {name: self._observe(scenario, name, index, warmup, order) for name in order}
                 measured.append((scenario, seen))

@@ -142,7 +142,7 @@ def _rounds(runner: RoundRunner, judged: list[_Candidate], cal: Calibration, pla
             for k in live:
                 judged[k].stop(Refusal(Unjudged.INCOMPARABLE_ROWS, str(changed)))
             break
-        runs += len(runner.suite.scenarios) * (len(live) + 1)
+        runs += len(baselines) * (len(live) + 1)
         rounds = index
         between_rounds()
         if (error := _baseline_failure(baselines)) is not None:
@@ -164,8 +164,10 @@ def run_shared_verdicts(suite: Suite, baseline: Path, candidates: Sequence[Path]
         only = run_verdict(suite, baseline, candidates[0], runs=runs, seed=seed, results=results, progress=progress,
                            calibration_file=calibration_file, confinement=confinement, between_pairs=between_rounds)
         pairs = only.pairs or 0
-        scenarios = len(suite.scenarios) + (len(only.variants.checks) if only.variants else 0)
-        return SharedVerdicts((only,), pairs, 2 * scenarios * (pairs + 1), only.seed or 0)
+        checks = only.variants.checks if only.variants else ()
+        once = sum(not c.timed for c in checks)  # run in the warm-up pair only
+        runs = 2 * ((len(suite.scenarios) + len(checks) - once) * (pairs + 1) + once)
+        return SharedVerdicts((only,), pairs, runs, only.seed or 0)
     baseline = check_binary(baseline, "baseline")
     paths = [check_binary(path, "candidate") for path in candidates]
     confinement = confinement or for_campaign(suite.confine, suite.directory, baseline, *paths)

@@ -13,7 +13,8 @@ WIN_NOT_HELD = "the win does not hold on inputs the worker never saw"
 
 @dataclass(frozen=True)
 class VariantCheck:
-    """One variant of one input, judged: `held` is None when there was no win on its scenario to check."""
+    """One variant of one input, judged: `held` is None when there was no win on its scenario to check, or when it
+    was not timed (the input's own bytes, beside a timed variant of other bytes: its output checked once)."""
 
     scenario: str  # the variant's name in the rows: `<scenario>~<perturbation>`
     origin: str  # the bench scenario whose input it varies
@@ -21,12 +22,13 @@ class VariantCheck:
     source: str  # the input it was made from, as the bench names it
     held: bool | None = None
     detail: str = ""  # per improved target metric: the bench's effect and the variant's
+    timed: bool = True  # run in every pair; else in the warm-up pair only, for its output and facts
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> VariantCheck:
         held = data.get("held")
         return cls(str(data["scenario"]), str(data["origin"]), str(data["perturbation"]), str(data["source"]),
-                   None if held is None else bool(held), str(data.get("detail", "")))
+                   None if held is None else bool(held), str(data.get("detail", "")), bool(data.get("timed", True)))
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class VariantReport:
         failed = [c.scenario for c in held if not c.held]
         judged = (f"the win held on all {len(held)}" if held and not failed else
                   f"{WIN_NOT_HELD}: {', '.join(failed)}" if failed else "no win to check on them")
-        made = ", ".join(c.scenario for c in self.checks)
+        made = ", ".join(c.scenario + ("" if c.timed else " (output checked once, untimed)") for c in self.checks)
         return (f"held-out variants (seed {self.seed}): {made}; {judged}"
                 + ("" if not self.notes else "; " + "; ".join(self.notes)))
 

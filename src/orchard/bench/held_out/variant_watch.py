@@ -20,6 +20,13 @@ change; an honest win shows about as large, and half leaves room for inputs
 that exercise the code a little differently. The verdict is then REGRESSED
 with the reason "the win does not hold on inputs the worker never saw",
 naming the variant.
+
+A variant of the input's own bytes (the renamed copy) beside a variant of
+other bytes of that input runs in the warm-up pair only (`checked_once`): its
+output and facts are checked there, but it is not timed, so it takes no part
+in the win check. Timed in every pair it would measure the bench's own work
+again, while the shortcut its timing would expose (keyed on the input's name
+or path) misses the content variant too, which has another name and directory.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ from orchard.bench.deciding.verdict import (
     VerdictDecision,
     VerdictWord,
 )
-from orchard.bench.held_out.variants import Variant, make_variants, runnable, with_variants
+from orchard.bench.held_out.variants import Variant, checked_once, make_variants, runnable, with_variants
 from orchard.bench.measuring.measure import Observation, Workbench
 from orchard.bench.suites.suite import Suite
 
@@ -84,8 +91,10 @@ class VariantWatch:
     def __init__(self, suite: Suite, variants: Sequence[Variant], notes: Sequence[str], seed: int) -> None:
         self.origin_suite, self.suite = suite, with_variants(suite, variants)  # the bench's; what the campaign runs
         self.variants, self.notes, self.seed = list(variants), tuple(notes), seed
+        self.once = checked_once(variants)  # run in the warm-up pair only, untimed
         self.specs = [dataclasses.replace(spec, scenario=v.name, target=False)
-                      for v in variants for spec in suite.metrics if spec.scenario == v.origin]
+                      for v in variants if v.name not in self.once
+                      for spec in suite.metrics if spec.scenario == v.origin]
         self.origin_key = {spec.key: f"{v.origin}/{spec.metric}" for v in variants
                            for spec in self.specs if spec.scenario == v.name}
         self.values: dict[str, tuple[list[float | None], list[float | None]]] = {s.key: ([], []) for s in self.specs}
@@ -93,6 +102,10 @@ class VariantWatch:
     def again(self) -> VariantWatch:
         """A watch of the same variants for another candidate of a shared campaign."""
         return VariantWatch(self.origin_suite, self.variants, self.notes, self.seed)
+
+    def skips(self, scenario: str, warmup: bool) -> bool:
+        """Whether a pair leaves `scenario` out: a variant checked once, after the warm-up pair."""
+        return not warmup and scenario in self.once
 
     def pair(self, warmup: bool, pairs: Sequence[tuple[Observation, Observation]]) -> list[GateResult]:
         """One pair's variant checks (failed ones); its values kept unless it is the warm-up."""
@@ -127,11 +140,13 @@ class VariantWatch:
         results = self._results(noise, alpha) if wins else {}
         checks = []
         for variant in self.variants:
-            mine = [(w, results.get(f"{variant.name}/{w.metric}")) for w in wins if w.scenario == variant.origin]
+            timed = variant.name not in self.once
+            mine = [(w, results.get(f"{variant.name}/{w.metric}")) for w in wins
+                    if w.scenario == variant.origin and timed]
             held = None if not mine else all(r is not None and holds(w, r) for w, r in mine)
             detail = "; ".join(f"{w.metric} {w.effect:+.1%} on the bench, {_shown(r)} here" for w, r in mine)
             checks.append(VariantCheck(variant.name, variant.origin, variant.perturbation, variant.source, held,
-                                       detail))
+                                       detail, timed))
         report = VariantReport(self.seed, tuple(checks), self.notes)
         failed = [c for c in checks if c.held is False]
         if failed:

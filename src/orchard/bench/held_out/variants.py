@@ -40,6 +40,7 @@ class Variant:
     scenario: Scenario  # the origin's scenario with the variant's path in place of the input
     perturbation: str
     source: str  # the input it was made from, as the bench names it
+    same_bytes: bool = False  # its bytes are the input's: the renamed copy (a `variant_command` may write them too)
 
     @property
     def name(self) -> str:
@@ -141,7 +142,8 @@ class _Maker:
         renamed = name == perturbations.RENAME
         return Variant(dataclasses.replace(scenario, name=tag, command=command, expect=scenario.expect if renamed
                                            else (), measure=(), variants=(), variant_command=None,
-                                           variant_of=scenario.name), name, self._shown(path))
+                                           variant_of=scenario.name), name, self._shown(path),
+                       target.read_bytes() == path.read_bytes())
 
 
 def make_variants(bench: Workbench, seed: int) -> tuple[list[Variant], list[str]]:
@@ -149,6 +151,15 @@ def make_variants(bench: Workbench, seed: int) -> tuple[list[Variant], list[str]
     maker = _Maker(bench, seed)
     variants = [v for s in bench.suite.scenarios if not s.holdout and not s.variant_of for v in maker.of(s)]
     return variants, maker.notes
+
+
+def checked_once(variants: Sequence[Variant]) -> frozenset[str]:
+    """The variants run in the warm-up pair only, untimed (their output and facts checked there): those of the
+    input's own bytes where a variant of other bytes of that input is timed. Timing one measures the bench's own
+    work a second time; what it would show, a shortcut keyed on the input's name or path, the other variant
+    shows too (it lies under another name in another directory)."""
+    varied = {(v.origin, v.source) for v in variants if not v.same_bytes}
+    return frozenset(v.name for v in variants if v.same_bytes and (v.origin, v.source) in varied)
 
 
 def runnable(bench: Workbench, variants: Sequence[Variant], baseline: Path) -> tuple[list[Variant], list[str]]:
