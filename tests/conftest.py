@@ -31,8 +31,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     of their tests' timeouts, each file's tests kept together and in order.
 
     `--dist loadfile` hands a worker the next file when it is done with one. xdist's own order is by number of
-    tests, so the files of one long lab (the PyPI red-team battery, one test of ~14 minutes) came last and the
-    other worker sat idle while it ended; longest first, the tier ends on short files, both workers busy.
+    tests, so a file of one long test (the PyPI red-team battery, ~14 minutes) came among the last and the other
+    worker sat idle while it ended; longest first, the tier ends on short files, both workers busy.
     """
     if config.getoption("loadscopereorder", True):
         return
