@@ -6,7 +6,8 @@
 #                   core: the tests mostly wait (on processes, polls, the shared measurement lock)
 #   make test-slow  the slow tier: whole lab runs, a browser, dask clusters, long measurements, in 2
 #                   workers by file (measured runs of both take turns on the run's lock, as in the fast
-#                   tier); its 30 slowest cases are printed, so a CI log says where the time went
+#                   tier), the files declaring the most time first (tests/conftest.py), so the tier ends
+#                   on short ones; its 30 slowest cases are printed, so a CI log says where the time went
 #   make test-all   both tiers
 #   make agents     the pinned agent CLIs the tests run for real, into .agents/ (.ci/agents; the test
 #                   targets call it; a CLI that cannot install fails it, and its tests skip with the
@@ -48,7 +49,7 @@ test: lint agents
 	$(PYTEST) -n 4 --dist loadfile
 
 test-slow: $(STAMP) agents
-	$(PYTEST) -m slow -n 2 --dist loadfile --durations=30
+	$(PYTEST) -m slow -n 2 --dist loadfile --no-loadscope-reorder --durations=30
 
 test-all: test test-slow
 

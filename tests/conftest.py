@@ -25,6 +25,26 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.hookimpl(trylast=True)  # after `-m` deselected: only the tests that run count
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under `--no-loadscope-reorder` (`make test-slow`), the files that declare the most time first: by the sum
+    of their tests' timeouts, each file's tests kept together and in order.
+
+    `--dist loadfile` hands a worker the next file when it is done with one. xdist's own order is by number of
+    tests, so a file of one long test (the PyPI red-team battery, ~14 minutes) came among the last and the other
+    worker sat idle while it ended; longest first, the tier ends on short files, both workers busy.
+    """
+    if config.getoption("loadscopereorder", True):
+        return
+    default = float(config.getini("timeout") or 0)
+    declared: dict[Path, float] = {}
+    for item in items:
+        marker = item.get_closest_marker("timeout")
+        seconds = float(marker.args[0]) if marker is not None and marker.args else default
+        declared[item.path] = declared.get(item.path, 0.0) + seconds
+    items.sort(key=lambda item: -declared[item.path])  # stable: a file's tests keep their order
+
+
 @pytest.fixture(autouse=True)
 def _private_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Calibration cache per test; one lock file for the test run (real flock, not shared with the user)."""

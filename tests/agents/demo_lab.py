@@ -65,14 +65,16 @@ def demo_lab(directory: Path, launchers: dict[str, dict[str, Any]], backlog: dic
 
 def passing_broken(ws: Workspace) -> None:
     """Force the case noise makes now and then: `BROKEN`'s verdict PASSes. A commit on the test's target, before
-    the lab's first start, makes the launcher burn CPU up to its 0.15th second when the built longest_word still
-    sorts (main and every other candidate): the one-pass change is ~4x cheaper in CPU time, within the plausible
-    bound (10x), count-with-dict's win still ~9%, and the unit test still fails. (The bench stays the demo's:
-    its own tests check its commands.)"""
+    the lab's first start, makes the launcher burn CPU up to its 0.06th second when the built longest_word still
+    sorts (main and every other candidate): the one-pass change is ~3x cheaper in CPU time (64-69% less), within
+    the plausible bound (10x), count-with-dict's win ~15%, and the unit test still fails. Not more: every measured
+    run of a sorting build pays the burn (up to 0.15 s, 6x its own CPU time, the codex lab took 296 s against 176 s,
+    and count-with-dict's win was diluted to 6-8%, near the 3% floor). (The bench stays the demo's: its own tests
+    check its commands.)"""
     clone = ws.reference_target
     launcher = clone / "bin" / "wordfreq.in"
     burn = ('if "sorted(" in open(os.path.join(sys.path[0], "wordfreq", "stats.py")).read():\n'
-            '    while time.process_time() < 0.15:  # the test\'s handicap of a sorting longest_word\n'
+            '    while time.process_time() < 0.06:  # the test\'s handicap of a sorting longest_word\n'
             '        pass\n\n')
     text = launcher.read_text().replace("import sys\n", "import sys\nimport time\n", 1)
     launcher.write_text(text.replace("from wordfreq.cli import main", burn + "from wordfreq.cli import main", 1))

@@ -28,13 +28,17 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200),
               pytest.mark.skipif(os.geteuid() != 0, reason="sandboxes share one uid only when orchard is root")]
 
 PROCESSES = 40
-# holds all but a few of its budget for a minute (what the honest worker and its judge take), then finishes
-HOG = ("i=0; while [ $i -lt 34 ]; do sleep 600 & i=$((i+1)); done; sleep 60; printf '# held\\n' >> tool.sh")
+# holds all but a few of its budget for a minute (what the honest worker and its judge take), then finishes; in a
+# file of its own, so that the honest worker (scope tool.sh) starts beside it, not after it (overlapping scopes never
+# run together: the honest one waited out the hog's minute, and ran when nothing held any process)
+HOG = ("i=0; while [ $i -lt 34 ]; do sleep 600 & i=$((i+1)); done; sleep 60; printf 'held\\n' >> notes.txt")
+SCOPES = {"hog": "notes.txt", "honest": "tool.sh"}
 WORKERS = {"hog": HOG, "honest": f"echo {base64.b64encode(HONEST.encode()).decode()} | base64 -d > tool.sh"}
 
 
 def _lab(root: Path) -> Path:
-    target = make_repo(root / "target", {"tool.sh": TOOL, "tests/test_tool.py": TEST, "tests/data.txt": "word\n"})
+    target = make_repo(root / "target", {"tool.sh": TOOL, "tests/test_tool.py": TEST, "tests/data.txt": "word\n",
+                                         "notes.txt": ""})
     bench = make_repo(root / "bench", {"suite.toml": SUITE, "fixtures/visible.txt": VISIBLE,
                                        "fixtures/hidden/secret.txt": SECRET, ".gitignore": "results/\n"})
     (root / "orchard.toml").write_text(lab_config(
@@ -42,7 +46,7 @@ def _lab(root: Path) -> Path:
         launcher=command_launcher("true"), stop={"top_attempted": 99, "idle_loops": 99},
         launchers={name: command_launcher(f"{line}; {REPORT}") for name, line in WORKERS.items()}))
     (root / "hypotheses.toml").write_text(tomli_w.dumps({"hypothesis": [
-        {"id": name, "metric": "visible/stdout_bytes", "change": name, "launcher": name, "scope": ["tool.sh"],
+        {"id": name, "metric": "visible/stdout_bytes", "change": name, "launcher": name, "scope": [SCOPES[name]],
          "impact": 5 if name == "hog" else 1} for name in WORKERS]}))
     ws = init_workspace(root / "ws", str(target), str(bench), root / "orchard.toml")
     added = subprocess.run([sys.executable, "-m", "orchard", "backlog", "add", str(ws.root), "--file",
