@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from orchard.cli import cli
 from orchard.lab.db.state import LabState
 from orchard.lab.landing.land import LandOutcome
-from orchard.lab.loop import landed
+from orchard.lab.loop import landed, revisit
 from orchard.lab.notebook.journal import render_journal
 from orchard.lab.records.experiment import ExperimentStatus
 from orchard.lab.records.hypothesis import Hypothesis, HypothesisStatus, Lane
@@ -42,15 +42,17 @@ METRIC = "out/stdout_bytes"
 
 
 def _kill(state: LabState, name: str, hypothesis: str, rule: Rule | None, effect: float = 0.0,
-          files: tuple[str, ...] = (), floor: float = 0.01) -> None:
-    """An experiment of `hypothesis` the judge KILLed under `rule`, its verdict measuring `effect` (`floor`)."""
+          files: tuple[str, ...] = (), floor: float = 0.01, judged: Decision | None = Decision.KILL) -> None:
+    """An experiment of `hypothesis` KILLed: the judge's `judged` decision under `rule` (None: a person stopped it
+    before any judgment), its verdict measuring `effect` (`floor`)."""
     verdict = verdict_of([metric(METRIC, "no-change", effect, floor=floor)])
-    judgment = Judgment(Decision.KILL, ("killed",), rule, verdict=verdict)
+    judgment = None if judged is None else Judgment(judged, ("killed",), rule, verdict=verdict)
     state.add_experiment(name, hypothesis, "w1", Lane.EXPLOIT, 1, "base", "bench", ExperimentStatus.DONE)
     state.update_experiment(name, decision=Decision.KILL, judgment=judgment, reasons=["killed"],
                             candidate=bare_candidate(experiment=name, changed_files=list(files)))
     state.update_hypothesis(hypothesis, status=HypothesisStatus.KILLED, attempt=True)
-    state.log(JudgmentEntry.of(judgment, state.hypothesis(hypothesis).hypothesis, None, "none"), name)
+    if judgment is not None:
+        state.log(JudgmentEntry.of(judgment, state.hypothesis(hypothesis).hypothesis, None, "none"), name)
 
 
 def _win(state: LabState, name: str, files: tuple[str, ...], main_value: float | None = None) -> str:
@@ -94,19 +96,46 @@ def test_a_kill_is_revisited_once_when_a_win_changes_its_file_never_twice(tmp_pa
         state.close()
 
 
-@pytest.mark.parametrize(("rule", "revisited"), [
-    (Rule.FLOOR, True), (Rule.TESTS, True), (None, True),
-    (Rule.HARNESS, False), (Rule.SCOPE, False), (Rule.TESTS_KEPT, False), (Rule.HACK_REVIEW, False),
-    (Rule.GATES, False), (Rule.PLAUSIBLE, False),
-])
-def test_an_honest_kill_is_revisited_and_a_kill_about_the_candidates_honesty_is_not(
+# docs/loop.md's table of the hard rules, its column "after a win": the kills about the idea against that main
+# (no effect, red tests, rows not comparable, a REGRESSED metric or a patch that no longer applied: no rule) ...
+ABOUT_THE_IDEA = [Rule.FLOOR, Rule.TESTS, Rule.COMPARABLE, None]
+# ... and those about the candidate, whatever main it met: tampering, straying, a refused change, gaming, a
+# binary changed or a tree closed while measured (over a limit while measured is a failed exit_status gate)
+ABOUT_THE_CANDIDATE = [Rule.HARNESS, Rule.SCOPE, Rule.TESTS_KEPT, Rule.ADMISSIBLE, Rule.GATES, Rule.PLAUSIBLE,
+                       Rule.HACK_REVIEW, Rule.DIFFERENTIAL, Rule.REVIEW, Rule.AS_BUILT, Rule.OPEN_TREE]
+
+
+@pytest.mark.parametrize(("rule", "revisited"), [*((rule, True) for rule in ABOUT_THE_IDEA),
+                                                 *((rule, False) for rule in ABOUT_THE_CANDIDATE)])
+def test_a_kill_about_the_idea_is_revisited_and_a_kill_about_the_candidate_is_not(
     tmp_path: Path, rule: Rule | None, revisited: bool
 ) -> None:
     state = _state(tmp_path, ("idea", ("src/a.c",)))
     try:
         _kill(state, "idea", "idea", rule)
-        _win(state, "win", ("src/a.c",))
+        said = _win(state, "win", ("src/a.c",))
         assert state.hypothesis("idea").status == (HypothesisStatus.OPEN if revisited else HypothesisStatus.KILLED)
+        assert ("revisited idea" in said) == revisited, said
+    finally:
+        state.close()
+
+
+def test_every_rule_is_said_to_be_about_the_idea_or_about_the_candidate() -> None:
+    """A new rule must take a side (and docs/loop.md's table say which)."""
+    said = [rule for rule in [*ABOUT_THE_IDEA, *ABOUT_THE_CANDIDATE] if rule is not None]
+    assert sorted(said) == sorted(Rule)
+    assert set(ABOUT_THE_CANDIDATE) == revisit.ABOUT_THE_CANDIDATE
+
+
+@pytest.mark.parametrize("judged", [None, Decision.LAND], ids=["stop --kill", "review --kill"])
+def test_a_persons_kill_is_never_revisited(tmp_path: Path, judged: Decision | None) -> None:
+    """A person's kill: `orchard stop --kill` before any judgment, or `orchard review --kill` of a win the hack
+    review held (its judgment a LAND)."""
+    state = _state(tmp_path, ("idea", ("src/a.c",)))
+    try:
+        _kill(state, "idea", "idea", None, judged=judged)
+        assert "revisited" not in _win(state, "win", ("src/a.c",))
+        assert state.hypothesis("idea").status == HypothesisStatus.KILLED
     finally:
         state.close()
 

@@ -4,8 +4,9 @@ A kill measured one idea against one main. A later win can change that: it edits
 (the hypothesis's scope, or a file its killed candidate changed), or it moves main's value of the idea's metric
 by more than the effect the idea was measured at (and more than that metric's noise floor). Then the hypothesis
 goes back to the backlog, open and ranked as usual, journaled as `Revisited`. Never twice for one hypothesis,
-and never one killed under a rule about the candidate's honesty (`HONESTY`): a worker that tampered with the
-harness or gamed the bench did not fail because of main. docs/loop.md, "Revisiting a kill", states the rule.
+and never a kill about the candidate rather than the idea (`ABOUT_THE_CANDIDATE`, or a person's kill): a
+worker that tampered, strayed or gamed the bench did not fail because of main. docs/loop.md's table of the hard
+rules says which kills come back, and "Revisiting a kill" when.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from orchard.lab.records.hypothesis import HypothesisStatus, in_scope
 from orchard.lab.records.judgment import Decision, JudgmentEntry, Rule
 from orchard.lab.records.revisit_events import Revisited
 
-# The hard rules about the candidate's honesty: a kill under one of them is never revisited.
-HONESTY = frozenset({Rule.HARNESS, Rule.SCOPE, Rule.TESTS_KEPT, Rule.GATES, Rule.PLAUSIBLE, Rule.HACK_REVIEW,
-                     Rule.DIFFERENTIAL, Rule.REVIEW})
+# The hard rules a candidate breaks by what it did, whatever main it was tried on: tampering, straying, a refused
+# change, gaming the bench, changing or closing what the judge measures. A kill under one is never revisited.
+ABOUT_THE_CANDIDATE = frozenset({
+    Rule.HARNESS, Rule.SCOPE, Rule.TESTS_KEPT, Rule.ADMISSIBLE, Rule.GATES, Rule.PLAUSIBLE, Rule.HACK_REVIEW,
+    Rule.DIFFERENTIAL, Rule.REVIEW, Rule.AS_BUILT, Rule.OPEN_TREE})
 
 
 def after_win(state: LabState, win: ExperimentRecord) -> list[Revisited]:
@@ -47,9 +50,11 @@ def after_win(state: LabState, win: ExperimentRecord) -> list[Revisited]:
 
 
 def _revisitable(kill: ExperimentRecord) -> bool:
-    """A kill the judge decided under a rule a changed main may undo (a person's kill has no such judgment)."""
+    """A kill the judge decided about the idea against that main, which a changed main may undo. A person's kill
+    has no KILL judgment: `orchard stop --kill` none, `orchard review --kill` the held win's LAND (the hack
+    review's doubtful finding); a definite finding is `no-benchmark-gaming`, about the candidate."""
     judgment = kill.judgment
-    return judgment is not None and judgment.decision == Decision.KILL and judgment.rule not in HONESTY
+    return judgment is not None and judgment.decision == Decision.KILL and judgment.rule not in ABOUT_THE_CANDIDATE
 
 
 def _files_reason(record: HypothesisRecord, kill: ExperimentRecord, changed: list[str], win: str) -> str | None:
