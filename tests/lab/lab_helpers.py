@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -22,7 +22,7 @@ import pytest
 import tomli_w
 
 if TYPE_CHECKING:
-    from orchard.lab.records.db import JournalEvent
+    from orchard.lab.records.db import ExperimentRecord, JournalEvent
     from orchard.lab.records.events import Event
 
 STANDIN = Path(__file__).with_name("standin.py")
@@ -169,6 +169,34 @@ def lab_events(root: Path, record: type[E]) -> list[JournalEvent[E]]:
         return state.events_of(record)
     finally:
         state.close()
+
+
+def experiments_by_hypothesis(root: Path) -> dict[str, list[ExperimentRecord]]:
+    """Each hypothesis's experiments in a workspace's lab.db, oldest first (hypotheses in the order of their first
+    experiment): its first, from the backlog, then a revisit (`<id>-2`) when a later win made its kill stale
+    (docs/loop.md, "Revisiting a kill"). A test states what the first one decided and what any revisit may."""
+    from orchard.lab.db.state import LabState
+
+    state = LabState.open(root)
+    try:
+        found: dict[str, list[ExperimentRecord]] = {}
+        for record in state.experiments():
+            found.setdefault(record.hypothesis, []).append(record)
+        return found
+    finally:
+        state.close()
+
+
+def first_experiments(root: Path) -> dict[str, ExperimentRecord]:
+    """Each hypothesis's first experiment, the one its backlog entry started (`experiments_by_hypothesis`)."""
+    return {name: tried[0] for name, tried in experiments_by_hypothesis(root).items()}
+
+
+def assert_revisits_killed(runs: Mapping[str, Sequence[ExperimentRecord]], hostile: Iterable[str]) -> None:
+    """Every revisit of a hostile hypothesis (an experiment after its first) ended KILLed: never LAND, never merged
+    (a new main does not turn a trick into a win)."""
+    again = {record.name: (record.decision, record.reasons) for name in hostile for record in runs[name][1:]}
+    assert all(decision == "KILL" for decision, _ in again.values()), again
 
 
 def stop_process_groups(started: Sequence[subprocess.Popen[Any]]) -> None:
