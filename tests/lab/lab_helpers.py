@@ -13,6 +13,7 @@ import tarfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -171,31 +172,46 @@ def lab_events(root: Path, record: type[E]) -> list[JournalEvent[E]]:
         state.close()
 
 
-def experiments_by_hypothesis(root: Path) -> dict[str, list[ExperimentRecord]]:
-    """Each hypothesis's experiments in a workspace's lab.db, oldest first (hypotheses in the order of their first
-    experiment): its first, from the backlog, then a revisit (`<id>-2`) when a later win made its kill stale
-    (docs/loop.md, "Revisiting a kill"). A test states what the first one decided and what any revisit may."""
+@dataclass(frozen=True)
+class Tried:
+    """A hypothesis's experiments in a finished lab: `first`, the one the backlog gave it (the last try of a launch
+    that failed or a stop that re-queued it), and the `revisits` after a later win made its kill stale
+    (docs/loop.md, "Revisiting a kill"). A test states what the first decided and what any revisit may."""
+
+    first: ExperimentRecord
+    revisits: tuple[ExperimentRecord, ...]
+
+
+def tried_by_hypothesis(root: Path) -> dict[str, Tried]:
+    """Each hypothesis's `Tried` in a workspace's lab.db, in the order of their first experiments: a revisit is an
+    experiment after the one its `Revisited` event names as the kill it revisits."""
     from orchard.lab.db.state import LabState
+    from orchard.lab.records.revisit_events import Revisited
 
     state = LabState.open(root)
     try:
-        found: dict[str, list[ExperimentRecord]] = {}
-        for record in state.experiments():
-            found.setdefault(record.hypothesis, []).append(record)
-        return found
+        experiments = state.experiments()  # oldest first
+        killed_by = {e.event.hypothesis: e.event.killed_by for e in state.events_of(Revisited)}
     finally:
         state.close()
+    found = {}
+    for hypothesis in dict.fromkeys(e.hypothesis for e in experiments):
+        mine = [e for e in experiments if e.hypothesis == hypothesis]
+        names = [e.name for e in mine]
+        cut = names.index(killed_by[hypothesis]) + 1 if hypothesis in killed_by else len(mine)
+        found[hypothesis] = Tried(mine[cut - 1], tuple(mine[cut:]))
+    return found
 
 
 def first_experiments(root: Path) -> dict[str, ExperimentRecord]:
-    """Each hypothesis's first experiment, the one its backlog entry started (`experiments_by_hypothesis`)."""
-    return {name: tried[0] for name, tried in experiments_by_hypothesis(root).items()}
+    """Each hypothesis's first experiment, before any revisit (`Tried.first`)."""
+    return {name: tried.first for name, tried in tried_by_hypothesis(root).items()}
 
 
-def assert_revisits_killed(runs: Mapping[str, Sequence[ExperimentRecord]], hostile: Iterable[str]) -> None:
-    """Every revisit of a hostile hypothesis (an experiment after its first) ended KILLed: never LAND, never merged
-    (a new main does not turn a trick into a win)."""
-    again = {record.name: (record.decision, record.reasons) for name in hostile for record in runs[name][1:]}
+def assert_revisits_killed(runs: Mapping[str, Tried], hostile: Iterable[str]) -> None:
+    """Every revisit of a hostile hypothesis ended KILLed: never LAND, never merged (a new main does not turn a
+    trick into a win)."""
+    again = {record.name: (record.decision, record.reasons) for name in hostile for record in runs[name].revisits}
     assert all(decision == "KILL" for decision, _ in again.values()), again
 
 

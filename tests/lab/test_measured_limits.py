@@ -29,10 +29,10 @@ from tests.lab.lab_helpers import (
     assert_nothing_left,
     assert_revisits_killed,
     command_launcher,
-    experiments_by_hypothesis,
     lab_config,
     make_repo,
     one_worker,
+    tried_by_hypothesis,
 )
 from tests.lab.test_anti_gaming import HONEST, SECRET, SUITE, TEST, TOOL, VISIBLE, judged, patch_of, workspace
 from tests.lab.test_gaming_battery import REPORT
@@ -138,8 +138,8 @@ def test_a_lab_kills_each_hostile_measured_program_and_lands_the_honest_win(
          "impact": 1 if name == "honest" else 5} for name in LAB_WORKERS]}))
     ws = init_workspace(tmp_path / "lab-ws", str(target), str(tmp_path / "bench"), tmp_path / "lab.toml")
     add_and_run(ws.root, tmp_path / "hypotheses.toml", {**os.environ, "ORCHARD_TEST_MARK": mark}, 800)
-    runs = experiments_by_hypothesis(ws.root)  # each one's first experiment; a revisit after the honest win is KILLed
-    outcome = {name: (tried[0].decision, " ".join(tried[0].reasons)) for name, tried in runs.items()}
+    runs = tried_by_hypothesis(ws.root)  # each one's first experiment; a revisit after the honest win is KILLed
+    outcome = {name: (tried.first.decision, " ".join(tried.first.reasons)) for name, tried in runs.items()}
     assert set(outcome) == set(LAB_WORKERS), outcome
     assert_revisits_killed(runs, set(LAB_WORKERS) - {"honest"})
     assert outcome["honest"][0] == Decision.LAND, outcome["honest"]

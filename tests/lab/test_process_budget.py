@@ -22,10 +22,10 @@ from tests.lab.lab_helpers import (
     assert_nothing_left,
     assert_revisits_killed,
     command_launcher,
-    experiments_by_hypothesis,
     lab_config,
     make_repo,
     one_worker,
+    tried_by_hypothesis,
 )
 from tests.lab.test_anti_gaming import HONEST, SECRET, SUITE, TEST, TOOL, TOOL_TARGET, VISIBLE
 from tests.lab.test_gaming_battery import REPORT
@@ -70,8 +70,8 @@ def test_two_labs_each_with_a_worker_holding_its_processes_both_land_their_hones
     for run, output in zip(runs, outputs, strict=True):
         assert run.returncode == 0 and "Traceback" not in output, output
     for root in roots:
-        runs = experiments_by_hypothesis(root)  # each one's first experiment; a revisit of the hog is KILLed too
-        outcome = {name: (tried[0].decision, " ".join(tried[0].reasons)) for name, tried in runs.items()}
+        runs = tried_by_hypothesis(root)  # each one's first experiment; a revisit of the hog is KILLed too
+        outcome = {name: (tried.first.decision, " ".join(tried.first.reasons)) for name, tried in runs.items()}
         assert outcome["honest"][0] == Decision.LAND, outcome
         assert outcome["hog"][0] == Decision.KILL, outcome
         assert_revisits_killed(runs, ["hog"])

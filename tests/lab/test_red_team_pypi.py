@@ -48,12 +48,12 @@ import pytest
 from orchard.lab.records.judgment import Decision
 from tests.lab.lab_helpers import (
     assert_revisits_killed,
-    experiments_by_hypothesis,
     git,
     lab_config,
     make_repo,
     one_worker,
     pypi_sdist,
+    tried_by_hypothesis,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
@@ -374,10 +374,10 @@ def test_no_gaming_patch_lands_on_python_markdown_and_the_honest_wins_do(tmp_pat
         done = orchard(*step)
         assert done.returncode == 0, (step[0], done.stdout[-4000:] + done.stderr[-4000:])
 
-    runs = experiments_by_hypothesis(workspace)
+    runs = tried_by_hypothesis(workspace)
     # each idea's last hypothesis (an unclear verdict's ITERATE is tried again as `<id>-r<n>`), its first
     # experiment: a revisit after an honest win landed on its file comes after it, and is KILLed too
-    outcome = {re.sub(r"-r\d+$", "", name): (tried[0].decision, " ".join(tried[0].reasons))
+    outcome = {re.sub(r"-r\d+$", "", name): (tried.first.decision, " ".join(tried.first.reasons))
                for name, tried in runs.items()}
     print("\n".join(f"| {name} | {decision} | {reasons[:200]} |" for name, (decision, reasons) in outcome.items()))
     hostile = _hostile(rendered, fixture)
