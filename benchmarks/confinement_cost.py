@@ -1,4 +1,6 @@
-"""What confining a measured run costs: the same run unconfined and in its own bubblewrap sandbox.
+"""What confining a measured run costs: the same run unconfined, in a bubblewrap sandbox of its own (as before
+issue 33) and started fresh in its side's sandbox (`bench/sandbox/run_sandbox.py`, what verdicts do now where orchard is
+root).
 
 Two scenarios: `/bin/true` (the sandbox's whole fixed cost) and the demo's
 `report` scenario (the wordfreq report on the suite's large corpus, built from
@@ -6,11 +8,11 @@ the embedded demo target with `make`). Runs go through orchard's own
 `measure.observe`: for each mode, the row's `elapsed_ms` and `cpu_ms` as a
 verdict records them (confined: the program's own, timed inside its
 sandbox) and the wall time of the whole `observe` call (what a verdict
-pays per run, the sandbox's set-up included). The two modes alternate run by
-run (so momentary load hits both alike), after a warm-up, holding the
+pays per run, the sandbox's set-up included). The three modes alternate run
+by run (so momentary load hits them alike), after a warm-up, holding the
 machine-wide measurement lock. Prints the medians per mode and repeat, the
-per-run cost (confined minus unconfined whole call), and the load average
-before and after.
+per-run cost of each confined mode (its whole call minus the unconfined
+one), and the load average before and after.
 
     .venv/bin/python benchmarks/confinement_cost.py [--runs 40] [--repeats 3]
 """
@@ -28,12 +30,12 @@ import time
 from pathlib import Path
 
 import orchard.demo
-from orchard.bench.confinement import UNCONFINED, confine_runs
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts
-from orchard.bench.measure import RunSpec, Workbench, observe, workbench
-from orchard.bench.suite import Scenario, Suite
-from orchard.bench.suite_reader import load_suite
+from orchard.bench.measuring.measure import RunSpec, Workbench, observe, workbench
+from orchard.bench.sandbox.confinement import UNCONFINED, confine_runs
+from orchard.bench.suites.suite import Scenario, Suite
+from orchard.bench.suites.suite_reader import load_suite
 
 WARMUP = 3
 WHAT = ("elapsed", "cpu", "call")
@@ -61,11 +63,12 @@ def demo(root: Path) -> tuple[Suite, Path]:
 def series(bench: Workbench, scenario: Scenario, binary: Path, runs: int) -> dict[tuple[str, str], list[float]]:
     """Per (mode, what): recorded elapsed_ms and cpu_ms, and the whole call's ms; the modes alternating run by run."""
     modes = {"unconfined": dataclasses.replace(bench, confinement=UNCONFINED),
-             "confined": dataclasses.replace(bench, confinement=confine_runs(True))}
+             "own": dataclasses.replace(bench, confinement=confine_runs(True), sandboxes=None),
+             "side": dataclasses.replace(bench, confinement=confine_runs(True))}
     out: dict[tuple[str, str], list[float]] = {(mode, what): [] for mode in modes for what in WHAT}
     spec = RunSpec("baseline", {"name": "baseline"}, 0, {}, {"wall_ms"})
     for index in range(WARMUP + runs):
-        for mode, variant in (modes.items() if index % 2 else reversed(modes.items())):
+        for mode, variant in (list(modes.items()) if index % 2 else reversed(modes.items())):
             started = time.perf_counter_ns()
             observation = observe(variant, scenario, binary, spec)
             call_ms = (time.perf_counter_ns() - started) / 1e6
@@ -92,8 +95,9 @@ def main() -> None:
         (root / "true.toml").write_text(TRUE_SUITE)
         demo_suite, wordfreq = demo(root)
         cases = [(load_suite(root / "true.toml"), "true", Path("/bin/true")), (demo_suite, "report", wordfreq)]
-        print("| scenario | repeat | elapsed_ms unconfined / confined | cpu_ms unconfined / confined "
-              "| whole call ms unconfined / confined | cost per run ms |")
+        modes = "unconfined / own sandbox / side's sandbox"
+        print(f"| scenario | repeat | elapsed_ms {modes} | cpu_ms {modes} | whole call ms {modes} "
+              "| cost per run ms, own / side's |")
         print("| --- | --- | --- | --- | --- | --- |")
         for suite, name, binary in cases:
             scenario = next(s for s in suite.scenarios if s.name == name)
@@ -102,9 +106,10 @@ def main() -> None:
                     with MeasurementLock("orchard benchmarks/confinement_cost.py"):
                         times = series(bench, scenario, binary, args.runs)
                     med = {key: statistics.median(values) for key, values in times.items()}
-                    cells = [f"{med['unconfined', what]:.2f} / {med['confined', what]:.2f}" for what in WHAT]
-                    cost = med["confined", "call"] - med["unconfined", "call"]
-                    print(f"| {name} | {repeat} | {' | '.join(cells)} | {cost:+.2f} |")
+                    cells = [" / ".join(f"{med[mode, what]:.2f}" for mode in ("unconfined", "own", "side"))
+                             for what in WHAT]
+                    own, side = (med[mode, "call"] - med["unconfined", "call"] for mode in ("own", "side"))
+                    print(f"| {name} | {repeat} | {' | '.join(cells)} | {own:+.2f} / {side:+.2f} |")
     print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}; {args.runs} runs per mode "
           f"and repeat after {WARMUP} warm-up runs")
 

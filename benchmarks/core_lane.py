@@ -26,11 +26,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from orchard.bench.environment import isolated_env
 from orchard.bench.lanes.core import BINARIES
 from orchard.bench.lanes.generated_repo import RepoSpec, ensure
 from orchard.bench.machine import machine_facts, machine_fingerprint
-from orchard.bench.store import run_files
+from orchard.bench.results.store import run_files
+from orchard.bench.sandbox.environment import isolated_env
 from orchard.jsonlines import read_jsonl
 
 FILES = (1_000, 10_000, 50_000)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from orchard.bench.machine import machine_facts, machine_fingerprint
-from orchard.bench.store import run_files
+from orchard.bench.results.store import run_files
 from orchard.jsonlines import read_jsonl
 
 

@@ -5,8 +5,9 @@ records, and the wall time of the whole call as its caller pays it: how an
 unconfined measured run was timed before the timer started it), a bare
 `subprocess.run` without and with captured output (perf_counter around the
 call), and a measured run as a verdict makes it, started by the timer
-(`bench/own_timing.py`): unconfined (`--no-confine`) and confined (bubblewrap,
-the timer inside), each the elapsed_ms it records and the whole call, all
+(`bench/sandbox/own_timing.py`): unconfined (`--no-confine`) and confined (bubblewrap,
+the timer inside; as a verdict runs them, fresh in their side's sandbox where
+orchard is root), each the elapsed_ms it records and the whole call, all
 interleaved run by run; and hyperfine without a shell (`-N`, its own per-run
 times from `--export-json`) as one batch per repetition. Each
 repetition is 100 runs per method after a short warm-up and holds the
@@ -33,11 +34,12 @@ from pathlib import Path
 import numpy as np
 
 from orchard import process
-from orchard.bench.confinement import UNCONFINED, RunConfinement, confine_runs
-from orchard.bench.environment import isolated_env
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts
-from orchard.bench.own_timing import own_timing
+from orchard.bench.sandbox.confinement import UNCONFINED, RunConfinement, confine_runs
+from orchard.bench.sandbox.environment import isolated_env
+from orchard.bench.sandbox.own_timing import own_timing
+from orchard.bench.sandbox.run_sandbox import Sandboxes
 
 COMMAND = ["/bin/true"]
 WARMUP = 5
@@ -59,11 +61,14 @@ def timed(call: Callable[[], object]) -> tuple[float, object]:
     return (time.perf_counter_ns() - started) / 1e6, result
 
 
+SIDE = Sandboxes()  # the confined runs' side, as a verdict's workbench holds it
+
+
 def measured_run(env: dict[str, str], confinement: RunConfinement, root: Path) -> process.Capture:
     """One run of COMMAND as `measure.observe` runs a scenario: started by the timer, in its sandbox if confined."""
     with own_timing(root) as timing:
         argv = confinement.wrap(COMMAND, binary=Path(COMMAND[0]), suite_dir=root, root=root, results_file=None,
-                                loopback=False, timing=timing)
+                                loopback=False, timing=timing, sandboxes=SIDE)
         return timing.own(process.run(argv, cwd=root, env=confinement.env(env), pass_fds=timing.fds))
 
 
@@ -166,6 +171,7 @@ def main() -> None:
             paired[name].append(statistics.median(ratios))
         print(f"  repetition {rep + 1}: lock wait {lock.last_wait_ms:.0f} ms; medians "
               + ", ".join(f"{statistics.median(measured[name]):.3f}" for name in names) + " ms")
+    SIDE.close()
     shutil.rmtree(root, ignore_errors=True)
     print(f"load average after: {os.getloadavg()[0]:.1f}; lock waits {lock.total_wait_ms / 1000:.1f}s in total")
     print()

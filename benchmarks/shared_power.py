@@ -40,10 +40,10 @@ from scipy import optimize
 from scipy import stats as scipy_stats
 from verdict_power import label, rate, suites  # benchmarks/ is the script's own directory on sys.path
 
-from orchard.bench import calibration
-from orchard.bench.decide import AdaptivePlan, decide_metrics, overall
-from orchard.bench.suite import Suite
-from orchard.bench.verdict import MetricNoise, MetricResult, VerdictWord
+from orchard.bench.deciding import calibration
+from orchard.bench.deciding.decide import AdaptivePlan, decide_metrics, overall
+from orchard.bench.deciding.verdict import MetricNoise, MetricResult, VerdictWord
+from orchard.bench.suites.suite import Suite
 
 SHIFTS = (0.0, 0.01, 0.02, 0.05)
 CLAIMS = (VerdictWord.REGRESSED, VerdictWord.PASS)

@@ -28,6 +28,7 @@ judges such a file again without measuring.
     .venv/bin/python benchmarks/verdict_power.py [--campaigns 100] [--work-ms 20]
     .venv/bin/python benchmarks/verdict_power.py --reanalyse results/verdict-power/<stamp>.jsonl
     .venv/bin/python benchmarks/verdict_power.py --counted [--campaigns 10] [--per-pair 2] [--counted-wall]
+    .venv/bin/python benchmarks/verdict_power.py --equal [--campaigns 200] [--seeds 3] [--reanalyse JSONL]
 
 `--counted` runs only its own section: real verdicts (`campaign.run_verdict`,
 confined) on a suite judging instructions, A/A and +0.25% instructions,
@@ -35,6 +36,10 @@ counted per binary after a real A/A calibration, then `--per-pair` verdicts
 with per-binary counting off (as before); it reports the claims and what
 counting cost against the timed runs per verdict (docs/benchmarks-verdict.md
 section 5).
+
+`--equal` runs only its own section: the power of every rule at equal numbers of pairs (each peer given the pairs
+orchard had when it decided, and every rule at 8, 12 and 20 pairs) on campaigns replayed from A/A pairs measured
+here, a pool per seed (docs/benchmarks-verdict.md section 7).
 """
 
 from __future__ import annotations
@@ -60,18 +65,20 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from orchard import confine, process
-from orchard.bench import binary_counts, calibration, instructions, stats
-from orchard.bench import campaign as bench_campaign
-from orchard.bench.confinement import UNCONFINED, RunConfinement, confine_runs
-from orchard.bench.decide import AdaptivePlan, decide_metrics, overall, settled
-from orchard.bench.environment import isolated_env
+from orchard.bench.campaigns import binary_counts
+from orchard.bench.campaigns import campaign as bench_campaign
+from orchard.bench.deciding import calibration, stats
+from orchard.bench.deciding.decide import AdaptivePlan, decide_metrics, overall, settled
+from orchard.bench.deciding.verdict import MetricNoise, MetricSpec, VerdictWord
 from orchard.bench.lock import MeasurementLock
 from orchard.bench.machine import machine_facts
-from orchard.bench.own_timing import own_timing
-from orchard.bench.store import RunWriter
-from orchard.bench.suite import Suite
-from orchard.bench.suite_reader import load_suite
-from orchard.bench.verdict import MetricNoise, MetricSpec, VerdictWord
+from orchard.bench.measuring import instructions
+from orchard.bench.results.store import RunWriter
+from orchard.bench.sandbox.confinement import UNCONFINED, RunConfinement, confine_runs
+from orchard.bench.sandbox.environment import isolated_env
+from orchard.bench.sandbox.own_timing import own_timing
+from orchard.bench.suites.suite import Suite
+from orchard.bench.suites.suite_reader import load_suite
 from orchard.jsonlines import read_jsonl
 
 WORK_C = r"""
@@ -327,6 +334,12 @@ def rate(successes: int, n: int) -> str:
     return f"{successes / n:.0%} [{low:.0%}, {high:.0%}]"
 
 
+def hits(tally: Tally, rule: str, shift: float) -> int:
+    """Claims that count against `rule` at `shift`: either direction at the null, 'slower' for a real shift."""
+    claims = tally.claims.get(rule, Counter())
+    return claims[REGRESSION] + claims[IMPROVEMENT] if shift == 0 else claims[REGRESSION]
+
+
 RULES = (
     "orchard verdict",
     "Welch t-test 5% (pyperf-like)",
@@ -529,7 +542,8 @@ def measure(args: argparse.Namespace, seed: int, directory: Path, writer: RunWri
 
 def shared_rounds(lab: Lab, shifts: Sequence[float], count: int, meta: dict[str, Any]) -> None:
     """A warm-up round, then `count` rounds: the baseline once and every shift's candidate once, in a random order
-    under the lock, as `bench.rounds.RoundRunner` measures them (the rule below sees only the rounds it used)."""
+    under the lock, as `bench.campaigns.rounds.RoundRunner` measures them (the rule below sees only the rounds it
+    used)."""
     for index in range(count + 1):
         order: list[float | None] = [None, *shifts]
         lab.rng.shuffle(order)
@@ -617,8 +631,12 @@ def paired_t(a: list[float], b: list[float]) -> str | None:
 
 
 def signed_rank(a: list[float], b: list[float]) -> str | None:
+    """Wilcoxon's signed-rank test on the pairs' log-ratios, two-sided 5%, from its exact null distribution
+    (`stats.signed_rank_p_greater`: scipy's permutation test, which it takes on the ties pairs replayed with
+    replacement give, costs a second a campaign)."""
     d = np.log(np.asarray(b) / np.asarray(a))
-    return direction(a, b) if scipy_stats.wilcoxon(d).pvalue < 0.05 else None
+    p = 2 * min(stats.signed_rank_p_greater(d), stats.signed_rank_p_greater(-d))
+    return direction(a, b) if p < 0.05 else None
 
 
 def paired_bootstrap(rng: np.random.Generator) -> Callable[[list[float], list[float]], str | None]:
@@ -668,6 +686,15 @@ def loud_orchard(plan: AdaptivePlan, noise: dict[str, MetricNoise], spec: Metric
     return overall(metrics, []).verdict, n
 
 
+def calibrated(rng: np.random.Generator, pool: LoudPool, spec: MetricSpec,
+               noise_sd: float) -> tuple[dict[str, MetricNoise], np.ndarray]:
+    """A replayed campaign's own A/A calibration (40 pairs, as a suite's default): orchard's noise for `spec`, and
+    the calibration's log-ratios."""
+    cal_a, cal_b = pool.campaign(rng, 40, noise_sd, 0.0)
+    cal, _ = calibration.compute([spec], {spec.key: (list(cal_a), list(cal_b))}, 0.05)
+    return {spec.key: cal[spec.key].noise()}, np.log(cal_b / cal_a)
+
+
 def loud_campaigns(spec: MetricSpec, pool: LoudPool, noise_sd: float, campaigns: int,
                    seed: int) -> dict[float, Tally]:
     """Every rule on the same replayed campaigns; each campaign calibrates on its own 40 replayed A/A pairs."""
@@ -679,15 +706,13 @@ def loud_campaigns(spec: MetricSpec, pool: LoudPool, noise_sd: float, campaigns:
     for shift in LOUD_SHIFTS:
         tally = tallies[shift]
         for _ in range(campaigns):
-            cal_a, cal_b = pool.campaign(rng, 40, noise_sd, 0.0)
-            cal, _ = calibration.compute([spec], {spec.key: (list(cal_a), list(cal_b))}, 0.05)
-            d = np.log(cal_b / cal_a)
+            noise, d = calibrated(rng, pool, spec, noise_sd)
             old = stats.hl_interval(d, 0.90)
             old_noise = {spec.key: MetricNoise(math.expm1((old.high - old.low) / 2), False, stats.robust_sd(d))}
             a, b = pool.campaign(rng, plan.last, noise_sd, shift)
             tally.campaigns += 1
             tally.noise.append(stats.robust_sd(np.log(b / a)))
-            verdict, used = loud_orchard(plan, {spec.key: cal[spec.key].noise()}, spec, a, b)
+            verdict, used = loud_orchard(plan, noise, spec, a, b)
             tally.verdicts[verdict] += 1
             tally.pairs_used.append(used)
             claims = {VerdictWord.REGRESSED: REGRESSION, VerdictWord.PASS: IMPROVEMENT}
@@ -709,9 +734,7 @@ def loud_report(noise_sd: float, tallies: dict[float, Tally]) -> str:
     for rule in LOUD_RULES:
         row = []
         for shift in LOUD_SHIFTS:
-            claims = tallies[shift].claims.get(rule, Counter())
-            hits = sum(claims[c] for c in (REGRESSION, IMPROVEMENT)) if shift == 0 else claims[REGRESSION]
-            row.append(rate(hits, tallies[shift].campaigns))
+            row.append(rate(hits(tallies[shift], rule, shift), tallies[shift].campaigns))
         lines.append(f"| {rule} | " + " | ".join(row) + " |")
     used = " | ".join(f"{np.mean(tallies[s].pairs_used):.1f}" for s in LOUD_SHIFTS)
     lines += ["", f"orchard's mean pairs used: {used} (A/A, +5%, +10%); verdicts: "
@@ -720,32 +743,192 @@ def loud_report(noise_sd: float, tallies: dict[float, Tally]) -> str:
     return "\n".join(lines)
 
 
-def loud(args: argparse.Namespace, seed: int, directory: Path, writer: RunWriter) -> str:
-    """Measure this machine's wall-time noise on A/A pairs of the workload, then replay it at 10% and 15%."""
+def measured_pool(args: argparse.Namespace, seed: int, directory: Path, writer: RunWriter,
+                  meta: dict[str, Any]) -> tuple[LoudPool, str]:
+    """Measure `--loud-pairs` A/A wall_ms pairs of the workload on this machine: the pool campaigns replay, and
+    one line saying when, at what load, and what pair noise it had."""
     started, load_before = time.time(), os.getloadavg()
     env = isolated_env()
     binaries, _ = build(directory, args.work_ms, env)
-    lab = Lab(directory, binaries, env, MeasurementLock("benchmarks/verdict_power.py --loud"), writer,
+    lab = Lab(directory, binaries, env, MeasurementLock(f"benchmarks/verdict_power.py {meta['phase']}"), writer,
               random.Random(seed), None)
-    rows = lab.pairs("baseline", candidate_name(0.0), args.loud_pairs, {"phase": "loud-aa"})
+    rows = lab.pairs("baseline", candidate_name(0.0), args.loud_pairs, meta)
     a, b = (np.log(np.asarray(v)) for v in paired(rows, "wall_ms"))
     pool = LoudPool((a + b) / 2, (b - a) / 2)
-    (spec,) = suites(directory, ["wall_ms"])["wall_ms"].metrics
-    load_after = os.getloadavg()
-    parts = [
-        f"machine: {json.dumps(machine_facts().to_dict())}",
+    return pool, (
         f"measured {args.loud_pairs} A/A wall_ms pairs of a ~{args.work_ms:.0f} ms CPU-bound program on "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))} in {time.time() - started:.0f}s, load "
-        f"average {load_before[0]:.1f} before, {load_after[0]:.1f} after; lock waits "
-        f"{lab.lock.total_wait_ms / 1000:.1f}s; raw rows {writer.path}",
-        f"measured pair noise (robust SD of log b/a): {pool.sd:.2%}; replayed at "
-        f"{', '.join(f'{n:.0%}' for n in LOUD_NOISE)} "
-        f"with {args.campaigns} campaigns per shift, seed {seed}",
+        f"average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after; lock waits "
+        f"{lab.lock.total_wait_ms / 1000:.1f}s; measured pair noise (robust SD of log b/a) {pool.sd:.2%}"
+    )
+
+
+def loud(args: argparse.Namespace, seed: int, directory: Path, writer: RunWriter) -> str:
+    """Measure this machine's wall-time noise on A/A pairs of the workload, then replay it at 10% and 15%."""
+    pool, measured = measured_pool(args, seed, directory, writer, {"phase": "loud-aa"})
+    (spec,) = suites(directory, ["wall_ms"])["wall_ms"].metrics
+    parts = [
+        f"machine: {json.dumps(machine_facts().to_dict())}",
+        f"{measured}; raw rows {writer.path}",
+        f"replayed at {', '.join(f'{n:.0%}' for n in LOUD_NOISE)} with {args.campaigns} campaigns per shift, "
+        f"seed {seed}",
         "",
     ]
     for noise_sd in LOUD_NOISE:
         parts += [loud_report(noise_sd, loud_campaigns(spec, pool, noise_sd, args.campaigns, seed)), ""]
     parts.append("Rates with 95% Wilson intervals; A/A counts a claim in either direction, the shifts 'slower' claims.")
+    return "\n".join(parts) + "\n"
+
+
+# ---- power at equal numbers of pairs (issue 33 item 8): every rule on the pairs orchard used, and at 8, 12, 20 ----
+
+EQUAL_NOISE = (0.03, 0.10)  # wall-time pair noise of a quiet machine (section 2's quiet run) and of a loud one
+# the null, a small and a large shift in units of the pair noise, and AT_FLOOR: a shift of the campaign's own floor,
+# where orchard's guarantee holds (a claim there is an error of its rule, a detection of the peers')
+AT_FLOOR = -1.0
+EQUAL_SHIFTS = (0.0, 0.5, 1.0, AT_FLOOR)
+EQUAL_FIXED = (8, 12, 20)
+AT_STOP = "at orchard's stop"
+Z95 = 1.959963984540054  # the normal quantile of a two-sided 5% test
+
+
+def z_rule(a: list[float], b: list[float]) -> str | None:
+    """Means more than 1.96 standard errors apart (the normal quantile, no t correction): the z rule, unpaired."""
+    xa, xb = np.asarray(a), np.asarray(b)
+    se = math.sqrt(xa.var(ddof=1) / len(xa) + xb.var(ddof=1) / len(xb))
+    return direction(a, b) if abs(xb.mean() - xa.mean()) > Z95 * se else None
+
+
+def paired_z(a: list[float], b: list[float]) -> str | None:
+    """The z rule on the pairs' log-ratios."""
+    d = np.log(np.asarray(b) / np.asarray(a))
+    return direction(a, b) if abs(d.mean()) > Z95 * d.std(ddof=1) / math.sqrt(len(d)) else None
+
+
+EQUAL_PEERS: dict[str, Callable[[list[float], list[float]], str | None]] = {
+    "Welch t-test 5% (pyperf-like), unpaired": welch,
+    "Mann-Whitney U 5% (compare.py), unpaired": mann_whitney,
+    "z rule 5%, unpaired": z_rule,
+    "t-test 5% on the pairs' log-ratios": paired_t,
+    "Wilcoxon signed-rank 5% on the pairs": signed_rank,
+    "z rule 5% on the pairs' log-ratios": paired_z,
+}
+
+
+def beyond_floor(floor: float) -> dict[str, Callable[[list[float], list[float]], str | None]]:
+    """The paired t-test and Wilcoxon asking orchard's question: a change beyond its floor, each side at 2.5%."""
+    margin = math.log1p(floor)
+
+    def rule(p_greater: Callable[[np.ndarray], float]) -> Callable[[list[float], list[float]], str | None]:
+        def judge(a: list[float], b: list[float]) -> str | None:
+            d = np.log(np.asarray(b) / np.asarray(a))
+            return (REGRESSION if p_greater(d - margin) < 0.025 else IMPROVEMENT if p_greater(-d - margin) < 0.025
+                    else None)
+
+        return judge
+
+    return {"t-test on the pairs beyond orchard's floor, 2.5% a side": rule(
+                lambda x: float(scipy_stats.ttest_1samp(x, 0.0, alternative="greater").pvalue)),
+            "Wilcoxon signed-rank on the pairs beyond orchard's floor, 2.5% a side": rule(
+                stats.signed_rank_p_greater)}
+
+
+VERDICT_CLAIMS = {VerdictWord.REGRESSED: REGRESSION, VerdictWord.PASS: IMPROVEMENT}
+
+
+def equal_rules(n: int) -> dict[str, AdaptivePlan]:
+    """orchard's rule at a fixed n: a suite with `runs = n` and no extra pairs (its looks from 8), and one look."""
+    plans = {f"orchard, runs = {n}, extra_runs = 0": AdaptivePlan(min(8, n), n, 0.05)}
+    if n > 8:
+        plans[f"orchard, one look at {n}"] = AdaptivePlan(n, n, 0.05)
+    return plans
+
+
+def equal_campaigns(spec: MetricSpec, pool: LoudPool, noise_sd: float, campaigns: int,
+                    seed: int) -> dict[float, Tally]:
+    """Per shift (in units of `noise_sd`, or the campaign's own floor): orchard's verdict as a suite's defaults
+    run it, every peer on the pairs orchard had when it decided, and every rule at each fixed n, all on the same
+    replayed samples."""
+    rng = np.random.default_rng(seed)
+    plan = AdaptivePlan(8, LOUD_RUNS, 0.05, LOUD_EXTRA)
+    tallies = {shift: Tally() for shift in EQUAL_SHIFTS}
+    for shift, tally in tallies.items():
+        for _ in range(campaigns):
+            noise, _ = calibrated(rng, pool, spec, noise_sd)
+            floor = spec.floor(noise[spec.key])
+            a, b = pool.campaign(rng, plan.last, noise_sd, floor if shift == AT_FLOOR else shift * noise_sd)
+            tally.campaigns += 1
+            verdict, used = loud_orchard(plan, noise, spec, a, b)
+            tally.pairs_used.append(used)
+            tally.verdicts[verdict] += 1
+            tally.add(f"{AT_STOP}: orchard verdict", VERDICT_CLAIMS.get(VerdictWord(verdict)))
+            peers = EQUAL_PEERS | beyond_floor(floor)
+            blocks = {AT_STOP: (used, {}), **{f"n = {n}": (n, equal_rules(n)) for n in EQUAL_FIXED}}
+            for prefix, (n, plans) in blocks.items():
+                for rule, fixed in plans.items():
+                    tally.add(f"{prefix}: {rule}", VERDICT_CLAIMS.get(VerdictWord(loud_orchard(
+                        fixed, noise, spec, a[:n], b[:n])[0])))
+                for rule, decide in peers.items():
+                    tally.add(f"{prefix}: {rule}", decide(list(a[:n]), list(b[:n])))
+    return tallies
+
+
+def equal_report(noise_sd: float, runs: Sequence[dict[float, Tally]]) -> str:
+    """One table per noise level: each rule's rate per shift, the median over seeds with their range, and the
+    pooled count; rows grouped by the pairs every rule was given."""
+    names = ["null" if s == 0 else "its floor" if s == AT_FLOOR else f"+{s * noise_sd:.1%}" for s in EQUAL_SHIFTS]
+    shifts = [f"{name}: {'false claims' if name == 'null' else 'claimed' if s == AT_FLOOR else 'detected'}"
+              for name, s in zip(names, EQUAL_SHIFTS, strict=True)]
+    used = " / ".join(f"{np.mean([n for run in runs for n in run[s].pairs_used]):.1f}" for s in EQUAL_SHIFTS)
+    lines = [f"#### {noise_sd:.0%} pair noise", "",
+             f"orchard's mean pairs used at its stop: {used} ({', '.join(names)})",
+             "", "| pairs | rule | " + " | ".join(shifts) + " |", "| --- | --- |" + " ---: |" * len(EQUAL_SHIFTS)]
+    for rule in runs[0][EQUAL_SHIFTS[0]].claims:
+        prefix, name = rule.split(": ", 1)
+        cells = []
+        for shift in EQUAL_SHIFTS:
+            rates = [100 * hits(run[shift], rule, shift) / run[shift].campaigns for run in runs]
+            total = sum(run[shift].campaigns for run in runs)
+            cells.append(f"{statistics.median(rates):.1f}% [{min(rates):.1f}, {max(rates):.1f}] "
+                         f"({sum(hits(run[shift], rule, shift) for run in runs)}/{total})")
+        lines.append(f"| {prefix} | {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def uptime() -> str:
+    """`uptime`'s line, as the report states the machine's load: the load average alone hides how long it lasted."""
+    return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+
+
+def stored_pools(rows: Sequence[dict[str, Any]], path: Path) -> list[tuple[LoudPool, str]]:
+    """The pools an earlier `--equal` measured, read back from its raw rows, one per seed."""
+    pools = []
+    for index in sorted({row["seed"] for row in rows if row.get("phase") == "equal-aa"}):
+        a, b = (np.log(np.asarray(v)) for v in paired([r for r in rows if r.get("seed") == index], "wall_ms"))
+        pool = LoudPool((a + b) / 2, (b - a) / 2)
+        pools.append((pool, f"{len(a)} A/A wall_ms pairs read back from {path}; pair noise {pool.sd:.2%}"))
+    return pools
+
+
+def equal(args: argparse.Namespace, seed: int, directory: Path,
+          pools: Callable[[int], tuple[LoudPool, str]], count: int) -> str:
+    """For each of `count` seeds, a pool of A/A pairs (measured here, or read back), every noise level replayed
+    from it."""
+    (spec,) = suites(directory, ["wall_ms"])["wall_ms"].metrics
+    parts = [f"machine: {json.dumps(machine_facts().to_dict())}", f"uptime before: {uptime()}"]
+    runs: dict[float, list[dict[float, Tally]]] = {noise_sd: [] for noise_sd in EQUAL_NOISE}
+    for index in range(count):
+        pool, line = pools(index)
+        parts.append(f"seed {seed + index}: {line}")
+        print(parts[-1], flush=True)
+        for noise_sd in EQUAL_NOISE:
+            runs[noise_sd].append(equal_campaigns(spec, pool, noise_sd, args.campaigns, seed + index))
+    parts += [f"uptime after: {uptime()}", f"{args.campaigns} campaigns per shift and seed, {count} seeds; each "
+              "campaign calibrates on its own 40 replayed A/A pairs", ""]
+    for noise_sd in EQUAL_NOISE:
+        parts += [equal_report(noise_sd, runs[noise_sd]), ""]
+    parts.append("Each cell: the median rate over the seeds [lowest, highest] (claims/campaigns, all seeds "
+                 "together); at the null a claim in either direction counts, for a shift only 'slower'.")
     return "\n".join(parts) + "\n"
 
 
@@ -879,7 +1062,8 @@ def counted_section(args: argparse.Namespace, seed: int, directory: Path) -> str
     ])
 
 
-def main() -> None:
+def arguments() -> argparse.Namespace:
+    """The command line, checked: a bad value stops here with one line and exit code 2."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--campaigns", type=int, default=100, help="campaigns per shift (A/A included)")
     parser.add_argument("--work-ms", type=float, default=20.0, help="baseline CPU time per run")
@@ -899,7 +1083,11 @@ def main() -> None:
     )
     parser.add_argument("--loud", action="store_true", help="the loud-machine table: measure this machine's A/A "
                         "wall-time noise, replay it at 10%% and 15%% pair noise (issue 24 item 3)")
-    parser.add_argument("--loud-pairs", type=int, default=200, help="A/A pairs measured for --loud")
+    parser.add_argument("--loud-pairs", type=int, default=200, help="A/A pairs measured for --loud and --equal")
+    parser.add_argument("--equal", action="store_true", help="power at equal numbers of pairs: every rule on the "
+                        "pairs orchard used and at 8, 12 and 20 pairs, replayed from A/A pairs measured here at 3%% "
+                        "and 10%% pair noise (issue 33 item 8)")
+    parser.add_argument("--seeds", type=int, default=3, help="--equal: seeds, each with its own measured pool")
     parser.add_argument("--counted", action="store_true", help="only the per-binary instruction counting section: "
                         "real verdicts, A/A and +0.25%% instructions, with what counting cost")
     parser.add_argument("--counted-calibration", type=int, default=12, help="A/A pairs of --counted's calibration")
@@ -908,6 +1096,13 @@ def main() -> None:
     args = parser.parse_args()
     if args.campaigns < 1:
         parser.error("--campaigns must be at least 1")
+    if args.seeds < 1:
+        parser.error("--seeds must be at least 1")
+    return args
+
+
+def main() -> None:
+    args = arguments()
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
     if args.counted:
         with tempfile.TemporaryDirectory(prefix="orchard-verdict-power-") as tmp:
@@ -915,10 +1110,22 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory(prefix="orchard-verdict-power-") as tmp:
         directory = Path(tmp)
+        if args.reanalyse is not None and args.equal:  # the pools an earlier --equal measured, replayed again
+            stored = stored_pools(read_jsonl(args.reanalyse), args.reanalyse)
+            print(equal(args, seed, directory, stored.__getitem__, len(stored)))
+            return
         if args.reanalyse is not None:
             rows = read_jsonl(args.reanalyse)
             header = [f"re-analysis of {args.reanalyse} ({len(rows)} rows), bootstrap seed {seed}"]
             print(full_report(rows, header, seed, directory, args.metrics.split(",")))
+            return
+        if args.equal:
+            with RunWriter(args.results, "verdict-power-equal") as writer:
+                text = equal(args, seed, directory, lambda index: measured_pool(
+                    args, seed + index, directory, writer, {"phase": "equal-aa", "seed": index}), args.seeds)
+                text += f"raw rows {writer.path}\n"
+                writer.summary = lambda rows: text
+            print(text)
             return
         if args.loud:
             with RunWriter(args.results, "verdict-power-loud") as writer:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from orchard.bench.own_timing import COMPILERS
+from orchard.bench.sandbox.own_timing import COMPILERS
 
 ORCHARD = [sys.executable, "-m", "orchard"]
 

@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 import yaml
 
-from orchard.bench.calibration import cache_key
-from orchard.bench.confinement import for_campaign
+from orchard.bench.deciding.calibration import cache_key
 from orchard.bench.machine import machine_fingerprint
-from orchard.bench.suite_reader import load_suite
+from orchard.bench.sandbox.confinement import for_campaign
+from orchard.bench.suites.suite_reader import load_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "ci" / "verdict.sh"

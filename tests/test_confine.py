@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from orchard import confine, sandbox_pids
-from orchard.bench.confinement import ClosedTree, confine_runs, open_to_sandbox
+from orchard import confine, host_sockets, sandbox_pids
+from orchard.bench.sandbox.confinement import ClosedTree, confine_runs, open_to_sandbox
 from orchard.limits import Limits
 from orchard.within import below, inside
 from tests.helpers import unhidden_dir
@@ -110,3 +110,27 @@ def test_a_sandbox_holding_nearly_all_its_processes_starves_no_other(closed_dir:
         assert other.returncode == 0 and other.stdout == "done\n" and "fork" not in other.stderr, other.stderr
     finally:
         stop_process_groups([holder])
+
+
+def test_a_host_socket_gone_before_the_probe_mounted_over_it_does_not_say_no_sandbox_can_be_made(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe covers every host socket it lists; one removed meanwhile (a browser's SingletonSocket in its
+    own /tmp directory, as a clean-clone CI met it) makes bwrap fail on that path. Orchard then ran unconfined
+    (`bench run`) or refused to start (a lab), though a sandbox could be made."""
+    if confine.bwrap() is None:
+        pytest.skip("needs bubblewrap")
+    real = host_sockets.bound
+    listed: list[int] = []
+
+    def vanishing(table: Path = host_sockets.PROC_NET_UNIX) -> list[Path]:
+        listed.append(1)
+        gone = [tmp_path / "org.chromium.Chromium.gone" / "SingletonSocket"] if len(listed) == 1 else []
+        return [*gone, *real(table)]
+
+    monkeypatch.setattr(host_sockets, "bound", vanishing)
+    confine._probe.cache_clear()
+    try:
+        assert confine.unavailable() is None
+    finally:
+        confine._probe.cache_clear()
+    assert len(listed) == 2  # listed again for the second try

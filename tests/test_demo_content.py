@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from orchard import demo
-from orchard.bench.holdout import withhold
-from orchard.bench.suite_reader import load_suite
+from orchard.bench.held_out.holdout import withhold
+from orchard.bench.suites.suite_reader import load_suite
 from tests.helpers import orchard, session_lock_file
 
 # What each hypothesis is built to show in one lab run.

@@ -8,10 +8,11 @@ other records; the bench never imports the lab, and the lab imports only
 the bench's public surface (`orchard.bench`), in three modules (`BENCH_DOORS`):
 the judge's measuring module runs it, the records take its verdict records,
 and the worker's bench view withholds its held-out inputs. Inside the workers'
-floor, its folders are floors too (`WORKER_FOLDERS`, bottom first).
+floor, its folders are floors too (`WORKER_FOLDERS`, bottom first), and so are
+the bench's packages (`BENCH_FOLDERS`).
 
 `python tests/test_layers.py [SRC]` prints the lab's counts for any tree, the
-workers' folders (modules in each, import cycles between them), the modules
+workers' folders and the bench's (modules in each, import cycles between them), the modules
 of each package and the longest function (`tests/test_names.py` holds every
 function to `MAX_FUNCTION_LINES`): docs/architecture.md quotes them before
 and after each reshaping.
@@ -30,6 +31,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+import pytest
+
 import orchard
 
 SRC = Path(orchard.__file__).parent.parent
@@ -40,6 +43,9 @@ FLOORS = ("records", "text", "config", "db", "workers", "judge", "landing", "not
 WORKERS = "orchard.lab.workers"
 WORKER_FOLDERS = ("vcs", "sandbox", "jobs", "workspace", "launchers", "worker_run", "executors", "dask",
                   "lab_executor")  # bottom first; lab_executor is a module
+BENCH = "orchard.bench"
+BENCH_FOLDERS = ("binary", "cache", "lock", "machine", "sandbox", "deciding", "suites", "measuring", "results",
+                 "checks", "held_out", "campaigns", "exports", "lanes")  # bottom first; the first four are modules
 BENCH_DOORS = {
     "orchard.lab.judge.measuring": "measures: verdicts, calibration, opportunities, the lock's holder",
     "orchard.lab.records.verdict": "the bench's verdict records, which the lab's records hold",
@@ -277,10 +283,11 @@ def test_no_lab_floor_imports_one_above_it() -> None:
     assert upward(src_graph()) == []
 
 
-def test_no_workers_folder_imports_one_above_it_and_no_folder_cycle() -> None:
-    assert {part(name, WORKERS) for name in src_graph()} - {None} == set(WORKER_FOLDERS), "every folder its floor"
-    assert upward(src_graph(), WORKER_FOLDERS, WORKERS) == []
-    assert folders(src_graph()).cycles == 0
+@pytest.mark.parametrize(("package", "order"), [(WORKERS, WORKER_FOLDERS), (BENCH, BENCH_FOLDERS)])
+def test_no_folder_imports_one_above_it_and_no_folder_cycle(package: str, order: tuple[str, ...]) -> None:
+    assert {part(name, package) for name in src_graph()} - {None} == set(order), "every folder its floor"
+    assert upward(src_graph(), order, package) == []
+    assert folders(src_graph(), package).cycles == 0
 
 
 def test_records_import_nothing_of_the_lab_but_records() -> None:
@@ -321,7 +328,7 @@ def test_the_bench_surface_imports_each_name_when_first_used() -> None:
     for name, (module, attribute) in bench._HOMES.items():
         assert getattr(bench, name) is getattr(importlib.import_module(module), attribute), name
     probe = ("import sys, orchard.lab.records.verdict; "
-             "print(sorted({'numpy', 'orchard.bench.stats'} & set(sys.modules)))")
+             "print(sorted({'numpy', 'orchard.bench.deciding.stats'} & set(sys.modules)))")
     fresh = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert fresh.stdout == "[]\n"
 
@@ -359,5 +366,6 @@ if __name__ == "__main__":
     tree = import_graph(root)
     print(counts(tree, FLOORS if any(name.startswith("orchard.lab.records.") for name in tree) else ()))
     print(folders(tree))
+    print(folders(tree, BENCH))
     print(packages(tree))
     print(longest(root / "orchard"))

@@ -187,7 +187,14 @@ def unavailable() -> str | None:
 
 @functools.cache
 def _probe(found: str) -> str | None:
-    """One try of the `bwrap` at `found` (each one once: PATH may name another later)."""
+    """Whether the `bwrap` at `found` makes a sandbox (each one once: PATH may name another later). A second try,
+    with the host's sockets listed again, when the first fails: a socket removed between the listing and bwrap's
+    mount over it (a browser's, in a directory of its own) fails that one sandbox, not every one."""
+    why = _probe_once()
+    return None if why is None else _probe_once()
+
+
+def _probe_once() -> str | None:
     try:
         answer = subprocess.run(argv(Mounts(Path("/")), ["true"]), capture_output=True, text=True,
                                 timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL, check=False)

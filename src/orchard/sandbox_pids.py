@@ -75,16 +75,25 @@ def _own_cgroup() -> str:
 def enter(processes: int, rlimit: list[str]) -> list[str]:
     """The words that start a sandbox in a new pids cgroup of `processes` at most, falling back to `rlimit` (the
     `prlimit --nproc=N --` words) where the cgroup cannot be made; `rlimit` alone without a hierarchy here."""
+    group = name_group()
+    if group is None:
+        return rlimit
+    return ["/bin/sh", "-c", ENTER, str(group), str(processes), *rlimit]
+
+
+def name_group() -> Path | None:
+    """A new cgroup's path for one sandbox, in this process's directory (made by whoever starts the sandbox, swept
+    with the others once empty); None where no pids hierarchy can be written."""
     mine = own_directory()
     if mine is None:
-        return rlimit
+        return None
     with _LOCK:
         number = next(_COUNTER)
         group = mine / f"s{number}"
         _NAMED[group] = time.monotonic()
         if number % SWEEP_EVERY == 0:
             _sweep(time.monotonic() - SWEEP_AGE_S)
-    return ["/bin/sh", "-c", ENTER, str(group), str(processes), *rlimit]
+    return group
 
 
 def _sweep(before: float) -> None:

@@ -132,7 +132,7 @@ def totals(rows: list[dict[str, Any]], operation: str) -> list[dict[str, Any]]:
 
 def edited_flow(folder: Path, old: str, new: str) -> Path:
     """A copy of the shipped git flow with `old` replaced by `new` (which must be there)."""
-    from orchard.bench.flow_reader import shipped_flow_files
+    from orchard.bench.suites.flow_reader import shipped_flow_files
 
     text = shipped_flow_files()["git"].read_text()
     assert old in text, old

@@ -7,18 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench import calibration
 from orchard.bench.binary import binary_sha256
-from orchard.bench.binary_counts import COUNTS, IDENTICAL_COUNTS, BinaryCounts
 from orchard.bench.cache import CACHE_ENV
-from orchard.bench.campaign import run_verdict
-from orchard.bench.confinement import RunConfinement, for_campaign
+from orchard.bench.campaigns.binary_counts import COUNTS, IDENTICAL_COUNTS, BinaryCounts
+from orchard.bench.campaigns.campaign import run_verdict
+from orchard.bench.campaigns.shared_campaign import run_shared_verdicts
+from orchard.bench.deciding import calibration
+from orchard.bench.deciding.verdict import Method, MetricVerdict, VerdictWord
 from orchard.bench.machine import machine_facts, machine_fingerprint
-from orchard.bench.measure import Observation, count_instructions, workbench
-from orchard.bench.shared_campaign import run_shared_verdicts
-from orchard.bench.suite import Suite
-from orchard.bench.suite_reader import load_suite
-from orchard.bench.verdict import Method, MetricVerdict, VerdictWord
+from orchard.bench.measuring.measure import Observation, count_instructions, workbench
+from orchard.bench.sandbox.confinement import RunConfinement, for_campaign
+from orchard.bench.suites.suite import Suite
+from orchard.bench.suites.suite_reader import load_suite
 from orchard.jsonlines import read_jsonl
 from tests.helpers import make_binary, needs_valgrind
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench.confinement import UNCONFINED
+from orchard.bench.sandbox.confinement import UNCONFINED
 from tests.helpers import make_binary, make_suite, orchard
 
 needs_unshare = pytest.mark.skipif(shutil.which("unshare") is None, reason="unshare (util-linux) not installed")

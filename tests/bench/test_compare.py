@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench.compare import compare
+from orchard.bench.results.compare import compare
 from tests.helpers import make_binary, make_suite, orchard
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

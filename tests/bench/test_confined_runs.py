@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench.campaign import run_verdict
-from orchard.bench.suite import Suite
-from orchard.bench.suite_reader import load_suite
-from orchard.bench.verdict import Verdict, VerdictWord
+from orchard.bench.campaigns.campaign import run_verdict
+from orchard.bench.deciding.verdict import Verdict, VerdictWord
+from orchard.bench.suites.suite import Suite
+from orchard.bench.suites.suite_reader import load_suite
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600),
               pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")]

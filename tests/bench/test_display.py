@@ -7,9 +7,8 @@ import io
 import pytest
 from rich.console import Console
 
-from orchard.bench.decide import decide_metrics, overall
-from orchard.bench.display import print_decision
-from orchard.bench.verdict import (
+from orchard.bench.deciding.decide import decide_metrics, overall
+from orchard.bench.deciding.verdict import (
     Direction,
     GateResult,
     MetricNoise,
@@ -19,6 +18,7 @@ from orchard.bench.verdict import (
     VerdictDecision,
     VerdictWord,
 )
+from orchard.bench.results.display import print_decision
 
 
 def _metric(scenario: str, metric: str, verdict: MetricVerdict, baseline: float, candidate: float) -> MetricResult:

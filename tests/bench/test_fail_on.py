@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 import pytest
 
-from orchard.bench.policy import FailOn
-from orchard.bench.verdict import VerdictWord
+from orchard.bench.deciding.policy import FailOn
+from orchard.bench.deciding.verdict import VerdictWord
 from orchard.cli import verdict_commands
 from tests.helpers import orchard
 

@@ -1,13 +1,13 @@
-"""The first-run check (`bench/first_runs.py`): state kept between runs is not claimed; a load spike that falls on
-an honest candidate's first run is not taken for it."""
+"""The first-run check (`bench/checks/first_runs.py`): state kept between runs is not claimed; a load spike that
+falls on an honest candidate's first run is not taken for it."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from orchard.bench.first_runs import NOTE, RunSeries
-from orchard.bench.measure import Observation
-from orchard.bench.verdict import Direction, Method, MetricResult, MetricSpec, MetricVerdict, Scale
+from orchard.bench.checks.first_runs import NOTE, RunSeries
+from orchard.bench.deciding.verdict import Direction, Method, MetricResult, MetricSpec, MetricVerdict, Scale
+from orchard.bench.measuring.measure import Observation
 
 WALL = MetricSpec("report", "wall_ms", Direction.LOWER)
 CPU = MetricSpec("report", "cpu_ms", Direction.LOWER)  # recorded for every scenario, judged or not

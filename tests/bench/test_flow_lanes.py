@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench.flow_reader import load_flow
+from orchard.bench.suites.flow_reader import load_flow
 from orchard.errors import UsageError
 from tests.bench import twig
 from tests.bench.lanes_support import LaneEnv, assert_no_children, edited_flow, invoke, latest_rows, totals

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench.flow_reader import load_flow, load_flows, shipped_flow_files
-from orchard.bench.flows import STEPS
+from orchard.bench.suites.flow_reader import load_flow, load_flows, shipped_flow_files
+from orchard.bench.suites.flows import STEPS
 from orchard.errors import UsageError
 from tests.bench.lanes_support import LaneEnv, edited_flow, invoke, latest_rows, totals
 

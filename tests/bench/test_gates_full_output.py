@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench.campaign import run_verdict
-from orchard.bench.suite_reader import load_suite
+from orchard.bench.campaigns.campaign import run_verdict
+from orchard.bench.suites.suite_reader import load_suite
 from tests.helpers import orchard
 
 HEAD = (

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from orchard.bench.identical import same_program
+from orchard.bench.checks.identical import same_program
 from tests.test_ci_example import WORKFLOW_SUITE
 
 SUITE = WORKFLOW_SUITE  # wall and CPU time: noise, were the two programs measured

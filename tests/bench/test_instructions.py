@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench import instructions
-from orchard.bench.suite_reader import load_suite
+from orchard.bench.measuring import instructions
+from orchard.bench.suites.suite_reader import load_suite
 from orchard.errors import UsageError
 from orchard.jsonlines import read_jsonl
 from tests.helpers import make_binary, needs_valgrind, orchard
@@ -175,8 +175,8 @@ def test_a_five_percent_shift_in_work_is_regressed_on_estimated_cycles(tmp_path:
 def test_a_cache_between_counting_runs_is_impossible_confined(tmp_path: Path) -> None:
     """A program that does its work once and then answers from a cache in $TMPDIR: its counting runs are confined
     like its timed runs (issue 20), so its second count is its first, not a fraction of it."""
-    from orchard.bench.confinement import confine_runs
-    from orchard.bench.measure import RunSpec, observe, workbench
+    from orchard.bench.measuring.measure import RunSpec, observe, workbench
+    from orchard.bench.sandbox.confinement import confine_runs
 
     program = tmp_path / "bin" / "cached"
     program.parent.mkdir(mode=0o755)

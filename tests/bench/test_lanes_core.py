@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench import opportunities
-from orchard.bench.environment import isolated_env
-from orchard.bench.flow_reader import shipped_flow_files
 from orchard.bench.lanes.core import parse_files
 from orchard.bench.lanes.generated_repo import RepoSpec, ensure, typical_edit
+from orchard.bench.results import opportunities
+from orchard.bench.sandbox.environment import isolated_env
+from orchard.bench.suites.flow_reader import shipped_flow_files
 from orchard.errors import UsageError
 from tests.bench import twig
 from tests.bench.lanes_support import LaneEnv, invoke, latest_rows, totals

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench.environment import isolated_env
 from orchard.bench.lanes import pushwire
+from orchard.bench.sandbox.environment import isolated_env
 from tests.bench.lanes_support import LaneEnv, invoke, latest_rows, totals, without_oak_on_path
 
 SCENARIO = "interrupted_publication_after_request_v1"

@@ -8,7 +8,7 @@ import sqlite3
 import psutil
 import pytest
 
-from orchard.bench.rows import COMPARABILITY_KEYS
+from orchard.bench.measuring.rows import COMPARABILITY_KEYS
 from tests.bench.lanes_support import LaneEnv, cli_process, invoke, latest_rows, totals, wait_for, without_oak_on_path
 
 TASK_LOOP_OPS = [

@@ -13,13 +13,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from orchard.bench import calibration, stats
-from orchard.bench.decide import AdaptivePlan, decide_metrics, extension_note, open_metrics, overall
-from orchard.bench.first_runs import RunSeries
-from orchard.bench.measure import Observation
-from orchard.bench.pairs import Measured, Samples, measure_pairs
-from orchard.bench.suite_reader import load_suite
-from orchard.bench.verdict import Direction, MetricResult, MetricSpec, MetricVerdict, VerdictWord
+from orchard.bench.campaigns.pairs import Measured, Samples, measure_pairs
+from orchard.bench.checks.first_runs import RunSeries
+from orchard.bench.deciding import calibration, stats
+from orchard.bench.deciding.decide import AdaptivePlan, decide_metrics, extension_note, open_metrics, overall
+from orchard.bench.deciding.verdict import Direction, MetricResult, MetricSpec, MetricVerdict, VerdictWord
+from orchard.bench.measuring.measure import Observation
+from orchard.bench.suites.suite_reader import load_suite
 from orchard.errors import UsageError
 
 WALL = MetricSpec("loud", "wall_ms", Direction.LOWER, min_floor=0.01)

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench.campaign import run_verdict
-from orchard.bench.confinement import confine_runs
-from orchard.bench.measure import Observation, RunSpec, observe, workbench
-from orchard.bench.suite_reader import load_suite
-from orchard.bench.verdict import VerdictWord
+from orchard.bench.campaigns.campaign import run_verdict
+from orchard.bench.deciding.verdict import VerdictWord
+from orchard.bench.measuring.measure import Observation, RunSpec, observe, workbench
+from orchard.bench.sandbox.confinement import confine_runs
+from orchard.bench.suites.suite_reader import load_suite
 from orchard.errors import UsageError
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")

@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from orchard.bench.campaign import cpu_share, timing_specs
-from orchard.bench.decide import advise, decide_metrics, overall
-from orchard.bench.display import print_verdict, verdict_facts
+from orchard.bench.campaigns.campaign import cpu_share, timing_specs
+from orchard.bench.checks.first_runs import RunSeries
+from orchard.bench.deciding.decide import advise, decide_metrics, overall
+from orchard.bench.deciding.noise_advice import Alternative
+from orchard.bench.deciding.verdict import Direction, MetricNoise, MetricResult, MetricSpec, Verdict, VerdictWord
 from orchard.bench.exports import markdown
-from orchard.bench.first_runs import RunSeries
-from orchard.bench.measure import Observation
-from orchard.bench.noise_advice import Alternative
-from orchard.bench.suite_reader import load_suite
-from orchard.bench.verdict import Direction, MetricNoise, MetricResult, MetricSpec, Verdict, VerdictWord
+from orchard.bench.measuring.measure import Observation
+from orchard.bench.results.display import print_verdict, verdict_facts
+from orchard.bench.suites.suite_reader import load_suite
 from orchard.lab.judge.verdict_view import VerdictView, markdown_table
 from orchard.lab.notebook.html_parts import verdict_html
 

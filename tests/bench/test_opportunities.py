@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench import opportunities
-from orchard.bench.flow_reader import shipped_flow_files
-from orchard.bench.store import RunWriter
+from orchard.bench.results import opportunities
+from orchard.bench.results.store import RunWriter
+from orchard.bench.suites.flow_reader import shipped_flow_files
 from tests.bench.lanes_support import LaneEnv, assert_no_children, invoke
 
 ITEM_FIELDS = {

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench import own_timing
 from orchard.bench.cache import CACHE_ENV
-from orchard.bench.confinement import UNCONFINED, RunConfinement, confine_runs
-from orchard.bench.measure import Observation, RunSpec, observe, workbench
-from orchard.bench.suite_reader import load_suite
+from orchard.bench.measuring.measure import Observation, RunSpec, observe, workbench
+from orchard.bench.sandbox import own_timing
+from orchard.bench.sandbox.confinement import UNCONFINED, RunConfinement, confine_runs
+from orchard.bench.suites.suite_reader import load_suite
 from tests.helpers import path_without_compiler
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
@@ -165,7 +165,7 @@ def test_a_timer_left_in_the_cache_by_anything_else_is_never_used(tmp_path: Path
 def test_a_process_removes_the_timer_it_compiled_when_it_exits(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
-    code = "from orchard.bench.own_timing import inside_timer; print(inside_timer().argv[0])"
+    code = "from orchard.bench.sandbox.own_timing import inside_timer; print(inside_timer().argv[0])"
     compiled = Path(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                                    timeout=120).stdout.strip())
     assert compiled.name.startswith("inside-timer-") and compiled.parent.parent == tmp_path / "cache" / "timer"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench.suite_reader import load_suite
+from orchard.bench.suites.suite_reader import load_suite
 from orchard.errors import UsageError
 from tests.helpers import SUITE, make_binary, make_suite, orchard
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench.confinement import UNCONFINED, RunConfinement, confine_runs
-from orchard.bench.measure import RunSpec, observe, workbench
-from orchard.bench.suite_reader import load_suite
+from orchard.bench.measuring.measure import RunSpec, observe, workbench
+from orchard.bench.sandbox.confinement import UNCONFINED, RunConfinement, confine_runs
+from orchard.bench.suites.suite_reader import load_suite
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 

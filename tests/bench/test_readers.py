@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench import readers
-from orchard.bench.readers import Format
+from orchard.bench.suites import readers
+from orchard.bench.suites.readers import Format
 from orchard.errors import UsageError
 from tests.helpers import make_binary, orchard
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orchard.bench.rows import SKIP_RETURNCODE, is_failure, is_skip, skip_row, step_row, total_row
+from orchard.bench.measuring.rows import SKIP_RETURNCODE, is_failure, is_skip, skip_row, step_row, total_row
 from orchard.process import run
 
 SUBJECT = {"name": "tool", "kind": "command"}

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench.campaign import run_verdict
-from orchard.bench.confinement import confine_runs
-from orchard.bench.environment import isolated_env
-from orchard.bench.shape_check import GATE
-from orchard.bench.suite_reader import load_suite
-from orchard.bench.verdict import VerdictWord
+from orchard.bench.campaigns.campaign import run_verdict
+from orchard.bench.checks.shape_check import GATE
+from orchard.bench.deciding.verdict import VerdictWord
+from orchard.bench.sandbox.confinement import confine_runs
+from orchard.bench.sandbox.environment import isolated_env
+from orchard.bench.suites.suite_reader import load_suite
 
 pytestmark = [pytest.mark.timeout(600),
               pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")]

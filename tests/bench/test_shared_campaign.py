@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench.decide import AdaptivePlan
-from orchard.bench.shared_campaign import SharedVerdicts, run_shared_verdicts
-from orchard.bench.suite_reader import load_suite
-from orchard.bench.verdict import VerdictWord
+from orchard.bench.campaigns.shared_campaign import SharedVerdicts, run_shared_verdicts
+from orchard.bench.deciding.decide import AdaptivePlan
+from orchard.bench.deciding.verdict import VerdictWord
+from orchard.bench.suites.suite_reader import load_suite
 from orchard.jsonlines import read_jsonl
 from tests.helpers import make_binary, session_lock_file
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchard.bench import stats
+from orchard.bench.deciding import stats
 
 finite = st.floats(min_value=-1e3, max_value=1e3, allow_nan=False, allow_infinity=False)
 samples = st.lists(finite, min_size=1, max_size=12)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from orchard.bench.store import RunWriter, latest_rows, run_files
+from orchard.bench.results.store import RunWriter, latest_rows, run_files
 from orchard.jsonlines import read_jsonl
 
 
@@ -66,7 +66,7 @@ def test_stamps_are_never_reused_within_a_process(tmp_path: Path) -> None:
 WRITER = """
 import sys
 from pathlib import Path
-from orchard.bench.store import RunWriter
+from orchard.bench.results.store import RunWriter
 results, who = Path(sys.argv[1]), sys.argv[2]
 for index in range(100):
     with RunWriter(results, "lane") as writer:
@@ -136,7 +136,7 @@ def test_an_empty_results_directory_has_no_latest_rows(tmp_path: Path) -> None:
 
 
 def test_the_index_is_rebuilt_from_the_jsonl_files(tmp_path: Path) -> None:
-    from orchard.bench.store import RunWriter, connect_index, rebuild_index
+    from orchard.bench.results.store import RunWriter, connect_index, rebuild_index
 
     for lane in ("a", "b"):
         with RunWriter(tmp_path, lane) as writer:

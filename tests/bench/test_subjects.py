@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench.subjects import parse_binaries, parse_subjects
+from orchard.bench.suites.subjects import parse_binaries, parse_subjects
 from orchard.errors import UsageError
 from tests.bench.lanes_support import LaneEnv, invoke, without_oak_on_path
 

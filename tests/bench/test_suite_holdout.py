@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench.holdout import withhold, worker_view
-from orchard.bench.suite import DEFAULT_PLAUSIBLE
-from orchard.bench.suite_reader import load_suite
+from orchard.bench.held_out.holdout import withhold, worker_view
+from orchard.bench.suites.suite import DEFAULT_PLAUSIBLE
+from orchard.bench.suites.suite_reader import load_suite
 from orchard.errors import UsageError
 from tests.helpers import orchard
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench.suite_reader import load_suite
-from orchard.bench.suite_run import run_suite
+from orchard.bench.campaigns.suite_run import run_suite
+from orchard.bench.suites.suite_reader import load_suite
 from orchard.jsonlines import read_jsonl
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")

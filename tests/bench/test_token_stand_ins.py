@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench import tokens
+from orchard.bench.measuring import tokens
 from orchard.jsonlines import read_jsonl
 from tests.bench.lanes_support import LaneEnv, edited_flow, invoke, latest_rows, totals
 from tests.helpers import make_binary, orchard

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchard.bench import tokens
-from orchard.bench.rows import step_row, total_row
+from orchard.bench.measuring import tokens
+from orchard.bench.measuring.rows import step_row, total_row
 from orchard.process import run
 
 SUBJECT = {"name": "tool", "kind": "command"}

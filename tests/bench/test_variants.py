@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench import perturbations
-from orchard.bench.measure import workbench
-from orchard.bench.suite_reader import load_suite
-from orchard.bench.variant_report import VariantCheck, VariantReport
-from orchard.bench.variants import make_variants, with_variants
-from orchard.bench.verdict import Verdict, VerdictWord
+from orchard.bench.deciding.variant_report import VariantCheck, VariantReport
+from orchard.bench.deciding.verdict import Verdict, VerdictWord
+from orchard.bench.held_out.variants import make_variants, with_variants
+from orchard.bench.measuring.measure import workbench
+from orchard.bench.suites import perturbations
+from orchard.bench.suites.suite_reader import load_suite
 from orchard.errors import UsageError
 from orchard.lab.judge.verdict_view import VerdictView, markdown_table
 

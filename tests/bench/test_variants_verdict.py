@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from orchard.bench.variant_report import WIN_NOT_HELD
+from orchard.bench.deciding.variant_report import WIN_NOT_HELD
 from tests.helpers import orchard, slow_but
 
 WORK_S = 0.2

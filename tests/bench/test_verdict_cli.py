@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench.campaign import run_verdict
-from orchard.bench.suite_reader import load_suite
+from orchard.bench.campaigns.campaign import run_verdict
+from orchard.bench.suites.suite_reader import load_suite
 from orchard.jsonlines import read_jsonl
 from tests.helpers import make_binary, make_suite, orchard
 

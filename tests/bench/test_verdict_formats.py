@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench.decide import decide_metrics, decide_unpaired, overall
+from orchard.bench.deciding.decide import decide_metrics, decide_unpaired, overall
+from orchard.bench.deciding.verdict import Method, MetricNoise, MetricResult, Scale, Verdict
 from orchard.bench.exports import csv, markdown
 from orchard.bench.exports import json as json_export
-from orchard.bench.suite_reader import load_suite
-from orchard.bench.verdict import Method, MetricNoise, MetricResult, Scale, Verdict
+from orchard.bench.suites.suite_reader import load_suite
 
 GOLDEN = Path(__file__).parent / "data" / "verdict-formats"
 SUITE = """

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from orchard.bench.decide import decide_metrics, overall
-from orchard.bench.suite_reader import load_suite
-from orchard.bench.verdict import Direction, MetricNoise, MetricSpec, MetricVerdict, VerdictWord
+from orchard.bench.deciding.decide import decide_metrics, overall
+from orchard.bench.deciding.verdict import Direction, MetricNoise, MetricSpec, MetricVerdict, VerdictWord
+from orchard.bench.suites.suite_reader import load_suite
 from orchard.errors import UsageError
 
 WIDE = MetricNoise(floor=0.348, deterministic=False, sd=0.15)  # the pytest-benchmark case of the issue

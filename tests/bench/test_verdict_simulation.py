@@ -14,9 +14,9 @@ import math
 import numpy as np
 import pytest
 
-from orchard.bench import calibration
-from orchard.bench.decide import AdaptivePlan, decide_metrics, overall, settled
-from orchard.bench.verdict import Direction, Method, MetricSpec, MetricVerdict, VerdictWord
+from orchard.bench.deciding import calibration
+from orchard.bench.deciding.decide import AdaptivePlan, decide_metrics, overall, settled
+from orchard.bench.deciding.verdict import Direction, Method, MetricSpec, MetricVerdict, VerdictWord
 
 WALL = MetricSpec("sim", "wall_ms", Direction.LOWER, min_floor=0.0)
 TOKENS = MetricSpec("sim", "estimated_total_tokens", Direction.LOWER, min_floor=0.0)

@@ -15,7 +15,7 @@ from orchard.demo.make import make_demo
 from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.lab_helpers import assert_nothing_left, stop_process_groups
 from tests.lab.test_dask import DASK, use_cluster
-from tests.lab.test_dask_netns import SecondHost, _ip, namespaced_host
+from tests.lab.test_dask_netns import SecondHost, namespaced_host
 
 
 @contextmanager
@@ -24,8 +24,7 @@ def judge_host_cluster(first: SecondHost, second: SecondHost, scratch: Path, mar
     agent and judges (`agent=1 judge=1`), with its own measurement lock and calibration cache, as a machine of its
     own has. The second namespace reaches the scheduler's address through its own veth pair (the lab host answers
     for every address it holds)."""
-    assert _ip("-n", second.namespace, "route", "add", f"{first.lab_address}/32", "via",
-               second.lab_address).returncode == 0
+    assert second.ip("route", "add", f"{first.lab_address}/32", "via", second.lab_address).returncode == 0
     with socket.socket() as probe:
         probe.bind((first.lab_address, 0))
         port = probe.getsockname()[1]
@@ -39,9 +38,9 @@ def judge_host_cluster(first: SecondHost, second: SecondHost, scratch: Path, mar
             own = {"ORCHARD_LOCK_FILE": str(scratch / f"lock-{name}"),
                    "ORCHARD_CACHE_DIR": str(scratch / f"cache-{name}")}
             started.append(subprocess.Popen(
-                ["ip", "netns", "exec", host.namespace, str(DASK), "worker", address, "--host", host.address,
-                 "--nthreads", "2", "--resources", "agent=1 cpu=1 judge=1", "--no-dashboard",
-                 "--local-directory", str(scratch / f"dask-{name}")],
+                host.inside(str(DASK), "worker", address, "--host", host.address, "--nthreads", "2",
+                            "--resources", "agent=1 cpu=1 judge=1", "--no-dashboard",
+                            "--local-directory", str(scratch / f"dask-{name}")),
                 env={**env, **own}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
         yield address
     finally:

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orchard.bench.decide import overall
-from orchard.bench.verdict import Direction, GateResult, Method, MetricResult, MetricVerdict, Scale, Verdict
+from orchard.bench.deciding.decide import overall
+from orchard.bench.deciding.verdict import Direction, GateResult, Method, MetricResult, MetricVerdict, Scale, Verdict
 from orchard.lab.db.state import LabState
 from orchard.lab.loop import backlog
 from orchard.lab.records.agent_usage import AgentUsage

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from orchard.bench.variant_report import WIN_NOT_HELD
-from orchard.bench.verdict import MetricResult
+from orchard.bench.deciding.variant_report import WIN_NOT_HELD
+from orchard.bench.deciding.verdict import MetricResult
 from orchard.lab.config.orchard_toml import ConfigError
 from orchard.lab.db.state import LabState
 from orchard.lab.judge import plausibility, review, weakened

@@ -25,6 +25,7 @@ from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import LabIntegrityError
 from orchard.lab.loop import backlog
 from orchard.lab.loop.lab import Lab
+from orchard.lab.loop.worker_start import KILL_AT
 from orchard.lab.records.events import BaselineRebuilt, Event, ExperimentStarted, WorkerStopped
 from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.records.land_steps import BranchPushed, Committed, Merged
@@ -287,6 +288,21 @@ def test_a_worker_that_did_not_finish_is_never_judged(tmp_path: Path, ending: st
     assert not _events(ws, Merged)
 
 
+def _resumed_starts_it_again_and_lands(ws: Workspace, command: list[str], second: Path) -> None:
+    """The resumed lab says it starts the stopped worker again, and its second try (no half-written file) lands."""
+    second.touch()
+    resumed = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "the lab stopped its worker last time" in resumed.stdout + resumed.stderr
+    state = LabState.open(ws.root)
+    try:
+        (experiment,) = state.experiments()
+    finally:
+        state.close()
+    assert experiment.candidate is not None and "half-written" not in experiment.candidate.patch
+    assert experiment.decision == "LAND", experiment.reasons
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", slow_but([signal.SIGINT, signal.SIGTERM], signal.SIGINT))
 def test_a_worker_the_lab_stopped_is_started_again(tmp_path: Path, sig: signal.Signals) -> None:
@@ -311,19 +327,27 @@ sleep 600
             os.killpg(lab.pid, signal.SIGKILL)
             lab.wait()
         output.close()
-    second.touch()
-    resumed = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
-    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    assert "the lab stopped its worker last time" in resumed.stdout + resumed.stderr
+    _resumed_starts_it_again_and_lands(ws, command, second)
     assert len([e for e in _events(ws, ExperimentStarted)]) == 2
-    state = LabState.open(ws.root)
-    try:
-        (experiment,) = state.experiments()
-    finally:
-        state.close()
-    assert experiment.candidate is not None and "half-written" not in experiment.candidate.patch
-    assert experiment.decision == "LAND", experiment.reasons
     assert _events(ws, WorkerStopped), "the lab's own stop was not recorded"
+
+
+@pytest.mark.slow
+def test_a_worker_stopped_before_the_lab_recorded_it_running_is_started_again(tmp_path: Path) -> None:
+    """SIGTERM between the worker's launch and RUNNING (as a loaded clean-clone CI met it): the stop is recorded
+    for the STARTING experiment too, so the resume starts its worker again instead of collecting the killed one."""
+    second = tmp_path / "second-run"
+    ws, _ = _lab(tmp_path, f"""
+if [ -e {second} ]; then win; finished; exit 0; fi
+echo 'half-written' >> run.sh
+sleep 600
+""", executor="tmux")
+    command = [sys.executable, "-m", "orchard", "run", str(ws.root)]
+    stopped = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False,
+                             env={**os.environ, KILL_AT: "term-after-launch"})
+    assert stopped.returncode != 0, stopped.stdout + stopped.stderr
+    assert _events(ws, WorkerStopped), stopped.stdout + stopped.stderr
+    _resumed_starts_it_again_and_lands(ws, command, second)
 
 
 def test_planting_into_the_checkout_the_next_experiment_gets(tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from orchard.bench import opportunities
-from orchard.bench.store import RunWriter
+from orchard.bench.results import opportunities
+from orchard.bench.results.store import RunWriter
 from orchard.cli import cli
 from orchard.demo.make import make_demo
 from orchard.errors import UsageError

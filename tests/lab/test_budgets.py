@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import tomllib
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import pytest
 from orchard.errors import UsageError
 from orchard.lab.config.orchard_toml import from_dict, load
 from orchard.lab.config.sections import LauncherConfig
+from orchard.lab.db.running_time import RunClock, add_ran
 from orchard.lab.db.state import LabState
 from orchard.lab.loop import stop
 from orchard.lab.loop.steering import Steering
@@ -94,19 +94,19 @@ def test_a_budget_past_its_hard_cap_stops_the_running_workers_and_the_pause_says
     state = LabState.open(ws.root)
     try:
         _spent(ws, state, AgentUsage(cost_usd=cost))
-        state.set_meta("started_at", str(time.time() - 100 * 60))
+        add_ran(state, 100 * 60)
         state.add_hypothesis(Hypothesis(id="h2", metric="out/stdout_bytes", change="y"), source="user")
         state.update_hypothesis("h2", status=HypothesisStatus.RUNNING, attempt=True)
         state.add_experiment("e2", "h2", "w2", Lane.EXPLOIT, 1, ws.target_base(), ws.bench_base(),
                              ExperimentStatus.RUNNING)
         ws.worker("w2").root.mkdir()
         executor = _Executor("e2")
-        assert Steering(state, time.time()).steer(_Lab(ws, state, executor)) is False
+        assert Steering(state, RunClock()).steer(_Lab(ws, state, executor)) is False
         record = state.experiment("e2")
         if capped is None:
             assert (record.status, executor.cancelled) == (ExperimentStatus.RUNNING, [])
             return
-        reason = stop.stop_reason(ws, state, time.time())
+        reason = stop.stop_reason(ws, state)
         assert reason is not None and reason.startswith("paused: "), reason
         assert (record.status, record.decision, record.judgment) == (ExperimentStatus.DONE, None, None)
         assert f"stopped by the budget's hard cap ({capped}): never judged" in record.reasons[0]

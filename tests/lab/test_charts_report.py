@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from orchard.bench.verdict import Method
+from orchard.bench.deciding.verdict import Method
 from orchard.lab.db.state import LabState
 from orchard.lab.notebook import files as records
 from orchard.lab.notebook import pages

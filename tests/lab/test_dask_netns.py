@@ -4,17 +4,19 @@ lab host's side, the worker's launcher in the default bubblewrap sandbox.
 
 The namespace has its own loopback: the worker reaches the lab host only at its veth address, as a
 worker on another machine would (the file system is shared; nothing in a task may rely on it).
-Needs root (`ip netns`); skipped otherwise.
+Needs root (a network namespace and a veth pair); skipped otherwise.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shlex
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,15 +43,25 @@ from tests.lab.test_dask import DASK, assert_no_scratch, decisions, finish, orch
 
 @dataclass(frozen=True)
 class SecondHost:
-    """A network namespace joined to this one by a veth pair: the lab host's address and the other host's."""
+    """A network namespace joined to this one by a veth pair: the lab host's address and the other host's.
 
-    namespace: str
+    The namespace is held by a process of its own (`holder`), never named under /run/netns: `ip netns add`
+    mounts there, and a sandbox started meanwhile by another test fails remounting the host's mounts
+    read-only ("remount /newroot/run/netns/...: Invalid argument")."""
+
+    holder: int
     lab_address: str
     address: str
 
+    def inside(self, *argv: str) -> list[str]:
+        """`argv` run in this namespace (nsenter execs it: the process started is the command itself)."""
+        return ["nsenter", f"--net=/proc/{self.holder}/ns/net", "--", *argv]
+
     def run(self, *argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["ip", "netns", "exec", self.namespace, *argv], capture_output=True, text=True,
-                              check=False, timeout=60)
+        return subprocess.run(self.inside(*argv), capture_output=True, text=True, check=False, timeout=60)
+
+    def ip(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return self.run("ip", *args)
 
 
 def _ip(*args: str) -> subprocess.CompletedProcess[str]:
@@ -66,31 +78,49 @@ def _free_subnet() -> int:
     pytest.skip("no free 10.231.N.0/30 subnet for the test's veth pair")
 
 
+def _holder() -> subprocess.Popen[bytes]:
+    """A process in a new network namespace of its own, once it is in it."""
+    holder = subprocess.Popen(["unshare", "--net", "sleep", "infinity"], start_new_session=True)
+    ours = os.readlink("/proc/self/ns/net")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and holder.poll() is None:
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/{holder.pid}/ns/net") != ours:
+                return holder
+        time.sleep(0.01)
+    holder.kill()
+    holder.wait()
+    pytest.skip("`unshare --net` made no network namespace here")
+
+
 @contextmanager
 def namespaced_host() -> Iterator[SecondHost]:
-    """A namespace and veth pair of this test's own, removed (by their names) afterwards."""
+    """A namespace and veth pair of this test's own: the namespace ends with its holder (stopped by its pid),
+    taking the inside end of the pair, and with it the pair."""
     if os.geteuid() != 0:
-        pytest.skip("emulating a second host needs root (`ip netns add`)")
+        pytest.skip("emulating a second host needs root (a network namespace and a veth pair)")
     tag = uuid.uuid4().hex[:6]
-    namespace, outside, inside = f"orchard-t-{os.getpid()}-{tag}", f"ot{tag}h", f"ot{tag}n"
+    outside, inside = f"ot{tag}h", f"ot{tag}n"
     subnet = _free_subnet()
-    host = SecondHost(namespace, f"10.231.{subnet}.1", f"10.231.{subnet}.2")
-    made = _ip("netns", "add", namespace)
-    if made.returncode != 0:
-        pytest.skip(f"`ip netns add` failed here: {made.stderr.strip()}")
+    holder = _holder()
+    host = SecondHost(holder.pid, f"10.231.{subnet}.1", f"10.231.{subnet}.2")
     try:
         steps = [("link", "add", outside, "type", "veth", "peer", "name", inside),
-                 ("link", "set", inside, "netns", namespace),
-                 ("addr", "add", f"{host.lab_address}/30", "dev", outside), ("link", "set", outside, "up"),
-                 ("-n", namespace, "addr", "add", f"{host.address}/30", "dev", inside),
-                 ("-n", namespace, "link", "set", inside, "up"), ("-n", namespace, "link", "set", "lo", "up")]
+                 ("link", "set", inside, "netns", str(holder.pid)),
+                 ("addr", "add", f"{host.lab_address}/30", "dev", outside), ("link", "set", outside, "up")]
         for step in steps:
             done = _ip(*step)
             if done.returncode != 0:
                 pytest.skip(f"`ip {' '.join(step)}` failed here: {done.stderr.strip()}")
+        for step in [("addr", "add", f"{host.address}/30", "dev", inside), ("link", "set", inside, "up"),
+                     ("link", "set", "lo", "up")]:
+            done = host.ip(*step)
+            if done.returncode != 0:
+                pytest.skip(f"`ip {' '.join(step)}` in the namespace failed here: {done.stderr.strip()}")
         yield host
     finally:
-        _ip("netns", "del", namespace)  # takes the inside end, and with it the pair
+        holder.kill()
+        holder.wait()
         if _ip("link", "show", outside).returncode == 0:
             _ip("link", "del", outside)
 
@@ -104,7 +134,7 @@ def second_host() -> Iterator[SecondHost]:
 @dataclass(frozen=True)
 class Cluster:
     scheduler: str
-    processes: tuple[subprocess.Popen[bytes], ...]  # the scheduler, the worker (ip netns exec execs dask)
+    processes: tuple[subprocess.Popen[bytes], ...]  # the scheduler, the worker (nsenter execs dask)
 
 
 @contextmanager
@@ -122,8 +152,8 @@ def dask_cluster(host: SecondHost, scratch: Path, mark: str, **worker_env: str) 
             [str(DASK), "scheduler", "--host", host.lab_address, "--port", str(port), "--no-dashboard"],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
         started.append(subprocess.Popen(
-            ["ip", "netns", "exec", host.namespace, str(DASK), "worker", address, "--host", host.address,
-             "--nthreads", "2", "--resources", "agent=2 cpu=2", "--no-dashboard", "--local-directory", str(scratch)],
+            host.inside(str(DASK), "worker", address, "--host", host.address, "--nthreads", "2", "--resources",
+                        "agent=2 cpu=2", "--no-dashboard", "--local-directory", str(scratch)),
             env={**env, **worker_env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
         yield Cluster(address, tuple(started))
     finally:

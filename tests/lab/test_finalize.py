@@ -175,7 +175,7 @@ def test_the_demo_wins_become_one_branch_each_judged_alone(demo: Finalized) -> N
     _assert_idempotent_and_main_untouched(demo)
     review = demo.review()
     assert [(b.branch, b.wins) for b in review.branches] == [
-        (f"review/{name}", (name,)) for name in _merge_order(demo.root)]
+        (f"review/demo/{name}", (name,)) for name in _merge_order(demo.root)]  # the lab's name: its directory's
     assert {b.wins[0] for b in review.branches} == {"count-with-dict", "terse-report"}  # the kill is left out
     text = (demo.root / "REVIEW.md").read_text()
     for b in review.branches:
@@ -215,7 +215,7 @@ def test_two_wins_on_one_file_share_a_branch_in_merge_order(same_file: Finalized
     review = same_file.review()
     assert len(review.branches) == 1
     branch = review.branches[0]
-    assert branch.branch == f"review/{order[0]}+1" and branch.wins == tuple(order)
+    assert branch.branch == f"review/lab/{order[0]}+1" and branch.wins == tuple(order)
     assert "wordfreq/count.py" in branch.files and "wordfreq/report.py" in branch.files
     commits = _branch_commits(same_file, branch.branch)
     assert len(commits) == 2 and commits[-1] == branch.commit

@@ -32,7 +32,7 @@ def test_wins_whose_files_overlap_share_a_group_in_merge_order_even_through_a_th
     a, b, c, d = win("a", "x.py"), win("b", "y.py"), win("c", "z.py"), win("d", "x.py", "z.py")
     found = groups([a, b, c, d])  # d joins a and c, which shared nothing before it
     assert [[w.name for w in g] for g in found] == [["a", "c", "d"], ["b"]]
-    assert [branch_name(g) for g in found] == ["review/a+2", "review/b"]
+    assert [branch_name("speed", g) for g in found] == ["review/speed/a+2", "review/speed/b"]  # under the lab's name
 
 
 def test_review_md_reports_a_branch_that_does_not_apply_or_no_longer_wins_alone() -> None:

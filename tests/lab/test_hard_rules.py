@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench.campaign import run_verdict
-from orchard.bench.suite_reader import load_suite
-from orchard.bench.verdict import Unjudged, Verdict
+from orchard.bench.campaigns.campaign import run_verdict
+from orchard.bench.deciding.verdict import Unjudged, Verdict
+from orchard.bench.suites.suite_reader import load_suite
 from orchard.lab.config.sections import LauncherConfig
 from orchard.lab.db.state import LabState
 from orchard.lab.judge import ladder as judging

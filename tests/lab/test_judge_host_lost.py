@@ -1,5 +1,5 @@
 """A judge host lost while it measures a verdict: dask runs the verdict again, from scratch, on the other judge host,
-the lab decides as usual, and its journal says which host was lost. Needs root (`ip netns`), as
+the lab decides as usual, and its journal says which host was lost. Needs root (a network namespace), as
 tests/lab/test_judge_hosts.py does.
 """
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from orchard.bench.verdict import CalibrationNote
+from orchard.bench.deciding.verdict import CalibrationNote
 from orchard.lab.db.state import LabState
 from orchard.lab.notebook import files as records
 from orchard.lab.records.experiment import ExperimentStatus

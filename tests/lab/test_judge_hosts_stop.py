@@ -3,7 +3,7 @@ running, and the next `orchard run` judges the interrupted candidates again.
 
 The judge threads used to wait for their dask futures however long the verdicts (and those queued behind them on
 busy hosts) took: docs/benchmarks.md section 8 saw a 64-worker, 4-host lab still running 600 s after its SIGTERM.
-Needs root (`ip netns`), as tests/lab/test_judge_hosts.py does.
+Needs root (a network namespace), as tests/lab/test_judge_hosts.py does.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import LabIntegrityError
 from orchard.lab.landing import pins, publication
 from orchard.lab.records.judgment import Decision
+from orchard.lab.records.land_steps import Merged
 from orchard.lab.workers.workspace.workspace import Workspace
 from orchard.lab.workers.workspace.workspace_init import init_workspace
 from tests.lab.lab_helpers import (
@@ -31,6 +32,7 @@ from tests.lab.lab_helpers import (
     command_launcher,
     git,
     lab_config,
+    lab_events,
     make_repo,
     one_worker,
 )
@@ -107,20 +109,28 @@ def _orchard(*args: str | Path) -> subprocess.Popen[str]:
                             stderr=subprocess.STDOUT, text=True)
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(1200)
-def test_two_labs_at_once_on_one_target_each_land_and_publish_under_their_own_names(tmp_path: Path) -> None:
-    target = make_repo(tmp_path / "myproject", TARGET_FILES)
-    labs = {"speed": "printf 'alpha\\n' > {target_dir}/src/alpha.txt",
-            "size": "printf 'a\\n' > {target_dir}/src/alpha.txt"}
+LABS = {"speed": "printf 'alpha\\n' > {target_dir}/src/alpha.txt", "size": "printf 'a\\n' > {target_dir}/src/alpha.txt"}
+MADE = {"speed": "alpha\n", "size": "a\n"}  # src/alpha.txt as each lab's win leaves it
+
+
+def _labs(tmp_path: Path, target: Path) -> dict[str, Path]:
+    """The two labs on `target`, each with one hypothesis of the same name (`shorter`) in its backlog."""
     roots = {}
-    for name, worker in labs.items():
+    for name, worker in LABS.items():
         ws = _workspace(tmp_path, target, name, worker)
         added = subprocess.run([sys.executable, "-m", "orchard", "backlog", "add", ws.root, "--title", "shorter",
                                 "--metric", "out/stdout_bytes", "--change", "shorter", "--scope", "src/alpha.txt"],
                                capture_output=True, text=True, timeout=300, check=False)
         assert added.returncode == 0, added.stdout + added.stderr
         roots[name] = ws.root
+    return roots
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_two_labs_at_once_on_one_target_each_land_and_publish_under_their_own_names(tmp_path: Path) -> None:
+    target = make_repo(tmp_path / "myproject", TARGET_FILES)
+    roots = _labs(tmp_path, target)
     running = [_orchard("run", root) for root in roots.values()]  # both at once, on one target
     outputs = [process.communicate(timeout=1100)[0] for process in running]
     for process, output in zip(running, outputs, strict=True):
@@ -134,8 +144,37 @@ def test_two_labs_at_once_on_one_target_each_land_and_publish_under_their_own_na
         assert len(landed) == 1, name
         assert landed[0].branch == f"lab/{name}/{landed[0].name}"
         assert git(target, "rev-parse", landed[0].branch).strip() == landed[0].land_commit
-        assert git(target, "show", f"lab/{name}/main:src/alpha.txt") == ("alpha\n" if name == "speed" else "a\n")
+        assert git(target, "show", f"lab/{name}/main:src/alpha.txt") == MADE[name]
         report = (root / "FINAL_REPORT.md").read_text()
         assert f"git -C {target} merge lab/{name}/main" in report
     assert git(target, "show", "main:src/alpha.txt") == "alpha 1\n"  # the user's main: untouched
     assert not git(target, "branch", "--list", "lab/main").strip()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_two_labs_whose_wins_share_a_name_each_push_their_own_review_branch(tmp_path: Path) -> None:
+    """On main both labs' review branches were `review/<win>`: the second lab's push was refused (or, had it
+    been forced, would have replaced the first lab's win), and its REVIEW.md pointed at the first lab's commit."""
+    target = make_repo(tmp_path / "myproject", TARGET_FILES)
+    roots = _labs(tmp_path, target)
+    for root in roots.values():  # one after the other: their finalizes meet on the target all the same
+        process = _orchard("run", root)
+        ran = process.communicate(timeout=1100)[0]
+        assert process.returncode == 0, ran
+    wins = {name: [e.experiment for e in lab_events(root, Merged)] for name, root in roots.items()}
+    assert wins["speed"] == wins["size"] and len(wins["speed"]) == 1, wins  # one win each, of the same name
+    win = wins["speed"][0]
+    finalized = {name: _orchard("finalize", root, "--push") for name, root in roots.items()}
+    for name, process in finalized.items():
+        said = process.communicate(timeout=1100)[0]
+        assert process.returncode == 0, said
+        branch = f"review/{name}/{win}"
+        assert f"pushed {branch} (" in said and "NOT pushed" not in said, said
+        assert git(target, "show", f"{branch}:src/alpha.txt") == MADE[name], "each holds its own lab's win"
+        assert git(target, "rev-parse", f"{branch}^").strip() == git(target, "rev-parse", "main").strip()
+        review = (roots[name] / "REVIEW.md").read_text()
+        assert f"`git fetch {target} {branch}` then `git merge FETCH_HEAD`" in review
+        assert (roots[name] / "review" / f"{win}.md").is_file()
+    assert not git(target, "branch", "--list", f"review/{win}").strip()
+    assert git(target, "show", "main:src/alpha.txt") == "alpha 1\n"  # the user's main: untouched

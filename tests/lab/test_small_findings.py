@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable
 
+from orchard.lab.db.running_time import add_ran
 from orchard.lab.db.state import LabState
 from orchard.lab.loop import stop
 from orchard.lab.notebook import backlog_file, view
@@ -31,25 +31,25 @@ def test_the_stop_message_counts_the_hypotheses_that_exist(make_workspace: Calla
         ids = add_hypotheses(state, *({"id": f"h{i}", "scope": [f"f{i}.py"]} for i in range(6)))
         for hypothesis_id in ids:
             state.update_hypothesis(hypothesis_id, status=HypothesisStatus.KILLED, attempt=True)
-        assert stop.stop_reason(ws, state, time.time()) == "the top 6 backlog items have all been attempted"
+        assert stop.stop_reason(ws, state) == "the top 6 backlog items have all been attempted"
     finally:
         state.close()
 
 
-def test_the_wall_time_budget_counts_from_the_labs_start_not_this_process(
+def test_the_wall_time_budget_keeps_the_time_earlier_runs_ran_not_only_this_process(
     make_workspace: Callable[..., Workspace]
 ) -> None:
     ws = make_workspace("[stop]\nmax_wall_minutes = 30\n")
     state = LabState.open(ws.root)
     try:
         add_hypotheses(state, {"id": "h", "scope": ["f.py"]})
-        state.set_meta("started_at", str(time.time() - 3600))  # the lab started an hour ago, then was resumed
-        assert stop.stop_reason(ws, state, time.time()) == (
-            "paused: the wall-time budget of 30 minutes is spent (counted from the lab's first start); "
+        add_ran(state, 3600)  # the lab ran an hour, then was resumed
+        assert stop.stop_reason(ws, state) == (
+            "paused: the wall-time budget of 30 minutes is spent (the lab ran 60.0 minutes, across its runs); "
             f"`orchard run {ws.root} --max-wall-minutes N` (or [stop] max_wall_minutes in orchard.toml) raises it and "
             "resumes, the spend so far kept")
         ws.config = dataclasses.replace(ws.config, stop=dataclasses.replace(ws.config.stop, max_wall_minutes=120))
-        assert stop.stop_reason(ws, state, time.time()) is None  # a higher budget resumes it, the hour kept
+        assert stop.stop_reason(ws, state) is None  # a higher budget resumes it, the hour kept
     finally:
         state.close()
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from orchard.bench.verdict import Verdict, VerdictWord
+from orchard.bench.deciding.verdict import Verdict, VerdictWord
 from orchard.cli import cli
 from orchard.demo.make import make_demo
 from orchard.errors import UsageError

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from rich.console import Console
 
-from orchard.bench.verdict import Direction
+from orchard.bench.deciding.verdict import Direction
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.verdict_view import MetricEffect
 from orchard.lab.notebook import status, view

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from click.testing import CliRunner
 
 from orchard.cli import cli
 from orchard.lab.config.orchard_toml import load
+from orchard.lab.db.running_time import RunClock
 from orchard.lab.db.state import LabState
 from orchard.lab.loop.steering import Steering
 from orchard.lab.notebook.journal import render_journal
@@ -149,7 +149,7 @@ def test_the_loop_stops_an_asked_worker_unjudged_and_requeues_or_kills_its_hypot
         assert code == 0 and "stop asked by ana" in said and "no lab runs on it now" in said, said
         executor = _Executor("e1")
         lab = _Lab(ws, state, executor)
-        assert Steering(state, time.time()).steer(lab) is False  # the lab is not paused
+        assert Steering(state, RunClock()).steer(lab) is False  # the lab is not paused
         record = state.experiment("e1")
         assert (record.status, record.decision) == (ExperimentStatus.DONE, None if requeue else Decision.KILL)
         assert record.judgment is None and "stopped by ana" in record.reasons[0]
@@ -159,7 +159,7 @@ def test_the_loop_stops_an_asked_worker_unjudged_and_requeues_or_kills_its_hypot
         assert [e.event for e in state.events_of(StopAsked)] == [StopAsked(requeue, "ana")]
         assert [e.event for e in state.events_of(ExperimentStopped)] == [ExperimentStopped("h", requeue, "ana")]
         assert "The lab stopped this worker, as ana asked: never judged" in render_journal(state)
-        Steering(state, time.time()).steer(lab)  # a stop is carried out once
+        Steering(state, RunClock()).steer(lab)  # a stop is carried out once
         assert executor.cancelled == ["e1"]
     finally:
         state.close()

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench.measure import RunSpec, observe, workbench
-from orchard.bench.suite_reader import load_suite
+from orchard.bench.measuring.measure import RunSpec, observe, workbench
+from orchard.bench.suites.suite_reader import load_suite
 from orchard.lab.db.state import LabState
 from orchard.lab.judge import measuring as verdicts
 from orchard.lab.records.experiment import Experiment

@@ -42,10 +42,10 @@ def bench_run(suite_path: Path, subject_specs: tuple[str, ...], runs: int, as_js
     """Measure a suite for named subjects, interleaved; rows and a summary, no verdict."""
     import random
 
-    from orchard.bench.display import run_json, run_table
-    from orchard.bench.subjects import parse_binaries
-    from orchard.bench.suite_reader import load_suite
-    from orchard.bench.suite_run import run_suite
+    from orchard.bench.campaigns.suite_run import run_suite
+    from orchard.bench.results.display import run_json, run_table
+    from orchard.bench.suites.subjects import parse_binaries
+    from orchard.bench.suites.suite_reader import load_suite
 
     suite = load_suite(suite_path)
     subjects = parse_binaries(subject_specs)
@@ -92,7 +92,7 @@ def task_loop(
 ) -> None:
     """Agent task loop for version-control CLIs (task_loop, agent_task, interrupted publication)."""
     from orchard.bench.lanes import task_lane
-    from orchard.bench.subjects import lane_subjects
+    from orchard.bench.suites.subjects import lane_subjects
 
     subjects, flows = lane_subjects(subjects_spec, subjects_file, flow_files)
     options = task_lane.TaskLoopOptions(
@@ -130,7 +130,7 @@ def contention(
     """N concurrent workers x K commits: throughput, retries, integrity."""
     from orchard.bench.lanes import contention as lane
     from orchard.bench.lanes.contention_options import ContentionOptions, parse_workers
-    from orchard.bench.subjects import lane_subjects
+    from orchard.bench.suites.subjects import lane_subjects
 
     subjects, flows = lane_subjects(subjects_spec, subjects_file, flow_files)
     options = ContentionOptions(
@@ -185,7 +185,7 @@ def core(
 ) -> None:
     """status, diff, log, show after an agent edit on 1k-50k file repositories, with absolute gates."""
     from orchard.bench.lanes import core as lane
-    from orchard.bench.subjects import lane_subjects
+    from orchard.bench.suites.subjects import lane_subjects
 
     subjects, flows = lane_subjects(subjects_spec, subjects_file, flow_files)
     options = lane.CoreOptions(
@@ -209,7 +209,7 @@ def opportunities(results: Path, as_json: bool, top: int | None) -> None:
     """Rank where a subject trails the best comparator, from the latest lane rows."""
     import json
 
-    from orchard.bench import opportunities as ranked
+    from orchard.bench.results import opportunities as ranked
 
     if not results.is_dir():
         raise UsageError(f"--results {results}: no such directory")

@@ -46,16 +46,16 @@ def verdict(suite_path: Path, baseline: Path, candidate: Path, runs: int | None,
     Exit 1 for REGRESSED or ERROR (and, with --fail-on, INCONCLUSIVE or any
     verdict but NO-CHANGE), else 0.
     """
-    from orchard.bench.suite_reader import load_suite
+    from orchard.bench.suites.suite_reader import load_suite
 
     suite = load_suite(suite_path)  # before the measuring modules (numpy, rich): a bad suite is refused at once
     suite = dataclasses.replace(suite, confine=confine and suite.confine)
     import json as jsonlib
 
-    from orchard.bench.campaign import run_verdict
-    from orchard.bench.display import as_decision, print_verdict, verdict_facts
+    from orchard.bench.campaigns.campaign import run_verdict
+    from orchard.bench.deciding.policy import FailOn
     from orchard.bench.exports import Targets, export
-    from orchard.bench.policy import FailOn
+    from orchard.bench.results.display import as_decision, print_verdict, verdict_facts
 
     with ProgressBar() as bar:
         result = run_verdict(
@@ -95,9 +95,9 @@ def compare(old: Path, new: Path, as_json: bool, fail_on: str) -> None:
     """
     import json as jsonlib
 
-    from orchard.bench.compare import compare as run_compare
-    from orchard.bench.display import print_decision
-    from orchard.bench.policy import FailOn
+    from orchard.bench.deciding.policy import FailOn
+    from orchard.bench.results.compare import compare as run_compare
+    from orchard.bench.results.display import print_decision
 
     result = run_compare(old, new)
     if as_json:
@@ -122,10 +122,10 @@ def compare(old: Path, new: Path, as_json: bool, fail_on: str) -> None:
 def calibrate(suite_path: Path, baseline: Path, runs: int | None, as_json: bool, calibration_file: Path | None,
               seed: int | None, results: Path, confine: bool) -> None:
     """Measure the baseline against itself (A/A) and cache each metric's noise floor."""
-    from orchard.bench.calibration import CalibrationFailed
-    from orchard.bench.campaign import calibrate as run_calibration
-    from orchard.bench.display import calibration_table
-    from orchard.bench.suite_reader import load_suite
+    from orchard.bench.campaigns.campaign import calibrate as run_calibration
+    from orchard.bench.deciding.calibration import CalibrationFailed
+    from orchard.bench.results.display import calibration_table
+    from orchard.bench.suites.suite_reader import load_suite
 
     suite = load_suite(suite_path)
     suite = dataclasses.replace(suite, confine=confine and suite.confine)
@@ -160,10 +160,10 @@ def calibrate(suite_path: Path, baseline: Path, runs: int | None, as_json: bool,
 @confine_option
 def calibration_key(suite_path: Path, confine: bool) -> None:
     """Print the key of the calibration this suite gets here (a CI cache key: machine, suite, confinement)."""
-    from orchard.bench.calibration import cache_key
-    from orchard.bench.confinement import for_campaign
+    from orchard.bench.deciding.calibration import cache_key
     from orchard.bench.machine import machine_fingerprint
-    from orchard.bench.suite_reader import load_suite
+    from orchard.bench.sandbox.confinement import for_campaign
+    from orchard.bench.suites.suite_reader import load_suite
 
     suite = load_suite(suite_path)
     isolation = for_campaign(confine and suite.confine, suite.directory).isolation

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchard.bench.compare import JUDGED_STEPS, one_kind
-from orchard.bench.row_metrics import FIELDS, Quantity, Reading, readings
-from orchard.bench.rows import COMPARABILITY_KEYS
+from orchard.bench.measuring.rows import COMPARABILITY_KEYS
+from orchard.bench.results.compare import JUDGED_STEPS, one_kind
+from orchard.bench.results.row_metrics import FIELDS, Quantity, Reading, readings
 from orchard.errors import UsageError
 from orchard.jsonlines import read_jsonl
 from orchard.lab.db.state import LabState

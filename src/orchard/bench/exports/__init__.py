@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orchard.bench.deciding.verdict import VerdictDecision
 from orchard.bench.exports import csv, json, markdown
-from orchard.bench.verdict import VerdictDecision
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import csv
 import io
 
-from orchard.bench.display import ratio
-from orchard.bench.spread import Spread
-from orchard.bench.verdict import VerdictDecision
+from orchard.bench.deciding.spread import Spread
+from orchard.bench.deciding.verdict import VerdictDecision
+from orchard.bench.results.display import ratio
 from orchard.units import unit
 
 COLUMNS = (

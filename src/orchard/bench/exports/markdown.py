@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from orchard.bench.display import bounds_text, confidence_text, effect_text, pct
-from orchard.bench.spread import Spread
-from orchard.bench.verdict import Method, VerdictDecision
+from orchard.bench.deciding.spread import Spread
+from orchard.bench.deciding.verdict import Method, VerdictDecision
+from orchard.bench.results.display import bounds_text, confidence_text, effect_text, pct
 from orchard.units import quantity
 
 _ICON = {"PASS": "✅", "NO-CHANGE": "⚪", "INCONCLUSIVE": "🟡", "REGRESSED": "❌", "ERROR": "❌"}

@@ -22,8 +22,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orchard.bench import rows
-from orchard.bench.flows import Command, Flow
 from orchard.bench.lanes.steps import LaneContext, Recorder, Row, fail
 from orchard.bench.lanes.task_loop import (
     network_totals,
@@ -32,7 +30,9 @@ from orchard.bench.lanes.task_loop import (
     start,
 )
 from orchard.bench.lanes.transport import LOOPBACK, Remote, free_port, wait_for_port
-from orchard.bench.subjects import Subject
+from orchard.bench.measuring import rows
+from orchard.bench.suites.flows import Command, Flow
+from orchard.bench.suites.subjects import Subject
 
 SCENARIO = "agent_task_baseline_v1"
 TOTAL = "agent_task.total"

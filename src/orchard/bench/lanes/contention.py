@@ -33,13 +33,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TextIO
 
 from orchard import process
-from orchard.bench import rows, tokens
-from orchard.bench.flows import Flow
 from orchard.bench.lanes.contention_options import ContentionOptions
 from orchard.bench.lanes.race import TOTAL, Race, Worker, stop_commands
 from orchard.bench.lanes.session import LaneResult, lane_context
 from orchard.bench.lanes.steps import Recorder, fail
 from orchard.bench.lanes.summary import skips_and_failures, subjects_section, table
+from orchard.bench.measuring import rows, tokens
+from orchard.bench.suites.flows import Flow
 from orchard.errors import FixtureError
 
 LANE = "contention"

@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchard.bench.flows import Flow
 from orchard.bench.lanes.session import check_common
-from orchard.bench.subjects import Subject
+from orchard.bench.suites.flows import Flow
+from orchard.bench.suites.subjects import Subject
 from orchard.errors import UsageError
 
 MODES = ("shared_checkout", "clone_per_worker")

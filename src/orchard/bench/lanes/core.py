@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import TextIO
 
 from orchard import process
-from orchard.bench.flows import CORE_MEASURED, Flow
 from orchard.bench.lanes.core_summary import TOTAL, summary
 from orchard.bench.lanes.generated_repo import (
     Edit,
@@ -46,7 +45,8 @@ from orchard.bench.lanes.generated_repo import (
 )
 from orchard.bench.lanes.session import LaneResult, check_common, lane_context
 from orchard.bench.lanes.steps import LaneContext, Recorder, Row, fail
-from orchard.bench.subjects import Subject
+from orchard.bench.suites.flows import CORE_MEASURED, Flow
+from orchard.bench.suites.subjects import Subject
 from orchard.errors import FixtureError, UsageError
 
 LANE = "core"

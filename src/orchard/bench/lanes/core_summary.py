@@ -7,7 +7,6 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from orchard.bench import rows
 from orchard.bench.lanes.summary import (
     notes_section,
     skips_and_failures,
@@ -16,6 +15,7 @@ from orchard.bench.lanes.summary import (
     table,
     warmup_line,
 )
+from orchard.bench.measuring import rows
 
 TOTAL = "core.total"  # the metric of a run's total row, which the lane writes and the summary reads
 

@@ -36,13 +36,13 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from orchard.bench import rows
-from orchard.bench.flows import Flow, PublishProtocol
 from orchard.bench.lanes.fault_fixture import DropAfterPushRequest, DropPushHandler, FixtureReport
 from orchard.bench.lanes.remotes import seed_bare
 from orchard.bench.lanes.steps import LaneContext, Recorder, Row, fail
 from orchard.bench.lanes.transport import LOOPBACK
-from orchard.bench.subjects import Subject
+from orchard.bench.measuring import rows
+from orchard.bench.suites.flows import Flow, PublishProtocol
+from orchard.bench.suites.subjects import Subject
 from orchard.errors import FixtureError
 
 SCENARIO = "interrupted_publication_after_request_v1"

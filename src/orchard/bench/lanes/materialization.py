@@ -24,12 +24,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from orchard.bench import rows
-from orchard.bench.flows import MATERIALIZATION_KEYS, Flow
 from orchard.bench.lanes.steps import LaneContext, Recorder, fail
 from orchard.bench.lanes.summary import oracle_cell, table
 from orchard.bench.lanes.transport import LOOPBACK, free_port, wait_for_port
-from orchard.bench.subjects import Subject
+from orchard.bench.measuring import rows
+from orchard.bench.suites.flows import MATERIALIZATION_KEYS, Flow
+from orchard.bench.suites.subjects import Subject
 
 SCENARIO = "legacy_selected_clone_materialization_v1"
 TOTAL = "legacy_selected_clone_materialization.total"

@@ -18,11 +18,11 @@ from typing import Any
 import psutil
 
 from orchard import process
-from orchard.bench import tokens
-from orchard.bench.flows import Flow
 from orchard.bench.lanes.contention_options import ContentionOptions
 from orchard.bench.lanes.remotes import harness
 from orchard.bench.lanes.steps import Recorder
+from orchard.bench.measuring import tokens
+from orchard.bench.suites.flows import Flow
 
 TOTAL = "contention.total"
 LOST_RACE = re.compile(

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
-from orchard.bench import rows
-from orchard.bench.environment import isolated_env
 from orchard.bench.lanes.steps import LaneContext
 from orchard.bench.lanes.transport import LoopbackServers, harness_git
 from orchard.bench.lock import MeasurementLock
-from orchard.bench.store import RunWriter, Summary
+from orchard.bench.measuring import rows
+from orchard.bench.results.store import RunWriter, Summary
+from orchard.bench.sandbox.environment import isolated_env
 from orchard.errors import UsageError
 
 

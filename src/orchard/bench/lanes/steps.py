@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from orchard import process
-from orchard.bench import rows, tokens
-from orchard.bench.flows import Command, Flow, Probe
 from orchard.bench.lanes.transport import ByteProxy, LoopbackServers
-from orchard.bench.subjects import Subject
+from orchard.bench.measuring import rows, tokens
+from orchard.bench.suites.flows import Command, Flow, Probe
+from orchard.bench.suites.subjects import Subject
 
 Row = dict[str, Any]
 INSTRUCTION_LEVEL = "scripted_flow"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from orchard.bench import rows
+from orchard.bench.measuring import rows
 
 
 def cell(value: Any) -> str:

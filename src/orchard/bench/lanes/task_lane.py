@@ -17,7 +17,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from orchard.bench.flows import Flow
 from orchard.bench.lanes import agent_task, interrupted, materialization, task_loop
 from orchard.bench.lanes.remotes import (
     GIT_REMOTE_MODES,
@@ -27,7 +26,8 @@ from orchard.bench.lanes.remotes import (
 from orchard.bench.lanes.session import LaneResult, check_common, lane_context
 from orchard.bench.lanes.steps import LaneContext, Recorder, fail
 from orchard.bench.lanes.task_lane_summary import summary
-from orchard.bench.subjects import Subject
+from orchard.bench.suites.flows import Flow
+from orchard.bench.suites.subjects import Subject
 from orchard.errors import FixtureError, UsageError
 
 LANE = "task-loop"

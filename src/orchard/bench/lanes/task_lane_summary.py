@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from orchard.bench import rows
 from orchard.bench.lanes import agent_task, interrupted, materialization, task_loop
 from orchard.bench.lanes.summary import (
     notes_section,
@@ -17,6 +16,7 @@ from orchard.bench.lanes.summary import (
     table,
     warmup_line,
 )
+from orchard.bench.measuring import rows
 
 HEADER = [
     "# Task loop summary",

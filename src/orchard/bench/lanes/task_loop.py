@@ -14,11 +14,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from orchard.bench import rows
-from orchard.bench.flows import STEPS, Flow
 from orchard.bench.lanes.steps import LaneContext, Recorder, Row, fail
 from orchard.bench.lanes.transport import Remote
-from orchard.bench.subjects import Subject
+from orchard.bench.measuring import rows
+from orchard.bench.suites.flows import STEPS, Flow
+from orchard.bench.suites.subjects import Subject
 
 SCENARIO = "task_loop"
 PHASES = ("task", "followup")

@@ -249,8 +249,9 @@ class StopConfig:
     max_experiments: int = _key(0, "stop after this many experiments; 0: no limit", minimum=0, maximum=MAX_COUNT)
     lock_wait_minutes: float = _key(30.0, "stop when measurements wait this long for the machine-wide "
                                           "lock: verdicts would not be reliable", minimum=0.1, maximum=MAX_MINUTES)
-    max_wall_minutes: float = _key(0.0, "pause after this much wall time (from the lab's first start): no new "
-                                        "workers, the running ones finish; 0: no limit", minimum=0, maximum=MAX_MINUTES)
+    max_wall_minutes: float = _key(0.0, "pause once the lab has run this long, across its runs (time stopped, or "
+                                        "paused with nothing at work, is not counted): no new workers, the running "
+                                        "ones finish; 0: no limit", minimum=0, maximum=MAX_MINUTES)
     max_cost_usd: float = _key(0.0, "pause once the agents' cost (reported, or estimated from tokens) reaches this: no "
                                     "new workers, the running ones finish; 0: no limit", minimum=0, maximum=1e9)
     hard_cap_factor: float = _key(1.5, "a budget used past this many times its limit (max_cost_usd, "

@@ -24,9 +24,9 @@ from orchard.lab.finalize import best_win
 from orchard.lab.finalize.branches import make_branch
 from orchard.lab.finalize.judged import judged_alone
 from orchard.lab.finalize.review_file import FetchFrom, pull_request_body, render_review
-from orchard.lab.finalize.wins import Win, branch_name, groups, landed_wins
+from orchard.lab.finalize.wins import Win, branch_name, groups, label, landed_wins
 from orchard.lab.judge.measuring import MeasureProgress, gate_names
-from orchard.lab.landing.publication import main_branch, push
+from orchard.lab.landing.publication import lab_name, main_branch, push
 from orchard.lab.loop.start import recorded_start
 from orchard.lab.notebook.files import render_final_report, write_atomic
 from orchard.lab.notebook.view import build
@@ -80,9 +80,8 @@ def _kept(ws: Workspace, prior: ReviewBranch | None, start: str, patches: tuple[
         return False
 
 
-def _branch(ws: Workspace, state: LabState, group: Sequence[Win], start: str, say: Say,
+def _branch(ws: Workspace, state: LabState, name: str, group: Sequence[Win], start: str, say: Say,
             measure_progress: MeasureProgress | None) -> ReviewBranch:
-    name = branch_name(group)
     files = tuple(sorted({f for win in group for f in win.files}))
     patches = tuple(win.judgment.patch_sha256 for win in group)
     wins = tuple(win.name for win in group)
@@ -91,7 +90,7 @@ def _branch(ws: Workspace, state: LabState, group: Sequence[Win], start: str, sa
     if made.refused:
         return ReviewBranch(name, wins, files, start, patches, "", ReviewOutcome.DOES_NOT_APPLY, (made.refused,))
     say(f"{name}: judged alone against the starting main")
-    judgment = judged_alone(ws, state, "review-" + name.removeprefix("review/"), group, made.patch, start,
+    judgment = judged_alone(ws, state, "review-" + label(wins), group, made.patch, start,
                             progress=say, measure_progress=measure_progress)
     return ReviewBranch(name, wins, files, start, patches, made.commit, outcome_of(judgment), judgment.reasons,
                         judgment, diff_stat(made.patch))
@@ -125,11 +124,13 @@ def _finalize(ws: Workspace, state: LabState, push_branches: bool, say: Say,
     previous = Review.from_json(state.meta(REVIEW_KEY))
     old = {b.branch: b for b in previous.branches} if previous is not None and previous.start == start else {}
     branches: list[ReviewBranch] = []
+    lab = lab_name(ws, state)
     for group in groups(wins):
-        prior = old.get(branch_name(group))
+        name = branch_name(lab, group)
+        prior = old.get(name)
         patches = tuple(win.judgment.patch_sha256 for win in group)
         kept = prior if prior is not None and _kept(ws, prior, start, patches) else None
-        branches.append(kept or _branch(ws, state, group, start, say, measure_progress))
+        branches.append(kept or _branch(ws, state, name, group, start, say, measure_progress))
         state.set_meta(REVIEW_KEY, Review(start, tuple(branches)).to_json())  # a crash keeps what is done
     best = _best(ws, state, wins, branches, start, None if previous is None else previous.best, say,
                  measure_progress)
@@ -151,7 +152,7 @@ def _write(ws: Workspace, state: LabState, review: Review, wins: Sequence[Win], 
     by_name = {w.name: w for w in wins}
     bodies = []
     for branch in review.branches:
-        path = ws.root / "review" / f"{branch.branch.removeprefix('review/')}.md"
+        path = ws.root / "review" / f"{label(branch.wins)}.md"  # the lab's own directory: no lab name needed
         path.parent.mkdir(exist_ok=True)
         write_if_changed(path, pull_request_body(branch, [by_name[w] for w in branch.wins], sources[branch.branch],
                                                  gates))

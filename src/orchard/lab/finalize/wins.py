@@ -63,7 +63,13 @@ def groups(wins: Sequence[Win]) -> list[tuple[Win, ...]]:
     return sorted(ordered, key=lambda g: order[g[0].name])
 
 
-def branch_name(group: Sequence[Win]) -> str:
-    """`review/<first win>`, with `+<n>` when more wins go with it."""
-    more = f"+{len(group) - 1}" if len(group) > 1 else ""
-    return f"review/{group[0].name}{more}"
+def label(wins: Sequence[str]) -> str:
+    """A group's name within its lab: `<first win>`, with `+<n>` when more wins go with it."""
+    more = f"+{len(wins) - 1}" if len(wins) > 1 else ""
+    return f"{wins[0]}{more}"
+
+
+def branch_name(lab: str, group: Sequence[Win]) -> str:
+    """`review/<lab>/<label>`: under the lab's name, as its `lab/<lab>/...` branches are, so two labs on one
+    target whose wins share a name never share (or move) a review branch."""
+    return f"review/{lab}/{label([win.name for win in group])}"

@@ -71,17 +71,23 @@ def describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}"[:REASON_CHARS] + (" (the disk is full)" if disk_full(error) else "")
 
 
+def records_full(root: Path, error: BaseException) -> bool:
+    """Whether `error` is the disk under the lab's records being full. What failed may not say so: SQLite's
+    "disk I/O error" when it cannot grow its shared memory, git's "unable to write file" when the judge's clone
+    of the target cannot be written."""
+    free = shutil.disk_usage(root).free / 1024 / 1024
+    return disk_full(error) or (isinstance(error, (OSError, sqlite3.Error, OrchardError)) and free < 1)
+
+
 @contextlib.contextmanager
 def pausing(root: Path) -> Iterator[None]:
     """A full disk under the lab's own records pauses the lab: one message (exit 1), no traceback."""
     try:
         yield
     except Exception as error:
-        free = shutil.disk_usage(root).free / 1024 / 1024
-        # on a full disk, what failed may not say so: SQLite's "disk I/O error" when it cannot grow its shared
-        # memory, git's "unable to write file" when the judge's clone of the target cannot be written
-        if not disk_full(error) and not (isinstance(error, (OSError, sqlite3.Error, OrchardError)) and free < 1):
+        if not records_full(root, error):
             raise
+        free = shutil.disk_usage(root).free / 1024 / 1024
         detail = describe(error).removesuffix(" (the disk is full)")
         raise LabPaused(f"the lab paused: its own records cannot be written, the disk is full ({free:,.1f} MB free "
                         f"in {root}; {detail}): make room, then `orchard run {root}` resumes where it "

@@ -33,6 +33,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from orchard.lab.config.sections import ExecutorKind
 from orchard.lab.db import workspace_lock
+from orchard.lab.db.running_time import RunClock
 from orchard.lab.db.settled import Settled
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.gathering import Gathering
@@ -78,13 +79,12 @@ class Lab:
         self.launchers: dict[str, Launcher] = {}
         self.agents = Agents(ws.config.workers.retry_minutes * 60)  # launchers whose agent failed in this run
         self.executor: Executor | None = None
-        self.started = time.time()
         self._pool: ThreadPoolExecutor | None = None
         self._judging: dict[str, tuple[ExperimentRecord, Future[Judgment]]] = {}
         self._landing: dict[str, tuple[ExperimentRecord, Future[landing.LandOutcome]]] = {}
         self.refill = Refill()  # the planner topping the backlog up, on its own executor (never the workers')
         self.deferred: set[str] = set()  # hypotheses whose launch failed, or a person stopped, in this run
-        self.steering = Steering(state, self.started)  # what people asked while it runs: a stop, a pause, a resume
+        self.steering = Steering(state, RunClock())  # what people asked while it runs; the time it runs
         self._settled = Settled()
         self.notebook = records.Notebook(ws)
         self.decided: dict[str, Judgment] = {}  # the wins this run's judges decided, handed to their landing
@@ -262,6 +262,7 @@ class Lab:
     def finish(self, reason: str) -> None:
         self.judge_work.begun.check()  # raised: a failed calibration the loop stopped before
         stop.final_verdict(self.ws, self.state, say=self.say, measure_progress=self.measure_progress)
+        self.steering.clock.check(self.state)  # the final verdict's time, and the last pass's
         stop.log_stop(self.state, reason)
         records.write_notebook(self.ws, self.state, final=True)
         self.say(f"stopped: {reason}; wrote {self.ws.root / 'FINAL_REPORT.md'}")
@@ -294,7 +295,7 @@ class Lab:
             reason = None
             if not self.steering.steer(self):  # paused: no new workers, no stop condition read (steering.py)
                 self.refill.start(self.ws, self.state, self.say)
-                reason = stop.stop_reason(self.ws, self.state, self.started, self.blocked(),
+                reason = stop.stop_reason(self.ws, self.state, self.blocked(),
                                           planning=self.refill.plan is not None)
                 if reason is None:
                     self.assign()

@@ -30,12 +30,13 @@ def _stopped_by_lab(lab: Driver, record: ExperimentRecord) -> bool:
 
 @contextlib.contextmanager
 def stopping(lab: Driver) -> Iterator[None]:
-    """A run that ends early records, before the executor kills them, that its running workers were stopped."""
+    """A run that ends early records, before the executor kills them, that its workers were stopped: a STARTING
+    one too (stopped between its launch and RUNNING, its killed worker's end would be collected on resume)."""
     try:
         yield
     except BaseException as error:
         with contextlib.suppress(sqlite3.Error):  # a full or locked lab.db: resume restarts them from clean
-            for record in lab.state.experiments(Status.RUNNING):
+            for record in lab.state.experiments(Status.STARTING, Status.RUNNING):
                 lab.state.log(WorkerStopped(f"orchard run stopped ({type(error).__name__})", record.worker),
                               record.name)
         raise
@@ -45,7 +46,7 @@ def resume_workers(lab: Driver) -> None:
     """Experiments an earlier orchard left running: adopt, collect, or start again."""
     assert lab.executor is not None
     for record in lab.state.experiments(Status.STARTING, Status.RUNNING):
-        if record.status == Status.RUNNING and _stopped_by_lab(lab, record):
+        if _stopped_by_lab(lab, record):
             lab.say(f"{record.name}: the lab stopped its worker last time; starting it again from clean")
             lab.launch(record)
             continue

@@ -15,6 +15,9 @@ still asked:
   `orchard run LAB --max-cost-usd N` (or `--max-wall-minutes N`) is the same resume, then the run.
 - a budget used past `[stop] hard_cap_factor` times its limit: the running workers are stopped as if a person
   asked (never judged, their hypotheses back in the backlog, no attempt counted); the budget's pause says so.
+
+Each pass also adds the time since the last one to the lab's running time (db/running_time.py), unless the
+lab sat paused with nothing at work: a lab paused overnight spends none of its wall-time budget.
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ from orchard.lab.config.orchard_toml import load
 from orchard.lab.config.stop_limits import set_limits
 from orchard.lab.db import workspace_lock
 from orchard.lab.db.paused import paused
+from orchard.lab.db.running_time import RunClock
 from orchard.lab.db.state import LabState
 from orchard.lab.loop.driver import Driver
+from orchard.lab.loop.isolation import records_full
 from orchard.lab.loop.stop import HARD_CAP, budget_use, past_hard_cap
 from orchard.lab.notebook.spending import cost_text
 from orchard.lab.records.experiment import ExperimentStatus
@@ -88,7 +93,7 @@ def raise_limits(ws: Workspace, state: LabState, by: str, limits: Mapping[str, f
     changed = set_limits(ws.config_path, limits) if limits else ()
     state.log(Resumed(by, changed))
     said = "; ".join(c.describe() for c in changed) or "limits as orchard.toml has them"
-    used = budget_use(state, time.time())
+    used = budget_use(state)
     kept = f"; spent so far, kept: {cost_text(used.cost_usd, used.estimated)}" if used.cost_usd else ""
     return f"{ws.root}: resumed by {by} ({said}){kept}"
 
@@ -96,20 +101,26 @@ def raise_limits(ws: Workspace, state: LabState, by: str, limits: Mapping[str, f
 class Steering:
     """The loop's side: stops carried out, a pause honoured (said once), a resume's `[stop]` read again."""
 
-    def __init__(self, state: LabState, started: float) -> None:
+    def __init__(self, state: LabState, clock: RunClock) -> None:
         resumes = state.events_of(Resumed)
         self.resumed = resumes[-1].id if resumes else 0  # orchard.toml was read at this run's start
         self.said = 0  # the pause this run said it honours
-        self.started = started  # this process's start: the wall time counts from it when no lab start is recorded
+        self.clock = clock  # this run's share of the lab's running time
+        self.idle = False  # at the last pass: paused, nothing at work (the time since then is not counted)
 
     def steer(self, lab: Driver) -> bool:
         """Act on what was asked since the last pass, and on a budget past its hard cap (even while paused: it is
         money); True while the lab is paused."""
+        try:
+            self.clock.check(lab.state, counting=not self.idle)
+        except Exception as error:  # a worker filled the disk: the disk check frees it, the time is kept till then
+            if not records_full(lab.ws.root, error):
+                raise
         for asked in lab.state.events_of(StopAsked):
             if asked.experiment and lab.state.experiment(asked.experiment).status in AT_WORK:
                 _stop(lab, asked.experiment, asked.event)
         at_work = lab.state.experiments(*AT_WORK)
-        capped = past_hard_cap(lab.ws, lab.state, self.started) if at_work else None
+        capped = past_hard_cap(lab.ws, lab.state) if at_work else None
         for record in at_work if capped else ():
             _stop(lab, record.name, StopAsked(requeue=True, by=f"{HARD_CAP} ({capped})"))
         resumes = lab.state.events_of(Resumed)
@@ -120,6 +131,7 @@ class Steering:
         if pause is not None and pause.id != self.said:
             self.said = pause.id
             lab.say(f"paused by {visible(pause.event.by)}: no new workers until `orchard resume {lab.ws.root}`")
+        self.idle = pause is not None and not lab.state.experiments(*ExperimentStatus.active())
         return pause is not None
 
 

@@ -6,10 +6,10 @@ row, merges) are counted here too, in lab.db, so a resumed lab keeps them.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
+from orchard.lab.db.running_time import ran_s
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import MeasureProgress, VerdictWord, measure
 from orchard.lab.loop import backlog
@@ -39,25 +39,25 @@ class BudgetUse:
 
     cost_usd: float
     estimated: bool  # some of the cost was worked out from tokens (config/prices.py)
-    elapsed_s: float  # counted from the lab's first start (recorded), else this process's
+    ran_s: float  # the time `orchard run` worked on the lab, across its runs (db/running_time.py)
 
 
-def budget_use(state: LabState, process_started: float) -> BudgetUse:
+def budget_use(state: LabState) -> BudgetUse:
     experiments = state.experiments()
     return BudgetUse(sum(e.cost_usd for e in experiments),
                      any(e.candidate.usage.estimated and e.cost_usd for e in experiments if e.candidate),
-                     time.time() - float(state.meta("started_at") or process_started))
+                     ran_s(state))
 
 
-def past_hard_cap(ws: Workspace, state: LabState, process_started: float) -> str | None:
+def past_hard_cap(ws: Workspace, state: LabState) -> str | None:
     """Which budget is used past `hard_cap_factor` times its limit, in words; None: neither."""
-    stop, used = ws.config.stop, budget_use(state, process_started)
+    stop, used = ws.config.stop, budget_use(state)
     factor = stop.hard_cap_factor
     if stop.max_cost_usd and used.cost_usd >= stop.max_cost_usd * factor:
         return (f"the agent cost, {cost_text(used.cost_usd, used.estimated)}, is past {factor:g} times its budget "
                 f"of ${stop.max_cost_usd:g}")
-    if stop.max_wall_minutes and used.elapsed_s / 60 >= stop.max_wall_minutes * factor:
-        return (f"the wall time, {used.elapsed_s / 60:.1f} minutes, is past {factor:g} times its budget of "
+    if stop.max_wall_minutes and used.ran_s / 60 >= stop.max_wall_minutes * factor:
+        return (f"the wall time, {used.ran_s / 60:.1f} minutes, is past {factor:g} times its budget of "
                 f"{stop.max_wall_minutes:g} minutes")
     return None
 
@@ -74,17 +74,17 @@ def _capped(state: LabState) -> str:
             f"({', '.join(e.event.hypothesis for e in stopped)})")
 
 
-def stop_reason(ws: Workspace, state: LabState, process_started: float, blocked: Collection[str] = (), *,
+def stop_reason(ws: Workspace, state: LabState, blocked: Collection[str] = (), *,
                 planning: bool = False) -> str | None:
     """Why the lab should stop now, or None to go on.
 
     `blocked`: open hypotheses whose launcher (or launch) failed in this run. The wall-time
-    budget counts from the lab's first start (recorded), not this process's.
+    budget counts the time the lab ran, across its runs (db/running_time.py), not the days between them.
     `planning`: a refill planner runs, so the backlog is about to grow.
     """
     stop = ws.config.stop
     experiments = state.experiments()
-    used = budget_use(state, process_started)
+    used = budget_use(state)
     failures = state.counter(LAUNCHER_FAILURES)
     open_ids = {r.id for r in state.hypotheses(HypothesisStatus.OPEN)}
     active = bool(state.experiments(*ExperimentStatus.active()))
@@ -99,9 +99,9 @@ def stop_reason(ws: Workspace, state: LabState, process_started: float, blocked:
         (state.counter(IDLE_LOOPS) >= stop.idle_loops, f"{stop.idle_loops} consecutive loops landed nothing"),
         (bool(stop.max_experiments) and len(experiments) >= stop.max_experiments,
          f"the budget of {stop.max_experiments} experiments is spent"),
-        (bool(stop.max_wall_minutes) and used.elapsed_s / 60 >= stop.max_wall_minutes,
-         f"paused: the wall-time budget of {stop.max_wall_minutes:g} minutes is spent (counted from the lab's "
-         f"first start){_capped(state)}; "
+        (bool(stop.max_wall_minutes) and used.ran_s / 60 >= stop.max_wall_minutes,
+         f"paused: the wall-time budget of {stop.max_wall_minutes:g} minutes is spent (the lab ran "
+         f"{used.ran_s / 60:.1f} minutes, across its runs){_capped(state)}; "
          f"{RESUME.format(root=ws.root, flag='max-wall-minutes', key='max_wall_minutes')}"),
         (bool(stop.max_cost_usd) and used.cost_usd >= stop.max_cost_usd,
          f"paused: the agent cost budget of ${stop.max_cost_usd:g} is spent "

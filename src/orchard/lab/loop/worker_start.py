@@ -19,8 +19,10 @@ from orchard.lab.workers.worker_run.worker_setup import prepare
 from orchard.lab.workers.workspace.builds import baseline_binary
 
 Status = ExperimentStatus
-# Tests only: `after-launch` makes orchard SIGKILL itself between starting a worker and recording it.
+# Tests only: `after-launch` makes orchard SIGKILL itself between starting a worker and recording it;
+# `term-after-launch` sends SIGTERM there instead (a stop the lab records).
 KILL_AT = "ORCHARD_TEST_KILL_AT"
+SIGNAL_AT = {"after-launch": signal.SIGKILL, "term-after-launch": signal.SIGTERM}
 
 
 def worker_start(lab: Driver, record: ExperimentRecord) -> WorkerStart:
@@ -47,8 +49,8 @@ def start_worker(lab: Driver, record: ExperimentRecord) -> None:
     assert lab.executor is not None
     start = worker_start(lab, record)
     started = lab.executor.start_worker(start)
-    if os.environ.get(KILL_AT) == "after-launch":
-        os.kill(os.getpid(), signal.SIGKILL)
+    if os.environ.get(KILL_AT) in SIGNAL_AT:  # a test's stop, between the launch and RUNNING
+        os.kill(os.getpid(), SIGNAL_AT[os.environ[KILL_AT]])
     launcher = lab.launcher(record)
     with lab.state.transaction():
         lab.state.update_experiment(record.name, status=Status.RUNNING)

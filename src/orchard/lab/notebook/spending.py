@@ -144,7 +144,8 @@ def spending_lines(rows: Sequence[Spending], wall_s: float | None) -> list[str]:
     total = rows[-1]
     if wall_s is not None:
         per = f"{_seconds(wall_s / total.wins)} of wall time per kept win" if total.wins else "no win was kept"
-        lines += ["", f"The lab ran {_seconds(wall_s)} from its start to its stop: {per}."]
+        lines += ["", f"The lab ran {_seconds(wall_s)}, across its runs (the time it was paused or stopped "
+                  f"not counted): {per}."]
     return lines
 
 
@@ -170,12 +171,12 @@ class Budget:
 
 
 def budgets(max_cost_usd: float, max_wall_minutes: float, total: Spending | None,
-            elapsed_s: float | None) -> tuple[Budget, ...]:
+            ran_s: float | None) -> tuple[Budget, ...]:
     """The budgets orchard.toml sets (0: no limit, not shown), as the stop conditions count them."""
     found = []
     if max_cost_usd:
         cost = (total.cost_usd if total else None) or 0.0
         found.append(Budget("max_cost_usd", max_cost_usd, cost, "USD", bool(total and total.estimated)))
     if max_wall_minutes:
-        found.append(Budget("max_wall_minutes", max_wall_minutes, (elapsed_s or 0.0) / 60, "minutes"))
+        found.append(Budget("max_wall_minutes", max_wall_minutes, (ran_s or 0.0) / 60, "minutes"))
     return tuple(found)

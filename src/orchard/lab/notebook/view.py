@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from orchard.lab.config.sections import OFFLINE_LAUNCHERS, ExecutorKind
-from orchard.lab.db import ranking, workspace_lock
+from orchard.lab.db import ranking, running_time, workspace_lock
 from orchard.lab.db.paused import paused
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import Direction, LockState, LockStatus, lock_status
@@ -183,7 +183,7 @@ class LabView:
     launcher_failures: tuple[LauncherFailure, ...] = ()
     spending: tuple[Spending, ...] = ()  # per launcher, then in total when there are several
     budgets: tuple[Budget, ...] = ()  # [stop] max_cost_usd and max_wall_minutes, with what is left
-    ran_s: float | None = None  # from the lab's first start to its stop (or now, while it runs)
+    ran_s: float | None = None  # the time `orchard run` worked on the lab, across its runs (db/running_time.py)
     review: Review | None = None  # what `orchard finalize` recorded: review branches, the best single attempt
     paused: str | None = None  # who paused the lab, while a pause is in force (`orchard pause`)
     running: bool = False  # an `orchard run` holds the workspace (before `started_at`: it is calibrating)
@@ -309,8 +309,7 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
     workers = _worker_views(ws, experiments, events, now, live)
     stops = of_type(events, LabStopped)
     totals = spending([e.spent for e in experiments if e.spent is not None])
-    # as the stop conditions count it: from the lab's first start; a stopped lab's ends at its stop
-    elapsed = None if not started else (stops[-1].at if stops and not workers else now) - float(started)
+    ran = None if not started else running_time.ran_s(state)  # as the stop conditions count it, across runs
     return LabView(
         workspace=str(ws.root), generated_at=now, started_at=float(started) if started else None,
         base=None if start is None else start.base, executor=ws.config.workers.executor,
@@ -329,8 +328,8 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         launcher_failures=tuple(LauncherFailure(e.experiment or "", e.event.hypothesis, e.event.reason)
                                 for e in of_type(events, LauncherFailed)),
         spending=totals, budgets=budgets(ws.config.stop.max_cost_usd, ws.config.stop.max_wall_minutes,
-                                         totals[-1] if totals else None, elapsed),
-        ran_s=elapsed, paused=None if (pause := paused(state)) is None else pause.event.by, review=review,
+                                         totals[-1] if totals else None, ran),
+        ran_s=ran, paused=None if (pause := paused(state)) is None else pause.event.by, review=review,
         running=workspace_lock.holder(ws.root) is not None,
         lineage=lineage(None if start is None else start.base, hypotheses, rows, events),
         judges=tuple(judge_queues(of_type(events, JudgeStarted), [(e.name, e.status) for e in experiments])),

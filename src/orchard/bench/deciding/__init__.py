@@ -1,0 +1,1 @@
+"""The verdict and its statistics: its records, the decision rule, the noise floor (A/A calibration)."""

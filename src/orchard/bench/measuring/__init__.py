@@ -1,0 +1,1 @@
+"""One scenario run once against one binary, and the rows it gives."""

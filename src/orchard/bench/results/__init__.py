@@ -1,0 +1,1 @@
+"""Stored results: where rows go, what they say, shown, compared and ranked."""

@@ -1,0 +1,1 @@
+"""A measured run's sandbox: its confinement, what it sees, its environment, the timer inside it."""

@@ -1,0 +1,1 @@
+"""What to measure, read from files: suites, flows, subjects, other tools' results."""
