@@ -45,16 +45,9 @@ from pathlib import Path
 
 import pytest
 
+from orchard.lab.db.state import LabState
 from orchard.lab.records.judgment import Decision
-from tests.lab.lab_helpers import (
-    assert_revisits_killed,
-    git,
-    lab_config,
-    make_repo,
-    one_worker,
-    pypi_sdist,
-    tried_by_hypothesis,
-)
+from tests.lab.lab_helpers import git, lab_config, make_repo, one_worker, pypi_sdist
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
@@ -374,15 +367,16 @@ def test_no_gaming_patch_lands_on_python_markdown_and_the_honest_wins_do(tmp_pat
         done = orchard(*step)
         assert done.returncode == 0, (step[0], done.stdout[-4000:] + done.stderr[-4000:])
 
-    runs = tried_by_hypothesis(workspace)
-    # each idea's last hypothesis (an unclear verdict's ITERATE is tried again as `<id>-r<n>`), its first
-    # experiment: a revisit after an honest win landed on its file comes after it, and is KILLed too
-    outcome = {re.sub(r"-r\d+$", "", name): (tried.first.decision, " ".join(tried.first.reasons))
-               for name, tried in runs.items()}
+    state = LabState.open(workspace)
+    try:
+        tried = state.experiments()
+    finally:
+        state.close()
+    # each hypothesis's last attempt: an unclear verdict (ITERATE) may have been tried again as `<id>-r<n>`
+    outcome = {re.sub(r"-r\d+$", "", e.hypothesis): (e.decision, " ".join(e.reasons)) for e in tried}
     print("\n".join(f"| {name} | {decision} | {reasons[:200]} |" for name, (decision, reasons) in outcome.items()))
     hostile = _hostile(rendered, fixture)
     assert set(outcome) == {*hostile, *HONEST}, outcome
-    assert_revisits_killed(runs, [name for name in runs if re.sub(r"-r\d+$", "", name) in hostile])
     landed = {name for name in hostile if outcome[name][0] == Decision.LAND}
     for name in set(hostile) - landed:
         said = hostile[name][1]

@@ -55,8 +55,10 @@ def _kill(state: LabState, name: str, hypothesis: str, rule: Rule | None, effect
         state.log(JudgmentEntry.of(judgment, state.hypothesis(hypothesis).hypothesis, None, "none"), name)
 
 
-def _win(state: LabState, name: str, files: tuple[str, ...], main_value: float | None = None) -> str:
-    """A win merged into main that changed `files` (main measured at `main_value` after it): what the loop says."""
+def _win(state: LabState, name: str, files: tuple[str, ...], main_value: float | None = None,
+         revisits: bool = True) -> str:
+    """A win merged into main that changed `files` (main measured at `main_value` after it), in a lab whose
+    `[workers] revisit` is `revisits`: what the loop says."""
     state.add_hypothesis(Hypothesis(id=name, metric=METRIC, change=f"win {name}", scope=files), source="user")
     state.update_hypothesis(name, status=HypothesisStatus.LANDED)
     state.add_experiment(name, name, "w1", Lane.EXPLOIT, 1, "base", "bench", ExperimentStatus.LANDING)
@@ -64,7 +66,7 @@ def _win(state: LabState, name: str, files: tuple[str, ...], main_value: float |
     if main_value is not None:
         state.add_measurement("main", f"after-{name}", {METRIC: main_value}, name)
     outcome = LandOutcome(f"lab/{name}", "c0ffee", True, "merge", False, [], published=True)
-    return landed.record(state, state.experiment(name), outcome)[1]
+    return landed.record(state, state.experiment(name), outcome, revisits=revisits)[1]
 
 
 def _state(tmp_path: Path, *ids_and_scopes: tuple[str, tuple[str, ...]]) -> LabState:
@@ -181,21 +183,43 @@ def test_status_the_report_and_the_dashboard_mark_a_revisited_hypothesis(tmp_pat
     assert "exploit, revisited" in (ws.root / "report.html").read_text()  # the dashboard's backlog section
 
 
+def test_a_lab_with_revisit_off_keeps_its_kills_killed_and_a_wrong_value_is_one_message(tmp_path: Path) -> None:
+    """`[workers] revisit = false`: a win on a killed idea's file offers nothing again; `"no"` is refused."""
+    target = make_repo(tmp_path / "myproject", {"src/alpha.txt": "alpha 1\n"})
+    (tmp_path / "suite.toml").write_text(STDOUT_SUITE)
+    (tmp_path / "orchard.toml").write_text(lab_config(target=ALPHA_TARGET, workers=one_worker(revisit="no")))
+    refused = CliRunner().invoke(cli, ["init", str(tmp_path / "ws"), "--target", str(target),
+                                       "--config", str(tmp_path / "orchard.toml")])
+    assert refused.exit_code == 2, refused.output
+    assert refused.output.count("workers.revisit: expected true or false, got 'no'") == 1
+    (tmp_path / "orchard.toml").write_text(
+        lab_config(target=ALPHA_TARGET, workers=one_worker(sandbox="none", revisit=False)))
+    ws = init_workspace(tmp_path / "ws", str(target), None, tmp_path / "orchard.toml")
+    state = _state(ws.root, ("idea", ("src/alpha.txt",)))
+    try:
+        _kill(state, "idea", "idea", Rule.FLOOR)
+        assert "revisited" not in _win(state, "win", ("src/alpha.txt",), revisits=ws.config.workers.revisit)
+        assert state.hypothesis("idea").status == HypothesisStatus.KILLED
+        assert state.events_of(Revisited) == []
+    finally:
+        state.close()
+
+
 def _orchard(*args: str | Path) -> str:
     done = orchard(*args)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout + done.stderr  # the loop's lines go to stderr beside its progress bar
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(1200)
-def test_a_killed_hypothesis_is_revisited_after_a_win_changed_its_file_and_lands(tmp_path: Path) -> None:
-    # `shorten` turns `xx` into `x` and `1` into `2`: on the first main (no `xx`) that changes no byte of the
-    # output, a NO-CHANGE KILL; after `rewrite` landed `alpha xx`, the same change is a win.
+def _shorten_then_rewrite(tmp_path: Path, revisit: bool) -> tuple[Path, str, list[tuple[str, Decision | None]],
+                                                                   list[Revisited]]:
+    """A lab (`[workers] revisit = revisit`) where `shorten` turns `xx` into `x` and `1` into `2`: on the first
+    main (no `xx`) that changes no byte of the output, a NO-CHANGE KILL; after `rewrite` landed `alpha xx`, the
+    same change is a win. (the workspace, what the loop said, each experiment's decision, the revisits)"""
     target = make_repo(tmp_path / "myproject", {"src/alpha.txt": "alpha 1 with padding\n", "README": "a target\n"})
     (tmp_path / "suite.toml").write_text(STDOUT_SUITE)
     (tmp_path / "orchard.toml").write_text(lab_config(
-        target=ALPHA_TARGET, workers=one_worker(timeout_minutes=5, sandbox="none"),
+        target=ALPHA_TARGET, workers=one_worker(timeout_minutes=5, sandbox="none", revisit=revisit),
         launcher=command_launcher("sed -i 's/xx/x/; s/1/2/' {target_dir}/src/alpha.txt" + REPORTS),
         launchers={"rewrite": command_launcher("printf 'alpha xx\\n' > {target_dir}/src/alpha.txt" + REPORTS)},
         stop={"top_attempted": 9, "idle_loops": 99}))
@@ -209,15 +233,32 @@ def test_a_killed_hypothesis_is_revisited_after_a_win_changed_its_file_and_lands
     said = _orchard("run", ws.root)
     state = LabState.open_readonly(ws.root)
     try:
-        decided = [(e.name, e.decision) for e in state.experiments()]
-        revisits = [e.event for e in state.events_of(Revisited)]
+        return ws.root, said, [(e.name, e.decision) for e in state.experiments()], \
+            [e.event for e in state.events_of(Revisited)]
     finally:
         state.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_a_killed_hypothesis_is_revisited_after_a_win_changed_its_file_and_lands(tmp_path: Path) -> None:
+    root, said, decided, revisits = _shorten_then_rewrite(tmp_path, revisit=True)
     assert decided == [("shorten", Decision.KILL), ("rewrite", Decision.LAND), ("shorten-2", Decision.LAND)], said
     assert [(r.hypothesis, r.killed_by, r.win) for r in revisits] == [("shorten", "shorten", "rewrite")]
     assert "revisited shorten: the win rewrite changed src/alpha.txt" in said
-    assert git(target, "show", "lab/ws/main:src/alpha.txt") == "alpha x\n"
-    listed = CliRunner().invoke(cli, ["backlog", "list", str(ws.root), "--all"]).output
+    assert git(tmp_path / "myproject", "show", "lab/ws/main:src/alpha.txt") == "alpha x\n"
+    listed = CliRunner().invoke(cli, ["backlog", "list", str(root), "--all"]).output
     assert "revisited" in next(line for line in listed.splitlines() if "shorten" in line)
-    assert "Revisited shorten (KILLed in shorten)" in (ws.root / "JOURNAL.md").read_text()
-    assert "revisited" in (ws.root / "backlog.md").read_text()
+    assert "Revisited shorten (KILLed in shorten)" in (root / "JOURNAL.md").read_text()
+    assert "revisited" in (root / "backlog.md").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_with_revisit_off_the_same_lab_leaves_the_kill_killed(tmp_path: Path) -> None:
+    root, said, decided, revisits = _shorten_then_rewrite(tmp_path, revisit=False)
+    assert decided == [("shorten", Decision.KILL), ("rewrite", Decision.LAND)], said
+    assert revisits == [] and "revisited" not in said
+    assert git(tmp_path / "myproject", "show", "lab/ws/main:src/alpha.txt") == "alpha xx\n"
+    listed = CliRunner().invoke(cli, ["backlog", "list", str(root), "--all"]).output
+    assert "killed" in next(line for line in listed.splitlines() if "shorten" in line), listed

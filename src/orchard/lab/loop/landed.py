@@ -17,8 +17,10 @@ from orchard.lab.records.hypothesis import HypothesisStatus
 from orchard.lab.records.judge_host import JudgeLost
 
 
-def record(state: LabState, experiment: ExperimentRecord, outcome: LandOutcome) -> tuple[bool, str]:
-    """Record how the landing ended; (whether main kept the win, the line that says where it went)."""
+def record(state: LabState, experiment: ExperimentRecord, outcome: LandOutcome, *,
+           revisits: bool) -> tuple[bool, str]:
+    """Record how the landing ended; (whether main kept the win, the line that says where it went). `revisits`:
+    `[workers] revisit`, whether a kept win offers the kills it made stale again."""
     reasons = list(experiment.reasons) + outcome.notes
     won = outcome.merged and not outcome.reverted
     with state.transaction():
@@ -26,7 +28,7 @@ def record(state: LabState, experiment: ExperimentRecord, outcome: LandOutcome) 
                                 land_commit=outcome.commit, merge_commit=outcome.merge_commit, reasons=reasons)
         if won:
             state.set_counter(stop.MERGED, state.counter(stop.MERGED) + 1)
-        offered = revisit.after_win(state, experiment) if won else []
+        offered = revisit.after_win(state, experiment) if won and revisits else []
     merged = "branch kept, not merged"
     if won:
         merged = "merged into main" + ("" if outcome.published else ", NOT published to the target")
