@@ -24,10 +24,10 @@ from orchard.demo import HYPOTHESES
 from orchard.demo.make import IDENTITY, make_demo
 from orchard.lab.config import rendered as config_file
 from orchard.lab.config.orchard_toml import from_dict, to_dict
-from orchard.lab.db.state import LabState
 from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.workers.workspace.workspace import Workspace
 from tests.agents import clis
+from tests.lab.lab_helpers import first_experiments
 
 PATCHES = HYPOTHESES.parent / "patches"  # inside orchard's package: every sandbox can read it
 # None of the tester's own credentials or settings reach orchard.
@@ -96,14 +96,11 @@ def orchard(*args: str | Path, env: dict[str, str], timeout: float = 1200) -> su
 
 
 def run_lab(ws: Workspace) -> dict[str, ExperimentRecord]:
-    """`orchard run` to its end (exit 0 asserted); each experiment's record by hypothesis id."""
+    """`orchard run` to its end (exit 0 asserted); each hypothesis's first experiment (a kill revisited after a
+    win has a later one), by hypothesis id."""
     result = orchard("run", ws.root, env=agent_env())
     assert result.returncode == 0, result.stdout + result.stderr
-    state = LabState.open(ws.root)
-    try:
-        return {record.hypothesis: record for record in state.experiments()}
-    finally:
-        state.close()
+    return first_experiments(ws.root)
 
 
 def broken_tries(experiments: Mapping[str, ExperimentRecord]) -> list[str]:

@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchard.demo.make import make_demo
-from orchard.lab.db.state import LabState
-from orchard.lab.records.db import ExperimentRecord
 from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.lab_helpers import assert_nothing_left, stop_process_groups
 from tests.lab.test_dask import DASK, use_cluster
@@ -71,12 +69,3 @@ def judge_host_lab(tmp_path: Path, mark: str, only: list[str],
         prepare(ws)
         use_cluster(ws, scheduler=scheduler, serve="git-daemon", serve_host=first.lab_address, judge_hosts=2)
         yield JudgeHostLab(ws, first, second)
-
-
-def experiments(root: Path) -> dict[str, ExperimentRecord]:
-    """A finished lab's experiments, by hypothesis."""
-    state = LabState.open(root)
-    try:
-        return {e.hypothesis: e for e in state.experiments()}
-    finally:
-        state.close()

@@ -11,8 +11,9 @@ import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -22,7 +23,7 @@ import pytest
 import tomli_w
 
 if TYPE_CHECKING:
-    from orchard.lab.records.db import JournalEvent
+    from orchard.lab.records.db import ExperimentRecord, JournalEvent
     from orchard.lab.records.events import Event
 
 STANDIN = Path(__file__).with_name("standin.py")
@@ -169,6 +170,49 @@ def lab_events(root: Path, record: type[E]) -> list[JournalEvent[E]]:
         return state.events_of(record)
     finally:
         state.close()
+
+
+@dataclass(frozen=True)
+class Tried:
+    """A hypothesis's experiments in a finished lab: `first`, the one the backlog gave it (the last try of a launch
+    that failed or a stop that re-queued it), and the `revisits` after a later win made its kill stale
+    (docs/loop.md, "Revisiting a kill"). A test states what the first decided and what any revisit may."""
+
+    first: ExperimentRecord
+    revisits: tuple[ExperimentRecord, ...]
+
+
+def tried_by_hypothesis(root: Path) -> dict[str, Tried]:
+    """Each hypothesis's `Tried` in a workspace's lab.db, in the order of their first experiments: a revisit is an
+    experiment after the one its `Revisited` event names as the kill it revisits."""
+    from orchard.lab.db.state import LabState
+    from orchard.lab.records.revisit_events import Revisited
+
+    state = LabState.open(root)
+    try:
+        experiments = state.experiments()  # oldest first
+        killed_by = {e.event.hypothesis: e.event.killed_by for e in state.events_of(Revisited)}
+    finally:
+        state.close()
+    found = {}
+    for hypothesis in dict.fromkeys(e.hypothesis for e in experiments):
+        mine = [e for e in experiments if e.hypothesis == hypothesis]
+        names = [e.name for e in mine]
+        cut = names.index(killed_by[hypothesis]) + 1 if hypothesis in killed_by else len(mine)
+        found[hypothesis] = Tried(mine[cut - 1], tuple(mine[cut:]))
+    return found
+
+
+def first_experiments(root: Path) -> dict[str, ExperimentRecord]:
+    """Each hypothesis's first experiment, before any revisit (`Tried.first`)."""
+    return {name: tried.first for name, tried in tried_by_hypothesis(root).items()}
+
+
+def assert_revisits_killed(runs: Mapping[str, Tried], hostile: Iterable[str]) -> None:
+    """Every revisit of a hostile hypothesis ended KILLed: never LAND, never merged (a new main does not turn a
+    trick into a win)."""
+    again = {record.name: (record.decision, record.reasons) for name in hostile for record in runs[name].revisits}
+    assert all(decision == "KILL" for decision, _ in again.values()), again
 
 
 def stop_process_groups(started: Sequence[subprocess.Popen[Any]]) -> None:

@@ -31,10 +31,13 @@ from tests.lab.lab_helpers import (
     ALPHA_TARGET,
     REPORTS,
     STDOUT_SUITE,
+    assert_revisits_killed,
     command_launcher,
+    first_experiments,
     lab_config,
     one_worker,
     small_tmpfs,
+    tried_by_hypothesis,
     wait_for,
 )
 
@@ -90,12 +93,9 @@ def _lab(tmp_path: Path, target_repo: Path, hostile: dict[str, str], executor: s
 
 
 def _outcomes(root: Path) -> dict[str, tuple[str, str | None, str]]:
-    """Per hypothesis: its experiment's status, decision and reasons."""
-    state = LabState.open(root)
-    try:
-        return {e.hypothesis: (e.status, e.decision, "; ".join(e.reasons)) for e in state.experiments()}
-    finally:
-        state.close()
+    """Per hypothesis: its first experiment's status, decision and reasons (a "no effect" kill in src/ is revisited
+    after the good win lands there: `assert_revisits_killed`)."""
+    return {name: (e.status, e.decision, "; ".join(e.reasons)) for name, e in first_experiments(root).items()}
 
 
 def _errors(root: Path) -> dict[str, str]:
@@ -134,6 +134,7 @@ def test_hostile_outputs_kill_their_own_experiment_and_the_lab_finishes_the_rest
     assert "could not be judged: IsADirectoryError" in errors["binary-not-a-file"], "its binary is a directory"
     assert "patch over [target] max_patch_kb" in outcomes["fifty-megabytes"][2]
     assert outcomes["good"][1] == "LAND", outcomes["good"]
+    assert_revisits_killed(tried_by_hypothesis(root), HOSTILE)
     assert (root / "lab.db").stat().st_size < 5 * 1024 * 1024, "the 50 MB file is not in lab.db"
     journal = (root / "JOURNAL.md").read_text()
     assert journal.count("· experiment-error ·") == 3
@@ -172,6 +173,7 @@ def test_a_worker_that_fills_its_disk_is_killed_and_the_lab_goes_on(
     assert outcomes["fill-disk"][:2] == ("done", "KILL"), outcomes
     assert "the disk is full" in _errors(root)["fill-disk"], _errors(root)
     assert outcomes["good"][1] == "LAND", outcomes["good"]
+    assert_revisits_killed(tried_by_hypothesis(root), hostile)
 
 
 @pytest.mark.parametrize("when", slow_but(["still-running", "ended"], "still-running"))
@@ -253,3 +255,4 @@ def test_a_worker_that_prints_a_huge_log_costs_orchard_no_memory_for_it(tmp_path
     assert (root / "logs" / "loud.log").stat().st_size > 300_000_000
     assert int(peak[1]) < 300 * 1024, f"peak RSS {int(peak[1]) // 1024} MB"  # KiB: the log alone was 300 MB
     assert _outcomes(root)["loud"][:2] == ("done", "KILL")
+    assert_revisits_killed(tried_by_hypothesis(root), ["loud"])

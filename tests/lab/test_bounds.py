@@ -21,6 +21,7 @@ import tomli_w
 from click.testing import CliRunner
 
 from orchard.cli import cli
+from tests.lab.lab_helpers import assert_revisits_killed, tried_by_hypothesis
 from tests.lab.loop_support import snapshot
 from tests.lab.test_bad_output import _lab, _outcomes
 
@@ -139,6 +140,7 @@ def test_titles_and_worker_output_never_become_markdown_headings(tmp_path: Path,
     result = _orchard("run", root)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "INJECTED by the build" in _outcomes(root)["breaks-build"][2], "the worker's text is in the reasons"
+    assert_revisits_killed(tried_by_hypothesis(root), ["breaks-build"])  # after the good win on src/alpha.txt
     for name in ("backlog.md", "JOURNAL.md", "LEADERBOARD.md", "FINAL_REPORT.md"):
         lines = (root / name).read_text().splitlines()
         headings = [line for line in lines if line.lstrip().startswith("#") and "INJECTED" in line]

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from orchard.lab.db.state import LabState
-from tests.lab.lab_helpers import REPORTS, command_launcher, git, lab_config, one_worker, pypi_sdist
+from tests.lab.lab_helpers import REPORTS, command_launcher, first_experiments, git, lab_config, one_worker, pypi_sdist
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -220,7 +220,7 @@ def test_a_lab_on_a_pypi_package_in_a_non_bare_repository(tmp_path: Path) -> Non
 
     state = LabState.open(workspace)
     try:
-        found = {e.hypothesis: e for e in state.experiments()}
+        found = first_experiments(workspace)  # tidy-comment's kill may be revisited after the win on texttable.py
         assert found["no-row-rules"].decision == "LAND", found["no-row-rules"].reasons
         gate = found["first-500-rows"]
         assert gate.judgment is not None and (gate.decision, gate.judgment.rule) == ("KILL", "gates-absolute")

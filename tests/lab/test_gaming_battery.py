@@ -20,7 +20,16 @@ import pytest
 from orchard.lab.db.state import LabState
 from orchard.lab.records.judgment import Decision, Rule
 from orchard.lab.workers.workspace.workspace_init import init_workspace
-from tests.lab.lab_helpers import add_and_run, assert_nothing_left, command_launcher, lab_config, make_repo, one_worker
+from tests.lab.lab_helpers import (
+    add_and_run,
+    assert_nothing_left,
+    assert_revisits_killed,
+    command_launcher,
+    lab_config,
+    make_repo,
+    one_worker,
+    tried_by_hypothesis,
+)
 from tests.lab.test_anti_gaming import SECRET, SUITE, TEST, TOOL, TOOL_TARGET, VISIBLE
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500),
@@ -117,16 +126,20 @@ def test_every_hostile_worker_is_killed_or_refused_and_the_honest_win_lands(tmp_
 
     state = LabState.open(ws.root)  # lab.db was never the worker's to overwrite
     try:
-        records = {e.hypothesis: e for e in state.experiments()}
         rebuilt = state.events("baseline-rebuilt")
     finally:
         state.close()
-    assert set(records) == {*HOSTILE, "honest"}, "the lab finished every experiment"
+    runs = tried_by_hypothesis(ws.root)
+    assert set(runs) == {*HOSTILE, "honest"}, "the lab finished every experiment"
+    # each one's first experiment; the honest win, ranked last, lands on tool.sh after the hostile ones were
+    # killed, so a "no effect" kill is revisited against the new main: that revisit is KILLed too
+    records = {name: tried.first for name, tried in runs.items()}
     outcome = {name: (r.decision, r.judgment.rule if r.judgment else None, " ".join(r.reasons))
                for name, r in records.items()}
     assert outcome["honest"][0] == Decision.LAND, outcome["honest"]
     for name in HOSTILE:
         assert outcome[name][0] == Decision.KILL, (name, outcome[name])
+    assert_revisits_killed(runs, HOSTILE)
 
     # each with its own reason
     assert "no effect" in outcome["overwrite-baseline"][2], outcome["overwrite-baseline"]  # the real baseline
@@ -135,7 +148,8 @@ def test_every_hostile_worker_is_killed_or_refused_and_the_honest_win_lands(tmp_
     assert not marker.exists(), "a hook from a worker's .git ran outside its sandbox"
     assert "symlink" in outcome["symlink-out"][2] and "/etc/passwd" in outcome["symlink-out"][2]
     assert "changed nothing" in outcome["plant"][2], outcome["plant"]
-    assert not any("planted" in (r.candidate.patch if r.candidate else "") for r in records.values())
+    tried = [r for t in runs.values() for r in (t.first, *t.revisits)]
+    assert not any("planted" in (r.candidate.patch if r.candidate else "") for r in tried)
     # the held-out variants catch both before the plausible bound would: one answered unlike its renamed input,
     # the other with no win on its shuffled one
     assert outcome["cache-by-hash"][1] == outcome["special-case"][1] == Rule.GATES, outcome

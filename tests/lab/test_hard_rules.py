@@ -24,9 +24,9 @@ from orchard.lab.db.state import LabState
 from orchard.lab.judge import ladder as judging
 from orchard.lab.judge.candidate import collect_candidate
 from orchard.lab.judge.ladder import decide
-from orchard.lab.judge.measuring import LabIntegrityError, assert_bench_untouched
+from orchard.lab.judge.measuring import BinaryChanged, ClosedTree, LabIntegrityError, assert_bench_untouched, measure
 from orchard.lab.loop import backlog
-from orchard.lab.records.build import Check, CheckName
+from orchard.lab.records.build import BuiltBinary, Check, CheckName
 from orchard.lab.records.candidate import Candidate
 from orchard.lab.records.experiment import Experiment
 from orchard.lab.records.hypothesis import Hypothesis, HypothesisStatus
@@ -158,10 +158,11 @@ def lab(make_workspace: Callable[..., Workspace]) -> Iterator[tuple[Workspace, L
 
 
 def judged_worker(
-    lab: tuple[Workspace, LabState], name: str, scope: list[str], writes: dict[str, str]
+    lab: tuple[Workspace, LabState], name: str, scope: list[str], writes: dict[str, str],
+    measurer: judging.Measurer = measure,
 ) -> tuple[Candidate, Judgment]:
     """A real worker checkout with `writes` made (paths under `target/` or `bench/`), collected as the
-    lab collects it, then judged."""
+    lab collects it, then judged (its verdict taken by `measurer`)."""
     ws, state = lab
     checkout = ws.setup_worker("w1")
     for path, text in writes.items():
@@ -173,7 +174,8 @@ def judged_worker(
     result = JobResult(name, 0, None, False, False, "2026-01-01T00:00:00+00:00", 1.0, log)
     launcher = make_launcher(LauncherConfig(name="claude"))
     candidate = collect_candidate(ws, Experiment(name, hypothesis, checkout), result, launcher)
-    return candidate, judging.judge(ws, state, name, candidate, checkout.target_base, checkout.bench_base)
+    return candidate, judging.judge(ws, state, name, candidate, checkout.target_base, checkout.bench_base,
+                                    measurer=measurer)
 
 
 def test_a_tampered_harness_voids_the_experiment_before_anything_is_built(
@@ -227,6 +229,33 @@ def test_a_candidate_that_does_not_build_from_clean_is_killed(
     judgment = decide(failed, verdicts["lean"], [])
     assert judgment.decision == Decision.KILL and judgment.rule == Rule.TESTS
     assert "exit 3" in judgment.reasons[0] and "no such symbol" in judgment.reasons[0]
+
+
+def test_a_refused_change_is_killed_under_its_own_rule(green: list[Check], verdicts: dict[str, Verdict]) -> None:
+    """On main a refused change (special or binary files, a patch over the limits) was KILLed under no rule, as
+    if it were about main: a later win offered it again."""
+    refused = replaced(green, Check(CheckName.PATCH, False, "special files tool.fifo: build outputs belong ..."))
+    judgment = decide(refused, verdicts["lean"], [])
+    assert judgment.decision == Decision.KILL and judgment.rule == Rule.ADMISSIBLE
+    assert judgment.reasons[0].startswith("change refused: special files tool.fifo")
+
+
+@pytest.mark.parametrize(("refusal", "rule"), [("changed", Rule.AS_BUILT), ("closed", Rule.OPEN_TREE)])
+def test_a_binary_changed_or_a_tree_closed_while_measured_is_killed_under_its_own_rule(
+    lab: tuple[Workspace, LabState], refusal: str, rule: Rule
+) -> None:
+    """On main both were KILLed under no rule, as if they were about main."""
+
+    def refuses(ws: Workspace, baseline: BuiltBinary, candidate: BuiltBinary, **_: object) -> Verdict:
+        if refusal == "changed":
+            raise BinaryChanged("candidate", candidate, ["alpha.txt"])
+        raise ClosedTree(candidate.path.parent)
+
+    _, judgment = judged_worker(lab, refusal, ["src/alpha.txt"], {"target/src/alpha.txt": "alpha 1 faster\n"},
+                                measurer=refuses)
+    assert judgment.decision == Decision.KILL and judgment.rule == rule, judgment.reasons
+    said = {"changed": "judge binary changed: the candidate", "closed": "closed its tree to the sandbox"}[refusal]
+    assert judgment.reasons[0].startswith(said), judgment.reasons
 
 
 def test_failing_target_tests_kill_or_send_a_win_back(

@@ -23,6 +23,7 @@ from orchard.lab.records.hack_findings import Settlement, WinHeld, WinSettled
 from orchard.lab.records.judge_host import JudgeHost, JudgeLost, JudgeStarted, JudgeStep
 from orchard.lab.records.judgment import JudgmentEntry
 from orchard.lab.records.land_steps import MainChecked, Rebased
+from orchard.lab.records.revisit_events import Revisited
 from orchard.lab.records.steering_events import ExperimentStopped, LimitChanged, Paused, Resumed, StopAsked
 
 OLD = Path(__file__).parent.parent / "data" / "old-journal"
@@ -90,7 +91,8 @@ NEWER = {EventKind.AGENT_RETRY: AgentRetried("h1", "claude", "agent rate-limited
          EventKind.STOP_ASKED: StopAsked(False, "alice"),
          EventKind.STOPPED: ExperimentStopped("h1", False, "alice"),
          EventKind.PAUSE: Paused("alice"),
-         EventKind.RESUME: Resumed("alice", (LimitChanged("max_cost_usd", 5.0, 20.0),))}
+         EventKind.RESUME: Resumed("alice", (LimitChanged("max_cost_usd", 5.0, 20.0),)),
+         EventKind.REVISIT: Revisited("h1", "h1", "e2", "the win e2 changed src/a.c, which it was about")}
 
 
 def test_the_newer_kinds_read_back_what_they_write() -> None:

@@ -38,8 +38,8 @@ import pytest
 from orchard.lab.records.judge_host import JudgeStarted, JudgeStep
 from orchard.lab.records.judgment import Decision, Rule
 from orchard.lab.workers.dask.remote import lab_id
-from tests.lab.judge_host_support import experiments, judge_host_lab
-from tests.lab.lab_helpers import git
+from tests.lab.judge_host_support import judge_host_lab
+from tests.lab.lab_helpers import assert_revisits_killed, git, tried_by_hypothesis
 from tests.lab.lab_helpers import lab_events as events
 from tests.lab.loop_support import FINISHED
 from tests.lab.test_dask import add_command_hypothesis, finish, orchard
@@ -197,9 +197,11 @@ def test_hostile_workers_and_candidates_on_judge_hosts_are_killed_and_change_not
         suite = (ws.root / "origin" / "bench" / "suite.toml").read_bytes()
         with _watching(lab_id(ws.root)) as (copies, seen):
             output = finish(orchard("run", str(ws.root), mark=mark), timeout=1400)
-    judged = experiments(ws.root)
+    runs = tried_by_hypothesis(ws.root)
+    judged = {name: tried.first for name, tried in runs.items()}  # each one's first; a revisit after the win is KILLed
     outcome = {h: (e.decision, e.judgment.rule if e.judgment else None, "; ".join(e.reasons))
                for h, e in judged.items()}
+    assert_revisits_killed(runs, ["edit-the-judge", "tamper-when-measured"])
     assert outcome["count-with-dict"][0] == Decision.LAND, outcome  # the honest win still lands
     assert outcome["edit-the-judge"][:2] == (Decision.KILL, Rule.SCOPE), outcome
     assert "suite.toml" in outcome["edit-the-judge"][2], outcome  # named: the file outside its scope

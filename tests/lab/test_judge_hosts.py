@@ -41,8 +41,8 @@ from orchard.lab.records.land_steps import Committed, Confirmed, MainChecked, Re
 from orchard.lab.workers.dask.remote import judge_scratch, lab_id, remove_scratch, scratch_dir
 from orchard.lab.workers.dask.serving import ServedRepositories
 from orchard.lab.workers.workspace.workspace import Workspace
-from tests.lab.judge_host_support import experiments, judge_host_lab
-from tests.lab.lab_helpers import git
+from tests.lab.judge_host_support import judge_host_lab
+from tests.lab.lab_helpers import first_experiments, git
 from tests.lab.lab_helpers import lab_events as events
 from tests.lab.test_dask import assert_no_scratch, finish, orchard
 
@@ -109,7 +109,7 @@ def test_two_judge_hosts_each_judge_and_land_a_win_through_one_main(tmp_path: Pa
     with judge_host_lab(tmp_path, mark, ["count-with-dict", "terse-report"]) as lab:
         ws, first, second = lab.ws, lab.first, lab.second
         output = finish(orchard("run", str(ws.root), mark=mark), timeout=1400)
-    wins = experiments(ws.root)
+    wins = first_experiments(ws.root)
     assert {h: e.decision for h, e in wins.items()} == {"count-with-dict": "LAND", "terse-report": "LAND"}, output
     judges = {h: e.judgment.judge for h, e in wins.items() if e.judgment is not None}
     assert len({j.address for j in judges.values() if j is not None}) == 2, judges  # each host judged one

@@ -175,25 +175,27 @@ def test_a_patch_hypothesis_and_a_command_hypothesis_share_one_run(
     config = config.replace('network = "api"', 'network = "none"', 1)  # claude's default; patch has no endpoint
     (root / "orchard.toml").write_text(config)
     patch = tmp_path / "beta.diff"
-    patch.write_text("--- a/src/beta.txt\n+++ b/src/beta.txt\n@@ -1 +1 @@\n-beta 1\n+b\n")
+    patch.write_text("--- a/src/beta.txt\n+++ b/src/beta.txt\n@@ -1 +1 @@\n-beta 1\n+beta\n")
     state = LabState.open(root)
     try:
         for h in state.hypotheses():
             state.update_hypothesis(h.id, status="killed")  # only the two below run
     finally:
         state.close()
+    # two ideas of their own: "shorter beta" and "shorter alpha" again, on the same files, would be refused as
+    # near-duplicates of the KILLed by-codex and by-claude (docs/loop.md, "Near-duplicates")
     (tmp_path / "two.toml").write_text(f"""
 [[hypothesis]]
 id = "by-patch"
 metric = "out/stdout_bytes"
-change = "shorter beta"
+change = "beta without its version number"
 scope = ["src/beta.txt"]
 patch = "{patch}"
 
 [[hypothesis]]
 id = "by-edit"
 metric = "out/stdout_bytes"
-change = "shorter alpha"
+change = "alpha without its version number"
 scope = ["src/alpha.txt"]
 launcher = "edit"
 """)

@@ -19,13 +19,21 @@ import pytest
 import tomli_w
 
 from orchard import confine
-from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import confinement
 from orchard.lab.records.judgment import Decision
 from orchard.lab.workers.workspace.builds import hash_build
 from orchard.lab.workers.workspace.workspace import Workspace
 from orchard.lab.workers.workspace.workspace_init import init_workspace
-from tests.lab.lab_helpers import add_and_run, assert_nothing_left, command_launcher, lab_config, make_repo, one_worker
+from tests.lab.lab_helpers import (
+    add_and_run,
+    assert_nothing_left,
+    assert_revisits_killed,
+    command_launcher,
+    lab_config,
+    make_repo,
+    one_worker,
+    tried_by_hypothesis,
+)
 from tests.lab.test_anti_gaming import HONEST, SECRET, SUITE, TEST, TOOL, VISIBLE, judged, patch_of, workspace
 from tests.lab.test_gaming_battery import REPORT
 
@@ -130,12 +138,10 @@ def test_a_lab_kills_each_hostile_measured_program_and_lands_the_honest_win(
          "impact": 1 if name == "honest" else 5} for name in LAB_WORKERS]}))
     ws = init_workspace(tmp_path / "lab-ws", str(target), str(tmp_path / "bench"), tmp_path / "lab.toml")
     add_and_run(ws.root, tmp_path / "hypotheses.toml", {**os.environ, "ORCHARD_TEST_MARK": mark}, 800)
-    state = LabState.open(ws.root)
-    try:
-        outcome = {e.hypothesis: (e.decision, " ".join(e.reasons)) for e in state.experiments()}
-    finally:
-        state.close()
+    runs = tried_by_hypothesis(ws.root)  # each one's first experiment; a revisit after the honest win is KILLed
+    outcome = {name: (tried.first.decision, " ".join(tried.first.reasons)) for name, tried in runs.items()}
     assert set(outcome) == set(LAB_WORKERS), outcome
+    assert_revisits_killed(runs, set(LAB_WORKERS) - {"honest"})
     assert outcome["honest"][0] == Decision.LAND, outcome["honest"]
     assert outcome["close-tree"][0] == Decision.KILL and "no effect" in outcome["close-tree"][1], outcome
     for limit, said in (("memory", "memory_mb = 128"), ("file-size", "file_mb = 1")):

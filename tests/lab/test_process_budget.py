@@ -16,10 +16,17 @@ import pytest
 import tomli_w
 
 from orchard import sandbox_pids
-from orchard.lab.db.state import LabState
 from orchard.lab.records.judgment import Decision
 from orchard.lab.workers.workspace.workspace_init import init_workspace
-from tests.lab.lab_helpers import assert_nothing_left, command_launcher, lab_config, make_repo, one_worker
+from tests.lab.lab_helpers import (
+    assert_nothing_left,
+    assert_revisits_killed,
+    command_launcher,
+    lab_config,
+    make_repo,
+    one_worker,
+    tried_by_hypothesis,
+)
 from tests.lab.test_anti_gaming import HONEST, SECRET, SUITE, TEST, TOOL, TOOL_TARGET, VISIBLE
 from tests.lab.test_gaming_battery import REPORT
 
@@ -67,11 +74,9 @@ def test_two_labs_each_with_a_worker_holding_its_processes_both_land_their_hones
     for run, output in zip(runs, outputs, strict=True):
         assert run.returncode == 0 and "Traceback" not in output, output
     for root in roots:
-        state = LabState.open(root)
-        try:
-            outcome = {e.hypothesis: (e.decision, " ".join(e.reasons)) for e in state.experiments()}
-        finally:
-            state.close()
+        runs = tried_by_hypothesis(root)  # each one's first experiment; a revisit of the hog is KILLed too
+        outcome = {name: (tried.first.decision, " ".join(tried.first.reasons)) for name, tried in runs.items()}
         assert outcome["honest"][0] == Decision.LAND, outcome
         assert outcome["hog"][0] == Decision.KILL, outcome
+        assert_revisits_killed(runs, ["hog"])
     assert_nothing_left(mark, None)

@@ -282,8 +282,11 @@ def test_no_gaming_patch_lands_on_python_markdown_and_the_honest_wins_do(tmp_pat
                               check=True, env={**os.environ, "PYTHONPATH": str(project)}, cwd=tmp_path).stdout
     bench = _bench(tmp_path / "bench", fixture, rendered)
     (tmp_path / "hypotheses.toml").write_text(_hypotheses(tmp_path, project, rendered, fixture))
+    # revisits off: this battery's subject is gaming, one experiment per patch; a revisit of a hostile kill
+    # (each ends KILLed) is test_gaming_battery's, and would add 7 experiments to a lab of 14 minutes
     (tmp_path / "orchard.toml").write_text(lab_config(
-        target=TARGET, workers=one_worker(count=2, exploit=2, timeout_minutes=5), launcher={"name": "patch"},
+        target=TARGET, workers=one_worker(count=2, exploit=2, timeout_minutes=5, revisit=False),
+        launcher={"name": "patch"},
         stop={"top_attempted": len(HONEST) + len(_hostile(rendered, fixture)), "idle_loops": 99,
               "max_experiments": 30}))
     workspace = tmp_path / "lab"

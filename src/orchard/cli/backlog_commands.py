@@ -20,13 +20,15 @@ def backlog_group() -> None:
     """The ranked hypotheses: list, add, rank."""
 
 
-def _print_ranked(records: list[HypothesisRecord]) -> None:
-    """Hypotheses, best first: rank, id, score, status, lane, title (control characters shown escaped)."""
+def _print_ranked(records: list[HypothesisRecord], revisited: frozenset[str]) -> None:
+    """Hypotheses, best first: rank, id, score, status (and whether a win revisited its kill), lane, title
+    (control characters shown escaped)."""
     from orchard.lab.text import visible
 
     for rank, r in enumerate(records, 1):
         h = r.hypothesis
-        click.echo(f"{rank:>3}. {visible(r.id):<32} {h.score:6.2f}  {r.status:<8} {h.lane:<8} {visible(h.title)}")
+        status = f"{r.status}, revisited" if r.id in revisited else r.status
+        click.echo(f"{rank:>3}. {visible(r.id):<32} {h.score:6.2f}  {status:<8} {h.lane:<8} {visible(h.title)}")
 
 
 @backlog_group.command("list")
@@ -37,17 +39,18 @@ def backlog_list(workspace: Path, as_json: bool, show_all: bool) -> None:
     """The open hypotheses, best score first."""
     import json as jsonlib
 
-    from orchard.lab.db.ranking import ranked
+    from orchard.lab.db.ranking import ranked, revisited
     from orchard.lab.records.hypothesis import HypothesisStatus
 
     statuses = tuple(HypothesisStatus) if show_all else (HypothesisStatus.OPEN,)
     with open_lab(workspace) as (_, state):
-        records = ranked(state, statuses)
+        records, again = ranked(state, statuses), revisited(state)
     if as_json:
         click.echo(
             jsonlib.dumps(
                 [
-                    {"id": r.id, "status": r.status, "score": r.hypothesis.score, **r.hypothesis.to_dict()}
+                    {"id": r.id, "status": r.status, "revisited": r.id in again, "score": r.hypothesis.score,
+                     **r.hypothesis.to_dict()}
                     for r in records
                 ],
                 indent=2,
@@ -58,7 +61,7 @@ def backlog_list(workspace: Path, as_json: bool, show_all: bool) -> None:
         attempted = "" if show_all else " of open hypotheses (--all shows the attempted ones too)"
         click.echo(f"the backlog is empty{attempted}: add some with `orchard backlog add {workspace} --file FILE`")
         return
-    _print_ranked(records)
+    _print_ranked(records, again)
 
 
 @backlog_group.command("add")
@@ -107,33 +110,36 @@ def backlog_add(
     """Add hypotheses: from a TOML file, from the opportunities ranking, or from flags."""
     from orchard.lab.loop import backlog_add
     from orchard.lab.records.hypothesis import Hypothesis
+    from orchard.lab.text import visible
 
     with open_lab(workspace) as (ws, state):
         if file_path is not None:
-            hypotheses = backlog_add.add_file(ws, state, file_path)
+            result = backlog_add.add_file(ws, state, file_path)
         elif from_opportunities:
-            hypotheses = backlog_add.add_opportunities(ws, state, from_opportunities)
+            result = backlog_add.add_opportunities(ws, state, from_opportunities)
         else:
             hypothesis = Hypothesis.from_fields(
                 source="flags", id=hypothesis_id, title=title, metric=metric, current_value=current_value,
                 suspected_cause=suspected_cause, change=change, scope=list(scope), impact=impact,
                 confidence=confidence, effort=effort, lane=lane, predicted_effect=predicted_effect,
                 patch=None if patch is None else str(patch.resolve()))
-            hypotheses = backlog_add.add_one(ws, state, hypothesis)
-    print_added(hypotheses)
+            result = backlog_add.add_one(ws, state, hypothesis)
+    print_added(result.added)
+    for refused in result.refused:  # one line each, after those added
+        click.echo(visible(refused.reason()))
 
 
 @backlog_group.command("rank")
 @workspace_argument
 def backlog_rank(workspace: Path) -> None:
     """Rank the open hypotheses again and rewrite backlog.md."""
-    from orchard.lab.db.ranking import ranked
+    from orchard.lab.db.ranking import ranked, revisited
     from orchard.lab.notebook import backlog_file
     from orchard.lab.notebook.files import write_atomic
 
     with open_lab(workspace) as (ws, state):
         write_atomic(ws.root / "backlog.md", backlog_file.render(state))
-        records = ranked(state)
-    _print_ranked(records)
+        records, again = ranked(state), revisited(state)
+    _print_ranked(records, again)
     click.echo(f"wrote {ws.root / 'backlog.md'}")
 

@@ -165,6 +165,9 @@ class WorkersConfig:
                                         "unless the cluster's workers are on other machines)")
     refill: bool = _key(False, "during `orchard run`, ask the planner (the [launcher] below, as `orchard plan` "
                                "does) for hypotheses whenever open ones fall below the free workers")
+    revisit: bool = _key(True, "after a win, offer a KILLed hypothesis again, once, when the win changed files it "
+                               "was about or moved main beyond its effect (docs/loop.md, \"Revisiting a kill\"); "
+                               "false: kills stay killed")
     judges: int = _key(2, "candidates judged at once while workers run: their builds and tests overlap, "
                           "their measurements take turns under the machine-wide lock", minimum=1, maximum=MAX_WORKERS)
     judge_hosts: int = _key(0, "dask executor: judge hosts (dask workers declaring the `judge` resource) the lab "

@@ -78,7 +78,7 @@ COLLECTED: Stated = (
     (CheckName.SCOPE, "left its scope: {}", Rule.SCOPE),
     (CheckName.TESTS_KEPT, "weakened tests: {}", Rule.TESTS_KEPT),
     (CheckName.TEST_COUNT, "weakened tests: {}", Rule.TESTS_KEPT),
-    (CheckName.PATCH, "change refused: {}", None),
+    (CheckName.PATCH, "change refused: {}", Rule.ADMISSIBLE),
 )
 BUILT: Stated = (
     (CheckName.APPLY, "the patch does not apply to a clean base: {}", None),
@@ -257,7 +257,8 @@ def _judge(ws: Workspace, state: LabState, name: str, candidate: Candidate, base
         verdict = _measured(ws, state, name, base, (baseline, built), progress, measure_progress, clock.measurer)
     except (BinaryChanged, ClosedTree) as refused:
         checks.append(Check(CheckName.BINARY, False, str(refused)))
-        return _finish(Ruling(Decision.KILL, (str(refused),)), checks, str(checkout), None, base, candidate)
+        rule = Rule.AS_BUILT if isinstance(refused, BinaryChanged) else Rule.OPEN_TREE
+        return _finish(Ruling(Decision.KILL, (str(refused),), rule), checks, str(checkout), None, base, candidate)
     finally:
         clock.measure_s = time.monotonic() - started
     assert_bench_untouched(ws, bench_base)

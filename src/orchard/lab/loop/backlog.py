@@ -21,6 +21,7 @@ from orchard.errors import UsageError
 from orchard.lab.db.ranking import ranked
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import Opportunity
+from orchard.lab.loop.near_duplicates import Refused, sorted_out
 from orchard.lab.records.db import HypothesisRecord
 from orchard.lab.records.hypothesis import MIN_CONFIDENCE, TEXT_LIMITS, Hypothesis, HypothesisStatus, Lane, slug
 from orchard.tomlfile import read_toml
@@ -97,8 +98,10 @@ def add(state: LabState, hypothesis: Hypothesis, *, source: str, parent: str | N
 
 def add_all(state: LabState, hypotheses: Sequence[Hypothesis], *, source: str, origin: str,
             metrics: Sequence[str] = (), launchers: Mapping[str, str] | None = None,
-            default_launcher: str = "") -> None:
-    """Add every hypothesis or none; each bad one is named with where it came from.
+            default_launcher: str = "") -> list[Refused]:
+    """Add every hypothesis or none; each bad one is named with where it came from. A near-duplicate of an
+    earlier hypothesis is refused (near_duplicates.py) and the rest added; when every one is, nothing is, and
+    that is the error. Returns the refused ones.
 
     `metrics` are the suite's metric keys (`scenario/metric`; empty: not
     checked, e.g. a bench with its own verdict script), `launchers` the
@@ -120,9 +123,13 @@ def add_all(state: LabState, hypotheses: Sequence[Hypothesis], *, source: str, o
                  for h in hypotheses if not h.patch and runs[h.id] == "patch"]
     if problems:
         raise UsageError(f"{origin}: {'; '.join(problems)}; nothing was added")
+    kept, refused = sorted_out(state, hypotheses)
+    if not kept:
+        raise UsageError(f"{origin}: nothing was added: {'; '.join(r.reason() for r in refused)}")
     with state.transaction():
-        for hypothesis in hypotheses:
+        for hypothesis in kept:
             add(state, hypothesis, source=source)
+    return refused
 
 
 def load_file(path: Path) -> list[Hypothesis]:

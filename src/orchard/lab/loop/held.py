@@ -81,6 +81,6 @@ def settle(ws: Workspace, state: LabState, experiment: str, settlement: Settleme
             return f"{experiment}: landing, by the lab running on {ws.root} (asked by {by})"
         hypothesis = state.hypothesis(record.hypothesis).hypothesis
         outcome = landing.land(ws, state, state.experiment(experiment), record.judgment, hypothesis, progress=say)
-        _, said = landed.record(state, state.experiment(experiment), outcome)
+        _, said = landed.record(state, state.experiment(experiment), outcome, revisits=ws.config.workers.revisit)
     notebook.write_notebook(ws, state)
     return said

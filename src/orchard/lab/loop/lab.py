@@ -251,7 +251,7 @@ class Lab:
             self.say(judge_again(self.state, record, outcome.judge_lost))
             self.render()
             return
-        won, said = record_landing(self.state, record, outcome)
+        won, said = record_landing(self.state, record, outcome, revisits=self.ws.config.workers.revisit)
         self.say(said)
         self.render()
         if won and sweep.after_win(self.ws, self.state, say=self.say, measure_progress=self.measure_progress):

@@ -22,6 +22,7 @@ from orchard.lab.config.sections import ExecutorKind
 from orchard.lab.db.state import LabState
 from orchard.lab.judge.measuring import opportunities
 from orchard.lab.loop import backlog
+from orchard.lab.loop.near_duplicates import sorted_out
 from orchard.lab.notebook import backlog_file
 from orchard.lab.notebook import files as records
 from orchard.lab.notebook.journal import render_journal
@@ -129,8 +130,10 @@ def start_plan(ws: Workspace, state: LabState, executor: ProcessExecutor, *,
     return PlanRun(name, job, output, launcher)
 
 
-def finish_plan(ws: Workspace, state: LabState, run: PlanRun, result: JobResult) -> list[Hypothesis]:
-    """Validate the planner's answer; add its hypotheses to the backlog (all or none)."""
+def finish_plan(ws: Workspace, state: LabState, run: PlanRun, result: JobResult, *,
+                say: Callable[[str], None] = print) -> list[Hypothesis]:
+    """Validate the planner's answer; add its hypotheses to the backlog (all or none), but for near-duplicates of
+    earlier ones, each refused and said; a plan of nothing else is rejected (a refill asks no more this run)."""
     if not result.ok:
         log = result.log_path.read_text(encoding="utf-8", errors="replace") if result.log_path.exists() else ""
         said = run.launcher.failure(log, result.exit_code)
@@ -138,11 +141,16 @@ def finish_plan(ws: Workspace, state: LabState, run: PlanRun, result: JobResult)
                               f"({said or result.reason or 'failed'}); log: {result.log_path}")
     if run.output.is_file():
         shutil.copyfile(run.output, ws.prompts_dir / run.output.name)  # the record of what it answered
-    hypotheses = read_plan(run.output, state)
+    hypotheses, refused = sorted_out(state, read_plan(run.output, state))
+    reasons = tuple(r.reason() for r in refused)
+    if not hypotheses:
+        raise PlannerRejected(f"the planner proposed only near-duplicates ({run.output}): " + "; ".join(reasons))
     with state.transaction():
         for h in hypotheses:
             backlog.add(state, h, source="planner")
-        state.log(BacklogChanged(planner=run.name, added=tuple(h.id for h in hypotheses)))
+        state.log(BacklogChanged(planner=run.name, added=tuple(h.id for h in hypotheses), refused=reasons or None))
+    for reason in reasons:
+        say(f"planner {run.name}: {reason}")
     records.write_atomic(ws.root / "backlog.md", backlog_file.render(state))
     return hypotheses
 
@@ -157,4 +165,4 @@ def plan(ws: Workspace, state: LabState, *, say: Callable[[str], None] = print) 
     with make_executor(kind, ws.tmux_socket, ws.executor_dir) as executor:
         run = start_plan(ws, state, executor, say=say)
         results = executor.wait()
-    return finish_plan(ws, state, run, results[0])
+    return finish_plan(ws, state, run, results[0], say=say)

@@ -49,7 +49,7 @@ class Refill:
             return
         for result in self.executor.poll():
             try:
-                added = planner.finish_plan(ws, state, run, result)
+                added = planner.finish_plan(ws, state, run, result, say=say)
                 say(f"planner {run.name}: added {', '.join(h.id for h in added)}")
             except OrchardError as error:
                 self._stopped(state, say, str(error))

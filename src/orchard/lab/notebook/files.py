@@ -140,7 +140,7 @@ def render_final_report(lab: LabView) -> str:
         lines += ["", "## Sent back to the backlog (ITERATE)", ""]
         lines += [f"- `{e.name}`: " + inline("; ".join(e.reasons)) for e in iterated]
     lines += ["", "## Recommended next backlog", ""]
-    lines += [f"- `{b.id}` (score {score_text(b.score)}, {b.lane}): {inline(b.title)}"
+    lines += [f"- `{b.id}` (score {score_text(b.score)}, {b.lane}{b.note}): {inline(b.title)}"
               for b in lab.backlog[:NEXT_BACKLOG]] or [EMPTY_BACKLOG]
     if lab.judge_hosts:
         lines += ["", *judge_host_lines(lab.judge_hosts)]

@@ -22,6 +22,7 @@ from orchard.lab.records.hack_findings import WinHeld, WinSettled
 from orchard.lab.records.judge_host import JudgeLost, JudgeStarted
 from orchard.lab.records.judgment import JudgmentEntry
 from orchard.lab.records.lab_start import LabStart
+from orchard.lab.records.revisit_events import Revisited
 from orchard.lab.records.steering_events import ExperimentStopped, Paused, Resumed, StopAsked
 from orchard.lab.text import inline
 from orchard.lab.workers.sandbox.sandbox import UNSANDBOXED_NOTE, SandboxMode
@@ -67,7 +68,7 @@ def journal_entry(event: JournalEvent[Event | Unrecognized]) -> list[str]:
                 "settles it).", "", *(f"- {inline(finding)}" for finding in record.findings)]
     elif isinstance(record, WinSettled):
         body = [f"Settled in review by {inline(record.by)}: **{record.settlement}**."]
-    elif isinstance(record, (StopAsked, ExperimentStopped, Paused, Resumed)):
+    elif isinstance(record, (StopAsked, ExperimentStopped, Paused, Resumed, Revisited)):
         body = [inline(record.describe())]
     else:
         body = _fields(record.to_dict())

@@ -149,7 +149,7 @@ def backlog(view: LabView) -> str:
     if not view.backlog:
         return "<p class=muted>the backlog is empty</p>"
     rows = [
-        [str(i + 1), escape(b.id), score_text(b.score), escape(b.lane), escape(b.title)]
+        [str(i + 1), escape(b.id), score_text(b.score), escape(b.lane + b.note), escape(b.title)]
         for i, b in enumerate(view.backlog)
     ]
     return table(("rank", "hypothesis", "score", "lane", "title"), rows, (0, 2))

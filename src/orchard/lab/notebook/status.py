@@ -53,7 +53,8 @@ def status(lab: LabView) -> dict[str, Any]:
         "decisions": dict(lab.decisions),
         "held": [{"experiment": e.name, "findings": list(e.held)} for e in lab.experiments if e.held],
         "backlog": [
-            {"id": b.id, "score": round(b.score, 3), "lane": b.lane, "title": b.title} for b in lab.backlog[:8]
+            {"id": b.id, "score": round(b.score, 3), "lane": b.lane, "title": b.title, "revisited": b.revisited}
+            for b in lab.backlog[:8]
         ],
         "leaderboard": [asdict(row) for row in lab.leaderboard],
         "lock": {"state": lock.state, "path": lock.path, "holder": holder, "queue": list(lock.queue)},
@@ -93,7 +94,7 @@ def render(lab: LabView) -> Group:
                           style="bold yellow"))
         parts += [Text(f"  {visible(finding)}") for finding in win.held]
     if lab.backlog:
-        parts.append(Text("backlog (top): " + ", ".join(f"{visible(b.id)} ({round(b.score, 3)})"
+        parts.append(Text("backlog (top): " + ", ".join(f"{visible(b.id)} ({round(b.score, 3)}{b.note})"
                                                           for b in lab.backlog[:8])))
     board = Table("metric", "baseline (start)", "best change", "its effect", "main vs start", "floor", show_edge=False,
                   header_style="bold")

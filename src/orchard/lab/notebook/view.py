@@ -137,6 +137,12 @@ class BacklogItem:
     score: float
     lane: str
     title: str
+    revisited: bool = False  # a KILLed hypothesis a win offered again (loop/revisit.py)
+
+    @property
+    def note(self) -> str:
+        """What every list of the backlog adds after its lane: that it is a revisited kill."""
+        return ", revisited" if self.revisited else ""
 
 
 @dataclass(frozen=True)
@@ -274,6 +280,13 @@ def _worker_views(ws: Workspace, experiments: Sequence[ExperimentView],
         for e in experiments if e.status in ExperimentStatus.active())
 
 
+def _backlog(state: LabState) -> tuple[BacklogItem, ...]:
+    """The ten best of the backlog, each marked when it is a killed hypothesis offered again."""
+    again = ranking.revisited(state)
+    return tuple(BacklogItem(r.id, r.hypothesis.score, r.hypothesis.lane, r.hypothesis.title, r.id in again)
+                 for r in ranking.ranked(state)[:10])
+
+
 def build(ws: Workspace, state: LabState, *, now: float | None = None, live: bool = True) -> LabView:
     """The whole snapshot, read in one transaction so every part agrees with every other."""
     now = time.time() if now is None else now
@@ -281,7 +294,7 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         events = state.events()
         rows = state.experiments()
         hypotheses = state.hypotheses()
-        ranked = ranking.ranked(state)[:10]
+        backlog = _backlog(state)
         final = final_verdict(events)
         board = leaderboard(state, None if final is None else final.verdict)
         dirs = directions(state)
@@ -304,8 +317,7 @@ def build(ws: Workspace, state: LabState, *, now: float | None = None, live: boo
         tmux_socket=ws.tmux_socket, worker_slots=ws.config.workers.count, baseline=baseline,
         floors=floors, directions=dirs, workers=workers,
         lock=lock_status() if live else LockStatus(LockState.NOT_READ, "", None, None, None, ()),
-        backlog=tuple(BacklogItem(r.id, r.hypothesis.score, r.hypothesis.lane, r.hypothesis.title) for r in ranked),
-        leaderboard=board,
+        backlog=backlog, leaderboard=board,
         experiments=tuple(experiments), main_steps=tuple(main_steps(events, baseline, floors)), lock_waits=waits,
         busy=tuple(_busy(experiments)),
         journal=tuple(FeedEntry(e.at, e.kind, e.experiment, "\n".join(journal_entry(e)).strip())

@@ -48,6 +48,7 @@ from orchard.lab.records.land_steps import (
     RevertPublished,
 )
 from orchard.lab.records.measured_events import FinalVerdictTaken, Swept
+from orchard.lab.records.revisit_events import Revisited
 from orchard.lab.records.steering_events import ExperimentStopped, Paused, Resumed, StopAsked
 
 
@@ -141,7 +142,7 @@ EVENT_TYPES: dict[str, type[Event]] = {cls.kind: cls for cls in (
     SandboxNoted, ExperimentFailed,
     WorkerStopped, BaselineRebuilt, RefillStopped, OpportunitiesRead, Swept, FinalVerdictTaken, LabStopped,
     Committed, Rebased, Confirmed, BranchPushed, Merged, MainPublished, MainChecked, Reverted, RevertPublished,
-    JudgeStarted, JudgeLost, WinHeld, WinSettled, StopAsked, ExperimentStopped, Paused, Resumed)}
+    JudgeStarted, JudgeLost, WinHeld, WinSettled, StopAsked, ExperimentStopped, Paused, Resumed, Revisited)}
 E = TypeVar("E", covariant=True)
 R = TypeVar("R", bound=Event)
 

@@ -37,6 +37,7 @@ class EventKind(StrEnum):
     PAUSE = "pause"  # a person paused the lab: no new workers (`orchard pause`)
     RESUME = "resume"  # ... and resumed it, with the limits they changed (`orchard resume`)
     BACKLOG = "backlog"
+    REVISIT = "revisit"  # a KILLed hypothesis offered again once, after a win changed what it was about
     LAUNCHER_FAILURE = "launcher-failure"
     AGENT_RETRY = "agent-retry"  # rate limited or overloaded: back to the backlog, tried again after a wait
     AGENT_HUNG = "agent-hung"  # no result within the worker timeout: back to the backlog once
@@ -141,24 +142,27 @@ class ExperimentHost(Event):
 
 @dataclass(frozen=True)
 class BacklogChanged(Event):
-    """The backlog moved outside an experiment's own hypothesis: siblings of a kill lowered, a plan added."""
+    """The backlog moved outside an experiment's own hypothesis: siblings of a kill lowered, a plan added (and
+    the near-duplicates it proposed refused, each with its reason)."""
 
     kind = EventKind.BACKLOG
     lowered: tuple[str, ...] | None = None
     because: str | None = None
     planner: str | None = None
     added: tuple[str, ...] | None = None
+    refused: tuple[str, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         named = {"lowered confidence": self.lowered, "because": self.because, "planner": self.planner,
-                 "added": self.added}
+                 "added": self.added, "refused": self.refused}
         return {key: plain(value) for key, value in named.items() if value is not None}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
-        lowered, added = data.get("lowered confidence"), data.get("added")
+        lowered, added, refused = data.get("lowered confidence"), data.get("added"), data.get("refused")
         return cls(None if lowered is None else texts(lowered), text(data.get("because")),
-                   text(data.get("planner")), None if added is None else texts(added))
+                   text(data.get("planner")), None if added is None else texts(added),
+                   None if refused is None else texts(refused))
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,9 @@ class Rule(StrEnum):
     REVIEW = "review-approved"
     HACK_REVIEW = "no-benchmark-gaming"
     DIFFERENTIAL = "same-output-beyond-the-bench"
+    ADMISSIBLE = "change-admissible"  # a refused change: special or binary files, over the patch limits
+    AS_BUILT = "binaries-as-built"  # a binary the judge built changed while it was measured
+    OPEN_TREE = "open-to-the-sandbox"  # a build left its tree closed to the sandbox uid that measures it
 
 
 @dataclass(frozen=True)
