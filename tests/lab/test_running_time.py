@@ -135,10 +135,11 @@ def test_a_lab_recorded_before_the_running_total_counts_to_its_last_stop_as_it_d
 
 
 def _run(ws: Workspace, hypothesis: str) -> str:
-    """`orchard backlog add` one hypothesis of the same shape, then `orchard run`: what the run printed."""
+    """`orchard backlog add` one hypothesis of the same shape, then `orchard run`: what the run printed. Each says
+    its change in words of its own: the same words on the same scope as a killed one is a near-duplicate, refused."""
     toml = ws.root.parent / f"{hypothesis}.toml"
-    toml.write_text(f'[[hypothesis]]\nid = "{hypothesis}"\nmetric = "out/stdout_bytes"\nchange = "shorter"\n'
-                    'scope = ["src/alpha.txt"]\n')
+    toml.write_text(f'[[hypothesis]]\nid = "{hypothesis}"\nmetric = "out/stdout_bytes"\n'
+                    f'change = "shorter, the {hypothesis} way"\nscope = ["src/alpha.txt"]\n')
     said = ""
     for args in (("backlog", "add", ws.root, "--file", toml), ("run", ws.root)):
         done = subprocess.run([sys.executable, "-m", "orchard", *map(str, args)], capture_output=True, text=True,
