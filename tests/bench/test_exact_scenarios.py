@@ -70,4 +70,9 @@ def test_an_exactly_decided_scenario_is_not_run_after_the_first_look(tmp_path: P
     assert pairs == {"jitter": set(range(9)), "size": set(range(7))}  # the warm-up pair 0, then judged pairs
     verdict = next(r for r in rows if r.get("step_kind") == "verdict")
     assert verdict["scenario_pairs"] == {"jitter": 8, "size": 6}
-    assert verdict["verdict"] == "PASS"  # stdout_bytes improved exactly; the unsettled wall time stops nothing
+    # stdout_bytes improved exactly, and the unsettled wall time stops nothing: PASS, unless the verdict's own rate of
+    # false alarms on pure noise (ci24 met it once) calls the jitter's wall time regressed; then that is the only why
+    assert "size/stdout_bytes improved by -93.88% beyond floor 0.00%" in verdict["reasons"], verdict["reasons"]
+    alarms = [reason for reason in verdict["reasons"] if "regressed" in reason]
+    assert all(reason.startswith("jitter/wall_ms regressed") for reason in alarms), verdict["reasons"]
+    assert verdict["verdict"] == ("REGRESSED" if alarms else "PASS"), verdict["reasons"]
