@@ -57,6 +57,11 @@ def _patch(new: str) -> str:
 
 @pytest.fixture
 def user_repo(tmp_path: Path) -> Path:
+    return make_user_repo(tmp_path)
+
+
+def make_user_repo(tmp_path: Path) -> Path:
+    """The user's own project: a working copy with `main` checked out, run.sh printing 400 lines."""
     repo = tmp_path / "myproject"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")

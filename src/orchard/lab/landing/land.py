@@ -42,11 +42,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from orchard.lab.judge.ladder import Progress
-from orchard.lab.judge.measuring import LabIntegrityError, MeasureProgress, VerdictWord
+from orchard.lab.judge.measuring import LabIntegrityError, MeasureProgress, Verdict, VerdictWord
 from orchard.lab.judge.verdict_view import after_pairs
 from orchard.lab.landing import pins
 from orchard.lab.landing.land_checks import checked_patch, landing_checkout, recorded_judgment
-from orchard.lab.landing.measured import Measurements, OnThisMachine
+from orchard.lab.landing.measured import Measurements, OnThisMachine, killed_by_regression_alone, regressed_alone
 from orchard.lab.landing.publication import Publication, check_published, main_branch, publication, push
 from orchard.lab.records.events import Event, EventKind
 from orchard.lab.records.experiment import ExperimentStatus
@@ -71,6 +71,7 @@ from orchard.lab.workers.workspace.workspace import Workspace
 
 if TYPE_CHECKING:
     from orchard.lab.db.state import LabState
+    from orchard.lab.records.candidate import Candidate
     from orchard.lab.records.db import ExperimentRecord
 
 R = TypeVar("R", bound=Event)
@@ -196,8 +197,7 @@ class Landing:
         self.progress(f"{name}: main moved ({base[:10]} -> {main_head[:10]}): rebase and judge again")
         assert self.record.candidate is not None
         judged = replace(self.record.candidate, patch=self.judgment.patch, flags=[])  # what was judged, nothing else
-        rebased = self.measurements.rejudge(ws, self.state, f"{name}-on-{main_head[:10]}", judged, main_head,
-                                            self.record.bench_base, self.progress, self.measure_progress)
+        rebased = self._rejudged(judged, main_head)
         if rebased.decision != Decision.LAND:
             return Rebased(True, main_head, landed.branch, landed.commit, main_head, rebased.decision,
                            rebased.reasons, rebased)
@@ -207,13 +207,36 @@ class Landing:
         self.state.update_experiment(name, branch=branch, land_commit=commit, judgment=rebased)
         return Rebased(True, main_head, branch, commit, main_head, rebased.decision, rebased.reasons, rebased)
 
+    def _rejudged(self, judged: Candidate, main_head: str) -> Judgment:
+        """The patch judged on the new main. A win KILLed there by a metric's regression alone (its own judgment
+        saw none) is judged once more on fresh samples, and that decides: a regression seen twice is real; one
+        seen once may be the verdict's false-alarm rate on a loaded machine, and an honest win is not lost to it."""
+        name = f"{self.name}-on-{main_head[:10]}"
+        first = self.measurements.rejudge(self.ws, self.state, name, judged, main_head, self.record.bench_base,
+                                          self.progress, self.measure_progress)
+        if not killed_by_regression_alone(first):
+            return first
+        said = "; ".join(first.reasons)
+        self.progress(f"{self.name}: on the new main {said}; judged once more on fresh samples")
+        again = self.measurements.rejudge(self.ws, self.state, f"{name}-again", judged, main_head,
+                                          self.record.bench_base, self.progress, self.measure_progress)
+        seen = "seen again" if killed_by_regression_alone(again) else "not seen again"
+        return replace(again, reasons=(*again.reasons, f"a first judgment on this main said {said}: {seen}"))
+
     def confirm(self, main_head: str, current: Judgment) -> Confirmed:
         self.progress(f"{self.name}: confirmation verdict on fresh samples")
-        verdict = self.measurements.confirm(self.ws, self.state, main_head, current, self.name, self.hypothesis,
-                                            self.measure_progress)
+        verdict = self._confirmation(main_head, current, self.name)
+        if not isinstance(verdict, str) and regressed_alone(verdict):
+            self.progress(f"{self.name}: the confirmation verdict was REGRESSED ({'; '.join(verdict.reasons)}); "
+                          "confirmed once more on fresh samples")
+            verdict = self._confirmation(main_head, current, f"{self.name}-again")
         judge = self.measurements.judge
         return Confirmed(refused=verdict, judge=judge) if isinstance(verdict, str) else Confirmed(verdict=verdict,
                                                                                                    judge=judge)
+
+    def _confirmation(self, main_head: str, current: Judgment, name: str) -> Verdict | str:
+        return self.measurements.confirm(self.ws, self.state, main_head, current, name, self.hypothesis,
+                                         self.measure_progress)
 
     def push_branch(self, branch: str, commit: str) -> BranchPushed:
         """The branch to the user's repository: only now, after the confirmation passed."""
