@@ -150,21 +150,35 @@ static void set_limit(int resource, long long soft, long long hard) {
     if (soft > 0 && setrlimit(resource, &limit) != 0) fail("setrlimit");
 }
 
-static void own_cgroup(const struct setup *setup, const char *group) {
-    char path[512], number[32];
-    int written = 0;
-    if (setup->cgroup_fd >= 0 && strcmp(group, "-") != 0 && mkdirat(setup->cgroup_fd, group, 0755) == 0) {
-        snprintf(path, sizeof path, "%s/pids.max", group);
-        int max = openat(setup->cgroup_fd, path, O_WRONLY | O_CLOEXEC);
-        snprintf(path, sizeof path, "%s/cgroup.procs", group);
-        int procs = openat(setup->cgroup_fd, path, O_WRONLY | O_CLOEXEC);
-        snprintf(number, sizeof number, "%lld", setup->processes);
-        written = max >= 0 && procs >= 0 && write_all(max, number, strlen(number)) == 0 &&
-                  write_all(procs, "0", 1) == 0;
-        if (max >= 0) close(max);
-        if (procs >= 0) close(procs);
+/* Write `text` to FILE of GROUP under the directory `groups`; 0 when done, else errno. */
+static int write_cgroup(int groups, const char *group, const char *file, const char *text) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", group, file);
+    int fd = openat(groups, path, O_WRONLY | O_CLOEXEC);
+    int error = fd < 0 || write_all(fd, text, strlen(text)) != 0 ? errno : 0;
+    if (fd >= 0) close(fd);
+    return error;
+}
+
+/* The run's own pids cgroup, GROUP under the directory `groups` (CGROUP_FD), of `processes` at most; where it
+ * cannot be made, the sandbox uid's RLIMIT_NPROC, which every sandbox shares: `note` then says why, for the run's
+ * failure to fork or exec. */
+static void own_cgroup(int groups, long long processes, const char *group, char *note, size_t size) {
+    if (processes <= 0) return;
+    const char *step = "no pids hierarchy", *why = "";
+    if (groups >= 0 && strcmp(group, "-") != 0) {
+        char number[32];
+        snprintf(number, sizeof number, "%lld", processes);
+        int error = mkdirat(groups, group, 0755) == 0 ? 0 : errno;
+        step = "mkdir";
+        if (error == 0 && (error = write_cgroup(groups, group, "pids.max", number)) != 0) step = "pids.max";
+        if (error == 0 && (error = write_cgroup(groups, group, "cgroup.procs", "0")) != 0) step = "cgroup.procs";
+        if (error == 0) return;
+        why = strerror(error);
     }
-    if (!written) set_limit(RLIMIT_NPROC, setup->processes, setup->processes);
+    snprintf(note, size, " (no pids cgroup of its own: %s %s %s; the sandbox uid's RLIMIT_NPROC of %lld, which "
+             "every sandbox shares, applied)", step, group, why, processes);
+    set_limit(RLIMIT_NPROC, processes, processes);
 }
 
 static void drop_privileges(const struct setup *setup) {
@@ -266,6 +280,8 @@ static void start_run(const struct setup *setup, struct request *run) {
         high = run->fds[i] > high ? run->fds[i] : high;
     }
     for (int i = 0; i < run->nfds; i++) moved[i] = fcntl(run->fds[i], F_DUPFD_CLOEXEC, high + 1);
+    /* the cgroups' directory above them too: its number in the runner may be one the run's descriptors take */
+    int groups = setup->cgroup_fd >= 0 ? fcntl(setup->cgroup_fd, F_DUPFD_CLOEXEC, high + 1) : -1;
     for (int i = 0; i < run->nfds; i++) {
         if (moved[i] < 0 || dup2(moved[i], run->targets[i]) < 0) fail("descriptors");
     }
@@ -296,13 +312,14 @@ static void start_run(const struct setup *setup, struct request *run) {
     }
     if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0) fail("/proc");
     if (chdir(run->cwd) != 0) fail(run->cwd);
-    own_cgroup(setup, run->group);
+    char note[400] = "";
+    own_cgroup(groups, setup->processes, run->group, note, sizeof note);
     set_limit(RLIMIT_AS, setup->memory, setup->memory);
     set_limit(RLIMIT_CPU, setup->cpu_soft, setup->cpu_hard);
     set_limit(RLIMIT_FSIZE, setup->file_size, setup->file_size);
     drop_privileges(setup);
     execvpe(run->argv[0], run->argv, run->env);
-    dprintf(2, "%s: cannot run: %s\n", run->argv[0], strerror(errno));
+    dprintf(2, "%s: cannot run: %s%s\n", run->argv[0], strerror(errno), note);
     _exit(127);
 }
 

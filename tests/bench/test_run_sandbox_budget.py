@@ -1,0 +1,52 @@
+"""A measured run has a process budget of its own whatever descriptors it inherits (issue 35, item 5).
+
+The runner in a side's sandbox makes each run's pids cgroup through a descriptor of the cgroups' directory,
+after it has moved the run's own descriptors to the numbers the run expects. A run inheriting a descriptor whose
+number was that directory's (the timer's report pipe, made just after the side started, takes the lowest free
+numbers) lost its cgroup and fell back to the sandbox uid's RLIMIT_NPROC, shared by every sandbox: beside a worker
+holding its processes, the baseline's first measured run failed "Resource temporarily unavailable" (a clean-clone
+CI's `test_process_budget`, about one run in five under load).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from orchard import confine, sandbox_pids
+from orchard.bench.sandbox.run_sandbox import Sandboxes
+from orchard.limits import Limits
+from tests.lab.lab_helpers import stop_process_groups
+
+LIMITS = Limits(processes=20)
+HOLD = "i=0; while [ $i -lt 16 ]; do sleep 300 & i=$((i+1)); done; echo held; wait"
+WORK = "i=0; while [ $i -lt 10 ]; do sleep 0.1 & i=$((i+1)); done; wait; grep pids /proc/self/cgroup"
+
+
+def test_a_run_inheriting_any_descriptor_number_keeps_its_own_budget_beside_a_sandbox_holding_its_own() -> None:
+    own = sandbox_pids.own_directory()
+    if own is None or confine.unavailable() is not None:
+        pytest.skip("needs bubblewrap and a writable pids cgroup hierarchy (orchard as root)")
+    mounts = confine.Mounts(cwd=Path("/"))
+    holder = subprocess.Popen(confine.argv(mounts, ["sh", "-c", HOLD], LIMITS), stdout=subprocess.PIPE, text=True,
+                              start_new_session=True)
+    sandboxes = Sandboxes()
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        first = sandboxes.argv(mounts, ["true"], LIMITS, [])  # starts the side: its descriptors are free again
+        assert first is not None and subprocess.run(first, timeout=60, check=False).returncode == 0
+        pipes = [os.pipe() for _ in range(4)]  # the lowest free numbers, the cgroups' directory's among them
+        groups = []
+        for fd in [fd for pipe in pipes for fd in pipe]:
+            argv = sandboxes.argv(mounts, ["sh", "-c", WORK], LIMITS, [fd])
+            assert argv is not None
+            done = subprocess.run(argv, capture_output=True, text=True, pass_fds=[fd], timeout=60, check=False)
+            assert done.returncode == 0 and "no pids cgroup" not in done.stderr, (fd, done.stderr)
+            groups.append(done.stdout.strip())
+        assert len(set(groups)) == len(groups) and all(own.name in g for g in groups)
+    finally:
+        sandboxes.close()
+        stop_process_groups([holder])
