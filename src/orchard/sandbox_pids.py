@@ -34,8 +34,8 @@ EXIT_TRIES, EXIT_PAUSE_S = 20, 0.05
 SWEEP_AGE_S = 600.0  # a cgroup named this long ago and empty is done (younger: its sandbox may not have started)
 # $0: the cgroup, $1: its pids.max; then the rlimit's three words (`prlimit --nproc=N --`), then the sandbox
 ENTER = ('g=$0; if mkdir -p "$g" 2>/dev/null && { echo "$1" > "$g/pids.max" && echo $$ > "$g/cgroup.procs"; } '
-         '2>/dev/null; then shift 4; else echo "orchard: no pids cgroup of its own at $g: the sandbox uid'"'"'s RLIMIT_NPROC of $1, '
-         'which every sandbox shares, applies" >&2; shift; fi; exec "$@"')
+         '2>/dev/null; then shift 4; else echo "orchard: no pids cgroup of its own at $g: the sandbox uid'"'"'s '
+         'RLIMIT_NPROC of $1, which every sandbox shares, applies" >&2; shift; fi; exec "$@"')
 
 _COUNTER = itertools.count(1)
 _NAMED: dict[Path, float] = {}  # cgroups named by this process, with when
