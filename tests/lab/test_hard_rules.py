@@ -523,7 +523,7 @@ def test_every_failed_check_is_in_the_reasons_in_rule_order(
 def test_check_names_are_the_words_lab_db_and_the_journal_have_always_stored() -> None:
     assert [name.value for name in CheckName] == [
         "worker", "harness", "scope", "patch", "tests-kept", "apply", "build", "tests", "test-count", "test-count-base",
-        "bench-tests", "binary", "plausible", "review", "sweep", "hack-review", "differential"]
+        "bench-tests", "binary", "plausible", "review", "sweep", "hack-review", "differential", "second-look"]
     stored = Check(CheckName.TESTS_KEPT, False, "2 removed").to_dict()
     assert json.dumps(stored) == '{"name": "tests-kept", "passed": false, "detail": "2 removed", "log": null}'
     assert Check.from_dict(stored).name is CheckName.TESTS_KEPT

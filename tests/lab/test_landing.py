@@ -28,6 +28,7 @@ from orchard.lab.loop.lab import Lab
 from orchard.lab.loop.start import start
 from orchard.lab.notebook import files as records
 from orchard.lab.notebook import view
+from orchard.lab.records.candidate import Candidate
 from orchard.lab.records.events import LabStopped
 from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.records.judgment import Decision, JudgmentEntry
@@ -73,6 +74,19 @@ def make_user_repo(tmp_path: Path) -> Path:
 
 
 def _lab(tmp_path: Path, user_repo: Path, win: str = WIN) -> tuple[Workspace, LabState]:
+    ws, state, candidate = candidate_in_a_lab(tmp_path, user_repo, win)
+    base = candidate.target_base
+    judgment = judge(ws, state, "shorter", candidate, base, ws.bench_base())
+    assert judgment.decision == Decision.LAND, judgment.reasons
+    state.update_experiment("shorter", status="landing", judgment=judgment, decision="LAND",
+                            reasons=judgment.reasons)
+    state.log(JudgmentEntry("shorter", "shorter", judgment.decision, judgment.reasons,
+                            patch_sha256=judgment.patch_sha256), "shorter")
+    return ws, state
+
+
+def candidate_in_a_lab(tmp_path: Path, user_repo: Path, win: str) -> tuple[Workspace, LabState, Candidate]:
+    """A lab on the user's project with experiment `shorter` collected from a worker that made run.sh `win`."""
     (tmp_path / "suite.toml").write_text(STDOUT_SUITE)
     (tmp_path / "orchard.toml").write_text(CONFIG)
     ws = init_workspace(tmp_path / "ws", str(user_repo), None, tmp_path / "orchard.toml")
@@ -84,13 +98,7 @@ def _lab(tmp_path: Path, user_repo: Path, win: str = WIN) -> tuple[Workspace, La
     state.add_experiment("shorter", "shorter", "w1", "exploit", 1, base, ws.bench_base(), "judging")
     candidate = bare_candidate(scope=["run.sh"], patch=_patch(win), target_base=base)
     state.update_experiment("shorter", candidate=candidate)
-    judgment = judge(ws, state, "shorter", candidate, base, ws.bench_base())
-    assert judgment.decision == Decision.LAND, judgment.reasons
-    state.update_experiment("shorter", status="landing", judgment=judgment, decision="LAND",
-                            reasons=judgment.reasons)
-    state.log(JudgmentEntry("shorter", "shorter", judgment.decision, judgment.reasons,
-                            patch_sha256=judgment.patch_sha256), "shorter")
-    return ws, state
+    return ws, state, candidate
 
 
 def _land(ws: Workspace, state: LabState) -> landing.LandOutcome:

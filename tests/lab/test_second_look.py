@@ -14,13 +14,18 @@ from pathlib import Path
 
 import pytest
 
+from orchard.lab.judge.ladder import judge
+from orchard.lab.judge.measuring import MeasureProgress, Verdict, measure
 from orchard.lab.landing import land as landing
 from orchard.lab.landing import pins, publication
 from orchard.lab.landing.land import LandOutcome
-from orchard.lab.records.judgment import Decision
+from orchard.lab.records.build import BuiltBinary, CheckName
+from orchard.lab.records.judgment import Decision, Judgment
 from orchard.lab.records.land_steps import Rebased
+from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.lab_helpers import git
-from tests.lab.test_landing import _lab, _land, make_user_repo
+from tests.lab.loop_support import WIN, metric, verdict_of
+from tests.lab.test_landing import _lab, _land, candidate_in_a_lab, make_user_repo
 
 LOOP = 'i=0; while [ $i -lt $n ]; do echo "line $i"; i=$((i+1)); done\n'
 ONCE = 'case "$0" in */*-on-*-again/*) n=40;; */*-on-*/*) n=800;; *) n=40;; esac\n' + LOOP
@@ -85,3 +90,49 @@ def test_a_confirmation_regressed_twice_keeps_the_win_out(tmp_path: Path, user_r
     assert not outcome.merged
     assert any("the confirmation verdict was REGRESSED" in note for note in outcome.notes), outcome.notes
     assert sum("confirmation verdict" in line for line in said) == 2, said
+
+
+class _Noisy:
+    """The judge's measurer: its first `alarms` verdicts say what a loaded machine's false alarm says (the bytes win
+    shown, `out/wall_ms` +30% beyond its floor: REGRESSED), the later ones are measured for real."""
+
+    def __init__(self, alarms: int, improved: bool = True) -> None:
+        self.alarms, self.improved, self.calls = alarms, improved, 0
+
+    def __call__(self, ws: Workspace, baseline: BuiltBinary, candidate: BuiltBinary, *,
+                 progress: MeasureProgress | None = None) -> Verdict:
+        self.calls += 1
+        if self.calls > self.alarms:
+            return measure(ws, baseline, candidate, progress=progress)
+        bytes_win = metric("out/stdout_bytes", "improved" if self.improved else "no-change",
+                           -0.9 if self.improved else 0.0, floor=0.0)
+        return verdict_of([bytes_win, metric("out/wall_ms", "regressed", 0.3, target=False)])
+
+
+def _judged(tmp_path: Path, user_repo: Path, measurer: _Noisy) -> Judgment:
+    ws, state, candidate = candidate_in_a_lab(tmp_path, user_repo, WIN)
+    return judge(ws, state, "shorter", candidate, candidate.target_base, ws.bench_base(), measurer=measurer)
+
+
+def test_a_regression_beside_an_improvement_measured_once_more_and_not_seen_again_lands(
+        tmp_path: Path, user_repo: Path) -> None:
+    noisy = _Noisy(alarms=1)
+    judgment = _judged(tmp_path, user_repo, noisy)
+    assert judgment.decision == Decision.LAND and noisy.calls == 2, judgment.reasons
+    said = "second look: a first verdict was REGRESSED (out/wall_ms regressed"
+    assert any(r.startswith(said) and r.endswith("not seen again") for r in judgment.reasons), judgment.reasons
+
+
+def test_a_regression_beside_an_improvement_seen_twice_is_killed_and_not_measured_a_third_time(
+        tmp_path: Path, user_repo: Path) -> None:
+    noisy = _Noisy(alarms=3)
+    judgment = _judged(tmp_path, user_repo, noisy)
+    assert judgment.decision == Decision.KILL and noisy.calls == 2, judgment.reasons
+    looked = [c for c in judgment.checks if c.name == CheckName.SECOND_LOOK]
+    assert len(looked) == 1 and looked[0].detail.endswith(": seen again"), looked
+
+
+def test_a_regression_with_nothing_improved_is_measured_once(tmp_path: Path, user_repo: Path) -> None:
+    noisy = _Noisy(alarms=1, improved=False)
+    judgment = _judged(tmp_path, user_repo, noisy)
+    assert judgment.decision == Decision.KILL and noisy.calls == 1, judgment.reasons

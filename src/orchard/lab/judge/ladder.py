@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from orchard.lab.judge import differential, hack_review, plausibility, review, weakened
+from orchard.lab.judge import differential, hack_review, plausibility, review, second_look, weakened
 from orchard.lab.judge.measuring import (
     BinaryChanged,
     ClosedTree,
@@ -92,7 +92,8 @@ MEASURED: Stated = (
     (CheckName.DIFFERENTIAL, "{}", Rule.DIFFERENTIAL),
     (CheckName.REVIEW, "review rejected: {}", Rule.REVIEW),
 )
-BESIDE_A_WIN = {CheckName.PLAUSIBLE: "flagged implausible: ", CheckName.DIFFERENTIAL: "beyond the bench: "}
+BESIDE_A_WIN = {CheckName.PLAUSIBLE: "flagged implausible: ", CheckName.DIFFERENTIAL: "beyond the bench: ",
+                CheckName.SECOND_LOOK: "second look: "}
 
 
 @dataclass(frozen=True)
@@ -254,7 +255,10 @@ def _judge(ws: Workspace, state: LabState, name: str, candidate: Candidate, base
     progress(f"{name}: verdict against the baseline built from {base[:12]}")
     started = time.monotonic()
     try:
-        verdict = _measured(ws, state, name, base, (baseline, built), progress, measure_progress, clock.measurer)
+        verdict, looked = second_look.taken(lambda: _measured(ws, state, name, base, (baseline, built), progress,
+                                                              measure_progress, clock.measurer),
+                                            lambda line: progress(f"{name}: {line}"))
+        checks += looked
     except (BinaryChanged, ClosedTree) as refused:
         checks.append(Check(CheckName.BINARY, False, str(refused)))
         rule = Rule.AS_BUILT if isinstance(refused, BinaryChanged) else Rule.OPEN_TREE

@@ -43,10 +43,11 @@ from typing import TYPE_CHECKING, TypeVar
 
 from orchard.lab.judge.ladder import Progress
 from orchard.lab.judge.measuring import LabIntegrityError, MeasureProgress, Verdict, VerdictWord
+from orchard.lab.judge.second_look import killed_by_regression_alone, regressed_alone
 from orchard.lab.judge.verdict_view import after_pairs
 from orchard.lab.landing import pins
 from orchard.lab.landing.land_checks import checked_patch, landing_checkout, recorded_judgment
-from orchard.lab.landing.measured import Measurements, OnThisMachine, killed_by_regression_alone, regressed_alone
+from orchard.lab.landing.measured import Measurements, OnThisMachine
 from orchard.lab.landing.publication import Publication, check_published, main_branch, publication, push
 from orchard.lab.records.events import Event, EventKind
 from orchard.lab.records.experiment import ExperimentStatus

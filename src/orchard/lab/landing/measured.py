@@ -13,13 +13,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 from orchard.lab.judge.ladder import Progress, judge
-from orchard.lab.judge.measuring import BinaryChanged, MeasureProgress, Verdict, VerdictWord, measure
+from orchard.lab.judge.measuring import BinaryChanged, MeasureProgress, Verdict, measure
 from orchard.lab.landing.land_checks import landing_checkout
 from orchard.lab.records.build import CheckName
 from orchard.lab.records.candidate import Candidate
 from orchard.lab.records.hypothesis import Hypothesis
 from orchard.lab.records.judge_host import JudgeHost
-from orchard.lab.records.judgment import Decision, Judgment
+from orchard.lab.records.judgment import Judgment
 from orchard.lab.workers.workspace.builds import baseline_binary, candidate_step, hash_build, placeholders
 from orchard.lab.workers.workspace.workspace import Workspace
 
@@ -89,15 +89,3 @@ def confirmation(ws: Workspace, state: LabState, main_head: str, current: Judgme
                 return str(changed)
     raise AssertionError("unreachable")
 
-
-def regressed_alone(verdict: Verdict | None) -> bool:
-    """Whether `verdict` is REGRESSED on metrics alone: no quality gate failed and the held-out variants held.
-    So a loaded machine's false alarm looks, and a real regression: a landing that meets one looks again."""
-    return (verdict is not None and verdict.verdict == VerdictWord.REGRESSED and not verdict.failed_gates
-            and (verdict.variants is None or all(check.held is not False for check in verdict.variants.checks)))
-
-
-def killed_by_regression_alone(judgment: Judgment) -> bool:
-    """Whether `judgment` KILLs on nothing but a metric's regression: every check passed, no gate failed."""
-    return (judgment.decision == Decision.KILL and all(check.passed for check in judgment.checks)
-            and regressed_alone(judgment.verdict))

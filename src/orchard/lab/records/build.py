@@ -49,6 +49,7 @@ class CheckName(StrEnum):
     SWEEP = "sweep"  # the bench's sweep after a landed win (a step only)
     HACK_REVIEW = "hack-review"  # nothing definite in the patch's added lines (doubtful findings hold the win)
     DIFFERENTIAL = "differential"  # the same output as the baseline on inputs beyond the bench
+    SECOND_LOOK = "second-look"  # a regression beside an improvement, measured once more (`judge/second_look`)
 
 
 @dataclass(frozen=True)
