@@ -1,12 +1,15 @@
 /* One sandbox per campaign side, each measured run started fresh inside it (see run_sandbox.py).
  *
- * serve LISTEN_FD READY_FD CGROUP_FD UID GID AS NPROC CPU_SOFT CPU_HARD FSIZE [tmpfs MODE PATH | dir PATH]...
- *   Runs as root inside the side's bubblewrap sandbox (its mounts made once). For every connection on
- *   LISTEN_FD, one run: a child in new mount, PID and IPC namespaces, with an empty tmpfs on every `tmpfs`
- *   place (what was bound inside it bound again) and every writable `dir` made empty again, a fresh /proc, its own pids cgroup (CGROUP_FD/GROUP) or RLIMIT_NPROC,
- *   the other rlimits (0: not set), as UID/GID with no groups, no capabilities and no_new_privs. Its PID
- *   namespace ends with it (nothing it started outlives it); a client that hangs up kills it.
- * ask SOCKET CWD GROUP FDS -- COMMAND...
+ * serve LISTEN_FD READY_FD CGROUP_FD GROUP UID GID AS NPROC CPU_SOFT CPU_HARD FSIZE [tmpfs MODE PATH | dir PATH]...
+ *   Runs as root inside the side's bubblewrap sandbox (its mounts made once), in the side's own pids cgroup
+ *   (GROUP under CGROUP_FD, entered once: NPROC for a run, one more for the runner), else each run under
+ *   RLIMIT_NPROC. For every connection on LISTEN_FD, one run (one at a time): a child in new mount, PID and
+ *   IPC namespaces, born in that cgroup, with an empty tmpfs on every `tmpfs` place (what was bound inside it
+ *   bound again) and every writable `dir` made empty again, a fresh /proc, the other rlimits (0: not set), as
+ *   UID/GID with no groups, no capabilities and no_new_privs. Its PID namespace ends with it (nothing it
+ *   started outlives it, so the next run finds the cgroup holding the runner alone); a client that hangs up
+ *   kills it.
+ * ask SOCKET CWD FDS -- COMMAND...
  *   The client orchard starts per run: hands its stdin, stdout, stderr, FDS ("3,4" or "-") and environment
  *   to the runner on SOCKET, and exits as the run did (128+N for signal N). */
 #define _GNU_SOURCE
@@ -65,19 +68,19 @@ static int read_all(int fd, char *data, size_t size) {
 /* ---- the client ---- */
 
 static int ask(int argc, char **argv) {
-    if (argc < 8 || strcmp(argv[6], "--") != 0) return 2;
+    if (argc < 7 || strcmp(argv[5], "--") != 0) return 2;
     int fds[MAX_FDS] = {0, 1, 2}, count = 3;
-    for (char *word = strtok(strcmp(argv[5], "-") ? argv[5] : "", ","); word && count < MAX_FDS;
+    for (char *word = strtok(strcmp(argv[4], "-") ? argv[4] : "", ","); word && count < MAX_FDS;
          word = strtok(NULL, ","))
         fds[count++] = atoi(word);
-    size_t size = strlen(argv[3]) + strlen(argv[4]) + 32 + 16 * MAX_FDS;
-    for (int i = 7; i < argc; i++) size += strlen(argv[i]) + 1;
+    size_t size = strlen(argv[3]) + 32 + 16 * MAX_FDS;
+    for (int i = 6; i < argc; i++) size += strlen(argv[i]) + 1;
     for (char **e = environ; *e; e++) size += strlen(*e) + 1;
     char *body = malloc(size + strlen(argv[3]) + 8), *at = body;
-    at += sprintf(at, "%s%c%s%c%d%c", argv[3], 0, argv[4], 0, count, 0);
+    at += sprintf(at, "%s%c%d%c", argv[3], 0, count, 0);
     for (int i = 0; i < count; i++) at += sprintf(at, "%d%c", fds[i], 0);
-    at += sprintf(at, "%d%c", argc - 7, 0);
-    for (int i = 7; i < argc; i++) at += sprintf(at, "%s%c", argv[i], 0);
+    at += sprintf(at, "%d%c", argc - 6, 0);
+    for (int i = 6; i < argc; i++) at += sprintf(at, "%s%c", argv[i], 0);
     for (char **e = environ; *e; e++) {
         if (strncmp(*e, "PWD=", 4) != 0) at += sprintf(at, "%s%c", *e, 0);
     }
@@ -112,6 +115,8 @@ static int ask(int argc, char **argv) {
 
 struct setup {
     int cgroup_fd;
+    const char *group;
+    char note[400]; /* set when the side has no pids cgroup: why, and each run gets RLIMIT_NPROC */
     uid_t uid;
     gid_t gid;
     long long memory, processes, cpu_soft, cpu_hard, file_size;
@@ -124,7 +129,7 @@ struct setup {
 struct request {
     char *words[MAX_WORDS];
     int fds[MAX_FDS], targets[MAX_FDS], nfds;
-    char *cwd, *group, **argv, **env;
+    char *cwd, **argv, **env;
 };
 
 static void fail(const char *what) {
@@ -160,25 +165,28 @@ static int write_cgroup(int groups, const char *group, const char *file, const c
     return error;
 }
 
-/* The run's own pids cgroup, GROUP under the directory `groups` (CGROUP_FD), of `processes` at most; where it
- * cannot be made, the sandbox uid's RLIMIT_NPROC, which every sandbox shares: `note` then says why, for the run's
- * failure to fork or exec. */
-static void own_cgroup(int groups, long long processes, const char *group, char *note, size_t size) {
-    if (processes <= 0) return;
+/* The side's own pids cgroup, GROUP under CGROUP_FD, entered by the runner once: each run is born in it, so no
+ * run pays a migration (a cgroup v1 migration waits for an RCU grace period: 10-15 ms a run when made per run).
+ * Runs come one at a time and none outlives its PID namespace, so `processes` are each run's, plus the runner.
+ * Where it cannot be made, each run gets the sandbox uid's RLIMIT_NPROC, which every sandbox shares: `note`
+ * says why, for a run's failure to fork or exec. */
+static void side_cgroup(struct setup *setup) {
+    if (setup->processes <= 0) return;
     const char *step = "no pids hierarchy", *why = "";
-    if (groups >= 0 && strcmp(group, "-") != 0) {
+    if (setup->cgroup_fd >= 0 && strcmp(setup->group, "-") != 0) {
         char number[32];
-        snprintf(number, sizeof number, "%lld", processes);
-        int error = mkdirat(groups, group, 0755) == 0 ? 0 : errno;
+        snprintf(number, sizeof number, "%lld", setup->processes + 1);
+        int error = mkdirat(setup->cgroup_fd, setup->group, 0755) == 0 ? 0 : errno;
         step = "mkdir";
-        if (error == 0 && (error = write_cgroup(groups, group, "pids.max", number)) != 0) step = "pids.max";
-        if (error == 0 && (error = write_cgroup(groups, group, "cgroup.procs", "0")) != 0) step = "cgroup.procs";
+        if (error == 0 && (error = write_cgroup(setup->cgroup_fd, setup->group, "pids.max", number)) != 0)
+            step = "pids.max";
+        if (error == 0 && (error = write_cgroup(setup->cgroup_fd, setup->group, "cgroup.procs", "0")) != 0)
+            step = "cgroup.procs";
         if (error == 0) return;
         why = strerror(error);
     }
-    snprintf(note, size, " (no pids cgroup of its own: %s %s %s; the sandbox uid's RLIMIT_NPROC of %lld, which "
-             "every sandbox shares, applied)", step, group, why, processes);
-    set_limit(RLIMIT_NPROC, processes, processes);
+    snprintf(setup->note, sizeof setup->note, " (no pids cgroup of its own: %s %s %s; the sandbox uid's "
+             "RLIMIT_NPROC of %lld, which every sandbox shares, applied)", step, setup->group, why, setup->processes);
 }
 
 static void drop_privileges(const struct setup *setup) {
@@ -280,8 +288,6 @@ static void start_run(const struct setup *setup, struct request *run) {
         high = run->fds[i] > high ? run->fds[i] : high;
     }
     for (int i = 0; i < run->nfds; i++) moved[i] = fcntl(run->fds[i], F_DUPFD_CLOEXEC, high + 1);
-    /* the cgroups' directory above them too: its number in the runner may be one the run's descriptors take */
-    int groups = setup->cgroup_fd >= 0 ? fcntl(setup->cgroup_fd, F_DUPFD_CLOEXEC, high + 1) : -1;
     for (int i = 0; i < run->nfds; i++) {
         if (moved[i] < 0 || dup2(moved[i], run->targets[i]) < 0) fail("descriptors");
     }
@@ -312,14 +318,13 @@ static void start_run(const struct setup *setup, struct request *run) {
     }
     if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0) fail("/proc");
     if (chdir(run->cwd) != 0) fail(run->cwd);
-    char note[400] = "";
-    own_cgroup(groups, setup->processes, run->group, note, sizeof note);
+    if (setup->note[0]) set_limit(RLIMIT_NPROC, setup->processes, setup->processes);
     set_limit(RLIMIT_AS, setup->memory, setup->memory);
     set_limit(RLIMIT_CPU, setup->cpu_soft, setup->cpu_hard);
     set_limit(RLIMIT_FSIZE, setup->file_size, setup->file_size);
     drop_privileges(setup);
     execvpe(run->argv[0], run->argv, run->env);
-    dprintf(2, "%s: cannot run: %s%s\n", run->argv[0], strerror(errno), note);
+    dprintf(2, "%s: cannot run: %s%s\n", run->argv[0], strerror(errno), setup->note);
     _exit(127);
 }
 
@@ -343,10 +348,9 @@ static int receive(int conn, struct request *run, char **body) {
     int words = 0;
     for (char *at = *body; at < *body + length && words < MAX_WORDS - 1; at += strlen(at) + 1) run->words[words++] = at;
     run->words[words] = NULL;
-    if (words < 4) return -1;
+    if (words < 3) return -1;
     run->cwd = run->words[0];
-    run->group = run->words[1];
-    int count = atoi(run->words[2]), at = 3;
+    int count = atoi(run->words[1]), at = 2;
     if (count != run->nfds || at + count >= words) return -1;
     for (int i = 0; i < count; i++) run->targets[i] = atoi(run->words[at++]);
     int argc = atoi(run->words[at++]);
@@ -393,14 +397,15 @@ static void serve_one(const struct setup *setup, int conn) {
 }
 
 static int serve(int argc, char **argv) {
-    if (argc < 12) return 2;
-    struct setup setup = {.cgroup_fd = atoi(argv[4]), .uid = (uid_t)atoi(argv[5]), .gid = (gid_t)atoi(argv[6]),
-                          .memory = atoll(argv[7]), .processes = atoll(argv[8]), .cpu_soft = atoll(argv[9]),
-                          .cpu_hard = atoll(argv[10]), .file_size = atoll(argv[11]), .places = argv + 12,
-                          .place_words = argc - 12};
+    if (argc < 13) return 2;
+    struct setup setup = {.cgroup_fd = atoi(argv[4]), .group = argv[5], .uid = (uid_t)atoi(argv[6]),
+                          .gid = (gid_t)atoi(argv[7]), .memory = atoll(argv[8]), .processes = atoll(argv[9]),
+                          .cpu_soft = atoll(argv[10]), .cpu_hard = atoll(argv[11]), .file_size = atoll(argv[12]),
+                          .places = argv + 13, .place_words = argc - 13};
     int listener = atoi(argv[2]), ready = atoi(argv[3]);
     fcntl(listener, F_SETFD, FD_CLOEXEC);
-    if (setup.cgroup_fd >= 0) fcntl(setup.cgroup_fd, F_SETFD, FD_CLOEXEC);
+    side_cgroup(&setup);
+    if (setup.cgroup_fd >= 0) close(setup.cgroup_fd); /* no run needs it */
     signal(SIGPIPE, SIG_IGN);
     read_mounts(&setup);
     /* what every run needs of the kernel (5.11 or later); without it orchard gives each run a sandbox of its own */
@@ -419,6 +424,6 @@ static int serve(int argc, char **argv) {
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "serve") == 0) return serve(argc, argv);
     if (argc > 1 && strcmp(argv[1], "ask") == 0) return ask(argc, argv);
-    fprintf(stderr, "usage: run-sandbox serve ... | ask SOCKET CWD GROUP FDS -- COMMAND...\n");
+    fprintf(stderr, "usage: run-sandbox serve ... | ask SOCKET CWD FDS -- COMMAND...\n");
     return 2;
 }

@@ -12,8 +12,13 @@ namespaces:
 - an empty tmpfs again on every scratch place (`/tmp`, `/var/tmp`, `/home`)
   and on every directory the sandbox made writable, a fresh `/proc`;
   `{workdir}` emptied by orchard before the run, as before;
-- its own pids cgroup (or RLIMIT_NPROC) and the other rlimits, set for this
-  run alone; the sandbox uid with no groups, no capabilities, no_new_privs;
+- born in the side's own pids cgroup, which its runner entered once (a
+  cgroup v1 migration waits for an RCU grace period: made per run it cost
+  10-15 ms of every run of a program running 20 ms or more); runs come one
+  at a time and none outlives its PID namespace, so the cgroup's budget is
+  the run's own (or RLIMIT_NPROC where no cgroup can be made); the other
+  rlimits set for this run alone; the sandbox uid with no groups, no
+  capabilities, no_new_privs;
 - its PID namespace ends with it (a daemon, a lock or a socket it held go
   too), its IPC namespace too (SysV and POSIX IPC); the network namespace is
   the side's and holds nothing once none of a run's processes is left.
@@ -93,9 +98,8 @@ class Sandboxes:
             side = self._sides[key]
         if side is None:
             return None
-        group = sandbox_pids.name_group() if limits.processes else None
-        return [str(side.runner), "ask", str(side.socket), str(mounts.cwd), group.name if group else "-",
-                ",".join(map(str, fds)) or "-", "--", *command]
+        return [str(side.runner), "ask", str(side.socket), str(mounts.cwd), ",".join(map(str, fds)) or "-", "--",
+                *command]
 
     def _start(self, mounts: confine.Mounts, limits: Limits, runner: Path) -> _Side | None:
         """The side's sandbox with its runner, once it said it is ready; None when it could not start (its runs then
@@ -104,6 +108,7 @@ class Sandboxes:
             self._directory = Path(tempfile.mkdtemp(prefix="tmp."))  # 0700, orchard's own
         path = self._directory / f"s{len(self._sides)}"
         groups = sandbox_pids.own_directory() if limits.processes else None
+        group = sandbox_pids.name_group() if groups else None  # the side's, entered by its runner
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
             listener.bind(str(path))
             listener.listen(16)
@@ -112,7 +117,8 @@ class Sandboxes:
             program = os.open(runner, os.O_RDONLY)  # started by its descriptor: no run sees it
             inherited = (listener.fileno(), said, program, *([group_fd] if group_fd >= 0 else []))
             argv = [confine.bwrap() or "bwrap", *mounts.bwrap_args(), "--", f"/proc/self/fd/{program}", "serve",
-                    *map(str, (listener.fileno(), said, group_fd, confine.sandbox_id(), confine.sandbox_id())),
+                    *map(str, (listener.fileno(), said, group_fd, group.name if group else "-",
+                               confine.sandbox_id(), confine.sandbox_id())),
                     *_limit_words(limits), *_places(mounts)]
             try:
                 process = subprocess.Popen(argv, pass_fds=inherited, stdin=subprocess.DEVNULL,
