@@ -19,9 +19,10 @@ from orchard.lab.judge.measuring import MeasureProgress, Verdict, measure
 from orchard.lab.landing import land as landing
 from orchard.lab.landing import pins, publication
 from orchard.lab.landing.land import LandOutcome
+from orchard.lab.notebook.journal import render_journal
 from orchard.lab.records.build import BuiltBinary, CheckName
 from orchard.lab.records.judgment import Decision, Judgment
-from orchard.lab.records.land_steps import Rebased
+from orchard.lab.records.land_steps import Confirmed, Rebased
 from orchard.lab.workers.workspace.workspace import Workspace
 from tests.lab.lab_helpers import git
 from tests.lab.loop_support import WIN, metric, verdict_of
@@ -37,7 +38,9 @@ def user_repo(tmp_path: Path) -> Path:
     return make_user_repo(tmp_path)
 
 
-def _main_moves(tmp_path: Path, user_repo: Path, win: str) -> tuple[LandOutcome, list[Rebased]]:
+def _main_moves(tmp_path: Path, user_repo: Path, win: str,
+                confirmed: list[Confirmed] | None = None, journal: list[str] | None = None,
+                ) -> tuple[LandOutcome, list[Rebased]]:
     ws, state = _lab(tmp_path, user_repo, win)
     main = publication.main_branch(ws, state)
     reference = ws.reference_target
@@ -46,7 +49,26 @@ def _main_moves(tmp_path: Path, user_repo: Path, win: str) -> tuple[LandOutcome,
     pins.pin(ws, state, main)  # as the lab's own merge of another win leaves it
     outcome = _land(ws, state)
     rebased = [entry.event for entry in state.events_of(Rebased)]
+    if confirmed is not None:
+        confirmed += [entry.event for entry in state.events_of(Confirmed)]
+    if journal is not None:
+        journal.append(render_journal(state))
     return outcome, rebased
+
+
+def test_a_win_judged_again_on_a_moved_main_is_confirmed_by_that_judgment_not_measured_a_third_time(
+        tmp_path: Path, user_repo: Path) -> None:
+    """The judgment at the rebase is already a verdict on fresh samples of what lands, taken after the win was
+    picked: what a confirmation guards against (a lucky winner) it has guarded against."""
+    confirmed: list[Confirmed] = []
+    journal: list[str] = []
+    outcome, rebased = _main_moves(tmp_path, user_repo, WIN, confirmed, journal)
+    assert outcome.merged, outcome.notes
+    assert len(rebased) == 1 and rebased[0].needed and rebased[0].judgment is not None
+    assert len(confirmed) == 1 and confirmed[0].by == landing.REJUDGED
+    assert confirmed[0].verdict == rebased[0].judgment.verdict
+    assert not (tmp_path / "ws" / "judge" / "shorter" / "confirm").exists()  # no confirmation checkout, no runs
+    assert f"- by: {landing.REJUDGED}" in journal[0]
 
 
 def test_a_regression_seen_once_on_the_new_main_does_not_cost_the_win(tmp_path: Path, user_repo: Path) -> None:

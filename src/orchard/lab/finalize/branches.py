@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from orchard.lab.finalize.wins import Win
 from orchard.lab.judge.verdict_view import after_pairs
-from orchard.lab.landing.land import lab_note
+from orchard.lab.landing.lab_note import lab_note
 from orchard.lab.landing.land_checks import checked_patch
 from orchard.lab.records.build import CheckName
 from orchard.lab.text import visible

@@ -8,7 +8,9 @@ moment it is done:
 2. `rebase`: when main moved since the experiment's base, the patch is
    applied to the new main and judged again from clean (a conflict or a
    lost win keeps the branch unmerged); recorded also when not needed;
-3. `confirm`: a confirmation verdict on fresh samples, against lucky winners;
+3. `confirm`: a confirmation verdict on fresh samples, against lucky winners
+   (when the rebase judged the patch again on a moved main, that judgment,
+   itself on fresh samples after the win was picked, is the confirmation);
 4. `push`: the branch is published to the target repository, only now;
 5. `merge`: into the lab's main (a merge found already there is recorded, not
    made again);
@@ -35,7 +37,6 @@ Where the wins go is `publication`'s concern.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -44,8 +45,8 @@ from typing import TYPE_CHECKING, TypeVar
 from orchard.lab.judge.ladder import Progress
 from orchard.lab.judge.measuring import LabIntegrityError, MeasureProgress, Verdict, VerdictWord
 from orchard.lab.judge.second_look import killed_by_regression_alone, regressed_alone
-from orchard.lab.judge.verdict_view import after_pairs
 from orchard.lab.landing import pins
+from orchard.lab.landing.lab_note import lab_note
 from orchard.lab.landing.land_checks import checked_patch, landing_checkout, recorded_judgment
 from orchard.lab.landing.measured import Measurements, OnThisMachine
 from orchard.lab.landing.publication import Publication, check_published, main_branch, publication, push
@@ -76,6 +77,9 @@ if TYPE_CHECKING:
     from orchard.lab.records.db import ExperimentRecord
 
 R = TypeVar("R", bound=Event)
+REJUDGED = ("the judgment on the new main at the rebase: a verdict on fresh samples of what lands, taken after the "
+            "win was picked")
+
 P = TypeVar("P", bound=Pushed)
 
 
@@ -89,36 +93,6 @@ class LandOutcome:
     notes: list[str]
     published: bool = False  # the merge is reachable in the target repository
     judge_lost: JudgeLost | None = None  # its judge host left before the merge: to be judged again from scratch
-
-
-def _signed(value: float | None) -> str:
-    return "-" if value is None or not math.isfinite(value) else f"{value:+.2%}"
-
-
-def lab_note(hypothesis: Hypothesis, judgment: Judgment, experiment: str) -> str:
-    """The commit message: what was tried, what came out, with the numbers."""
-    verdict = judgment.verdict
-    result = "?" if verdict is None else f"{verdict.verdict} {after_pairs(verdict.pairs)} (seed {verdict.seed})"
-    lines = [
-        f"lab: {visible(hypothesis.title)}",
-        "",
-        f"Experiment {experiment}, hypothesis {hypothesis.id} ({hypothesis.lane} lane).",
-        "",
-        f"Hypothesis: {visible(hypothesis.change)}",
-        f"Suspected cause: {visible(hypothesis.suspected_cause or '(not given)')}",
-        f"Metric: {visible(hypothesis.metric)}; predicted effect: {hypothesis.predicted_text}",
-        "",
-        f"Result: {result}.",
-    ]
-    for m in [] if verdict is None else verdict.metrics:
-        low, high = m.interval or (None, None)
-        lines.append(
-            f"  {m.key}: {m.verdict} {_signed(m.effect)} [{_signed(low)}, {_signed(high)}], floor {m.floor:.2%}, "
-            f"n={m.n}, {m.baseline_median} -> {m.candidate_median}"
-        )
-    checks = [c for c in judgment.checks if c.detail != "not configured"]  # only the checks that ran
-    lines += ["", "Checks: " + "; ".join(f"{c.name} {'ok' if c.passed else 'FAILED'}" for c in checks)]
-    return "\n".join(lines) + "\n"
 
 
 class Steps:
@@ -224,7 +198,11 @@ class Landing:
         seen = "seen again" if killed_by_regression_alone(again) else "not seen again"
         return replace(again, reasons=(*again.reasons, f"a first judgment on this main said {said}: {seen}"))
 
-    def confirm(self, main_head: str, current: Judgment) -> Confirmed:
+    def confirm(self, main_head: str, current: Judgment, rebase: Rebased) -> Confirmed:
+        rejudged = rebase.judgment.verdict if rebase.needed and rebase.judgment is not None else None
+        if rejudged is not None and rejudged.verdict == VerdictWord.PASS:
+            self.progress(f"{self.name}: its judgment on the new main, on fresh samples, is the confirmation")
+            return Confirmed(verdict=rejudged, judge=self.measurements.judge, by=REJUDGED)
         self.progress(f"{self.name}: confirmation verdict on fresh samples")
         verdict = self._confirmation(main_head, current, self.name)
         if not isinstance(verdict, str) and regressed_alone(verdict):
@@ -299,7 +277,7 @@ class Landing:
             return LandOutcome(branch, commit, False, None, False,
                                [f"not merged: on the new main {rebase.main[:10]} it no longer lands ({why})"])
         current = rebase.judgment if rebase.needed and rebase.judgment is not None else self.judgment
-        confirmed = steps.run(Confirmed, lambda: self.confirm(rebase.main, current))
+        confirmed = steps.run(Confirmed, lambda: self.confirm(rebase.main, current, rebase))
         if confirmed.verdict is None or confirmed.verdict.verdict != VerdictWord.PASS:
             why = (confirmed.refused or "no confirmation verdict" if confirmed.verdict is None else
                    f"the confirmation verdict was {confirmed.verdict.verdict} ({'; '.join(confirmed.verdict.reasons)})")

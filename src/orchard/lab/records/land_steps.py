@@ -78,13 +78,15 @@ class Rebased(Event):
 
 @dataclass(frozen=True)
 class Confirmed(Event):
-    """`confirm`: the confirmation verdict of exactly what lands, or why there is none."""
+    """`confirm`: the confirmation verdict of exactly what lands, or why there is none; `by` names a verdict taken
+    before that stands for it (the judgment on a moved main, at the rebase) instead of a new one."""
 
     kind = EventKind.CONFIRM
-    OMITTED = frozenset({"refused", "verdict", "judge"})
+    OMITTED = frozenset({"refused", "verdict", "judge", "by"})
     refused: str | None = None
     verdict: Verdict | None = None
     judge: JudgeHost | None = None  # the judge host it ran on: the one that judged the win (None: this machine)
+    by: str | None = None
 
     @property
     def measured(self) -> Verdict | None:
@@ -92,7 +94,7 @@ class Confirmed(Event):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
-        return cls(text(data.get("refused")), verdict_of(data), JudgeHost.read(data.get("judge")))
+        return cls(text(data.get("refused")), verdict_of(data), JudgeHost.read(data.get("judge")), text(data.get("by")))
 
 
 @dataclass(frozen=True)
