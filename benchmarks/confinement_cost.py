@@ -1,6 +1,7 @@
 """What confining a measured run costs: the same run unconfined, in a bubblewrap sandbox of its own (as before
-issue 33) and started fresh in its side's sandbox (`bench/sandbox/run_sandbox.py`, what verdicts do now where orchard is
-root).
+issue 33), started fresh in its side's sandbox (`bench/sandbox/run_sandbox.py`, what verdicts do now where orchard is
+root), and the same under a lab's default `[workers]` limits (what a lab's verdicts do: a process budget, a pids
+cgroup, among them).
 
 Two scenarios: `/bin/true` (the sandbox's whole fixed cost) and the demo's
 `report` scenario (the wordfreq report on the suite's large corpus, built from
@@ -8,7 +9,7 @@ the embedded demo target with `make`). Runs go through orchard's own
 `measure.observe`: for each mode, the row's `elapsed_ms` and `cpu_ms` as a
 verdict records them (confined: the program's own, timed inside its
 sandbox) and the wall time of the whole `observe` call (what a verdict
-pays per run, the sandbox's set-up included). The three modes alternate run
+pays per run, the sandbox's set-up included). The four modes alternate run
 by run (so momentary load hits them alike), after a warm-up, holding the
 machine-wide measurement lock. Prints the medians per mode and repeat, the
 per-run cost of each confined mode (its whole call minus the unconfined
@@ -36,9 +37,11 @@ from orchard.bench.measuring.measure import RunSpec, Workbench, observe, workben
 from orchard.bench.sandbox.confinement import UNCONFINED, confine_runs
 from orchard.bench.suites.suite import Scenario, Suite
 from orchard.bench.suites.suite_reader import load_suite
+from orchard.lab.config.sections import WorkersConfig
 
 WARMUP = 3
 WHAT = ("elapsed", "cpu", "call")
+MODES = ("unconfined", "own", "side", "lab")
 TRUE_SUITE = """[suite]
 name = "true"
 
@@ -64,7 +67,8 @@ def series(bench: Workbench, scenario: Scenario, binary: Path, runs: int) -> dic
     """Per (mode, what): recorded elapsed_ms and cpu_ms, and the whole call's ms; the modes alternating run by run."""
     modes = {"unconfined": dataclasses.replace(bench, confinement=UNCONFINED),
              "own": dataclasses.replace(bench, confinement=confine_runs(True), sandboxes=None),
-             "side": dataclasses.replace(bench, confinement=confine_runs(True))}
+             "side": dataclasses.replace(bench, confinement=confine_runs(True)),
+             "lab": dataclasses.replace(bench, confinement=confine_runs(True, limits=WorkersConfig().limits()))}
     out: dict[tuple[str, str], list[float]] = {(mode, what): [] for mode in modes for what in WHAT}
     spec = RunSpec("baseline", {"name": "baseline"}, 0, {}, {"wall_ms"})
     for index in range(WARMUP + runs):
@@ -95,9 +99,9 @@ def main() -> None:
         (root / "true.toml").write_text(TRUE_SUITE)
         demo_suite, wordfreq = demo(root)
         cases = [(load_suite(root / "true.toml"), "true", Path("/bin/true")), (demo_suite, "report", wordfreq)]
-        modes = "unconfined / own sandbox / side's sandbox"
+        modes = "unconfined / own sandbox / side's sandbox / side's, a lab's limits"
         print(f"| scenario | repeat | elapsed_ms {modes} | cpu_ms {modes} | whole call ms {modes} "
-              "| cost per run ms, own / side's |")
+              "| cost per run ms, own / side's / lab's |")
         print("| --- | --- | --- | --- | --- | --- |")
         for suite, name, binary in cases:
             scenario = next(s for s in suite.scenarios if s.name == name)
@@ -106,10 +110,9 @@ def main() -> None:
                     with MeasurementLock("orchard benchmarks/confinement_cost.py"):
                         times = series(bench, scenario, binary, args.runs)
                     med = {key: statistics.median(values) for key, values in times.items()}
-                    cells = [" / ".join(f"{med[mode, what]:.2f}" for mode in ("unconfined", "own", "side"))
-                             for what in WHAT]
-                    own, side = (med[mode, "call"] - med["unconfined", "call"] for mode in ("own", "side"))
-                    print(f"| {name} | {repeat} | {' | '.join(cells)} | {own:+.2f} / {side:+.2f} |")
+                    cells = [" / ".join(f"{med[mode, what]:.2f}" for mode in MODES) for what in WHAT]
+                    costs = " / ".join(f"{med[mode, 'call'] - med['unconfined', 'call']:+.2f}" for mode in MODES[1:])
+                    print(f"| {name} | {repeat} | {' | '.join(cells)} | {costs} |")
     print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}; {args.runs} runs per mode "
           f"and repeat after {WARMUP} warm-up runs")
 
