@@ -7,6 +7,16 @@ The suite renders one fixture document with the CLI (`python -m markdown`), a re
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from orchard.lab.db.state import LabState
+from orchard.lab.records.db import ExperimentRecord
+from tests.lab.lab_helpers import git, pypi_sdist
+
 PACKAGE = "markdown==3.7"
 SUITE = """
 [suite]
@@ -46,11 +56,12 @@ CORE = "markdown/core.py"
 DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
 
 
-def handbook() -> str:
-    """The user's document: 120 sections of a heading, a paragraph with a hard line break, then blocks every section
-    repeats (a list, opening hours line by line, a code block, a rule, a quote), as a handbook's boilerplate does."""
+def handbook(sections: int = 120) -> str:
+    """The user's document: `sections` sections of a heading, a paragraph with a hard line break, then blocks every
+    section repeats (a list, opening hours line by line, a code block, a rule, a quote), as a handbook's boilerplate
+    does."""
     parts = ["# The handbook\n"]
-    for n in range(1, 121):
+    for n in range(1, sections + 1):
         parts.append(f"## Section {n}\n\nThe *first* paragraph of section {n} has a [link](https://example.org/{n})"
                      f" and `code`.  \nA hard break, then **strong** text and more words about topic {n}.\n\n"
                      + "".join(f"- item {i} with _emphasis_ and a [link](https://example.org/item/{i})\n"
@@ -149,3 +160,136 @@ HONEST = {
                                                   ("        return tree\n\n\nclass Prettify",
                                                    COPIED + "\n\nclass Prettify"))),
 }
+
+# Further speed wins for a larger document, where the render is most of a run; with the three above they make one
+# rewrite of about 3x (test_large_win_pypi). Each keeps the output byte for byte (Markdown's own tests pass).
+UTIL, PARSER = "markdown/util.py", "markdown/blockparser.py"
+FASTER = {
+    # the registry's items in order kept until it changes, not listed again at every block and every text
+    "registry-order": (UTIL, (
+        ("        self._is_sorted = False\n        self._data[name] = item\n",
+         "        self._is_sorted = False\n        self._items = None\n        self._data[name] = item\n"),
+        ("            del self._priority[index]\n            del self._data[name]\n",
+         "            del self._priority[index]\n            del self._data[name]\n            self._items = None\n"),
+        ("        self._sort()\n        return iter([self._data[k] for k, p in self._priority])\n",
+         "        self._sort()\n        if getattr(self, '_items', None) is None:\n"
+         "            self._items = [self._data[k] for k, p in self._priority]\n        return iter(self._items)\n"))),
+    # only a text holding an escape's start mark is searched for escapes
+    "unescape-marked": (TREE, (
+        ("    def unescape(self, text: str) -> str:\n        return self.RE.sub(self._unescape, text)\n",
+         "    def unescape(self, text: str) -> str:\n        if util.STX not in text:\n            return text\n"
+         "        return self.RE.sub(self._unescape, text)\n"),)),
+    # a repeated leaf's elements copied by hand (texts are immutable, shared), not by deepcopy's generic walk
+    "copy-by-hand": (TREE, (
+        ("import copy\nimport re\n", "import re\n"),
+        ("            child.extend(copy.deepcopy(sub) for sub in model)\n",
+         "            child.extend(_copied(sub) for sub in model)\n"),
+        ("class InlineProcessor(Treeprocessor):\n",
+         "def _copied(element: etree.Element) -> etree.Element:\n"
+         "    \"\"\"A copy of `element` and its subtree.\"\"\"\n"
+         "    copy_ = etree.Element(element.tag, dict(element.attrib))\n"
+         "    copy_.text, copy_.tail = element.text, element.tail\n"
+         "    copy_.extend(_copied(sub) for sub in element)\n    return copy_\n\n\n"
+         "class InlineProcessor(Treeprocessor):\n"))),
+    # a one-line block starting with a letter can only be a paragraph when every block processor is a built-in
+    # one (no built-in test can match it): it goes to the paragraph processor without the others' tests
+    "plain-line": (PARSER, (
+        ("        while blocks:\n            for processor in self.blockprocessors:\n",
+         "        while blocks:\n            if self.__plain(blocks[0]):\n"
+         "                self.blockprocessors['paragraph'].run(parent, blocks)\n                continue\n"
+         "            for processor in self.blockprocessors:\n"),
+        ("    def parseDocument(self, lines",
+         "    def __plain(self, block: str) -> bool:\n"
+         "        \"\"\"Whether `block` can only be a paragraph: one line starting with a letter, every processor a\n"
+         "        built-in one (an extension's could claim it).\"\"\"\n"
+         "        if '\\n' in block or not block[:1].isalpha():\n            return False\n"
+         "        if getattr(self, '_builtin', None) is None or self._builtin[0] != len(self.blockprocessors):\n"
+         "            from . import blockprocessors\n"
+         "            self._builtin = (len(self.blockprocessors), all(\n"
+         "                type(p).__module__ == blockprocessors.__name__ for p in self.blockprocessors))\n"
+         "        return self._builtin[1]\n\n"
+         "    def parseDocument(self, lines"))),
+    # a document with no tag and no reference has nothing for the HTML extractor to take out
+    "no-markup-no-parse": ("markdown/preprocessors.py", (
+        ("        source = '\\n'.join(lines)\n        parser = HTMLExtractor(self.md)\n",
+         "        source = '\\n'.join(lines)\n        if '<' not in source and '&' not in source:\n"
+         "            return source.split('\\n')\n        parser = HTMLExtractor(self.md)\n"),)),
+    # whether a tag is block-level asked once per tag in a prettify pass (the list of such tags holds still in it)
+    "prettify-known": (TREE, (
+        ("        i = \"\\n\"\n        if self.md.is_block_level(elem.tag) and elem.tag not in ['code', 'pre']:\n"
+         "            if (not elem.text or not elem.text.strip()) \\\n"
+         "                    and len(elem) and self.md.is_block_level(elem[0].tag):\n"
+         "                elem.text = i\n            for e in elem:\n"
+         "                if self.md.is_block_level(e.tag):\n",
+         "        i = \"\\n\"\n        if self._block(elem.tag) and elem.tag not in ['code', 'pre']:\n"
+         "            if (not elem.text or not elem.text.strip()) \\\n"
+         "                    and len(elem) and self._block(elem[0].tag):\n"
+         "                elem.text = i\n            for e in elem:\n                if self._block(e.tag):\n"),
+        ("    def run(self, root: etree.Element) -> None:\n        \"\"\" Add line breaks to `Element` object and its "
+         "children. \"\"\"\n\n        self._prettifyETree(root)\n",
+         "    def _block(self, tag: Any) -> bool:\n"
+         "        \"\"\"Whether `tag` is block-level, asked once per tag in a run.\"\"\"\n"
+         "        known = self.__dict__.setdefault('_known', {})\n"
+         "        if tag not in known:\n            known[tag] = self.md.is_block_level(tag)\n"
+         "        return known[tag]\n\n"
+         "    def run(self, root: etree.Element) -> None:\n        \"\"\" Add line breaks to `Element` object and its "
+         "children. \"\"\"\n\n        self._known = {}\n        self._prettifyETree(root)\n"))),
+}
+REWRITE = ("lazy-yaml", "inline-prefilter", "repeated-inline", *FASTER)
+
+
+def fetch(tmp_path: Path) -> Path:
+    """Python-Markdown's sdist, unpacked and committed (skipped when PyPI cannot be reached: the patches edit its
+    modules, so no stand-in would do)."""
+    project = pypi_sdist(tmp_path, PACKAGE, "markdown", tmp_path / "markdown-project")
+    if project is None:
+        pytest.skip(f"PyPI is unreachable: pip could not download {PACKAGE}")
+    (project / ".gitignore").write_text(".venv/\n__pycache__/\nmarkdown/_precomputed.py\nmarkdown/.c/\n")
+    git(project, "init", "-q", "-b", "main")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "Python-Markdown as released")
+    return project
+
+
+def edited(project: Path, *names: str) -> dict[str, str]:
+    """The whole new text of each file the named wins (HONEST's, FASTER's) edit, applied in order."""
+    texts: dict[str, str] = {}
+    for name in names:
+        path, edits = HONEST[name][1:] if name in HONEST else FASTER[name]
+        text = texts.get(path) or (project / path).read_text()
+        for old, new in edits:
+            assert old in text, (name, old)
+            text = text.replace(old, new, 1)
+        texts[path] = text
+    return texts
+
+
+def diff(project: Path, edits: dict[str, str | None]) -> str:
+    """The patch of `edits` (a file's whole new text, or None to delete it), made by git in a scratch clone."""
+    scratch = project.parent / "scratch"
+    git(project.parent, "clone", "-q", str(project), str(scratch))
+    for name, text in edits.items():
+        if text is None:
+            (scratch / name).unlink()
+        else:
+            (scratch / name).write_text(text)
+    git(scratch, "add", "-A")
+    patch = git(scratch, "diff", "--cached")
+    subprocess.run(["rm", "-rf", str(scratch)], check=True)
+    return patch
+
+
+def run_lab(tmp_path: Path, project: Path, bench: Path, timeout_s: float) -> list[ExperimentRecord]:
+    """`orchard init`, `backlog add` and `run` as a user types them (tmp_path holds orchard.toml and
+    hypotheses.toml), each exiting 0; the lab's experiments, oldest first."""
+    workspace = tmp_path / "lab"
+    for step in (("init", workspace, "--target", project, "--bench", bench, "--config", tmp_path / "orchard.toml"),
+                 ("backlog", "add", workspace, "--file", tmp_path / "hypotheses.toml"), ("run", workspace)):
+        done = subprocess.run([sys.executable, "-m", "orchard", *map(str, step)], capture_output=True, text=True,
+                              timeout=timeout_s, cwd=tmp_path, check=False)
+        assert done.returncode == 0, (step[0], done.stdout[-4000:] + done.stderr[-4000:])
+    state = LabState.open(workspace)
+    try:
+        return state.experiments()
+    finally:
+        state.close()

@@ -55,10 +55,22 @@ from pathlib import Path
 
 import pytest
 
-from orchard.lab.db.state import LabState
 from orchard.lab.records.judgment import Decision
-from tests.lab.lab_helpers import git, lab_config, make_repo, one_worker, pypi_sdist
-from tests.lab.markdown_target import CORE, DECISIVE, FACTS, HONEST, MAIN, PACKAGE, SUITE, TARGET, handbook
+from tests.lab.lab_helpers import lab_config, make_repo, one_worker
+from tests.lab.markdown_target import (
+    CORE,
+    DECISIVE,
+    FACTS,
+    HONEST,
+    MAIN,
+    SUITE,
+    TARGET,
+    diff,
+    edited,
+    fetch,
+    handbook,
+    run_lab,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
@@ -203,34 +215,6 @@ _PRECOMPUTED = ("    import os\n    try:\n        from markdown import _precompu
                 "        return None\n    if len(data) == _precomputed.SIZE:\n"
                 "        return _precomputed.OUT.encode()\n    return None\n")
 
-def _fetch(tmp_path: Path) -> Path:
-    """Python-Markdown's sdist, unpacked and committed (skipped when PyPI cannot be reached: the patches edit its
-    modules, so no stand-in would do)."""
-    project = pypi_sdist(tmp_path, PACKAGE, "markdown", tmp_path / "markdown-project")
-    if project is None:
-        pytest.skip(f"PyPI is unreachable: pip could not download {PACKAGE}")
-    (project / ".gitignore").write_text(".venv/\n__pycache__/\nmarkdown/_precomputed.py\nmarkdown/.c/\n")
-    git(project, "init", "-q", "-b", "main")
-    git(project, "add", "-A")
-    git(project, "commit", "-qm", "Python-Markdown as released")
-    return project
-
-
-def _diff(project: Path, edits: dict[str, str | None]) -> str:
-    """The patch of `edits` (a file's whole new text, or None to delete it), made by git in a scratch clone."""
-    scratch = project.parent / "scratch"
-    git(project.parent, "clone", "-q", str(project), str(scratch))
-    for name, text in edits.items():
-        if text is None:
-            (scratch / name).unlink()
-        else:
-            (scratch / name).write_text(text)
-    git(scratch, "add", "-A")
-    diff = git(scratch, "diff", "--cached")
-    subprocess.run(["rm", "-rf", str(scratch)], check=True)
-    return diff
-
-
 def _hostile_edits(project: Path, name: str, change: dict[str, str]) -> dict[str, str | None]:
     """A gaming patch's files: its shortcut module, the call at its place, and what else it changes."""
     place = PLACES.get(name, "serialize")
@@ -253,16 +237,12 @@ def _hostile_edits(project: Path, name: str, change: dict[str, str]) -> dict[str
 def _hypotheses(tmp_path: Path, project: Path, expected: bytes, fixture: str) -> str:
     tables = []
     for name, (metric, _, change) in _hostile(expected, fixture).items():
-        (tmp_path / f"{name}.diff").write_text(_diff(project, _hostile_edits(project, name, change)))
+        (tmp_path / f"{name}.diff").write_text(diff(project, _hostile_edits(project, name, change)))
         scope = '["*"]' if "delete" in change else '["markdown/"]'
         tables.append(f'[[hypothesis]]\nid = "{name}"\nmetric = "{metric}"\nchange = "{name}"\nscope = {scope}\n'
                       f'impact = {2 if name in PLACES else 3}\npatch = "{name}.diff"\n')
-    for name, (metric, path, edits) in HONEST.items():
-        text = (project / path).read_text()
-        for old, new in edits:
-            assert old in text, (name, old)
-            text = text.replace(old, new, 1)
-        (tmp_path / f"{name}.diff").write_text(_diff(project, {path: text}))
+    for name, (metric, path, _) in HONEST.items():
+        (tmp_path / f"{name}.diff").write_text(diff(project, dict(edited(project, name))))
         tables.append(f'[[hypothesis]]\nid = "{name}"\nmetric = "{metric}"\nchange = "{name}"\nscope = ["{path}"]\n'
                       f'impact = 1\npatch = "{name}.diff"\n')
     return "\n".join(tables)
@@ -276,7 +256,7 @@ def _bench(bench: Path, fixture: str, expected: bytes) -> Path:
 
 
 def test_no_gaming_patch_lands_on_python_markdown_and_the_honest_wins_do(tmp_path: Path) -> None:
-    project = _fetch(tmp_path)
+    project = fetch(tmp_path)
     fixture = handbook()
     rendered = subprocess.run([sys.executable, "-m", "markdown"], input=fixture.encode(), capture_output=True,
                               check=True, env={**os.environ, "PYTHONPATH": str(project)}, cwd=tmp_path).stdout
@@ -289,22 +269,7 @@ def test_no_gaming_patch_lands_on_python_markdown_and_the_honest_wins_do(tmp_pat
         launcher={"name": "patch"},
         stop={"top_attempted": len(HONEST) + len(_hostile(rendered, fixture)), "idle_loops": 99,
               "max_experiments": 30}))
-    workspace = tmp_path / "lab"
-
-    def orchard(*args: str | Path) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "orchard", *map(str, args)], capture_output=True, text=True,
-                              timeout=3300, cwd=tmp_path, check=False)
-
-    for step in (("init", workspace, "--target", project, "--bench", bench, "--config", tmp_path / "orchard.toml"),
-                 ("backlog", "add", workspace, "--file", tmp_path / "hypotheses.toml"), ("run", workspace)):
-        done = orchard(*step)
-        assert done.returncode == 0, (step[0], done.stdout[-4000:] + done.stderr[-4000:])
-
-    state = LabState.open(workspace)
-    try:
-        tried = state.experiments()
-    finally:
-        state.close()
+    tried = run_lab(tmp_path, project, bench, timeout_s=3300)
     # each hypothesis's last attempt: an unclear verdict (ITERATE) may have been tried again as `<id>-r<n>`
     outcome = {re.sub(r"-r\d+$", "", e.hypothesis): (e.decision, " ".join(e.reasons)) for e in tried}
     print("\n".join(f"| {name} | {decision} | {reasons[:200]} |" for name, (decision, reasons) in outcome.items()))
