@@ -318,7 +318,10 @@ sleep 600
     output = (tmp_path / "first-run.log").open("w")
     lab = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        wait_for(lambda: started.exists() or lab.poll() is not None, "the first worker to start", 300)
+        # the stop comes once the lab has recorded its worker RUNNING: the worker can start (and touch its
+        # file) before that; a stop between the two is the next test's case (one start journaled, not two)
+        wait_for(lambda: (started.exists() and bool(_events(ws, ExperimentStarted))) or lab.poll() is not None,
+                 "the first worker to start and be recorded", 300)
         assert lab.poll() is None, (tmp_path / "first-run.log").read_text()
         lab.send_signal(sig)
         lab.wait(timeout=120)
