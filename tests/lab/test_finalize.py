@@ -224,12 +224,19 @@ def test_two_wins_on_one_file_share_a_branch_in_merge_order(same_file: Finalized
     assert branch.outcome == ReviewOutcome.WINS_ALONE, branch.reasons
     text = (same_file.root / "REVIEW.md").read_text()
     assert "touch the same files, so they go together" in text and "2 files changed" in text
-    # the best single attempt (count-with-dict, on wall time) shares its branch: it is judged alone once
+    # the best single attempt (count-with-dict, on wall time) shares its branch: it is judged alone once. Whether
+    # its confirmation shows the wall-time win depends on the noise (ci32, beside two CI runs and a burner: -24%,
+    # interval [-51%, +18%], INCONCLUSIVE, its CPU time -42% improved); then there is none, and the report says why
     best = review.best
-    assert best is not None and best.experiment == "count-with-dict" and best.judgment is not None
-    assert (same_file.root / "judge" / "alone-count-with-dict").is_dir()
+    assert best is not None and best.metric == "report/wall_ms"
     report = (same_file.root / "FINAL_REPORT.md").read_text()
     against = report.split("## Against the best single attempt", 1)[1].split("\n## ", 1)[0]
+    if not best.experiment:
+        assert "No landed win improved the primary metric `report/wall_ms` in its confirmation" in against, against
+        assert best.judgment is None and not (same_file.root / "judge" / "alone-count-with-dict").exists()
+        return
+    assert best.experiment == "count-with-dict" and best.judgment is not None
+    assert (same_file.root / "judge" / "alone-count-with-dict").is_dir()
     assert "best single attempt alone: `count-with-dict`" in against and "the lab: main at the end, 2 wins" in against
     assert "beyond the best single attempt" in against, against
 
