@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -276,7 +277,7 @@ def edited(project: Path, *names: str) -> dict[str, str]:
     return texts
 
 
-def diff(project: Path, edits: dict[str, str | None]) -> str:
+def diff(project: Path, edits: Mapping[str, str | None]) -> str:
     """The patch of `edits` (a file's whole new text, or None to delete it), made by git in a scratch clone."""
     scratch = project.parent / "scratch"
     git(project.parent, "clone", "-q", str(project), str(scratch))

@@ -44,7 +44,7 @@ def test_a_3x_rewrite_of_python_markdown_lands_through_every_defence(tmp_path: P
     fixture = handbook(LARGE_SECTIONS)
     bench = make_repo(tmp_path / "bench", {"suite.toml": SUITE, "fixture.md": fixture, "facts.txt": FACTS,
                                            ".gitignore": "results/\n"})
-    (tmp_path / "rewrite.diff").write_text(diff(project, dict(edited(project, *REWRITE))))
+    (tmp_path / "rewrite.diff").write_text(diff(project, edited(project, *REWRITE)))
     (tmp_path / "hypotheses.toml").write_text(
         '[[hypothesis]]\nid = "rewrite"\nmetric = "render/wall_ms"\nchange = "the render\'s hot paths rewritten"\n'
         'scope = ["markdown/"]\nimpact = 3\npatch = "rewrite.diff"\n')

@@ -242,7 +242,7 @@ def _hypotheses(tmp_path: Path, project: Path, expected: bytes, fixture: str) ->
         tables.append(f'[[hypothesis]]\nid = "{name}"\nmetric = "{metric}"\nchange = "{name}"\nscope = {scope}\n'
                       f'impact = {2 if name in PLACES else 3}\npatch = "{name}.diff"\n')
     for name, (metric, path, _) in HONEST.items():
-        (tmp_path / f"{name}.diff").write_text(diff(project, dict(edited(project, name))))
+        (tmp_path / f"{name}.diff").write_text(diff(project, edited(project, name)))
         tables.append(f'[[hypothesis]]\nid = "{name}"\nmetric = "{metric}"\nchange = "{name}"\nscope = ["{path}"]\n'
                       f'impact = 1\npatch = "{name}.diff"\n')
     return "\n".join(tables)
