@@ -69,10 +69,12 @@ def test_each_candidate_gets_its_own_verdict_and_stops_on_its_own_rule(three: Sh
     same, slow, broken = three.verdicts
     assert [v.candidate for v in three.verdicts] == [bench / "same", bench / "slow", bench / "broken"]
     assert all(v.baseline == bench / "base" for v in three.verdicts)
-    assert broken.verdict == VerdictWord.REGRESSED and broken.failed_gates[0].name == "exit_status"
+    why = {v.candidate.name: (v.verdict, v.reasons) for v in three.verdicts}  # shown if a check below fails
+    assert broken.verdict == VerdictWord.REGRESSED, why
+    assert broken.failed_gates[0].name == "exit_status", why
     assert broken.pairs == 0  # stopped at the warm-up round while the others went on
-    assert slow.verdict == VerdictWord.REGRESSED
-    assert same.verdict != VerdictWord.REGRESSED
+    assert slow.verdict == VerdictWord.REGRESSED, why
+    assert same.verdict != VerdictWord.REGRESSED, why
     assert same.reasons[-1] == "judged beside 2 other candidates on shared baseline runs, at its own alpha as alone"
     # the baseline kept running while any candidate was undecided
     assert three.rounds == max(same.pairs or 0, slow.pairs or 0)
