@@ -45,6 +45,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: -declared[item.path])  # stable: a file's tests keep their order
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _private_module_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A cache of the module's own for its module fixtures, which are made before the per-test one below: they
+    read and wrote the user's ~/.cache/orchard, so a calibration one test run made at its load decided the labs of
+    the next run on the machine (a CI's included)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(CACHE_ENV, str(tmp_path_factory.mktemp("module-cache")))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _private_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Calibration cache per test; one lock file for the test run (real flock, not shared with the user)."""
