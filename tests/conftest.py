@@ -46,12 +46,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _private_module_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """A cache of the module's own for its module fixtures, which are made before the per-test one below: they
-    read and wrote the user's ~/.cache/orchard, so a calibration one test run made at its load decided the labs of
-    the next run on the machine (a CI's included)."""
+def _private_module_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The module's fixtures, made before the per-test state below, get a cache of their module's own and the
+    test run's lock: they read and wrote the user's ~/.cache/orchard (a calibration one test run made at its load
+    decided the labs of the next run on the machine, a CI's included) and measured under the machine-wide lock."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(CACHE_ENV, str(tmp_path_factory.mktemp("module-cache")))
+        patch.setenv("ORCHARD_LOCK_FILE", str(session_lock_file(tmp_path_factory)))
         yield
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ from orchard.bench.deciding.decide import AdaptivePlan
 from orchard.bench.deciding.verdict import VerdictWord
 from orchard.bench.suites.suite_reader import load_suite
 from orchard.jsonlines import read_jsonl
-from tests.helpers import make_binary, session_lock_file
+from tests.helpers import make_binary
 
 SUITE = """
 [suite]
@@ -52,12 +51,9 @@ def _campaign(bench: Path, names: list[str], seed: int, tmp_path: Path) -> Share
 
 
 @pytest.fixture(scope="module")
-def three(bench: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedVerdicts]:
-    """One campaign of an identical copy, a slower candidate and one that fails its runs (under the test run's
-    lock: the module's fixture comes before the autouse one that sets it)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ORCHARD_LOCK_FILE", str(session_lock_file(tmp_path_factory)))
-        yield _campaign(bench, ["same", "slow", "broken"], 7, tmp_path_factory.mktemp("three"))
+def three(bench: Path, tmp_path_factory: pytest.TempPathFactory) -> SharedVerdicts:
+    """One campaign of an identical copy, a slower candidate and one that fails its runs."""
+    return _campaign(bench, ["same", "slow", "broken"], 7, tmp_path_factory.mktemp("three"))
 
 
 def _measured(result: SharedVerdicts) -> list[dict]:

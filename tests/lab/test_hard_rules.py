@@ -35,7 +35,6 @@ from orchard.lab.workers.jobs.job import JobResult
 from orchard.lab.workers.launchers.launchers import make_launcher
 from orchard.lab.workers.workspace import builds
 from orchard.lab.workers.workspace.workspace import Workspace
-from tests.helpers import session_lock_file
 from tests.lab.lab_helpers import git
 from tests.lab.loop_support import add_hypotheses, bare_candidate, metric, verdict_of, write_finished_report
 
@@ -93,12 +92,9 @@ def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Verdict]:
         (root / name).write_text(f"#!/bin/sh\necho '{row}'\n")
         (root / name).chmod(0o755)
     suite = replace(load_suite(root / "suite.toml"), confine=False)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ORCHARD_CACHE_DIR", str(root / "cache"))
-        patch.setenv("ORCHARD_LOCK_FILE", str(session_lock_file(tmp_path_factory)))
-        # the first calibrates; the others find its calibration cached
-        return {name: run_verdict(suite, root / "base", root / name, results=root / f"results-{name}")
-                for name in SUBJECTS if name != "base"}
+    # the first calibrates; the others find its calibration cached (in the module's own cache)
+    return {name: run_verdict(suite, root / "base", root / name, results=root / f"results-{name}")
+            for name in SUBJECTS if name != "base"}
 
 
 def step(tmp_path: Path, name: str, command: str) -> Check:
