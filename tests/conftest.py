@@ -47,9 +47,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="module", autouse=True)
 def _private_module_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The module's fixtures, made before the per-test state below, get a cache of their module's own and the
-    test run's lock: they read and wrote the user's ~/.cache/orchard (a calibration one test run made at its load
-    decided the labs of the next run on the machine, a CI's included) and measured under the machine-wide lock."""
+    """One lock file for the test run (a real flock, not the user's machine-wide one) and a cache of the module's
+    own, set before the module's fixtures are made: they read and wrote the user's ~/.cache/orchard (a calibration
+    one test run made at its load decided the labs of the next run on the machine, a CI's included) and measured
+    under the machine-wide lock."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(CACHE_ENV, str(tmp_path_factory.mktemp("module-cache")))
         patch.setenv("ORCHARD_LOCK_FILE", str(session_lock_file(tmp_path_factory)))
@@ -58,10 +59,8 @@ def _private_module_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 @pytest.fixture(autouse=True)
 def _private_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Calibration cache per test; one lock file for the test run (real flock, not shared with the user)."""
-    cache = tmp_path_factory.mktemp("cache")
-    monkeypatch.setenv(CACHE_ENV, str(cache))
-    monkeypatch.setenv("ORCHARD_LOCK_FILE", str(session_lock_file(tmp_path_factory)))
+    """A calibration cache per test (the lock is the module's, above)."""
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path_factory.mktemp("cache")))
 
 
 @pytest.fixture
