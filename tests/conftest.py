@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench.cache import CACHE_ENV
+from orchard.cache import CACHE_ENV
 from tests.bench.lanes_support import LaneEnv, assert_no_children
 from tests.helpers import session_lock_file
 

@@ -36,16 +36,17 @@ import pytest
 import orchard
 
 SRC = Path(orchard.__file__).parent.parent
-SHARED = ("orchard.confine", "orchard.errors", "orchard.jsonlines", "orchard.limits", "orchard.process",
-          "orchard.sandbox_pids", "orchard.tomlfile")  # both use
+SHARED = ("orchard.cache", "orchard.confine", "orchard.errors", "orchard.jsonlines", "orchard.limits",
+          "orchard.process",
+          "orchard.sandbox_pids", "orchard.scratch", "orchard.tomlfile")  # both use
 FLOORS = ("records", "text", "config", "db", "workers", "judge", "landing", "notebook", "loop",
           "finalize")  # bottom first
 WORKERS = "orchard.lab.workers"
 WORKER_FOLDERS = ("vcs", "sandbox", "jobs", "workspace", "launchers", "worker_run", "executors", "dask",
                   "lab_executor")  # bottom first; lab_executor is a module
 BENCH = "orchard.bench"
-BENCH_FOLDERS = ("binary", "cache", "lock", "machine", "sandbox", "deciding", "suites", "measuring", "results",
-                 "checks", "held_out", "campaigns", "exports", "lanes")  # bottom first; the first four are modules
+BENCH_FOLDERS = ("binary", "lock", "machine", "sandbox", "deciding", "suites", "measuring", "results",
+                 "checks", "held_out", "campaigns", "exports", "lanes")  # bottom first; the first three are modules
 BENCH_DOORS = {
     "orchard.lab.judge.measuring": "measures: verdicts, calibration, opportunities, the lock's holder",
     "orchard.lab.records.verdict": "the bench's verdict records, which the lab's records hold",

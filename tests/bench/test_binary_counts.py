@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from orchard.bench.binary import binary_sha256
-from orchard.bench.cache import CACHE_ENV
 from orchard.bench.campaigns.binary_counts import COUNTS, IDENTICAL_COUNTS, BinaryCounts
 from orchard.bench.campaigns.campaign import run_verdict
 from orchard.bench.campaigns.shared_campaign import run_shared_verdicts
@@ -19,6 +18,7 @@ from orchard.bench.measuring.measure import Observation, count_instructions, wor
 from orchard.bench.sandbox.confinement import RunConfinement, for_campaign
 from orchard.bench.suites.suite import Suite
 from orchard.bench.suites.suite_reader import load_suite
+from orchard.cache import CACHE_ENV
 from orchard.jsonlines import read_jsonl
 from tests.helpers import make_binary, needs_valgrind
 

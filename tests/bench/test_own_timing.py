@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from orchard.bench.cache import CACHE_ENV
 from orchard.bench.measuring.measure import Observation, RunSpec, observe, workbench
 from orchard.bench.sandbox import own_timing
 from orchard.bench.sandbox.confinement import UNCONFINED, RunConfinement, confine_runs
 from orchard.bench.suites.suite_reader import load_suite
+from orchard.cache import CACHE_ENV
 from tests.helpers import path_without_compiler
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")

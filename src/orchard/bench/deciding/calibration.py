@@ -29,12 +29,12 @@ from typing import Any
 
 import numpy as np
 
-from orchard.bench.cache import cache_dir
 from orchard.bench.deciding import stats
 from orchard.bench.deciding.decide import paired_differences
 from orchard.bench.deciding.verdict import MetricNoise, MetricSpec, Scale
 from orchard.bench.machine import MachineFacts, machine_facts
 from orchard.bench.sandbox.environment import ENV_ISOLATION_VERSION
+from orchard.cache import cache_dir
 from orchard.errors import OrchardError, UsageError
 
 CHECK_ALPHA = 0.01  # two-sided level of the "A/A interval excludes zero" test

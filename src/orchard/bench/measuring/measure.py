@@ -13,7 +13,6 @@ import dataclasses
 import functools
 import os
 import shlex
-import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, BinaryIO, cast
 
-from orchard import process
+from orchard import process, scratch
 from orchard.bench.measuring import harness_output as harness
 from orchard.bench.measuring import instructions, rows, tokens
 from orchard.bench.sandbox import measured_view, python_scenario
@@ -105,7 +104,7 @@ def render(template: list[str] | str, values: Mapping[str, Any], where: str) -> 
 @contextlib.contextmanager
 def workbench(suite: Suite, keep: bool = False, confinement: RunConfinement = UNCONFINED) -> Iterator[Workbench]:
     """Create fixtures in a private temporary directory; remove it afterwards."""
-    root = Path(tempfile.mkdtemp(prefix="tmp."))  # its paths are in the command line: nothing says orchard
+    root = scratch.make()  # its paths are in the command line: nothing says orchard
     sandboxes = Sandboxes()
     try:
         (root / "work").mkdir()
@@ -115,8 +114,7 @@ def workbench(suite: Suite, keep: bool = False, confinement: RunConfinement = UN
         yield bench
     finally:
         sandboxes.close()
-        if not keep:
-            shutil.rmtree(root, ignore_errors=True)
+        scratch.release(root, remove=not keep)
 
 
 def _build_fixture(bench: Workbench, fixture: Fixture) -> Path:

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import IO
 
 from orchard import process
-from orchard.bench.cache import cache_dir
+from orchard.cache import cache_dir
 
 SCRIPT = Path(__file__).with_name("inside_timer.py")
 SOURCE = Path(__file__).with_name("inside_timer.c")

@@ -37,17 +37,15 @@ import contextlib
 import dataclasses
 import os
 import select
-import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchard import confine, sandbox_pids
+from orchard import confine, sandbox_pids, scratch
 from orchard.bench.sandbox.own_timing import compiled
 from orchard.limits import CPU_GRACE_S, MIB, Limits
 
@@ -105,7 +103,7 @@ class Sandboxes:
         """The side's sandbox with its runner, once it said it is ready; None when it could not start (its runs then
         get a sandbox each, whose failure says why)."""
         if self._directory is None:
-            self._directory = Path(tempfile.mkdtemp(prefix="tmp."))  # 0700, orchard's own
+            self._directory = scratch.make()  # 0700, orchard's own
         path = self._directory / f"s{len(self._sides)}"
         groups = sandbox_pids.own_directory() if limits.processes else None
         group = sandbox_pids.name_group() if groups else None  # the side's, entered by its runner
@@ -141,7 +139,7 @@ class Sandboxes:
                     _end(side.process)
             self._sides.clear()
             if self._directory is not None:
-                shutil.rmtree(self._directory, ignore_errors=True)
+                scratch.release(self._directory)
                 self._directory = None
 
 

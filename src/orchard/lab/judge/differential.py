@@ -21,7 +21,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import shlex
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from orchard.lab.records.build import BuiltBinary, Check, CheckName
 from orchard.lab.workers.sandbox.allowlist import judge_env
 from orchard.lab.workers.workspace.workspace import Workspace
 from orchard.process import run
+from orchard.scratch import held_directory
 
 PROGRAMS = (".py", ".sh", ".pl", ".rb", ".js", ".exe")  # a command word naming one is the program, not its input
 TARGET_DIRS = frozenset({"test", "tests", "testdata", "doc", "docs", "example", "examples", "fixtures"})
@@ -101,8 +101,8 @@ def applies(ws: Workspace) -> bool:
 
 def check(ws: Workspace, baseline: BuiltBinary, candidate: BuiltBinary, base: str, metric: str) -> Check:
     """The differential check of `candidate` against `baseline` (built from `base`), as a check of the judge."""
-    with tempfile.TemporaryDirectory(prefix="orchard-differential-") as scratch:
-        return compare(ws, (baseline, candidate), base, Path(scratch), stdout=not output_may_change(metric)).check()
+    with held_directory(prefix="orchard-differential-") as held:
+        return compare(ws, (baseline, candidate), base, held, stdout=not output_may_change(metric)).check()
 
 
 def compare(ws: Workspace, binaries: tuple[BuiltBinary, BuiltBinary], base: str, scratch: Path, *,

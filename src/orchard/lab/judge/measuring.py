@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import re
 import shlex
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +44,7 @@ from orchard.lab.workers.sandbox.sandbox import SandboxMode
 from orchard.lab.workers.workspace.builds import STEP_TIMEOUT_S, files_changed, placeholders
 from orchard.lab.workers.workspace.workspace import Workspace
 from orchard.process import run
+from orchard.scratch import held_directory
 
 __all__ = ["ClosedTree", "Direction", "GateResult", "LockState", "LockStatus", "Method", "MetricResult",
            "MetricVerdict", "Opportunity", "Unjudged", "Verdict", "VerdictWord", "is_held_out", "lock_status"]
@@ -105,8 +105,8 @@ def external_verdict(ws: Workspace, baseline: Path, candidate: Path, *built: Bui
     values["baseline"] = str(baseline)
     command = render_command(ws.config.bench.verdict, values)
     lock = MeasurementLock(f"orchard lab verdict command ({ws.root.name})")
-    with lock, tempfile.TemporaryDirectory(prefix="orchard-verdict-") as scratch:
-        argv, env = confined_script(ws, command, baseline, candidate, Path(scratch), *built)
+    with lock, held_directory(prefix="orchard-verdict-") as held:
+        argv, env = confined_script(ws, command, baseline, candidate, held, *built)
         capture = run(argv, cwd=ws.bench_dir, env=env, timeout_s=STEP_TIMEOUT_S, admitted_chars=1 << 24)
     text = capture.stdout_text
     parsed = last_json_object(text, key="verdict") or {}

@@ -37,7 +37,6 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import psutil
 from filelock import FileLock
 
 from orchard.errors import UsageError
@@ -60,6 +59,7 @@ from orchard.lab.workers.workspace import checkout_size
 from orchard.lab.workers.workspace.builds import candidate_step, hash_build, placeholders
 from orchard.lab.workers.workspace.report import read_report
 from orchard.lab.workers.workspace.workspace import Workspace
+from orchard.scratch import Owner
 
 LOG_TAIL_CHARS = 200_000  # of the worker's log, sent back to the lab
 EVENT_TOPIC = "orchard-experiments"  # dask's event log: where each attempt started
@@ -143,10 +143,11 @@ def _kill_leftover(pid_file: Path) -> None:
     pid, _, created = pid_file.read_text().partition(" ")
     pid_file.unlink()
     try:
-        if abs(psutil.Process(int(pid)).create_time() - float(created)) < 0.01:
-            kill_tree(int(pid), include_root=True)
-    except (psutil.NoSuchProcess, ValueError):
-        pass
+        launcher = Owner(int(pid), float(created))
+    except ValueError:
+        return
+    if launcher.alive():
+        kill_tree(launcher.pid, include_root=True)
 
 
 def _materialized(ws: Workspace, spec: RemoteExperiment) -> Hypothesis:
@@ -214,7 +215,7 @@ def run_experiment(spec: RemoteExperiment) -> JobResult:
     with SubprocessExecutor() as executor:
         executor.start(job)
         pid = executor.pids()[spec.name]
-        pid_file.write_text(f"{pid} {psutil.Process(pid).create_time()}")
+        pid_file.write_text(f"{pid} {Owner.of(pid).started}")
         result, over = _watched(executor, spec.name, checkout.worker.root, spec.config.workers.max_checkout_mb)
     pid_file.unlink(missing_ok=True)
     run_s = time.monotonic() - began - setup_s

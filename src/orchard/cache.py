@@ -1,4 +1,5 @@
-"""Where the bench keeps what it works out once per machine (A/A calibrations) and each process's compiled timer.
+"""Where orchard keeps what it works out once per machine (A/A calibrations), each process's compiled timer, and
+the list of temporary directories its processes hold (`orchard.scratch`).
 
 `ORCHARD_CACHE_DIR` names the place (a CI cache, a test's own directory);
 otherwise it is `$XDG_CACHE_HOME/orchard` (`~/.cache/orchard`).
