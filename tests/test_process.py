@@ -153,6 +153,40 @@ def test_ctrl_c_while_the_child_is_being_started_still_kills_its_group(tmp_path:
             kill_if_running(int(child_pid.read_text()))
 
 
+def test_ctrl_c_the_moment_the_runner_stops_holding_it_still_kills_the_group(tmp_path: Path) -> None:
+    """The held Ctrl-C's way out: one that lands right as the runner gives SIGINT back its handler (the child
+    started, the runner not yet watching it) kills the group too. It once came between the two under load, and the
+    measured command outlived its runner (the test above, in a fast tier)."""
+    child_pid = tmp_path / "child.pid"
+    driver = textwrap.dedent(
+        f"""
+        import os, signal, time
+        from orchard.process import run
+        real = signal.signal
+        def restored_then_interrupted(signum, handler):
+            previous = real(signum, handler)
+            if signum == signal.SIGINT and handler is signal.default_int_handler:
+                deadline = time.monotonic() + 30
+                while not os.path.exists({str(child_pid)!r}) and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                os.kill(os.getpid(), signal.SIGINT)  # the first moment it is not held
+            return previous
+        signal.signal = restored_then_interrupted
+        run("echo $$ > {child_pid}; exec sleep 600", timeout_s=600)
+        """
+    )
+    launcher = subprocess.Popen([PY, "-c", driver], stderr=subprocess.PIPE)
+    try:
+        _, err = launcher.communicate(timeout=60)
+        assert b"KeyboardInterrupt" in err
+        assert is_gone(int(wait_for_file(child_pid)))
+    finally:
+        launcher.kill()
+        launcher.wait()
+        if child_pid.exists() and child_pid.read_text().strip():
+            kill_if_running(int(child_pid.read_text()))
+
+
 def test_admitted_output_is_truncated_and_the_totals_are_exact() -> None:
     code = "import sys; sys.stdout.write('a' * 100_000); sys.stderr.write('b' * 5_000)"
     capture = run([PY, "-c", code], admitted_chars=1_000)

@@ -158,11 +158,16 @@ class _HeldInterrupt:
         self.pending = True
 
     def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def release(self) -> None:
+        """SIGINT's handler back, and the held Ctrl-C raised: called where the caller can kill the group, since a
+        Ctrl-C right after the handler is back raises at once."""
         if self.previous is not None:
             signal.signal(signal.SIGINT, self.previous)
-
-    def raise_held(self) -> None:
+            self.previous = None
         if self.pending:
+            self.pending = False
             raise KeyboardInterrupt
 
 
@@ -182,22 +187,23 @@ def run(
     launcher_rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started_at = _now_iso()
     started_ns = time.perf_counter_ns()
-    proc, held = _spawn(argv, cwd, env, stdin is not None, pass_fds)
-    deadline = None if timeout_s is None else time.monotonic() + timeout_s
     out, err = _Stream(admitted_chars, stdout_sink), _Stream(admitted_chars)
-    try:
-        held.raise_held()
-        ended = _pump(proc, out, err, stdin, deadline)
-    except BaseException:
-        kill_group(proc.pid)
-        proc.wait()
-        raise
-    finally:
-        ended_ns = time.perf_counter_ns()
-        kill_group(proc.pid)  # nothing the command started outlives the measurement
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+    with _HeldInterrupt() as held:  # from before the child starts until the runner can kill its group
+        proc = _spawn(argv, cwd, env, stdin is not None, pass_fds)
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        try:
+            held.release()
+            ended = _pump(proc, out, err, stdin, deadline)
+        except BaseException:
+            kill_group(proc.pid)
+            proc.wait()
+            raise
+        finally:
+            ended_ns = time.perf_counter_ns()
+            kill_group(proc.pid)  # nothing the command started outlives the measurement
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
     returncode = None if ended.timed_out else os.waitstatus_to_exitcode(ended.status)
     proc.returncode = returncode if returncode is not None else -signal.SIGKILL
     cpu_ms, peak_rss = _usage(ended, launcher_rss_kib)
@@ -210,23 +216,20 @@ def run(
 
 
 def _spawn(argv: list[str] | str, cwd: Path | str | None, env: Mapping[str, str] | None, feed: bool,
-           pass_fds: Sequence[int]) -> tuple[subprocess.Popen[bytes], _HeldInterrupt]:
+           pass_fds: Sequence[int]) -> subprocess.Popen[bytes]:
     """The child started in a session (and process group) of its own, both pipes read by the runner and stdin fed
-    only when there is something to `feed`; a Ctrl-C meanwhile is held, for the caller to raise once it can kill
-    the group."""
-    with _HeldInterrupt() as held:
-        proc = subprocess.Popen(
-            argv,
-            shell=isinstance(argv, str),
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            stdin=subprocess.PIPE if feed else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            pass_fds=tuple(pass_fds),
-        )
-    return proc, held
+    only when there is something to `feed`."""
+    return subprocess.Popen(
+        argv,
+        shell=isinstance(argv, str),
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+        stdin=subprocess.PIPE if feed else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        pass_fds=tuple(pass_fds),
+    )
 
 
 def _usage(ended: _Ended, launcher_rss_kib: int) -> tuple[float | None, int | None]:
