@@ -122,6 +122,20 @@ def test_interrupting_the_launcher_kills_the_measured_group(tmp_path: Path) -> N
                 kill_if_running(int(pidfile.read_text()))
 
 
+def _assert_interrupted_and_gone(driver: str, child_pid: Path) -> None:
+    """`driver` runs a command that writes its pid to `child_pid` and is Ctrl-C'd: it ends so, and the child too."""
+    launcher = subprocess.Popen([PY, "-c", driver], stderr=subprocess.PIPE)
+    try:
+        _, err = launcher.communicate(timeout=60)
+        assert b"KeyboardInterrupt" in err
+        assert is_gone(int(wait_for_file(child_pid)))
+    finally:
+        launcher.kill()
+        launcher.wait()
+        if child_pid.exists() and child_pid.read_text().strip():
+            kill_if_running(int(child_pid.read_text()))
+
+
 def test_ctrl_c_while_the_child_is_being_started_still_kills_its_group(tmp_path: Path) -> None:
     """A Ctrl-C that lands inside Popen (the child started, Popen not yet returned) is held, then the group dies."""
     child_pid = tmp_path / "child.pid"
@@ -141,22 +155,13 @@ def test_ctrl_c_while_the_child_is_being_started_still_kills_its_group(tmp_path:
         run("echo $$ > {child_pid}; exec sleep 600", timeout_s=600)
         """
     )
-    launcher = subprocess.Popen([PY, "-c", driver], stderr=subprocess.PIPE)
-    try:
-        _, err = launcher.communicate(timeout=60)
-        assert b"KeyboardInterrupt" in err
-        assert is_gone(int(wait_for_file(child_pid)))
-    finally:
-        launcher.kill()
-        launcher.wait()
-        if child_pid.exists() and child_pid.read_text().strip():
-            kill_if_running(int(child_pid.read_text()))
+    _assert_interrupted_and_gone(driver, child_pid)
 
 
 def test_ctrl_c_the_moment_the_runner_stops_holding_it_still_kills_the_group(tmp_path: Path) -> None:
     """The held Ctrl-C's way out: one that lands right as the runner gives SIGINT back its handler (the child
     started, the runner not yet watching it) kills the group too. It once came between the two under load, and the
-    measured command outlived its runner (the test above, in a fast tier)."""
+    measured command outlived its runner (test_interrupting_the_launcher_kills_the_measured_group, in a fast tier)."""
     child_pid = tmp_path / "child.pid"
     driver = textwrap.dedent(
         f"""
@@ -175,16 +180,7 @@ def test_ctrl_c_the_moment_the_runner_stops_holding_it_still_kills_the_group(tmp
         run("echo $$ > {child_pid}; exec sleep 600", timeout_s=600)
         """
     )
-    launcher = subprocess.Popen([PY, "-c", driver], stderr=subprocess.PIPE)
-    try:
-        _, err = launcher.communicate(timeout=60)
-        assert b"KeyboardInterrupt" in err
-        assert is_gone(int(wait_for_file(child_pid)))
-    finally:
-        launcher.kill()
-        launcher.wait()
-        if child_pid.exists() and child_pid.read_text().strip():
-            kill_if_running(int(child_pid.read_text()))
+    _assert_interrupted_and_gone(driver, child_pid)
 
 
 def test_admitted_output_is_truncated_and_the_totals_are_exact() -> None:
