@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from orchard import confine, host_sockets, sandbox_pids
 from orchard.bench.sandbox.confinement import ClosedTree, confine_runs, open_to_sandbox
 from orchard.limits import Limits
 from orchard.within import below, inside
-from tests.helpers import unhidden_dir
+from tests.helpers import SYSTEM_TMP, unhidden_dir
 from tests.lab.lab_helpers import stop_process_groups
 
 
@@ -34,7 +35,7 @@ def test_a_checkout_under_a_directory_the_sandbox_uid_cannot_enter_is_reached_an
     checkout = lab / "judge" / "target"
     checkout.mkdir(parents=True)
     confine.hand_over([checkout])
-    mounts = confine.Mounts(cwd=checkout, hidden=(lab,), writable=(checkout,))
+    mounts = confine.Mounts(cwd=checkout, hidden=(lab, *SYSTEM_TMP), writable=(checkout,))
     script = f"echo built > built.txt && id -u && ls -A {closed_dir} && cat {closed_dir}/secret"
     ran = subprocess.run(confine.argv(mounts, ["sh", "-c", script]), capture_output=True, text=True, timeout=60,
                          check=False)
@@ -100,12 +101,13 @@ def test_a_sandbox_holding_nearly_all_its_processes_starves_no_other(closed_dir:
         pytest.skip("no writable pids cgroup hierarchy here")
     limits = Limits(processes=20)
     hold = "i=0; while [ $i -lt 16 ]; do sleep 300 & i=$((i+1)); done; echo held; wait"
-    holder = subprocess.Popen(confine.argv(confine.Mounts(cwd=closed_dir), ["sh", "-c", hold], limits),
+    mounts = confine.Mounts(cwd=closed_dir, hidden=SYSTEM_TMP)
+    holder = subprocess.Popen(confine.argv(mounts, ["sh", "-c", hold], limits),
                               stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         work = "i=0; while [ $i -lt 10 ]; do sleep 2 & i=$((i+1)); done; wait; echo done"
-        other = subprocess.run(confine.argv(confine.Mounts(cwd=closed_dir), ["sh", "-c", work], limits),
+        other = subprocess.run(confine.argv(mounts, ["sh", "-c", work], limits),
                                capture_output=True, text=True, timeout=60, check=False)
         assert other.returncode == 0 and other.stdout == "done\n" and "fork" not in other.stderr, other.stderr
     finally:
@@ -134,3 +136,20 @@ def test_a_host_socket_gone_before_the_probe_mounted_over_it_does_not_say_no_san
     finally:
         confine._probe.cache_clear()
     assert len(listed) == 2  # listed again for the second try
+
+
+def test_a_socket_removed_before_the_sandbox_starts_fails_only_a_sandbox_that_sees_its_place(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Why the tests' own sandboxes hide /tmp (`tests.helpers.SYSTEM_TMP`), as orchard's do: a socket listed, then
+    removed with its directory before bwrap covers it, fails a sandbox that sees /tmp, and no other."""
+    if confine.unavailable() is not None:
+        pytest.skip("needs a working bubblewrap")
+    gone = Path(tempfile.mkdtemp(dir="/tmp")) / "s0"
+    gone.parent.rmdir()
+    monkeypatch.setattr(host_sockets, "bound", lambda: [gone])
+    seeing = subprocess.run(confine.argv(confine.Mounts(cwd=Path("/")), ["true"]), capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert seeing.returncode != 0 and str(gone.parent) in seeing.stderr, seeing.stderr
+    hiding = subprocess.run(confine.argv(confine.Mounts(cwd=Path("/"), hidden=SYSTEM_TMP), ["true"]),
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert hiding.returncode == 0, hiding.stderr

@@ -21,9 +21,11 @@ import pytest
 from orchard import confine, sandbox_pids
 from orchard.bench.sandbox.run_sandbox import Sandboxes
 from orchard.limits import Limits
+from tests.helpers import SYSTEM_TMP
 from tests.lab.lab_helpers import stop_process_groups
 
 LIMITS = Limits(processes=20)
+MOUNTS = confine.Mounts(cwd=Path("/"), hidden=SYSTEM_TMP)
 HOLD = "i=0; while [ $i -lt 16 ]; do sleep 300 & i=$((i+1)); done; echo held; wait"
 WORK = "i=0; while [ $i -lt 10 ]; do sleep 0.1 & i=$((i+1)); done; wait; grep pids /proc/self/cgroup"
 
@@ -32,7 +34,7 @@ def test_a_run_inheriting_any_descriptor_number_keeps_its_own_budget_beside_a_sa
     own = sandbox_pids.own_directory()
     if own is None or confine.unavailable() is not None:
         pytest.skip("needs bubblewrap and a writable pids cgroup hierarchy (orchard as root)")
-    mounts = confine.Mounts(cwd=Path("/"))
+    mounts = MOUNTS
     holder = subprocess.Popen(confine.argv(mounts, ["sh", "-c", HOLD], LIMITS), stdout=subprocess.PIPE, text=True,
                               start_new_session=True)
     sandboxes = Sandboxes()
@@ -61,7 +63,7 @@ def test_each_run_in_a_sides_sandbox_has_the_whole_budget_and_no_more() -> None:
     starting more than its budget cannot fork past it."""
     if sandbox_pids.own_directory() is None or confine.unavailable() is not None:
         pytest.skip("needs bubblewrap and a writable pids cgroup hierarchy (orchard as root)")
-    mounts, sandboxes = confine.Mounts(cwd=Path("/")), Sandboxes()
+    mounts, sandboxes = MOUNTS, Sandboxes()
     fill = "i=0; while [ $i -lt {n} ]; do sleep 0.3 & i=$((i+1)); done; wait; echo done"
     try:
         said = []
