@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from orchard.bench.sandbox.confinement import SCRATCH
 from orchard.bench.sandbox.own_timing import COMPILERS
 
 ORCHARD = [sys.executable, "-m", "orchard"]
@@ -22,10 +23,10 @@ ORCHARD = [sys.executable, "-m", "orchard"]
 needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind not installed")
 
 
-# Hidden in a test's own sandbox, as in every sandbox orchard makes: other tests' side sandboxes bind their sockets
+# Hidden in a test's own sandbox, as in every measured run's (`SCRATCH`): other tests' side sandboxes bind their sockets
 # under /tmp, and a sandbox that can see /tmp covers each; one removed between the listing of the host's sockets and
 # bwrap's mount over it failed the sandbox ("Can't mkdir parents for /tmp/tmp.*/s0", a fast tier).
-SYSTEM_TMP = (Path("/tmp"), Path("/var/tmp"))
+SYSTEM_TMP = tuple(Path(place) for place in SCRATCH)
 
 
 def slow_but(values: Sequence[object], *fast: object) -> list[Any]:

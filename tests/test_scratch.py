@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -28,8 +29,8 @@ QUICK = '#!/bin/sh\nexit 0\n'
 
 def _held_by(pid: int) -> list[Path]:
     entries = cache_dir("held")
-    found = [json.loads(entry.read_text()) for entry in entries.glob("*.json")] if entries.is_dir() else []
-    return sorted(Path(held["path"]) for held in found if held["owner"]["pid"] == pid)
+    found = [scratch.Held.read(entry) for entry in entries.glob("*.json")] if entries.is_dir() else []
+    return sorted(Path(held.path) for held in found if held is not None and held.owner.pid == pid)
 
 
 def _until(condition: Callable[[], bool], what: str, timeout_s: float = 60) -> None:
@@ -88,8 +89,8 @@ def test_a_directory_of_a_live_process_is_kept_and_removed_once_it_is_gone() -> 
 
 def _entry(path: Path, host: str, pid: int, started: float) -> None:
     cache_dir("held").mkdir(parents=True, exist_ok=True)
-    record = {"path": str(path), "host": host, "owner": {"pid": pid, "started": started}}
-    (cache_dir("held") / f"{host}-{path.name}.json").write_text(json.dumps(record))
+    record = scratch.Held(str(path), host, scratch.Owner(pid, started))
+    (cache_dir("held") / f"{host}-{path.name}.json").write_text(json.dumps(asdict(record)))
 
 
 @pytest.mark.parametrize("case", ["reused pid", "another host", "outside the temporary directory"])

@@ -110,16 +110,16 @@ def held_directory(prefix: str = "tmp.") -> Iterator[Path]:
 
 def sweep() -> list[Path]:
     """Remove the directories held on this host by processes that are gone; the ones removed."""
-    host, removed = socket.gethostname(), []
-    for entry in sorted(_entries().glob("*.json")) if _entries().is_dir() else ():
+    host, temporary, removed = socket.gethostname(), Path(tempfile.gettempdir()), []
+    entries = _entries()
+    for entry in sorted(entries.glob("*.json")) if entries.is_dir() else ():
         held = Held.read(entry)
-        if held is not None and (held.host != host or held.owner.alive()):
-            continue
-        path = Path(held.path) if held is not None else None
-        if path is not None and path.parent != Path(tempfile.gettempdir()):
-            continue  # made under another TMPDIR: left to a process that uses it
-        if path is not None and entry == _entry(path) and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
+        if held is not None:
+            path = Path(held.path)
+            if held.host != host or held.owner.alive() or path.parent != temporary:
+                continue  # another host's, a live owner's, or another TMPDIR's: left to a process that can tell
+            if entry == _entry(path) and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
         entry.unlink(missing_ok=True)
     return removed
